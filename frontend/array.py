@@ -1,0 +1,125 @@
+"""``kiln.Array``: an immutable array living in one device's memory."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kiln import runtime
+
+from .array_methods import ArrayMethods
+from .core import ShapedArray
+
+
+class Array(ArrayMethods):
+    """An immutable n-dimensional array on a device (the result of every kiln computation).
+
+    ``committed`` arrays were placed on their device explicitly (``kiln.device_put(x, device)``,
+    or computed from committed arrays): computations on them run on that device. Uncommitted
+    arrays live on the default device and follow committed ones.
+    """
+
+    __slots__ = ("_buf", "aval", "_device", "_committed", "_npy")
+    __array_priority__ = 100
+
+    def __init__(self, buf: Any, aval: ShapedArray, device: runtime.Device, committed: bool = False):
+        self._buf = buf
+        self.aval = aval
+        self._device = device
+        self._committed = committed
+        self._npy = None
+
+    # -- device -------------------------------------------------------------------------------
+    @property
+    def device(self) -> runtime.Device:
+        return self._device
+
+    def devices(self) -> set[runtime.Device]:
+        return {self._device}
+
+    @property
+    def committed(self) -> bool:
+        return self._committed
+
+    def block_until_ready(self) -> Array:
+        """Wait until the computation producing this array has finished; returns the array."""
+        runtime.block_until_ready(self._buf)
+        return self
+
+    def is_ready(self) -> bool:
+        return runtime.is_ready(self._buf)
+
+    def is_deleted(self) -> bool:
+        return runtime.is_deleted(self._buf)
+
+    def delete(self) -> None:
+        """Free the device memory now; using the array afterwards raises an error."""
+        self._npy = None
+        runtime.delete(self._buf)
+
+    def copy_to_host_async(self) -> None:
+        """Accepted for JAX compatibility (readback is synchronous here)."""
+
+    # -- conversion to host values ------------------------------------------------------------
+    def _value(self) -> np.ndarray:
+        if self._npy is None:
+            self._npy = runtime.to_numpy(self._buf)
+        return self._npy
+
+    def __array__(self, dtype=None, copy=None) -> np.ndarray:
+        value = self._value()
+        if dtype is not None and np.dtype(dtype) != value.dtype:
+            return value.astype(dtype)
+        if copy:
+            return value.copy()
+        return value
+
+    def item(self, *args):
+        return self._value().item(*args)
+
+    def tolist(self):
+        return self._value().tolist()
+
+    def __bool__(self) -> bool:
+        if self.size != 1:
+            raise ValueError(f"The truth value of an array with {self.size} elements is ambiguous. "
+                             "Use a.any() or a.all()")
+        return bool(self._value())
+
+    def __int__(self) -> int:
+        return int(self._value())
+
+    def __float__(self) -> float:
+        return float(self._value())
+
+    def __complex__(self) -> complex:
+        return complex(self._value())
+
+    def __index__(self) -> int:
+        if self.dtype.kind not in "iu":
+            raise TypeError(f"only integer arrays can be used as an index, got {self.dtype.name}")
+        return int(self._value())
+
+    def __format__(self, spec: str) -> str:
+        if self.ndim == 0:
+            return format(self._value()[()], spec)
+        return format(str(self), spec)
+
+    def __reduce__(self):
+        # Pickles as its value; unpickling gives an uncommitted array on the default device.
+        from . import numpy as knp
+        return (knp.asarray, (np.array(self._value()),))
+
+    # -- printing -----------------------------------------------------------------------------
+    def __repr__(self) -> str:
+        if self.is_deleted():
+            return f"Array(<deleted>, shape={self.shape}, dtype={self.dtype.name})"
+        suffix = f", dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "") + ")"
+        value = self._value()
+        if value.size == 0 and value.shape != (0,):
+            return f"Array([], shape={self.shape}{suffix}"
+        body = np.array2string(value, separator=", ", prefix="Array(", suffix=suffix)
+        return f"Array({body}{suffix}"
+
+    def __str__(self) -> str:
+        return str(self._value())

@@ -1,0 +1,208 @@
+"""Operators and methods shared by concrete arrays (``Array``) and traced ones (``Tracer``).
+
+Each one forwards to the kiln.numpy implementation, so ``x + y`` and ``knp.add(x, y)`` are the
+same function with the same promotion and error messages.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+_knp = None
+
+
+def _np():
+    global _knp
+    if _knp is None:
+        from . import numpy as knp
+        _knp = knp
+    return _knp
+
+
+def _binary(name: str, reflected: bool = False):
+    if reflected:
+        def method(self, other):
+            return getattr(_np(), name)(other, self)
+    else:
+        def method(self, other):
+            return getattr(_np(), name)(self, other)
+    method.__name__ = f"__{'r' if reflected else ''}{name}__"
+    return method
+
+
+def _unary(name: str):
+    def method(self):
+        return getattr(_np(), name)(self)
+    method.__name__ = f"__{name}__"
+    return method
+
+
+class ArrayMethods:
+    """Mixin: NumPy-style operators and methods. Subclasses provide ``aval``."""
+
+    __slots__ = ()
+
+    # -- metadata -------------------------------------------------------------------------------
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def dtype(self):
+        return self.aval.dtype
+
+    @property
+    def ndim(self) -> int:
+        return len(self.aval.shape)
+
+    @property
+    def size(self) -> int:
+        return self.aval.size
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    def __len__(self) -> int:
+        if not self.aval.shape:
+            raise TypeError("len() of unsized object (a 0-d array)")
+        return self.aval.shape[0]
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        return (self[i] for i in range(self.aval.shape[0]))
+
+    # -- operators --------------------------------------------------------------------------
+    __add__ = _binary("add")
+    __radd__ = _binary("add", True)
+    __sub__ = _binary("subtract")
+    __rsub__ = _binary("subtract", True)
+    __mul__ = _binary("multiply")
+    __rmul__ = _binary("multiply", True)
+    __truediv__ = _binary("true_divide")
+    __rtruediv__ = _binary("true_divide", True)
+    __floordiv__ = _binary("floor_divide")
+    __rfloordiv__ = _binary("floor_divide", True)
+    __mod__ = _binary("remainder")
+    __rmod__ = _binary("remainder", True)
+    __pow__ = _binary("power")
+    __rpow__ = _binary("power", True)
+    __matmul__ = _binary("matmul")
+    __rmatmul__ = _binary("matmul", True)
+    __and__ = _binary("bitwise_and")
+    __rand__ = _binary("bitwise_and", True)
+    __or__ = _binary("bitwise_or")
+    __ror__ = _binary("bitwise_or", True)
+    __xor__ = _binary("bitwise_xor")
+    __rxor__ = _binary("bitwise_xor", True)
+    __lshift__ = _binary("left_shift")
+    __rlshift__ = _binary("left_shift", True)
+    __rshift__ = _binary("right_shift")
+    __rrshift__ = _binary("right_shift", True)
+    __lt__ = _binary("less")
+    __le__ = _binary("less_equal")
+    __gt__ = _binary("greater")
+    __ge__ = _binary("greater_equal")
+    __eq__ = _binary("equal")  # type: ignore[assignment]
+    __ne__ = _binary("not_equal")  # type: ignore[assignment]
+    __neg__ = _unary("negative")
+    __pos__ = _unary("positive")
+    __abs__ = _unary("abs")
+    __invert__ = _unary("invert")
+    __hash__ = None  # arrays are mutable-looking values: unhashable, as NumPy's and JAX's
+
+    def __divmod__(self, other):
+        return _np().divmod(self, other)
+
+    def __rdivmod__(self, other):
+        return _np().divmod(other, self)
+
+    def __getitem__(self, index: Any):
+        return _np()._getitem(self, index)
+
+    # -- methods ------------------------------------------------------------------------------
+    @property
+    def T(self):
+        return _np().transpose(self)
+
+    @property
+    def mT(self):
+        return _np().swapaxes(self, -1, -2)
+
+    def reshape(self, *shape, order: str = "C"):
+        if len(shape) == 1 and not isinstance(shape[0], int):
+            shape = shape[0]
+        return _np().reshape(self, shape, order=order)
+
+    def astype(self, dtype):
+        return _np().astype(self, dtype)
+
+    def transpose(self, *axes):
+        if len(axes) == 1 and not isinstance(axes[0], int):
+            axes = axes[0]
+        return _np().transpose(self, axes or None)
+
+    def sum(self, axis=None, dtype=None, keepdims=False, **kw):
+        return _np().sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+
+    def prod(self, axis=None, dtype=None, keepdims=False, **kw):
+        return _np().prod(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+
+    def mean(self, axis=None, dtype=None, keepdims=False, **kw):
+        return _np().mean(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
+
+    def max(self, axis=None, keepdims=False, **kw):
+        return _np().max(self, axis=axis, keepdims=keepdims, **kw)
+
+    def min(self, axis=None, keepdims=False, **kw):
+        return _np().min(self, axis=axis, keepdims=keepdims, **kw)
+
+    def any(self, axis=None, keepdims=False, **kw):
+        return _np().any(self, axis=axis, keepdims=keepdims, **kw)
+
+    def all(self, axis=None, keepdims=False, **kw):
+        return _np().all(self, axis=axis, keepdims=keepdims, **kw)
+
+    def argmax(self, axis=None, keepdims=False):
+        return _np().argmax(self, axis=axis, keepdims=keepdims)
+
+    def argmin(self, axis=None, keepdims=False):
+        return _np().argmin(self, axis=axis, keepdims=keepdims)
+
+    def var(self, axis=None, ddof=0, keepdims=False, **kw):
+        return _np().var(self, axis=axis, ddof=ddof, keepdims=keepdims, **kw)
+
+    def std(self, axis=None, ddof=0, keepdims=False, **kw):
+        return _np().std(self, axis=axis, ddof=ddof, keepdims=keepdims, **kw)
+
+    def squeeze(self, axis=None):
+        return _np().squeeze(self, axis)
+
+    def ravel(self, order: str = "C"):
+        return _np().ravel(self, order)
+
+    def flatten(self):
+        return _np().ravel(self)
+
+    def swapaxes(self, a: int, b: int):
+        return _np().swapaxes(self, a, b)
+
+    def dot(self, other):
+        return _np().dot(self, other)
+
+    def clip(self, min=None, max=None):  # noqa: A002 - NumPy's names
+        return _np().clip(self, min, max)
+
+    def round(self, decimals: int = 0):
+        return _np().round(self, decimals)
+
+    def conj(self):
+        return _np().conj(self)
+
+    @property
+    def real(self):
+        return _np().real(self)
+
+    @property
+    def imag(self):
+        return _np().imag(self)

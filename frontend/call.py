@@ -1,0 +1,23 @@
+"""``jit_call``: an equation whose body is another IR (a jitted function called inside a trace).
+
+Lowering inlines it; transformations (jvp, batching) transform its body, so the derivative of a
+jitted function is still one compiled call.
+"""
+from __future__ import annotations
+
+from .core import ShapedArray
+from .ir import ClosedIR
+from .primitive import Primitive
+
+
+def _call_rule(*in_avals: ShapedArray, ir: ClosedIR, name: str) -> list[ShapedArray]:
+    expected = ir.in_avals
+    if len(in_avals) != len(expected) or any(
+            a.shape != e.shape or a.dtype != e.dtype for a, e in zip(in_avals, expected)):
+        got = ", ".join(a.str_short() for a in in_avals)
+        want = ", ".join(e.str_short() for e in expected)
+        raise TypeError(f"kiln: call of {name} with arguments ({got}); its IR takes ({want})")
+    return ir.out_avals
+
+
+call_p = Primitive("jit_call", _call_rule, multiple_results=True)

@@ -1,0 +1,135 @@
+"""From IR to results: choose the device, move arguments there, compile, execute, wrap outputs.
+
+Shared by eager primitives (one-equation IRs) and ``jit``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Sequence
+
+import numpy as np
+
+from kiln import lowering, runtime
+
+from . import dtypes
+from .array import Array
+from .config import config
+from .core import ShapedArray
+from .ir import IR, Literal
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+class DeviceMismatchError(ValueError):
+    """Arguments committed to different devices."""
+
+
+_default_device_cache: dict[Any, runtime.Device] = {}
+
+
+def default_device() -> runtime.Device:
+    """The first device of the default backend (``kiln.config.default_backend`` or the best one)."""
+    name = config.default_backend
+    dev = _default_device_cache.get(name)
+    if dev is None:
+        dev = _default_device_cache[name] = runtime.get_backend(name).devices()[0]
+    return dev
+
+
+def device_of(backend: str | None = None, device: Any = None) -> runtime.Device | None:
+    """Resolve jit's ``device=``/``backend=`` options to one device (None when neither is given)."""
+    if device is not None:
+        if isinstance(device, runtime.Device):
+            return device
+        raise TypeError(f"kiln: device= expects a kiln device (from kiln.devices()), got {device!r}")
+    if backend is not None:
+        return runtime.get_backend(backend).devices()[0]
+    return None
+
+
+def pick_device(values: Sequence[Any], names: Sequence[str] | None = None,
+                explicit: runtime.Device | None = None) -> tuple[runtime.Device, bool]:
+    """The device a computation on ``values`` runs on, and whether its results are committed.
+
+    Computation follows committed arrays; committed arrays on different devices are an error.
+    An explicit device wins (arguments are moved to it).
+    """
+    if explicit is not None:
+        return explicit, True
+    device = None
+    first = None
+    for i, v in enumerate(values):
+        if type(v) is Array and v._committed:
+            if device is None:
+                device, first = v._device, i
+            elif v._device != device:
+                def name(j):
+                    return names[j] if names else f"argument {j}"
+                raise DeviceMismatchError(
+                    f"kiln: arguments are committed to different devices: {name(first)} is on {device} "
+                    f"and {name(i)} is on {v._device}. Move them to one device with kiln.device_put first.")
+    if device is None:
+        return default_device(), False
+    return device, True
+
+
+def canonical_host_array(x: Any) -> np.ndarray:
+    """A NumPy array of ``x`` with kiln's canonical dtype (float64 -> float32 unless x64...)."""
+    if isinstance(x, Literal):
+        return x.val
+    if isinstance(x, _PY_SCALARS):
+        dtype, _ = dtypes.dtype_of_value(x)
+        return np.asarray(x, dtype)
+    arr = np.asarray(x)
+    dtype = dtypes.canonicalize_dtype(arr.dtype)
+    return arr if arr.dtype == dtype else arr.astype(dtype)
+
+
+def to_buffer(x: Any, device: runtime.Device) -> Any:
+    """The device buffer for argument ``x`` on ``device`` (moving or transferring it as needed)."""
+    if type(x) is Array:
+        if x._device == device:
+            return x._buf
+        return runtime.copy_to(x._buf, device)
+    return runtime.put(canonical_host_array(x), device)
+
+
+def put(x: Any, device: runtime.Device | None = None, committed: bool = True) -> Array:
+    """``kiln.device_put`` for one leaf."""
+    from .tracing import abstractify
+    aval = abstractify(x)
+    target = device or default_device()
+    if type(x) is Array:
+        if x._device == target and (x._committed or not committed):
+            return x
+        return Array(to_buffer(x, target), x.aval, target, committed)
+    return Array(runtime.put(canonical_host_array(x), target), aval, target, committed)
+
+
+@dataclass
+class Compiled:
+    """An IR compiled for one device."""
+
+    executable: runtime.Executable
+    lowered: lowering.LoweredModule
+    out_avals: list[ShapedArray]
+    kept: list[bool]           # for each of constvars + invars: passed to the executable?
+    device: runtime.Device
+
+    def run(self, buffers: Sequence[Any], committed: bool) -> list[Array]:
+        outs = self.executable.execute(list(buffers))
+        device = self.device
+        return [Array(b, a, device, committed) for b, a in zip(outs, self.out_avals)]
+
+
+def lower_ir(ir: IR, *, donated: Sequence[bool] = (), keep_unused: bool = False) -> lowering.LoweredModule:
+    return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused)
+
+
+def compile_ir(ir: IR, device: runtime.Device, *, donated: Sequence[bool] = (),
+               keep_unused: bool = False) -> Compiled:
+    """Lower ``ir`` to StableHLO and compile it for ``device``."""
+    lowered = lower_ir(ir, donated=donated, keep_unused=keep_unused)
+    out_types = [(a.shape, a.dtype) for a in lowered.out_avals]
+    exe = runtime.compile(lowered.module, device, out_types, num_donated=sum(bool(d) for d in donated))
+    return Compiled(exe, lowered, [v.aval for v in ir.outvars], lowered.kept_inputs, device)

@@ -1,0 +1,518 @@
+"""kiln's dtypes and JAX's type promotion, including weak types.
+
+The module-level dtype names (``bool_``, ``int8``, ..., ``bfloat16``, ..., ``complex128``) are
+:class:`numpy.dtype` *objects* (not scalar types): they compare equal to NumPy's dtypes, hash,
+and can be passed anywhere a dtype is accepted. ``bfloat16`` is ``np.dtype(ml_dtypes.bfloat16)``.
+
+Promotion follows JAX's lattice ("Type promotion semantics" in JAX's documentation). Python
+scalars are *weakly typed*: they sit on the lattice as the weak nodes ``i*``, ``f*``, ``c*``,
+so ``float16_array * 2.0`` stays ``float16`` instead of widening as NumPy would. A result is
+weak only when the join of the inputs is a weak node.
+
+With ``enable_x64`` off (the default), 64-bit dtypes canonicalize to their 32-bit counterparts
+(``int64 -> int32``, ``uint64 -> uint32``, ``float64 -> float32``, ``complex128 -> complex64``).
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+from typing import Any
+
+import ml_dtypes
+import numpy as np
+
+from .config import config
+
+__all__ = [
+    "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
+    "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+    "canonicalize_dtype", "dtype_of_value", "default_int_dtype", "default_uint_dtype",
+    "default_float_dtype", "default_complex_dtype", "promote_types", "result_type",
+    "is_weakly_typed", "issubdtype", "is_float", "is_int", "is_signed", "is_unsigned",
+    "is_complex", "is_bool", "is_inexact", "finfo", "iinfo", "short_dtype_name",
+]
+
+bool_ = np.dtype(np.bool_)
+int8 = np.dtype(np.int8)
+int16 = np.dtype(np.int16)
+int32 = np.dtype(np.int32)
+int64 = np.dtype(np.int64)
+uint8 = np.dtype(np.uint8)
+uint16 = np.dtype(np.uint16)
+uint32 = np.dtype(np.uint32)
+uint64 = np.dtype(np.uint64)
+float16 = np.dtype(np.float16)
+bfloat16 = np.dtype(ml_dtypes.bfloat16)
+float32 = np.dtype(np.float32)
+float64 = np.dtype(np.float64)
+complex64 = np.dtype(np.complex64)
+complex128 = np.dtype(np.complex128)
+
+_SUPPORTED = (bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
+              bfloat16, float16, float32, float64, complex64, complex128)
+_SUPPORTED_SET = frozenset(_SUPPORTED)
+_VALID_NAMES = tuple(d.name for d in _SUPPORTED)
+
+_TO_32BIT = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+
+# ---------------------------------------------------------------------------------------------
+# Canonicalization and default dtypes
+# ---------------------------------------------------------------------------------------------
+
+def default_int_dtype() -> np.dtype:
+    """The dtype of a Python ``int``: int32, or int64 with ``enable_x64``."""
+    return int64 if config.enable_x64 else int32
+
+
+def default_uint_dtype() -> np.dtype:
+    """The default unsigned dtype: uint32, or uint64 with ``enable_x64``."""
+    return uint64 if config.enable_x64 else uint32
+
+
+def default_float_dtype() -> np.dtype:
+    """The dtype of a Python ``float``: float32, or float64 with ``enable_x64``."""
+    return float64 if config.enable_x64 else float32
+
+
+def default_complex_dtype() -> np.dtype:
+    """The dtype of a Python ``complex``: complex64, or complex128 with ``enable_x64``."""
+    return complex128 if config.enable_x64 else complex64
+
+
+@functools.lru_cache(maxsize=512)
+def _to_supported_dtype(spec: Any) -> np.dtype:
+    """``np.dtype(spec)``, checked against the dtypes kiln supports (x64-independent, cached)."""
+    try:
+        dt = np.dtype(spec)
+        # np.dtype maps any unrelated class to the object dtype; that is a wrong dtype, not
+        # a request for object arrays.
+        if dt.kind == "O" and isinstance(spec, type) and spec not in (object, np.object_):
+            raise TypeError
+    except (TypeError, ValueError):
+        shown = spec if isinstance(spec, str) else getattr(spec, "__name__", spec)
+        hint = ""
+        if isinstance(spec, str):
+            close = difflib.get_close_matches(spec, _VALID_NAMES, n=1)
+            if close:
+                hint = f" Did you mean '{close[0]}'?"
+        raise TypeError(f"kiln: invalid dtype {str(shown)!r}.{hint} "
+                        f"Valid dtypes: {', '.join(_VALID_NAMES)}.") from None
+    if dt not in _SUPPORTED_SET:
+        raise TypeError(f"kiln: dtype '{dt.name}' is not supported; kiln arrays hold numeric "
+                        f"or boolean data only. Valid dtypes: {', '.join(_VALID_NAMES)}.")
+    return dt
+
+
+def canonicalize_dtype(dtype: Any) -> np.dtype:
+    """Return the :class:`numpy.dtype` kiln uses for ``dtype`` under the current x64 setting.
+
+    Parameters
+    ----------
+    dtype : anything :class:`numpy.dtype` accepts (a dtype, a scalar type, a name such as
+        ``'float32'`` or ``'bfloat16'``, a Python type such as ``float``).
+
+    Returns
+    -------
+    numpy.dtype
+        With ``enable_x64`` off, 64-bit types map to their 32-bit counterparts, as in JAX.
+
+    Raises
+    ------
+    TypeError
+        For a name or object that is not a dtype, or for a dtype kiln does not support
+        (object, string, datetime, ...). The message lists the valid dtypes.
+    """
+    return _canonicalize(dtype, config.enable_x64)
+
+
+def _canonicalize(dtype: Any, x64: bool) -> np.dtype:
+    # Internal helpers take x64 as an argument: reading the config flag costs more than the
+    # rest of a cached canonicalization.
+    try:
+        dt = _to_supported_dtype(dtype)
+    except TypeError as e:
+        if "unhashable" not in str(e):
+            raise
+        dt = _to_supported_dtype.__wrapped__(dtype)  # e.g. a list spec: not cacheable
+    return dt if x64 else _TO_32BIT.get(dt, dt)
+
+
+# ---------------------------------------------------------------------------------------------
+# Values -> (dtype, weak_type)
+# ---------------------------------------------------------------------------------------------
+
+_INT_RANGE = {int32: (-(2**31), 2**31 - 1), int64: (-(2**63), 2**63 - 1)}
+
+
+def _int_dtype_for(value: int, x64: bool) -> np.dtype:
+    dt = int64 if x64 else int32
+    lo, hi = _INT_RANGE[dt]
+    if not lo <= value <= hi:
+        hint = (" or enable 64-bit types with kiln.config.update('enable_x64', True)"
+                if dt == int32 else "")
+        raise OverflowError(
+            f"kiln: Python int {value} is too large to convert to {dt.name} (the default integer "
+            f"dtype; valid range [{lo}, {hi}]). Pass an array with an explicit dtype "
+            f"(e.g. np.uint64 or a float dtype){hint}.")
+    return dt
+
+
+def dtype_of_value(x: Any) -> tuple[np.dtype, bool]:
+    """Return ``(dtype, weak_type)`` for a value, as JAX abstracts it.
+
+    - Python ``bool`` -> ``(bool, False)``; ``int``/``float``/``complex`` -> the default dtype of
+      that kind, weakly typed (``True``).
+    - NumPy scalars and arrays -> their canonicalized dtype, strongly typed.
+    - Objects with ``.dtype`` and ``.weak_type`` (kiln arrays, tracers, abstract values) -> those,
+      as they are. Other objects with a NumPy ``.dtype`` -> that dtype canonicalized, strong.
+
+    Raises
+    ------
+    OverflowError
+        A Python int outside the range of the default integer dtype.
+    TypeError
+        Any other value, or an unsupported dtype.
+    """
+    return _dtype_of_value(x, config.enable_x64)
+
+
+# Default dtypes of the Python scalar types, by x64 setting.
+_PY_DEFAULTS = {False: {float: float32, complex: complex64, int: int32},
+                True: {float: float64, complex: complex128, int: int64}}
+
+
+def _dtype_of_value(x: Any, x64: bool) -> tuple[np.dtype, bool]:
+    # NumPy scalars come first: np.float64 is a subclass of Python float.
+    if isinstance(x, (np.ndarray, np.generic)):
+        return _canonicalize(x.dtype, x64), False
+    t = type(x)
+    if t is bool:
+        return bool_, False
+    if t is int:
+        return _int_dtype_for(x, x64), True
+    if t is float or t is complex:
+        return _PY_DEFAULTS[x64][t], True
+    dt = getattr(x, "dtype", None)
+    if dt is not None:
+        weak = getattr(x, "weak_type", None)
+        if weak is not None:
+            return dt, bool(weak)
+        if isinstance(dt, np.dtype):
+            return _canonicalize(dt, x64), False
+    # Subclasses of the Python scalar types (e.g. IntEnum) behave as their base.
+    if isinstance(x, bool):
+        return bool_, False
+    if isinstance(x, int):
+        return _int_dtype_for(int(x), x64), True
+    if isinstance(x, float):
+        return _PY_DEFAULTS[x64][float], True
+    if isinstance(x, complex):
+        return _PY_DEFAULTS[x64][complex], True
+    raise TypeError(f"kiln: cannot determine a dtype for a value of type {t.__module__}.{t.__qualname__}"
+                    f" ({x!r:.80}); expected an array, a NumPy scalar, or a Python bool/int/float/complex.")
+
+
+def is_weakly_typed(x: Any) -> bool:
+    """True for Python int/float/complex values and for objects whose ``.weak_type`` is set."""
+    t = type(x)
+    if t is int or t is float or t is complex:
+        return True
+    if isinstance(x, (bool, np.generic, np.ndarray)):
+        return False
+    return bool(getattr(x, "weak_type", False))
+
+
+# ---------------------------------------------------------------------------------------------
+# The promotion lattice
+# ---------------------------------------------------------------------------------------------
+
+# Weak nodes. Python scalars (and weakly typed arrays) enter the lattice as one of these.
+_I, _F, _C = "i*", "f*", "c*"
+
+
+def _lattice(x64: bool) -> dict[Any, list[Any]]:
+    """Each node mapped to the nodes immediately above it (JAX's standard lattice).
+
+    Reading it: bool < i* < {u8, i8}; unsigned widths also promote to the next wider signed type
+    (u8 -> i16, u16 -> i32, u32 -> i64); the widest integers (u64, i64) meet only at f*, so
+    uint64 + int64 is a (weak) float; f* < {bf16, f16, c*}; bf16 and f16 meet at f32.
+    """
+    up: dict[Any, list[Any]] = {
+        bool_: [_I],
+        _I: [uint8, int8],
+        uint8: [int16, uint16],
+        uint16: [int32, uint32],
+        uint32: [int64, uint64],
+        uint64: [_F],
+        int8: [int16],
+        int16: [int32],
+        int32: [int64],
+        int64: [_F],
+        _F: [bfloat16, float16, _C],
+        bfloat16: [float32],
+        float16: [float32],
+        float32: [float64, complex64],
+        float64: [complex128],
+        _C: [complex64],
+        complex64: [complex128],
+        complex128: [],
+    }
+    if not x64:
+        # Without x64, no promotion may form a 64-bit type from narrower inputs; the only place
+        # the lattice does is uint32 x int32 -> int64, which becomes int32 (as in JAX).
+        up[uint32] = [int32, uint64]
+    return up
+
+
+def _upper_bounds(lattice: dict[Any, list[Any]]) -> dict[Any, frozenset]:
+    """Reflexive-transitive closure: each node -> every node at or above it."""
+    ub: dict[Any, frozenset] = {}
+
+    def visit(n: Any) -> frozenset:
+        if n not in ub:
+            ub[n] = frozenset({n}).union(*(visit(m) for m in lattice[n]))
+        return ub[n]
+
+    for n in lattice:
+        visit(n)
+    return ub
+
+
+def _join_table(x64: bool) -> dict[tuple[Any, Any], Any]:
+    """The least upper bound of every pair of nodes, precomputed once."""
+    ub = _upper_bounds(_lattice(x64))
+    table = {}
+    for a in ub:
+        for b in ub:
+            common = ub[a] & ub[b]
+            least = [c for c in common if common <= ub[c]]
+            assert len(least) == 1, (a, b, least)  # the lattice is well formed
+            table[a, b] = least[0]
+    return table
+
+
+_JOIN = {True: _join_table(True), False: _join_table(False)}
+
+
+def _node(dt: np.dtype, weak: bool) -> Any:
+    """The lattice node of a (dtype, weak_type) pair. Weak bool is just bool."""
+    if not weak or dt == bool_:
+        return dt
+    if dt == bfloat16:
+        return _F
+    # A weak unsigned value joins as a weak int (JAX maps it through its Python scalar type).
+    return {"i": _I, "u": _I, "f": _F, "c": _C}.get(dt.kind, dt)
+
+
+def _node_to_dtype(node: Any, x64: bool) -> np.dtype:
+    """The concrete dtype of a node: weak nodes take the default dtype of their kind."""
+    if not isinstance(node, str):
+        return node
+    if node == _I:
+        return int64 if x64 else int32
+    if node == _F:
+        return float64 if x64 else float32
+    return complex128 if x64 else complex64
+
+
+def _join(nodes: Any, x64: bool) -> Any:
+    table = _JOIN[x64]
+    it = iter(nodes)
+    acc = next(it)
+    for n in it:
+        try:
+            acc = table[acc, n]
+        except KeyError:
+            raise TypeError(f"kiln: no type promotion is defined between {acc} and {n}; cast "
+                            "one of the operands explicitly.") from None
+    return acc
+
+
+def _dtype_and_weak(arg: Any, x64: bool) -> tuple[np.dtype, bool]:
+    """(canonical dtype, weak) of one result_type argument: a dtype specifier or a value."""
+    if isinstance(arg, np.dtype):
+        return _canonicalize(arg, x64), False
+    if isinstance(arg, type):
+        # The Python scalar types stand for weakly typed values of that kind (as in JAX).
+        if arg is int or arg is float or arg is complex:
+            return _PY_DEFAULTS[x64][arg], True
+        return _canonicalize(arg, x64), False
+    if isinstance(arg, str):
+        return _canonicalize(arg, x64), False
+    if arg is None:  # as in JAX: None stands for the default float dtype
+        return _PY_DEFAULTS[x64][float], False
+    return _dtype_of_value(arg, x64)
+
+
+def result_type(*args: Any, return_weak_type_flag: bool = False) -> np.dtype | tuple[np.dtype, bool]:
+    """The dtype JAX's promotion rules give to an operation on ``args``.
+
+    Parameters
+    ----------
+    *args : dtypes or dtype specifiers (strong), the Python types ``int``/``float``/``complex``
+        (weak), Python scalars (weak, except bool), NumPy arrays/scalars (strong), or objects
+        with ``.dtype`` and ``.weak_type`` (kiln arrays, tracers, abstract values).
+    return_weak_type_flag : also return whether the result is weakly typed.
+
+    Returns
+    -------
+    numpy.dtype, or (numpy.dtype, bool)
+        Canonicalized for the current x64 setting. A weak result has the default dtype of its
+        kind (int32/float32/complex64 without x64).
+    """
+    if not args:
+        raise ValueError("kiln.result_type: at least one array or dtype is required")
+    x64 = config.enable_x64
+    out, weak = _promote(tuple([_dtype_and_weak(a, x64) for a in args]), x64)
+    return (out, weak) if return_weak_type_flag else out
+
+
+@functools.lru_cache(maxsize=2048)
+def _promote(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tuple[np.dtype, bool]:
+    """result_type's promotion of ``(dtype, weak)`` pairs; cached, as it is on the eager path."""
+    dtypes = {d for d, _ in pairs}
+    all_weak = all(w for _, w in pairs)
+    if len(dtypes) == 1 and not all_weak:
+        # Same dtype everywhere and at least one strong input: nothing to promote.
+        out, weak = next(iter(dtypes)), False
+    elif all_weak:
+        # Only weak inputs: join their strong dtypes and mark the result weak, as JAX does.
+        # (It differs from joining the weak nodes only for odd inputs such as weak unsigned.)
+        out, weak = _node_to_dtype(_join(dtypes, x64), x64), True
+    else:
+        node = _join({_node(d, w) for d, w in pairs}, x64)
+        out, weak = _node_to_dtype(node, x64), isinstance(node, str)
+    weak = weak and out != bool_
+    if weak:  # a weak result has the default dtype of its kind
+        out = _node_to_dtype(_node(out, True), x64)
+    out = out if x64 else _TO_32BIT.get(out, out)
+    return out, weak
+
+
+def promote_types(a: Any, b: Any) -> np.dtype:
+    """The dtype a binary operation casts ``a`` and ``b`` to (``jnp.promote_types``).
+
+    ``a`` and ``b`` are dtype specifiers; as in JAX, the Python types ``int``, ``float`` and
+    ``complex`` are weak (``promote_types('uint8', int)`` is uint8). Unlike :func:`result_type`,
+    the inputs and result are not canonicalized (as ``jnp.promote_types``), but the lattice used
+    is the one of the current x64 setting.
+    """
+    nodes = []
+    for x in (a, b):
+        if x is int or x is float or x is complex:
+            nodes.append({int: _I, float: _F, complex: _C}[x])
+        else:
+            nodes.append(_to_supported_dtype(x))
+    x64 = config.enable_x64
+    return _node_to_dtype(_join(nodes, x64), x64)
+
+
+# ---------------------------------------------------------------------------------------------
+# Dtype predicates and info
+# ---------------------------------------------------------------------------------------------
+
+# bfloat16's scalar type is not under np.floating in NumPy's hierarchy; these are its parents.
+_BFLOAT16_PARENTS = frozenset({ml_dtypes.bfloat16, np.floating, np.inexact, np.number, np.generic})
+
+
+def _spec_of(x: Any) -> Any:
+    """A dtype specifier as is; for a value (array, tracer), its ``.dtype``."""
+    return x if isinstance(x, (type, np.dtype, str)) else getattr(x, "dtype", x)
+
+
+def _scalar_type(x: Any) -> type:
+    if isinstance(x, type) and issubclass(x, np.generic):
+        return x
+    if isinstance(x, np.dtype):
+        return x.type
+    return _to_supported_dtype(x).type if isinstance(x, str) else np.dtype(x).type
+
+
+@functools.lru_cache(maxsize=1024)
+def _issubdtype_cached(a: Any, b: Any) -> bool:
+    a_t, b_t = _scalar_type(a), _scalar_type(b)
+    if a_t is ml_dtypes.bfloat16:
+        return b_t in _BFLOAT16_PARENTS
+    return bool(np.issubdtype(a_t, b_t))
+
+
+def issubdtype(a: Any, b: Any) -> bool:
+    """``numpy.issubdtype`` that also knows bfloat16 is a floating type.
+
+    ``b`` may be an abstract NumPy type (``np.floating``, ``np.integer``, ``np.inexact``,
+    ``np.number``, ``np.complexfloating``, ``np.signedinteger``, ``np.unsignedinteger``,
+    ``np.bool_``) or a concrete dtype specifier.
+    """
+    a = _spec_of(a)
+    try:
+        return _issubdtype_cached(a, b)
+    except TypeError as e:
+        if "unhashable" not in str(e):
+            raise
+        return _issubdtype_cached.__wrapped__(a, b)
+
+
+def is_float(dtype: Any) -> bool:
+    """True for real floating dtypes (float16, bfloat16, float32, float64)."""
+    return issubdtype(dtype, np.floating)
+
+
+def is_int(dtype: Any) -> bool:
+    """True for signed and unsigned integer dtypes (not bool)."""
+    return issubdtype(dtype, np.integer)
+
+
+def is_signed(dtype: Any) -> bool:
+    """True for signed integer dtypes."""
+    return issubdtype(dtype, np.signedinteger)
+
+
+def is_unsigned(dtype: Any) -> bool:
+    """True for unsigned integer dtypes."""
+    return issubdtype(dtype, np.unsignedinteger)
+
+
+def is_complex(dtype: Any) -> bool:
+    """True for complex dtypes."""
+    return issubdtype(dtype, np.complexfloating)
+
+
+def is_bool(dtype: Any) -> bool:
+    """True for the boolean dtype."""
+    return issubdtype(dtype, np.bool_)
+
+
+def is_inexact(dtype: Any) -> bool:
+    """True for floating and complex dtypes."""
+    return issubdtype(dtype, np.inexact)
+
+
+def finfo(dtype: Any) -> ml_dtypes.finfo:
+    """Machine limits of a floating (or complex) dtype, bfloat16 included (``ml_dtypes.finfo``)."""
+    dt = _to_supported_dtype(_spec_of(dtype))
+    if not is_inexact(dt):
+        raise TypeError(f"kiln.finfo: {dt.name} is not a floating-point or complex dtype; "
+                        "use kiln's iinfo for integer dtypes.")
+    return ml_dtypes.finfo(dt)
+
+
+def iinfo(dtype: Any) -> np.iinfo:
+    """Machine limits of an integer dtype (``numpy.iinfo``)."""
+    dt = _to_supported_dtype(_spec_of(dtype))
+    if not is_int(dt):
+        raise TypeError(f"kiln.iinfo: {dt.name} is not an integer dtype; "
+                        "use kiln's finfo for floating-point dtypes.")
+    return np.iinfo(dt)
+
+
+_SHORT_NAMES = {bool_: "bool", bfloat16: "bf16"}
+
+
+def short_dtype_name(dtype: Any) -> str:
+    """A compact name for printing IR types: ``f32``, ``i8``, ``u32``, ``bf16``, ``c64``, ``bool``."""
+    dt = np.dtype(dtype)
+    short = _SHORT_NAMES.get(dt)
+    if short is None:
+        short = f"{dt.kind}{dt.itemsize * 8}"
+    return short

@@ -1,0 +1,174 @@
+"""kiln IR: typed SSA. An IR is a list of equations over variables and literals.
+
+    { lambda c:f32[3]; a:f32[2,3] b:f32[3,4]. let
+        d:f32[2,4] = dot_general[dimension_numbers=(((1,), (0,)), ((), ()))] a b
+        e:f32[2,4] = tanh d
+      in (e,) }
+
+Variables before ``;`` are constvars (closed-over arrays, passed in at run time), after it the
+inputs. Literals are Python/NumPy scalars written inline. Sub-IRs (a ``jit_call``'s body, a
+loop body) are ``ClosedIR`` parameters of their equation and print indented below it.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from .core import ShapedArray
+
+
+class Var:
+    """An SSA variable. Identity is the variable; names are given when printing."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Var({self.aval.str_short()})"
+
+
+class Literal:
+    """A scalar constant written into the IR: a 0-d NumPy value with its abstract value."""
+
+    __slots__ = ("val", "aval")
+
+    def __init__(self, val: Any, aval: ShapedArray):
+        self.val = np.asarray(val, dtype=aval.dtype)
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"Literal({self})"
+
+    def __str__(self) -> str:
+        v = self.val.item()
+        if isinstance(v, bool):
+            return str(v)
+        if self.aval.dtype.kind in "fc" and not isinstance(v, complex) and float(v).is_integer():
+            return f"{v:.1f}"
+        return repr(v)
+
+
+Atom = Var | Literal
+
+
+@dataclass(eq=False)
+class Eqn:
+    """``outputs = prim[params](*inputs)``."""
+
+    prim: Any  # frontend.primitive.Primitive
+    inputs: list[Atom]
+    outputs: list[Var]
+    params: dict[str, Any]
+
+
+@dataclass(eq=False)
+class IR:
+    constvars: list[Var]
+    invars: list[Var]
+    eqns: list[Eqn]
+    outvars: list[Atom]
+
+    def __str__(self) -> str:
+        return print_ir(self)
+
+    @property
+    def in_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.invars]
+
+    @property
+    def out_avals(self) -> list[ShapedArray]:
+        return [v.aval for v in self.outvars]
+
+
+@dataclass(eq=False)
+class ClosedIR:
+    """An IR together with the values of its constvars."""
+
+    ir: IR
+    consts: list[Any] = field(default_factory=list)
+
+    def __str__(self) -> str:
+        return print_ir(self.ir)
+
+    def __repr__(self) -> str:
+        return print_ir(self.ir)
+
+    # A ClosedIR is a parameter of call-like equations; parameters are compared when equations
+    # are deduplicated (CSE) and cached, so compare and hash by identity.
+    __hash__ = object.__hash__
+
+    @property
+    def in_avals(self):
+        return self.ir.in_avals
+
+    @property
+    def out_avals(self):
+        return self.ir.out_avals
+
+
+# ---------------------------------------------------------------------------------------------
+# Printing
+
+class _Namer:
+    def __init__(self) -> None:
+        self.names: dict[Var, str] = {}
+
+    def __call__(self, v: Atom) -> str:
+        if isinstance(v, Literal):
+            return str(v)
+        name = self.names.get(v)
+        if name is None:
+            name = self.names[v] = _index_to_name(len(self.names))
+        return name
+
+
+def _index_to_name(i: int) -> str:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    name = ""
+    i += 1
+    while i:
+        i, r = divmod(i - 1, 26)
+        name = letters[r] + name
+    return name
+
+
+def _format_param(value: Any) -> str:
+    if isinstance(value, np.dtype):
+        return value.name
+    if isinstance(value, type) and issubclass(value, np.generic):
+        return np.dtype(value).name
+    if callable(value) and hasattr(value, "__name__"):
+        return value.__name__
+    return repr(value) if isinstance(value, str) else str(value)
+
+
+def print_ir(ir: IR, indent: int = 0, namer: _Namer | None = None) -> str:
+    namer = namer or _Namer()
+    pad = " " * indent
+
+    def binder(v: Var) -> str:
+        return f"{namer(v)}:{v.aval.str_short()}"
+
+    lines = [f"{pad}{{ lambda {' '.join(map(binder, ir.constvars))}; "
+             f"{' '.join(map(binder, ir.invars))}. let"]
+    for eqn in ir.eqns:
+        outs = " ".join(map(binder, eqn.outputs)) if eqn.outputs else "_"
+        plain = {k: v for k, v in eqn.params.items() if not isinstance(v, (ClosedIR, IR))}
+        subs = {k: v for k, v in eqn.params.items() if isinstance(v, (ClosedIR, IR))}
+        pstr = ""
+        if plain:
+            pstr = "[" + " ".join(f"{k}={_format_param(v)}" for k, v in plain.items()) + "]"
+        args = " ".join(map(namer, eqn.inputs))
+        lines.append(f"{pad}    {outs} = {eqn.prim.name}{pstr} {args}".rstrip())
+        for k, sub in subs.items():
+            sub_ir = sub.ir if isinstance(sub, ClosedIR) else sub
+            lines.append(f"{pad}      {k}=")
+            lines.append(print_ir(sub_ir, indent + 8, _Namer()))
+    outs = ", ".join(map(namer, ir.outvars))
+    trailing = "," if len(ir.outvars) == 1 else ""
+    lines.append(f"{pad}  in ({outs}{trailing}) }}")
+    return "\n".join(lines)

@@ -1,0 +1,483 @@
+"""``kiln.jit``: trace once per signature, compile to one executable, dispatch fast.
+
+The cache key is everything that changes the program and nothing else: the pytree structure of
+the arguments, their abstract values, the static arguments (by hash and equality), the config
+flags that affect tracing, and the target device.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+import warnings
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from kiln import runtime
+
+from . import dispatch, tree_util
+from .array import Array
+from .call import call_p
+from .config import config
+from .ir import IR, ClosedIR
+from .tracing import Tracer, abstractify, current_builder, trace_to_ir
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+class JitError(TypeError):
+    """Bad arguments to a jitted function or to ``jit`` itself."""
+
+
+def _as_tuple(x: int | str | Sequence | None, kind: type) -> tuple:
+    if x is None:
+        return ()
+    if isinstance(x, kind):
+        return (x,)
+    return tuple(x)
+
+
+@dataclass
+class _Entry:
+    """One traced and (lazily) compiled signature."""
+
+    closed: ClosedIR              # the traced IR with its constants
+    out_tree: Any
+    device: runtime.Device
+    committed: bool
+    donated: list[bool]           # per dynamic leaf
+    arg_names: list[str]
+    compiled: dispatch.Compiled | None = None
+    const_buffers: list | None = None
+    call_ir: ClosedIR | None = None  # constvars turned into leading invars, for nested calls
+
+
+class JittedFunction:
+    """A function compiled with :func:`jit`. Call it like the original function."""
+
+    def __init__(self, fun: Callable, *, static_argnums=None, static_argnames=None, donate_argnums=None,
+                 donate_argnames=None, keep_unused: bool = False, device=None, backend: str | None = None):
+        if not callable(fun):
+            raise TypeError(f"kiln.jit: expected a function, got {type(fun).__name__}: {fun!r}")
+        self.fun = fun
+        self.__name__ = getattr(fun, "__name__", "function")
+        self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
+        self.__doc__ = getattr(fun, "__doc__", None)
+        self.__wrapped__ = fun
+        self._params = _signature_params(fun)
+        static_argnums = _as_tuple(static_argnums, int)
+        static_argnames = _as_tuple(static_argnames, str)
+        self.static_argnums, self.static_argnames = self._resolve(static_argnums, static_argnames, "static")
+        donate_argnums = _as_tuple(donate_argnums, int)
+        donate_argnames = _as_tuple(donate_argnames, str)
+        self.donate_argnums, self.donate_argnames = self._resolve(donate_argnums, donate_argnames, "donate")
+        both = set(self.static_argnums) & set(self.donate_argnums)
+        if both:
+            raise JitError(f"kiln.jit({self.__name__}): argument {sorted(both)} cannot be both static and donated")
+        self.keep_unused = keep_unused
+        # Resolved lazily so that jit(f, backend="gpu") can be created before backends load.
+        self._device_spec = (backend, device)
+        self._cache: dict[Any, _Entry] = {}
+        self._last_key: Any = None
+
+    # -- argument bookkeeping --------------------------------------------------------------
+    def _resolve(self, nums: tuple, names: tuple, what: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
+        """Complete argnums from argnames and vice versa, using the function's signature (as JAX)."""
+        params = self._params
+        if params is None:
+            return tuple(sorted(set(nums))), tuple(names)
+        positional = [p.name for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        has_varargs = any(p.kind == p.VAR_POSITIONAL for p in params)
+        nums_out = set()
+        for n in nums:
+            if not isinstance(n, int):
+                raise JitError(f"kiln.jit({self.__name__}): {what}_argnums must be ints, got {n!r}")
+            if n >= len(positional) and not has_varargs or n < -len(positional):
+                raise JitError(f"kiln.jit({self.__name__}): {what}_argnums={n} is out of range: the function "
+                               f"takes {len(positional)} positional argument(s) ({', '.join(positional)})")
+            nums_out.add(n % len(positional) if n < 0 else n)
+        names_out = set(names)
+        all_names = {p.name for p in params}
+        has_varkw = any(p.kind == p.VAR_KEYWORD for p in params)
+        for name in names:
+            if name not in all_names and not has_varkw:
+                raise JitError(f"kiln.jit({self.__name__}): {what}_argnames={name!r} is not a parameter of the "
+                               f"function (its parameters: {', '.join(p.name for p in params)})")
+            if name in positional:
+                nums_out.add(positional.index(name))
+        for n in nums_out:
+            if n < len(positional):
+                names_out.add(positional[n])
+        return tuple(sorted(nums_out)), tuple(sorted(names_out))
+
+    def _split(self, args: tuple, kwargs: dict) -> tuple[tuple, dict, tuple]:
+        """Separate static arguments (part of the cache key) from dynamic ones (traced)."""
+        if not self.static_argnums and not self.static_argnames:
+            return args, kwargs, ()
+        static = []
+        dyn_args = []
+        for i, a in enumerate(args):
+            if i in self.static_argnums:
+                static.append((i, _hashable_static(self, a, f"position {i}", self._param_name(i))))
+            else:
+                dyn_args.append(a)
+        dyn_kwargs = {}
+        for k, v in kwargs.items():
+            if k in self.static_argnames:
+                static.append((k, _hashable_static(self, v, f"keyword {k!r}", k)))
+            else:
+                dyn_kwargs[k] = v
+        return tuple(dyn_args), dyn_kwargs, tuple(static)
+
+    def _param_name(self, i: int) -> str:
+        if self._params is not None:
+            positional = [p.name for p in self._params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+            if i < len(positional):
+                return positional[i]
+        return f"args[{i}]"
+
+    def _merge(self, dyn_args: tuple, dyn_kwargs: dict, static: tuple) -> tuple[list, dict]:
+        args, kwargs = list(dyn_args), dict(dyn_kwargs)
+        for where, value in static:
+            value = value.value if isinstance(value, _Static) else value
+            if isinstance(where, int):
+                args.insert(where, value)
+            else:
+                kwargs[where] = value
+        return args, kwargs
+
+    def _leaf_names(self, dyn_args: tuple, dyn_kwargs: dict, static: tuple) -> list[str]:
+        """Readable argument paths (``params['w'][0]``) of every dynamic leaf, for error messages."""
+        static_positions = [w for w, _ in static if isinstance(w, int)]
+        names = []
+        for path, _ in tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]:
+            if path[0].idx == 0:  # positional
+                i = path[1].idx
+                for s in sorted(static_positions):  # map back to the original position
+                    if s <= i:
+                        i += 1
+                head = self._param_name(i)
+            else:
+                head = str(path[1].key)
+            names.append(head + tree_util.keystr(path[2:]))
+        return names
+
+    # -- calling -------------------------------------------------------------------------------
+    def __call__(self, *args, **kwargs):
+        if config.disable_jit:
+            return self.fun(*args, **kwargs)
+        dyn_args, dyn_kwargs, static = self._split(args, kwargs)
+        leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        entry = self._entry(leaves, treedef, dyn_args, dyn_kwargs, static)
+        if current_builder() is not None:
+            return self._call_traced(entry, leaves)
+        return self._execute(entry, leaves)
+
+    def _entry(self, leaves, treedef, dyn_args, dyn_kwargs, static) -> _Entry:
+        try:
+            avals = tuple([x.aval if type(x) is Array else abstractify(x) for x in leaves])
+        except TypeError:
+            raise self._bad_leaf_error(leaves, dyn_args, dyn_kwargs, static) from None
+        explicit = self._explicit_device()
+        device, committed = dispatch.pick_device(leaves, None, explicit)
+        key = (treedef, avals, static, config.trace_key(), device)
+        entry = self._cache.get(key)
+        if entry is None:
+            if config.explain_cache_misses and self._last_key is not None:
+                _explain_miss(self.__name__, self._last_key, key)
+            entry = self._trace(avals, treedef, dyn_args, dyn_kwargs, static, device, committed)
+            self._cache[key] = entry
+        self._last_key = key
+        return entry
+
+    def _explicit_device(self) -> runtime.Device | None:
+        backend, device = self._device_spec
+        if backend is None and device is None:
+            return None
+        return dispatch.device_of(backend, device)
+
+    def _bad_leaf_error(self, leaves, dyn_args, dyn_kwargs, static) -> JitError:
+        names = self._leaf_names(dyn_args, dyn_kwargs, static)
+        for name, leaf in zip(names, leaves):
+            try:
+                abstractify(leaf)
+            except TypeError:
+                head = name.split("[")[0].split(".")[0]
+                return JitError(
+                    f"kiln.jit({self.__name__}): argument {name} is a {type(leaf).__name__} ({leaf!r:.60}), "
+                    "which is not a valid array type. Pass an array, a scalar or a pytree of them, or mark "
+                    f"the argument static with static_argnames='{head}' (static values must be hashable).")
+        return JitError(f"kiln.jit({self.__name__}): invalid argument")
+
+    def _trace(self, avals, treedef, dyn_args, dyn_kwargs, static, device, committed) -> _Entry:
+        out_tree_box = []
+
+        def flat_fun(*tracers):
+            a, k = tree_util.tree_unflatten(treedef, list(tracers))
+            a, k = self._merge(a, k, static)
+            out = self.fun(*a, **k)
+            out_leaves, out_tree = tree_util.tree_flatten(out)
+            for path_leaf in out_leaves:
+                _check_output(self.__name__, path_leaf, out)
+            out_tree_box.append(out_tree)
+            return out_leaves
+
+        names = self._leaf_names(dyn_args, dyn_kwargs, static)
+        closed, _ = trace_to_ir(flat_fun, avals, name=self.__name__, arg_names=names)
+        donated = self._donated_leaves(dyn_args, dyn_kwargs, static, len(avals))
+        return _Entry(closed, out_tree_box[0], device, committed, donated, names)
+
+    def _donated_leaves(self, dyn_args, dyn_kwargs, static, n: int) -> list[bool]:
+        if not self.donate_argnums and not self.donate_argnames:
+            return [False] * n
+        static_positions = sorted(w for w, _ in static if isinstance(w, int))
+        flags = []
+        for i, a in enumerate(dyn_args):
+            orig = i
+            for s in static_positions:
+                if s <= orig:
+                    orig += 1
+            flags += [orig in self.donate_argnums] * len(tree_util.tree_leaves(a))
+        for k in sorted(dyn_kwargs):  # dict leaves flatten in sorted key order
+            flags += [k in self.donate_argnames] * len(tree_util.tree_leaves(dyn_kwargs[k]))
+        return flags
+
+    def _compiled(self, entry: _Entry) -> dispatch.Compiled:
+        if entry.compiled is None:
+            ir = entry.closed.ir
+            donated = [False] * len(ir.constvars) + entry.donated
+            entry.compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused)
+            kept_consts = entry.compiled.kept[:len(ir.constvars)]
+            entry.const_buffers = [dispatch.to_buffer(c, entry.device)
+                                   for c, k in zip(entry.closed.consts, kept_consts) if k]
+        return entry.compiled
+
+    def _execute(self, entry: _Entry, leaves: list) -> Any:
+        compiled = self._compiled(entry)
+        device = entry.device
+        kept = compiled.kept[len(entry.closed.ir.constvars):]
+        buffers = list(entry.const_buffers)
+        try:
+            for leaf, k in zip(leaves, kept):
+                if k:
+                    buffers.append(leaf._buf if type(leaf) is Array and leaf._device is device
+                                   else dispatch.to_buffer(leaf, device))
+            outs = compiled.run(buffers, entry.committed)
+        except runtime.DeletedBufferError:
+            raise self._deleted_error(entry, leaves) from None
+        return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    def _deleted_error(self, entry: _Entry, leaves: list) -> Exception:
+        for name, leaf in zip(entry.arg_names, leaves):
+            if type(leaf) is Array and leaf.is_deleted():
+                return runtime.DeletedBufferError(
+                    f"kiln.jit({self.__name__}): argument {name} refers to a deleted array: it was donated to an "
+                    "earlier call (donate_argnums/donate_argnames) or deleted with .delete(). A donated array "
+                    "cannot be used again; use the function's output instead.")
+        return runtime.DeletedBufferError(f"kiln.jit({self.__name__}): an argument was deleted or donated")
+
+    def _call_traced(self, entry: _Entry, leaves: list) -> Any:
+        """Inside another trace: record one ``jit_call`` equation instead of running."""
+        if entry.call_ir is None:
+            ir = entry.closed.ir
+            entry.call_ir = ClosedIR(IR([], ir.constvars + ir.invars, ir.eqns, ir.outvars), [])
+        outs = call_p.bind(*entry.closed.consts, *leaves, ir=entry.call_ir, name=self.__name__)
+        return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    # -- ahead-of-time -------------------------------------------------------------------------
+    def trace(self, *args, **kwargs) -> Traced:
+        """Trace for these arguments (without compiling); ``.ir`` is the kiln IR."""
+        dyn_args, dyn_kwargs, static = self._split(args, kwargs)
+        leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        return Traced(self, self._entry(leaves, treedef, dyn_args, dyn_kwargs, static))
+
+    def lower(self, *args, **kwargs) -> Lowered:
+        """Trace and lower for these arguments; ``.as_text()`` is the StableHLO module."""
+        return self.trace(*args, **kwargs).lower()
+
+    def eval_shape(self, *args, **kwargs):
+        """The output's shapes and dtypes (``ShapedArray`` leaves) without running anything."""
+        entry = self.trace(*args, **kwargs).entry
+        return tree_util.tree_unflatten(entry.out_tree, entry.closed.ir.out_avals)
+
+    def clear_cache(self) -> None:
+        self._cache.clear()
+
+    def _cache_size(self) -> int:
+        return len(self._cache)
+
+    def __get__(self, obj, objtype=None):
+        if obj is None:
+            return self
+        return functools.partial(self, obj)
+
+    def __repr__(self) -> str:
+        return f"<kiln.jit of {self.__qualname__}>"
+
+
+class Traced:
+    def __init__(self, jitted: JittedFunction, entry: _Entry):
+        self.jitted, self.entry = jitted, entry
+
+    @property
+    def ir(self) -> ClosedIR:
+        return self.entry.closed
+
+    def lower(self) -> Lowered:
+        return Lowered(self.jitted, self.entry)
+
+
+class Lowered:
+    """A traced and lowered function: inspect its StableHLO, then compile it."""
+
+    def __init__(self, jitted: JittedFunction, entry: _Entry):
+        self.jitted, self.entry = jitted, entry
+        ir = entry.closed.ir
+        self._lowered = dispatch.lower_ir(ir, donated=[False] * len(ir.constvars) + entry.donated,
+                                          keep_unused=jitted.keep_unused)
+
+    def as_text(self) -> str:
+        """The StableHLO module as MLIR text."""
+        return self._lowered.as_text()
+
+    @property
+    def ir(self) -> ClosedIR:
+        return self.entry.closed
+
+    def compile(self) -> Compiled:
+        self.jitted._compiled(self.entry)
+        return Compiled(self.jitted, self.entry)
+
+
+class Compiled:
+    """A compiled function for one signature. Call it with arguments of that signature."""
+
+    def __init__(self, jitted: JittedFunction, entry: _Entry):
+        self.jitted, self.entry = jitted, entry
+
+    def __call__(self, *args, **kwargs):
+        jitted = self.jitted
+        dyn_args, dyn_kwargs, static = jitted._split(args, kwargs)
+        leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        entry = jitted._entry(leaves, treedef, dyn_args, dyn_kwargs, static)
+        if entry is not self.entry:
+            want = ", ".join(a.str_short() for a in self.entry.closed.ir.in_avals)
+            got = ", ".join(a.str_short() for a in entry.closed.ir.in_avals)
+            raise JitError(f"kiln: {jitted.__name__} was compiled for arguments ({want}) but called with "
+                           f"({got}); lower and compile again for these arguments")
+        return jitted._execute(entry, leaves)
+
+    def as_text(self) -> str:
+        return self.entry.compiled.lowered.as_text()
+
+    def cost_analysis(self):
+        return self.entry.compiled.executable.cost_analysis()
+
+    def memory_analysis(self):
+        return self.entry.compiled.executable.memory_stats()
+
+
+class _Static:
+    """A static argument in the cache key: hashed and compared by value."""
+
+    __slots__ = ("value", "_hash")
+
+    def __init__(self, value: Any, h: int):
+        self.value, self._hash = value, h
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other) -> bool:
+        if not isinstance(other, _Static) or type(self.value) is not type(other.value):
+            return False
+        try:
+            return bool(self.value == other.value)
+        except Exception:
+            return False
+
+
+def _hashable_static(jitted: JittedFunction, value: Any, where: str, name: str) -> _Static:
+    if isinstance(value, (Array, Tracer)):
+        raise JitError(f"kiln.jit({jitted.__name__}): static argument {name!r} ({where}) is an array; "
+                       "static arguments must be hashable Python values. Pass it as a normal (traced) "
+                       "argument, or convert it with .item()/.tolist() if it really is a constant.")
+    try:
+        h = hash(value)
+    except TypeError:
+        hint = " Pass a tuple instead of a list." if isinstance(value, list) else (
+            " Pass a tuple of items instead of a dict." if isinstance(value, dict) else "")
+        raise JitError(f"kiln.jit({jitted.__name__}): static argument {name!r} ({where}) has unhashable type "
+                       f"{type(value).__name__}; static arguments must be hashable.{hint} Or remove it "
+                       "from static_argnums/static_argnames to trace it as an array.") from None
+    return _Static(value, h)
+
+
+def _check_output(name: str, leaf: Any, out: Any) -> None:
+    if isinstance(leaf, (Tracer, Array)) or isinstance(leaf, _PY_SCALARS):
+        return
+    try:
+        abstractify(leaf)
+    except TypeError:
+        raise JitError(f"kiln.jit({name}): the function returned a {type(leaf).__name__} ({leaf!r:.60}); "
+                       "jitted functions must return arrays, scalars or pytrees of them") from None
+
+
+def _signature_params(fun: Callable):
+    try:
+        return list(inspect.signature(fun).parameters.values())
+    except (TypeError, ValueError):
+        return None
+
+
+def _explain_miss(name: str, old: tuple, new: tuple) -> None:
+    parts = ["argument structure", "argument shapes/dtypes", "static arguments", "config flags", "device"]
+    changed = [p for p, a, b in zip(parts, old, new) if a != b]
+    detail = ""
+    if old[1] != new[1] and len(old[1]) == len(new[1]):
+        diffs = [f"{a.str_short()} -> {b.str_short()}" for a, b in zip(old[1], new[1]) if a != b]
+        detail = " (" + ", ".join(diffs) + ")"
+    warnings.warn(f"kiln.jit({name}): cache miss, retracing because the {' and '.join(changed)} changed{detail}",
+                  stacklevel=4)
+
+
+def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
+        static_argnames: str | Sequence[str] | None = None, donate_argnums: int | Sequence[int] | None = None,
+        donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
+        device: runtime.Device | None = None, backend: str | None = None):
+    """Compile ``fun`` with XLA: trace it once per argument signature, then call the executable.
+
+    Parameters
+    ----------
+    fun : callable
+        A pure function of arrays (and pytrees of arrays).
+    static_argnums, static_argnames : int/str or sequence
+        Arguments treated as compile-time constants: hashable Python values; a new value retraces.
+    donate_argnums, donate_argnames : int/str or sequence
+        Arguments whose device buffers the computation may reuse for outputs. They are invalid
+        after the call.
+    keep_unused : bool
+        Keep arguments the function does not use as parameters of the compiled program.
+    device, backend :
+        Run on this device / the first device of this backend instead of following the inputs.
+
+    Returns
+    -------
+    JittedFunction
+        Callable like ``fun``; also has ``.lower(*args)``, ``.trace(*args)``, ``.eval_shape``.
+    """
+    options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
+                   donate_argnums=donate_argnums, donate_argnames=donate_argnames,
+                   keep_unused=keep_unused, device=device, backend=backend)
+    if fun is None:
+        return lambda f: JittedFunction(f, **options)
+    return JittedFunction(fun, **options)
+
+
+def make_ir(fun: Callable, *, static_argnums=None, static_argnames=None) -> Callable[..., ClosedIR]:
+    """``make_ir(f)(*args)`` is the kiln IR of ``f`` for these arguments (as ``jax.make_jaxpr``)."""
+    jitted = fun if isinstance(fun, JittedFunction) else JittedFunction(
+        fun, static_argnums=static_argnums, static_argnames=static_argnames)
+
+    def traced(*args, **kwargs) -> ClosedIR:
+        return jitted.trace(*args, **kwargs).ir
+    return traced

@@ -1,0 +1,248 @@
+"""``kiln.lax``: thin functions over the primitives, with JAX's lax signatures.
+
+No implicit promotion: operands must agree in dtype. The one convenience (as in JAX) is that a
+Python scalar operand takes the dtype of the array operands and broadcasts to their shape.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..core import ShapedArray
+from ..ir import Literal
+from ..tracing import abstractify, materialize
+from . import elementwise as ew
+from . import reduction as red
+from . import structural as st
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _is_py_scalar(x: Any) -> bool:
+    return isinstance(x, _PY_SCALARS) and not isinstance(x, np.generic)
+
+
+def literal(value: Any, dtype: np.dtype, weak_type: bool = False) -> Literal:
+    """A scalar constant of ``dtype`` (weak when it stands for a Python scalar)."""
+    return Literal(np.asarray(value, dtype), ShapedArray((), np.dtype(dtype), weak_type))
+
+
+def _operands(name: str, *args: Any) -> list[Any]:
+    """Give Python scalars the dtype of the array operands and broadcast them to their shape."""
+    arrays = [a for a in args if not _is_py_scalar(a)]
+    if not arrays:
+        return list(args)
+    aval = abstractify(arrays[0])
+    out = []
+    for a in args:
+        if _is_py_scalar(a):
+            a = literal(a, aval.dtype, weak_type=True)
+            if aval.shape:
+                a = broadcast_in_dim(a, aval.shape, ())
+        out.append(a)
+    return out
+
+
+def _unary(name: str):
+    prim = ew.unary_prims[name]
+
+    def fn(x):
+        return prim.bind(x)
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` (kiln primitive)."
+    return fn
+
+
+def _binary(name: str):
+    prim = ew.binary_prims[name]
+
+    def fn(x, y):
+        return prim.bind(*_operands(name, x, y))
+    fn.__name__ = name
+    fn.__doc__ = f"Elementwise ``{name}`` of two arrays of one dtype and shape (kiln primitive)."
+    return fn
+
+
+neg, sign, abs, exp, log, log1p, expm1 = (_unary(n) for n in  # noqa: A001
+                                          ("neg", "sign", "abs", "exp", "log", "log1p", "expm1"))
+sin, cos, tan, tanh, logistic, sqrt, rsqrt, cbrt = (_unary(n) for n in (
+    "sin", "cos", "tan", "tanh", "logistic", "sqrt", "rsqrt", "cbrt"))
+floor, ceil, is_finite = _unary("floor"), _unary("ceil"), _unary("is_finite")
+bitwise_not = _unary("not")
+add, sub, mul, div, rem, pow, max, min = (_binary(n) for n in (  # noqa: A001
+    "add", "sub", "mul", "div", "rem", "pow", "max", "min"))
+bitwise_and, bitwise_or, bitwise_xor = _binary("and"), _binary("or"), _binary("xor")
+shift_left, shift_right_arithmetic, shift_right_logical = (_binary(n) for n in (
+    "shift_left", "shift_right_arithmetic", "shift_right_logical"))
+atan2 = _binary("atan2")
+eq, ne, lt, le, gt, ge = (_binary(n) for n in ew.COMPARISONS)
+
+
+class RoundingMethod:
+    AWAY_FROM_ZERO = 0
+    TO_NEAREST_EVEN = 1
+
+
+def round(x, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO):  # noqa: A001
+    """Round to the nearest integer; ties away from zero (default) or to even."""
+    return ew.round_p.bind(x, rounding_method=int(rounding_method))
+
+
+def select(pred, on_true, on_false):
+    """``on_true`` where ``pred`` else ``on_false``, elementwise."""
+    on_true, on_false = _operands("select", on_true, on_false)
+    return ew.select_p.bind(pred, on_true, on_false)
+
+
+def convert_element_type(x, new_dtype, *, weak_type: bool = False):
+    """Cast ``x`` to ``new_dtype`` (canonicalized: float64 becomes float32 unless x64 is on)."""
+    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    aval = abstractify(x)
+    if aval.dtype == new_dtype and aval.weak_type == weak_type and not _is_py_scalar(x):
+        return x
+    if _is_py_scalar(x):
+        return materialize(literal(x, new_dtype, weak_type))
+    return ew.convert_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
+
+
+def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
+    """Broadcast ``x`` into ``shape``; operand dimension i becomes result dimension
+    ``broadcast_dimensions[i]``."""
+    shape, dims = tuple(int(d) for d in shape), tuple(int(d) for d in broadcast_dimensions)
+    aval = abstractify(x)
+    if aval.shape == shape and dims == tuple(range(len(shape))):
+        return materialize(x)
+    return st.broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
+
+
+def broadcast(x, sizes: Sequence[int]):
+    """Add leading dimensions of ``sizes`` to ``x``."""
+    aval = abstractify(x)
+    sizes = tuple(sizes)
+    return broadcast_in_dim(x, sizes + aval.shape, tuple(range(len(sizes), len(sizes) + aval.ndim)))
+
+
+def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None):
+    """Reshape ``x`` (row-major); ``dimensions`` transposes first, as in XLA."""
+    if dimensions is not None:
+        x = transpose(x, dimensions)
+    new_sizes = tuple(int(d) for d in new_sizes)
+    if abstractify(x).shape == new_sizes:
+        return materialize(x)
+    return st.reshape_p.bind(x, new_sizes=new_sizes)
+
+
+def transpose(x, permutation: Sequence[int]):
+    """Permute the axes of ``x``."""
+    permutation = tuple(int(p) for p in permutation)
+    if permutation == tuple(range(len(permutation))) and len(permutation) == abstractify(x).ndim:
+        return x
+    return st.transpose_p.bind(x, permutation=permutation)
+
+
+def slice(x, start_indices: Sequence[int], limit_indices: Sequence[int],  # noqa: A001
+          strides: Sequence[int] | None = None):
+    """Static slice ``x[start:limit:stride]`` along every dimension."""
+    strides = tuple(strides) if strides is not None else (1,) * len(start_indices)
+    return st.slice_p.bind(x, start_indices=tuple(int(i) for i in start_indices),
+                           limit_indices=tuple(int(i) for i in limit_indices),
+                           strides=tuple(int(s) for s in strides))
+
+
+def _index_operands(indices: Sequence[Any]) -> list[Any]:
+    out = []
+    for i in indices:
+        if _is_py_scalar(i) or isinstance(i, np.integer):
+            out.append(literal(int(i), dtypes.canonicalize_dtype(np.int32)))
+        else:
+            out.append(i)
+    return out
+
+
+def dynamic_slice(x, start_indices: Sequence[Any], slice_sizes: Sequence[int]):
+    """Slice of static size at traced start indices (clamped to stay in bounds, as XLA does)."""
+    return st.dynamic_slice_p.bind(x, *_index_operands(start_indices),
+                                   slice_sizes=tuple(int(s) for s in slice_sizes))
+
+
+def dynamic_update_slice(x, update, start_indices: Sequence[Any]):
+    """``x`` with ``update`` written at traced start indices (clamped to stay in bounds)."""
+    return st.dynamic_update_slice_p.bind(x, update, *_index_operands(start_indices))
+
+
+def concatenate(operands: Sequence[Any], dimension: int):
+    """Join arrays of one dtype along ``dimension``."""
+    operands = list(operands)
+    if len(operands) == 1:
+        return operands[0]
+    return st.concatenate_p.bind(*operands, dimension=int(dimension))
+
+
+def pad(x, padding_value, padding_config: Sequence[tuple[int, int, int]]):
+    """Pad with (low, high, interior) per dimension; negative low/high crop."""
+    aval = abstractify(x)
+    if _is_py_scalar(padding_value):
+        padding_value = literal(padding_value, aval.dtype, aval.weak_type)
+    config = tuple((int(lo), int(hi), int(i)) for lo, hi, i in padding_config)
+    return st.pad_p.bind(x, padding_value, padding_config=config)
+
+
+def iota(dtype, size: int):
+    """``[0, 1, ..., size-1]`` of ``dtype``."""
+    return broadcasted_iota(dtype, (size,), 0)
+
+
+def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
+    """An array of ``shape`` whose values count along ``dimension``."""
+    return st.iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=tuple(int(d) for d in shape),
+                          dimension=int(dimension))
+
+
+def _reducer(name: str):
+    prim = red.reduce_prims[name]
+
+    def fn(x, axes: Sequence[int]):
+        axes = tuple(int(a) for a in axes)
+        if not axes:
+            return x
+        return prim.bind(x, axes=axes)
+    fn.__name__ = name
+    fn.__doc__ = f"``{name}`` over ``axes`` (kiln primitive)."
+    return fn
+
+
+reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and, reduce_or = (
+    _reducer(n) for n in red.REDUCTIONS)
+
+
+def argmax(x, axis: int, index_dtype=np.int32):
+    """Index of the first maximum along ``axis`` (NaN counts as the maximum, as in NumPy)."""
+    return red.argmax_p.bind(x, axis=int(axis), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def argmin(x, axis: int, index_dtype=np.int32):
+    """Index of the first minimum along ``axis``."""
+    return red.argmin_p.bind(x, axis=int(axis), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+
+
+def dot_general(x, y, dimension_numbers, precision=None, preferred_element_type=None):
+    """Generalised dot: ``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
+
+    The result's dimensions are batch, then lhs free, then rhs free (as XLA). ``precision`` is
+    accepted for JAX compatibility and ignored (XLA's default precision is used).
+    """
+    (xc, yc), (xb, yb) = dimension_numbers
+    dn = ((tuple(int(a) for a in xc), tuple(int(a) for a in yc)),
+          (tuple(int(a) for a in xb), tuple(int(a) for a in yb)))
+    pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
+    return red.dot_general_p.bind(x, y, dimension_numbers=dn, preferred_element_type=pet)
+
+
+def rev(x, dimensions: Sequence[int]):
+    """Reverse ``x`` along ``dimensions``."""
+    dimensions = tuple(int(d) for d in dimensions)
+    if not dimensions:
+        return x
+    return st.rev_p.bind(x, dimensions=dimensions)

@@ -1,0 +1,130 @@
+"""Shared helpers of kiln.numpy: argument checking, promotion, broadcasting, axes."""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import dtypes, lax
+from ..array import Array
+from ..ir import Literal
+from ..tracing import Tracer, abstractify
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def is_array(x: Any) -> bool:
+    return isinstance(x, (Array, Tracer))
+
+
+def check_arraylike(fname: str, *args: Any) -> None:
+    for i, a in enumerate(args):
+        if not (is_array(a) or isinstance(a, (np.ndarray, np.generic, Literal)) or
+                (isinstance(a, _PY_SCALARS))):
+            if isinstance(a, (list, tuple)):
+                raise TypeError(f"kiln.numpy.{fname}: argument {i} is a {type(a).__name__}; kiln.numpy does not "
+                                "convert lists or tuples implicitly (it would hide a host-to-device copy): "
+                                "wrap it with kiln.numpy.asarray(...)")
+            raise TypeError(f"kiln.numpy.{fname}: argument {i} of type {type(a).__name__} ({a!r:.40}) is not "
+                            "an array or a scalar")
+
+
+def as_operand(x: Any) -> Any:
+    """An argument as primitives take it: kiln arrays and tracers as they are; host values as such."""
+    if isinstance(x, (np.ndarray, np.generic)) and not is_array(x):
+        dtype = dtypes.canonicalize_dtype(x.dtype)
+        return x if x.dtype == dtype else np.asarray(x, dtype)
+    return x
+
+
+def convert(x: Any, dtype: np.dtype, weak: bool) -> Any:
+    """``x`` as ``dtype`` (Python scalars become literals; others a convert where needed)."""
+    if isinstance(x, _PY_SCALARS) and not isinstance(x, np.generic):
+        return lax.literal(x, dtype, weak)
+    aval = abstractify(x)
+    if aval.dtype == dtype and aval.weak_type == weak:
+        return as_operand(x)
+    if aval.ndim == 0 and isinstance(x, (np.ndarray, np.generic)):
+        return lax.literal(np.asarray(x).astype(dtype), dtype, weak)
+    return lax.convert_element_type(as_operand(x), dtype, weak_type=weak)
+
+
+def promote_dtypes(fname: str, *args: Any) -> list[Any]:
+    """Convert all arguments to their common dtype (JAX's promotion lattice)."""
+    check_arraylike(fname, *args)
+    dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
+    return [convert(a, dtype, weak) for a in args]
+
+
+def broadcast_shapes(fname: str, *shapes: Sequence[int]) -> tuple[int, ...]:
+    try:
+        return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
+    except ValueError:
+        raise ValueError(f"kiln.numpy.{fname}: operands could not be broadcast together with shapes "
+                         + " ".join(str(tuple(s)) for s in shapes)) from None
+
+
+def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
+    """NumPy-style broadcast of ``x`` to ``shape`` (shape must be compatible)."""
+    aval = abstractify(x)
+    if aval.shape == shape:
+        return x
+    nlead = len(shape) - aval.ndim
+    # Dimensions of size 1 that must grow are squeezed away first (broadcast_in_dim needs equality or 1).
+    keep = [i for i, d in enumerate(aval.shape) if d == shape[nlead + i]]
+    if len(keep) != aval.ndim:
+        x = lax.reshape(x, tuple(aval.shape[i] for i in keep))
+    return lax.broadcast_in_dim(x, shape, tuple(nlead + i for i in keep))
+
+
+def promote_and_broadcast(fname: str, *args: Any) -> list[Any]:
+    """Promote dtypes, then broadcast shapes (the preamble of every binary ufunc)."""
+    args = promote_dtypes(fname, *args)
+    shapes = [abstractify(a).shape for a in args]
+    shape = broadcast_shapes(fname, *shapes)
+    return [broadcast_to_shape(a, shape) for a in args]
+
+
+def canonical_axis(fname: str, axis: int, ndim: int) -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"kiln.numpy.{fname}: axis must be an int, got {type(axis).__name__} {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"kiln.numpy.{fname}: axis {axis} is out of bounds for an array of dimension {ndim}")
+    return int(axis) % ndim if ndim else 0
+
+
+def canonical_axes(fname: str, axis: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
+    """``None`` -> all axes; an int or a tuple -> sorted non-negative axes (duplicates are an error)."""
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    out = tuple(canonical_axis(fname, a, ndim) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError(f"kiln.numpy.{fname}: repeated axis in {axis}")
+    return tuple(sorted(out))
+
+
+def static_int(fname: str, what: str, value: Any) -> int:
+    """A Python int from a value that must be known at trace time."""
+    if isinstance(value, Tracer):
+        try:
+            return int(value)
+        except TypeError as e:
+            raise type(e)(f"kiln.numpy.{fname}: {what} must be a static (non-traced) integer. {e}") from None
+    if isinstance(value, (bool, float)) or not isinstance(value, (int, np.integer, Array)):
+        raise TypeError(f"kiln.numpy.{fname}: {what} must be an integer, got {type(value).__name__} {value!r}")
+    return int(value)
+
+
+def static_shape(fname: str, shape: Any) -> tuple[int, ...]:
+    if isinstance(shape, (int, np.integer)) or is_array(shape) and abstractify(shape).ndim == 0:
+        shape = (shape,)
+    try:
+        dims = tuple(static_int(fname, "each dimension of the shape", d) for d in shape)
+    except TypeError as e:
+        if isinstance(shape, (list, tuple)):
+            raise
+        raise TypeError(f"kiln.numpy.{fname}: shape must be a sequence of integers, got {shape!r}") from e
+    if any(d < 0 for d in dims):
+        raise ValueError(f"kiln.numpy.{fname}: negative dimensions are not allowed, got shape {dims}")
+    return dims

@@ -1,0 +1,71 @@
+"""Devices and data placement: ``kiln.devices``, ``kiln.device_put``, ``kiln.device_get``."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from kiln import runtime
+
+from . import dispatch, tree_util
+from .array import Array
+from .tracing import Tracer
+
+
+def devices(backend: str | None = None) -> list[runtime.Device]:
+    """The devices of ``backend`` (default: the default backend), e.g. ``[CpuDevice(id=0)]``."""
+    return runtime.devices(backend)
+
+
+local_devices = devices
+
+
+def device_count(backend: str | None = None) -> int:
+    return len(runtime.devices(backend))
+
+
+def default_backend() -> str:
+    """The platform name of the default backend ('cuda', 'cpu', ...)."""
+    from .config import config
+    return config.default_backend or runtime.default_backend()
+
+
+def _resolve_device(device: Any) -> runtime.Device | None:
+    if device is None or isinstance(device, runtime.Device):
+        return device
+    if isinstance(device, str):  # a backend name: its first device
+        return runtime.get_backend(device).devices()[0]
+    raise TypeError(f"kiln.device_put: device must be a kiln device (from kiln.devices()) or a backend name, "
+                    f"got {type(device).__name__} {device!r:.60}")
+
+
+def device_put(x: Any, device: Any = None) -> Any:
+    """Copy ``x`` (an array, NumPy array, scalar or pytree of them) to ``device``.
+
+    With a device the result is *committed*: computations on it run on that device. Without
+    one, arrays go to the default device uncommitted.
+    """
+    target = _resolve_device(device)
+
+    def put_leaf(leaf):
+        if isinstance(leaf, Tracer):
+            return leaf  # inside a trace placement is decided by the enclosing computation
+        return dispatch.put(leaf, target, committed=target is not None)
+    return tree_util.tree_map(put_leaf, x)
+
+
+def device_get(x: Any) -> Any:
+    """Copy arrays in ``x`` (a pytree) to host NumPy arrays; other leaves are returned as they are."""
+    def get_leaf(leaf):
+        if isinstance(leaf, Array):
+            return np.asarray(leaf)
+        return leaf
+    return tree_util.tree_map(get_leaf, x)
+
+
+def block_until_ready(x: Any) -> Any:
+    """Wait for every array in the pytree ``x``; returns ``x``."""
+    for leaf in tree_util.tree_leaves(x):
+        if isinstance(leaf, Array):
+            leaf.block_until_ready()
+    return x

@@ -1,0 +1,45 @@
+"""Primitives: kiln's op set. A primitive is a name with a shape/dtype rule.
+
+Everything else about a primitive lives in tables keyed by it, one per concern:
+its emission rule (``lowering``), and later its derivative and batching rules. A registry test
+walks :data:`registry` and fails when a primitive lacks an entry in one of those tables.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from .core import ShapedArray
+
+registry: dict[str, Primitive] = {}
+
+
+class Primitive:
+    """An operation of kiln IR.
+
+    ``shape_rule(*in_avals, **params)`` returns the output ShapedArray (or a list of them when
+    ``multiple_results``). It must raise a ``TypeError``/``ValueError`` with a clear message on
+    invalid input: it runs before anything is traced or compiled.
+    """
+
+    def __init__(self, name: str, shape_rule: Callable[..., Any], multiple_results: bool = False):
+        if name in registry:
+            raise ValueError(f"primitive {name!r} is defined twice")
+        self.name = name
+        self.shape_rule = shape_rule
+        self.multiple_results = multiple_results
+        registry[name] = self
+
+    def bind(self, *args: Any, **params: Any) -> Any:
+        """Apply the primitive: staged into the innermost trace, or run eagerly."""
+        from .tracing import bind
+        return bind(self, args, params)
+
+    def out_avals(self, in_avals: list[ShapedArray], params: dict[str, Any]) -> list[ShapedArray]:
+        out = self.shape_rule(*in_avals, **params)
+        return list(out) if self.multiple_results else [out]
+
+    def __repr__(self) -> str:
+        return self.name
+
+    # Primitives are singletons: hash and compare by identity (fast, and cache-friendly).
+    __hash__ = object.__hash__

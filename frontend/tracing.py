@@ -1,0 +1,318 @@
+"""Tracing: running a Python function on :class:`Tracer` s to record kiln IR.
+
+There is one tracer type. A :class:`Builder` records the equations of one function being traced;
+builders nest (``jit`` inside ``grad`` inside ``jit``...) on a per-thread stack, and every
+primitive applied while a builder is active is recorded in the innermost one. Values from outside
+it (arrays, tracers of enclosing builders) become its constvars.
+
+A builder whose inputs are known (eager ``grad`` of concrete values, say) can compute the concrete
+value of any of its tracers on demand, by running the slice of the IR that produces it; that is
+how a Python ``if x < 3`` works under eager ``grad`` while ``jit`` raises
+:class:`TracerBoolConversionError`.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from . import dtypes
+from .array_methods import ArrayMethods
+from .core import ShapedArray
+from .errors import (
+    ConcretizationTypeError,
+    TracerArrayConversionError,
+    TracerBoolConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
+from .ir import IR, Atom, ClosedIR, Eqn, Literal, Var
+
+
+class _TraceState(threading.local):
+    def __init__(self) -> None:
+        self.stack: list[Builder] = []
+
+
+_state = _TraceState()
+
+
+def current_builder() -> Builder | None:
+    stack = _state.stack
+    return stack[-1] if stack else None
+
+
+class Tracer(ArrayMethods):
+    """A value inside a function being traced: an abstract value bound to an IR variable."""
+
+    __slots__ = ("builder", "var")
+    __array_priority__ = 100
+
+    def __init__(self, builder: Builder, var: Var):
+        self.builder = builder
+        self.var = var
+
+    @property
+    def aval(self) -> ShapedArray:
+        return self.var.aval
+
+    # -- conversions to Python values: need a concrete value ------------------------------
+    def __bool__(self) -> bool:
+        return bool(self.builder.concrete_value(self, TracerBoolConversionError, "bool()"))
+
+    def __int__(self) -> int:
+        return int(self.builder.concrete_value(self, TracerIntegerConversionError, "int()"))
+
+    def __index__(self) -> int:
+        value = self.builder.concrete_value(self, TracerIntegerConversionError, "__index__()")
+        return int(np.asarray(value).__index__())
+
+    def __float__(self) -> float:
+        return float(self.builder.concrete_value(self, ConcretizationTypeError, "float()"))
+
+    def __complex__(self) -> complex:
+        return complex(self.builder.concrete_value(self, ConcretizationTypeError, "complex()"))
+
+    def __array__(self, dtype=None, copy=None):
+        raise TracerArrayConversionError(
+            f"kiln: cannot convert a traced array {self.aval.str_short()} to a NumPy array "
+            f"{self.builder.where()}. NumPy functions cannot run on traced values: use "
+            "kiln.numpy instead of numpy inside transformed functions.")
+
+    def __hash__(self):
+        raise TypeError(f"unhashable type: traced array {self.aval.str_short()} (arrays are not hashable; "
+                        "if you meant it as a static argument, pass a Python value instead)")
+
+    def __repr__(self) -> str:
+        return f"Traced<{self.aval.str_short()}>({self.builder.fun_name})"
+
+    def item(self):
+        return np.asarray(self.builder.concrete_value(self, ConcretizationTypeError, ".item()")).item()
+
+
+class Builder:
+    """Records the IR of one function being traced."""
+
+    def __init__(self, fun_name: str = "a function", known_inputs: bool = False):
+        self.fun_name = fun_name
+        self.eqns: list[Eqn] = []
+        self.invars: list[Var] = []
+        self.arg_names: list[str] = []
+        self.constvars: list[Var] = []
+        self.const_values: list[Any] = []
+        self._const_index: dict[int, Var] = {}
+        # Concrete values of variables, when the inputs were concrete (None: abstract trace).
+        self.known: dict[Var, Any] | None = {} if known_inputs else None
+        self.finished = False
+
+    # -- building ---------------------------------------------------------------------------
+    def new_arg(self, aval: ShapedArray, name: str = "", value: Any = None) -> Tracer:
+        var = Var(aval)
+        self.invars.append(var)
+        self.arg_names.append(name)
+        if self.known is not None and value is not None:
+            self.known[var] = value
+        return Tracer(self, var)
+
+    def atom(self, x: Any) -> Atom:
+        """The IR atom for an argument of a primitive applied inside this trace."""
+        if isinstance(x, Tracer):
+            if x.builder is self:
+                return x.var
+            if x.builder.finished or x.builder not in _state.stack:
+                raise UnexpectedTracerError(
+                    f"kiln: a traced value {x.aval.str_short()} created while tracing "
+                    f"{x.builder.fun_name} was used after that trace ended (now tracing "
+                    f"{self.fun_name}). This happens when a traced value escapes a transformed "
+                    "function, e.g. stored in a global or an object attribute. Return it "
+                    "from the function instead.")
+            return self._capture(x, x.aval)
+        if isinstance(x, Literal):
+            return x
+        if isinstance(x, (bool, int, float, complex)) and not isinstance(x, np.generic):
+            dtype, weak = dtypes.dtype_of_value(x)
+            return Literal(x, ShapedArray((), dtype, weak))
+        aval = abstractify(x)
+        if aval.ndim == 0 and isinstance(x, (np.ndarray, np.generic)):
+            return Literal(np.asarray(x, aval.dtype), aval)
+        return self._capture(x, aval)
+
+    def _capture(self, value: Any, aval: ShapedArray) -> Var:
+        var = self._const_index.get(id(value))
+        if var is None:
+            var = Var(aval)
+            self._const_index[id(value)] = var
+            self.constvars.append(var)
+            self.const_values.append(value)
+            if self.known is not None:
+                self.known[var] = value
+        return var
+
+    def emit(self, prim, inputs: list[Atom], params: dict, out_avals: list[ShapedArray]) -> list[Tracer]:
+        outs = [Var(a) for a in out_avals]
+        self.eqns.append(Eqn(prim, inputs, outs, params))
+        return [Tracer(self, v) for v in outs]
+
+    def finish(self, outs: Sequence[Any]) -> ClosedIR:
+        """Close the trace: the IR with outputs ``outs`` and its constvars' values."""
+        out_atoms = [self.atom(x) for x in outs]
+        self.finished = True
+        ir = IR(self.constvars, self.invars, self.eqns, out_atoms)
+        return ClosedIR(ir, self.const_values)
+
+    # -- concrete values on demand ----------------------------------------------------------
+    def where(self) -> str:
+        return f"while tracing {self.fun_name}"
+
+    def _inputs_of(self, var: Var) -> list[str]:
+        """Names of the function arguments that ``var`` depends on."""
+        needed, names = {var}, []
+        for eqn in reversed(self.eqns):
+            if any(o in needed for o in eqn.outputs):
+                needed.update(a for a in eqn.inputs if isinstance(a, Var))
+        for v, name in zip(self.invars, self.arg_names):
+            if v in needed and name:
+                names.append(name)
+        return names
+
+    def concrete_value(self, tracer: Tracer, error: type, what: str) -> Any:
+        value = self._evaluate(tracer.var)
+        if value is not None:
+            return value
+        names = self._inputs_of(tracer.var)
+        depends = (f"It depends on argument{'s' if len(names) > 1 else ''} {', '.join(names)}. "
+                   if names else "")
+        static = ", ".join(names) or "that argument"
+        if error is TracerBoolConversionError:
+            fix = ("Python control flow (if/while/and/or) on traced values is not allowed under jit: use "
+                   f"kiln.lax.cond, kiln.lax.while_loop or kiln.numpy.where, or mark {static} as static "
+                   "with static_argnums/static_argnames.")
+        else:
+            fix = (f"Values that decide shapes or Python-level behaviour must be static: mark {static} "
+                   "with static_argnums/static_argnames, or compute it with NumPy outside the function.")
+        raise error(f"kiln: {what} needs a concrete value, but got a traced array "
+                    f"{tracer.aval.str_short()} {self.where()}. {depends}{fix}")
+
+    def _evaluate(self, var: Var) -> Any:
+        """The concrete value of ``var`` if the inputs it depends on are known, else None."""
+        if isinstance(var, Literal):
+            return var.val
+        if self.known is None:
+            return None
+        if var in self.known:
+            return concrete(self.known[var])
+        producers, needed = [], {var}
+        for eqn in reversed(self.eqns):
+            if any(o in needed for o in eqn.outputs):
+                producers.append(eqn)
+                needed.update(a for a in eqn.inputs if isinstance(a, Var))
+        env: dict[Var, Any] = {}
+        for v in needed:
+            if v in self.known:
+                value = concrete(self.known[v])
+                if value is None:
+                    return None
+                env[v] = value
+            elif not any(v in e.outputs for e in producers):
+                return None  # an input whose value is not known
+        with no_tracing():
+            for eqn in reversed(producers):
+                args = [a if isinstance(a, Literal) else env[a] for a in eqn.inputs]
+                outs = eqn.prim.bind(*args, **eqn.params)
+                outs = outs if eqn.prim.multiple_results else [outs]
+                env.update(zip(eqn.outputs, outs))
+        for v in needed:
+            self.known.setdefault(v, env.get(v))
+        return env[var]
+
+
+def materialize(x: Any) -> Any:
+    """A Literal as a user-visible value: a tracer of the current trace, or an Array when eager."""
+    if not isinstance(x, Literal):
+        return x
+    builder = current_builder()
+    if builder is not None:
+        return Tracer(builder, x)  # a tracer whose "variable" is the literal itself
+    from .dispatch import put
+    return put(x, None, committed=False)
+
+
+def concrete(value: Any) -> Any:
+    """A concrete value for ``value`` (itself unless it is a tracer), or None if it has none."""
+    if isinstance(value, Tracer):
+        return value.builder._evaluate(value.var)
+    return value
+
+
+class no_tracing:
+    """Context: run primitives eagerly, as if no trace were active."""
+
+    def __enter__(self):
+        self.saved = _state.stack
+        _state.stack = []
+
+    def __exit__(self, *exc):
+        _state.stack = self.saved
+
+
+class tracing_with:
+    """Context: make ``builder`` the innermost active trace."""
+
+    def __init__(self, builder: Builder):
+        self.builder = builder
+
+    def __enter__(self):
+        _state.stack.append(self.builder)
+        return self.builder
+
+    def __exit__(self, *exc):
+        popped = _state.stack.pop()
+        assert popped is self.builder
+
+
+def abstractify(x: Any) -> ShapedArray:
+    """The abstract value of an argument (Array, tracer, NumPy value or Python scalar)."""
+    aval = getattr(x, "aval", None)
+    if isinstance(aval, ShapedArray):
+        return aval
+    if isinstance(x, (np.ndarray, np.generic)):
+        return ShapedArray(x.shape, dtypes.canonicalize_dtype(x.dtype), False)
+    if isinstance(x, (bool, int, float, complex)):
+        dtype, weak = dtypes.dtype_of_value(x)
+        return ShapedArray((), dtype, weak)
+    raise TypeError(f"kiln: value of type {type(x).__name__} is not a valid array: {_short_repr(x)}")
+
+
+def _short_repr(x: Any) -> str:
+    r = repr(x)
+    return r if len(r) <= 60 else r[:57] + "..."
+
+
+def bind(prim, args: Sequence[Any], params: dict) -> Any:
+    """Apply ``prim``: record it in the innermost trace, or run it eagerly if none is active."""
+    stack = _state.stack
+    if not stack:
+        from .eager import apply_eagerly
+        return apply_eagerly(prim, args, params)
+    builder = stack[-1]
+    atoms = [builder.atom(x) for x in args]
+    out_avals = prim.out_avals([a.aval for a in atoms], params)
+    outs = builder.emit(prim, atoms, params, out_avals)
+    return outs if prim.multiple_results else outs[0]
+
+
+def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "",
+                arg_names: Sequence[str] = (), known_values: Sequence[Any] | None = None) -> tuple[ClosedIR, Any]:
+    """Trace ``fun(*tracers)`` into a ClosedIR; returns it and the raw Python output (flat list).
+
+    ``fun`` takes one tracer per aval and returns a flat list of outputs.
+    """
+    builder = Builder(name or getattr(fun, "__name__", "a function"), known_inputs=known_values is not None)
+    names = list(arg_names) or [""] * len(in_avals)
+    values = list(known_values) if known_values is not None else [None] * len(in_avals)
+    tracers = [builder.new_arg(a, n, v) for a, n, v in zip(in_avals, names, values)]
+    with tracing_with(builder):
+        outs = fun(*tracers)
+        closed = builder.finish(outs)
+    return closed, outs

@@ -1,0 +1,569 @@
+"""Pytrees, as in ``jax.tree_util``, in pure Python.
+
+A pytree is a nested structure of containers ("nodes") whose non-container parts are "leaves".
+Nodes: tuple, list, dict (children in sorted key order), namedtuple, None (a node with no
+children), OrderedDict, defaultdict, and classes registered with :func:`register_pytree_node` or
+:func:`register_pytree_node_class`. Everything else is a leaf.
+
+``tree_flatten`` runs on every jit call, so the structure is kept as plain nested tuples
+``(node_type, aux_data, children)`` and the flattening loop handles leaf children inline,
+without a function call per leaf.
+"""
+from __future__ import annotations
+
+import collections
+import functools
+import operator
+from dataclasses import dataclass
+from typing import Any, Callable, Hashable, Iterable, NamedTuple
+
+__all__ = [
+    "PyTreeDef", "register_pytree_node", "register_pytree_node_class", "tree_flatten",
+    "tree_unflatten", "tree_leaves", "tree_structure", "tree_map", "tree_all", "tree_reduce",
+    "tree_transpose", "treedef_is_leaf", "all_leaves", "tree_flatten_with_path",
+    "tree_leaves_with_path", "tree_map_with_path", "keystr", "SequenceKey", "DictKey",
+    "GetAttrKey", "FlattenedIndexKey", "KeyEntry", "KeyPath",
+]
+
+
+# ---------------------------------------------------------------------------------------------
+# Key entries (key paths name where a leaf sits: "x['w'][1]")
+# ---------------------------------------------------------------------------------------------
+
+@dataclass(frozen=True, slots=True)
+class SequenceKey:
+    """Index of a child of a tuple or list: ``[idx]``."""
+    idx: int
+
+    def __str__(self) -> str:
+        return f"[{self.idx!r}]"
+
+
+@dataclass(frozen=True, slots=True)
+class DictKey:
+    """Key of a child of a dict: ``[key]``."""
+    key: Hashable
+
+    def __str__(self) -> str:
+        return f"[{self.key!r}]"
+
+
+@dataclass(frozen=True, slots=True)
+class GetAttrKey:
+    """Attribute name of a child (namedtuple fields, custom nodes): ``.name``."""
+    name: str
+
+    def __str__(self) -> str:
+        return f".{self.name}"
+
+
+@dataclass(frozen=True, slots=True)
+class FlattenedIndexKey:
+    """Position of a child among a custom node's flattened children: ``[<flat index i>]``."""
+    key: int
+
+    def __str__(self) -> str:
+        return f"[<flat index {self.key}>]"
+
+
+KeyEntry = Any  # SequenceKey, DictKey, GetAttrKey, FlattenedIndexKey, or a custom node's key
+KeyPath = tuple[Any, ...]
+
+
+def _simple_key(k: Any) -> str:
+    for attr in ("idx", "key", "name"):
+        if hasattr(k, attr):
+            return str(getattr(k, attr))
+    return str(k)
+
+
+def keystr(keys: KeyPath, *, simple: bool = False, separator: str = "") -> str:
+    """Render a key path: ``keystr((DictKey('a'), SequenceKey(0)))`` is ``"['a'][0]"``.
+
+    With ``simple=True`` each key is shown bare (``a``, ``0``) and joined with ``separator``
+    (``keystr(path, simple=True, separator='/')`` gives ``"a/0"``).
+    """
+    if simple:
+        return separator.join(_simple_key(k) for k in keys)
+    return separator.join(str(k) for k in keys)
+
+
+# ---------------------------------------------------------------------------------------------
+# Node types
+# ---------------------------------------------------------------------------------------------
+
+class _NodeType:
+    """How one container type flattens and unflattens."""
+    __slots__ = ("type", "flatten", "unflatten", "flatten_with_keys", "custom")
+
+    def __init__(self, type_: type, flatten: Callable, unflatten: Callable,
+                 flatten_with_keys: Callable | None = None, custom: bool = False):
+        self.type = type_
+        self.flatten = flatten  # x -> (children, aux_data)
+        self.unflatten = unflatten  # (aux_data, children) -> x
+        # x -> (((key, child), ...), aux_data); None: keys are FlattenedIndexKey(i)
+        self.flatten_with_keys = flatten_with_keys
+        self.custom = custom
+
+    def __repr__(self) -> str:
+        return f"<pytree node {self.type.__qualname__}>"
+
+
+def _sorted_keys(d: dict) -> list:
+    try:
+        return sorted(d)
+    except TypeError:
+        raise TypeError(f"kiln pytrees sort dict keys, but the keys {list(d)!r:.200} of this dict "
+                        "cannot be compared with each other; use keys of one type (e.g. all str), "
+                        "or an OrderedDict, which keeps insertion order.") from None
+
+
+def _dict_flatten(d: dict) -> tuple[list, tuple]:
+    keys = _sorted_keys(d)
+    return [d[k] for k in keys], tuple(keys)
+
+
+def _dict_flatten_with_keys(d: dict) -> tuple[list, tuple]:
+    keys = _sorted_keys(d)
+    return [(DictKey(k), d[k]) for k in keys], tuple(keys)
+
+
+def _ordered_flatten(d: collections.OrderedDict) -> tuple[list, tuple]:
+    return list(d.values()), tuple(d)
+
+
+def _defaultdict_flatten(d: collections.defaultdict) -> tuple[list, tuple]:
+    children, keys = _dict_flatten(d)
+    return children, (d.default_factory, keys)
+
+
+def _seq_with_keys(x: Any) -> tuple[list, None]:
+    return [(SequenceKey(i), c) for i, c in enumerate(x)], None
+
+
+_TUPLE = _NodeType(tuple, lambda x: (x, None), lambda aux, ch: tuple(ch), _seq_with_keys)
+_LIST = _NodeType(list, lambda x: (x, None), lambda aux, ch: list(ch), _seq_with_keys)
+_DICT = _NodeType(dict, _dict_flatten, lambda keys, ch: dict(zip(keys, ch, strict=True)),
+                  _dict_flatten_with_keys)
+_NONE = _NodeType(type(None), lambda x: ((), None), lambda aux, ch: None, lambda x: ((), None))
+_ORDERED_DICT = _NodeType(
+    collections.OrderedDict, _ordered_flatten,
+    lambda keys, ch: collections.OrderedDict(zip(keys, ch, strict=True)),
+    lambda d: ([(DictKey(k), v) for k, v in d.items()], tuple(d)))
+_DEFAULTDICT = _NodeType(
+    collections.defaultdict, _defaultdict_flatten,
+    lambda aux, ch: collections.defaultdict(aux[0], zip(aux[1], ch, strict=True)),
+    lambda d: ([(DictKey(k), d[k]) for k in _sorted_keys(d)], (d.default_factory, tuple(_sorted_keys(d)))))
+# namedtuples are not registered by type (there is one type per namedtuple class); aux is the class.
+_NAMEDTUPLE = _NodeType(
+    NamedTuple, lambda x: (x, type(x)), lambda cls, ch: cls(*ch),
+    lambda x: ([(GetAttrKey(f), c) for f, c in zip(type(x)._fields, x, strict=True)], type(x)))
+
+_registry: dict[type, _NodeType] = {
+    tuple: _TUPLE, list: _LIST, dict: _DICT, type(None): _NONE,
+    collections.OrderedDict: _ORDERED_DICT, collections.defaultdict: _DEFAULTDICT,
+}
+_BUILTIN_TYPES = frozenset(_registry)
+
+
+def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple[Iterable, Any]],
+                         unflatten_func: Callable[[Any, Iterable], Any],
+                         flatten_with_keys_func: Callable | None = None) -> None:
+    """Make instances of ``nodetype`` pytree nodes (exactly that type, not its subclasses).
+
+    Parameters
+    ----------
+    nodetype : the class.
+    flatten_func : ``x -> (children, aux_data)``; ``children`` is an iterable of subtrees,
+        ``aux_data`` is static, hashable data compared when checking tree structures.
+    unflatten_func : ``(aux_data, children) -> x``; ``children`` is a tuple.
+    flatten_with_keys_func : optional ``x -> (((key, child), ...), aux_data)`` that names the
+        children in key paths; without it, children are named ``FlattenedIndexKey(i)``.
+    """
+    if not isinstance(nodetype, type):
+        raise TypeError(f"register_pytree_node: expected a class, got {nodetype!r}")
+    if nodetype in _registry:
+        raise ValueError(f"register_pytree_node: {nodetype.__qualname__} is already registered "
+                         "as a pytree node type")
+    _registry[nodetype] = _NodeType(nodetype, flatten_func, unflatten_func,
+                                    flatten_with_keys_func, custom=True)
+
+
+def register_pytree_node_class(cls: type) -> type:
+    """Class decorator: register ``cls`` using its ``tree_flatten`` method and its
+    ``tree_unflatten(aux_data, children)`` classmethod (and ``tree_flatten_with_keys`` if defined).
+    """
+    with_keys = operator.methodcaller("tree_flatten_with_keys") \
+        if hasattr(cls, "tree_flatten_with_keys") else None
+    register_pytree_node(cls, operator.methodcaller("tree_flatten"), cls.tree_unflatten, with_keys)
+    return cls
+
+
+def _node_type_of(x: Any) -> _NodeType | None:
+    """The node type of ``x``, or None when ``x`` is a leaf."""
+    nt = _registry.get(type(x))
+    if nt is None and isinstance(x, tuple) and hasattr(type(x), "_fields"):
+        return _NAMEDTUPLE
+    return nt
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTreeDef
+# ---------------------------------------------------------------------------------------------
+
+# The structure of a tree: _LEAF, or (node_type, aux_data, tuple_of_child_structures).
+_LEAF = None
+
+
+class PyTreeDef:
+    """The structure of a pytree, without its leaves. Hashable; equal when structures are equal."""
+    __slots__ = ("_node", "num_leaves", "_hash")
+
+    def __init__(self, node: Any, num_leaves: int):
+        self._node = node
+        self.num_leaves = num_leaves
+        self._hash = None
+
+    @property
+    def num_nodes(self) -> int:
+        """Number of nodes, leaves included (``(1, 2)`` has 3)."""
+        def count(n):
+            return 1 if n is _LEAF else 1 + sum(count(c) for c in n[2])
+        return count(self._node)
+
+    def children(self) -> list[PyTreeDef]:
+        """The structures of the root's children (empty for a leaf)."""
+        if self._node is _LEAF:
+            return []
+        return [PyTreeDef(c, _count_leaves(c)) for c in self._node[2]]
+
+    def node_data(self) -> tuple[type, Any] | None:
+        """``(node type, aux_data)`` of the root, or None for a leaf."""
+        if self._node is _LEAF:
+            return None
+        nt, aux, _ = self._node
+        return (aux if nt is _NAMEDTUPLE else nt.type), aux
+
+    def unflatten(self, leaves: Iterable) -> Any:
+        """Build a tree of this structure from ``leaves`` (in flattening order)."""
+        return tree_unflatten(self, leaves)
+
+    def flatten_up_to(self, tree: Any) -> list:
+        """Flatten ``tree`` only as deep as this structure: each leaf position of ``self`` takes
+        the whole subtree of ``tree`` found there. ``self`` must be a prefix of ``tree``'s
+        structure; a mismatch raises ValueError naming the path."""
+        out: list = []
+        _flatten_up_to(self._node, tree, out, ())
+        return out
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, PyTreeDef):
+            return NotImplemented
+        return self is other or (self.num_leaves == other.num_leaves and self._node == other._node)
+
+    def __hash__(self) -> int:
+        if self._hash is None:
+            self._hash = hash(self._node)
+        return self._hash
+
+    def __repr__(self) -> str:
+        return f"PyTreeDef({_node_repr(self._node)})"
+
+
+def _count_leaves(node: Any) -> int:
+    return 1 if node is _LEAF else sum(_count_leaves(c) for c in node[2])
+
+
+def _items_repr(keys: Iterable, parts: list[str]) -> str:
+    return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(keys, parts, strict=True)) + "}"
+
+
+def _node_repr(node: Any) -> str:
+    if node is _LEAF:
+        return "*"
+    nt, aux, children = node
+    parts = [_node_repr(c) for c in children]
+    if nt is _NONE:
+        return "None"
+    if nt is _TUPLE:
+        return "(" + ", ".join(parts) + ("," if len(parts) == 1 else "") + ")"
+    if nt is _LIST:
+        return "[" + ", ".join(parts) + "]"
+    if nt is _DICT:
+        return _items_repr(aux, parts)
+    if nt is _NAMEDTUPLE:
+        fields = ", ".join(f"{f}={p}" for f, p in zip(aux._fields, parts, strict=True))
+        return f"{aux.__name__}({fields})"
+    if nt is _ORDERED_DICT:
+        return f"OrderedDict({_items_repr(aux, parts)})"
+    if nt is _DEFAULTDICT:
+        factory = getattr(aux[0], "__name__", repr(aux[0]))
+        return f"defaultdict({factory}, {_items_repr(aux[1], parts)})"
+    return f"CustomNode({nt.type.__name__}[{aux!r}], [" + ", ".join(parts) + "])"
+
+
+# ---------------------------------------------------------------------------------------------
+# Flatten / unflatten
+# ---------------------------------------------------------------------------------------------
+
+def _flatten(x: Any, leaves: list) -> Any:
+    """Flatten a node (never a leaf), appending its leaves; return its structure."""
+    nt = _registry.get(type(x)) or _NAMEDTUPLE
+    children, aux = nt.flatten(x)
+    registry = _registry
+    structure = []
+    append_leaf, append_node = leaves.append, structure.append
+    for c in children:
+        # Inline leaf test: most children are leaves, and a call per leaf would dominate.
+        if type(c) in registry or (isinstance(c, tuple) and hasattr(type(c), "_fields")):
+            append_node(_flatten(c, leaves))
+        else:
+            append_leaf(c)
+            append_node(_LEAF)
+    return (nt, aux, tuple(structure))
+
+
+def _flatten_is_leaf(x: Any, leaves: list, is_leaf: Callable[[Any], bool]) -> Any:
+    """As :func:`_flatten` for any subtree, consulting ``is_leaf`` at every node."""
+    nt = None if is_leaf(x) else _node_type_of(x)
+    if nt is None:
+        leaves.append(x)
+        return _LEAF
+    children, aux = nt.flatten(x)
+    return (nt, aux, tuple(_flatten_is_leaf(c, leaves, is_leaf) for c in children))
+
+
+def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:
+    """Flatten a pytree into its leaves (left to right, dict children by sorted key) and
+    structure.
+
+    Parameters
+    ----------
+    tree : the pytree.
+    is_leaf : optional predicate called on every subtree; where it returns True, the subtree
+        is taken as a leaf.
+
+    Returns
+    -------
+    (list of leaves, PyTreeDef)
+    """
+    leaves: list = []
+    if is_leaf is not None:
+        node = _flatten_is_leaf(tree, leaves, is_leaf)
+    elif _node_type_of(tree) is None:
+        return [tree], _LEAF_TREEDEF
+    else:
+        node = _flatten(tree, leaves)
+    return leaves, PyTreeDef(node, len(leaves))
+
+
+_LEAF_TREEDEF = PyTreeDef(_LEAF, 1)
+
+
+def _unflatten(node: Any, it: Any) -> Any:
+    if node is _LEAF:
+        return next(it)
+    nt, aux, children = node
+    built = [next(it) if c is _LEAF else _unflatten(c, it) for c in children]
+    return nt.unflatten(aux, tuple(built) if nt.custom else built)
+
+
+def tree_unflatten(treedef: PyTreeDef, leaves: Iterable) -> Any:
+    """Build the pytree of structure ``treedef`` from ``leaves``.
+
+    Raises
+    ------
+    ValueError
+        When the number of leaves is not ``treedef.num_leaves``.
+    """
+    if not isinstance(leaves, (list, tuple)):
+        leaves = list(leaves)
+    if len(leaves) != treedef.num_leaves:
+        raise ValueError(f"tree_unflatten: the structure {treedef} has {treedef.num_leaves} "
+                         f"leaves, but {len(leaves)} leaves were given")
+    return _unflatten(treedef._node, iter(leaves))
+
+
+def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
+    """The leaves of ``tree`` in flattening order (None is a node with no leaves)."""
+    return tree_flatten(tree, is_leaf)[0]
+
+
+def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
+    """The :class:`PyTreeDef` of ``tree``."""
+    return tree_flatten(tree, is_leaf)[1]
+
+
+def treedef_is_leaf(treedef: PyTreeDef) -> bool:
+    """True when ``treedef`` has a single node: a leaf, or a childless node such as None."""
+    return treedef._node is _LEAF or not treedef._node[2]
+
+
+def all_leaves(iterable: Iterable, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """True when every element of ``iterable`` is a leaf (as ``jax.tree_util.all_leaves``)."""
+    if is_leaf is None:
+        return all(_node_type_of(x) is None for x in iterable)
+    return all(is_leaf(x) or _node_type_of(x) is None for x in iterable)
+
+
+# ---------------------------------------------------------------------------------------------
+# Mapping over several trees
+# ---------------------------------------------------------------------------------------------
+
+class _Mismatch(Exception):
+    def __init__(self, path: KeyPath, detail: str):
+        super().__init__(detail)
+        self.path, self.detail = path, detail
+
+
+def _describe(x: Any) -> str:
+    nt = _node_type_of(x)
+    if nt is None:
+        return f"a leaf of type {type(x).__name__}"
+    if nt is _NAMEDTUPLE:
+        return f"a namedtuple {type(x).__name__}"
+    return "None" if nt is _NONE else f"a {type(x).__name__}"
+
+
+def _flatten_up_to(node: Any, x: Any, out: list, path: KeyPath) -> None:
+    if node is _LEAF:
+        out.append(x)
+        return
+    nt, aux, children = node
+    expected = aux if nt is _NAMEDTUPLE else nt.type
+    if _node_type_of(x) is not nt or type(x) is not expected:
+        want = "None" if nt is _NONE else f"a {expected.__name__}"
+        raise _Mismatch(path, f"expected {want}, got {_describe(x)}")
+    if nt.flatten_with_keys is not None:
+        keyed, x_aux = nt.flatten_with_keys(x)
+        keys, x_children = [k for k, _ in keyed], [c for _, c in keyed]
+    else:
+        x_children, x_aux = nt.flatten(x)
+        x_children = list(x_children)
+        keys = [FlattenedIndexKey(i) for i in range(len(x_children))]
+    # Node data first: for dicts it holds the keys, which say more than a count of children.
+    if x_aux != aux:
+        if nt in (_DICT, _ORDERED_DICT):
+            detail = f"expected dict keys {list(aux)!r}, got {list(x_aux)!r}"
+        elif nt is _DEFAULTDICT:
+            detail = f"expected defaultdict keys {list(aux[1])!r}, got {list(x_aux[1])!r}"
+        else:
+            detail = f"the {expected.__name__} node data differs: expected {aux!r}, got {x_aux!r}"
+        raise _Mismatch(path, detail)
+    if len(x_children) != len(children):
+        raise _Mismatch(path, f"expected a {expected.__name__} of {len(children)} children, "
+                              f"got one of {len(x_children)}")
+    for k, c_node, c in zip(keys, children, x_children, strict=True):
+        _flatten_up_to(c_node, c, out, path + (k,))
+
+
+def _structure_for_message(tree: Any) -> str:
+    try:
+        return repr(tree_structure(tree))
+    except Exception:  # e.g. unsortable dict keys: still report the first error
+        return f"<unflattenable {type(tree).__name__}>"
+
+
+def _leaves_of_rest(fn_name: str, treedef: PyTreeDef, rest: tuple) -> list[list]:
+    all_leaves_ = []
+    for i, r in enumerate(rest):
+        try:
+            all_leaves_.append(treedef.flatten_up_to(r))
+        except _Mismatch as e:
+            where = keystr(e.path) or "the root"
+            raise ValueError(
+                f"{fn_name}: tree {i + 1} of the extra trees does not have the structure of the first "
+                f"tree: at {where}, {e.detail}.\n"
+                f"  first tree:  {treedef}\n"
+                f"  tree {i + 1}:      {_structure_for_message(r)}") from None
+    return all_leaves_
+
+
+def tree_map(f: Callable[..., Any], tree: Any, *rest: Any,
+             is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Apply ``f`` leafwise: ``f(leaf, *corresponding leaves of rest)``; same structure as ``tree``.
+
+    Each tree in ``rest`` must have ``tree``'s structure, or one with ``tree`` as a prefix (the
+    subtree at each leaf position of ``tree`` is passed whole). A mismatch raises ValueError
+    that names the path and shows both structures.
+    """
+    leaves, treedef = tree_flatten(tree, is_leaf)
+    if not rest:
+        return treedef.unflatten([f(x) for x in leaves])
+    others = _leaves_of_rest("tree_map", treedef, rest)
+    return treedef.unflatten([f(*xs) for xs in zip(leaves, *others, strict=True)])
+
+
+def tree_all(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+    """True when every leaf is truthy."""
+    return all(tree_leaves(tree, is_leaf))
+
+
+_NO_INITIALIZER = object()
+
+
+def tree_reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any = _NO_INITIALIZER,
+                is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """``functools.reduce(function, tree_leaves(tree), initializer)``."""
+    if initializer is _NO_INITIALIZER:
+        return functools.reduce(function, tree_leaves(tree, is_leaf))
+    return functools.reduce(function, tree_leaves(tree, is_leaf), initializer)
+
+
+def _compose(outer: PyTreeDef, inner: PyTreeDef) -> PyTreeDef:
+    """The structure of ``outer`` with ``inner`` at each of its leaves."""
+    def sub(n):
+        return inner._node if n is _LEAF else (n[0], n[1], tuple(sub(c) for c in n[2]))
+    return PyTreeDef(sub(outer._node), outer.num_leaves * inner.num_leaves)
+
+
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef, pytree_to_transpose: Any) -> Any:
+    """Turn a tree of structure outer-of-inner into one of inner-of-outer
+    (e.g. a list of pairs into a pair of lists)."""
+    flat, treedef = tree_flatten(pytree_to_transpose)
+    expected = _compose(outer_treedef, inner_treedef)
+    if treedef != expected:
+        raise ValueError(f"tree_transpose: the tree has structure {treedef}, expected {expected}")
+    n_in = inner_treedef.num_leaves
+    groups = [flat[i::n_in] for i in range(n_in)]
+    return inner_treedef.unflatten([outer_treedef.unflatten(g) for g in groups])
+
+
+# ---------------------------------------------------------------------------------------------
+# Key paths
+# ---------------------------------------------------------------------------------------------
+
+def _flatten_with_path(x: Any, path: KeyPath, out: list, is_leaf: Callable | None) -> Any:
+    nt = None if (is_leaf is not None and is_leaf(x)) else _node_type_of(x)
+    if nt is None:
+        out.append((path, x))
+        return _LEAF
+    if nt.flatten_with_keys is not None:
+        keyed, aux = nt.flatten_with_keys(x)
+    else:
+        children, aux = nt.flatten(x)
+        keyed = [(FlattenedIndexKey(i), c) for i, c in enumerate(children)]
+    return (nt, aux, tuple(_flatten_with_path(c, path + (k,), out, is_leaf) for k, c in keyed))
+
+
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
+                           ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
+    """As :func:`tree_flatten`, with each leaf paired with its key path:
+    ``([((DictKey('a'), SequenceKey(0)), leaf), ...], treedef)``."""
+    out: list = []
+    node = _flatten_with_path(tree, (), out, is_leaf)
+    return out, PyTreeDef(node, len(out))
+
+
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
+                          ) -> list[tuple[KeyPath, Any]]:
+    """The ``(key path, leaf)`` pairs of ``tree``."""
+    return tree_flatten_with_path(tree, is_leaf)[0]
+
+
+def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any,
+                       is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """As :func:`tree_map`, calling ``f(key_path, leaf, *rest_leaves)``."""
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
+    others = _leaves_of_rest("tree_map_with_path", treedef, rest)
+    return treedef.unflatten([f(p, x, *xs) for (p, x), *xs in zip(pairs, *others, strict=True)])

@@ -1,0 +1,40 @@
+"""kiln: a GPU-first compiler for numerical Python.
+
+Trace NumPy-style functions into kiln IR, transform them, lower them to StableHLO and run them
+with XLA on CPU, GPU or TPU. The vocabulary is JAX's: ``kiln.jit``, ``kiln.numpy``, ``kiln.lax``.
+This module only re-exports; the implementation lives in ``kiln.frontend``, ``kiln.lowering``
+and ``kiln.runtime``.
+"""
+from kiln import lax, numpy, tree_util  # noqa: E402  (public sub-modules)
+from kiln.frontend.array import Array
+from kiln.frontend.config import config
+from kiln.frontend.core import ShapedArray
+from kiln.frontend.errors import (
+    ConcretizationTypeError,
+    KilnError,
+    TracerArrayConversionError,
+    TracerBoolConversionError,
+    TracerIntegerConversionError,
+    UnexpectedTracerError,
+)
+from kiln.frontend.jit import jit, make_ir
+from kiln.frontend.placement import (
+    block_until_ready,
+    default_backend,
+    device_count,
+    device_get,
+    device_put,
+    devices,
+    local_devices,
+)
+from kiln.runtime import BackendError, DeletedBufferError, Device, DeviceError
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Array", "BackendError", "ConcretizationTypeError", "DeletedBufferError", "Device", "DeviceError",
+    "KilnError", "ShapedArray", "TracerArrayConversionError", "TracerBoolConversionError",
+    "TracerIntegerConversionError", "UnexpectedTracerError", "block_until_ready", "config", "default_backend",
+    "device_count", "device_get", "device_put", "devices", "jit", "lax", "local_devices", "make_ir", "numpy",
+    "tree_util",
+]

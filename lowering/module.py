@@ -1,0 +1,130 @@
+"""Build a StableHLO module from kiln IR with jaxlib's MLIR bindings."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import func
+from kiln.frontend.ir import IR, Literal, Var
+
+from . import passes
+from .registry import rules
+from .types import element_type, tensor_type
+
+
+class LoweringError(Exception):
+    """A primitive has no emission rule, or its rule failed."""
+
+
+class EmitContext:
+    """Helpers available to emission rules."""
+
+    def constant(self, value, dtype) -> ir.Value:
+        """A ``stablehlo.constant`` holding ``value`` (any shape) as ``dtype``."""
+        array = np.asarray(value, dtype=dtype)
+        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=tensor_type(array))
+        return ir.Operation.create("stablehlo.constant", results=[attr.type],
+                                   attributes={"value": attr}).result
+
+    def full(self, value, aval) -> ir.Value:
+        """A constant of ``aval``'s shape and dtype filled with ``value``."""
+        scalar = self.constant(value, aval.dtype)
+        if not aval.shape:
+            return scalar
+        return op("stablehlo.broadcast_in_dim", [scalar], tensor_type(aval),
+                  broadcast_dimensions=ir.DenseI64ArrayAttr.get([]))
+
+    def emit_ir(self, body: IR, args: Sequence[ir.Value]) -> list[ir.Value]:
+        """Emit the equations of ``body`` with its constvars+invars bound to ``args``."""
+        env: dict[Var, ir.Value] = dict(zip(body.constvars + body.invars, args))
+
+        def read(a):
+            if isinstance(a, Literal):
+                return self.constant(a.val, a.aval.dtype)
+            return env[a]
+
+        for eqn in body.eqns:
+            rule = rules.get(eqn.prim.name)
+            if rule is None:
+                raise LoweringError(f"kiln: primitive {eqn.prim.name!r} has no StableHLO emission rule")
+            outs = rule(self, eqn, *[read(a) for a in eqn.inputs])
+            outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
+            env.update(zip(eqn.outputs, outs))
+        return [read(a) for a in body.outvars]
+
+
+def op(name: str, operands: Sequence[ir.Value], result_types, **attributes) -> ir.Value:
+    """Create a generic ``stablehlo`` operation with one result (or several: pass a list)."""
+    many = isinstance(result_types, (list, tuple))
+    created = ir.Operation.create(name, results=list(result_types) if many else [result_types],
+                                  operands=list(operands), attributes=attributes)
+    return list(created.results) if many else created.result
+
+
+@dataclass
+class LoweredModule:
+    module: ir.Module
+    kept_inputs: list[bool]  # for each of constvars + invars: is it a parameter of main?
+    out_avals: list
+
+    def as_text(self) -> str:
+        return self.module.operation.get_asm(enable_debug_info=False)
+
+
+def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_unused: bool = False,
+          name: str = "main") -> LoweredModule:
+    """Optimise ``ir_`` and emit it as the ``@main`` function of a StableHLO module.
+
+    ``donated`` flags, for each of constvars + invars, an input whose buffer the program may reuse
+    for an output. Unused inputs are dropped from the signature unless ``keep_unused``.
+    """
+    body = passes.optimize(ir_)
+    all_inputs = body.constvars + body.invars
+    used = passes.used_inputs(body)
+    kept = [True] * len(all_inputs) if keep_unused else used
+    donated = list(donated) + [False] * (len(all_inputs) - len(donated))
+    params = [v for v, k in zip(all_inputs, kept) if k]
+    with context, ir.Location.unknown():
+        module = ir.Module.create()
+        module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(32), 1)
+        module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(32), 1)
+        in_types = [tensor_type(v.aval) for v in params]
+        out_types = [tensor_type(a.aval) for a in body.outvars]
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp(name, ir.FunctionType.get(in_types, out_types))
+            fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
+            fn.arg_attrs = ir.ArrayAttr.get(_donation_attrs(params, all_inputs, kept, donated, body))
+            block = fn.add_entry_block()
+            with ir.InsertionPoint(block):
+                args = iter(block.arguments)
+                # Unused inputs that were dropped still need a placeholder for emit_ir's binding.
+                values = [next(args) if k else None for k in kept]
+                outs = EmitContext().emit_ir(body, values)
+                func.ReturnOp(outs)
+    return LoweredModule(module, kept, [a.aval for a in body.outvars])
+
+
+def _donation_attrs(params, all_inputs, kept, donated, body: IR) -> list[ir.DictAttr]:
+    """``tf.aliasing_output`` for a donated input matching an output, else ``jax.buffer_donor``."""
+    free_outputs = list(range(len(body.outvars)))
+    attrs = []
+    donated_kept = [d for d, k in zip(donated, kept) if k]
+    for v, d in zip(params, donated_kept):
+        entry = {}
+        if d:
+            match = next((i for i in free_outputs if body.outvars[i].aval.shape == v.aval.shape
+                          and body.outvars[i].aval.dtype == v.aval.dtype), None)
+            if match is not None:
+                free_outputs.remove(match)
+                entry["tf.aliasing_output"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), match)
+            else:
+                entry["jax.buffer_donor"] = ir.BoolAttr.get(True)
+        attrs.append(ir.DictAttr.get(entry))
+    return attrs
+
+
+__all__ = ["lower", "LoweredModule", "EmitContext", "LoweringError", "op", "element_type", "tensor_type"]

@@ -1,0 +1,77 @@
+"""Emission rules for elementwise primitives."""
+from __future__ import annotations
+
+import numpy as np
+from jaxlib.mlir import ir
+
+from ..module import op
+from ..registry import register
+from ..types import tensor_type
+
+# kiln primitive -> StableHLO op with the same meaning on operands of one type.
+_SAME_NAME = {
+    "add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "rem": "remainder",
+    "pow": "power", "max": "maximum", "min": "minimum", "and": "and", "or": "or", "xor": "xor",
+    "not": "not", "shift_left": "shift_left", "shift_right_arithmetic": "shift_right_arithmetic",
+    "shift_right_logical": "shift_right_logical", "atan2": "atan2", "neg": "negate", "sign": "sign",
+    "abs": "abs", "exp": "exponential", "log": "log", "log1p": "log_plus_one",
+    "expm1": "exponential_minus_one", "sin": "sine", "cos": "cosine", "tan": "tan", "tanh": "tanh",
+    "logistic": "logistic", "sqrt": "sqrt", "rsqrt": "rsqrt", "cbrt": "cbrt", "floor": "floor",
+    "ceil": "ceil", "is_finite": "is_finite",
+}
+
+
+def _make_simple(hlo_name: str):
+    def rule(ctx, eqn, *args):
+        return op(f"stablehlo.{hlo_name}", args, tensor_type(eqn.outputs[0].aval))
+    return rule
+
+
+for _kiln, _hlo in _SAME_NAME.items():
+    register(_kiln)(_make_simple(_hlo))
+
+
+def compare_type(dtype: np.dtype) -> str:
+    if dtype.kind in "fcV":
+        return "FLOAT"
+    if dtype.kind in "ub":
+        return "UNSIGNED"
+    return "SIGNED"
+
+
+def compare(x: ir.Value, y: ir.Value, direction: str, dtype: np.dtype) -> ir.Value:
+    """``stablehlo.compare`` of two values of ``dtype`` (result: i1 of the same shape)."""
+    from jaxlib.mlir.dialects import stablehlo as hlo
+    return hlo.CompareOp(x, y, hlo.ComparisonDirectionAttr.get(direction),
+                         compare_type=hlo.ComparisonTypeAttr.get(compare_type(dtype))).result
+
+
+@register("eq", "ne", "lt", "le", "gt", "ge")
+def _compare(ctx, eqn, x, y):
+    return compare(x, y, eqn.prim.name.upper(), eqn.inputs[0].aval.dtype)
+
+
+@register("round")
+def _round(ctx, eqn, x):
+    name = "round_nearest_even" if eqn.params["rounding_method"] == 1 else "round_nearest_afz"
+    return op(f"stablehlo.{name}", [x], tensor_type(eqn.outputs[0].aval))
+
+
+@register("select")
+def _select(ctx, eqn, pred, on_true, on_false):
+    return op("stablehlo.select", [pred, on_true, on_false], tensor_type(eqn.outputs[0].aval))
+
+
+@register("convert_element_type")
+def _convert(ctx, eqn, x):
+    src, out = eqn.inputs[0].aval, eqn.outputs[0].aval
+    if src.dtype == out.dtype:
+        return x
+    if out.dtype == np.bool_ and src.dtype != np.bool_:
+        # NumPy semantics: nonzero is True (a plain convert would truncate floats first).
+        return compare(x, ctx.full(0, src), "NE", src.dtype)
+    if src.dtype.kind == "c" and out.dtype.kind != "c":
+        # StableHLO converts complex to real only through the real part, as NumPy does.
+        real = np.float64 if src.dtype == np.complex128 else np.float32
+        x = op("stablehlo.real", [x], tensor_type(src.update(dtype=real)))
+    return op("stablehlo.convert", [x], tensor_type(out))

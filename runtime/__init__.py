@@ -1,0 +1,71 @@
+"""kiln.runtime: everything kiln needs from jaxlib's PJRT runtime, behind kiln's own interface.
+
+Backends and devices, host<->device transfers, compilation of StableHLO and asynchronous execution.
+This package imports only jaxlib, numpy, ml_dtypes and the standard library, and never jax.
+"""
+from __future__ import annotations
+
+import os
+
+# Before the first jaxlib import: silences the "PjRt-IFRT device count" INFO lines on stderr.
+os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
+
+import gc  # noqa: E402
+
+from ._jaxlib import JAXLIB_VERSION, _jax  # noqa: E402
+from .avals import Aval  # noqa: E402
+from .backends import (  # noqa: E402
+    Backend,
+    Device,
+    available_backends,
+    default_backend,
+    devices,
+    get_backend,
+    local_device,
+    set_default_backend,
+)
+from .buffers import (  # noqa: E402
+    Buffer,
+    block_until_ready,
+    buffer_device,
+    copy_to,
+    delete,
+    is_deleted,
+    is_ready,
+    nbytes,
+    put,
+    to_numpy,
+)
+from .errors import (  # noqa: E402
+    BackendError,
+    CompileError,
+    DeletedBufferError,
+    DeviceError,
+    ExecutionError,
+    KilnRuntimeError,
+)
+from .executable import Executable, clear_compile_cache, compile  # noqa: E402
+from .mlir import mlir_context  # noqa: E402
+
+
+def jaxlib_version() -> str:
+    """The installed jaxlib's version string, e.g. '0.10.2'."""
+    return JAXLIB_VERSION
+
+
+def _collect_garbage(*_: object) -> None:
+    # Frees Python references whose release jaxlib deferred from its runtime threads (as jax does).
+    _jax.collect_garbage()
+
+
+if not any(getattr(cb, "__name__", "") == "_kiln_collect_garbage" for cb in gc.callbacks):
+    _collect_garbage.__name__ = "_kiln_collect_garbage"
+    gc.callbacks.append(_collect_garbage)
+
+__all__ = [
+    "Aval", "Backend", "BackendError", "Buffer", "CompileError", "DeletedBufferError", "Device",
+    "DeviceError", "Executable", "ExecutionError", "KilnRuntimeError", "available_backends",
+    "block_until_ready", "buffer_device", "clear_compile_cache", "compile", "copy_to", "default_backend",
+    "delete", "devices", "get_backend", "is_deleted", "is_ready", "jaxlib_version", "local_device",
+    "mlir_context", "nbytes", "put", "set_default_backend", "to_numpy",
+]

@@ -1,0 +1,77 @@
+"""The aval and sharding objects jaxlib's C++ reads from arrays (NOTES §1).
+
+The C++ reads only ``shape``/``dtype``/``weak_type`` from an aval and a few attributes from a
+sharding. Both are interned: a sharding compares by identity without jax, and identical objects let
+the hot paths compare with ``is``.
+"""
+from __future__ import annotations
+
+import threading
+from typing import Any
+
+import numpy as np
+
+from ._jaxlib import xc
+
+
+class Aval:
+    """Abstract value of a device buffer as jaxlib sees it: shape, dtype, weak_type."""
+
+    __slots__ = ("shape", "dtype", "weak_type")
+
+    def __init__(self, shape: tuple[int, ...], dtype: np.dtype, weak_type: bool = False) -> None:
+        self.shape = shape
+        self.dtype = dtype
+        self.weak_type = weak_type
+
+    def __repr__(self) -> str:
+        return f"Aval({self.dtype}{list(self.shape)})"
+
+
+_avals: dict[tuple[tuple[int, ...], np.dtype], Aval] = {}
+_lock = threading.Lock()
+
+
+def aval_for(shape: tuple[int, ...], dtype: Any) -> Aval:
+    """The interned :class:`Aval` for ``(shape, dtype)``."""
+    key = (shape, dtype)
+    av = _avals.get(key)
+    if av is None:
+        shape = tuple(int(d) for d in shape)
+        dtype = np.dtype(dtype)
+        with _lock:
+            av = _avals.setdefault((shape, dtype), Aval(shape, dtype))
+            _avals[key] = av
+    return av
+
+
+class DeviceSharding(xc.GSPMDSharding):
+    """A fully replicated sharding over one device.
+
+    Subclassing the C++ ``GSPMDSharding`` keeps jaxlib on its C++ fast paths (a plain Python
+    ``xc.Sharding`` subclass makes every argument go through a Python fallback).
+    ``kiln_device`` points back to kiln's :class:`~kiln.runtime.Device`.
+    """
+
+    def __init__(self, raw_device: Any, kiln_device: Any) -> None:
+        hlo = xc.HloSharding.replicate()
+        super().__init__(xc.DeviceList((raw_device,)), hlo)
+        self._hlo = hlo
+        self._devs = (raw_device,)
+        self.kiln_device = kiln_device
+        self.is_fully_replicated = True
+        self.is_fully_addressable = True
+
+    def _to_xla_hlo_sharding(self, ndim: int) -> Any:  # read by batched_device_put
+        return self._hlo
+
+    @property
+    def _device_assignment(self) -> tuple[Any, ...]:
+        return self._devs
+
+    @property
+    def memory_kind(self) -> None:  # read by batched_device_put / copies; None = default memory
+        return None
+
+    def __repr__(self) -> str:
+        return f"DeviceSharding({self.kiln_device!r})"

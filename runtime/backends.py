@@ -1,0 +1,295 @@
+"""Backends (one PJRT client per platform), kiln's Device, and the default-backend choice.
+
+Initialisation is lazy: the first call that needs the list of backends creates the CPU client and
+loads the discovered plugins. A plugin that fails gives a warning and is left out, unless it was
+requested explicitly through ``KILN_PLATFORMS`` (then it is an error, as with ``JAX_PLATFORMS``).
+"""
+from __future__ import annotations
+
+import os
+import threading
+import warnings
+from typing import Any
+
+from . import plugins
+from ._jaxlib import xc
+from .avals import DeviceSharding
+from .errors import BackendError, DeviceError, jaxlib_message
+
+GPU_ALIASES = ("cuda", "rocm")  # 'gpu' means the first of these that initialised
+_BUILTIN_NAMES = ("cpu", "cuda", "rocm", "tpu", "gpu")
+
+
+class Device:
+    """kiln's handle on one device of a backend. One object per jaxlib device (interned).
+
+    Attributes: ``platform`` (canonical backend name), ``id``, ``device_kind``, ``process_index``,
+    ``backend`` (the :class:`Backend`) and ``_raw`` (the jaxlib device).
+    """
+
+    __slots__ = ("platform", "id", "device_kind", "process_index", "backend", "_raw", "_sharding",
+                 "_hash", "__weakref__")
+
+    def __init__(self, raw: Any, backend: Backend) -> None:
+        self.platform: str = backend.platform
+        self.id: int = int(raw.id)
+        self.device_kind: str = str(raw.device_kind)
+        self.process_index: int = int(raw.process_index)
+        self.backend = backend
+        self._raw = raw
+        self._sharding = DeviceSharding(raw, self)  # used for every transfer to / result on this device
+        self._hash = hash((self.platform, self.id))
+
+    def __repr__(self) -> str:
+        return f"{self.platform.capitalize()}Device(id={self.id})"
+
+    def __hash__(self) -> int:
+        return self._hash
+
+    def __eq__(self, other: object) -> bool:
+        if self is other:
+            return True
+        if not isinstance(other, Device):
+            return NotImplemented
+        return self.platform == other.platform and self.id == other.id
+
+    def __reduce__(self) -> Any:  # pickles as a lookup, so unpickling gives the interned object
+        return (_device_by_id, (self.platform, self.id))
+
+
+class Backend:
+    """One initialised PJRT client. ``platform`` is the canonical name ('cpu', 'cuda', ...)."""
+
+    def __init__(self, platform: str, client: Any, priority: int, spec: plugins.PluginSpec | None = None):
+        self.platform = platform
+        self.priority = priority
+        self._client = client
+        self._spec = spec
+        self._devices = [Device(d, self) for d in client.local_devices()]
+        self._by_id = {d.id: d for d in self._devices}
+        self._by_raw = {d._raw: d for d in self._devices}
+        # Extra XLA debug options applied at compile (the CUDA data dir, as jax sets it).
+        self.debug_options: dict[str, Any] = {}
+        if platform == "cuda":
+            data_dir = plugins.cuda_data_dir(spec.cuda_major if spec else None)
+            if data_dir:
+                self.debug_options["xla_gpu_cuda_data_dir"] = data_dir
+
+    def devices(self) -> list[Device]:
+        """This process's devices of the backend, in the client's order."""
+        return list(self._devices)
+
+    def device_for(self, raw: Any) -> Device:
+        """kiln's Device for one of this client's jaxlib devices."""
+        return self._by_raw[raw]
+
+    @property
+    def platform_version(self) -> str:
+        return str(self._client.platform_version)
+
+    def __repr__(self) -> str:
+        return f"Backend({self.platform!r}, devices={len(self._devices)})"
+
+
+class _State:
+    """Everything initialisation decided; replaced as a whole, never mutated after creation."""
+
+    def __init__(self, backends: list[Backend], failures: dict[str, str], aliases: dict[str, str]):
+        self.backends = {b.platform: b for b in backends}  # in priority order, best first
+        self.failures = failures  # name -> why it is unavailable
+        self.aliases = aliases  # plugin registration name -> canonical platform
+
+
+_state: _State | None = None
+_init_error: BackendError | None = None
+_default_override: str | None = None
+_lock = threading.RLock()
+
+
+def _num_cpu_devices() -> int:
+    value = os.environ.get("KILN_NUM_CPU_DEVICES", "1")
+    try:
+        n = int(value)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise BackendError(f"KILN_NUM_CPU_DEVICES={value!r} is not a positive integer; set it to the number "
+                           "of CPU devices wanted (default 1).")
+    return n
+
+
+def _make_cpu() -> Backend:
+    client = xc.make_cpu_client(asynchronous=True, num_devices=_num_cpu_devices())
+    return Backend("cpu", client, plugins.CPU_PRIORITY)
+
+
+def _make_plugin(spec: plugins.PluginSpec) -> Backend:
+    client = plugins.make_client(spec)
+    raw = getattr(client, "_raw_platform", None) or client.platform  # CUDA clients say 'gpu'
+    platform = raw if raw in ("cuda", "rocm", "tpu") else spec.name
+    return Backend(platform, client, spec.priority, spec)
+
+
+def _describe(spec: plugins.PluginSpec) -> str:
+    return f"PJRT plugin {spec.name!r} ({spec.source}, {spec.path})"
+
+
+def _initialize() -> _State:
+    specs = plugins.discover()
+    by_name = {s.name: s for s in specs}
+    requested = os.environ.get("KILN_PLATFORMS", "").strip()
+    backends: list[Backend] = []
+    failures: dict[str, str] = {}
+    aliases: dict[str, str] = {}
+
+    def try_plugin(spec: plugins.PluginSpec, explicit: bool) -> bool:
+        skip = plugins.hardware_missing(spec)
+        if skip is not None:
+            failures[spec.name] = skip
+            if explicit:
+                raise BackendError(f"KILN_PLATFORMS requests {spec.name!r}, but {skip}.")
+            return False
+        try:
+            backend = _make_plugin(spec)
+        except Exception as e:  # a broken plugin must never take kiln down
+            failures[spec.name] = f"failed to load {spec.path}: {jaxlib_message(e)}"
+            if explicit:
+                raise BackendError(f"KILN_PLATFORMS requests {spec.name!r}, but {_describe(spec)} failed "
+                                   f"to initialise: {jaxlib_message(e)}") from e
+            warnings.warn(f"kiln: {_describe(spec)} failed to initialise and is skipped: "
+                          f"{jaxlib_message(e)}", RuntimeWarning, stacklevel=4)
+            return False
+        if backend.platform in {b.platform for b in backends}:
+            return False  # e.g. both xla_cuda12 and xla_cuda13 installed: the first one wins
+        backends.append(backend)
+        aliases[spec.name] = backend.platform
+        return True
+
+    if requested:
+        for name in (n.strip().lower() for n in requested.split(",")):
+            if not name:
+                continue
+            if name == "cpu":
+                backends.append(_make_cpu())
+            elif name == "gpu":
+                gpu_specs = [by_name[n] for n in GPU_ALIASES if n in by_name]
+                if not gpu_specs:
+                    raise BackendError("KILN_PLATFORMS requests 'gpu', but no CUDA or ROCm PJRT plugin is "
+                                       "installed (pip install 'kiln[cuda13]').")
+                if not any(try_plugin(s, explicit=False) for s in gpu_specs):
+                    why = "; ".join(f"{s.name}: {failures.get(s.name)}" for s in gpu_specs)
+                    raise BackendError(f"KILN_PLATFORMS requests 'gpu', but no GPU backend initialised "
+                                       f"({why}).")
+            elif name in by_name:
+                try_plugin(by_name[name], explicit=True)
+            else:
+                raise BackendError(f"KILN_PLATFORMS requests {name!r}, but no PJRT plugin for it was found "
+                                   f"(found: {', '.join(['cpu'] + sorted(by_name)) }). Install the plugin or "
+                                   "name its library with KILN_PJRT_PLUGINS='name:/path/plugin.so'.")
+    else:
+        backends.append(_make_cpu())
+        for spec in specs:
+            try_plugin(spec, explicit=False)
+        backends.sort(key=lambda b: -b.priority)  # stable: discovery order among equals
+    return _State(backends, failures, aliases)
+
+
+def _get_state() -> _State:
+    global _state, _init_error
+    state = _state
+    if state is not None:
+        return state
+    with _lock:
+        if _state is None:
+            if _init_error is not None:
+                raise _init_error
+            try:
+                _state = _initialize()
+            except BackendError as e:
+                _init_error = e  # the same error on every later use, not a half-initialised state
+                raise
+        return _state
+
+
+def available_backends() -> list[str]:
+    """Canonical names of the backends that initialised, best first (the default is first)."""
+    return list(_get_state().backends)
+
+
+def _resolve(name: str) -> Backend:
+    state = _get_state()
+    if not isinstance(name, str):
+        raise BackendError(f"Backend name must be a string such as 'cpu' or 'cuda', got {name!r}.")
+    key = name.strip().lower()
+    if key == "gpu":
+        for alias in GPU_ALIASES:
+            if alias in state.backends:
+                return state.backends[alias]
+    key = state.aliases.get(key, key)
+    backend = state.backends.get(key)
+    if backend is not None:
+        return backend
+    available = ", ".join(state.backends)
+    if key not in _BUILTIN_NAMES and key not in state.failures:
+        raise BackendError(f"Unknown backend {name!r}. Available backends: {available}")
+    if key == "gpu":
+        reasons = [f"{a}: {state.failures[a]}" for a in GPU_ALIASES if a in state.failures]
+    else:
+        reasons = [state.failures[key]] if key in state.failures else []
+    why = f" ({'; '.join(reasons)})" if reasons else " (not installed or excluded by KILN_PLATFORMS)"
+    raise BackendError(f"Backend {name!r} is not available{why}. Available backends: {available}")
+
+
+def get_backend(name: str | None = None) -> Backend:
+    """The backend called ``name`` ('cpu', 'cuda', 'rocm', 'tpu', 'gpu', a plugin's name), or the default."""
+    if name is None:
+        return _resolve(default_backend())
+    return _resolve(name)
+
+
+def default_backend() -> str:
+    """Canonical name of the default backend."""
+    state = _get_state()
+    if _default_override is not None:
+        return _default_override
+    return next(iter(state.backends))
+
+
+def set_default_backend(name: str | None) -> None:
+    """Make ``name`` the default backend (``None``: back to the best available one)."""
+    global _default_override
+    _default_override = None if name is None else _resolve(name).platform
+
+
+def devices(backend: str | None = None) -> list[Device]:
+    """The devices of ``backend`` (default backend if None)."""
+    return get_backend(backend).devices()
+
+
+def local_device(backend: str | None, index: int) -> Device:
+    """Device number ``index`` of ``backend`` (default backend if None)."""
+    b = get_backend(backend)
+    if isinstance(index, bool) or not isinstance(index, int):
+        raise DeviceError(f"Device index must be an int, got {index!r}.")
+    if not 0 <= index < len(b._devices):
+        n = len(b._devices)
+        hint = " (set KILN_NUM_CPU_DEVICES for more CPU devices)" if b.platform == "cpu" else ""
+        raise DeviceError(f"Device index {index} is out of range for backend {b.platform!r}, which has "
+                          f"{n} device{'s' if n != 1 else ''} (valid indices 0..{n - 1}){hint}.")
+    return b._devices[index]
+
+
+def _device_by_id(platform: str, id: int) -> Device:
+    device = get_backend(platform)._by_id.get(id)
+    if device is None:
+        raise DeviceError(f"No device with id {id} on backend {platform!r}.")
+    return device
+
+
+def device_of_raw(raw: Any) -> Device:
+    """kiln's Device for a jaxlib device (from any initialised backend)."""
+    for backend in _get_state().backends.values():
+        device = backend._by_raw.get(raw)
+        if device is not None:
+            return device
+    raise DeviceError(f"Device {raw!r} does not belong to any kiln backend.")

@@ -1,0 +1,194 @@
+"""Device buffers: host -> device transfer, readback, device-to-device copies, lifetime.
+
+A kiln buffer is a jaxlib ``ArrayImpl`` on one device whose sharding is the device's interned
+:class:`~kiln.runtime.avals.DeviceSharding` and whose aval is an interned
+:class:`~kiln.runtime.avals.Aval`.
+"""
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import sys
+import threading
+from typing import Iterator
+
+import ml_dtypes
+import numpy as np
+
+from ._jaxlib import ALWAYS_COPY, JaxRuntimeError, device_put, xc
+from .avals import DeviceSharding, aval_for
+from .backends import Device, device_of_raw
+from .errors import DeletedBufferError, DeviceError, KilnRuntimeError, deleted_error, jaxlib_message
+
+Buffer = xc.ArrayImpl  # the jaxlib array type kiln uses as its device buffer
+
+
+def put(x: np.ndarray, device: Device) -> Buffer:
+    """Copy the host array ``x`` onto ``device``; the stored dtype is ``x.dtype`` (in native byte order).
+
+    Always copies: with jaxlib's default ZERO_COPY semantics a CPU buffer would alias (and see later
+    writes to) 64-byte-aligned numpy memory.
+    """
+    if not isinstance(x, np.ndarray):
+        raise TypeError(f"runtime.put expects a numpy.ndarray, got {type(x).__name__}; convert Python "
+                        "scalars and lists with numpy first.")
+    if not isinstance(device, Device):
+        raise TypeError(f"runtime.put expects a kiln runtime.Device, got {device!r}.")
+    dtype = x.dtype
+    if not dtype.isnative:  # jaxlib would reinterpret the bytes as native-endian
+        dtype = dtype.newbyteorder("=")
+        x = x.astype(dtype)
+    try:
+        return device_put(aval_for(x.shape, dtype), device._sharding, [x], [device._raw])
+    except JaxRuntimeError as e:
+        if "Unknown NumPy dtype" in str(e):
+            raise TypeError(f"runtime.put: dtype {dtype} cannot be stored on a device; use a numeric, "
+                            "bool or ml_dtypes dtype.") from e
+        raise KilnRuntimeError(f"Transfer of a {dtype}{list(x.shape)} array to {device!r} failed: "
+                               f"{jaxlib_message(e)}") from e
+
+
+def buffer_device(buf: Buffer) -> Device:
+    """The :class:`Device` holding ``buf``."""
+    sharding = buf._sharding
+    if type(sharding) is DeviceSharding:
+        return sharding.kiln_device
+    return device_of_raw(sharding._internal_device_list[0])  # an array created outside kiln
+
+
+def _check_alive(buf: Buffer, where: str) -> None:
+    # Several jaxlib methods crash the process on a deleted buffer (is_ready() segfaults on 0.10.2).
+    if buf.is_deleted():
+        raise deleted_error(where)
+
+
+def block_until_ready(buf: Buffer) -> None:
+    """Wait until ``buf``'s value has been computed."""
+    _check_alive(buf, "block_until_ready")
+    try:
+        buf.block_until_ready()
+    except JaxRuntimeError as e:
+        raise _runtime_error(e, "block_until_ready") from e
+
+
+def is_ready(buf: Buffer) -> bool:
+    """Whether ``buf``'s value has been computed (never blocks)."""
+    _check_alive(buf, "is_ready")
+    return bool(buf.is_ready())
+
+
+def delete(buf: Buffer) -> None:
+    """Free ``buf``'s device memory now; later uses raise :class:`DeletedBufferError`."""
+    buf.delete()
+
+
+def is_deleted(buf: Buffer) -> bool:
+    """Whether ``buf`` was deleted or donated."""
+    return bool(buf.is_deleted())
+
+
+def nbytes(buf: Buffer) -> int:
+    """Bytes of device memory ``buf`` occupies."""
+    _check_alive(buf, "nbytes")
+    return int(buf.on_device_size_in_bytes())
+
+
+def _runtime_error(e: BaseException, where: str) -> KilnRuntimeError:
+    msg = jaxlib_message(e)
+    if "deleted or donated" in msg:
+        return deleted_error(where)
+    return KilnRuntimeError(f"{where} failed: {msg}")
+
+
+def to_numpy(buf: Buffer) -> np.ndarray:
+    """Block until ``buf`` is ready and return its value as a (possibly read-only) numpy array."""
+    if buf.is_deleted():
+        raise deleted_error("to_numpy")
+    try:
+        # Fastest path (~1 µs): zero-copy read-only view of a CPU buffer via the buffer protocol.
+        # np.asarray(buf) alone would silently give a 0-d object array when the protocol refuses.
+        return np.asarray(memoryview(buf))
+    except BufferError:
+        pass
+    except JaxRuntimeError as e:  # the computation that produced buf failed
+        raise _runtime_error(e, "to_numpy") from e
+    if buf.is_deleted():  # deleted between the check and the read (another thread)
+        raise deleted_error("to_numpy")
+    try:
+        return _slow_to_numpy(buf)
+    except JaxRuntimeError as e:
+        raise _runtime_error(e, "to_numpy") from e
+
+
+def _slow_to_numpy(buf: Buffer) -> np.ndarray:
+    aval = buf.aval  # None on arrays made outside kiln (e.g. from DLPack)
+    if aval is not None and buffer_device(buf).platform == "cpu":
+        dtype, shape = aval.dtype, aval.shape
+        # bf16/fp8/int4 on CPU: the buffer protocol refuses them, so copy the bytes out directly.
+        # Avoids _single_device_array_to_np_array_did_copy, which imports jax behind our back (NOTES §0.1).
+        buf.block_until_ready()
+        size = int(np.prod(shape, dtype=np.int64)) * dtype.itemsize
+        if size == 0:
+            return np.zeros(shape, dtype)
+        if _stored_bits(dtype) == dtype.itemsize * 8 and buf.on_device_size_in_bytes() == size:
+            raw = ctypes.string_at(buf.unsafe_buffer_pointer(), size)  # copy: the buffer may be freed later
+            return np.frombuffer(raw, dtype=dtype).reshape(shape)
+    with _jax_import_blocked():
+        arr, _ = buf._single_device_array_to_np_array_did_copy()
+    return arr
+
+
+def _stored_bits(dtype: np.dtype) -> int:
+    """Bits per element on device: sub-byte types (int4, float4_e2m1fn, ...) are packed there."""
+    if dtype.kind in "biufc":  # numpy's own types are never packed
+        return dtype.itemsize * 8
+    for info in (ml_dtypes.finfo, ml_dtypes.iinfo):
+        try:
+            return int(info(dtype).bits)
+        except (TypeError, ValueError):
+            pass
+    return dtype.itemsize * 8
+
+
+_block_lock = threading.Lock()
+
+
+@contextlib.contextmanager
+def _jax_import_blocked() -> Iterator[None]:
+    """Make ``import jax`` fail during a jaxlib call that would otherwise import all of jax.
+
+    jaxlib catches the ImportError and builds the array without jax (NOTES §0.1). If jax is already
+    imported by the user, nothing is blocked.
+    """
+    if "jax" in sys.modules:
+        yield
+        return
+    with _block_lock:
+        sys.modules["jax"] = None  # type: ignore[assignment]
+        try:
+            yield
+        finally:
+            if sys.modules.get("jax", 0) is None:
+                del sys.modules["jax"]
+
+
+def copy_to(buf: Buffer, device: Device) -> Buffer:
+    """A copy of ``buf`` on ``device`` (``buf`` itself when it is already there)."""
+    if not isinstance(device, Device):
+        raise TypeError(f"runtime.copy_to expects a kiln runtime.Device, got {device!r}.")
+    _check_alive(buf, "copy_to")
+    src = buffer_device(buf)
+    if src is device:
+        return buf
+    if src.backend is not device.backend:
+        # Different PJRT clients cannot copy directly: go through the host.
+        return put(np.ascontiguousarray(to_numpy(buf)), device)
+    try:
+        (out,) = xc.batched_copy_array_to_devices_with_sharding(
+            [buf], [device._sharding._internal_device_list], [device._sharding], [ALWAYS_COPY])
+    except JaxRuntimeError as e:
+        err = _runtime_error(e, f"copy_to({device!r})")
+        if isinstance(err, DeletedBufferError):
+            raise err from e
+        raise DeviceError(f"Copying a buffer from {src!r} to {device!r} failed: {jaxlib_message(e)}") from e
+    return out
