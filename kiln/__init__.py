@@ -5,7 +5,7 @@ with XLA on CPU, GPU or TPU. The vocabulary is JAX's: ``kiln.jit``, ``kiln.numpy
 This module only re-exports; the implementation lives in ``kiln.frontend``, ``kiln.lowering``
 and ``kiln.runtime``.
 """
-from kiln import lax, numpy, tree_util  # noqa: E402  (public sub-modules)
+from kiln import lax, nn, numpy, scipy, tree_util  # noqa: E402  (public sub-modules)
 from kiln.frontend.array import Array
 from kiln.frontend.config import config
 from kiln.frontend.core import ShapedArray

@@ -1,33 +1,5 @@
 """kiln.numpy: NumPy's API with JAX's semantics (immutable arrays, float32 default)."""
 from kiln.frontend.array import Array as ndarray  # noqa: F401
 from kiln.frontend.numpy import *  # noqa: F401,F403
-from kiln.frontend.numpy import (  # noqa: F401  (names that * does not export)
-    abs,
-    all,
-    any,
-    bfloat16,
-    bool_,
-    complex64,
-    complex128,
-    divmod,
-    finfo,
-    float16,
-    float32,
-    float64,
-    iinfo,
-    int8,
-    int16,
-    int32,
-    int64,
-    issubdtype,
-    max,
-    min,
-    promote_types,
-    result_type,
-    round,
-    sum,
-    uint8,
-    uint16,
-    uint32,
-    uint64,
-)
+
+from . import linalg  # noqa: F401,E402

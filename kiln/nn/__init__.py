@@ -1,0 +1,2 @@
+"""kiln.nn: activations and other neural-network helpers (as jax.nn)."""
+from kiln.frontend.nn import *  # noqa: F401,F403

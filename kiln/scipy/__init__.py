@@ -1,0 +1,2 @@
+"""kiln.scipy."""
+from . import special  # noqa: F401

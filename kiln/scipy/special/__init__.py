@@ -1,0 +1,2 @@
+"""kiln.scipy.special."""
+from kiln.frontend.scipy.special import *  # noqa: F401,F403
