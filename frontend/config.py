@@ -38,15 +38,18 @@ class Config:
     }
 
     def __init__(self) -> None:
-        object.__setattr__(self, "_values", {k: v[0] for k, v in self._FLAGS.items()})
+        object.__setattr__(self, "_values", {})
+        for name, (default, _, _) in self._FLAGS.items():
+            self._set(name, default)
+
+    def _set(self, name: str, value: Any) -> None:
+        # Flags are plain instance attributes: reading one is on every dispatch, so it must be cheap.
+        self._values[name] = value
+        object.__setattr__(self, name, value)
         object.__setattr__(self, "_trace_key", self._compute_trace_key())
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self._values[name]
-        except KeyError:
-            raise AttributeError(f"kiln.config has no flag {name!r}; known flags: "
-                                 f"{', '.join(sorted(self._FLAGS))}") from None
+    def __getattr__(self, name: str) -> Any:  # only called for names that are not flags
+        raise AttributeError(f"kiln.config has no flag {name!r}; known flags: {', '.join(sorted(self._FLAGS))}")
 
     def __setattr__(self, name: str, value: Any) -> None:
         self.update(name, value)
@@ -64,11 +67,13 @@ class Config:
                               f"got {type(value).__name__}")
         if value is None and default is not None and typ is bool:
             raise ConfigError(f"kiln.config.update({name!r}, None): expected a bool")
-        self._values[name] = value
-        object.__setattr__(self, "_trace_key", self._compute_trace_key())
+        if name == "default_backend" and value is not None:
+            from kiln import runtime
+            runtime.get_backend(value)  # an unknown backend fails here, listing the available ones
+        self._set(name, value)
 
     def _compute_trace_key(self) -> tuple:
-        return tuple(self._values[k] for k, (_, _, traced) in self._FLAGS.items() if traced)
+        return tuple(self._values.get(k) for k, (_, _, traced) in self._FLAGS.items() if traced)
 
     def trace_key(self) -> tuple:
         """The values of every flag that changes traced programs (part of jit's cache key)."""
