@@ -5,8 +5,10 @@ jitted function is still one compiled call.
 """
 from __future__ import annotations
 
+import weakref
+
 from .core import ShapedArray
-from .ir import ClosedIR
+from .ir import IR, ClosedIR
 from .primitive import Primitive
 
 
@@ -21,3 +23,22 @@ def _call_rule(*in_avals: ShapedArray, ir: ClosedIR, name: str) -> list[ShapedAr
 
 
 call_p = Primitive("jit_call", _call_rule, multiple_results=True)
+
+
+_bodies: "weakref.WeakKeyDictionary[ClosedIR, ClosedIR]" = weakref.WeakKeyDictionary()
+
+
+def call_body(closed: ClosedIR) -> ClosedIR:
+    """``closed`` as a call body: its constvars become leading inputs (memoised: same IR, same body)."""
+    if not closed.ir.constvars:
+        return closed
+    body = _bodies.get(closed)
+    if body is None:
+        ir = closed.ir
+        body = _bodies[closed] = ClosedIR(IR([], ir.constvars + ir.invars, ir.eqns, ir.outvars), [])
+    return body
+
+
+def bind_call(closed: ClosedIR, args, name: str) -> list:
+    """Record (or run) one ``jit_call`` of ``closed`` on ``args``."""
+    return call_p.bind(*closed.consts, *args, ir=call_body(closed), name=name)

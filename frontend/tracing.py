@@ -316,3 +316,21 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
         outs = fun(*tracers)
         closed = builder.finish(outs)
     return closed, outs
+
+
+def eval_ir(ir: IR, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+    """Evaluate ``ir`` by applying each equation: eagerly, or recorded into the active trace."""
+    env: dict[Var, Any] = dict(zip(ir.constvars, consts))
+    env.update(zip(ir.invars, args))
+
+    def read(a):
+        return a if isinstance(a, Literal) else env[a]
+
+    for eqn in ir.eqns:
+        outs = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
+        env.update(zip(eqn.outputs, outs if eqn.prim.multiple_results else [outs]))
+    return [materialize(read(a)) for a in ir.outvars]
+
+
+def eval_closed(closed: ClosedIR, args: Sequence[Any]) -> list[Any]:
+    return eval_ir(closed.ir, closed.consts, args)

@@ -1,0 +1,396 @@
+"""The differentiation API: jvp, linearize, vjp, grad, value_and_grad, jacfwd, jacrev, hessian.
+
+Each one traces the function to kiln IR (with the argument values known, so Python control flow on
+concrete values works, as in JAX), then transforms the IR: ``jvp_ir`` for forward mode; JVP, then
+partial evaluation into a forward (primal) part and a linear (tangent) part, then transposition of
+the linear part for reverse mode.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import dtypes, tree_util
+from ..array import Array
+from ..core import ShapedArray
+from ..ir import ClosedIR
+from ..tracing import Tracer, abstractify, eval_ir, trace_to_ir
+from . import rules  # noqa: F401  (registers the derivative rules)
+from .jvp import jvp_ir
+from .partial_eval import partial_eval
+from .tangents import Zero, float0, instantiate, tangent_aval
+from .transpose import UndefinedPrimal, backward_pass
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _fun_name(f: Callable) -> str:
+    return getattr(f, "__name__", None) or type(f).__name__
+
+
+def _trace_flat(f: Callable, flat_args: list, in_tree, name: str) -> tuple[ClosedIR, Any]:
+    """Trace ``f`` on the flat arguments; the argument values are known (for Python control flow)."""
+    out_tree_box = []
+
+    def flat_fun(*tracers):
+        args = tree_util.tree_unflatten(in_tree, list(tracers))
+        out = f(*args)
+        leaves, tree = tree_util.tree_flatten(out)
+        out_tree_box.append(tree)
+        return leaves
+
+    avals = [abstractify(a) for a in flat_args]
+    closed, _ = trace_to_ir(flat_fun, avals, name=name, known_values=flat_args)
+    return closed, out_tree_box[0]
+
+
+def _check_arrays(fname: str, flat, what: str = "argument") -> None:
+    for x in flat:
+        try:
+            abstractify(x)
+        except TypeError:
+            raise TypeError(f"kiln.{fname}: {what} of type {type(x).__name__} ({x!r:.50}) is not an array; "
+                            "differentiable arguments must be arrays, scalars or pytrees of them") from None
+
+
+def _zero_tangent_for(x):
+    return Zero(tangent_aval(abstractify(x)))
+
+
+def _is_zero_tangent(t) -> bool:
+    return isinstance(t, Zero) or (isinstance(t, np.ndarray) and t.dtype == float0)
+
+
+def _external(t, primal):
+    """A tangent as the user sees it: zeros materialised (float0 arrays for integer primals)."""
+    if isinstance(t, Zero):
+        aval = abstractify(primal)
+        if not dtypes.is_inexact(aval.dtype):
+            return np.zeros(aval.shape, float0)
+        return instantiate(t)
+    return t
+
+
+# -- forward mode -----------------------------------------------------------------------------------
+def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
+    """``(fun(*primals), J @ tangents)``: the Jacobian-vector product, in forward mode."""
+    if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
+        raise TypeError("kiln.jvp: primals and tangents must be tuples or lists, got "
+                        f"{type(primals).__name__} and {type(tangents).__name__}")
+    if len(primals) != len(tangents):
+        raise TypeError(f"kiln.jvp: got {len(primals)} primals and {len(tangents)} tangents; they must match")
+    flat_p, in_tree = tree_util.tree_flatten(tuple(primals))
+    flat_t, t_tree = tree_util.tree_flatten(tuple(tangents))
+    if in_tree != t_tree:
+        raise TypeError(f"kiln.jvp: primal and tangent structures differ: {in_tree} and {t_tree}")
+    _check_arrays("jvp", flat_p)
+    for p, t in zip(flat_p, flat_t):
+        pa = abstractify(p)
+        if _is_zero_tangent(t):
+            continue
+        ta = abstractify(t)
+        if ta.shape != pa.shape:
+            raise ValueError(f"kiln.jvp: tangent shape {ta.shape} does not match primal shape {pa.shape}")
+        if dtypes.is_inexact(pa.dtype) and ta.dtype != pa.dtype:
+            raise TypeError(f"kiln.jvp: tangent dtype {ta.dtype.name} does not match primal dtype {pa.dtype.name}")
+    closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun))
+    nonzero = [dtypes.is_inexact(abstractify(p).dtype) and not _is_zero_tangent(t) for p, t in zip(flat_p, flat_t)]
+    new, out_nonzero = jvp_ir(closed, nonzero)
+    outs = eval_ir(new.ir, new.consts, list(flat_p) + [t for t, nz in zip(flat_t, nonzero) if nz])
+    n = len(closed.out_avals)
+    it = iter(outs[n:])
+    touts = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(closed.out_avals, out_nonzero)]
+    touts = [_external(t, p) for t, p in zip(touts, outs[:n])]
+    return _split_aux(outs[:n], touts, out_tree, has_aux)
+
+
+def _aux_wrapper(fun: Callable, has_aux: bool) -> Callable:
+    if not has_aux:
+        return fun
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        out = fun(*args)
+        if not (isinstance(out, tuple) and len(out) == 2):
+            raise TypeError(f"kiln: has_aux=True requires {_fun_name(fun)} to return a pair (output, aux), "
+                            f"got {type(out).__name__}")
+        return out
+    return wrapped
+
+
+def _split_aux(outs, touts, out_tree, has_aux):
+    if not has_aux:
+        return tree_util.tree_unflatten(out_tree, outs), tree_util.tree_unflatten(out_tree, touts)
+    (main, aux) = tree_util.tree_unflatten(out_tree, outs)
+    main_t, _ = tree_util.tree_unflatten(out_tree, touts)
+    return main, main_t, aux
+
+
+def linearize(fun: Callable, *primals):
+    """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates only the linear part."""
+    flat_p, in_tree = tree_util.tree_flatten(tuple(primals))
+    _check_arrays("linearize", flat_p)
+    closed, out_tree = _trace_flat(fun, flat_p, in_tree, _fun_name(fun))
+    out_primals, residuals, lin, nonzero, out_nonzero = _linearize_flat(closed, flat_p)
+
+    def f_jvp(*tangents):
+        flat_t, t_tree = tree_util.tree_flatten(tuple(tangents))
+        if t_tree != in_tree:
+            raise TypeError(f"kiln.linearize: tangents have structure {t_tree}, expected {in_tree}")
+        outs = eval_ir(lin.ir, lin.consts, list(residuals) + [t for t, nz in zip(flat_t, nonzero) if nz])
+        it = iter(outs)
+        touts = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(closed.out_avals, out_nonzero)]
+        return tree_util.tree_unflatten(out_tree, [_external(t, p) for t, p in zip(touts, out_primals)])
+    return tree_util.tree_unflatten(out_tree, out_primals), f_jvp
+
+
+def _linearize_flat(closed: ClosedIR, flat_p: list):
+    """Forward pass of reverse mode: primal outputs, residuals, and the linear IR of the tangents."""
+    nonzero = [dtypes.is_inexact(abstractify(p).dtype) for p in flat_p]
+    jvp_closed, out_nonzero = jvp_ir(closed, nonzero)
+    n_in = len(flat_p)
+    unknown = [False] * n_in + [True] * sum(nonzero)
+    split = partial_eval(jvp_closed.ir, unknown)
+    n_out = len(closed.out_avals)
+    if any(split.out_unknown[:n_out]):
+        raise TypeError("kiln: internal error: a primal output depends on tangents")
+    known_outs = eval_ir(split.known, jvp_closed.consts, flat_p)
+    n_known = len(split.known.outvars) - split.num_residuals
+    out_primals, residuals = known_outs[:n_out], known_outs[n_known:]
+    # A tangent output that does not depend on the tangents is zero (the JVP is linear in them).
+    tangent_unknown = iter(split.out_unknown[n_out:])
+    lin_outputs = [bool(nz and next(tangent_unknown)) for nz in out_nonzero]
+    return out_primals, residuals, ClosedIR(split.unknown, []), nonzero, lin_outputs
+
+
+# -- reverse mode -----------------------------------------------------------------------------------
+def vjp(fun: Callable, *primals, has_aux: bool = False):
+    """``(fun(*primals), f_vjp)`` where ``f_vjp(ct)`` is the vector-Jacobian product ``ct @ J``."""
+    flat_p, in_tree = tree_util.tree_flatten(tuple(primals))
+    _check_arrays("vjp", flat_p)
+    closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun))
+    out_primals, residuals, lin, nonzero, out_nonzero = _linearize_flat(closed, flat_p)
+    if has_aux:
+        main_tree, aux = _aux_split_tree(out_tree, out_primals)
+        n_main = main_tree.num_leaves
+    else:
+        main_tree, n_main = out_tree, len(out_primals)
+
+    def f_vjp(ct):
+        flat_ct, ct_tree = tree_util.tree_flatten(ct)
+        if ct_tree != main_tree:
+            raise TypeError(f"kiln.vjp: the cotangent has structure {ct_tree}, but the function's output has "
+                            f"structure {main_tree}")
+        for c, p in zip(flat_ct, out_primals[:n_main]):
+            ca, pa = abstractify(c), abstractify(p)
+            if ca.shape != pa.shape:
+                raise ValueError(f"kiln.vjp: cotangent shape {ca.shape} does not match output shape {pa.shape}")
+        lin_out_cts = [c for c, nz in zip(flat_ct, out_nonzero[:n_main]) if nz]
+        args = list(residuals) + [UndefinedPrimal(a) for a in lin.ir.in_avals[len(residuals):]]
+        cts = backward_pass(lin.ir, lin.consts, args, lin_out_cts)[len(residuals):]
+        it = iter(cts)
+        full = [next(it) if nz else Zero(tangent_aval(abstractify(p))) for p, nz in zip(flat_p, nonzero)]
+        return tree_util.tree_unflatten(in_tree, [_external(c, p) for c, p in zip(full, flat_p)])
+
+    main = tree_util.tree_unflatten(main_tree, out_primals[:n_main])
+    if has_aux:
+        return main, f_vjp, aux
+    return main, f_vjp
+
+
+def _aux_split_tree(out_tree, out_primals):
+    main, aux = tree_util.tree_unflatten(out_tree, out_primals)
+    return tree_util.tree_structure(main), aux
+
+
+def _normalize_argnums(fname: str, argnums, nargs: int) -> tuple[int, ...]:
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    for n in nums:
+        if not isinstance(n, int) or not -nargs <= n < nargs:
+            raise ValueError(f"kiln.{fname}: argnums {argnums!r} is out of range for a function called with "
+                             f"{nargs} positional argument(s)")
+    return tuple(n % nargs for n in nums)
+
+
+def _check_grad_inputs(fname: str, diff_args, allow_int: bool, holomorphic: bool) -> None:
+    for x in tree_util.tree_leaves(diff_args):
+        dt = abstractify(x).dtype
+        if holomorphic:
+            if dt.kind != "c":
+                raise TypeError(f"kiln.{fname}: holomorphic=True requires complex inputs, got {dt.name}")
+        elif not dtypes.is_inexact(dt) and not allow_int:
+            raise TypeError(f"kiln.{fname} requires real- or complex-valued inputs (input dtype that is a "
+                            f"sub-dtype of np.inexact), but got {dt.name}. If you want to use integer-valued "
+                            "inputs, pass allow_int=True (their gradients are float0 zeros).")
+        elif dt.kind == "c" and not holomorphic:
+            raise TypeError(f"kiln.{fname}: complex inputs need holomorphic=True (got {dt.name})")
+
+
+def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
+                   holomorphic: bool = False, allow_int: bool = False) -> Callable:
+    """A function returning ``(fun(*args), gradient)``; ``fun`` must return a scalar."""
+    name = _fun_name(fun)
+
+    @functools.wraps(fun)
+    def vg(*args, **kwargs):
+        nums = _normalize_argnums("grad", argnums, len(args))
+        diff_args = tuple(args[i] for i in nums)
+        _check_grad_inputs("grad", diff_args, allow_int, holomorphic)
+
+        def f_partial(*dargs):
+            full = list(args)
+            for i, d in zip(nums, dargs):
+                full[i] = d
+            return fun(*full, **kwargs)
+        f_partial.__name__ = name
+        out = vjp(f_partial, *diff_args, has_aux=has_aux)
+        value, f_vjp = out[0], out[1]
+        _check_scalar_output(name, value, holomorphic)
+        ct = _ones_like(value)
+        grads = f_vjp(ct)
+        grads = grads[0] if isinstance(argnums, int) else grads
+        return ((value, out[2]), grads) if has_aux else (value, grads)
+    return vg
+
+
+def _ones_like(x):
+    from .. import lax
+    aval = abstractify(x)
+    return lax.broadcast_in_dim(lax.literal(1, aval.dtype, aval.weak_type), aval.shape, ())
+
+
+def _check_scalar_output(name: str, value, holomorphic: bool) -> None:
+    if not isinstance(value, (Array, Tracer)) and not isinstance(value, _PY_SCALARS + (np.ndarray, np.generic)):
+        raise TypeError(f"kiln.grad({name}): the function must return a scalar array, got "
+                        f"{type(value).__name__}. For functions with several outputs use kiln.vjp or "
+                        "kiln.jacrev; to return extra data use has_aux=True.")
+    aval = abstractify(value)
+    if aval.shape != ():
+        raise TypeError(f"kiln.grad({name}): the function must return a scalar (shape ()), but it returned "
+                        f"an array of shape {aval.shape}. For non-scalar outputs use kiln.vjp or kiln.jacrev.")
+    if not holomorphic and not dtypes.is_float(aval.dtype):
+        raise TypeError(f"kiln.grad({name}): the function must return a real floating-point scalar, got "
+                        f"{aval.dtype.name}" + (" (use holomorphic=True for complex outputs)"
+                                                 if aval.dtype.kind == "c" else ""))
+
+
+def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
+         allow_int: bool = False) -> Callable:
+    """The gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums``."""
+    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+
+    @functools.wraps(fun)
+    def g(*args, **kwargs):
+        out = vg(*args, **kwargs)
+        return (out[1], out[0][1]) if has_aux else out[1]
+    return g
+
+
+# -- Jacobians -----------------------------------------------------------------------------------------
+def _std_basis(flat_avals: list[ShapedArray]):
+    """Yield (leaf index, flat element index) unit vectors over all inputs."""
+    for i, aval in enumerate(flat_avals):
+        for j in range(aval.size):
+            yield i, j
+
+
+def _unit(aval: ShapedArray, j: int):
+    e = np.zeros(aval.size, aval.dtype)
+    e[j] = 1
+    return e.reshape(aval.shape)
+
+
+def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
+    """The Jacobian of ``fun`` by forward mode: one JVP per input element, stacked on the last axes."""
+    from .. import numpy as knp
+
+    def jac(*args):
+        nums = _normalize_argnums("jacfwd", argnums, len(args))
+        diff = tuple(args[i] for i in nums)
+        _check_grad_inputs("jacfwd", diff, False, holomorphic)
+
+        def f_partial(*dargs):
+            full = list(args)
+            for i, d in zip(nums, dargs):
+                full[i] = d
+            return fun(*full)
+        flat_d, d_tree = tree_util.tree_flatten(diff)
+        avals = [abstractify(x) for x in flat_d]
+        columns, out_tree, aux = [], None, None
+        for i, j in _std_basis(avals):
+            tangents = [_unit(a, j) if k == i else np.zeros(a.shape, a.dtype) for k, a in enumerate(avals)]
+            res = jvp(f_partial, diff, tree_util.tree_unflatten(d_tree, tangents), has_aux=has_aux)
+            out, t = res[0], res[1]
+            aux = res[2] if has_aux else None
+            flat_t, out_tree = tree_util.tree_flatten(t)
+            columns.append((i, flat_t))
+            primal_out = out
+        if out_tree is None:  # no input elements
+            primal_out = f_partial(*diff)
+            out_tree = tree_util.tree_structure(primal_out[0] if has_aux else primal_out)
+        flat_out = tree_util.tree_leaves(primal_out)
+        result_per_out = []
+        for o, out_leaf in enumerate(flat_out):
+            per_input = []
+            for i, a in enumerate(avals):
+                cols = [flat_t[o] for (k, flat_t) in columns if k == i]
+                oshape = abstractify(out_leaf).shape
+                if cols:
+                    stacked = knp.stack(cols, axis=-1)
+                else:
+                    stacked = knp.zeros(oshape + (0,), abstractify(out_leaf).dtype)
+                per_input.append(knp.reshape(stacked, oshape + a.shape))
+            result_per_out.append(tree_util.tree_unflatten(d_tree, per_input)[0] if isinstance(argnums, int)
+                                  else tree_util.tree_unflatten(d_tree, per_input))
+        result = tree_util.tree_unflatten(out_tree, result_per_out)
+        return (result, aux) if has_aux else result
+    return jac
+
+
+def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
+           allow_int: bool = False):
+    """The Jacobian of ``fun`` by reverse mode: one VJP per output element, stacked on the leading axes."""
+    from .. import numpy as knp
+
+    def jac(*args):
+        nums = _normalize_argnums("jacrev", argnums, len(args))
+        diff = tuple(args[i] for i in nums)
+        _check_grad_inputs("jacrev", diff, allow_int, holomorphic)
+
+        def f_partial(*dargs):
+            full = list(args)
+            for i, d in zip(nums, dargs):
+                full[i] = d
+            return fun(*full)
+        res = vjp(f_partial, *diff, has_aux=has_aux)
+        out, f_vjp = res[0], res[1]
+        flat_out, out_tree = tree_util.tree_flatten(out)
+        out_avals = [abstractify(o) for o in flat_out]
+        flat_d, d_tree = tree_util.tree_flatten(diff)
+        rows = []
+        for o, oa in enumerate(out_avals):
+            per_elem = []
+            for j in range(oa.size):
+                cts = [_unit(a, j) if k == o else np.zeros(a.shape, a.dtype) for k, a in enumerate(out_avals)]
+                per_elem.append(tree_util.tree_leaves(f_vjp(tree_util.tree_unflatten(out_tree, cts))))
+            per_input = []
+            for i, da in enumerate(flat_d):
+                dshape = abstractify(da).shape
+                if per_elem:
+                    stacked = knp.stack([e[i] for e in per_elem], axis=0)
+                else:
+                    stacked = knp.zeros((0,) + dshape, abstractify(da).dtype)
+                per_input.append(knp.reshape(stacked, oa.shape + dshape))
+            grads = tree_util.tree_unflatten(d_tree, per_input)
+            rows.append(grads[0] if isinstance(argnums, int) else grads)
+        result = tree_util.tree_unflatten(out_tree, rows)
+        return (result, res[2]) if has_aux else result
+    return jac
+
+
+def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
+    """The Hessian: ``jacfwd(jacrev(fun))``."""
+    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
+                  holomorphic=holomorphic)

@@ -1,0 +1,106 @@
+"""Forward mode: evaluate an IR on (primal, tangent) pairs, equation by equation.
+
+``jvp_rules[prim](primals, tangents, **params) -> (primal_out, tangent_out)`` (lists for primitives
+with several results). Tangents may be :class:`Zero`; a rule is only called when at least one
+input tangent is nonzero. Primitives without a derivative (comparisons, iota, ...) are listed in
+:data:`non_differentiable`: their outputs get zero tangents.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Sequence
+
+from ..call import bind_call, call_p
+from ..ir import ClosedIR, IR, Literal, Var
+from ..primitive import Primitive
+from ..tracing import materialize, trace_to_ir
+from .tangents import Zero, is_differentiable_dtype, tangent_aval
+
+jvp_rules: dict[Primitive, Callable] = {}
+non_differentiable: set[Primitive] = set()
+
+
+class DifferentiationError(TypeError):
+    """A primitive without a derivative rule was differentiated."""
+
+
+def jvp_eval(ir: IR, consts: Sequence[Any], primals: Sequence[Any], tangents: Sequence[Any]):
+    """Evaluate ``ir`` on primals and tangents; returns (primal outputs, tangent outputs)."""
+    penv: dict[Var, Any] = dict(zip(ir.constvars, consts))
+    penv.update(zip(ir.invars, primals))
+    tenv: dict[Var, Any] = dict(zip(ir.invars, tangents))
+
+    def read_p(a):
+        return a if isinstance(a, Literal) else penv[a]
+
+    def read_t(a):
+        if isinstance(a, Literal):
+            return Zero(tangent_aval(a.aval))
+        t = tenv.get(a)
+        return t if t is not None else Zero(tangent_aval(a.aval))
+
+    for eqn in ir.eqns:
+        ps = [read_p(a) for a in eqn.inputs]
+        ts = [read_t(a) for a in eqn.inputs]
+        multi = eqn.prim.multiple_results
+        if all(isinstance(t, Zero) for t in ts) or eqn.prim in non_differentiable:
+            outs = eqn.prim.bind(*ps, **eqn.params)
+            outs = outs if multi else [outs]
+            touts = [Zero(tangent_aval(v.aval)) for v in eqn.outputs]
+        else:
+            rule = jvp_rules.get(eqn.prim)
+            if rule is None:
+                raise DifferentiationError(f"kiln: differentiation of primitive {eqn.prim.name!r} is not "
+                                           "implemented")
+            outs, touts = rule(ps, ts, **eqn.params)
+            if not multi:
+                outs, touts = [outs], [touts]
+        for v, o, t in zip(eqn.outputs, outs, touts):
+            penv[v] = o
+            # Integer and boolean results carry no derivative.
+            tenv[v] = t if is_differentiable_dtype(v.aval.dtype) else Zero(tangent_aval(v.aval))
+    out_p = [materialize(read_p(a)) for a in ir.outvars]
+    out_t = [read_t(a) for a in ir.outvars]
+    return out_p, out_t
+
+
+_jvp_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def jvp_ir(closed: ClosedIR, nonzero: Sequence[bool]) -> tuple[ClosedIR, list[bool]]:
+    """The IR of ``(primals, nonzero tangents) -> (outputs, nonzero output tangents)``.
+
+    Memoised per (IR, nonzero pattern), so differentiating the same jitted function twice gives the
+    same IR object (and hits the compile cache).
+    """
+    nonzero = tuple(bool(n) for n in nonzero)
+    memo = _jvp_memo.setdefault(closed, {})
+    if nonzero in memo:
+        return memo[nonzero]
+    in_avals = closed.in_avals
+    t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz]
+    out_nonzero: list[bool] = []
+
+    def fun(*args):
+        primals, rest = list(args[:len(in_avals)]), iter(args[len(in_avals):])
+        tangents = [next(rest) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero)]
+        outs, touts = jvp_eval(closed.ir, closed.consts, primals, tangents)
+        out_nonzero.extend(not isinstance(t, Zero) for t in touts)
+        return outs + [t for t in touts if not isinstance(t, Zero)]
+
+    new, _ = trace_to_ir(fun, list(in_avals) + t_avals, name="jvp")
+    memo[nonzero] = (new, out_nonzero)
+    return new, out_nonzero
+
+
+def _call_jvp(primals, tangents, *, ir: ClosedIR, name: str):
+    nonzero = [not isinstance(t, Zero) for t in tangents]
+    new, out_nonzero = jvp_ir(ir, nonzero)
+    outs = bind_call(new, [*primals, *[t for t in tangents if not isinstance(t, Zero)]], f"jvp({name})")
+    n = len(ir.out_avals)
+    it = iter(outs[n:])
+    touts = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(ir.out_avals, out_nonzero)]
+    return outs[:n], touts
+
+
+jvp_rules[call_p] = _call_jvp

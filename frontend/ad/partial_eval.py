@@ -1,0 +1,93 @@
+"""Partial evaluation: split an IR into the part computable from known inputs and the rest.
+
+Used by reverse mode: the JVP IR's primal half is *known* (computed in the forward pass), its
+tangent half is *unknown* (it becomes the linear function that is transposed). Values the unknown
+half needs from the known half are *residuals*.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Callable
+
+from ..call import call_p, call_body
+from ..ir import IR, ClosedIR, Eqn, Var
+from ..primitive import Primitive
+
+# Rules for primitives whose equations can be split themselves (calls, later loops):
+# rule(eqn, unknown_inputs) -> (known_eqns, unknown_eqns, out_unknown, residual_vars)
+pe_rules: dict[Primitive, Callable] = {}
+
+
+@dataclass
+class Split:
+    known: IR          # constvars + known invars -> known outputs + residuals
+    unknown: IR        # residuals + unknown invars -> unknown outputs
+    out_unknown: list[bool]
+    num_residuals: int
+
+
+def partial_eval(ir: IR, unknown_inputs: list[bool]) -> Split:
+    """Split ``ir`` given which of its invars are unknown (constvars are known)."""
+    unknown: set[Var] = {v for v, u in zip(ir.invars, unknown_inputs) if u}
+    known_eqns: list[Eqn] = []
+    unknown_eqns: list[Eqn] = []
+    for eqn in ir.eqns:
+        ins_unknown = [isinstance(a, Var) and a in unknown for a in eqn.inputs]
+        if not any(ins_unknown):
+            known_eqns.append(eqn)
+        elif eqn.prim in pe_rules:
+            k, u, out_unknown = pe_rules[eqn.prim](eqn, ins_unknown)
+            known_eqns.extend(k)
+            unknown_eqns.extend(u)
+            unknown.update(v for v, uk in zip(eqn.outputs, out_unknown) if uk)
+        else:
+            unknown_eqns.append(eqn)
+            unknown.update(eqn.outputs)
+    out_unknown = [isinstance(a, Var) and a in unknown for a in ir.outvars]
+    # Residuals: known variables read by the unknown half (or returned by it).
+    known_defined = set(ir.constvars) | {v for v in ir.invars if v not in unknown}
+    for e in known_eqns:
+        known_defined.update(e.outputs)
+    residuals: list[Var] = []
+    seen: set[Var] = set()
+    for e in unknown_eqns:
+        for a in e.inputs:
+            if isinstance(a, Var) and a in known_defined and a not in seen:
+                seen.add(a)
+                residuals.append(a)
+    known_ir = IR(ir.constvars, [v for v, u in zip(ir.invars, unknown_inputs) if not u], known_eqns,
+                  [a for a, u in zip(ir.outvars, out_unknown) if not u] + residuals)
+    unknown_ir = IR([], residuals + [v for v, u in zip(ir.invars, unknown_inputs) if u], unknown_eqns,
+                    [a for a, u in zip(ir.outvars, out_unknown) if u])
+    return Split(known_ir, unknown_ir, out_unknown, len(residuals))
+
+
+_call_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _split_call(body: ClosedIR, unknown_inputs: tuple[bool, ...]) -> tuple[ClosedIR, ClosedIR, list[bool], int]:
+    memo = _call_memo.setdefault(body, {})
+    if unknown_inputs not in memo:
+        split = partial_eval(body.ir, list(unknown_inputs))
+        memo[unknown_inputs] = (ClosedIR(split.known, []), ClosedIR(split.unknown, []),
+                                split.out_unknown, split.num_residuals)
+    return memo[unknown_inputs]
+
+
+def _call_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
+    """A call splits into a known call (also returning residuals) and an unknown call."""
+    body = call_body(eqn.params["ir"])
+    known, unk, out_unknown, n_res = _split_call(body, tuple(unknown_inputs))
+    name = eqn.params["name"]
+    known_outs = [v for v, u in zip(eqn.outputs, out_unknown) if not u]
+    residuals = [Var(a) for a in known.ir.out_avals[len(known_outs):]]
+    k_in = [a for a, u in zip(eqn.inputs, unknown_inputs) if not u]
+    u_in = [a for a, u in zip(eqn.inputs, unknown_inputs) if u]
+    known_eqn = Eqn(call_p, k_in, known_outs + residuals, {"ir": known, "name": name})
+    unknown_eqn = Eqn(call_p, residuals + u_in, [v for v, u in zip(eqn.outputs, out_unknown) if u],
+                      {"ir": unk, "name": f"{name}_lin"})
+    return [known_eqn], [unknown_eqn], out_unknown
+
+
+pe_rules[call_p] = _call_partial_eval

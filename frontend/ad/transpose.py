@@ -1,0 +1,116 @@
+"""Transposition of linear IR: from cotangents of the outputs to cotangents of the linear inputs.
+
+``transpose_rules[prim](cts, *args, **params)`` gets the output cotangent(s) and the equation's
+arguments, where the linear ones are :class:`UndefinedPrimal` (their values are unknown) and the
+others are ordinary values; it returns one cotangent per argument (None for non-linear ones or
+zero cotangents). Only linear primitives need a rule.
+"""
+from __future__ import annotations
+
+import weakref
+from typing import Any, Callable, Sequence
+
+from ..call import bind_call, call_p, call_body
+from ..core import ShapedArray
+from ..ir import IR, ClosedIR, Literal, Var
+from ..primitive import Primitive
+from ..tracing import trace_to_ir
+from .tangents import Zero, add_tangents, instantiate
+
+transpose_rules: dict[Primitive, Callable] = {}
+
+
+class UndefinedPrimal:
+    """A linear input in a transpose rule: only its abstract value is known."""
+
+    __slots__ = ("aval",)
+
+    def __init__(self, aval: ShapedArray):
+        self.aval = aval
+
+    def __repr__(self) -> str:
+        return f"UndefinedPrimal({self.aval.str_short()})"
+
+
+def is_undefined(x: Any) -> bool:
+    return isinstance(x, UndefinedPrimal)
+
+
+def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: Sequence[Any]) -> list[Any]:
+    """Cotangents of the linear inputs of ``ir``.
+
+    ``args`` holds a value for each non-linear invar and an :class:`UndefinedPrimal` for each
+    linear one; ``cts_out`` one cotangent (or Zero/None) per output.
+    """
+    linear: set[Var] = {v for v, a in zip(ir.invars, args) if is_undefined(a)}
+    env: dict[Var, Any] = dict(zip(ir.constvars, consts))
+    env.update((v, a) for v, a in zip(ir.invars, args) if not is_undefined(a))
+    # Forward: evaluate the non-linear equations (those not reading a linear value).
+    linear_eqns = []
+    for eqn in ir.eqns:
+        if any(isinstance(a, Var) and a in linear for a in eqn.inputs):
+            linear.update(eqn.outputs)
+            linear_eqns.append(eqn)
+        else:
+            outs = eqn.prim.bind(*[a if isinstance(a, Literal) else env[a] for a in eqn.inputs], **eqn.params)
+            env.update(zip(eqn.outputs, outs if eqn.prim.multiple_results else [outs]))
+    # Backward: accumulate cotangents.
+    ct_env: dict[Var, Any] = {}
+    for v, ct in zip(ir.outvars, cts_out):
+        if isinstance(v, Var) and v in linear and ct is not None and not isinstance(ct, Zero):
+            ct_env[v] = add_tangents(ct_env.get(v), ct)
+    for eqn in reversed(linear_eqns):
+        cts = [ct_env.pop(v, None) for v in eqn.outputs]
+        if all(c is None for c in cts):
+            continue
+        rule = transpose_rules.get(eqn.prim)
+        if rule is None:
+            raise TypeError(f"kiln: reverse-mode differentiation of primitive {eqn.prim.name!r} is not "
+                            "implemented (it has no transpose rule)")
+        invals = [a if isinstance(a, Literal) else (UndefinedPrimal(a.aval) if a in linear else env[a])
+                  for a in eqn.inputs]
+        if eqn.prim.multiple_results:
+            cts = [c if c is not None else Zero(v.aval) for c, v in zip(cts, eqn.outputs)]
+            in_cts = rule(cts, *invals, **eqn.params)
+        else:
+            in_cts = rule(cts[0], *invals, **eqn.params)
+        for a, ct in zip(eqn.inputs, in_cts):
+            if isinstance(a, Var) and a in linear and ct is not None and not isinstance(ct, Zero):
+                ct_env[a] = add_tangents(ct_env.get(a), ct)
+    return [ct_env.get(v, Zero(v.aval)) if is_undefined(a) else None for v, a in zip(ir.invars, args)]
+
+
+_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def transpose_closed(closed: ClosedIR, linear: Sequence[bool]) -> ClosedIR:
+    """The IR of ``(non-linear inputs, output cotangents) -> cotangents of the linear inputs``."""
+    linear = tuple(bool(x) for x in linear)
+    memo = _memo.setdefault(closed, {})
+    if linear in memo:
+        return memo[linear]
+    in_avals = closed.in_avals
+    nonlin_avals = [a for a, lin in zip(in_avals, linear) if not lin]
+
+    def fun(*args):
+        it = iter(args[:len(nonlin_avals)])
+        cts = list(args[len(nonlin_avals):])
+        full = [UndefinedPrimal(a) if lin else next(it) for a, lin in zip(in_avals, linear)]
+        out = backward_pass(closed.ir, closed.consts, full, cts)
+        return [instantiate(c) for c, lin in zip(out, linear) if lin]
+
+    new, _ = trace_to_ir(fun, nonlin_avals + list(closed.out_avals), name="transpose")
+    memo[linear] = new
+    return new
+
+
+def _call_transpose(cts, *args, ir: ClosedIR, name: str):
+    body = call_body(ir)
+    linear = [is_undefined(a) for a in args]
+    t = transpose_closed(body, linear)
+    cts = [instantiate(c) for c in cts]
+    outs = iter(bind_call(t, [a for a in args if not is_undefined(a)] + cts, f"transpose({name})"))
+    return [next(outs) if lin else None for lin in linear]
+
+
+transpose_rules[call_p] = _call_transpose
