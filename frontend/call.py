@@ -22,7 +22,7 @@ def _call_rule(*in_avals: ShapedArray, ir: ClosedIR, name: str) -> list[ShapedAr
     return ir.out_avals
 
 
-call_p = Primitive("jit_call", _call_rule, multiple_results=True)
+call_p = Primitive("jit_call", _call_rule, multiple_results=True, inline_param="ir")
 
 
 _bodies: "weakref.WeakKeyDictionary[ClosedIR, ClosedIR]" = weakref.WeakKeyDictionary()

@@ -21,12 +21,16 @@ class Primitive:
     invalid input: it runs before anything is traced or compiled.
     """
 
-    def __init__(self, name: str, shape_rule: Callable[..., Any], multiple_results: bool = False):
+    def __init__(self, name: str, shape_rule: Callable[..., Any], multiple_results: bool = False,
+                 inline_param: str | None = None):
         if name in registry:
             raise ValueError(f"primitive {name!r} is defined twice")
         self.name = name
         self.shape_rule = shape_rule
         self.multiple_results = multiple_results
+        # Call-like primitives name the parameter holding their body (a ClosedIR without consts
+        # whose inputs are the equation's inputs); lowering inlines such bodies.
+        self.inline_param = inline_param
         registry[name] = self
 
     def bind(self, *args: Any, **params: Any) -> Any:

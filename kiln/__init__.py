@@ -6,6 +6,9 @@ This module only re-exports; the implementation lives in ``kiln.frontend``, ``ki
 and ``kiln.runtime``.
 """
 from kiln import lax, nn, numpy, scipy, tree_util  # noqa: E402  (public sub-modules)
+from kiln.frontend.ad.api import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
+from kiln.frontend.ad.custom import CustomDerivativeError, custom_jvp, custom_vjp
+from kiln.frontend.ad.remat import checkpoint, remat
 from kiln.frontend.array import Array
 from kiln.frontend.config import config
 from kiln.frontend.core import ShapedArray
@@ -32,9 +35,10 @@ from kiln.runtime import BackendError, DeletedBufferError, Device, DeviceError
 __version__ = "0.1.0"
 
 __all__ = [
-    "Array", "BackendError", "ConcretizationTypeError", "DeletedBufferError", "Device", "DeviceError",
-    "KilnError", "ShapedArray", "TracerArrayConversionError", "TracerBoolConversionError",
-    "TracerIntegerConversionError", "UnexpectedTracerError", "block_until_ready", "config", "default_backend",
-    "device_count", "device_get", "device_put", "devices", "jit", "lax", "local_devices", "make_ir", "numpy",
-    "tree_util",
+    "Array", "BackendError", "ConcretizationTypeError", "CustomDerivativeError", "DeletedBufferError", "Device",
+    "DeviceError", "KilnError", "ShapedArray", "TracerArrayConversionError", "TracerBoolConversionError",
+    "TracerIntegerConversionError", "UnexpectedTracerError", "block_until_ready", "checkpoint", "config",
+    "custom_jvp", "custom_vjp", "default_backend", "device_count", "device_get", "device_put", "devices", "grad",
+    "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize", "local_devices", "make_ir", "nn", "numpy",
+    "remat", "scipy", "tree_util", "value_and_grad", "vjp",
 ]

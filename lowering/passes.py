@@ -3,7 +3,6 @@ from __future__ import annotations
 
 from typing import Any
 
-from kiln.frontend.call import call_p
 from kiln.frontend.ir import IR, Atom, Eqn, Literal, Var
 
 
@@ -11,17 +10,23 @@ def _read(env: dict[Var, Atom], a: Atom) -> Atom:
     return env.get(a, a) if isinstance(a, Var) else a
 
 
+def _body(eqn: Eqn):
+    """The inlinable body of a call-like equation (``jit_call``, custom derivative calls), or None."""
+    param = eqn.prim.inline_param
+    return eqn.params[param].ir if param else None
+
+
 def inline_calls(ir: IR) -> IR:
-    """Replace every ``jit_call`` by the equations of its body (with fresh variables)."""
-    if not any(e.prim is call_p for e in ir.eqns):
+    """Replace every call-like equation by the equations of its body (with fresh variables)."""
+    if not any(e.prim.inline_param for e in ir.eqns):
         return ir
     eqns: list[Eqn] = []
 
     def inline(body: IR, env: dict[Var, Atom]) -> list[Atom]:
         for eqn in body.eqns:
             ins = [_read(env, a) for a in eqn.inputs]
-            if eqn.prim is call_p:
-                sub = eqn.params["ir"].ir
+            sub = _body(eqn)
+            if sub is not None:
                 outs = inline(sub, dict(zip(sub.invars, ins)))
             else:
                 outs = [Var(v.aval) for v in eqn.outputs]

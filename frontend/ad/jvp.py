@@ -11,7 +11,7 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from ..call import bind_call, call_p
-from ..ir import ClosedIR, IR, Literal, Var
+from ..ir import IR, ClosedIR, Literal, Var
 from ..primitive import Primitive
 from ..tracing import materialize, trace_to_ir
 from .tangents import Zero, is_differentiable_dtype, tangent_aval

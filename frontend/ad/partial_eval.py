@@ -10,7 +10,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable
 
-from ..call import call_p, call_body
+from ..call import call_body, call_p
 from ..ir import IR, ClosedIR, Eqn, Var
 from ..primitive import Primitive
 

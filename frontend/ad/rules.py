@@ -27,7 +27,7 @@ def _mul_t(t, factor):
 
 
 # -- non-differentiable primitives -------------------------------------------------------------
-for _p in [U["sign"], U["floor"], U["ceil"], U["not"], U["is_finite"], ew.round_p, st.iota_p,
+for _p in [ew.stop_gradient_p, U["sign"], U["floor"], U["ceil"], U["not"], U["is_finite"], ew.round_p, st.iota_p,
            red.argmax_p, red.argmin_p,
            *[B[n] for n in ("and", "or", "xor", "shift_left", "shift_right_arithmetic", "shift_right_logical",
                             *ew.COMPARISONS)],

@@ -10,7 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Sequence
 
-from ..call import bind_call, call_p, call_body
+from ..call import bind_call, call_body, call_p
 from ..core import ShapedArray
 from ..ir import IR, ClosedIR, Literal, Var
 from ..primitive import Primitive

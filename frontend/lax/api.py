@@ -246,3 +246,19 @@ def rev(x, dimensions: Sequence[int]):
     if not dimensions:
         return x
     return st.rev_p.bind(x, dimensions=dimensions)
+
+
+def stop_gradient(x):
+    """``x`` itself, with a zero derivative (applies to every array in a pytree)."""
+    from .. import tree_util
+    from ..tracing import Tracer
+
+    def stop(leaf):
+        if isinstance(leaf, (int, float, complex, bool)) and not isinstance(leaf, np.generic):
+            return leaf
+        if isinstance(leaf, Tracer) or hasattr(leaf, "aval"):
+            if not dtypes.is_inexact(abstractify(leaf).dtype):
+                return leaf
+            return ew.stop_gradient_p.bind(leaf)
+        return leaf
+    return tree_util.tree_map(stop, x)

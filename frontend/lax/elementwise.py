@@ -115,3 +115,11 @@ def _convert_rule(x: ShapedArray, *, new_dtype: np.dtype, weak_type: bool) -> Sh
 
 
 convert_p = Primitive("convert_element_type", _convert_rule)
+
+
+def _identity_rule(x: ShapedArray) -> ShapedArray:
+    return x
+
+
+# Identity whose derivative is zero (kiln.lax.stop_gradient).
+stop_gradient_p = Primitive("stop_gradient", _identity_rule)

@@ -75,3 +75,8 @@ def _convert(ctx, eqn, x):
         real = np.float64 if src.dtype == np.complex128 else np.float32
         x = op("stablehlo.real", [x], tensor_type(src.update(dtype=real)))
     return op("stablehlo.convert", [x], tensor_type(out))
+
+
+@register("stop_gradient")
+def _stop_gradient(ctx, eqn, x):
+    return x

@@ -1,0 +1,266 @@
+"""User-defined derivatives: ``kiln.custom_jvp`` and ``kiln.custom_vjp``.
+
+Inside a trace, a call of such a function is recorded as one equation whose body is the traced
+function (lowering inlines it) and whose parameters carry the user's rule. The JVP rule of
+``custom_jvp_call`` runs the user's JVP function; the JVP of ``custom_vjp_call`` runs the user's
+forward function and emits ``custom_vjp_lin``, a linear equation whose transpose runs the user's
+backward function. Outside any trace the function simply runs.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+from .. import tree_util
+from ..core import ShapedArray
+from ..ir import ClosedIR
+from ..primitive import Primitive
+from ..tracing import abstractify, current_builder, materialize, trace_to_ir
+from .jvp import jvp_rules
+from .tangents import Zero, instantiate
+from .transpose import is_undefined, transpose_rules
+
+
+class CustomDerivativeError(TypeError):
+    """A custom derivative rule returned values of the wrong structure, shape or dtype."""
+
+
+def _body_rule(*avals, body: ClosedIR, rule: Any, name: str):
+    return body.out_avals
+
+
+custom_jvp_call_p = Primitive("custom_jvp_call", _body_rule, multiple_results=True, inline_param="body")
+custom_vjp_call_p = Primitive("custom_vjp_call", _body_rule, multiple_results=True, inline_param="body")
+
+
+def _lin_rule(*avals, rule: Any, num_res: int, out_avals: tuple):
+    return list(out_avals)
+
+
+# The linear part of a custom_vjp function's derivative; only reverse mode can evaluate it.
+custom_vjp_lin_p = Primitive("custom_vjp_lin", _lin_rule, multiple_results=True)
+
+
+def _split_nondiff(args: tuple, nondiff_argnums: tuple[int, ...]):
+    nondiff = [args[i] for i in nondiff_argnums]
+    diff = [a for i, a in enumerate(args) if i not in nondiff_argnums]
+    return nondiff, diff
+
+
+def _merge_nondiff(nondiff: list, diff: Sequence, nondiff_argnums: tuple[int, ...]) -> list:
+    out, d, n = [], iter(diff), iter(nondiff)
+    for i in range(len(nondiff) + len(diff)):
+        out.append(next(n) if i in nondiff_argnums else next(d))
+    return out
+
+
+class _Call:
+    """Everything a custom rule needs at differentiation time (a primitive parameter: hashed by identity)."""
+
+    def __init__(self, owner, nondiff: list, in_tree, out_tree):
+        self.owner, self.nondiff, self.in_tree, self.out_tree = owner, nondiff, in_tree, out_tree
+
+
+def _trace_body(owner, args: tuple, nondiff_argnums: tuple[int, ...]):
+    nondiff, diff = _split_nondiff(args, nondiff_argnums)
+    flat, in_tree = tree_util.tree_flatten(tuple(diff))
+    out_tree_box = []
+
+    def flat_fun(*tracers):
+        diff_args = tree_util.tree_unflatten(in_tree, list(tracers))
+        out = owner.fun(*_merge_nondiff(nondiff, diff_args, nondiff_argnums))
+        leaves, tree = tree_util.tree_flatten(out)
+        out_tree_box.append(tree)
+        return leaves
+
+    closed, _ = trace_to_ir(flat_fun, [abstractify(x) for x in flat], name=owner.__name__, known_values=flat)
+    from ..call import call_body
+    return call_body(closed), closed.consts, flat, _Call(owner, nondiff, in_tree, out_tree_box[0])
+
+
+class custom_jvp:
+    """A function with a user-defined JVP (forward-mode derivative), as ``jax.custom_jvp``.
+
+    >>> @kiln.custom_jvp
+    ... def log1pexp(x):
+    ...     return knp.log1p(knp.exp(x))
+    >>> @log1pexp.defjvp
+    ... def log1pexp_jvp(primals, tangents):
+    ...     (x,), (t,) = primals, tangents
+    ...     return log1pexp(x), t * kiln.nn.sigmoid(x)
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.jvp: Callable | None = None
+
+    def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
+        """Set the JVP rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``."""
+        self.jvp = jvp
+        return jvp
+
+    def defjvps(self, *jvps: Callable | None) -> None:
+        """One rule per argument: ``jvps[i](tangent_i, primal_out, *primals) -> tangent contribution``."""
+        def jvp(primals, tangents):
+            out = self(*primals)
+            total = None
+            for rule, t in zip(jvps, tangents):
+                if rule is None:
+                    continue
+                contrib = rule(t, out, *primals)
+                total = contrib if total is None else tree_util.tree_map(lambda a, b: a + b, total, contrib)
+            if total is None:
+                total = tree_util.tree_map(lambda o: o * 0, out)
+            return out, total
+        self.jvp = jvp
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"kiln.custom_jvp function {self.__name__} takes positional arguments only")
+        if self.jvp is None:
+            raise TypeError(f"kiln.custom_jvp function {self.__name__} has no JVP rule: call "
+                            f"{self.__name__}.defjvp(rule) first")
+        if current_builder() is None:
+            return self.fun(*args)  # no transformation is active: just run it
+        body, consts, flat, call = _trace_body(self, args, self.nondiff_argnums)
+        outs = custom_jvp_call_p.bind(*consts, *flat, body=body, rule=call, name=self.__name__)
+        return tree_util.tree_unflatten(call.out_tree, outs)
+
+
+def _check_like(where: str, got: Any, expected: Sequence[ShapedArray], tree_got, tree_expected) -> None:
+    if tree_got != tree_expected:
+        raise CustomDerivativeError(f"{where}: returned a value of structure {tree_got}, expected structure "
+                                    f"{tree_expected}")
+    for i, (g, e) in enumerate(zip(got, expected)):
+        if isinstance(g, Zero) or g is None:
+            continue
+        ga = abstractify(g)
+        if ga.shape != e.shape:
+            raise CustomDerivativeError(f"{where}: output {i} has shape {ga.shape}, expected {e.shape}")
+
+
+def _custom_jvp_rule(primals, tangents, *, body: ClosedIR, rule: _Call, name: str):
+    n_consts = len(primals) - rule.in_tree.num_leaves
+    # User code sees arrays (or tracers), never IR literals.
+    p = tree_util.tree_unflatten(rule.in_tree, [materialize(x) for x in primals[n_consts:]])
+    t = tree_util.tree_unflatten(rule.in_tree, [instantiate(x) for x in tangents[n_consts:]])
+    res = rule.owner.jvp(*rule.nondiff, p, t)
+    if not (isinstance(res, (tuple, list)) and len(res) == 2):
+        raise CustomDerivativeError(f"kiln.custom_jvp rule of {name} must return a pair (primal_out, "
+                                    f"tangent_out), got {type(res).__name__}")
+    out, tout = res
+    flat_out, out_tree = tree_util.tree_flatten(out)
+    flat_t, t_tree = tree_util.tree_flatten(tout)
+    _check_like(f"kiln.custom_jvp rule of {name} (primal output)", flat_out, body.out_avals, out_tree, rule.out_tree)
+    _check_like(f"kiln.custom_jvp rule of {name} (tangent output)", flat_t, body.out_avals, t_tree, rule.out_tree)
+    return flat_out, flat_t
+
+
+jvp_rules[custom_jvp_call_p] = _custom_jvp_rule
+
+
+class custom_vjp:
+    """A function with a user-defined VJP (reverse-mode derivative), as ``jax.custom_vjp``.
+
+    ``f.defvjp(fwd, bwd)``: ``fwd(*args) -> (out, residuals)``, ``bwd(residuals, ct) -> tuple`` of one
+    cotangent per (differentiable) argument. Forward mode (``jvp``, ``jacfwd``) is not available for
+    such functions, as in JAX.
+    """
+
+    def __init__(self, fun: Callable, nondiff_argnums: Sequence[int] = ()):
+        functools.update_wrapper(self, fun)
+        self.fun = fun
+        self.nondiff_argnums = tuple(nondiff_argnums)
+        self.fwd: Callable | None = None
+        self.bwd: Callable | None = None
+
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
+        self.fwd, self.bwd = fwd, bwd
+
+    def __call__(self, *args, **kwargs):
+        if kwargs:
+            raise TypeError(f"kiln.custom_vjp function {self.__name__} takes positional arguments only")
+        if self.fwd is None:
+            raise TypeError(f"kiln.custom_vjp function {self.__name__} has no VJP rule: call "
+                            f"{self.__name__}.defvjp(fwd, bwd) first")
+        if current_builder() is None:
+            return self.fun(*args)
+        body, consts, flat, call = _trace_body(self, args, self.nondiff_argnums)
+        outs = custom_vjp_call_p.bind(*consts, *flat, body=body, rule=call, name=self.__name__)
+        return tree_util.tree_unflatten(call.out_tree, outs)
+
+
+class _Lin:
+    """Parameters of a custom_vjp_lin equation: the user's bwd and the trees it works with."""
+
+    def __init__(self, call: _Call, res_tree, name: str, in_avals):
+        self.call, self.res_tree, self.name, self.in_avals = call, res_tree, name, in_avals
+
+
+def _custom_vjp_rule(primals, tangents, *, body: ClosedIR, rule: _Call, name: str):
+    owner = rule.owner
+    n_consts = len(primals) - rule.in_tree.num_leaves
+    p = tree_util.tree_unflatten(rule.in_tree, [materialize(x) for x in primals[n_consts:]])
+    res = owner.fwd(*rule.nondiff, *p)
+    if not (isinstance(res, (tuple, list)) and len(res) == 2):
+        raise CustomDerivativeError(f"kiln.custom_vjp fwd of {name} must return a pair (output, residuals), "
+                                    f"got {type(res).__name__}")
+    out, residuals = res
+    flat_out, out_tree = tree_util.tree_flatten(out)
+    _check_like(f"kiln.custom_vjp fwd of {name}", flat_out, body.out_avals, out_tree, rule.out_tree)
+    flat_res, res_tree = tree_util.tree_flatten(residuals)
+    diff_tangents = [instantiate(t) for t in tangents[n_consts:]]
+    lin = _Lin(rule, res_tree, name, tuple(abstractify(x) for x in primals[n_consts:]))
+    touts = custom_vjp_lin_p.bind(*flat_res, *diff_tangents, rule=lin, num_res=len(flat_res),
+                                  out_avals=tuple(a.strengthen() if a.weak_type else a for a in body.out_avals))
+    return flat_out, touts
+
+
+jvp_rules[custom_vjp_call_p] = _custom_vjp_rule
+
+
+def _custom_vjp_lin_transpose(cts, *args, rule: _Lin, num_res: int, out_avals: tuple):
+    res = tree_util.tree_unflatten(rule.res_tree, [materialize(x) for x in args[:num_res]])
+    call = rule.call
+    ct = tree_util.tree_unflatten(call.out_tree, [instantiate(c) for c in cts])
+    in_cts = call.owner.bwd(*call.nondiff, res, ct)
+    name = rule.name
+    if not isinstance(in_cts, (tuple, list)):
+        raise CustomDerivativeError(f"kiln.custom_vjp bwd of {name} must return a tuple with one cotangent per "
+                                    f"differentiable argument, got {type(in_cts).__name__}")
+    n_args = len(call.in_tree.children())
+    if len(in_cts) != n_args:
+        raise CustomDerivativeError(f"kiln.custom_vjp bwd of {name} returned {len(in_cts)} cotangent(s), but "
+                                    f"the function has {n_args} differentiable argument(s)")
+    # None stands for a zero cotangent of a whole argument.
+    in_cts = [tree.unflatten([None] * tree.num_leaves) if c is None else c
+              for c, tree in zip(in_cts, call.in_tree.children())]
+    flat_ct, ct_tree = tree_util.tree_flatten(tuple(in_cts), is_leaf=lambda x: x is None)
+    if ct_tree != call.in_tree:
+        raise CustomDerivativeError(f"kiln.custom_vjp bwd of {name} returned cotangents of structure {ct_tree}, "
+                                    f"expected the structure of the arguments {call.in_tree}")
+    for i, (c, a) in enumerate(zip(flat_ct, rule.in_avals)):
+        if c is None:
+            continue
+        ca = abstractify(c)
+        if ca.shape != a.shape:
+            raise CustomDerivativeError(f"kiln.custom_vjp bwd of {name}: cotangent {i} has shape {ca.shape}, but "
+                                        f"the argument has shape {a.shape}")
+    return [None] * num_res + [None if c is None else c for c in flat_ct]
+
+
+transpose_rules[custom_vjp_lin_p] = _custom_vjp_lin_transpose
+
+
+def _custom_vjp_lin_jvp(primals, tangents, **params):
+    raise TypeError("kiln: forward-mode differentiation (jvp, jacfwd, hessian's outer jacfwd of a "
+                    "function already differentiated) of a custom_vjp function is not supported, as in JAX; "
+                    "use reverse mode (grad, vjp, jacrev), or define the function with kiln.custom_jvp")
+
+
+jvp_rules[custom_vjp_lin_p] = _custom_vjp_lin_jvp
+
+
+__all__ = ["custom_jvp", "custom_vjp", "CustomDerivativeError", "is_undefined"]

@@ -1,0 +1,131 @@
+"""``kiln.checkpoint`` (alias ``kiln.remat``): recompute a function's intermediates in the backward
+pass instead of storing them.
+
+A call is recorded as one ``remat`` equation holding the traced body. Under reverse mode its
+partial evaluation keeps only the *inputs* as residuals: the forward half computes the outputs,
+the linear half recomputes the body from the inputs. Lowering passes the inputs of each remat body
+through ``stablehlo.optimization_barrier`` so that XLA cannot merge the recomputation with the
+forward computation (which would store the intermediates again).
+"""
+from __future__ import annotations
+
+import functools
+import weakref
+from typing import Callable, Sequence
+
+from kiln.lowering.passes import eliminate_dead_code
+
+from .. import tree_util
+from ..call import call_body
+from ..ir import IR, ClosedIR, Eqn
+from ..primitive import Primitive
+from ..tracing import abstractify, current_builder, trace_to_ir
+from .jvp import jvp_ir, jvp_rules
+from .partial_eval import partial_eval, pe_rules
+from .tangents import Zero, tangent_aval
+from .transpose import is_undefined, transpose_closed, transpose_rules
+
+
+def _remat_rule(*avals, body: ClosedIR, prevent_cse: bool, name: str):
+    return body.out_avals
+
+
+remat_p = Primitive("remat", _remat_rule, multiple_results=True)
+
+
+def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_argnums: Sequence[int] = ()):
+    """Wrap ``fun`` so that reverse-mode differentiation recomputes its intermediates.
+
+    ``policy`` (JAX's checkpoint policies) is accepted only as None: nothing is saved but the inputs.
+    """
+    if policy is not None:
+        raise NotImplementedError("kiln.checkpoint: policies are not supported yet (only policy=None: "
+                                  "save the inputs, recompute everything else)")
+    static_argnums = tuple(static_argnums)
+
+    @functools.wraps(fun)
+    def wrapped(*args):
+        if current_builder() is None:
+            return fun(*args)
+        static = {i: args[i] for i in static_argnums}
+        dyn = [a for i, a in enumerate(args) if i not in static]
+        flat, in_tree = tree_util.tree_flatten(tuple(dyn))
+        out_tree_box = []
+
+        def flat_fun(*tracers):
+            it = iter(tree_util.tree_unflatten(in_tree, list(tracers)))
+            full = [static[i] if i in static else next(it) for i in range(len(args))]
+            leaves, tree = tree_util.tree_flatten(fun(*full))
+            out_tree_box.append(tree)
+            return leaves
+
+        closed, _ = trace_to_ir(flat_fun, [abstractify(x) for x in flat], name=getattr(fun, "__name__", "remat"),
+                                known_values=flat)
+        outs = remat_p.bind(*closed.consts, *flat, body=call_body(closed), prevent_cse=prevent_cse,
+                            name=getattr(fun, "__name__", "remat"))
+        return tree_util.tree_unflatten(out_tree_box[0], outs)
+    return wrapped
+
+
+remat = checkpoint
+
+
+def _remat_jvp(primals, tangents, *, body: ClosedIR, prevent_cse: bool, name: str):
+    nonzero = [not isinstance(t, Zero) for t in tangents]
+    new, out_nonzero = jvp_ir(body, nonzero)
+    outs = remat_p.bind(*primals, *[t for t in tangents if not isinstance(t, Zero)], body=call_body(new),
+                        prevent_cse=prevent_cse, name=name)
+    n = len(body.out_avals)
+    it = iter(outs[n:])
+    return outs[:n], [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(body.out_avals, out_nonzero)]
+
+
+jvp_rules[remat_p] = _remat_jvp
+
+_split_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _prune(ir: IR, keep_outputs: list[bool]) -> IR:
+    outs = [a for a, k in zip(ir.outvars, keep_outputs) if k]
+    return eliminate_dead_code(IR(ir.constvars, ir.invars, ir.eqns, outs))
+
+
+def _split(body: ClosedIR, unknown: tuple[bool, ...]):
+    memo = _split_memo.setdefault(body, {})
+    if unknown not in memo:
+        out_unknown = partial_eval(body.ir, list(unknown)).out_unknown
+        full = body.ir
+        known_in = [v for v, u in zip(full.invars, unknown) if not u]
+        known_body = _prune(IR([], known_in, full.eqns, full.outvars), [not u for u in out_unknown])
+        unknown_body = _prune(full, out_unknown)
+        memo[unknown] = (ClosedIR(known_body, []), ClosedIR(unknown_body, []), out_unknown)
+    return memo[unknown]
+
+
+def _remat_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
+    """Known half: the outputs from the known inputs. Unknown half: everything, recomputed from all
+    inputs (so the only residuals are the inputs themselves)."""
+    known_body, unknown_body, out_unknown = _split(eqn.params["body"], tuple(unknown_inputs))
+    p = dict(eqn.params)
+    known_eqn = Eqn(remat_p, [a for a, u in zip(eqn.inputs, unknown_inputs) if not u],
+                    [v for v, u in zip(eqn.outputs, out_unknown) if not u], {**p, "body": known_body})
+    unknown_eqn = Eqn(remat_p, list(eqn.inputs), [v for v, u in zip(eqn.outputs, out_unknown) if u],
+                      {**p, "body": unknown_body})
+    return [known_eqn], [unknown_eqn], out_unknown
+
+
+pe_rules[remat_p] = _remat_partial_eval
+
+
+def _remat_transpose(cts, *args, body: ClosedIR, prevent_cse: bool, name: str):
+    linear = [is_undefined(a) for a in args]
+    t = transpose_closed(body, linear)
+    from .tangents import instantiate
+    outs = iter(remat_p.bind(*[a for a in args if not is_undefined(a)], *[instantiate(c) for c in cts],
+                             body=call_body(t), prevent_cse=prevent_cse, name=f"transpose({name})"))
+    return [next(outs) if lin else None for lin in linear]
+
+
+transpose_rules[remat_p] = _remat_transpose
+
+__all__ = ["checkpoint", "remat", "remat_p"]

@@ -1,0 +1,26 @@
+"""Emission rules of primitives that only exist inside differentiation."""
+from __future__ import annotations
+
+from ..registry import register
+
+
+@register("custom_vjp_lin")
+def _custom_vjp_lin(ctx, eqn, *args):
+    name = eqn.params["rule"].name
+    raise TypeError(f"kiln: forward-mode differentiation (kiln.jvp, kiln.jacfwd, kiln.linearize) of the "
+                    f"custom_vjp function {name} is not supported, as in JAX. Use reverse mode (kiln.grad, "
+                    "kiln.vjp, kiln.jacrev), or define the function with kiln.custom_jvp.")
+
+
+@register("remat")
+def _remat(ctx, eqn, *args):
+    """Emit the body; its inputs first pass an optimization barrier, so that XLA cannot merge a
+    recomputation with the original computation."""
+    from jaxlib.mlir import ir
+
+    body = eqn.params["body"].ir
+    if eqn.params["prevent_cse"] and args:
+        barrier = ir.Operation.create("stablehlo.optimization_barrier", results=[a.type for a in args],
+                                      operands=list(args))
+        args = list(barrier.results)
+    return ctx.emit_ir(body, list(args))
