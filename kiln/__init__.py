@@ -10,6 +10,7 @@ from kiln.frontend.ad.api import grad, hessian, jacfwd, jacrev, jvp, linearize, 
 from kiln.frontend.ad.custom import CustomDerivativeError, custom_jvp, custom_vjp
 from kiln.frontend.ad.remat import checkpoint, remat
 from kiln.frontend.array import Array
+from kiln.frontend.batching.api import vmap
 from kiln.frontend.config import config
 from kiln.frontend.core import ShapedArray
 from kiln.frontend.errors import (
@@ -40,5 +41,5 @@ __all__ = [
     "TracerIntegerConversionError", "UnexpectedTracerError", "block_until_ready", "checkpoint", "config",
     "custom_jvp", "custom_vjp", "default_backend", "device_count", "device_get", "device_put", "devices", "grad",
     "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize", "local_devices", "make_ir", "nn", "numpy",
-    "remat", "scipy", "tree_util", "value_and_grad", "vjp",
+    "remat", "scipy", "tree_util", "value_and_grad", "vjp", "vmap",
 ]

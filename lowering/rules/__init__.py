@@ -6,3 +6,5 @@ from . import sorting  # noqa: F401
 from . import windowed  # noqa: F401
 from . import convolution  # noqa: F401
 from . import custom  # noqa: F401
+from . import linalg  # noqa: F401
+from . import collectives  # noqa: F401

@@ -1,0 +1,1 @@
+"""Batching (kiln.vmap) as an IR transformation: a rule per primitive."""

@@ -1,0 +1,131 @@
+"""Batching: evaluate an IR on values that carry an extra (batch) dimension.
+
+``batch_rules[prim](ctx, args, dims, **params) -> (out, out_dim)`` (lists for primitives with
+several results). ``dims[i]`` is the position of ``args[i]``'s batch dimension, or None when that
+argument is the same for every batch element. Rules keep the batch dimension where it is whenever
+they can, so that batching adds no transposes.
+"""
+from __future__ import annotations
+
+import weakref
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+from .. import lax
+from ..call import bind_call, call_p
+from ..core import ShapedArray
+from ..ir import IR, ClosedIR, Literal, Var
+from ..primitive import Primitive
+from ..tracing import abstractify, materialize, trace_to_ir
+
+batch_rules: dict[Primitive, Callable] = {}
+# Primitives batched even when no operand is (they observe the axis itself, e.g. axis_index).
+always_batched: set[Primitive] = set()
+
+
+class BatchingError(ValueError):
+    """A primitive without a batching rule, or an inconsistent batch."""
+
+
+@dataclass(frozen=True)
+class BatchContext:
+    """What rules may need to know about the batch: its size and the vmap's axis name."""
+
+    size: int
+    name: Any = None
+
+
+def move_dim(x: Any, src: int | None, dst: int, size: int) -> Any:
+    """``x`` with its batch dimension at ``dst`` (broadcast in if ``x`` is unbatched)."""
+    if src is None:
+        aval = abstractify(x)
+        shape = aval.shape[:dst] + (size,) + aval.shape[dst:]
+        dims = tuple(i if i < dst else i + 1 for i in range(aval.ndim))
+        return lax.broadcast_in_dim(materialize(x), shape, dims)
+    if src == dst:
+        return x
+    ndim = abstractify(x).ndim
+    perm = [i for i in range(ndim) if i != src]
+    perm.insert(dst, src)
+    return lax.transpose(x, perm)
+
+
+def batch_eval(ir: IR, consts: Sequence[Any], args: Sequence[Any], dims: Sequence[int | None],
+               ctx: BatchContext) -> tuple[list[Any], list[int | None]]:
+    """Evaluate ``ir`` on batched ``args``; returns the outputs and their batch dimensions."""
+    env: dict[Var, Any] = dict(zip(ir.constvars, consts))
+    denv: dict[Var, int | None] = {v: None for v in ir.constvars}
+    env.update(zip(ir.invars, args))
+    denv.update(zip(ir.invars, dims))
+
+    def read(a):
+        return (a, None) if isinstance(a, Literal) else (env[a], denv[a])
+
+    for eqn in ir.eqns:
+        vals, ds = zip(*[read(a) for a in eqn.inputs]) if eqn.inputs else ((), ())
+        observes_axis = eqn.prim in always_batched and _names_axis(eqn.params, ctx)
+        if all(d is None for d in ds) and not observes_axis:
+            outs = eqn.prim.bind(*vals, **eqn.params)
+            outs = outs if eqn.prim.multiple_results else [outs]
+            out_dims = [None] * len(outs)
+        else:
+            rule = batch_rules.get(eqn.prim)
+            if rule is None:
+                raise BatchingError(f"kiln.vmap: batching of primitive {eqn.prim.name!r} is not implemented")
+            outs, out_dims = rule(ctx, list(vals), list(ds), **eqn.params)
+            if not eqn.prim.multiple_results:
+                outs, out_dims = [outs], [out_dims]
+        env.update(zip(eqn.outputs, outs))
+        denv.update(zip(eqn.outputs, out_dims))
+    outs, out_dims = zip(*[read(a) for a in ir.outvars]) if ir.outvars else ((), ())
+    return [materialize(o) for o in outs], list(out_dims)
+
+
+def _names_axis(params: dict, ctx: BatchContext) -> bool:
+    name = params.get("axis_name")
+    return name == ctx.name or (isinstance(name, tuple) and ctx.name in name)
+
+
+_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def batch_closed(closed: ClosedIR, dims: Sequence[int | None], ctx: BatchContext,
+                 out_dims_wanted: Sequence[int | None] | None = None) -> tuple[ClosedIR, list[int | None]]:
+    """The batched IR of ``closed`` for argument batch dims ``dims`` (memoised per IR and dims).
+
+    With ``out_dims_wanted``, the outputs are moved there (None: left where the rules put them).
+    """
+    key = (tuple(dims), ctx, None if out_dims_wanted is None else tuple(out_dims_wanted))
+    memo = _memo.setdefault(closed, {})
+    if key in memo:
+        return memo[key]
+    in_avals = [_batched_aval(a, d, ctx.size) for a, d in zip(closed.in_avals, dims)]
+    out_dims: list[int | None] = []
+
+    def fun(*args):
+        outs, ods = batch_eval(closed.ir, closed.consts, args, dims, ctx)
+        if out_dims_wanted is not None:
+            outs = [o if w is None and d is None else move_dim(o, d, w if w is not None else 0, ctx.size)
+                    for o, d, w in zip(outs, ods, out_dims_wanted)]
+            ods = [None if (w is None and d is None) else (w if w is not None else 0)
+                   for d, w in zip(ods, out_dims_wanted)]
+        out_dims.extend(ods)
+        return outs
+
+    new, _ = trace_to_ir(fun, in_avals, name="vmap")
+    memo[key] = (new, out_dims)
+    return new, out_dims
+
+
+def _batched_aval(aval: ShapedArray, d: int | None, size: int) -> ShapedArray:
+    if d is None:
+        return aval
+    return aval.update(shape=aval.shape[:d] + (size,) + aval.shape[d:])
+
+
+def _call_batch(ctx, args, dims, *, ir: ClosedIR, name: str):
+    new, out_dims = batch_closed(ir, dims, ctx)
+    return bind_call(new, args, f"vmap({name})"), out_dims
+
+
+batch_rules[call_p] = _call_batch

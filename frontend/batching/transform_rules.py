@@ -1,0 +1,105 @@
+"""Batching rules of the transformation primitives: remat and the custom-derivative calls.
+
+A batched custom_jvp/custom_vjp call stays a custom call: its body is the batched body and its rule
+is the user's rule under vmap, so differentiating a vmapped function still uses the user's rule.
+"""
+from __future__ import annotations
+
+from .. import tree_util
+from ..ad import custom
+from ..ad.remat import remat_p
+from ..ad.tangents import zeros_like_aval
+from ..call import call_body
+from .api import vmap
+from .core import batch_closed, batch_rules, move_dim
+
+
+def _remat_batch(ctx, args, dims, *, body, prevent_cse, name):
+    new, out_dims = batch_closed(body, dims, ctx)
+    return remat_p.bind(*args, body=call_body(new), prevent_cse=prevent_cse, name=name), out_dims
+
+
+batch_rules[remat_p] = _remat_batch
+
+
+def _all_at_front(ctx, args, dims):
+    return [move_dim(a, d, 0, ctx.size) for a, d in zip(args, dims)]
+
+
+def _flat_call(n_in: int, n_out: int, owner) -> custom._Call:
+    """A rule record over flat tuples of arrays (the batched rules work on flat values)."""
+    return custom._Call(owner, [], tree_util.tree_structure(tuple(range(n_in))),
+                        tree_util.tree_structure(tuple(range(n_out))))
+
+
+class _BatchedJVP:
+    """The user's custom_jvp rule, vmapped over axis 0 of every primal and tangent."""
+
+    def __init__(self, rule: custom._Call, body, name: str):
+        self.rule, self.body, self.name = rule, body, name
+
+    def jvp(self, primals: tuple, tangents: tuple):
+        rule, body, name = self.rule, self.body, self.name
+
+        def per_example(p, t):
+            outs, touts = custom._custom_jvp_rule(list(p), list(t), body=body, rule=rule, name=name)
+            return tuple(outs), tuple(custom.instantiate(x) for x in touts)
+        return vmap(per_example)(tuple(primals), tuple(tangents))
+
+
+def _custom_jvp_batch(ctx, args, dims, *, body, rule, name):
+    args = _all_at_front(ctx, args, dims)
+    n_out = len(body.out_avals)
+    new, _ = batch_closed(body, [0] * len(args), ctx, out_dims_wanted=[0] * n_out)
+    batched_rule = _flat_call(len(args), n_out, _BatchedJVP(rule, body, name))
+    outs = custom.custom_jvp_call_p.bind(*args, body=call_body(new), rule=batched_rule, name=name)
+    return outs, [0] * n_out
+
+
+batch_rules[custom.custom_jvp_call_p] = _custom_jvp_batch
+
+
+class _BatchedVJP:
+    """The user's fwd and bwd, vmapped over axis 0 (residuals are batched along axis 0 too)."""
+
+    def __init__(self, rule: custom._Call, name: str, n_consts: int, example_avals: list):
+        self.rule, self.name, self.n_consts, self.example_avals = rule, name, n_consts, example_avals
+        self.res_tree = None
+
+    def fwd(self, *primals):
+        rule, owner, n_consts = self.rule, self.rule.owner, self.n_consts
+
+        def per_example(*p):
+            tree_args = tree_util.tree_unflatten(rule.in_tree, list(p[n_consts:]))
+            out, res = owner.fwd(*rule.nondiff, *tree_args)
+            flat_res, self.res_tree = tree_util.tree_flatten(res)
+            return tuple(tree_util.tree_leaves(out)), tuple(flat_res)
+        outs, res = vmap(per_example)(*primals)
+        return tuple(outs), tuple(res)
+
+    def bwd(self, res: tuple, cts: tuple):
+        rule, owner = self.rule, self.rule.owner
+
+        def per_example(r, c):
+            in_cts = owner.bwd(*rule.nondiff, tree_util.tree_unflatten(self.res_tree, list(r)),
+                               tree_util.tree_unflatten(rule.out_tree, list(c)))
+            in_cts = [tree.unflatten([None] * tree.num_leaves) if x is None else x
+                      for x, tree in zip(in_cts, rule.in_tree.children())]
+            flat = tree_util.tree_flatten(tuple(in_cts), is_leaf=lambda v: v is None)[0]
+            return tuple(zeros_like_aval(a) if x is None else x for x, a in zip(flat, self.example_avals))
+        # The call's leading inputs are the traced function's constants: they get no cotangent.
+        return (None,) * self.n_consts + tuple(vmap(per_example)(tuple(res), tuple(cts)))
+
+
+def _custom_vjp_batch(ctx, args, dims, *, body, rule, name):
+    args = _all_at_front(ctx, args, dims)
+    n_out = len(body.out_avals)
+    n_consts = len(args) - rule.in_tree.num_leaves
+    new, _ = batch_closed(body, [0] * len(args), ctx, out_dims_wanted=[0] * n_out)
+    owner = _BatchedVJP(rule, name, n_consts, list(body.in_avals[n_consts:]))
+    outs = custom.custom_vjp_call_p.bind(*args, body=call_body(new), rule=_flat_call(len(args), n_out, owner),
+                                         name=name)
+    return outs, [0] * n_out
+
+
+batch_rules[custom.custom_vjp_call_p] = _custom_vjp_batch
