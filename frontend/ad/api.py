@@ -288,102 +288,106 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
     return g
 
 
-# -- Jacobians -----------------------------------------------------------------------------------------
-def _std_basis(flat_avals: list[ShapedArray]):
-    """Yield (leaf index, flat element index) unit vectors over all inputs."""
-    for i, aval in enumerate(flat_avals):
-        for j in range(aval.size):
-            yield i, j
+# -- Jacobians (vectorised with vmap over a basis, as JAX) ---------------------------------------------
+def _partial(fun: Callable, args: tuple, nums: tuple[int, ...]) -> Callable:
+    def f_partial(*dargs):
+        full = list(args)
+        for i, d in zip(nums, dargs):
+            full[i] = d
+        return fun(*full)
+    f_partial.__name__ = _fun_name(fun)
+    return f_partial
 
 
-def _unit(aval: ShapedArray, j: int):
-    e = np.zeros(aval.size, aval.dtype)
-    e[j] = 1
-    return e.reshape(aval.shape)
+def _basis(avals: list[ShapedArray], dtype) -> list:
+    """The standard basis of the flattened inputs: leaf i gets shape (N,) + shape_i."""
+    from .. import numpy as knp
+    n = sum(a.size for a in avals)
+    eye = knp.eye(n, dtype=dtype)
+    out, start = [], 0
+    for a in avals:
+        out.append(knp.reshape(eye[:, start:start + a.size], (n,) + a.shape))
+        start += a.size
+    return out
+
+
+def _split_last(x, avals: list[ShapedArray], lead_shape: tuple[int, ...], axis_first: bool):
+    """Split a stacked Jacobian block along its basis axis into one block per input leaf."""
+    from .. import numpy as knp
+    pieces, start = [], 0
+    for a in avals:
+        if axis_first:  # x: (N,) + lead_shape -> per input: in_shape + lead_shape
+            piece = x[start:start + a.size]
+            pieces.append(knp.reshape(piece, a.shape + lead_shape))
+        else:  # x: lead_shape + (N,) -> per input: lead_shape + in_shape
+            piece = x[(slice(None),) * len(lead_shape) + (slice(start, start + a.size),)]
+            pieces.append(knp.reshape(piece, lead_shape + a.shape))
+        start += a.size
+    return pieces
 
 
 def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
-    """The Jacobian of ``fun`` by forward mode: one JVP per input element, stacked on the last axes."""
-    from .. import numpy as knp
+    """The Jacobian of ``fun`` by forward mode: ``vmap`` of ``jvp`` over the input basis.
+
+    Output leaf ``o`` of shape S_o and input leaf ``i`` of shape T_i give a block of shape S_o + T_i.
+    """
+    from ..batching.api import vmap
 
     def jac(*args):
         nums = _normalize_argnums("jacfwd", argnums, len(args))
         diff = tuple(args[i] for i in nums)
         _check_grad_inputs("jacfwd", diff, False, holomorphic)
-
-        def f_partial(*dargs):
-            full = list(args)
-            for i, d in zip(nums, dargs):
-                full[i] = d
-            return fun(*full)
+        f_partial = _partial(fun, args, nums)
         flat_d, d_tree = tree_util.tree_flatten(diff)
         avals = [abstractify(x) for x in flat_d]
-        columns, out_tree, aux = [], None, None
-        for i, j in _std_basis(avals):
-            tangents = [_unit(a, j) if k == i else np.zeros(a.shape, a.dtype) for k, a in enumerate(avals)]
-            res = jvp(f_partial, diff, tree_util.tree_unflatten(d_tree, tangents), has_aux=has_aux)
-            out, t = res[0], res[1]
-            aux = res[2] if has_aux else None
-            flat_t, out_tree = tree_util.tree_flatten(t)
-            columns.append((i, flat_t))
-            primal_out = out
-        if out_tree is None:  # no input elements
-            primal_out = f_partial(*diff)
-            out_tree = tree_util.tree_structure(primal_out[0] if has_aux else primal_out)
-        flat_out = tree_util.tree_leaves(primal_out)
-        result_per_out = []
-        for o, out_leaf in enumerate(flat_out):
-            per_input = []
-            for i, a in enumerate(avals):
-                cols = [flat_t[o] for (k, flat_t) in columns if k == i]
-                oshape = abstractify(out_leaf).shape
-                if cols:
-                    stacked = knp.stack(cols, axis=-1)
-                else:
-                    stacked = knp.zeros(oshape + (0,), abstractify(out_leaf).dtype)
-                per_input.append(knp.reshape(stacked, oshape + a.shape))
-            result_per_out.append(tree_util.tree_unflatten(d_tree, per_input)[0] if isinstance(argnums, int)
-                                  else tree_util.tree_unflatten(d_tree, per_input))
-        result = tree_util.tree_unflatten(out_tree, result_per_out)
-        return (result, aux) if has_aux else result
+        dtype = dtypes.result_type(*[a.dtype for a in avals]) if avals else dtypes.default_float_dtype()
+
+        def push(*basis_leaves):
+            res = jvp(f_partial, diff, tree_util.tree_unflatten(d_tree, [
+                b.astype(a.dtype) for b, a in zip(basis_leaves, avals)]), has_aux=has_aux)
+            return (res[0], res[1], res[2]) if has_aux else (res[0], res[1])
+
+        outs = vmap(push, out_axes=(None, -1, None) if has_aux else (None, -1))(*_basis(avals, dtype))
+        tangents = outs[1]
+        flat_t, out_tree = tree_util.tree_flatten(tangents)
+        blocks = []
+        for t in flat_t:
+            lead = abstractify(t).shape[:-1]
+            per_in = tree_util.tree_unflatten(d_tree, _split_last(t, avals, lead, axis_first=False))
+            blocks.append(per_in[0] if isinstance(argnums, int) else per_in)
+        result = tree_util.tree_unflatten(out_tree, blocks)
+        return (result, outs[2]) if has_aux else result
     return jac
 
 
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
-    """The Jacobian of ``fun`` by reverse mode: one VJP per output element, stacked on the leading axes."""
-    from .. import numpy as knp
+    """The Jacobian of ``fun`` by reverse mode: ``vmap`` of the VJP over the output basis."""
+    from ..batching.api import vmap
 
     def jac(*args):
         nums = _normalize_argnums("jacrev", argnums, len(args))
         diff = tuple(args[i] for i in nums)
         _check_grad_inputs("jacrev", diff, allow_int, holomorphic)
-
-        def f_partial(*dargs):
-            full = list(args)
-            for i, d in zip(nums, dargs):
-                full[i] = d
-            return fun(*full)
-        res = vjp(f_partial, *diff, has_aux=has_aux)
+        res = vjp(_partial(fun, args, nums), *diff, has_aux=has_aux)
         out, f_vjp = res[0], res[1]
         flat_out, out_tree = tree_util.tree_flatten(out)
         out_avals = [abstractify(o) for o in flat_out]
+        dtype = dtypes.result_type(*[a.dtype for a in out_avals]) if out_avals else dtypes.default_float_dtype()
+
+        def pull(*basis_leaves):
+            cts = [b.astype(a.dtype) for b, a in zip(basis_leaves, out_avals)]
+            return tree_util.tree_leaves(f_vjp(tree_util.tree_unflatten(out_tree, cts)))
+
         flat_d, d_tree = tree_util.tree_flatten(diff)
+        in_blocks = vmap(pull)(*_basis(out_avals, dtype))  # one per input leaf: (M,) + in_shape
+        per_out = [[] for _ in out_avals]
+        for blk, da in zip(in_blocks, flat_d):
+            for o, piece in enumerate(_split_last(blk, out_avals, abstractify(da).shape, axis_first=True)):
+                per_out[o].append(piece)
         rows = []
-        for o, oa in enumerate(out_avals):
-            per_elem = []
-            for j in range(oa.size):
-                cts = [_unit(a, j) if k == o else np.zeros(a.shape, a.dtype) for k, a in enumerate(out_avals)]
-                per_elem.append(tree_util.tree_leaves(f_vjp(tree_util.tree_unflatten(out_tree, cts))))
-            per_input = []
-            for i, da in enumerate(flat_d):
-                dshape = abstractify(da).shape
-                if per_elem:
-                    stacked = knp.stack([e[i] for e in per_elem], axis=0)
-                else:
-                    stacked = knp.zeros((0,) + dshape, abstractify(da).dtype)
-                per_input.append(knp.reshape(stacked, oa.shape + dshape))
-            grads = tree_util.tree_unflatten(d_tree, per_input)
+        for pieces in per_out:
+            grads = tree_util.tree_unflatten(d_tree, pieces)
             rows.append(grads[0] if isinstance(argnums, int) else grads)
         result = tree_util.tree_unflatten(out_tree, rows)
         return (result, res[2]) if has_aux else result
