@@ -14,7 +14,7 @@ from ..call import bind_call, call_p
 from ..ir import IR, ClosedIR, Literal, Var
 from ..primitive import Primitive
 from ..tracing import materialize, trace_to_ir
-from .tangents import Zero, is_differentiable_dtype, tangent_aval
+from .tangents import Zero, is_differentiable_dtype, tangent_aval, zeros_like_aval
 
 jvp_rules: dict[Primitive, Callable] = {}
 non_differentiable: set[Primitive] = set()
@@ -67,16 +67,22 @@ def jvp_eval(ir: IR, consts: Sequence[Any], primals: Sequence[Any], tangents: Se
 _jvp_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def jvp_ir(closed: ClosedIR, nonzero: Sequence[bool]) -> tuple[ClosedIR, list[bool]]:
+def jvp_ir(closed: ClosedIR, nonzero: Sequence[bool],
+           instantiate: Sequence[bool] | bool = False) -> tuple[ClosedIR, list[bool]]:
     """The IR of ``(primals, nonzero tangents) -> (outputs, nonzero output tangents)``.
 
-    Memoised per (IR, nonzero pattern), so differentiating the same jitted function twice gives the
+    ``instantiate`` forces output tangents to be materialised (as zeros) even when they are zero
+    (loops and conditionals need the same tangent structure in every branch and iteration).
+    Memoised per (IR, pattern), so differentiating the same jitted function twice gives the
     same IR object (and hits the compile cache).
     """
     nonzero = tuple(bool(n) for n in nonzero)
+    n_out = len(closed.out_avals)
+    inst = tuple([bool(instantiate)] * n_out if isinstance(instantiate, bool) else [bool(i) for i in instantiate])
+    key = (nonzero, inst)
     memo = _jvp_memo.setdefault(closed, {})
-    if nonzero in memo:
-        return memo[nonzero]
+    if key in memo:
+        return memo[key]
     in_avals = closed.in_avals
     t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz]
     out_nonzero: list[bool] = []
@@ -85,11 +91,12 @@ def jvp_ir(closed: ClosedIR, nonzero: Sequence[bool]) -> tuple[ClosedIR, list[bo
         primals, rest = list(args[:len(in_avals)]), iter(args[len(in_avals):])
         tangents = [next(rest) if nz else Zero(tangent_aval(a)) for a, nz in zip(in_avals, nonzero)]
         outs, touts = jvp_eval(closed.ir, closed.consts, primals, tangents)
+        touts = [zeros_like_aval(t.aval) if isinstance(t, Zero) and i else t for t, i in zip(touts, inst)]
         out_nonzero.extend(not isinstance(t, Zero) for t in touts)
         return outs + [t for t in touts if not isinstance(t, Zero)]
 
     new, _ = trace_to_ir(fun, list(in_avals) + t_avals, name="jvp")
-    memo[nonzero] = (new, out_nonzero)
+    memo[key] = (new, out_nonzero)
     return new, out_nonzero
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import weakref
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Sequence
 
 from ..call import call_body, call_p
 from ..ir import IR, ClosedIR, Eqn, Var
@@ -27,8 +27,13 @@ class Split:
     num_residuals: int
 
 
-def partial_eval(ir: IR, unknown_inputs: list[bool]) -> Split:
-    """Split ``ir`` given which of its invars are unknown (constvars are known)."""
+def partial_eval(ir: IR, unknown_inputs: list[bool], force_unknown: Sequence[bool] | None = None) -> Split:
+    """Split ``ir`` given which of its invars are unknown (constvars are known).
+
+    ``force_unknown`` makes outputs unknown even if they are computable from known inputs (the
+    unknown half then returns them, taking them as residuals): loop carries and conditional
+    branches need one split for every iteration and branch.
+    """
     unknown: set[Var] = {v for v, u in zip(ir.invars, unknown_inputs) if u}
     known_eqns: list[Eqn] = []
     unknown_eqns: list[Eqn] = []
@@ -45,17 +50,19 @@ def partial_eval(ir: IR, unknown_inputs: list[bool]) -> Split:
             unknown_eqns.append(eqn)
             unknown.update(eqn.outputs)
     out_unknown = [isinstance(a, Var) and a in unknown for a in ir.outvars]
+    if force_unknown is not None:
+        out_unknown = [u or bool(f) for u, f in zip(out_unknown, force_unknown)]
     # Residuals: known variables read by the unknown half (or returned by it).
     known_defined = set(ir.constvars) | {v for v in ir.invars if v not in unknown}
     for e in known_eqns:
         known_defined.update(e.outputs)
     residuals: list[Var] = []
     seen: set[Var] = set()
-    for e in unknown_eqns:
-        for a in e.inputs:
-            if isinstance(a, Var) and a in known_defined and a not in seen:
-                seen.add(a)
-                residuals.append(a)
+    forced = [a for a, u in zip(ir.outvars, out_unknown) if u and isinstance(a, Var) and a in known_defined]
+    for a in [x for e in unknown_eqns for x in e.inputs] + forced:
+        if isinstance(a, Var) and a in known_defined and a not in seen:
+            seen.add(a)
+            residuals.append(a)
     known_ir = IR(ir.constvars, [v for v, u in zip(ir.invars, unknown_inputs) if not u], known_eqns,
                   [a for a, u in zip(ir.outvars, out_unknown) if not u] + residuals)
     unknown_ir = IR([], residuals + [v for v, u in zip(ir.invars, unknown_inputs) if u], unknown_eqns,

@@ -8,3 +8,4 @@ from . import convolution  # noqa: F401
 from . import custom  # noqa: F401
 from . import linalg  # noqa: F401
 from . import collectives  # noqa: F401
+from . import control  # noqa: F401

@@ -1,0 +1,51 @@
+"""Helpers shared by the control-flow primitives: tracing Python callables into call bodies, and
+checking that branches/iterations agree on types."""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .. import tree_util
+from ..call import call_body
+from ..core import ShapedArray
+from ..ir import ClosedIR
+from ..tracing import abstractify, trace_to_ir
+
+
+class ControlFlowError(TypeError):
+    """Branches or loop bodies whose types do not agree, or a bad predicate."""
+
+
+def trace_callable(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], name: str) -> tuple[ClosedIR, Any]:
+    """Trace ``fun(*unflatten(in_tree, args))``; returns the ClosedIR (with consts) and the output tree."""
+    out_tree_box = []
+
+    def flat_fun(*tracers):
+        out = fun(*tree_util.tree_unflatten(in_tree, list(tracers)))
+        leaves, tree = tree_util.tree_flatten(out)
+        out_tree_box.append(tree)
+        return leaves
+
+    closed, _ = trace_to_ir(flat_fun, list(in_avals), name=name)
+    return closed, out_tree_box[0]
+
+
+def with_consts_as_inputs(closed: ClosedIR) -> tuple[ClosedIR, list]:
+    """A body that takes its constants as leading inputs, and those constants' values."""
+    return call_body(closed), list(closed.consts)
+
+
+def avals_str(avals: Sequence[ShapedArray]) -> str:
+    return "(" + ", ".join(a.str_short() for a in avals) + ")"
+
+
+def same_types(a: ShapedArray, b: ShapedArray) -> bool:
+    return a.shape == b.shape and a.dtype == b.dtype
+
+
+def abstract_leaves(tree_value) -> tuple[list, Any, list[ShapedArray]]:
+    leaves, tree = tree_util.tree_flatten(tree_value)
+    return leaves, tree, [abstractify(x) for x in leaves]
+
+
+def fun_name(f: Callable) -> str:
+    return getattr(f, "__name__", None) or type(f).__name__
