@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Collection, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -19,7 +19,25 @@ class LoweringError(Exception):
 
 
 class EmitContext:
-    """Helpers available to emission rules."""
+    """Helpers available to emission rules.
+
+    ``platform`` is the backend the module is lowered for ('cpu', 'cuda', ...; None when unknown), for
+    rules that emit platform-specific code; :meth:`has_custom_call_target` says whether the runtime
+    can run a given custom-call target there (e.g. jaxlib's LAPACK kernels on CPU).
+    """
+
+    def __init__(self, platform: str | None = None,
+                 custom_call_targets: Callable[[], Collection[str]] | None = None) -> None:
+        self.platform = platform
+        self._targets_provider = custom_call_targets
+        self._targets: Collection[str] | None = None
+
+    def has_custom_call_target(self, name: str) -> bool:
+        """Whether a ``stablehlo.custom_call @name`` will compile and run on this platform."""
+        if self._targets is None:
+            # Asked lazily: providing the targets may register them (LAPACK imports SciPy).
+            self._targets = self._targets_provider() if self._targets_provider is not None else ()
+        return name in self._targets
 
     def constant(self, value, dtype) -> ir.Value:
         """A ``stablehlo.constant`` holding ``value`` (any shape) as ``dtype``."""
@@ -36,6 +54,10 @@ class EmitContext:
         return op("stablehlo.broadcast_in_dim", [scalar], tensor_type(aval),
                   broadcast_dimensions=ir.DenseI64ArrayAttr.get([]))
 
+    def emit_body(self, body: IR, args: Sequence[ir.Value]) -> list[ir.Value]:
+        """Emit a sub-IR (a loop body, a branch): optimised first, as the top level is."""
+        return self.emit_ir(passes.optimize(body), args)
+
     def emit_ir(self, body: IR, args: Sequence[ir.Value]) -> list[ir.Value]:
         """Emit the equations of ``body`` with its constvars+invars bound to ``args``."""
         env: dict[Var, ir.Value] = dict(zip(body.constvars + body.invars, args))
@@ -47,6 +69,12 @@ class EmitContext:
 
         for eqn in body.eqns:
             rule = rules.get(eqn.prim.name)
+            if rule is None and eqn.prim.inline_param:
+                # A call-like equation the inlining pass did not reach (inside a sub-IR: a cond branch,
+                # a remat body...): emit its body in place.
+                outs = self.emit_ir(eqn.params[eqn.prim.inline_param].ir, [read(a) for a in eqn.inputs])
+                env.update(zip(eqn.outputs, outs))
+                continue
             if rule is None:
                 raise LoweringError(f"kiln: primitive {eqn.prim.name!r} has no StableHLO emission rule")
             outs = rule(self, eqn, *[read(a) for a in eqn.inputs])
@@ -74,11 +102,15 @@ class LoweredModule:
 
 
 def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_unused: bool = False,
-          name: str = "main") -> LoweredModule:
+          name: str = "main", platform: str | None = None,
+          custom_call_targets: Callable[[], Collection[str]] | None = None) -> LoweredModule:
     """Optimise ``ir_`` and emit it as the ``@main`` function of a StableHLO module.
 
     ``donated`` flags, for each of constvars + invars, an input whose buffer the program may reuse
     for an output. Unused inputs are dropped from the signature unless ``keep_unused``.
+    ``platform`` and ``custom_call_targets`` (a callable returning the custom-call target names the
+    runtime supports there, called at most once and only if a rule asks) go to the
+    :class:`EmitContext`; without them rules emit portable StableHLO only.
     """
     body = passes.optimize(ir_)
     all_inputs = body.constvars + body.invars
@@ -103,7 +135,7 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
                 args = iter(block.arguments)
                 # Unused inputs that were dropped still need a placeholder for emit_ir's binding.
                 values = [next(args) if k else None for k in kept]
-                outs = EmitContext().emit_ir(body, values)
+                outs = EmitContext(platform, custom_call_targets).emit_ir(body, values)
                 func.ReturnOp(outs)
     return LoweredModule(module, kept, [a.aval for a in body.outvars])
 

@@ -23,4 +23,4 @@ def _remat(ctx, eqn, *args):
         barrier = ir.Operation.create("stablehlo.optimization_barrier", results=[a.type for a in args],
                                       operands=list(args))
         args = list(barrier.results)
-    return ctx.emit_ir(body, list(args))
+    return ctx.emit_body(body, list(args))

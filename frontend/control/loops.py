@@ -1,0 +1,271 @@
+"""``while_loop``, ``fori_loop`` and ``map``.
+
+``while(*cond_consts, *body_consts, *carry, cond, body, ...)`` lowers to ``stablehlo.while``.
+Forward mode differentiates it; reverse mode needs a bound on the number of iterations, so
+``while_loop(..., max_steps=N)`` (kiln's extension) runs as a scan of N masked steps, which reverse
+mode handles by storing at most N steps of residuals. ``fori_loop`` with static bounds is a scan.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable
+
+import numpy as np
+
+from .. import dtypes, lax, tree_util
+from ..call import bind_call, call_body
+from ..core import ShapedArray
+from ..ir import IR, ClosedIR, Var
+from ..primitive import Primitive
+from ..tracing import Tracer, abstractify, trace_to_ir
+from .common import ControlFlowError, avals_str, fun_name, same_types, trace_callable
+from .scan import scan
+
+
+def _while_rule(*avals: ShapedArray, cond: ClosedIR, body: ClosedIR, cond_nconsts: int, body_nconsts: int):
+    return body.out_avals
+
+
+while_p = Primitive("while", _while_rule, multiple_results=True)
+
+
+class ReverseModeLoopError(TypeError):
+    """Reverse-mode differentiation of a loop without a static bound."""
+
+
+def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, max_steps: int | None = None):
+    """``while cond_fun(val): val = body_fun(val)``, compiled as one loop.
+
+    ``max_steps`` (beyond JAX): at most that many iterations; the loop is then differentiable in
+    reverse mode (it runs as ``max_steps`` masked steps of a scan).
+    """
+    name = fun_name(body_fun)
+    leaves, tree = tree_util.tree_flatten(init_val)
+    avals = [abstractify(x) for x in leaves]
+    cond_closed, body_closed, avals = _trace_loop(cond_fun, body_fun, tree, avals, name)
+    leaves = [lax.convert_element_type(x, a.dtype) if abstractify(x).weak_type and not a.weak_type else x
+              for x, a in zip(leaves, avals)]
+    if max_steps is not None:
+        max_steps = int(max_steps)
+        if max_steps < 0:
+            raise ControlFlowError(f"kiln.lax.while_loop: max_steps must be >= 0, got {max_steps}")
+
+        def step(val, _):
+            pred = cond_fun(val)
+            new = body_fun(val)
+            return tree_util.tree_map(lambda n, o: lax.select(pred, n, o) if abstractify(o).ndim == 0 else
+                                      lax.select(lax.broadcast_in_dim(pred, abstractify(o).shape, ()), n, o),
+                                      new, val), None
+        out, _ = scan(step, tree_util.tree_unflatten(tree, leaves), None, length=max_steps)
+        return out
+    outs = while_p.bind(*cond_closed.consts, *body_closed.consts, *leaves, cond=call_body(cond_closed),
+                        body=call_body(body_closed), cond_nconsts=len(cond_closed.consts),
+                        body_nconsts=len(body_closed.consts))
+    return tree_util.tree_unflatten(tree, outs)
+
+
+def _trace_loop(cond_fun, body_fun, tree, avals, name):
+    for _ in range(2):
+        cond_closed, cond_tree = trace_callable(cond_fun, tree_util.tree_structure((tree.unflatten(
+            [0] * tree.num_leaves),)), avals, fun_name(cond_fun))
+        out = cond_closed.out_avals
+        if len(out) != 1 or out[0].shape != () or out[0].dtype != np.bool_:
+            got = avals_str(out)
+            raise ControlFlowError(f"kiln.lax.while_loop: cond_fun must return a boolean scalar, got {got}")
+        body_closed, body_tree = trace_callable(body_fun, tree_util.tree_structure((tree.unflatten(
+            [0] * tree.num_leaves),)), avals, name)
+        if body_tree != tree:
+            raise ControlFlowError(f"kiln.lax.while_loop: body_fun must return a value with the structure of "
+                                   f"init_val {tree}, got {body_tree}")
+        outs = body_closed.out_avals
+        if not all(same_types(a, b) for a, b in zip(avals, outs)):
+            raise ControlFlowError(f"kiln.lax.while_loop: the carry's type changed in body_fun ({name}): before "
+                                   f"{avals_str(avals)}, after {avals_str(outs)}. body_fun must return values of "
+                                   "the same shapes and dtypes (convert with .astype)")
+        if all(a.weak_type == b.weak_type or not a.weak_type for a, b in zip(avals, outs)):
+            return cond_closed, body_closed, avals
+        avals = [a.update(weak_type=a.weak_type and b.weak_type) for a, b in zip(avals, outs)]
+    return cond_closed, body_closed, avals
+
+
+def _static_int(x) -> int | None:
+    if isinstance(x, (int, np.integer)) and not isinstance(x, bool):
+        return int(x)
+    if isinstance(x, Tracer):
+        return None
+    if hasattr(x, "aval") and x.aval.shape == () and x.aval.dtype.kind in "iu":
+        return int(x)
+    return None
+
+
+def fori_loop(lower, upper, body_fun: Callable, init_val: Any, *, unroll: int | bool | None = None,
+              max_steps: int | None = None):
+    """``for i in range(lower, upper): val = body_fun(i, val)``.
+
+    With static (Python int) bounds this is a scan (differentiable in both modes); with traced
+    bounds a while loop (forward mode only, unless ``max_steps`` bounds it).
+    """
+    lo, hi = _static_int(lower), _static_int(upper)
+    if lo is not None and hi is not None:
+        n = max(hi - lo, 0)
+        idx_dtype = dtypes.canonicalize_dtype(np.int32)
+
+        def step(carry, _):
+            i, val = carry
+            return (lax.add(i, lax.literal(1, idx_dtype)), body_fun(i, val)), None
+        i0 = lax.convert_element_type(lo, idx_dtype)
+        (_, out), _ = scan(step, (i0, init_val), None, length=n, unroll=1 if unroll is None else unroll)
+        return out
+    lower_a = lax.convert_element_type(lower, _index_dtype(lower, upper))
+    upper_a = lax.convert_element_type(upper, _index_dtype(lower, upper))
+
+    def cond(carry):
+        return lax.lt(carry[0], carry[1])
+
+    def body(carry):
+        i, u, val = carry
+        return lax.add(i, lax.literal(1, abstractify(i).dtype)), u, body_fun(i, val)
+    _, _, out = while_loop(cond, body, (lower_a, upper_a, init_val), max_steps=max_steps)
+    return out
+
+
+def _index_dtype(lower, upper):
+    dts = [abstractify(x).dtype for x in (lower, upper) if not isinstance(x, (int, np.integer))]
+    return dts[0] if dts else dtypes.canonicalize_dtype(np.int32)
+
+
+def map(f: Callable, xs: Any, *, batch_size: int | None = None):  # noqa: A001
+    """``stack([f(x) for x in xs])`` as a scan (``batch_size``: vmap over chunks of that size)."""
+    if batch_size is not None:
+        from ..batching.api import vmap
+        leaves = tree_util.tree_leaves(xs)
+        n = abstractify(leaves[0]).shape[0]
+        if n % batch_size:
+            raise ControlFlowError(f"kiln.lax.map: batch_size={batch_size} must divide the length {n} (as a "
+                                   "remainder chunk is not supported yet)")
+        chunks = tree_util.tree_map(lambda x: lax.reshape(x, (n // batch_size, batch_size) + abstractify(x).shape[1:]),
+                                    xs)
+        _, ys = scan(lambda c, x: (c, vmap(f)(x)), (), chunks)
+        return tree_util.tree_map(lambda y: lax.reshape(y, (n,) + abstractify(y).shape[2:]), ys)
+    _, ys = scan(lambda c, x: (c, f(x)), (), xs)
+    return ys
+
+
+# -- transformation rules of while ------------------------------------------------------------------------
+def _extend(closed: ClosedIR, extra_avals, at: int) -> ClosedIR:
+    """``closed`` taking extra (unused) inputs inserted at position ``at``."""
+    ir = closed.ir
+    invars = list(ir.invars)
+    invars[at:at] = [Var(a) for a in extra_avals]
+    return ClosedIR(IR([], invars, ir.eqns, ir.outvars), [])
+
+
+def _while_jvp(primals, tangents, *, cond, body, cond_nconsts, body_nconsts):
+    from ..ad.jvp import jvp_ir
+    from ..ad.tangents import Zero, instantiate, tangent_aval
+    nz = [not isinstance(t, Zero) for t in tangents]
+    bc_nz = nz[cond_nconsts:cond_nconsts + body_nconsts]
+    k_nz = nz[cond_nconsts + body_nconsts:]
+    while True:
+        _, out_nz = jvp_ir(body, bc_nz + k_nz)
+        new = [a or b for a, b in zip(k_nz, out_nz)]
+        if new == k_nz:
+            break
+        k_nz = new
+    jbody, _ = jvp_ir(body, bc_nz + k_nz, instantiate=k_nz)
+    cc, bc, carry = (primals[:cond_nconsts], primals[cond_nconsts:cond_nconsts + body_nconsts],
+                     primals[cond_nconsts + body_nconsts:])
+    bct = [t for t, z in zip(tangents[cond_nconsts:cond_nconsts + body_nconsts], bc_nz) if z]
+    kt = [instantiate(t) for t, z in zip(tangents[cond_nconsts + body_nconsts:], k_nz) if z]
+    # jbody inputs: (its consts, body consts, carry, body-const tangents, carry tangents); the while's
+    # body takes (body consts..., carry...) with carry = carry + carry tangents.
+    b = call_body(jbody).ir
+    nj = len(jbody.consts)
+    n_bc, n_k = len(bc), len(carry)
+    jv = b.invars
+    consts_part = jv[:nj] + jv[nj:nj + n_bc] + jv[nj + n_bc + n_k:nj + n_bc + n_k + len(bct)]
+    carry_part = jv[nj + n_bc:nj + n_bc + n_k] + jv[nj + n_bc + n_k + len(bct):]
+    new_body = ClosedIR(IR([], consts_part + carry_part, b.eqns, b.outvars), [])
+    new_cond = _extend(cond, [a.aval for a in carry_part[n_k:]], len(cond.ir.invars))
+    outs = while_p.bind(*cc, *jbody.consts, *bc, *bct, *carry, *kt, cond=new_cond, body=new_body,
+                        cond_nconsts=cond_nconsts, body_nconsts=nj + n_bc + len(bct))
+    it = iter(outs[n_k:])
+    return outs[:n_k], [next(it) if z else Zero(tangent_aval(a)) for z, a in zip(k_nz, body.out_avals)]
+
+
+def _while_partial_eval(eqn, unknown_inputs):
+    if not any(unknown_inputs):
+        return [eqn], [], [False] * len(eqn.outputs)
+    raise ReverseModeLoopError(
+        "kiln: reverse-mode differentiation (grad, vjp) of a while_loop, or of a fori_loop with traced "
+        "bounds, is not possible: the number of iterations is unknown, so its intermediate values cannot "
+        "be stored. Use kiln.lax.scan, a fori_loop with static (Python int) bounds, or pass max_steps=N to "
+        "while_loop/fori_loop to bound the loop (kiln then stores at most N steps).")
+
+
+def _while_batch(ctx, args, dims, *, cond, body, cond_nconsts, body_nconsts):
+    from ..batching.core import batch_closed, move_dim
+    ncc, nbc = cond_nconsts, body_nconsts
+    cc_d, bc_d, k_d = dims[:ncc], dims[ncc:ncc + nbc], dims[ncc + nbc:]
+    k_b = [d is not None for d in k_d]
+    while True:
+        _, out_dims = batch_closed(body, [0 if d is not None else None for d in bc_d] + [0 if b else None
+                                                                                          for b in k_b], ctx)
+        new = [b or d is not None for b, d in zip(k_b, out_dims)]
+        if new == k_b:
+            break
+        k_b = new
+    cd_in = [0 if d is not None else None for d in cc_d] + [0 if b else None for b in k_b]
+    _, (pred_d,) = batch_closed(cond, cd_in, ctx)
+    cc, bc, carry = args[:ncc], args[ncc:ncc + nbc], args[ncc + nbc:]
+    cc = [move_dim(c, d, 0, ctx.size) if d is not None else c for c, d in zip(cc, cc_d)]
+    bc = [move_dim(c, d, 0, ctx.size) if d is not None else c for c, d in zip(bc, bc_d)]
+    if pred_d is not None:
+        k_b = [True] * len(carry)  # a batched predicate: every element keeps its own state
+    carry = [move_dim(k, d, 0, ctx.size) if b else k for k, d, b in zip(carry, k_d, k_b)]
+    bd_in = [0 if d is not None else None for d in bc_d] + [0 if b else None for b in k_b]
+    cd_in = [0 if d is not None else None for d in cc_d] + [0 if b else None for b in k_b]
+    new_body, _ = batch_closed(body, bd_in, ctx, out_dims_wanted=[0 if b else None for b in k_b])
+    new_cond, _ = batch_closed(cond, cd_in, ctx, out_dims_wanted=[0 if pred_d is not None else None])
+    if pred_d is None:
+        outs = while_p.bind(*new_cond.consts, *cc, *new_body.consts, *bc, *carry, cond=call_body(new_cond),
+                            body=call_body(new_body), cond_nconsts=len(new_cond.consts) + ncc,
+                            body_nconsts=len(new_body.consts) + nbc)
+        return outs, [0 if b else None for b in k_b]
+    # Batched predicate: run while any element is active; finished elements keep their value.
+    n_cc, n_bc = len(cc), len(bc)
+    cond_avals = [abstractify(x) for x in list(cc) + list(bc) + list(carry)]
+
+    def any_active(*vals):
+        pred = bind_call(new_cond, list(vals[:n_cc]) + list(vals[n_cc + n_bc:]), "while_cond")[0]
+        return [lax.reduce_or(pred, (0,))]
+
+    def masked_body(*vals):
+        c_vals, b_vals, k_vals = vals[:n_cc], vals[n_cc:n_cc + n_bc], vals[n_cc + n_bc:]
+        pred = bind_call(new_cond, list(c_vals) + list(k_vals), "while_cond")[0]
+        new = bind_call(new_body, list(b_vals) + list(k_vals), "while_body")
+        out = []
+        for n, o in zip(new, k_vals):
+            mask = lax.broadcast_in_dim(pred, abstractify(o).shape, (0,))
+            out.append(lax.select(mask, n, o))
+        return out
+
+    c_closed, _ = trace_to_ir(any_active, cond_avals, name="while_any")
+    b_closed, _ = trace_to_ir(masked_body, cond_avals, name="while_masked")
+    # Both loop functions take (their consts, cond consts, body consts, carry).
+    outs = while_p.bind(*c_closed.consts, *cc, *bc, *b_closed.consts, *cc, *bc, *carry,
+                        cond=call_body(c_closed), body=call_body(b_closed),
+                        cond_nconsts=len(c_closed.consts) + n_cc + n_bc,
+                        body_nconsts=len(b_closed.consts) + n_cc + n_bc)
+    return outs, [0] * len(carry)
+
+
+def _register_rules() -> None:
+    from ..ad.jvp import jvp_rules
+    from ..ad.partial_eval import pe_rules
+    from ..batching.core import batch_rules
+    jvp_rules[while_p] = _while_jvp
+    pe_rules[while_p] = _while_partial_eval
+    batch_rules[while_p] = _while_batch
+
+
+_register_rules()

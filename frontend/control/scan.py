@@ -1,0 +1,304 @@
+"""``scan``: a loop over the leading axis of ``xs`` carrying state, stacking per-step outputs.
+
+``scan(*consts, *carry, *xs, body, num_consts, num_carry, length, reverse, unroll)``: the body
+takes (consts, carry, x slices) and returns (new carry, y slices). Lowered to ``stablehlo.while``
+over a counter (unrolled by ``unroll`` steps per trip). Reverse mode runs a reverse scan over
+residuals stacked by the forward scan.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .. import lax, tree_util
+from ..call import bind_call, call_body
+from ..core import ShapedArray
+from ..ir import IR, ClosedIR, Eqn, Var
+from ..primitive import Primitive
+from ..tracing import abstractify, trace_to_ir
+from .common import ControlFlowError, avals_str, fun_name, same_types, trace_callable
+
+
+def _scan_rule(*avals: ShapedArray, body: ClosedIR, num_consts: int, num_carry: int, length: int,
+               reverse: bool, unroll: int):
+    carry = body.out_avals[:num_carry]
+    ys = [a.update(shape=(length,) + a.shape) for a in body.out_avals[num_carry:]]
+    return list(carry) + ys
+
+
+scan_p = Primitive("scan", _scan_rule, multiple_results=True)
+
+
+def _split3(seq, a: int, b: int):
+    return list(seq[:a]), list(seq[a:a + b]), list(seq[a + b:])
+
+
+def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reverse: bool = False,
+         unroll: int | bool = 1):
+    """Loop ``carry, y = f(carry, x)`` over the leading axis of ``xs``; returns ``(carry, stacked ys)``.
+
+    ``xs=None`` with ``length=n`` runs ``n`` steps with ``x=None``. ``reverse`` walks from the end.
+    ``unroll`` (int, or True for everything) emits that many steps per loop trip.
+    """
+    name = fun_name(f)
+    init_leaves, init_tree = tree_util.tree_flatten(init)
+    xs_leaves, xs_tree = tree_util.tree_flatten(xs)
+    lengths = []
+    for x in xs_leaves:
+        aval = abstractify(x)
+        if aval.ndim == 0:
+            raise ControlFlowError(f"kiln.lax.scan({name}): every leaf of xs needs a leading axis to scan over, got "
+                                   "a 0-d value")
+        lengths.append(aval.shape[0])
+    if length is not None:
+        length = int(length)
+        if any(n != length for n in lengths):
+            raise ControlFlowError(f"kiln.lax.scan({name}): length={length} does not match the leading sizes of xs "
+                                   f"{lengths}")
+    elif lengths:
+        if len(set(lengths)) != 1:
+            shapes = ", ".join(str(abstractify(x).shape) for x in xs_leaves)
+            raise ControlFlowError(f"kiln.lax.scan({name}): xs leaves have mismatched leading sizes {lengths} "
+                                   f"(shapes {shapes}); all must have the same length")
+        length = lengths[0]
+    else:
+        raise ControlFlowError(f"kiln.lax.scan({name}): xs is None (or has no arrays), so pass length=")
+    x_avals = [abstractify(x).update(shape=abstractify(x).shape[1:]) for x in xs_leaves]
+    carry_avals = [abstractify(c) for c in init_leaves]
+    closed, out_tree, carry_avals = _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name)
+    consts = closed.consts
+    nc = len(init_leaves)
+    steps = length if unroll is True else max(1, int(unroll))
+    outs = scan_p.bind(*consts, *[_cast(c, a) for c, a in zip(init_leaves, carry_avals)], *xs_leaves,
+                       body=call_body(closed), num_consts=len(consts), num_carry=nc, length=length,
+                       reverse=bool(reverse), unroll=steps)
+    carry_tree, y_tree = out_tree.children()
+    return tree_util.tree_unflatten(carry_tree, outs[:nc]), tree_util.tree_unflatten(y_tree, outs[nc:])
+
+
+def _cast(x, aval: ShapedArray):
+    a = abstractify(x)
+    if a.weak_type and not aval.weak_type:
+        return lax.convert_element_type(x, aval.dtype)
+    return x
+
+
+def _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name):
+    """Trace the body; if it strengthens a weakly typed carry, trace again with the strong type."""
+    in_tree = tree_util.tree_structure((init_tree.unflatten([0] * init_tree.num_leaves),
+                                        xs_tree.unflatten([0] * xs_tree.num_leaves)))
+    for _ in range(2):
+        closed, out_tree = trace_callable(lambda c, x: _pair(f(c, x), name), in_tree, carry_avals + x_avals, name)
+        children = out_tree.children()
+        if children[0] != init_tree:
+            raise ControlFlowError(f"kiln.lax.scan({name}): the body must return a carry with the structure of init "
+                                   f"{init_tree}, got {children[0]}")
+        outs = closed.out_avals[:len(carry_avals)]
+        if not all(same_types(a, b) for a, b in zip(carry_avals, outs)):
+            raise ControlFlowError(f"kiln.lax.scan({name}): the carry's type changed in the body: before "
+                                   f"{avals_str(carry_avals)}, after {avals_str(outs)}. The body must return a "
+                                   "carry of the same shapes and dtypes (convert with .astype)")
+        if all(a.weak_type == b.weak_type or not a.weak_type for a, b in zip(carry_avals, outs)):
+            return closed, out_tree, carry_avals
+        carry_avals = [a.update(weak_type=a.weak_type and b.weak_type) for a, b in zip(carry_avals, outs)]
+    return closed, out_tree, carry_avals
+
+
+def _pair(out, name):
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise ControlFlowError(f"kiln.lax.scan({name}): the body must return a pair (carry, y), got "
+                               f"{type(out).__name__}")
+    return out
+
+
+# -- transformation rules ---------------------------------------------------------------------------------
+def _permuted(closed: ClosedIR, in_order: Sequence[int], out_order: Sequence[int]) -> tuple[ClosedIR, list]:
+    """``closed`` (as a body with its consts as leading inputs) with inputs/outputs reordered.
+
+    ``in_order``/``out_order`` index the original inputs (after the consts)/outputs. Returns the new
+    body and the consts to pass as leading scan consts.
+    """
+    body = call_body(closed).ir
+    nk = len(closed.consts)
+    invars = body.invars[:nk] + [body.invars[nk + i] for i in in_order]
+    outvars = [body.outvars[i] for i in out_order]
+    return ClosedIR(IR([], invars, body.eqns, outvars), []), list(closed.consts)
+
+
+def _scan_jvp(primals, tangents, *, body, num_consts, num_carry, length, reverse, unroll):
+    from ..ad.jvp import jvp_ir
+    from ..ad.tangents import Zero, instantiate, tangent_aval
+    nz = [not isinstance(t, Zero) for t in tangents]
+    c_nz, k_nz, x_nz = _split3(nz, num_consts, num_carry)
+    while True:  # carries whose tangent can become nonzero: a fixed point
+        _, out_nz = jvp_ir(body, c_nz + k_nz + x_nz)
+        new_k = [a or b for a, b in zip(k_nz, out_nz[:num_carry])]
+        if new_k == k_nz:
+            break
+        k_nz = new_k
+    n_ys = len(body.out_avals) - num_carry
+    jbody, out_nz = jvp_ir(body, c_nz + k_nz + x_nz, instantiate=k_nz + [False] * n_ys)
+    y_nz = out_nz[num_carry:]
+    n_in = len(primals)
+    # jvp body inputs: primals (consts, carry, xs) then nonzero tangents in the same groups.
+    t_index = {}
+    pos = n_in
+    for i, z in enumerate(c_nz + k_nz + x_nz):
+        if z:
+            t_index[i] = pos
+            pos += 1
+    groups = [range(0, num_consts), range(num_consts, num_consts + num_carry), range(num_consts + num_carry, n_in)]
+    in_order = []
+    for g in groups:
+        in_order += list(g) + [t_index[i] for i in g if i in t_index]
+    n_out = len(body.out_avals)
+    t_out = {}
+    pos = n_out
+    for i, z in enumerate(k_nz + y_nz):
+        if z:
+            t_out[i] = pos
+            pos += 1
+    out_order = list(range(num_carry)) + [t_out[i] for i in range(num_carry) if i in t_out] + \
+        list(range(num_carry, n_out)) + [t_out[i] for i in range(num_carry, n_out) if i in t_out]
+    new_body, extra = _permuted(jbody, in_order, out_order)
+    tans = list(tangents)
+    args = []
+    for g in groups:
+        args += [primals[i] for i in g] + [instantiate(tans[i]) for i in g if t_index.get(i) is not None]
+    nk_t = sum(k_nz)
+    outs = scan_p.bind(*extra, *args, body=new_body, num_consts=len(extra) + num_consts + sum(c_nz),
+                       num_carry=num_carry + nk_t, length=length, reverse=reverse, unroll=unroll)
+    carry, carry_t = outs[:num_carry], outs[num_carry:num_carry + nk_t]
+    ys, ys_t = outs[num_carry + nk_t:num_carry + nk_t + n_ys], outs[num_carry + nk_t + n_ys:]
+    it_k, it_y = iter(carry_t), iter(ys_t)
+    out_avals = _scan_rule(*[], body=body, num_consts=num_consts, num_carry=num_carry, length=length,
+                           reverse=reverse, unroll=unroll)
+    touts = [next(it_k) if z else Zero(tangent_aval(a)) for z, a in zip(k_nz, out_avals[:num_carry])]
+    touts += [next(it_y) if z else Zero(tangent_aval(a)) for z, a in zip(y_nz, out_avals[num_carry:])]
+    return carry + ys, touts
+
+
+def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
+    from ..ad.partial_eval import partial_eval
+    p = eqn.params
+    body, nc, nk = p["body"], p["num_consts"], p["num_carry"]
+    c_u, k_u, x_u = _split3(unknown_inputs, nc, nk)
+    while True:
+        out_u = partial_eval(body.ir, c_u + k_u + x_u).out_unknown
+        new_k = [a or b for a, b in zip(k_u, out_u[:nk])]
+        if new_k == k_u:
+            break
+        k_u = new_k
+    if not any(c_u + k_u + x_u):
+        return [eqn], [], [False] * len(eqn.outputs)
+    n_ys = len(body.out_avals) - nk
+    split = partial_eval(body.ir, c_u + k_u + x_u, force_unknown=k_u + [False] * n_ys)
+    y_u = split.out_unknown[nk:]
+    length = p["length"]
+    nres = split.num_residuals
+    known, unknown = split.known, split.unknown
+    # Known scan: (known consts, known carry, known xs) -> (known carry, known ys, stacked residuals).
+    n_kc, n_kk = c_u.count(False), k_u.count(False)
+    known_body = ClosedIR(IR([], known.invars, known.eqns, known.outvars), [])
+    inputs = eqn.inputs
+    ins_c, ins_k, ins_x = _split3(inputs, nc, nk)
+    res_avals = [v.aval for v in known.outvars[len(known.outvars) - nres:]]
+    res_vars = [Var(a.update(shape=(length,) + a.shape)) for a in res_avals]
+    outs_c, outs_y = eqn.outputs[:nk], eqn.outputs[nk:]
+    known_eqn = Eqn(scan_p, [a for a, u in zip(ins_c, c_u) if not u] + [a for a, u in zip(ins_k, k_u) if not u]
+                    + [a for a, u in zip(ins_x, x_u) if not u],
+                    [v for v, u in zip(outs_c, k_u) if not u] + [v for v, u in zip(outs_y, y_u) if not u] + res_vars,
+                    {**p, "body": known_body, "num_consts": n_kc, "num_carry": n_kk})
+    # Unknown scan: consts = unknown consts, carry = unknown carry, xs = residuals + unknown xs.
+    u_in = unknown.invars
+    res_in, rest = u_in[:nres], u_in[nres:]
+    n_uc, n_uk = c_u.count(True), k_u.count(True)
+    u_consts, u_carry, u_xs = rest[:n_uc], rest[n_uc:n_uc + n_uk], rest[n_uc + n_uk:]
+    unknown_body = ClosedIR(IR([], u_consts + u_carry + res_in + u_xs, unknown.eqns, unknown.outvars), [])
+    unknown_eqn = Eqn(scan_p, [a for a, u in zip(ins_c, c_u) if u] + [a for a, u in zip(ins_k, k_u) if u]
+                      + res_vars + [a for a, u in zip(ins_x, x_u) if u],
+                      [v for v, u in zip(outs_c, k_u) if u] + [v for v, u in zip(outs_y, y_u) if u],
+                      {**p, "body": unknown_body, "num_consts": n_uc, "num_carry": n_uk})
+    return [known_eqn], [unknown_eqn], k_u + y_u
+
+
+def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse, unroll):
+    from ..ad.tangents import Zero, instantiate, zeros_like_aval
+    from ..ad.transpose import is_undefined, transpose_closed
+    consts, carry, xs = _split3(list(args), num_consts, num_carry)
+    c_lin = [is_undefined(c) for c in consts]
+    x_lin = [is_undefined(x) for x in xs]
+    # Every carry of a linear scan is treated as linear; a carry given a known value (a zero initial
+    # tangent, say) just gets no cotangent.
+    ct_carry = [instantiate(c) if not isinstance(c, Zero) else zeros_like_aval(c.aval) for c in cts[:num_carry]]
+    ct_ys = [instantiate(c) if not isinstance(c, Zero) else zeros_like_aval(c.aval) for c in cts[num_carry:]]
+    body_t = transpose_closed(body, c_lin + [True] * num_carry + x_lin)
+    # body_t: (non-linear consts, non-linear xs, ct carry out, ct y) -> (ct lin consts, ct carry in, ct lin xs)
+    nl_consts = [c for c, lin in zip(consts, c_lin) if not lin]
+    nl_xs = [x for x, lin in zip(xs, x_lin) if not lin]
+    lin_c_avals = [c.aval for c, lin in zip(consts, c_lin) if lin]
+    n_nlc, n_nlx, n_lc = len(nl_consts), len(nl_xs), len(lin_c_avals)
+
+    def step(*vals):
+        nlc = vals[:n_nlc]
+        acc = vals[n_nlc:n_nlc + n_lc]
+        ctk = vals[n_nlc + n_lc:n_nlc + n_lc + num_carry]
+        nlx = vals[n_nlc + n_lc + num_carry:n_nlc + n_lc + num_carry + n_nlx]
+        cty = vals[n_nlc + n_lc + num_carry + n_nlx:]
+        outs = bind_call(body_t, list(nlc) + list(nlx) + list(ctk) + list(cty), "scan_transpose_body")
+        c_ct, k_ct, x_ct = outs[:n_lc], outs[n_lc:n_lc + num_carry], outs[n_lc + num_carry:]
+        return [lax.add(a, c) for a, c in zip(acc, c_ct)] + list(k_ct) + list(x_ct)
+
+    in_avals = ([abstractify(c) for c in nl_consts] + lin_c_avals + [abstractify(c) for c in ct_carry]
+                + [abstractify(x).update(shape=abstractify(x).shape[1:]) for x in nl_xs]
+                + [abstractify(c).update(shape=abstractify(c).shape[1:]) for c in ct_ys])
+    t_closed, _ = trace_to_ir(step, in_avals, name="scan_transpose")
+    acc0 = [zeros_like_aval(a) for a in lin_c_avals]
+    outs = scan_p.bind(*t_closed.consts, *nl_consts, *acc0, *ct_carry, *nl_xs, *ct_ys, body=call_body(t_closed),
+                       num_consts=len(t_closed.consts) + n_nlc, num_carry=n_lc + num_carry, length=length,
+                       reverse=not reverse, unroll=unroll)
+    c_out, k_out, x_out = outs[:n_lc], outs[n_lc:n_lc + num_carry], outs[n_lc + num_carry:]
+    it_c, it_x = iter(c_out), iter(x_out)
+    return ([next(it_c) if lin else None for lin in c_lin]
+            + [k if is_undefined(a) else None for k, a in zip(k_out, carry)]
+            + [next(it_x) if lin else None for lin in x_lin])
+
+
+def _scan_batch(ctx, args, dims, *, body, num_consts, num_carry, length, reverse, unroll):
+    from ..batching.core import batch_closed, move_dim
+    c_d, k_d, x_d = _split3(list(dims), num_consts, num_carry)
+    c_b = [d is not None for d in c_d]
+    k_b = [d is not None for d in k_d]
+    x_b = [d is not None for d in x_d]
+    n_ys = len(body.out_avals) - num_carry
+    while True:
+        in_dims = [0 if b else None for b in c_b + k_b + x_b]
+        _, out_dims = batch_closed(body, in_dims, ctx)
+        new_k = [b or d is not None for b, d in zip(k_b, out_dims[:num_carry])]
+        if new_k == k_b:
+            break
+        k_b = new_k
+    in_dims = [0 if b else None for b in c_b + k_b + x_b]
+    new_body, _ = batch_closed(body, in_dims, ctx, out_dims_wanted=[0 if b else None for b in k_b] + [0] * n_ys)
+    consts, carry, xs = _split3(list(args), num_consts, num_carry)
+    consts = [move_dim(c, d, 0, ctx.size) if b else c for c, d, b in zip(consts, c_d, c_b)]
+    carry = [move_dim(k, d, 0, ctx.size) if b else k for k, d, b in zip(carry, k_d, k_b)]
+    xs = [move_dim(x, d, 1, ctx.size) if d is not None else x for x, d in zip(xs, x_d)]  # axis 0 is scanned
+    b_consts = list(new_body.consts)
+    outs = scan_p.bind(*b_consts, *consts, *carry, *xs, body=call_body(new_body),
+                       num_consts=len(b_consts) + num_consts, num_carry=num_carry, length=length, reverse=reverse,
+                       unroll=unroll)
+    return outs, [0 if b else None for b in k_b] + [1] * n_ys
+
+
+def _register_rules() -> None:
+    from ..ad.jvp import jvp_rules
+    from ..ad.partial_eval import pe_rules
+    from ..ad.transpose import transpose_rules
+    from ..batching.core import batch_rules
+    jvp_rules[scan_p] = _scan_jvp
+    pe_rules[scan_p] = _scan_partial_eval
+    transpose_rules[scan_p] = _scan_transpose
+    batch_rules[scan_p] = _scan_batch
+
+
+_register_rules()
