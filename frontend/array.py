@@ -1,11 +1,13 @@
 """``kiln.Array``: an immutable array living in one device's memory."""
 from __future__ import annotations
 
+import operator
 from typing import Any
 
 import numpy as np
 
 from kiln import runtime
+from kiln.runtime import fastpath
 
 from .array_methods import ArrayMethods
 from .core import ShapedArray
@@ -19,7 +21,7 @@ class Array(ArrayMethods):
     arrays live on the default device and follow committed ones.
     """
 
-    __slots__ = ("_buf", "aval", "_device", "_committed", "_npy")
+    __slots__ = ("_buf", "aval", "_device", "_committed", "_npy", "_flat")
     __array_priority__ = 100
 
     def __init__(self, buf: Any, aval: ShapedArray, device: runtime.Device, committed: bool = False):
@@ -28,6 +30,12 @@ class Array(ArrayMethods):
         self._device = device
         self._committed = committed
         self._npy = None
+        # (children, aux) for the C++ pytree registry: the buffer is the leaf jaxlib's dispatch sees.
+        self._flat = ((buf,), (aval, device, committed))
+
+    @staticmethod
+    def _from_flat(aux: tuple, children: tuple) -> Array:
+        return Array(children[0], *aux)
 
     # -- device -------------------------------------------------------------------------------
     @property
@@ -123,3 +131,7 @@ class Array(ArrayMethods):
 
     def __str__(self) -> str:
         return str(self._value())
+
+
+# Mirrored into jaxlib's C++ pytree registry, for the C++ jit dispatch path (kiln.runtime.fastpath).
+fastpath.register_node(Array, operator.attrgetter("_flat"), Array._from_flat)

@@ -70,7 +70,12 @@ class Config:
         if name == "default_backend" and value is not None:
             from kiln import runtime
             runtime.get_backend(value)  # an unknown backend fails here, listing the available ones
+        changed = self._values.get(name) != value
         self._set(name, value)
+        if changed and self._FLAGS[name][2]:
+            # Programs change with this flag: the C++ dispatch caches (keyed without kiln's flags) are dropped.
+            from kiln import runtime
+            runtime.fastpath.set_x64(self.enable_x64)
 
     def _compute_trace_key(self) -> tuple:
         return tuple(self._values.get(k) for k, (_, _, traced) in self._FLAGS.items() if traced)

@@ -78,6 +78,12 @@ class JittedFunction:
         self._device_spec = (backend, device)
         self._cache: dict[Any, _Entry] = {}
         self._last_key: Any = None
+        # jaxlib's C++ dispatch: repeated calls of a signature whose arguments are all kiln arrays skip
+        # Python entirely. Not with donation (the Python path must drop host views of donated arrays).
+        self._cpp = None
+        if runtime.fastpath.available() and not self.donate_argnums and not self.donate_argnames:
+            self._cpp = runtime.fastpath.make_function(self.__name__, self._cpp_miss, self.static_argnums,
+                                                       self.static_argnames)
 
     # -- argument bookkeeping --------------------------------------------------------------
     def _resolve(self, nums: tuple, names: tuple, what: str) -> tuple[tuple[int, ...], tuple[str, ...]]:
@@ -163,6 +169,43 @@ class JittedFunction:
 
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        if self._cpp is not None and not config.disable_jit:
+            try:
+                return self._cpp(*args, **kwargs)
+            except runtime.KilnRuntimeError:
+                raise
+            except Exception:  # a jaxlib error in the C++ path: the Python path explains it (or recovers)
+                pass
+        return self._call(*args, **kwargs)
+
+    def _cpp_miss(self, *args, **kwargs):
+        """The C++ path's miss: run in Python, and describe the signature for C++ when it can take it."""
+        if config.disable_jit:
+            return self.fun(*args, **kwargs), None
+        dyn_args, dyn_kwargs, static = self._split(args, kwargs)
+        leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
+        entry = self._entry(leaves, treedef, dyn_args, dyn_kwargs, static)
+        if current_builder() is not None:
+            return self._call_traced(entry, leaves), None
+        out = self._execute(entry, leaves)
+        return out, self._fast_path(entry, leaves, out)
+
+    def _fast_path(self, entry: _Entry, leaves: list, out: Any):
+        """The C++ record for this signature, or None when its arguments are not all kiln arrays on the
+        entry's device (NumPy values and Python scalars keep going through Python)."""
+        device = entry.device
+        if not all(type(x) is Array and x._device is device for x in leaves):
+            return None
+        compiled = entry.compiled
+        n_consts = len(entry.closed.ir.constvars)
+        sharding = device._sharding
+        exe = compiled.executable
+        _, out_treedef = runtime.fastpath.flatten(out)
+        return runtime.fastpath.FastPath(
+            exe._exe, out_treedef, [sharding] * len(leaves), [sharding] * len(exe.out_avals), exe.out_avals,
+            [True] * len(exe.out_avals), compiled.kept[n_consts:], entry.const_buffers)
+
+    def _call(self, *args, **kwargs):
         if config.disable_jit:
             return self.fun(*args, **kwargs)
         dyn_args, dyn_kwargs, static = self._split(args, kwargs)
@@ -178,7 +221,11 @@ class JittedFunction:
         except TypeError:
             raise self._bad_leaf_error(leaves, dyn_args, dyn_kwargs, static) from None
         explicit = self._explicit_device()
-        device, committed = dispatch.pick_device(leaves, None, explicit)
+        try:
+            device, committed = dispatch.pick_device(leaves, None, explicit)
+        except dispatch.DeviceMismatchError:
+            names = self._leaf_names(dyn_args, dyn_kwargs, static)
+            raise dispatch.device_mismatch(leaves, names, f"kiln.jit({self.__name__})") from None
         key = (treedef, avals, static, config.trace_key(), device)
         entry = self._cache.get(key)
         if entry is None:
@@ -253,6 +300,11 @@ class JittedFunction:
 
     def _execute(self, entry: _Entry, leaves: list) -> Any:
         compiled = self._compiled(entry)
+        if self.donate_argnums or self.donate_argnames:
+            for leaf, donated in zip(leaves, entry.donated):
+                if donated and type(leaf) is Array:
+                    # A cached host view pins the buffer, and XLA silently skips donating a pinned buffer.
+                    leaf._npy = None
         device = entry.device
         kept = compiled.kept[len(entry.closed.ir.constvars):]
         buffers = list(entry.const_buffers)
@@ -261,7 +313,10 @@ class JittedFunction:
                 if k:
                     buffers.append(leaf._buf if type(leaf) is Array and leaf._device is device
                                    else dispatch.to_buffer(leaf, device))
-            outs = compiled.run(buffers, entry.committed)
+            # Committed-ness is per call, not per entry: one signature serves committed and uncommitted inputs.
+            committed = self._device_spec != (None, None) or any(
+                type(leaf) is Array and leaf._committed for leaf in leaves)
+            outs = compiled.run(buffers, committed)
         except runtime.DeletedBufferError:
             raise self._deleted_error(entry, leaves) from None
         return tree_util.tree_unflatten(entry.out_tree, outs)
@@ -273,6 +328,13 @@ class JittedFunction:
                     f"kiln.jit({self.__name__}): argument {name} refers to a deleted array: it was donated to an "
                     "earlier call (donate_argnums/donate_argnames) or deleted with .delete(). A donated array "
                     "cannot be used again; use the function's output instead.")
+        for i, (name, leaf, donated) in enumerate(zip(entry.arg_names, leaves, entry.donated)):
+            other = next((n for j, (n, x) in enumerate(zip(entry.arg_names, leaves)) if j != i and x is leaf), None)
+            if donated and type(leaf) is Array and other is not None:
+                return runtime.DeletedBufferError(
+                    f"kiln.jit({self.__name__}): argument {name} is donated, but the same array is also passed as "
+                    f"argument {other}; a donated buffer cannot be read by the same call. Pass a copy, or do not "
+                    "donate it.")
         return runtime.DeletedBufferError(f"kiln.jit({self.__name__}): an argument was deleted or donated")
 
     def _call_traced(self, entry: _Entry, leaves: list) -> Any:
@@ -301,6 +363,8 @@ class JittedFunction:
 
     def clear_cache(self) -> None:
         self._cache.clear()
+        if self._cpp is not None:
+            self._cpp._clear_cache()
 
     def _cache_size(self) -> int:
         return len(self._cache)
@@ -333,7 +397,7 @@ class Lowered:
         self.jitted, self.entry = jitted, entry
         ir = entry.closed.ir
         self._lowered = dispatch.lower_ir(ir, donated=[False] * len(ir.constvars) + entry.donated,
-                                          keep_unused=jitted.keep_unused)
+                                          keep_unused=jitted.keep_unused, device=entry.device)
 
     def as_text(self) -> str:
         """The StableHLO module as MLIR text."""

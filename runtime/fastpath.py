@@ -1,0 +1,120 @@
+"""jaxlib's C++ jit dispatch (``_jax.pjit``) behind kiln's own interface (NOTES §2.3).
+
+After the first call of a signature, later calls with the same argument structure, shapes, dtypes
+and placements are flattened, checked, launched and unflattened in C++: kiln arrays are registered
+in a private pytree registry as nodes whose one child is their device buffer, so the C++ sees
+plain jaxlib arrays.
+
+All of this is private jaxlib API and process-global state that jax also sets, so it is used
+only when it can be set up safely (jax not imported, the expected entry points present, not turned
+off with ``KILN_CPP_DISPATCH=0``); otherwise :func:`available` is False and kiln dispatches in
+Python.
+"""
+from __future__ import annotations
+
+import collections
+import os
+import sys
+import threading
+import weakref
+from typing import Any, Callable, Sequence
+
+from ._jaxlib import _jax
+
+_lock = threading.Lock()
+_state: dict[str, Any] = {}
+_functions: "weakref.WeakSet[Any]" = weakref.WeakSet()
+
+
+def _setup() -> bool:
+    """Set the three process-global jit states and create the registry (once)."""
+    if "ok" in _state:
+        return _state["ok"]
+    with _lock:
+        if "ok" in _state:
+            return _state["ok"]
+        ok = False
+        try:
+            if os.environ.get("KILN_CPP_DISPATCH", "1") == "0" or "jax._src.config" in sys.modules:
+                raise RuntimeError("disabled")  # jax owns these states when it is loaded (NOTES §0.2)
+            jit = _jax.jax_jit
+            x64 = _jax.config.Config("kiln_enable_x64", False, include_in_jit_key=True,
+                                     include_in_trace_context=True)
+            jit.set_enable_x64_state(x64)
+            jit.set_disable_jit_state(_jax.config.Config("kiln_disable_jit", False, include_in_trace_context=True))
+            jit.set_post_hook_state(_jax.config.Config("kiln_post_hook", None))
+            registry = _jax.pytree.PyTreeRegistry(enable_none=True, enable_tuple=True, enable_namedtuple=True,
+                                                  enable_list=True, enable_dict=True)
+            _state.update(x64=x64, registry=registry)
+            ok = True
+        except Exception:  # any missing or changed entry point: use the Python path
+            ok = False
+        _state["ok"] = ok
+        return ok
+
+
+def available() -> bool:
+    """Whether the C++ dispatch path can be used in this process."""
+    return _setup()
+
+
+def register_node(cls: type, to_iterable: Callable, from_iterable: Callable) -> None:
+    """Mirror a pytree node type into the C++ registry (``to_iterable(x) -> (children, aux)``)."""
+    if _setup():
+        try:
+            _state["registry"].register_node(cls, to_iterable, from_iterable)
+        except ValueError:
+            pass  # already registered
+
+
+def set_x64(enabled: bool) -> None:
+    """Keep the C++ dtype canonicalisation of NumPy/Python arguments in step with kiln's flag, and drop
+    the compiled fast paths (called whenever a flag that changes programs changes)."""
+    if _setup():
+        _state["x64"].set_global(bool(enabled))
+        clear_all()
+
+
+def clear_all() -> None:
+    """Drop every compiled fast path (after a config change that alters programs)."""
+    for f in list(_functions):
+        f._clear_cache()
+
+
+def flatten(value: Any) -> tuple[list, Any]:
+    """Flatten with the C++ registry (the treedef that the fast path unflattens outputs with)."""
+    return _state["registry"].flatten(value)
+
+
+# The record jaxlib's C++ reads positionally: these nine fields, in this order, have been stable across
+# the jaxlib releases kiln supports (0.10.x, 0.11.x).
+_FastPathData = collections.namedtuple("_FastPathData", [
+    "xla_executable", "out_pytree_def", "in_shardings", "out_shardings", "out_avals", "out_committed",
+    "kept_var_bitvec", "in_device_local_layouts", "const_args"])
+
+
+def FastPath(executable: Any, out_treedef: Any, in_shardings: Sequence[Any], out_shardings: Sequence[Any],
+             out_avals: Sequence[Any], out_committed: Sequence[bool], kept: Sequence[bool],
+             const_args: Sequence[Any]) -> Any:
+    """What the C++ needs to run one signature without Python."""
+    return _FastPathData(executable, out_treedef, list(in_shardings), list(out_shardings), list(out_avals),
+                         list(out_committed), list(kept), [None] * len(in_shardings), list(const_args))
+
+
+def make_function(name: str, cache_miss: Callable, static_argnums: Sequence[int],
+                  static_argnames: Sequence[str]) -> Any:
+    """A C++ jitted callable. ``cache_miss(*args, **kwargs)`` returns ``(outputs, FastPath | None)``;
+    None keeps that signature on the Python path."""
+    def miss(*args, **kwargs):
+        out, fast = cache_miss(*args, **kwargs)
+        return out, fast, False
+
+    def shard_arg_fallback(x, sharding, layout):
+        # Only reached for argument kinds the C++ cannot place itself: refuse, so the call goes back to
+        # the Python path through cache_miss (the C++ treats the exception as a miss).
+        raise TypeError(f"kiln fast path: cannot place argument of type {type(x).__name__}")
+
+    f = _jax.pjit(name, None, miss, list(static_argnums), list(static_argnames), object(), _state["registry"],
+                  shard_arg_fallback, _jax.PjitFunctionCache(capacity=256))
+    _functions.add(f)
+    return f
