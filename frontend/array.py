@@ -5,9 +5,9 @@ import operator
 from typing import Any
 
 import numpy as np
+from kiln.runtime import fastpath
 
 from kiln import runtime
-from kiln.runtime import fastpath
 
 from .array_methods import ArrayMethods
 from .core import ShapedArray

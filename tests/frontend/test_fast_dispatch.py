@@ -2,11 +2,11 @@
 on repeated calls, and every error still explained by kiln."""
 import numpy as np
 import pytest
+from kiln.frontend import jit as jit_module
 
 import kiln
 import kiln.numpy as knp
 from kiln import runtime
-from kiln.frontend import jit as jit_module
 
 pytestmark = pytest.mark.skipif(not runtime.fastpath.available(), reason="C++ dispatch unavailable here")
 
