@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 _knp = None
 
 
@@ -18,12 +20,25 @@ def _np():
     return _knp
 
 
+# Operand types the operators handle; for any other type they return NotImplemented, so that Python
+# tries the other operand's reflected method (a user class's __radd__), and ``x == None`` is False.
+_OPERAND_TYPES = (np.ndarray, np.generic, bool, int, float, complex, list, tuple)
+
+
+def _is_operand(x: Any) -> bool:
+    return isinstance(x, _OPERAND_TYPES) or isinstance(x, ArrayMethods) or hasattr(x, "aval")
+
+
 def _binary(name: str, reflected: bool = False):
     if reflected:
         def method(self, other):
+            if not _is_operand(other):
+                return NotImplemented
             return getattr(_np(), name)(other, self)
     else:
         def method(self, other):
+            if not _is_operand(other):
+                return NotImplemented
             return getattr(_np(), name)(self, other)
     method.__name__ = f"__{'r' if reflected else ''}{name}__"
     return method
@@ -34,6 +49,16 @@ def _unary(name: str):
         return getattr(_np(), name)(self)
     method.__name__ = f"__{name}__"
     return method
+
+
+def _format_index(index: Any) -> str:
+    """``x[...]``'s index as written in source: ``0``, ``1:3``, ``..., ::2``."""
+    def one(i):
+        if isinstance(i, slice):
+            text = ":".join("" if p is None else str(p) for p in (i.start, i.stop, i.step))
+            return text[:-1] if i.step is None else text
+        return "..." if i is Ellipsis else "None" if i is None else str(i) if isinstance(i, int) else "idx"
+    return ", ".join(one(i) for i in index) if isinstance(index, tuple) else one(index)
 
 
 class ArrayMethods:
@@ -120,6 +145,17 @@ class ArrayMethods:
     def __getitem__(self, index: Any):
         return _np()._getitem(self, index)
 
+    @property
+    def at(self):
+        """Functional updates, JAX style: ``x.at[idx].set(v)``, ``.add(v)``, ``.get()``, ..."""
+        from .numpy.indexing import _IndexUpdateHelper
+        return _IndexUpdateHelper(self)
+
+    def __setitem__(self, index: Any, value: Any):
+        raise TypeError(f"kiln arrays are immutable: {type(self).__name__} does not support item assignment "
+                        f"(x[{_format_index(index)}] = ...). Use x = x.at[{_format_index(index)}].set(value) "
+                        "instead, which returns an updated copy.")
+
     # -- methods ------------------------------------------------------------------------------
     @property
     def T(self):
@@ -174,6 +210,37 @@ class ArrayMethods:
 
     def std(self, axis=None, ddof=0, keepdims=False, **kw):
         return _np().std(self, axis=axis, ddof=ddof, keepdims=keepdims, **kw)
+
+    def sort(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+        """A sorted copy (kiln arrays are immutable: unlike NumPy's, this does not sort in place)."""
+        return _np().sort(self, axis=axis, kind=kind, order=order, stable=stable, descending=descending)
+
+    def argsort(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
+        return _np().argsort(self, axis=axis, kind=kind, order=order, stable=stable, descending=descending)
+
+    def searchsorted(self, v, side="left", sorter=None):
+        return _np().searchsorted(self, v, side=side, sorter=sorter)
+
+    def cumsum(self, axis=None, dtype=None, out=None):
+        return _np().cumsum(self, axis=axis, dtype=dtype, out=out)
+
+    def cumprod(self, axis=None, dtype=None, out=None):
+        return _np().cumprod(self, axis=axis, dtype=dtype, out=out)
+
+    def repeat(self, repeats, axis=None, *, total_repeat_length=None):
+        return _np().repeat(self, repeats, axis=axis, total_repeat_length=total_repeat_length)
+
+    def diagonal(self, offset=0, axis1=0, axis2=1):
+        return _np().diagonal(self, offset, axis1, axis2)
+
+    def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
+        return _np().trace(self, offset, axis1, axis2, dtype=dtype, out=out)
+
+    def ptp(self, axis=None, out=None, keepdims=False):
+        return _np().ptp(self, axis=axis, out=out, keepdims=keepdims)
+
+    def copy(self):
+        return _np().copy(self)
 
     def squeeze(self, axis=None):
         return _np().squeeze(self, axis)

@@ -33,6 +33,8 @@ class Config:
         "threefry_partitionable": (_env_bool("KILN_THREEFRY_PARTITIONABLE", True), bool, True),
         # Run every jit-decorated function eagerly, op by op (debugging aid, as JAX's disable_jit).
         "disable_jit": (_env_bool("KILN_DISABLE_JIT", False), bool, False),
+        # CPU linear algebra through jaxlib's LAPACK kernels (they make jaxlib import SciPy): opt-in.
+        "cpu_lapack": (_env_bool("KILN_CPU_LAPACK", False), bool, True),
         # Print why a jit cache missed (see kiln.explain_cache_misses).
         "explain_cache_misses": (_env_bool("KILN_EXPLAIN_CACHE_MISSES", False), bool, False),
     }
@@ -70,6 +72,9 @@ class Config:
         if name == "default_backend" and value is not None:
             from kiln import runtime
             runtime.get_backend(value)  # an unknown backend fails here, listing the available ones
+        if name == "cpu_lapack":
+            from kiln.runtime import lapack
+            lapack.set_enabled(value)
         changed = self._values.get(name) != value
         self._set(name, value)
         if changed and self._FLAGS[name][2]:

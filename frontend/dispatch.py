@@ -57,20 +57,28 @@ def pick_device(values: Sequence[Any], names: Sequence[str] | None = None,
     if explicit is not None:
         return explicit, True
     device = None
-    first = None
-    for i, v in enumerate(values):
+    for v in values:
         if type(v) is Array and v._committed:
             if device is None:
-                device, first = v._device, i
+                device = v._device
             elif v._device != device:
-                def name(j):
-                    return names[j] if names else f"argument {j}"
-                raise DeviceMismatchError(
-                    f"kiln: arguments are committed to different devices: {name(first)} is on {device} "
-                    f"and {name(i)} is on {v._device}. Move them to one device with kiln.device_put first.")
+                raise device_mismatch(values, names)
     if device is None:
         return default_device(), False
     return device, True
+
+
+def device_mismatch(values: Sequence[Any], names: Sequence[str] | None = None,
+                    where: str = "kiln") -> DeviceMismatchError:
+    """The error for ``values`` committed to different devices, naming the first two that disagree."""
+    committed = [(i, v._device) for i, v in enumerate(values) if type(v) is Array and v._committed]
+    (first, device), (i, other) = committed[0], next(c for c in committed if c[1] != committed[0][1])
+
+    def name(j):
+        return names[j] if names else f"argument {j}"
+    return DeviceMismatchError(
+        f"{where}: arguments are committed to different devices: {name(first)} is on {device} and {name(i)} is "
+        f"on {other}. Move them to one device with kiln.device_put first.")
 
 
 def canonical_host_array(x: Any) -> np.ndarray:
@@ -91,6 +99,14 @@ def to_buffer(x: Any, device: runtime.Device) -> Any:
         if x._device == device:
             return x._buf
         return runtime.copy_to(x._buf, device)
+    from .tracing import Tracer
+    if isinstance(x, Tracer):  # outside any trace: it escaped the function that was traced
+        from .errors import UnexpectedTracerError
+        raise UnexpectedTracerError(
+            f"kiln: a traced value {x.aval.str_short()} created while tracing {x.builder.fun_name} was used "
+            "after that trace ended, outside any transformation. This happens when a traced value escapes a "
+            "transformed function, e.g. stored in a global or an object attribute. Return it from the "
+            "function instead.")
     return runtime.put(canonical_host_array(x), device)
 
 
@@ -100,6 +116,9 @@ def put(x: Any, device: runtime.Device | None = None, committed: bool = True) ->
     aval = abstractify(x)
     target = device or default_device()
     if type(x) is Array:
+        if x.is_deleted():
+            raise runtime.DeletedBufferError("kiln.device_put: the array was deleted or donated to an earlier "
+                                             "computation; it has no value to place")
         if x._device == target and (x._committed or not committed):
             return x
         return Array(to_buffer(x, target), x.aval, target, committed)
@@ -122,14 +141,20 @@ class Compiled:
         return [Array(b, a, device, committed) for b, a in zip(outs, self.out_avals)]
 
 
-def lower_ir(ir: IR, *, donated: Sequence[bool] = (), keep_unused: bool = False) -> lowering.LoweredModule:
-    return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused)
+def lower_ir(ir: IR, *, donated: Sequence[bool] = (), keep_unused: bool = False,
+             device: runtime.Device | None = None) -> lowering.LoweredModule:
+    """Lower ``ir`` for ``device``'s platform (rules may then use its custom calls, e.g. LAPACK on CPU)."""
+    if device is None:
+        return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused)
+    platform = device.platform
+    return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused,
+                          platform=platform, custom_call_targets=lambda: runtime.custom_call_targets(platform))
 
 
 def compile_ir(ir: IR, device: runtime.Device, *, donated: Sequence[bool] = (),
                keep_unused: bool = False) -> Compiled:
     """Lower ``ir`` to StableHLO and compile it for ``device``."""
-    lowered = lower_ir(ir, donated=donated, keep_unused=keep_unused)
+    lowered = lower_ir(ir, donated=donated, keep_unused=keep_unused, device=device)
     out_types = [(a.shape, a.dtype) for a in lowered.out_avals]
     exe = runtime.compile(lowered.module, device, out_types, num_donated=sum(bool(d) for d in donated))
     return Compiled(exe, lowered, [v.aval for v in ir.outvars], lowered.kept_inputs, device)

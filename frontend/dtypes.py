@@ -98,6 +98,8 @@ def _to_supported_dtype(spec: Any) -> np.dtype:
                 hint = f" Did you mean '{close[0]}'?"
         raise TypeError(f"kiln: invalid dtype {str(shown)!r}.{hint} "
                         f"Valid dtypes: {', '.join(_VALID_NAMES)}.") from None
+    if not dt.isnative:  # big-endian data (from a file, say): the same dtype, in this machine's byte order
+        dt = dt.newbyteorder("=")
     if dt not in _SUPPORTED_SET:
         raise TypeError(f"kiln: dtype '{dt.name}' is not supported; kiln arrays hold numeric "
                         f"or boolean data only. Valid dtypes: {', '.join(_VALID_NAMES)}.")

@@ -40,6 +40,23 @@ class Literal:
         self.val = np.asarray(val, dtype=aval.dtype)
         self.aval = aval
 
+    # Literals stand in for Python scalars in promotion: they answer like arrays do.
+    @property
+    def dtype(self) -> np.dtype:
+        return self.aval.dtype
+
+    @property
+    def weak_type(self) -> bool:
+        return self.aval.weak_type
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self.aval.shape
+
+    @property
+    def ndim(self) -> int:
+        return self.aval.ndim
+
     def __repr__(self) -> str:
         return f"Literal({self})"
 
@@ -146,6 +163,11 @@ def _format_param(value: Any) -> str:
     return repr(value) if isinstance(value, str) else str(value)
 
 
+def _is_sub_ir(value: Any) -> bool:
+    return isinstance(value, (ClosedIR, IR)) or (isinstance(value, tuple) and bool(value)
+                                                 and all(isinstance(v, (ClosedIR, IR)) for v in value))
+
+
 def print_ir(ir: IR, indent: int = 0, namer: _Namer | None = None) -> str:
     namer = namer or _Namer()
     pad = " " * indent
@@ -157,8 +179,13 @@ def print_ir(ir: IR, indent: int = 0, namer: _Namer | None = None) -> str:
              f"{' '.join(map(binder, ir.invars))}. let"]
     for eqn in ir.eqns:
         outs = " ".join(map(binder, eqn.outputs)) if eqn.outputs else "_"
-        plain = {k: v for k, v in eqn.params.items() if not isinstance(v, (ClosedIR, IR))}
-        subs = {k: v for k, v in eqn.params.items() if isinstance(v, (ClosedIR, IR))}
+        plain = {k: v for k, v in eqn.params.items() if not _is_sub_ir(v)}
+        subs = {}
+        for k, v in eqn.params.items():  # sub-IRs, and tuples of them (cond's branches), print below
+            if isinstance(v, (ClosedIR, IR)):
+                subs[k] = v
+            elif _is_sub_ir(v):
+                subs.update((f"{k}[{i}]", sub) for i, sub in enumerate(v))
         pstr = ""
         if plain:
             pstr = "[" + " ".join(f"{k}={_format_param(v)}" for k, v in plain.items()) + "]"

@@ -545,3 +545,22 @@ def make_ir(fun: Callable, *, static_argnums=None, static_argnames=None) -> Call
     def traced(*args, **kwargs) -> ClosedIR:
         return jitted.trace(*args, **kwargs).ir
     return traced
+
+
+def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
+    """Decorator for long library compositions (``unique``, quantiles, scans): called outside any
+    trace they run as one compiled program (one compile per signature and one dispatch, instead of
+    one per primitive); inside a trace they are simply inlined."""
+    def wrap(fun: Callable) -> Callable:
+        jitted: JittedFunction | None = None
+
+        @functools.wraps(fun)
+        def call(*args, **kwargs):
+            nonlocal jitted
+            if current_builder() is not None:
+                return fun(*args, **kwargs)
+            if jitted is None:
+                jitted = JittedFunction(fun, static_argnames=static_argnames)
+            return jitted(*args, **kwargs)
+        return call
+    return wrap

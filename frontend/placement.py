@@ -14,14 +14,16 @@ from .tracing import Tracer
 
 def devices(backend: str | None = None) -> list[runtime.Device]:
     """The devices of ``backend`` (default: the default backend), e.g. ``[CpuDevice(id=0)]``."""
-    return runtime.devices(backend)
+    from .config import config
+    return runtime.devices(backend or config.default_backend)
 
 
 local_devices = devices
 
 
 def device_count(backend: str | None = None) -> int:
-    return len(runtime.devices(backend))
+    """The number of devices of ``backend`` (default: the default backend)."""
+    return len(devices(backend))
 
 
 def default_backend() -> str:

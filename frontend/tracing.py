@@ -90,6 +90,9 @@ class Tracer(ArrayMethods):
     def item(self):
         return np.asarray(self.builder.concrete_value(self, ConcretizationTypeError, ".item()")).item()
 
+    def tolist(self):
+        return np.asarray(self.builder.concrete_value(self, ConcretizationTypeError, ".tolist()")).tolist()
+
 
 class Builder:
     """Records the IR of one function being traced."""

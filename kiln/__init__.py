@@ -5,7 +5,7 @@ with XLA on CPU, GPU or TPU. The vocabulary is JAX's: ``kiln.jit``, ``kiln.numpy
 This module only re-exports; the implementation lives in ``kiln.frontend``, ``kiln.lowering``
 and ``kiln.runtime``.
 """
-from kiln import lax, nn, numpy, scipy, tree_util  # noqa: E402  (public sub-modules)
+from kiln import lax, nn, numpy, random, scipy, tree_util  # noqa: E402  (public sub-modules)
 from kiln.frontend.ad.api import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
 from kiln.frontend.ad.custom import CustomDerivativeError, custom_jvp, custom_vjp
 from kiln.frontend.ad.remat import checkpoint, remat
@@ -41,5 +41,5 @@ __all__ = [
     "TracerIntegerConversionError", "UnexpectedTracerError", "block_until_ready", "checkpoint", "config",
     "custom_jvp", "custom_vjp", "default_backend", "device_count", "device_get", "device_put", "devices", "grad",
     "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize", "local_devices", "make_ir", "nn", "numpy",
-    "remat", "scipy", "tree_util", "value_and_grad", "vjp", "vmap",
+    "random", "remat", "scipy", "tree_util", "value_and_grad", "vjp", "vmap",
 ]

@@ -20,6 +20,7 @@ from .errors import (
     deleted_error,
     jaxlib_message,
 )
+from .lapack import ensure_lapack_registered, lapack_unavailable_reason
 
 OutTypes = Sequence[tuple[tuple[int, ...], Any]]
 
@@ -166,10 +167,15 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
             _cache.move_to_end(key)
             return hit
     client = device.backend._client
+    if device.platform == "cpu" and "lapack_" in text:
+        ensure_lapack_registered()  # custom calls to jaxlib's LAPACK kernels: register them first
     try:
         exe = client.compile_and_load(module, xc.DeviceList((device._raw,)), _compile_options(device))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:  # parse, verify and XLA errors
-        raise CompileError(f"XLA failed to compile the module for {device!r}:\n{jaxlib_message(e)}") from e
+        msg = f"XLA failed to compile the module for {device!r}:\n{jaxlib_message(e)}"
+        if "lapack_" in text and lapack_unavailable_reason():
+            msg += f"\n(kiln could not register jaxlib's LAPACK kernels: {lapack_unavailable_reason()})"
+        raise CompileError(msg) from e
     _check_outputs(exe, out_avals)
     executable = Executable(exe, device, out_avals, num_donated, module, text)
     with _cache_lock:

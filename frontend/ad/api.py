@@ -184,9 +184,10 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
             raise TypeError(f"kiln.vjp: the cotangent has structure {ct_tree}, but the function's output has "
                             f"structure {main_tree}")
         for c, p in zip(flat_ct, out_primals[:n_main]):
-            ca, pa = abstractify(c), abstractify(p)
-            if ca.shape != pa.shape:
-                raise ValueError(f"kiln.vjp: cotangent shape {ca.shape} does not match output shape {pa.shape}")
+            c_shape = np.shape(c) if _is_zero_tangent(c) else abstractify(c).shape  # float0 for integer outputs
+            p_shape = abstractify(p).shape
+            if c_shape != p_shape:
+                raise ValueError(f"kiln.vjp: cotangent shape {c_shape} does not match output shape {p_shape}")
         lin_out_cts = [c for c, nz in zip(flat_ct, out_nonzero[:n_main]) if nz]
         args = list(residuals) + [UndefinedPrimal(a) for a in lin.ir.in_avals[len(residuals):]]
         cts = backward_pass(lin.ir, lin.consts, args, lin_out_cts)[len(residuals):]

@@ -486,3 +486,11 @@ def _dot_general_transpose(ct, x, y, *, dimension_numbers, preferred_element_typ
 
 jvp_rules[red.dot_general_p] = _dot_general_jvp
 transpose_rules[red.dot_general_p] = _dot_general_transpose
+
+
+# -- rules of the other primitive families, one module each ------------------------------------------
+from . import rules_conv  # noqa: E402,F401
+from . import rules_indexing  # noqa: E402,F401
+from . import rules_sorting  # noqa: E402,F401
+from . import rules_special  # noqa: E402,F401
+from . import rules_windowed  # noqa: E402,F401

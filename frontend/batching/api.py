@@ -4,37 +4,65 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable
 
+import numpy as np
+
 from .. import tree_util
+from ..errors import KilnError
 from ..tracing import abstractify, trace_to_ir
 from . import rules  # noqa: F401  (registers the batching rules)
 from .collectives import axis_names_bound, axis_size_bound
 from .core import BatchContext, batch_eval, move_dim
 
 
-class VmapError(ValueError):
+class VmapError(KilnError, ValueError):
     """Inconsistent batch sizes, mismatched in_axes/out_axes, or an axis out of range."""
 
 
-def _broadcast_prefix(fname: str, prefix: Any, tree: Any, what: str) -> list:
-    """One entry of ``prefix`` per leaf of ``tree`` (``prefix`` is a pytree prefix of ``tree``)."""
+def _leaf_labels(args: tuple, kwargs: dict) -> list[str]:
+    """A name for every leaf of ``(args, kwargs)``, in flattening order: ``argument 1['w']``,
+    ``keyword argument 'scale'``."""
+    labels = []
+    for path, _ in tree_util.tree_leaves_with_path((args, kwargs)):
+        kind, key, rest = path[0], path[1], tree_util.keystr(path[2:])
+        if kind.idx == 0:
+            labels.append(f"argument {key.idx}{rest}")
+        else:
+            labels.append(f"keyword argument {key.key!r}{rest}")
+    return labels
+
+
+def _output_labels(out: Any) -> list[str]:
+    pairs = tree_util.tree_leaves_with_path(out)
+    if len(pairs) == 1 and not pairs[0][0]:
+        return ["the output"]
+    return [f"output{tree_util.keystr(path)}" for path, _ in pairs]
+
+
+def _check_axis_leaf(fname: str, what: str, where: str, leaf: Any) -> None:
+    if leaf is not None and (isinstance(leaf, (bool, np.bool_)) or not isinstance(leaf, (int, np.integer))):
+        raise VmapError(f"kiln.{fname}: {what} entries must be ints or None, got {leaf!r} at {where}")
+
+
+def _broadcast_prefix(fname: str, prefix: Any, tree: Any, what: str, where: str, value_name: str) -> list:
+    """One entry of ``prefix`` per leaf of ``tree`` (``prefix`` is a pytree prefix of ``tree``).
+
+    ``where`` names the prefix in messages (``in_axes[1]``), ``value_name`` the value (``argument 1``).
+    """
+    if prefix is None or isinstance(prefix, (int, np.integer)):
+        _check_axis_leaf(fname, what, where, prefix)
+        return [None if prefix is None else int(prefix)] * len(tree_util.tree_leaves(tree))
+    p_leaves, p_tree = tree_util.tree_flatten(prefix, is_leaf=lambda x: x is None)
+    try:
+        subtrees = p_tree.flatten_up_to(tree)
+    except (tree_util._Mismatch, ValueError, TypeError) as e:
+        at = tree_util.keystr(getattr(e, "path", ())) or "the top level"
+        detail = getattr(e, "detail", str(e))
+        raise VmapError(f"kiln.{fname}: {where} = {prefix!r} is not a pytree prefix of {value_name}: at {at}, "
+                        f"{detail}. The structure of {value_name} is {tree_util.tree_structure(tree)}") from None
     leaves: list = []
-
-    def walk(p, t, path: str):
-        if p is None or isinstance(p, int):
-            leaves.extend([p] * len(tree_util.tree_leaves(t)))
-            return
-        p_leaves, p_tree = tree_util.tree_flatten(p, is_leaf=lambda x: x is None)
-        try:
-            subtrees = p_tree.flatten_up_to(t)
-        except (ValueError, TypeError):
-            raise VmapError(f"kiln.{fname}: {what} specification {prefix!r} must be a tree prefix of the "
-                            f"corresponding value, whose structure is {tree_util.tree_structure(tree)}") from None
-        for pl, st in zip(p_leaves, subtrees):
-            if pl is not None and not isinstance(pl, int):
-                raise VmapError(f"kiln.{fname}: {what} leaves must be ints or None, got {pl!r}")
-            leaves.extend([pl] * len(tree_util.tree_leaves(st)))
-
-    walk(prefix, tree, "")
+    for (path, pl), st in zip(tree_util.tree_leaves_with_path(prefix, is_leaf=lambda x: x is None), subtrees):
+        _check_axis_leaf(fname, what, f"{where}{tree_util.keystr(path)}", pl)
+        leaves.extend([None if pl is None else int(pl)] * len(tree_util.tree_leaves(st)))
     return leaves
 
 
@@ -42,34 +70,56 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
          axis_name: Any = None, spmd_axis_name: Any = None) -> Callable:
     """Vectorise ``fun`` over an axis of its arguments (as ``jax.vmap``).
 
-    ``in_axes``: an int, None, or a tuple with one entry per positional argument, each a pytree
-    prefix of that argument (ints say which axis is mapped, None that it is not). Keyword arguments
-    are mapped over axis 0. ``out_axes`` likewise for the outputs. ``axis_name`` names the axis
-    for collectives (``kiln.lax.psum``...).
+    Parameters
+    ----------
+    fun : callable
+        The function to vectorise; it sees one batch element of each mapped argument.
+    in_axes : int, None or tuple
+        Which axis of each positional argument is mapped: an int (negative counts from the end) or
+        None for all of them, or a tuple with one entry per positional argument, each a pytree prefix
+        of that argument (its int/None leaves apply to every leaf below). Keyword arguments are
+        mapped over axis 0.
+    out_axes : int, None or pytree
+        Where the mapped axis goes in each output (a pytree prefix of the outputs); None only for
+        outputs that are the same for every batch element.
+    axis_size : int, optional
+        The batch size; required when no argument is mapped.
+    axis_name : hashable, optional
+        A name for the mapped axis, for the collectives (``kiln.lax.psum``, ``pmean``, ``pmax``,
+        ``pmin``, ``all_gather``, ``axis_index``) inside ``fun``.
+
+    Returns
+    -------
+    callable
+        The batched function: its outputs have the batch axis at ``out_axes``.
     """
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    if not (in_axes is None or isinstance(in_axes, (int, np.integer, tuple))) or isinstance(in_axes, bool):
+        raise VmapError(f"kiln.vmap: in_axes must be an int, None, or a tuple with one entry per positional "
+                        f"argument, got {type(in_axes).__name__} {in_axes!r}")
+    if axis_size is not None and (isinstance(axis_size, bool) or not isinstance(axis_size, (int, np.integer))
+                                  or axis_size < 0):
+        raise VmapError(f"kiln.vmap: axis_size must be a non-negative int, got {axis_size!r}")
     name = getattr(fun, "__name__", "function")
 
     @functools.wraps(fun)
     def batched(*args, **kwargs):
+        fname = f"vmap({name})"
         if isinstance(in_axes, tuple) and len(in_axes) != len(args):
             raise VmapError(f"kiln.vmap({name}): in_axes has {len(in_axes)} entries but the function was called "
                             f"with {len(args)} positional argument(s); in_axes must be an int, None, or a tuple "
                             "with one entry per positional argument")
         flat, in_tree = tree_util.tree_flatten((args, kwargs))
+        labels = _leaf_labels(args, kwargs)
         if isinstance(in_axes, tuple):
-            arg_dims = [d for a, ax in zip(args, in_axes) for d in _broadcast_prefix("vmap", ax, a, "in_axes")]
+            arg_dims = [d for i, (a, ax) in enumerate(zip(args, in_axes))
+                        for d in _broadcast_prefix(fname, ax, a, "in_axes", f"in_axes[{i}]", f"argument {i}")]
         else:
-            arg_dims = _broadcast_prefix("vmap", in_axes, args, "in_axes")
+            arg_dims = _broadcast_prefix(fname, in_axes, args, "in_axes", "in_axes", "the arguments")
         dims = arg_dims + [0] * len(tree_util.tree_leaves(kwargs))
-        size = _batch_size(name, flat, dims, args, in_axes, axis_size)
-        norm_dims = []
-        for x, d in zip(flat, dims):
-            if d is None:
-                norm_dims.append(None)
-                continue
-            norm_dims.append(d % abstractify(x).ndim)
+        size = _batch_size(name, flat, dims, labels, axis_size)
+        norm_dims = [None if d is None else d % abstractify(x).ndim for x, d in zip(flat, dims)]
         per_example = [abstractify(x) if d is None else
                        abstractify(x).update(shape=tuple(s for i, s in enumerate(abstractify(x).shape) if i != d))
                        for x, d in zip(flat, norm_dims)]
@@ -87,53 +137,51 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         ctx = BatchContext(size, axis_name)
         outs, out_dims = batch_eval(closed.ir, closed.consts, flat, norm_dims, ctx)
         out_tree, out_example = out_tree_box[0]
-        wanted = _broadcast_prefix("vmap", out_axes, out_example, "out_axes")
+        wanted = _broadcast_prefix(fname, out_axes, out_example, "out_axes", "out_axes", "the function's output")
         final = []
-        for o, d, w in zip(outs, out_dims, wanted):
+        for o, d, w, label in zip(outs, out_dims, wanted, _output_labels(out_example)):
             if w is None:
                 if d is not None:
-                    raise VmapError(f"kiln.vmap({name}): out_axes is None for an output that depends on the mapped "
-                                    "axis; only outputs that are the same for every batch element can have "
-                                    "out_axes=None")
+                    raise VmapError(f"kiln.vmap({name}): out_axes is None for {label}, but it depends on the "
+                                    "mapped axis (it differs between batch elements); out_axes=None is only for "
+                                    "outputs that are the same for every batch element")
                 final.append(o)
                 continue
             ndim = abstractify(o).ndim + (d is None)
             if not -ndim <= w < ndim:
-                raise VmapError(f"kiln.vmap({name}): out_axes={w} is out of range for an output of rank {ndim}")
+                raise VmapError(f"kiln.vmap({name}): out_axes={w} is out of range for {label}, of rank {ndim} "
+                                "with the mapped axis")
             final.append(move_dim(o, d, w % ndim, size))
         return tree_util.tree_unflatten(out_tree, final)
     return batched
 
 
-def _batch_size(name, flat, dims, args, in_axes, axis_size) -> int:
+def _batch_size(name: str, flat: list, dims: list, labels: list[str], axis_size: int | None) -> int:
     sizes = []
-    for x, d in zip(flat, dims):
+    for x, d, label in zip(flat, dims, labels):
         if d is None:
             continue
         aval = abstractify(x)
         if aval.ndim == 0:
-            raise VmapError(f"kiln.vmap({name}): cannot map over axis {d} of a 0-d (scalar) argument; use "
-                            "in_axes=None for it")
+            raise VmapError(f"kiln.vmap({name}): cannot map over axis {d} of {label}, a 0-d (scalar) value; "
+                            "use in_axes=None for it")
         if not -aval.ndim <= d < aval.ndim:
-            raise VmapError(f"kiln.vmap({name}): in_axes={d} is out of range for an argument of shape {aval.shape} "
+            raise VmapError(f"kiln.vmap({name}): in_axes={d} is out of range for {label} of shape {aval.shape} "
                             f"(rank {aval.ndim})")
-        sizes.append((aval.shape[d], aval.shape, d))
+        sizes.append(aval.shape[d])
     if not sizes:
         if axis_size is None:
             raise VmapError(f"kiln.vmap({name}): no argument is mapped (all in_axes are None) and axis_size is not "
                             "given; pass axis_size= to say how many times to repeat the function")
         return int(axis_size)
-    distinct = {s for s, _, _ in sizes}
+    distinct = set(sizes)
     if len(distinct) > 1 or (axis_size is not None and axis_size not in distinct):
-        lines = []
-        for i, (x, d) in enumerate(zip(flat, dims)):
-            if d is not None:
-                lines.append(f"  argument {i} has shape {abstractify(x).shape} and axis {d} is to be mapped "
-                             f"(size {abstractify(x).shape[d]})")
+        lines = [f"  {label} has shape {abstractify(x).shape} and axis {d} is to be mapped "
+                 f"(size {abstractify(x).shape[d]})" for x, d, label in zip(flat, dims, labels) if d is not None]
         extra = f"\n  axis_size={axis_size} was given" if axis_size is not None else ""
         raise VmapError(f"kiln.vmap({name}) got inconsistent sizes for array axes to be mapped:\n"
                         + "\n".join(lines) + extra)
-    return sizes[0][0]
+    return sizes[0]
 
 
 from . import transform_rules  # noqa: E402,F401  (batching rules of remat and custom derivatives)

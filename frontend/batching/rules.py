@@ -54,15 +54,25 @@ batch_rules[ew.select_p] = _select_rule
 
 def _broadcast_in_dim_rule(ctx, args, dims, *, shape, broadcast_dimensions):
     (x,), (d,) = args, dims
-    x = move_dim(x, d, 0, ctx.size)
-    return st.broadcast_in_dim_p.bind(x, shape=(ctx.size,) + tuple(shape),
-                                      broadcast_dimensions=(0,) + tuple(b + 1 for b in broadcast_dimensions)), 0
+    # The batch goes right after the output dimension of the operand dimension before it, which
+    # keeps broadcast_dimensions increasing without moving the operand's batch dimension.
+    q = broadcast_dimensions[d - 1] + 1 if d > 0 else 0
+    out_dims = [b + (b >= q) for b in broadcast_dimensions]
+    out_dims.insert(d, q)
+    out_shape = list(shape)
+    out_shape.insert(q, ctx.size)
+    return st.broadcast_in_dim_p.bind(x, shape=tuple(out_shape), broadcast_dimensions=tuple(out_dims)), q
 
 
 def _reshape_rule(ctx, args, dims, *, new_sizes):
     (x,), (d,) = args, dims
-    x = move_dim(x, d, 0, ctx.size)
-    return st.reshape_p.bind(x, new_sizes=(ctx.size,) + tuple(new_sizes)), 0
+    shape = abstractify(x).shape
+    if tuple(shape[:d]) != tuple(new_sizes[:d]):
+        # The dimensions before the batch change: only the front is a safe place for it.
+        x, d = move_dim(x, d, 0, ctx.size), 0
+    sizes = list(new_sizes)
+    sizes.insert(d, ctx.size)
+    return st.reshape_p.bind(x, new_sizes=tuple(sizes)), d
 
 
 def _transpose_rule(ctx, args, dims, *, permutation):
@@ -119,8 +129,9 @@ _arg_rule(red.argmin_p)
 
 
 def _concatenate_rule(ctx, args, dims, *, dimension):
-    args = [move_dim(a, d, 0, ctx.size) for a, d in zip(args, dims)]
-    return st.concatenate_p.bind(*args, dimension=dimension + 1), 0
+    d = _common_dim(args, dims)
+    args = [move_dim(a, ad, d, ctx.size) for a, ad in zip(args, dims)]
+    return st.concatenate_p.bind(*args, dimension=dimension + (dimension >= d)), d
 
 
 def _pad_rule(ctx, args, dims, *, padding_config):
@@ -182,10 +193,18 @@ def _dynamic_update_slice_rule(ctx, args, dims):
     if any(d is not None for d in idx_dims):
         from .gather_fallback import dynamic_update_slice_batched_indices
         return dynamic_update_slice_batched_indices(ctx, args, dims)
-    x = move_dim(x, xd, 0, ctx.size)
-    u = move_dim(u, ud, 0, ctx.size)
-    zero = lax.literal(0, abstractify(idx[0]).dtype if idx else "int32")
-    return st.dynamic_update_slice_p.bind(x, u, zero, *idx), 0
+    # Keep the operand's batch dimension (or the update's, for an unbatched operand) where it is.
+    d = xd if xd is not None else ud
+    x = move_dim(x, xd, d, ctx.size)
+    u = move_dim(u, ud, d, ctx.size)
+    idx = list(idx)
+    idx.insert(d, lax.literal(0, abstractify(idx[0]).dtype if idx else "int32"))
+    return st.dynamic_update_slice_p.bind(x, u, *idx), d
+
+
+def _iota_rule(ctx, args, dims, **params):
+    # iota has no operands, so it is never batched; listed so that every primitive has a rule.
+    return st.iota_p.bind(**params), None
 
 
 batch_rules[st.broadcast_in_dim_p] = _broadcast_in_dim_rule
@@ -198,3 +217,11 @@ batch_rules[st.pad_p] = _pad_rule
 batch_rules[red.dot_general_p] = _dot_general_rule
 batch_rules[st.dynamic_slice_p] = _dynamic_slice_rule
 batch_rules[st.dynamic_update_slice_p] = _dynamic_update_slice_rule
+batch_rules[st.iota_p] = _iota_rule
+
+# Rules of the other primitive families.
+from . import rules_conv  # noqa: E402,F401
+from . import rules_indexing  # noqa: E402,F401
+from . import rules_sorting  # noqa: E402,F401
+from . import rules_special  # noqa: E402,F401
+from . import rules_windowed  # noqa: E402,F401

@@ -103,3 +103,40 @@ def _custom_vjp_batch(ctx, args, dims, *, body, rule, name):
 
 
 batch_rules[custom.custom_vjp_call_p] = _custom_vjp_batch
+
+
+class _BatchedLin:
+    """The user's bwd behind a batched ``custom_vjp_lin``: the original transpose rule, vmapped over
+    the residuals (batched ones along axis 0) and the output cotangents (axis 0)."""
+
+    def __init__(self, lin: custom._Lin, num_res: int, res_dims: list, out_avals: tuple):
+        self.lin, self.num_res, self.res_dims, self.out_avals = lin, num_res, res_dims, out_avals
+
+    def bwd(self, res: tuple, cts: tuple):
+        lin, num_res = self.lin, self.num_res
+
+        def per_example(r, c):
+            in_cts = custom._custom_vjp_lin_transpose(list(c), *r, *([None] * len(lin.in_avals)), rule=lin,
+                                                      num_res=num_res, out_avals=self.out_avals)[num_res:]
+            return tuple(zeros_like_aval(a) if x is None else x for x, a in zip(in_cts, lin.in_avals))
+        return tuple(vmap(per_example, in_axes=(tuple(self.res_dims), 0))(tuple(res), tuple(cts)))
+
+
+def _custom_vjp_lin_batch(ctx, args, dims, *, rule, num_res, out_avals):
+    # Residuals keep being unbatched where they are; tangents and outputs are batched along axis 0.
+    res = [a if d is None else move_dim(a, d, 0, ctx.size) for a, d in zip(args[:num_res], dims[:num_res])]
+    res_dims = [None if d is None else 0 for d in dims[:num_res]]
+    tangents = _all_at_front(ctx, args[num_res:], dims[num_res:])
+    batched = lambda a: a.update(shape=(ctx.size,) + a.shape)  # noqa: E731
+    owner = _BatchedLin(rule, num_res, res_dims, out_avals)
+    n_in, n_out = len(tangents), len(out_avals)
+    call = custom._Call(owner, [], tree_util.tree_structure(tuple(range(n_in))),
+                        tree_util.tree_structure(tuple(range(n_out))))
+    new_rule = custom._Lin(call, tree_util.tree_structure(tuple(range(num_res))), rule.name,
+                           tuple(batched(a) for a in rule.in_avals))
+    outs = custom.custom_vjp_lin_p.bind(*res, *tangents, rule=new_rule, num_res=num_res,
+                                        out_avals=tuple(batched(a) for a in out_avals))
+    return outs, [0] * n_out
+
+
+batch_rules[custom.custom_vjp_lin_p] = _custom_vjp_lin_batch

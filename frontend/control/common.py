@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .. import tree_util
+from .. import dtypes, tree_util
 from ..call import call_body
 from ..core import ShapedArray
 from ..ir import ClosedIR
@@ -40,6 +40,33 @@ def avals_str(avals: Sequence[ShapedArray]) -> str:
 
 def same_types(a: ShapedArray, b: ShapedArray) -> bool:
     return a.shape == b.shape and a.dtype == b.dtype
+
+
+def carry_compatible(before: ShapedArray, after: ShapedArray) -> bool:
+    """Whether a loop body may turn a carry of type ``before`` into ``after``: the same shape and
+    dtype, or a weakly typed carry (from a Python scalar) that the body promotes (as JAX)."""
+    return before.shape == after.shape and (before.dtype == after.dtype or before.weak_type)
+
+
+def promote_carry(before: Sequence[ShapedArray], after: Sequence[ShapedArray]) -> list[ShapedArray]:
+    """The carry types to trace a loop body with again: a weakly typed carry takes the type JAX's
+    promotion gives it together with the body's output (``0`` with ``c + 0.5`` becomes float32)."""
+    out = []
+    for a, b in zip(before, after):
+        if a.weak_type:
+            dtype, weak = dtypes.result_type(a, b, return_weak_type_flag=True)
+            a = a.update(dtype=dtype, weak_type=weak)
+        out.append(a)
+    return out
+
+
+def cast_to(x, aval: ShapedArray):
+    """``x`` converted to ``aval``'s dtype and weak type where a promoted carry needs it."""
+    from .. import lax
+    a = abstractify(x)
+    if a.dtype != aval.dtype or (a.weak_type and not aval.weak_type):
+        return lax.convert_element_type(x, aval.dtype, weak_type=aval.weak_type)
+    return x
 
 
 def abstract_leaves(tree_value) -> tuple[list, Any, list[ShapedArray]]:

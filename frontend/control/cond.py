@@ -51,21 +51,23 @@ def _check_pred(pred) -> None:
                                f"{aval.dtype.name}")
 
 
-def _trace_branches(funs: Sequence[Callable], operands: tuple, what: str):
+def _trace_branches(funs: Sequence[Callable], operands: tuple, what: str, labels: Sequence[str]):
+    """Trace every branch on the operands; ``labels`` name the branches in errors (``true_fun``)."""
     leaves, in_tree = tree_util.tree_flatten(operands)
     avals = [abstractify(x) for x in leaves]
     traced = [trace_callable(f, in_tree, avals, fun_name(f)) for f in funs]
     tree0, avals0 = traced[0][1], traced[0][0].out_avals
+    first = f"{labels[0]} ({fun_name(funs[0])})"
     for i, (closed, tree) in enumerate(traced[1:], 1):
+        other = f"{labels[i]} ({fun_name(funs[i])})"
         if tree != tree0:
-            raise ControlFlowError(f"kiln.lax.{what}: branches must return the same structure, but branch 0 "
-                                   f"({fun_name(funs[0])}) returned {tree0} and branch {i} ({fun_name(funs[i])}) "
-                                   f"returned {tree}")
+            raise ControlFlowError(f"kiln.lax.{what}: branches must return the same structure, but {first} "
+                                   f"returned {tree0} and {other} returned {tree}")
         if len(closed.out_avals) != len(avals0) or not all(same_types(a, b) for a, b in zip(avals0,
                                                                                          closed.out_avals)):
-            raise ControlFlowError(f"kiln.lax.{what}: branches must return the same shapes and dtypes, but branch 0 "
-                                   f"({fun_name(funs[0])}) returned {avals_str(avals0)} and branch {i} "
-                                   f"({fun_name(funs[i])}) returned {avals_str(closed.out_avals)}")
+            raise ControlFlowError(f"kiln.lax.{what}: branches must return the same shapes and dtypes, but {first} "
+                                   f"returned {avals_str(avals0)} and {other} returned "
+                                   f"{avals_str(closed.out_avals)}")
     # Weak types: the result is weak only where every branch's is.
     weak = [all(c.out_avals[k].weak_type for c, _ in traced) for k in range(len(avals0))]
     return leaves, [c for c, _ in traced], tree0, weak
@@ -116,7 +118,8 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     concrete = _concrete(pred)
     if concrete is not None:
         return (true_fun if bool(concrete) else false_fun)(*operands)
-    leaves, closeds, out_tree, weak = _trace_branches([false_fun, true_fun], operands, "cond")
+    leaves, closeds, out_tree, weak = _trace_branches([false_fun, true_fun], operands, "cond",
+                                                      ["false_fun", "true_fun"])
     pred_aval = abstractify(pred)
     index = lax.ne(pred, lax.literal(0, pred_aval.dtype)) if pred_aval.dtype != np.bool_ else pred
     index = lax.convert_element_type(index, _index_dtype())
@@ -136,7 +139,8 @@ def switch(index, branches: Sequence[Callable], *operands):
         return branches[int(np.clip(int(concrete), 0, len(branches) - 1))](*operands)
     if len(branches) == 1:
         return branches[0](*operands)
-    leaves, closeds, out_tree, weak = _trace_branches(branches, operands, "switch")
+    leaves, closeds, out_tree, weak = _trace_branches(branches, operands, "switch",
+                                                      [f"branches[{i}]" for i in range(len(branches))])
     idx = lax.convert_element_type(index, _index_dtype())
     lo = lax.literal(0, _index_dtype())
     hi = lax.literal(len(branches) - 1, _index_dtype())
@@ -227,15 +231,18 @@ def _cond_batch(ctx, args, dims, *, branches):
     idx_d, *op_dims = dims
     n_out = len(branches[0].out_avals)
     if idx_d is None:
-        new = [batch_closed(b, op_dims, ctx, out_dims_wanted=[0] * n_out)[0] for b in branches]
+        # An output is batched when some branch's is (unbatched in every branch: it stays unbatched).
+        per_branch = [batch_closed(b, op_dims, ctx)[1] for b in branches]
+        out_b = [any(ds[k] is not None for ds in per_branch) for k in range(n_out)]
+        wanted = [0 if b else None for b in out_b]
+        new = [batch_closed(b, op_dims, ctx, out_dims_wanted=wanted)[0] for b in branches]
         weak = [all(b.out_avals[k].weak_type for b in new) for k in range(n_out)]
-        return _bind_branches(index, ops, new, weak), [0] * n_out
+        return _bind_branches(index, ops, new, weak), wanted
     # A batched index: every branch runs on the whole batch, then a select per branch (documented).
-    ops0 = [move_dim(o, d, 0, ctx.size) for o, d in zip(ops, op_dims)]
     results = []
     for b in branches:
-        new, _ = batch_closed(b, [0] * len(ops0), ctx, out_dims_wanted=[0] * n_out)
-        results.append(bind_call(new, ops0, "cond_branch"))
+        new, _ = batch_closed(b, op_dims, ctx, out_dims_wanted=[0] * n_out)
+        results.append(bind_call(new, ops, "cond_branch"))
     index = move_dim(index, idx_d, 0, ctx.size)
     outs = list(results[0])
     for i, res in enumerate(results[1:], 1):

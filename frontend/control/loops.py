@@ -17,7 +17,16 @@ from ..core import ShapedArray
 from ..ir import IR, ClosedIR, Var
 from ..primitive import Primitive
 from ..tracing import Tracer, abstractify, trace_to_ir
-from .common import ControlFlowError, avals_str, fun_name, same_types, trace_callable
+from .common import (
+    ControlFlowError,
+    avals_str,
+    carry_compatible,
+    cast_to,
+    fun_name,
+    promote_carry,
+    same_types,
+    trace_callable,
+)
 from .scan import scan
 
 
@@ -42,8 +51,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, max_ste
     leaves, tree = tree_util.tree_flatten(init_val)
     avals = [abstractify(x) for x in leaves]
     cond_closed, body_closed, avals = _trace_loop(cond_fun, body_fun, tree, avals, name)
-    leaves = [lax.convert_element_type(x, a.dtype) if abstractify(x).weak_type and not a.weak_type else x
-              for x, a in zip(leaves, avals)]
+    leaves = [cast_to(x, a) for x, a in zip(leaves, avals)]
     if max_steps is not None:
         max_steps = int(max_steps)
         if max_steps < 0:
@@ -64,27 +72,28 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, max_ste
 
 
 def _trace_loop(cond_fun, body_fun, tree, avals, name):
-    for _ in range(2):
+    while True:  # a promoted carry type only moves up the (finite) promotion lattice
         cond_closed, cond_tree = trace_callable(cond_fun, tree_util.tree_structure((tree.unflatten(
             [0] * tree.num_leaves),)), avals, fun_name(cond_fun))
         out = cond_closed.out_avals
         if len(out) != 1 or out[0].shape != () or out[0].dtype != np.bool_:
             got = avals_str(out)
-            raise ControlFlowError(f"kiln.lax.while_loop: cond_fun must return a boolean scalar, got {got}")
+            raise ControlFlowError(f"kiln.lax.while_loop: cond_fun ({fun_name(cond_fun)}) must return a boolean "
+                                   f"scalar, got {got}")
         body_closed, body_tree = trace_callable(body_fun, tree_util.tree_structure((tree.unflatten(
             [0] * tree.num_leaves),)), avals, name)
         if body_tree != tree:
             raise ControlFlowError(f"kiln.lax.while_loop: body_fun must return a value with the structure of "
                                    f"init_val {tree}, got {body_tree}")
         outs = body_closed.out_avals
-        if not all(same_types(a, b) for a, b in zip(avals, outs)):
+        promoted = promote_carry(avals, outs)  # a weakly typed carry takes the body's type, as JAX
+        if promoted == avals and all(same_types(a, b) for a, b in zip(avals, outs)):
+            return cond_closed, body_closed, avals
+        if promoted == avals or not all(carry_compatible(a, b) for a, b in zip(avals, outs)):
             raise ControlFlowError(f"kiln.lax.while_loop: the carry's type changed in body_fun ({name}): before "
                                    f"{avals_str(avals)}, after {avals_str(outs)}. body_fun must return values of "
                                    "the same shapes and dtypes (convert with .astype)")
-        if all(a.weak_type == b.weak_type or not a.weak_type for a, b in zip(avals, outs)):
-            return cond_closed, body_closed, avals
-        avals = [a.update(weak_type=a.weak_type and b.weak_type) for a, b in zip(avals, outs)]
-    return cond_closed, body_closed, avals
+        avals = promoted
 
 
 def _static_int(x) -> int | None:
@@ -102,35 +111,57 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any, *, unroll: int | 
     """``for i in range(lower, upper): val = body_fun(i, val)``.
 
     With static (Python int) bounds this is a scan (differentiable in both modes); with traced
-    bounds a while loop (forward mode only, unless ``max_steps`` bounds it).
+    bounds a while loop (forward mode only, unless ``max_steps`` bounds it). ``i`` has the bounds'
+    dtype (weakly typed when both are Python ints, as JAX).
     """
+    for b in (lower, upper):
+        aval = abstractify(b)
+        if aval.shape != () or aval.dtype.kind not in "iu":
+            raise ControlFlowError(f"kiln.lax.fori_loop: lower and upper must be integer scalars, got "
+                                   f"{aval.str_short()}")
+    idx_dtype, idx_weak = dtypes.result_type(lower, upper, return_weak_type_flag=True)
+    one = lax.literal(1, idx_dtype, idx_weak)
     lo, hi = _static_int(lower), _static_int(upper)
     if lo is not None and hi is not None:
         n = max(hi - lo, 0)
-        idx_dtype = dtypes.canonicalize_dtype(np.int32)
 
         def step(carry, _):
             i, val = carry
-            return (lax.add(i, lax.literal(1, idx_dtype)), body_fun(i, val)), None
-        i0 = lax.convert_element_type(lo, idx_dtype)
+            return (lax.add(i, one), _fori_body(body_fun, i, val)), None
+        i0 = lax.convert_element_type(lo, idx_dtype, weak_type=idx_weak)
         (_, out), _ = scan(step, (i0, init_val), None, length=n, unroll=1 if unroll is None else unroll)
         return out
-    lower_a = lax.convert_element_type(lower, _index_dtype(lower, upper))
-    upper_a = lax.convert_element_type(upper, _index_dtype(lower, upper))
+    if unroll is not None:
+        raise ControlFlowError("kiln.lax.fori_loop: unroll= needs static (Python int) bounds; with traced bounds "
+                               "the loop is a while loop, which cannot be unrolled")
+    lower_a = lax.convert_element_type(lower, idx_dtype, weak_type=idx_weak)
+    upper_a = lax.convert_element_type(upper, idx_dtype, weak_type=idx_weak)
 
     def cond(carry):
         return lax.lt(carry[0], carry[1])
 
     def body(carry):
         i, u, val = carry
-        return lax.add(i, lax.literal(1, abstractify(i).dtype)), u, body_fun(i, val)
+        return lax.add(i, one), u, _fori_body(body_fun, i, val)
     _, _, out = while_loop(cond, body, (lower_a, upper_a, init_val), max_steps=max_steps)
     return out
 
 
-def _index_dtype(lower, upper):
-    dts = [abstractify(x).dtype for x in (lower, upper) if not isinstance(x, (int, np.integer))]
-    return dts[0] if dts else dtypes.canonicalize_dtype(np.int32)
+def _fori_body(body_fun: Callable, i, val):
+    """``body_fun(i, val)``, checked to return a value of ``val``'s structure and types."""
+    new = body_fun(i, val)
+    name = fun_name(body_fun)
+    old_leaves, old_tree = tree_util.tree_flatten(val)
+    new_leaves, new_tree = tree_util.tree_flatten(new)
+    if new_tree != old_tree:
+        raise ControlFlowError(f"kiln.lax.fori_loop: body_fun ({name}) must return a value with the structure of "
+                               f"init_val {old_tree}, got {new_tree}")
+    before, after = [abstractify(x) for x in old_leaves], [abstractify(x) for x in new_leaves]
+    if not all(carry_compatible(a, b) for a, b in zip(before, after)):  # (scan/while promote weak carries)
+        raise ControlFlowError(f"kiln.lax.fori_loop: the carry's type changed in body_fun ({name}): before "
+                               f"{avals_str(before)}, after {avals_str(after)}. body_fun must return values of the "
+                               "same shapes and dtypes (convert with .astype)")
+    return new
 
 
 def map(f: Callable, xs: Any, *, batch_size: int | None = None):  # noqa: A001

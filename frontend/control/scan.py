@@ -15,7 +15,16 @@ from ..core import ShapedArray
 from ..ir import IR, ClosedIR, Eqn, Var
 from ..primitive import Primitive
 from ..tracing import abstractify, trace_to_ir
-from .common import ControlFlowError, avals_str, fun_name, same_types, trace_callable
+from .common import (
+    ControlFlowError,
+    avals_str,
+    carry_compatible,
+    cast_to,
+    fun_name,
+    promote_carry,
+    same_types,
+    trace_callable,
+)
 
 
 def _scan_rule(*avals: ShapedArray, body: ClosedIR, num_consts: int, num_carry: int, length: int,
@@ -67,47 +76,48 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     closed, out_tree, carry_avals = _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name)
     consts = closed.consts
     nc = len(init_leaves)
-    steps = length if unroll is True else max(1, int(unroll))
-    outs = scan_p.bind(*consts, *[_cast(c, a) for c, a in zip(init_leaves, carry_avals)], *xs_leaves,
+    if isinstance(unroll, bool):
+        steps = max(length, 1) if unroll else 1
+    else:
+        steps = int(unroll)
+        if steps < 1:
+            raise ControlFlowError(f"kiln.lax.scan({name}): unroll must be a bool or a positive int, got {unroll!r}")
+    outs = scan_p.bind(*consts, *[cast_to(c, a) for c, a in zip(init_leaves, carry_avals)], *xs_leaves,
                        body=call_body(closed), num_consts=len(consts), num_carry=nc, length=length,
                        reverse=bool(reverse), unroll=steps)
     carry_tree, y_tree = out_tree.children()
     return tree_util.tree_unflatten(carry_tree, outs[:nc]), tree_util.tree_unflatten(y_tree, outs[nc:])
 
 
-def _cast(x, aval: ShapedArray):
-    a = abstractify(x)
-    if a.weak_type and not aval.weak_type:
-        return lax.convert_element_type(x, aval.dtype)
-    return x
-
-
 def _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name):
-    """Trace the body; if it strengthens a weakly typed carry, trace again with the strong type."""
+    """Trace the body; if it changes a weakly typed carry's type (``0`` becoming float32, or a weak
+    float32 becoming strong), trace again with the promoted type, as JAX."""
     in_tree = tree_util.tree_structure((init_tree.unflatten([0] * init_tree.num_leaves),
                                         xs_tree.unflatten([0] * xs_tree.num_leaves)))
-    for _ in range(2):
+    while True:  # at most a few rounds: a promoted type only moves up the (finite) promotion lattice
         closed, out_tree = trace_callable(lambda c, x: _pair(f(c, x), name), in_tree, carry_avals + x_avals, name)
         children = out_tree.children()
         if children[0] != init_tree:
             raise ControlFlowError(f"kiln.lax.scan({name}): the body must return a carry with the structure of init "
                                    f"{init_tree}, got {children[0]}")
         outs = closed.out_avals[:len(carry_avals)]
-        if not all(same_types(a, b) for a, b in zip(carry_avals, outs)):
+        promoted = promote_carry(carry_avals, outs)
+        if promoted == carry_avals and all(same_types(a, b) for a, b in zip(carry_avals, outs)):
+            return closed, out_tree, carry_avals
+        if promoted == carry_avals or not all(carry_compatible(a, b) for a, b in zip(carry_avals, outs)):
             raise ControlFlowError(f"kiln.lax.scan({name}): the carry's type changed in the body: before "
                                    f"{avals_str(carry_avals)}, after {avals_str(outs)}. The body must return a "
                                    "carry of the same shapes and dtypes (convert with .astype)")
-        if all(a.weak_type == b.weak_type or not a.weak_type for a, b in zip(carry_avals, outs)):
-            return closed, out_tree, carry_avals
-        carry_avals = [a.update(weak_type=a.weak_type and b.weak_type) for a, b in zip(carry_avals, outs)]
-    return closed, out_tree, carry_avals
+        carry_avals = promoted
 
 
 def _pair(out, name):
-    if not (isinstance(out, tuple) and len(out) == 2):
-        raise ControlFlowError(f"kiln.lax.scan({name}): the body must return a pair (carry, y), got "
-                               f"{type(out).__name__}")
-    return out
+    if not (isinstance(out, (tuple, list)) and len(out) == 2):
+        got = (f"a {type(out).__name__} of {len(out)}" if isinstance(out, (tuple, list)) else
+               f"an array {abstractify(out).str_short()}" if hasattr(out, "aval") else f"a {type(out).__name__}")
+        raise ControlFlowError(f"kiln.lax.scan({name}): the body must return a pair (carry, y), got {got}; return "
+                               "(carry, None) when there are no per-step outputs")
+    return tuple(out)
 
 
 # -- transformation rules ---------------------------------------------------------------------------------
@@ -278,7 +288,9 @@ def _scan_batch(ctx, args, dims, *, body, num_consts, num_carry, length, reverse
             break
         k_b = new_k
     in_dims = [0 if b else None for b in c_b + k_b + x_b]
-    new_body, _ = batch_closed(body, in_dims, ctx, out_dims_wanted=[0 if b else None for b in k_b] + [0] * n_ys)
+    # A y stays unbatched when the body computes it from unbatched values only (jacfwd's primal outputs).
+    new_body, out_dims = batch_closed(body, in_dims, ctx,
+                                      out_dims_wanted=[0 if b else None for b in k_b] + [None] * n_ys)
     consts, carry, xs = _split3(list(args), num_consts, num_carry)
     consts = [move_dim(c, d, 0, ctx.size) if b else c for c, d, b in zip(consts, c_d, c_b)]
     carry = [move_dim(k, d, 0, ctx.size) if b else k for k, d, b in zip(carry, k_d, k_b)]
@@ -287,7 +299,7 @@ def _scan_batch(ctx, args, dims, *, body, num_consts, num_carry, length, reverse
     outs = scan_p.bind(*b_consts, *consts, *carry, *xs, body=call_body(new_body),
                        num_consts=len(b_consts) + num_consts, num_carry=num_carry, length=length, reverse=reverse,
                        unroll=unroll)
-    return outs, [0 if b else None for b in k_b] + [1] * n_ys
+    return outs, [0 if b else None for b in k_b] + [None if d is None else 1 for d in out_dims[num_carry:]]
 
 
 def _register_rules() -> None:

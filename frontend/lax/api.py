@@ -26,11 +26,19 @@ def _is_py_scalar(x: Any) -> bool:
 
 def literal(value: Any, dtype: np.dtype, weak_type: bool = False) -> Literal:
     """A scalar constant of ``dtype`` (weak when it stands for a Python scalar)."""
-    return Literal(np.asarray(value, dtype), ShapedArray((), np.dtype(dtype), weak_type))
+    try:
+        val = np.asarray(value, dtype)
+    except OverflowError:
+        raise OverflowError(f"kiln: Python scalar {value!r} is out of range for {np.dtype(dtype).name}, the dtype "
+                            "it takes from the array it is combined with; cast the array to a wider dtype "
+                            "first") from None
+    return Literal(val, ShapedArray((), np.dtype(dtype), weak_type))
 
 
 def _operands(name: str, *args: Any) -> list[Any]:
     """Give Python scalars the dtype of the array operands and broadcast them to their shape."""
+    if not any(map(_is_py_scalar, args)):
+        return args
     arrays = [a for a in args if not _is_py_scalar(a)]
     if not arrays:
         return list(args)
@@ -151,25 +159,38 @@ def slice(x, start_indices: Sequence[int], limit_indices: Sequence[int],  # noqa
                            strides=tuple(int(s) for s in strides))
 
 
-def _index_operands(indices: Sequence[Any]) -> list[Any]:
+def _index_operands(fname: str, indices: Sequence[Any], shape: tuple[int, ...]) -> list[Any]:
+    """Start indices as scalars; negative ones count from the end (as JAX's allow_negative_indices)."""
+    if len(indices) != len(shape):
+        raise ValueError(f"kiln.lax.{fname}: needs {len(shape)} start indices for an operand of shape {shape}, "
+                         f"got {len(indices)}")
     out = []
-    for i in indices:
+    for i, dim in zip(indices, shape):
         if _is_py_scalar(i) or isinstance(i, np.integer):
-            out.append(literal(int(i), dtypes.canonicalize_dtype(np.int32)))
-        else:
-            out.append(i)
+            i = int(i)
+            out.append(literal(i + dim if i < 0 else i, dtypes.canonicalize_dtype(np.int32)))
+            continue
+        aval = abstractify(i)
+        if aval.dtype.kind == "i":
+            zero, n = literal(0, aval.dtype), literal(dim, aval.dtype)
+            i = select(lt(i, zero), add(i, n), i)
+        out.append(i)
     return out
 
 
 def dynamic_slice(x, start_indices: Sequence[Any], slice_sizes: Sequence[int]):
-    """Slice of static size at traced start indices (clamped to stay in bounds, as XLA does)."""
-    return st.dynamic_slice_p.bind(x, *_index_operands(start_indices),
+    """Slice of static size at traced start indices. Negative indices count from the end; then
+    indices are clamped so that the slice stays in bounds (as XLA does)."""
+    shape = abstractify(x).shape
+    return st.dynamic_slice_p.bind(x, *_index_operands("dynamic_slice", start_indices, shape),
                                    slice_sizes=tuple(int(s) for s in slice_sizes))
 
 
 def dynamic_update_slice(x, update, start_indices: Sequence[Any]):
-    """``x`` with ``update`` written at traced start indices (clamped to stay in bounds)."""
-    return st.dynamic_update_slice_p.bind(x, update, *_index_operands(start_indices))
+    """``x`` with ``update`` written at traced start indices (negative ones count from the end; then
+    clamped to stay in bounds)."""
+    shape = abstractify(x).shape
+    return st.dynamic_update_slice_p.bind(x, update, *_index_operands("dynamic_update_slice", start_indices, shape))
 
 
 def concatenate(operands: Sequence[Any], dimension: int):

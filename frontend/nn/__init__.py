@@ -1,2 +1,3 @@
-"""kiln.nn implementation (filled in by the NumPy issue)."""
-__all__: list[str] = []
+"""kiln.nn implementation: activations and other neural-network helpers (as ``jax.nn``)."""
+from .functions import *  # noqa: F401,F403
+from .functions import __all__  # noqa: F401

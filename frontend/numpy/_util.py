@@ -11,6 +11,7 @@ from ..ir import Literal
 from ..tracing import Tracer, abstractify
 
 _PY_SCALARS = (bool, int, float, complex)
+_ARRAY_TYPES = (Array, Tracer)
 
 
 def is_array(x: Any) -> bool:
@@ -53,7 +54,10 @@ def promote_dtypes(fname: str, *args: Any) -> list[Any]:
     """Convert all arguments to their common dtype (JAX's promotion lattice)."""
     check_arraylike(fname, *args)
     dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
-    return [convert(a, dtype, weak) for a in args]
+    try:
+        return [convert(a, dtype, weak) for a in args]
+    except OverflowError as e:  # a Python int too large for the arrays' dtype: name the function
+        raise OverflowError(f"kiln.numpy.{fname}: {str(e).removeprefix('kiln: ')}") from None
 
 
 def broadcast_shapes(fname: str, *shapes: Sequence[int]) -> tuple[int, ...]:
@@ -77,8 +81,21 @@ def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
     return lax.broadcast_in_dim(x, shape, tuple(nlead + i for i in keep))
 
 
+def _same_avals(args: tuple) -> bool:
+    """All arguments kiln arrays (or tracers) of one abstract value: nothing to promote or broadcast."""
+    aval = getattr(args[0], "aval", None)
+    if aval is None or type(args[0]) not in _ARRAY_TYPES:
+        return False
+    for a in args[1:]:
+        if type(a) not in _ARRAY_TYPES or a.aval != aval:
+            return False
+    return True
+
+
 def promote_and_broadcast(fname: str, *args: Any) -> list[Any]:
     """Promote dtypes, then broadcast shapes (the preamble of every binary ufunc)."""
+    if _same_avals(args):  # the common case, on the eager hot path
+        return list(args)
     args = promote_dtypes(fname, *args)
     shapes = [abstractify(a).shape for a in args]
     shape = broadcast_shapes(fname, *shapes)
@@ -97,7 +114,7 @@ def canonical_axes(fname: str, axis: int | Sequence[int] | None, ndim: int) -> t
     """``None`` -> all axes; an int or a tuple -> sorted non-negative axes (duplicates are an error)."""
     if axis is None:
         return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     out = tuple(canonical_axis(fname, a, ndim) for a in axes)
     if len(set(out)) != len(out):
         raise ValueError(f"kiln.numpy.{fname}: repeated axis in {axis}")

@@ -1,23 +1,63 @@
-"""Array creation: array, asarray, zeros, ones, full, *_like, arange, linspace, eye."""
+"""Array creation: array, asarray, zeros, ones, full, *_like, arange, linspace, logspace, geomspace,
+eye, identity, tri, meshgrid, diag, diagonal, diagflat, copy, indices."""
 from __future__ import annotations
 
 import math
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
 from .. import dispatch, dtypes, lax
 from ..array import Array
-from ..tracing import Tracer, abstractify
-from ._util import is_array, static_int, static_shape
+from ..tracing import Tracer, abstractify, materialize
+from ._util import (
+    broadcast_shapes,
+    broadcast_to_shape,
+    canonical_axis,
+    check_arraylike,
+    is_array,
+    promote_dtypes,
+    static_int,
+    static_shape,
+)
+
+__all__ = [
+    "arange", "array", "asarray", "astype", "copy", "diag", "diagflat", "diagonal", "empty", "empty_like",
+    "eye", "full", "full_like", "geomspace", "identity", "indices", "linspace", "logspace", "meshgrid", "ones",
+    "ones_like", "tri", "zeros", "zeros_like",
+]
+
+builtins_any, builtins_max, builtins_min = any, max, min
 
 
 def _dtype_or_default(dtype, default) -> np.dtype:
     return dtypes.canonicalize_dtype(dtype) if dtype is not None else default
 
 
-def array(object: Any, dtype=None, copy: bool = True, ndmin: int = 0) -> Any:  # noqa: A002
-    """An array from an array, a NumPy array, a scalar or a (nested) list/tuple of them."""
+def _check_python_ints(fname: str, obj: Any, target: np.dtype) -> None:
+    """Python ints that do not fit the target integer dtype are an error (as in JAX), not a wrap-around."""
+    if target.kind not in "iu":
+        return
+    info = np.iinfo(target)
+
+    def walk(o):
+        if isinstance(o, (list, tuple)):
+            for i in o:
+                walk(i)
+        elif type(o) is int and not info.min <= o <= info.max:
+            raise OverflowError(f"kiln.numpy.{fname}: Python int {o} is too large to convert to {target.name}"
+                                + (" (enable 64-bit types with kiln.config.update('enable_x64', True))"
+                                   if target.itemsize < 8 else ""))
+    walk(obj)
+
+
+def array(object: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0) -> Any:  # noqa: A002
+    """An array from an array, a NumPy array, a scalar or a (nested) list/tuple of them.
+
+    Python scalars give weakly typed arrays (as in JAX); 64-bit host data becomes 32-bit unless
+    ``enable_x64`` is on.
+    """
+    ndmin = static_int("array", "ndmin", ndmin)
     if is_array(object):
         out = object if dtype is None else astype(object, dtype)
     elif isinstance(object, (list, tuple)) and _contains_traced(object):
@@ -25,12 +65,19 @@ def array(object: Any, dtype=None, copy: bool = True, ndmin: int = 0) -> Any:  #
     else:
         if object is None:
             raise TypeError("kiln.numpy.array: None is not a valid array value")
-        host = np.asarray(object) if dtype is None else np.asarray(object, dtype=dtypes.canonicalize_dtype(dtype))
-        if host.dtype == object or host.dtype.kind in "OSUMm":
+        try:
+            host = np.asarray(object) if dtype is None else np.asarray(object,
+                                                                       dtype=dtypes.canonicalize_dtype(dtype))
+        except ValueError as e:
+            raise ValueError(f"kiln.numpy.array: cannot make an array from {type(object).__name__} "
+                             f"({object!r:.60}): {e}") from None
+        if host.dtype.kind in "OSUMmV" and host.dtype.name != "bfloat16":
             raise TypeError(f"kiln.numpy.array: cannot make an array from {type(object).__name__} "
                             f"({object!r:.60}) (NumPy made dtype {host.dtype})")
         weak = dtype is None and isinstance(object, (int, float, complex)) and not isinstance(object, bool)
         target_dtype = dtypes.dtype_of_value(object)[0] if weak else dtypes.canonicalize_dtype(host.dtype)
+        if isinstance(object, (list, tuple, int)):
+            _check_python_ints("array", object, target_dtype)
         out = dispatch.put(host.astype(target_dtype, copy=False), None, committed=False)
         if weak:
             out = Array(out._buf, out.aval.update(weak_type=True), out._device, False)
@@ -42,7 +89,7 @@ def array(object: Any, dtype=None, copy: bool = True, ndmin: int = 0) -> Any:  #
 
 def _contains_traced(obj) -> bool:
     if isinstance(obj, (list, tuple)):
-        return any(_contains_traced(o) for o in obj)
+        return builtins_any(_contains_traced(o) for o in obj)
     return isinstance(obj, (Tracer, Array))
 
 
@@ -54,131 +101,381 @@ def _stack_nested(obj, dtype):
     return out if dtype is None else astype(out, dtype)
 
 
-def asarray(a: Any, dtype=None, order=None, *, copy=None) -> Any:
+def asarray(a: Any, dtype=None, order=None, *, copy=None, device=None) -> Any:
     """Like :func:`array`, without copying kiln arrays."""
     return array(a, dtype=dtype)
 
 
-def astype(x, dtype, /, *, copy: bool = False) -> Any:
+def copy(a: Any, order=None) -> Any:
+    """A copy of ``a`` (kiln arrays are immutable, so this is ``asarray``)."""
+    return array(a, copy=True)
+
+
+def astype(x, dtype, /, *, copy: bool = False, device=None) -> Any:
     """``x`` converted to ``dtype`` (a strong type)."""
     return lax.convert_element_type(x if is_array(x) else asarray(x), dtype)
 
 
-def full(shape, fill_value, dtype=None) -> Any:
-    """An array of ``shape`` filled with ``fill_value``."""
+def full(shape, fill_value, dtype=None, *, device=None) -> Any:
+    """An array of ``shape`` filled with ``fill_value`` (a scalar or an array broadcast to ``shape``)."""
     shape = static_shape("full", shape)
+    if isinstance(fill_value, (list, tuple)) or (isinstance(fill_value, np.ndarray) and fill_value.ndim):
+        fill_value = asarray(fill_value)
     if is_array(fill_value):
         fill = fill_value if dtype is None else astype(fill_value, dtype)
-        from ._util import broadcast_to_shape
+        try:
+            target = broadcast_shapes("full", abstractify(fill).shape, shape)
+        except ValueError:
+            target = None
+        if target != shape:
+            raise ValueError(f"kiln.numpy.full: fill_value of shape {abstractify(fill).shape} cannot be broadcast "
+                             f"to shape {shape}")
         return broadcast_to_shape(fill, shape)
+    check_arraylike("full", fill_value)
     dt, weak = dtypes.dtype_of_value(fill_value)
     # As in JAX, a Python scalar fill without a dtype gives a weakly typed array.
-    return lax.broadcast_in_dim(lax.literal(fill_value, _dtype_or_default(dtype, dt), weak and dtype is None),
-                                shape, ())
+    lit = lax.literal(fill_value, _dtype_or_default(dtype, dt), weak and dtype is None)
+    return lax.broadcast_in_dim(lit, shape, ())
 
 
-def zeros(shape, dtype=None) -> Any:
+def zeros(shape, dtype=None, *, device=None) -> Any:
     """An array of zeros (float32 unless ``dtype`` says otherwise)."""
     return full(shape, 0, _dtype_or_default(dtype, dtypes.default_float_dtype()))
 
 
-def ones(shape, dtype=None) -> Any:
+def ones(shape, dtype=None, *, device=None) -> Any:
     """An array of ones (float32 unless ``dtype`` says otherwise)."""
     return full(shape, 1, _dtype_or_default(dtype, dtypes.default_float_dtype()))
 
 
-def empty(shape, dtype=None) -> Any:
+def empty(shape, dtype=None, *, device=None) -> Any:
     """Same as :func:`zeros` (XLA has no uninitialised memory)."""
     return zeros(shape, dtype)
 
 
-def _like(x, shape, dtype):
+def _like(fname, x, shape, dtype):
+    check_arraylike(fname, x)
     aval = abstractify(x)
-    return (aval.shape if shape is None else shape), _dtype_or_default(dtype, aval.dtype)
+    return (aval.shape if shape is None else static_shape(fname, shape)), _dtype_or_default(dtype, aval.dtype)
 
 
-def full_like(a, fill_value, dtype=None, shape=None) -> Any:
-    shape, dtype = _like(a, shape, dtype)
+def full_like(a, fill_value, dtype=None, shape=None, *, device=None) -> Any:
+    """An array with the shape and dtype of ``a`` filled with ``fill_value``."""
+    shape, dtype = _like("full_like", a, shape, dtype)
     return full(shape, fill_value, dtype)
 
 
-def zeros_like(a, dtype=None, shape=None) -> Any:
-    shape, dtype = _like(a, shape, dtype)
+def zeros_like(a, dtype=None, shape=None, *, device=None) -> Any:
+    """An array of zeros with the shape and dtype of ``a``."""
+    shape, dtype = _like("zeros_like", a, shape, dtype)
     return full(shape, 0, dtype)
 
 
-def ones_like(a, dtype=None, shape=None) -> Any:
-    shape, dtype = _like(a, shape, dtype)
+def ones_like(a, dtype=None, shape=None, *, device=None) -> Any:
+    """An array of ones with the shape and dtype of ``a``."""
+    shape, dtype = _like("ones_like", a, shape, dtype)
     return full(shape, 1, dtype)
 
 
-def empty_like(a, dtype=None, shape=None) -> Any:
+def empty_like(a, dtype=None, shape=None, *, device=None) -> Any:
+    """Same as :func:`zeros_like`."""
     return zeros_like(a, dtype, shape)
 
 
-def arange(start, stop=None, step=None, dtype=None) -> Any:
-    """Evenly spaced values in ``[start, stop)``; the bounds must be static."""
-    for name, v in (("start", start), ("stop", stop), ("step", step)):
-        if isinstance(v, Tracer):
-            raise TypeError(f"kiln.numpy.arange: {name} must be a static value (the length of the result "
+def _static_scalar(fname: str, name: str, v):
+    """A static Python number from an argument that decides a shape."""
+    if isinstance(v, Tracer):
+        from ..tracing import concrete
+        value = concrete(v)
+        if value is None:
+            raise TypeError(f"kiln.numpy.{fname}: {name} must be a static value (the length of the result "
                             "depends on it); it is traced here. Mark it static with static_argnums, or use "
                             "kiln.lax.iota with a static length")
+        v = value
+    if isinstance(v, (Array, np.ndarray, np.generic)):
+        if np.ndim(v) != 0:
+            raise ValueError(f"kiln.numpy.{fname}: {name} must be a scalar, got an array of shape {np.shape(v)}")
+        v = np.asarray(v).item()
+    if isinstance(v, complex):
+        raise TypeError(f"kiln.numpy.{fname}: {name} must be real, got {v!r}")
+    if not isinstance(v, (bool, int, float)):
+        raise TypeError(f"kiln.numpy.{fname}: {name} must be a number, got {type(v).__name__} {v!r:.40}")
+    return v
+
+
+def arange(start, stop=None, step=None, dtype=None, *, device=None) -> Any:
+    """Evenly spaced values in ``[start, stop)``; the bounds must be static (they decide the length)."""
+    raw = [v for v in (start, stop, step) if v is not None]
+    start = _static_scalar("arange", "start", start)
+    stop = None if stop is None else _static_scalar("arange", "stop", stop)
+    step = None if step is None else _static_scalar("arange", "step", step)
     if stop is None:
         start, stop = 0, start
     step = 1 if step is None else step
     if step == 0:
         raise ValueError("kiln.numpy.arange: step must not be zero")
-    values = [v for v in (start, stop, step) if v is not None]
     if dtype is None:
-        if builtins_any(isinstance(v, float) or isinstance(v, np.floating) or
-                        (isinstance(v, Array) and v.dtype.kind == "f") for v in values):
-            dtype = dtypes.default_float_dtype()
-        else:
-            dtype = dtypes.default_int_dtype()
+        is_float = builtins_any(isinstance(v, (float, np.floating)) or
+                                (is_array(v) and abstractify(v).dtype.kind in "fV") or
+                                (isinstance(v, np.ndarray) and v.dtype.kind == "f") for v in raw)
+        dtype = dtypes.default_float_dtype() if is_float else dtypes.default_int_dtype()
     dtype = dtypes.canonicalize_dtype(dtype)
-    start, stop, step = (v.item() if isinstance(v, Array) else v for v in (start, stop, step))
-    n = builtins_max(0, math.ceil((stop - start) / step))
-    out = lax.iota(dtype, n)
+    if builtins_all_int(start, stop, step):
+        n = builtins_max(0, -(-(int(stop) - int(start)) // int(step)))
+    else:
+        n = builtins_max(0, math.ceil((stop - start) / step))
+    if dtype == np.bool_:
+        if n > 2:
+            raise ValueError(f"kiln.numpy.arange: a bool arange cannot have {n} elements")
+        return lax.ne(lax.iota(dtypes.default_int_dtype(), n), 0)
+    cdtype = dtype
+    if not dtypes.is_inexact(dtype) and not builtins_all_int(start, stop, step):
+        # Fractional bounds with an integer dtype: NumPy (and so JAX) casts the first two values and
+        # steps by their difference.
+        first = np.asarray(start).astype(dtype).item()
+        start, step = first, np.asarray(start + step).astype(dtype).item() - first
+    out = lax.iota(cdtype, n)
     if step != 1:
-        out = lax.mul(out, lax.broadcast_in_dim(lax.literal(step, dtype), (n,), ()))
+        out = lax.mul(out, lax.broadcast_in_dim(lax.literal(step, cdtype), (n,), ()))
     if start != 0:
-        out = lax.add(out, lax.broadcast_in_dim(lax.literal(start, dtype), (n,), ()))
-    return out
+        out = lax.add(out, lax.broadcast_in_dim(lax.literal(start, cdtype), (n,), ()))
+    return lax.convert_element_type(out, dtype)
 
 
-builtins_any, builtins_max = any, max
+def builtins_all_int(*vs) -> bool:
+    return all(isinstance(v, (int, np.integer)) for v in vs)
 
 
-def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None, axis: int = 0):
-    """``num`` evenly spaced values from ``start`` to ``stop``."""
+def _float_type(dtype: np.dtype) -> np.dtype:
+    return dtype if dtypes.is_inexact(dtype) else dtypes.default_float_dtype()
+
+
+def _bounds(fname: str, start, stop, dtype):
+    """``start`` and ``stop`` promoted, as arrays of the computation dtype broadcast to one shape."""
+    check_arraylike(fname, start, stop)
+    start_a, stop_a = promote_dtypes(fname, start, stop)
+    if dtype is None:
+        dtype = _float_type(abstractify(start_a).dtype)
+    dtype = dtypes.canonicalize_dtype(dtype)
+    ctype = _float_type(dtype)
+    if dtypes.is_complex(ctype):
+        raise NotImplementedError(f"kiln.numpy.{fname}: complex bounds are not supported yet")
+    start_a, stop_a = (lax.convert_element_type(materialize(x), ctype) for x in (start_a, stop_a))
+    shape = broadcast_shapes(fname, abstractify(start_a).shape, abstractify(stop_a).shape)
+    return broadcast_to_shape(start_a, shape), broadcast_to_shape(stop_a, shape), shape, dtype, ctype
+
+
+def _along(x, shape, axis: int):
+    """``x`` (of shape ``shape`` minus ``axis``) broadcast along a new ``axis`` of ``shape``."""
+    return lax.broadcast_in_dim(x, shape, tuple(d for d in range(len(shape)) if d != axis))
+
+
+def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None,
+             axis: int = 0, *, device=None):
+    """``num`` evenly spaced values from ``start`` to ``stop`` (arrays of bounds give one series each,
+    along ``axis`` of the result). Integer dtypes round toward minus infinity, as NumPy 2."""
     num = static_int("linspace", "num", num)
     if num < 0:
         raise ValueError(f"kiln.numpy.linspace: num must be non-negative, got {num}")
-    dtype = _dtype_or_default(dtype, dtypes.default_float_dtype())
-    ftype = dtype if dtypes.is_inexact(dtype) else dtypes.default_float_dtype()
+    start_a, stop_a, bshape, dtype, ctype = _bounds("linspace", start, stop, dtype)
+    axis = canonical_axis("linspace", axis, len(bshape) + 1)
+    shape = bshape[:axis] + (num,) + bshape[axis:]
     div = (num - 1) if endpoint else num
-    start_a, stop_a = astype(asarray(start), ftype), astype(asarray(stop), ftype)
-    step = lax.div(lax.sub(stop_a, start_a), lax.literal(builtins_max(div, 1), ftype)) if div > 0 else \
-        lax.sub(stop_a, start_a)
-    idx = lax.iota(ftype, num)
-    out = lax.add(lax.mul(idx, lax.broadcast_in_dim(step, (num,), ())), lax.broadcast_in_dim(start_a, (num,), ()))
+    delta = lax.sub(stop_a, start_a)
+    idx = lax.broadcasted_iota(ctype, shape, axis)
+    if div > 0:
+        step = lax.div(delta, _fill(div, ctype, bshape))
+        out = lax.mul(idx, _along(step, shape, axis))
+    else:
+        step = _fill(np.nan, ctype, bshape)
+        out = lax.mul(idx, _along(delta, shape, axis))
+    out = lax.add(out, _along(start_a, shape, axis))
     if endpoint and num > 1:
-        out = lax.dynamic_update_slice(out, lax.reshape(stop_a, (1,)), [num - 1])
-    out = astype(out, dtype)
+        last = lax.eq(lax.broadcasted_iota(dtypes.int32, shape, axis), num - 1)
+        out = lax.select(last, _along(stop_a, shape, axis), out)
+    if not dtypes.is_inexact(dtype):
+        out = lax.floor(out)
+    out = lax.convert_element_type(out, dtype)
     return (out, step) if retstep else out
 
 
-def eye(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
-    """A 2-D array with ones on the k-th diagonal."""
+def _fill(value, dtype, shape):
+    lit = lax.literal(value, dtype)
+    return lax.broadcast_in_dim(lit, shape, ()) if shape else materialize(lit)
+
+
+def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None, axis: int = 0):
+    """``base ** linspace(start, stop, ...)``."""
+    lin = linspace(start, stop, num, endpoint=endpoint, dtype=None if dtype is None else
+                   _float_type(dtypes.canonicalize_dtype(dtype)), axis=axis)
+    from .ufuncs import power
+    out = power(base, lin) if is_array(base) or not isinstance(base, int) else power(float(base), lin)
+    if dtype is not None:
+        out = lax.convert_element_type(out, dtype)
+    return out
+
+
+def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
+    """Numbers spaced evenly on a log scale, from ``start`` to ``stop`` (both non-zero, same sign)."""
+    for name, v in (("start", start), ("stop", stop)):
+        if isinstance(v, (int, float)) and v == 0:
+            raise ValueError(f"kiln.numpy.geomspace: {name} must be non-zero (geometric sequence cannot include "
+                             "zero)")
+    num = static_int("geomspace", "num", num)
+    start_a, stop_a, bshape, dtype, ctype = _bounds("geomspace", start, stop, dtype)
+    sign = lax.sign(start_a)
+    lo, hi = lax.log(lax.abs(start_a)), lax.log(lax.abs(stop_a))
+    t = linspace(lo, hi, num, endpoint=endpoint, dtype=ctype, axis=axis)
+    axis = canonical_axis("geomspace", axis, len(bshape) + 1)
+    shape = bshape[:axis] + (num,) + bshape[axis:]
+    out = lax.mul(_along(sign, shape, axis), lax.exp(t))
+    if num > 0:  # exact end points, as NumPy
+        pos = lax.broadcasted_iota(dtypes.int32, shape, axis)
+        out = lax.select(lax.eq(pos, 0), _along(start_a, shape, axis), out)
+        if endpoint and num > 1:
+            out = lax.select(lax.eq(pos, num - 1), _along(stop_a, shape, axis), out)
+    return lax.convert_element_type(out, dtype)
+
+
+def _mask_to_dtype(mask, dtype):
+    return lax.convert_element_type(mask, dtype)
+
+
+def _diag_mask(N: int, M: int, k: int):
+    """Boolean (N, M) with True where ``col - row == k``."""
+    i32 = dtypes.int32
+    rows = lax.broadcasted_iota(i32, (N, M), 0)
+    cols = lax.broadcasted_iota(i32, (N, M), 1)
+    return lax.eq(lax.sub(cols, rows), lax.broadcast_in_dim(lax.literal(k, i32), (N, M), ()))
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) -> Any:
+    """A 2-D array with ones on the ``k``-th diagonal (``k > 0`` above the main one)."""
     N = static_int("eye", "N", N)
     M = N if M is None else static_int("eye", "M", M)
+    k = static_int("eye", "k", k)
+    if N < 0 or M < 0:
+        raise ValueError(f"kiln.numpy.eye: negative dimensions are not allowed, got N={N}, M={M}")
     dtype = _dtype_or_default(dtype, dtypes.default_float_dtype())
-    rows = lax.broadcasted_iota(dtypes.default_int_dtype(), (N, M), 0)
-    cols = lax.broadcasted_iota(dtypes.default_int_dtype(), (N, M), 1)
-    if k:
-        rows = lax.add(rows, lax.broadcast_in_dim(lax.literal(k, dtypes.default_int_dtype()), (N, M), ()))
-    return lax.convert_element_type(lax.eq(rows, cols), dtype)
+    return _mask_to_dtype(_diag_mask(N, M, k), dtype)
 
 
 def identity(n: int, dtype=None) -> Any:
+    """The ``n`` x ``n`` identity matrix."""
     return eye(n, dtype=dtype)
+
+
+def _tri_mask(N: int, M: int, k: int):
+    """Boolean (N, M) with True where ``col <= row + k``."""
+    i32 = dtypes.int32
+    rows = lax.broadcasted_iota(i32, (N, M), 0)
+    cols = lax.broadcasted_iota(i32, (N, M), 1)
+    return lax.le(lax.sub(cols, rows), lax.broadcast_in_dim(lax.literal(k, i32), (N, M), ()))
+
+
+def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
+    """Ones at and below the ``k``-th diagonal, zeros elsewhere."""
+    N = static_int("tri", "N", N)
+    M = N if M is None else static_int("tri", "M", M)
+    k = static_int("tri", "k", k)
+    if N < 0 or M < 0:
+        raise ValueError(f"kiln.numpy.tri: negative dimensions are not allowed, got N={N}, M={M}")
+    return _mask_to_dtype(_tri_mask(N, M, k), _dtype_or_default(dtype, dtypes.default_float_dtype()))
+
+
+def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list[Any]:
+    """Coordinate arrays from 1-D coordinate vectors (``indexing='xy'`` swaps the first two axes)."""
+    if indexing not in ("xy", "ij"):
+        raise ValueError(f"kiln.numpy.meshgrid: indexing must be 'xy' or 'ij', got {indexing!r}")
+    check_arraylike("meshgrid", *xi)
+    args = [asarray(x) for x in xi]
+    for i, a in enumerate(args):
+        if a.ndim != 1:
+            raise ValueError(f"kiln.numpy.meshgrid: each argument must be 1-D, got shape {a.shape} for "
+                             f"argument {i}")
+    shape = [a.shape[0] for a in args]
+    if indexing == "xy" and len(args) >= 2:
+        shape[0], shape[1] = shape[1], shape[0]
+    out = []
+    for i, a in enumerate(args):
+        dim = i
+        if indexing == "xy" and len(args) >= 2 and i < 2:
+            dim = 1 - i
+        if sparse:
+            out.append(lax.reshape(a, tuple(s if d == dim else 1 for d, s in enumerate(shape))))
+        else:
+            out.append(lax.broadcast_in_dim(a, tuple(shape), (dim,)))
+    return out
+
+
+def indices(dimensions: Sequence[int], dtype=None, sparse: bool = False):
+    """An array (or, with ``sparse``, a tuple of arrays) of the indices of a grid."""
+    dims = static_shape("indices", dimensions)
+    dtype = _dtype_or_default(dtype, dtypes.default_int_dtype())
+    if sparse:
+        return tuple(lax.broadcasted_iota(dtype, tuple(d if j == i else 1 for j, d in enumerate(dims)), i)
+                     for i in range(len(dims)))
+    parts = [lax.broadcasted_iota(dtype, (1,) + dims, i + 1) for i in range(len(dims))]
+    if not parts:
+        return zeros((0,), dtype)
+    return lax.concatenate(parts, 0)
+
+
+def _array_arg(fname: str, x):
+    check_arraylike(fname, x)
+    (x,) = promote_dtypes(fname, x)
+    return materialize(x)
+
+
+def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
+    """The ``offset``-th diagonal over ``axis1`` and ``axis2`` (appended as the last axis)."""
+    return _diagonal("diagonal", a, offset, axis1, axis2)
+
+
+def _diagonal(fname: str, a, offset, axis1, axis2):
+    a = _array_arg(fname, a)
+    aval = abstractify(a)
+    if aval.ndim < 2:
+        raise ValueError(f"kiln.numpy.{fname}: the array must be at least 2-D, got shape {aval.shape}")
+    offset = static_int(fname, "offset", offset)
+    ax1 = canonical_axis(fname, axis1, aval.ndim)
+    ax2 = canonical_axis(fname, axis2, aval.ndim)
+    if ax1 == ax2:
+        raise ValueError(f"kiln.numpy.{fname}: axis1 and axis2 cannot be the same (both {ax1})")
+    rest = [d for d in range(aval.ndim) if d not in (ax1, ax2)]
+    a = lax.transpose(a, rest + [ax1, ax2])
+    lead = tuple(aval.shape[d] for d in rest)
+    n, m = aval.shape[ax1], aval.shape[ax2]
+    length = builtins_max(0, builtins_min(n, m - offset) if offset >= 0 else builtins_min(n + offset, m))
+    if length == 0:
+        return zeros(lead + (0,), aval.dtype)
+    # Diagonal elements of the flattened (n*m) matrix sit at a fixed stride of m + 1.
+    flat = lax.reshape(a, lead + (n * m,))
+    start = offset if offset >= 0 else -offset * m
+    limit = start + (length - 1) * (m + 1) + 1
+    nl = len(lead)
+    return lax.slice(flat, (0,) * nl + (start,), lead + (limit,), (1,) * nl + (m + 1,))
+
+
+def diag(v, k: int = 0):
+    """A 1-D ``v`` as a 2-D array with ``v`` on its ``k``-th diagonal; a 2-D ``v``'s ``k``-th diagonal."""
+    v = _array_arg("diag", v)
+    k = static_int("diag", "k", k)
+    aval = abstractify(v)
+    if aval.ndim == 2:
+        return diagonal(v, k)
+    if aval.ndim != 1:
+        raise ValueError(f"kiln.numpy.diag: the input must be 1-D or 2-D, got shape {aval.shape}")
+    n = aval.shape[0]
+    size = n + abs(k)
+    # Row i holds v[i] (k >= 0) or column j holds v[j] (k < 0); pad v to the full size first.
+    padded = lax.pad(v, lax.literal(0, aval.dtype, aval.weak_type), [(0, abs(k), 0)])
+    vals = lax.broadcast_in_dim(padded, (size, size), (0,) if k >= 0 else (1,))
+    zero = lax.broadcast_in_dim(lax.literal(0, aval.dtype, aval.weak_type), (size, size), ())
+    return lax.select(_diag_mask(size, size, k), vals, zero)
+
+
+def diagflat(v, k: int = 0):
+    """The flattened ``v`` on the ``k``-th diagonal of a 2-D array."""
+    v = _array_arg("diagflat", v)
+    return diag(lax.reshape(v, (abstractify(v).size,)), k)

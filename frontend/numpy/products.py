@@ -1,9 +1,22 @@
-"""Products: matmul, dot, vdot, inner, outer, tensordot (via dot_general)."""
+"""Products: matmul, dot, vdot, vecdot, inner, outer, tensordot, trace, kron, cross (via dot_general and
+elementwise primitives). ``einsum`` lives in :mod:`.einsum`."""
 from __future__ import annotations
 
+import builtins
+from typing import Any
+
+import numpy as np
+
 from .. import lax
-from ..tracing import abstractify
-from ._util import broadcast_shapes, broadcast_to_shape, promote_dtypes
+from ..tracing import abstractify, materialize
+from ._util import broadcast_shapes, broadcast_to_shape, canonical_axis, check_arraylike, promote_dtypes
+
+__all__ = ["cross", "dot", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot", "vecdot"]
+
+
+def _operands(fname: str, *args) -> list[Any]:
+    check_arraylike(fname, *args)
+    return [materialize(x) for x in promote_dtypes(fname, *args)]
 
 
 def _shape_error(fname: str, a, b, detail: str) -> ValueError:
@@ -11,12 +24,31 @@ def _shape_error(fname: str, a, b, detail: str) -> ValueError:
                       f"aligned: {detail}")
 
 
-def matmul(a, b, /):
-    """Matrix product with NumPy's rules: 1-D operands are promoted, leading dims broadcast."""
-    a, b = promote_dtypes("matmul", a, b)
+def _mul(a, b):
+    """Elementwise product of two arrays of one dtype and shape (``and`` for booleans)."""
+    if abstractify(a).dtype == np.bool_:
+        return lax.bitwise_and(a, b)
+    return lax.mul(a, b)
+
+
+def _scalar_product(fname: str, a, b):
+    shape = broadcast_shapes(fname, abstractify(a).shape, abstractify(b).shape)
+    return _mul(broadcast_to_shape(a, shape), broadcast_to_shape(b, shape))
+
+
+def _complex_check(fname: str, x) -> None:
+    if abstractify(x).dtype.kind == "c":
+        raise NotImplementedError(f"kiln.numpy.{fname} of complex arrays is not supported yet")
+
+
+def matmul(a, b, /, *, preferred_element_type=None):
+    """Matrix product with NumPy's rules: 1-D operands are promoted to matrices (and the added axis
+    removed afterwards), leading (batch) dimensions broadcast."""
+    a, b = _operands("matmul", a, b)
     sa, sb = abstractify(a).shape, abstractify(b).shape
     if not sa or not sb:
-        raise ValueError("kiln.numpy.matmul: operands must not be 0-d (use * for scalars)")
+        raise ValueError(f"kiln.numpy.matmul: operands must not be 0-d (got shapes {sa} and {sb}); use * for "
+                         "scalars")
     a_vec, b_vec = len(sa) == 1, len(sb) == 1
     if a_vec:
         a, sa = lax.reshape(a, (1,) + sa), (1,) + sa
@@ -30,7 +62,7 @@ def matmul(a, b, /):
         a = broadcast_to_shape(a, batch + sa[-2:])
         b = broadcast_to_shape(b, batch + sb[-2:])
     dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
-    out = lax.dot_general(a, b, dims)
+    out = lax.dot_general(a, b, dims, preferred_element_type=preferred_element_type)
     shape = abstractify(out).shape
     if a_vec:
         shape = shape[:-2] + shape[-1:]
@@ -39,63 +71,178 @@ def matmul(a, b, /):
     return lax.reshape(out, shape)
 
 
-def dot(a, b, /):
-    """NumPy's dot: scalars multiply; otherwise contract a's last axis with b's second-to-last."""
-    a, b = promote_dtypes("dot", a, b)
+def dot(a, b, /, *, preferred_element_type=None):
+    """NumPy's dot: scalars multiply; otherwise contract a's last axis with b's second-to-last
+    (its only axis when 1-D)."""
+    a, b = _operands("dot", a, b)
     sa, sb = abstractify(a).shape, abstractify(b).shape
     if not sa or not sb:
-        from .ufuncs import multiply
-        return multiply(a, b)
+        return _scalar_product("dot", a, b)
     cb = 0 if len(sb) == 1 else len(sb) - 2
     if sa[-1] != sb[cb]:
         raise _shape_error("dot", a, b, f"{sa[-1]} (dim {len(sa) - 1}) != {sb[cb]} (dim {cb})")
-    return lax.dot_general(a, b, (((len(sa) - 1,), (cb,)), ((), ())))
+    return lax.dot_general(a, b, (((len(sa) - 1,), (cb,)), ((), ())), preferred_element_type=preferred_element_type)
 
 
-def vdot(a, b, /):
+def vdot(a, b, /, *, preferred_element_type=None):
     """Dot product of the flattened arrays."""
-    from .shape import ravel
-    a, b = promote_dtypes("vdot", a, b)
-    return dot(ravel(a), ravel(b))
+    a, b = _operands("vdot", a, b)
+    _complex_check("vdot", a)
+    sa, sb = abstractify(a).shape, abstractify(b).shape
+    na, nb = int(np.prod(sa, dtype=np.int64)), int(np.prod(sb, dtype=np.int64))
+    if na != nb:
+        raise ValueError(f"kiln.numpy.vdot: the arrays must have the same number of elements, got shapes {sa} "
+                         f"and {sb}")
+    return lax.dot_general(lax.reshape(a, (na,)), lax.reshape(b, (nb,)), (((0,), (0,)), ((), ())),
+                           preferred_element_type=preferred_element_type)
 
 
-def inner(a, b, /):
-    """Contract the last axes of ``a`` and ``b``."""
-    a, b = promote_dtypes("inner", a, b)
+def vecdot(x1, x2, /, *, axis: int = -1, preferred_element_type=None):
+    """Dot product of vectors along ``axis``, broadcasting the other dimensions."""
+    a, b = _operands("vecdot", x1, x2)
+    _complex_check("vecdot", a)
     sa, sb = abstractify(a).shape, abstractify(b).shape
     if not sa or not sb:
-        from .ufuncs import multiply
-        return multiply(a, b)
+        raise ValueError(f"kiln.numpy.vecdot: operands must be at least 1-D, got shapes {sa} and {sb}")
+    ax_a = canonical_axis("vecdot", axis, len(sa))
+    ax_b = canonical_axis("vecdot", axis, len(sb))
+    if sa[ax_a] != sb[ax_b]:
+        raise _shape_error("vecdot", a, b, f"axis {axis} has sizes {sa[ax_a]} and {sb[ax_b]}")
+    from .shape import moveaxis
+    a, b = moveaxis(a, ax_a, -1), moveaxis(b, ax_b, -1)
+    batch = broadcast_shapes("vecdot", abstractify(a).shape[:-1], abstractify(b).shape[:-1])
+    n = sa[ax_a]
+    a, b = broadcast_to_shape(a, batch + (n,)), broadcast_to_shape(b, batch + (n,))
+    nb = len(batch)
+    return lax.dot_general(a, b, (((nb,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
+                           preferred_element_type=preferred_element_type)
+
+
+def inner(a, b, /, *, preferred_element_type=None):
+    """Contract the last axes of ``a`` and ``b`` (a product when either is 0-d)."""
+    a, b = _operands("inner", a, b)
+    sa, sb = abstractify(a).shape, abstractify(b).shape
+    if not sa or not sb:
+        return _scalar_product("inner", a, b)
     if sa[-1] != sb[-1]:
         raise _shape_error("inner", a, b, f"last dimensions {sa[-1]} != {sb[-1]}")
-    return lax.dot_general(a, b, (((len(sa) - 1,), (len(sb) - 1,)), ((), ())))
+    return lax.dot_general(a, b, (((len(sa) - 1,), (len(sb) - 1,)), ((), ())),
+                           preferred_element_type=preferred_element_type)
 
 
-def outer(a, b, /):
+def outer(a, b, out=None):
     """Outer product of the flattened arrays."""
-    from .shape import ravel
-    a, b = promote_dtypes("outer", a, b)
-    a, b = ravel(a), ravel(b)
-    return lax.dot_general(lax.reshape(a, abstractify(a).shape + (1,)), lax.reshape(b, (1,) + abstractify(b).shape),
-                           (((1,), (0,)), ((), ())))
+    if out is not None:
+        raise TypeError("kiln.numpy.outer: out= is not supported (kiln arrays are immutable)")
+    a, b = _operands("outer", a, b)
+    na, nb = abstractify(a).size, abstractify(b).size
+    a = lax.broadcast_in_dim(lax.reshape(a, (na,)), (na, nb), (0,))
+    b = lax.broadcast_in_dim(lax.reshape(b, (nb,)), (na, nb), (1,))
+    return _mul(a, b)
 
 
-def tensordot(a, b, axes=2):
-    """Contract ``axes`` (an int: the last/first n; or a pair of axis lists)."""
-    a, b = promote_dtypes("tensordot", a, b)
-    na, nb = abstractify(a).ndim, abstractify(b).ndim
-    if isinstance(axes, int):
-        if axes < 0 or axes > min(na, nb):
-            raise ValueError(f"kiln.numpy.tensordot: axes={axes} is out of range for ranks {na} and {nb}")
+def _axes_list(fname: str, name: str, axes, nd: int) -> tuple[int, ...]:
+    axes = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
+    out = []
+    for ax in axes:
+        if not isinstance(ax, (int, np.integer)) or isinstance(ax, bool):
+            raise TypeError(f"kiln.numpy.{fname}: {name} must be ints, got {ax!r}")
+        if not -nd <= ax < nd:
+            raise ValueError(f"kiln.numpy.{fname}: axis {ax} in {name} is out of bounds for an array of dimension "
+                             f"{nd}")
+        out.append(int(ax) % nd)
+    if len(set(out)) != len(out):
+        raise ValueError(f"kiln.numpy.{fname}: repeated axis in {name} {axes}")
+    return tuple(out)
+
+
+def tensordot(a, b, axes=2, *, preferred_element_type=None):
+    """Contract ``axes`` of ``a`` with ``axes`` of ``b``: an int n (a's last n with b's first n) or a
+    pair of axis sequences. The result has a's free axes, then b's."""
+    a, b = _operands("tensordot", a, b)
+    sa, sb = abstractify(a).shape, abstractify(b).shape
+    na, nb = len(sa), len(sb)
+    if isinstance(axes, (int, np.integer)) and not isinstance(axes, bool):
+        axes = int(axes)
+        if axes < 0 or axes > builtins.min(na, nb):
+            raise ValueError(f"kiln.numpy.tensordot: axes={axes} must be between 0 and the smaller rank "
+                             f"({na} and {nb})")
         ax_a, ax_b = tuple(range(na - axes, na)), tuple(range(axes))
     else:
-        ax_a, ax_b = axes
-        ax_a = (ax_a,) if isinstance(ax_a, int) else tuple(ax_a)
-        ax_b = (ax_b,) if isinstance(ax_b, int) else tuple(ax_b)
-        ax_a = tuple(x % na for x in ax_a)
-        ax_b = tuple(x % nb for x in ax_b)
+        try:
+            ax_a, ax_b = axes
+        except (TypeError, ValueError):
+            raise ValueError(f"kiln.numpy.tensordot: axes must be an int or a pair of axis sequences, got "
+                             f"{axes!r}") from None
+        ax_a = _axes_list("tensordot", "axes[0]", ax_a, na)
+        ax_b = _axes_list("tensordot", "axes[1]", ax_b, nb)
+        if len(ax_a) != len(ax_b):
+            raise ValueError(f"kiln.numpy.tensordot: axes {axes} must give the same number of axes for a and b")
     for i, j in zip(ax_a, ax_b):
-        if abstractify(a).shape[i] != abstractify(b).shape[j]:
-            raise _shape_error("tensordot", a, b, f"dim {i} of a ({abstractify(a).shape[i]}) != dim {j} of b "
-                               f"({abstractify(b).shape[j]})")
-    return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())))
+        if sa[i] != sb[j]:
+            raise _shape_error("tensordot", a, b, f"dim {i} of a ({sa[i]}) != dim {j} of b ({sb[j]})")
+    return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())), preferred_element_type=preferred_element_type)
+
+
+def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
+    """Sum along the ``offset``-th diagonal over ``axis1`` and ``axis2`` (sum's dtype rules)."""
+    if out is not None:
+        raise TypeError("kiln.numpy.trace: out= is not supported (kiln arrays are immutable)")
+    from .creation import _diagonal
+    from .reductions import sum as _sum
+    (a,) = _operands("trace", a)
+    return _sum(_diagonal("trace", a, offset, axis1, axis2), axis=-1, dtype=dtype)
+
+
+def kron(a, b):
+    """Kronecker product: blocks of ``b`` scaled by the elements of ``a``."""
+    a, b = _operands("kron", a, b)
+    sa, sb = abstractify(a).shape, abstractify(b).shape
+    nd = builtins.max(len(sa), len(sb))
+    sa, sb = (1,) * (nd - len(sa)) + sa, (1,) * (nd - len(sb)) + sb
+    inter = tuple(v for pair in zip(sa, sb) for v in pair)
+    a = lax.broadcast_in_dim(lax.reshape(a, sa), inter, tuple(range(0, 2 * nd, 2)))
+    b = lax.broadcast_in_dim(lax.reshape(b, sb), inter, tuple(range(1, 2 * nd, 2)))
+    return lax.reshape(_mul(a, b), tuple(x * y for x, y in zip(sa, sb)))
+
+
+def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None):
+    """Cross product of 3-vectors (or 2-vectors, whose missing z is 0) along ``axisa``/``axisb``;
+    ``axis`` sets all three. Two 2-vectors give the scalar z component."""
+    a, b = _operands("cross", a, b)
+    if abstractify(a).dtype == np.bool_:
+        raise TypeError("kiln.numpy.cross: not supported for boolean arrays")
+    if axis is not None:
+        axisa = axisb = axisc = axis
+    from .shape import moveaxis
+    sa, sb = abstractify(a).shape, abstractify(b).shape
+    if not sa or not sb:
+        raise ValueError(f"kiln.numpy.cross: operands must be at least 1-D, got shapes {sa} and {sb}")
+    a = moveaxis(a, canonical_axis("cross", axisa, len(sa)), -1)
+    b = moveaxis(b, canonical_axis("cross", axisb, len(sb)), -1)
+    na, nb = abstractify(a).shape[-1], abstractify(b).shape[-1]
+    if na not in (2, 3) or nb not in (2, 3):
+        raise ValueError(f"kiln.numpy.cross: incompatible dimensions for cross product (dimension must be 2 or 3), "
+                         f"got {na} and {nb}")
+    batch = broadcast_shapes("cross", abstractify(a).shape[:-1], abstractify(b).shape[:-1])
+
+    def comp(x, i):
+        s = abstractify(x).shape
+        c = lax.slice(x, (0,) * (len(s) - 1) + (i,), s[:-1] + (i + 1,))
+        return broadcast_to_shape(lax.reshape(c, s[:-1]), batch)
+
+    a0, a1 = comp(a, 0), comp(a, 1)
+    b0, b1 = comp(b, 0), comp(b, 1)
+    z = lax.sub(lax.mul(a0, b1), lax.mul(a1, b0))
+    if na == 2 and nb == 2:
+        return z
+    dt = abstractify(a0)
+    zero = lax.broadcast_in_dim(lax.literal(0, dt.dtype, dt.weak_type), batch, ())
+    a2 = comp(a, 2) if na == 3 else zero
+    b2 = comp(b, 2) if nb == 3 else zero
+    x = lax.sub(lax.mul(a1, b2), lax.mul(a2, b1))
+    y = lax.sub(lax.mul(a2, b0), lax.mul(a0, b2))
+    nd = len(batch)
+    out = lax.concatenate([lax.reshape(c, batch + (1,)) for c in (x, y, z)], nd)
+    return moveaxis(out, -1, canonical_axis("cross", axisc, nd + 1))
+

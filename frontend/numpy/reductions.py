@@ -1,203 +1,471 @@
-"""Reductions of kiln.numpy: sum, prod, max, min, any, all, mean, var, std, argmax, argmin."""
+"""Reductions of kiln.numpy: sum, prod, max, min, any, all, mean, var, std, argmax, argmin, ptp, average,
+count_nonzero and the NaN-ignoring nan* variants, with JAX's dtype rules.
+
+- ``sum``/``prod`` of bool and of integers narrower than the default int accumulate in the default
+  int (int32, or int64 with x64); unsigned ones in the default unsigned int.
+- ``mean``/``var``/``std`` of bool and integers are floats (float32 by default).
+- float16/bfloat16 are accumulated in float32 and the result cast back.
+- ``var`` is two-pass (mean first, then the mean squared deviation), stable for data with a large mean.
+"""
 from __future__ import annotations
+
+import builtins
 
 import numpy as np
 
 from .. import dtypes, lax
-from ..tracing import abstractify
-from ._util import canonical_axes, canonical_axis, convert, promote_dtypes
+from ..tracing import abstractify, materialize
+from ._util import broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert, promote_dtypes
 
+__all__ = [
+    "all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero", "max", "mean", "min",
+    "nanargmax", "nanargmin", "nanmax", "nanmean", "nanmin", "nanprod", "nanstd", "nansum", "nanvar", "prod", "ptp",
+    "std", "sum", "var",
+]
 
-def _keepdims(x, axes: tuple[int, ...], in_shape: tuple[int, ...]):
-    shape = tuple(1 if i in axes else d for i, d in enumerate(in_shape))
-    return lax.reshape(x, shape)
-
-
-def _reduction(fname: str, lax_fn, x, axis, dtype, keepdims: bool, where, initial, identity):
-    (x,) = promote_dtypes(fname, x)
-    aval = abstractify(x)
-    axes = canonical_axes(fname, axis, aval.ndim)
-    if dtype is not None:
-        x = convert(x, dtypes.canonicalize_dtype(dtype), False)
-        aval = abstractify(x)
-    if where is not None:
-        if identity is None:
-            raise ValueError(f"kiln.numpy.{fname}: where= needs initial= (the reduction has no identity)")
-        from .ufuncs import where as _where
-        x = _where(where, x, identity)
-    if identity is None and any(aval.shape[a] == 0 for a in axes) and initial is None:
-        raise ValueError(f"kiln.numpy.{fname}: zero-size array to reduction operation {fname} which has no "
-                         "identity; pass initial=")
-    out = lax_fn(x, axes)
-    if initial is not None:
-        from .ufuncs import add, maximum, minimum, multiply
-        combine = {"max": maximum, "min": minimum, "sum": add, "prod": multiply}[fname]
-        out = convert(combine(out, initial), abstractify(out).dtype, abstractify(out).weak_type)
-    if keepdims:
-        out = _keepdims(out, axes, aval.shape)
-    return out
-
-
-def _sum_dtype(x):
-    """Accumulate small ints in the default int, as JAX (bool/int8 sums give int32)."""
-    aval = abstractify(x)
-    if aval.dtype == np.bool_ or (aval.dtype.kind == "i" and aval.dtype.itemsize < dtypes.default_int_dtype().itemsize):
-        return dtypes.default_int_dtype()
-    if aval.dtype.kind == "u" and aval.dtype.itemsize < dtypes.default_uint_dtype().itemsize:
-        return dtypes.default_uint_dtype()
-    return None
-
-
-def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    """Sum of elements over ``axis`` (NumPy's signature; ``out`` is not supported)."""
-    _no_out("sum", out)
-    (a,) = promote_dtypes("sum", a)
-    dtype = dtype if dtype is not None else _sum_dtype(a)
-    return _reduction("sum", lax.reduce_sum, a, axis, dtype, keepdims, where, initial, 0)
-
-
-def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
-    """Product of elements over ``axis``."""
-    _no_out("prod", out)
-    (a,) = promote_dtypes("prod", a)
-    dtype = dtype if dtype is not None else _sum_dtype(a)
-    return _reduction("prod", lax.reduce_prod, a, axis, dtype, keepdims, where, initial, 1)
-
-
-def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    """Maximum over ``axis`` (NaN propagates)."""
-    _no_out("max", out)
-    return _reduction("max", lax.reduce_max, a, axis, None, keepdims, where, initial,
-                      None if initial is None else initial)
-
-
-def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
-    """Minimum over ``axis`` (NaN propagates)."""
-    _no_out("min", out)
-    return _reduction("min", lax.reduce_min, a, axis, None, keepdims, where, initial,
-                      None if initial is None else initial)
-
-
-amax, amin = max, min
-
-
-def _to_bool(x):
-    from .ufuncs import _to_bool as tb
-    (x,) = promote_dtypes("any", x)
-    return tb(x)
-
-
-def any(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
-    """Whether any element over ``axis`` is true."""
-    _no_out("any", out)
-    return _reduction("any", lax.reduce_or, _to_bool(a), axis, None, keepdims, where, None, False)
-
-
-def all(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
-    """Whether all elements over ``axis`` are true."""
-    _no_out("all", out)
-    return _reduction("all", lax.reduce_and, _to_bool(a), axis, None, keepdims, where, None, True)
-
-
-def _count(fname: str, shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
-    n = 1
-    for a in axes:
-        n *= shape[a]
-    return n
-
-
-def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
-    """Arithmetic mean over ``axis``; integers average as floats."""
-    _no_out("mean", out)
-    (a,) = promote_dtypes("mean", a)
-    aval = abstractify(a)
-    axes = canonical_axes("mean", axis, aval.ndim)
-    if dtype is None:
-        dtype = aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float_dtype()
-    dtype = dtypes.canonicalize_dtype(dtype)
-    total = sum(a, axis=axes, dtype=dtype, keepdims=keepdims, where=where)
-    if where is not None:
-        count = sum(_broadcast_where(where, aval.shape), axis=axes, dtype=dtype, keepdims=keepdims)
-        from .ufuncs import true_divide
-        return true_divide(total, count)
-    n = _count("mean", aval.shape, axes)
-    return lax.div(total, _full_like(total, n))
-
-
-def _broadcast_where(where, shape):
-    from ._util import broadcast_to_shape
-    return broadcast_to_shape(where, shape)
-
-
-def _full_like(x, value):
-    aval = abstractify(x)
-    lit = lax.literal(value, aval.dtype, aval.weak_type)
-    return lax.broadcast_in_dim(lit, aval.shape, ()) if aval.shape else lit
-
-
-def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
-    """Variance over ``axis`` (two-pass: mean first, then mean squared deviation)."""
-    _no_out("var", out)
-    (a,) = promote_dtypes("var", a)
-    aval = abstractify(a)
-    axes = canonical_axes("var", axis, aval.ndim)
-    if dtype is None:
-        dtype = aval.dtype if dtypes.is_inexact(aval.dtype) else dtypes.default_float_dtype()
-    a = convert(a, dtypes.canonicalize_dtype(dtype), aval.weak_type)
-    centered = lax.sub(a, _broadcast_back(mean(a, axis=axes, keepdims=True, where=where), abstractify(a).shape))
-    if abstractify(centered).dtype.kind == "c":
-        raise NotImplementedError("kiln.numpy.var of complex arrays comes with the NumPy issue")
-    sq = lax.mul(centered, centered)
-    if where is not None:
-        from .ufuncs import where as _where
-        sq = _where(where, sq, 0)
-        count = sum(_broadcast_where(where, aval.shape), axis=axes, dtype=abstractify(sq).dtype, keepdims=keepdims)
-        from .ufuncs import subtract, true_divide
-        return true_divide(sum(sq, axis=axes, keepdims=keepdims), subtract(count, ddof))
-    n = _count("var", aval.shape, axes) - ddof
-    total = sum(sq, axis=axes, keepdims=keepdims)
-    return lax.div(total, _full_like(total, n if n > 0 else np.nan))
-
-
-def _broadcast_back(x, shape):
-    from ._util import broadcast_to_shape
-    return broadcast_to_shape(x, shape)
-
-
-def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None):
-    """Standard deviation over ``axis``."""
-    return lax.sqrt(var(a, axis=axis, dtype=dtype, out=out, ddof=ddof, keepdims=keepdims, where=where))
-
-
-def _arg(fname: str, lax_fn, a, axis, keepdims: bool):
-    (a,) = promote_dtypes(fname, a)
-    aval = abstractify(a)
-    if axis is None:
-        if aval.size == 0:
-            raise ValueError(f"kiln.numpy.{fname}: attempt to get {fname} of an empty sequence")
-        a = lax.reshape(a, (aval.size,))
-        out = lax_fn(a, 0, dtypes.default_int_dtype())
-        return lax.reshape(out, (1,) * aval.ndim) if keepdims else out
-    ax = canonical_axis(fname, axis, aval.ndim)
-    if aval.shape[ax] == 0:
-        raise ValueError(f"kiln.numpy.{fname}: attempt to get {fname} of an empty sequence")
-    out = lax_fn(a, ax, dtypes.default_int_dtype())
-    return _keepdims(out, (ax,), aval.shape) if keepdims else out
-
-
-def argmax(a, axis=None, out=None, keepdims=False):
-    """Index of the first maximum (over the flattened array when ``axis`` is None)."""
-    _no_out("argmax", out)
-    return _arg("argmax", lax.argmax, a, axis, keepdims)
-
-
-def argmin(a, axis=None, out=None, keepdims=False):
-    """Index of the first minimum (over the flattened array when ``axis`` is None)."""
-    _no_out("argmin", out)
-    return _arg("argmin", lax.argmin, a, axis, keepdims)
+_SMALL_FLOATS = (dtypes.float16, dtypes.bfloat16)
 
 
 def _no_out(fname: str, out) -> None:
     if out is not None:
         raise TypeError(f"kiln.numpy.{fname}: out= is not supported (kiln arrays are immutable); "
                         "use the return value")
+
+
+def _operand(fname: str, a):
+    (a,) = promote_dtypes(fname, a)
+    return materialize(a)
+
+
+def _keepdims(x, axes: tuple[int, ...], in_shape: tuple[int, ...]):
+    return lax.reshape(x, tuple(1 if i in axes else d for i, d in enumerate(in_shape)))
+
+
+def _full(value, aval_like, shape=None):
+    shape = aval_like.shape if shape is None else shape
+    lit = lax.literal(value, aval_like.dtype, aval_like.weak_type)
+    return lax.broadcast_in_dim(lit, shape, ()) if shape else materialize(lit)
+
+
+def _where_mask(fname: str, where, shape: tuple[int, ...]):
+    """``where`` as a boolean array of ``shape`` (it must broadcast to it)."""
+    (w,) = promote_dtypes(fname, where)
+    w = materialize(w)
+    ws = abstractify(w).shape
+    if broadcast_shapes(fname, ws, shape) != shape:
+        raise ValueError(f"kiln.numpy.{fname}: where= of shape {ws} does not broadcast to the array's shape {shape}")
+    if abstractify(w).dtype != np.bool_:
+        w = lax.ne(w, _full(0, abstractify(w)))
+    return broadcast_to_shape(w, shape)
+
+
+def _select_fill(mask, x, value):
+    """``x`` where ``mask``, else ``value`` (a Python scalar or a 0-d array)."""
+    aval = abstractify(x)
+    if isinstance(value, (bool, int, float, complex)):
+        fill = _full(value, aval)
+    else:
+        fill = broadcast_to_shape(convert(value, aval.dtype, aval.weak_type), aval.shape)
+    return lax.select(mask, x, fill)
+
+
+def _isnan(x):
+    aval = abstractify(x)
+    if dtypes.is_inexact(aval.dtype):
+        return lax.ne(x, x)
+    return _full(False, aval.update(dtype=np.dtype(np.bool_), weak_type=False))
+
+
+def _promote_int(dtype: np.dtype) -> np.dtype | None:
+    """The accumulation dtype of sum/prod of bool and narrow integers (as JAX)."""
+    if dtype == np.bool_ or (dtype.kind == "i" and dtype.itemsize < dtypes.default_int_dtype().itemsize):
+        return dtypes.default_int_dtype()
+    if dtype.kind == "u" and dtype.itemsize < dtypes.default_uint_dtype().itemsize:
+        return dtypes.default_uint_dtype()
+    return None
+
+
+_COMBINE = {"sum": lax.add, "prod": lax.mul, "max": lax.max, "min": lax.min}
+
+
+def _reduce(fname: str, kind: str, a, axis, dtype, keepdims: bool, where, initial, identity):
+    """The common path of sum/prod/max/min: dtype, where=, initial=, keepdims."""
+    a = _operand(fname, a)
+    aval = abstractify(a)
+    axes = canonical_axes(fname, axis, aval.ndim)
+    if dtype is not None:
+        a = convert(a, dtypes.canonicalize_dtype(dtype), False)
+    out_aval = abstractify(a)
+    if out_aval.dtype in _SMALL_FLOATS and kind in ("sum", "prod"):
+        a = convert(a, dtypes.float32, out_aval.weak_type)  # accumulate in float32
+    if where is not None:
+        fill = identity if identity is not None else initial
+        if fill is None:
+            raise ValueError(f"kiln.numpy.{fname}: reduction with where= needs initial= (the {fname} of an empty "
+                             "selection is undefined)")
+        a = _select_fill(_where_mask(fname, where, aval.shape), a, fill)
+    if identity is None and initial is None and builtins.any(aval.shape[ax] == 0 for ax in axes):
+        raise ValueError(f"kiln.numpy.{fname}: zero-size array to reduction operation {fname} which has no "
+                         "identity; pass initial=")
+    lax_fn = {"sum": lax.reduce_sum, "prod": lax.reduce_prod, "max": lax.reduce_max, "min": lax.reduce_min}[kind]
+    cur = abstractify(a)
+    if cur.dtype == np.bool_ and kind in ("max", "min"):
+        lax_fn = lax.reduce_or if kind == "max" else lax.reduce_and
+    out = lax_fn(a, axes)
+    if initial is not None:
+        oa = abstractify(out)
+        init = broadcast_to_shape(convert(initial if not isinstance(initial, (np.ndarray, np.generic))
+                                          else np.asarray(initial), oa.dtype, oa.weak_type), oa.shape)
+        if abstractify(init).ndim != len(oa.shape):
+            raise ValueError(f"kiln.numpy.{fname}: initial must be a scalar")
+        combine = _COMBINE[kind]
+        if oa.dtype == np.bool_:
+            combine = lax.bitwise_or if kind in ("max", "sum") else lax.bitwise_and
+        out = combine(out, init)
+    out = convert(out, out_aval.dtype, out_aval.weak_type)
+    if keepdims:
+        out = _keepdims(out, axes, aval.shape)
+    return out
+
+
+def _sum_like(fname: str, kind: str, a, axis, dtype, out, keepdims, initial, where, promote_integers, identity):
+    _no_out(fname, out)
+    a = _operand(fname, a)
+    if dtype is None and promote_integers:
+        dtype = _promote_int(abstractify(a).dtype)
+    if dtype is None and abstractify(a).dtype == np.bool_:
+        dtype = dtypes.default_int_dtype()
+    return _reduce(fname, kind, a, axis, dtype, keepdims, where, initial, identity)
+
+
+def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,  # noqa: A001
+        promote_integers: bool = True):
+    """Sum of elements over ``axis`` (an int, a tuple or None for all)."""
+    return _sum_like("sum", "sum", a, axis, dtype, out, keepdims, initial, where, promote_integers, 0)
+
+
+def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
+         promote_integers: bool = True):
+    """Product of elements over ``axis``."""
+    return _sum_like("prod", "prod", a, axis, dtype, out, keepdims, initial, where, promote_integers, 1)
+
+
+def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    """Maximum over ``axis`` (NaN propagates). ``where=`` needs ``initial=``."""
+    _no_out("max", out)
+    return _reduce("max", "max", a, axis, None, keepdims, where, initial, None)
+
+
+def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
+    """Minimum over ``axis`` (NaN propagates). ``where=`` needs ``initial=``."""
+    _no_out("min", out)
+    return _reduce("min", "min", a, axis, None, keepdims, where, initial, None)
+
+
+amax, amin = max, min
+
+
+def _to_bool(fname: str, x):
+    x = _operand(fname, x)
+    aval = abstractify(x)
+    return x if aval.dtype == np.bool_ else lax.ne(x, _full(0, aval))
+
+
+def _logical(fname: str, a, axis, keepdims, where, identity: bool):
+    a = _to_bool(fname, a)
+    aval = abstractify(a)
+    axes = canonical_axes(fname, axis, aval.ndim)
+    if where is not None:
+        a = _select_fill(_where_mask(fname, where, aval.shape), a, identity)
+    out = (lax.reduce_and if identity else lax.reduce_or)(a, axes)
+    return _keepdims(out, axes, aval.shape) if keepdims else out
+
+
+def any(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
+    """Whether any element over ``axis`` is true."""
+    _no_out("any", out)
+    return _logical("any", a, axis, keepdims, where, False)
+
+
+def all(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
+    """Whether all elements over ``axis`` are true."""
+    _no_out("all", out)
+    return _logical("all", a, axis, keepdims, where, True)
+
+
+def _count(shape: tuple[int, ...], axes: tuple[int, ...]) -> int:
+    n = 1
+    for a in axes:
+        n *= shape[a]
+    return n
+
+
+def _inexact(dtype: np.dtype) -> np.dtype:
+    return dtype if dtypes.is_inexact(dtype) else dtypes.default_float_dtype()
+
+
+def _upcast(dtype: np.dtype) -> np.dtype:
+    return dtypes.float32 if dtype in _SMALL_FLOATS else dtype
+
+
+def _mean_parts(fname: str, a, axes, where, compute: np.dtype, keepdims: bool, mask=None):
+    """Sum and count (both of ``compute`` dtype) of the selected elements."""
+    aval = abstractify(a)
+    sel = None if where is None else _where_mask(fname, where, aval.shape)
+    if mask is not None:
+        sel = mask if sel is None else lax.bitwise_and(sel, mask)
+    x = convert(a, compute, False)
+    if sel is not None:
+        x = _select_fill(sel, x, 0)
+    total = lax.reduce_sum(x, axes)
+    if sel is None:
+        count = _full(_count(aval.shape, axes), abstractify(total))
+    else:
+        count = lax.reduce_sum(lax.convert_element_type(sel, compute), axes)
+    if keepdims:
+        total, count = _keepdims(total, axes, aval.shape), _keepdims(count, axes, aval.shape)
+    return total, count
+
+
+def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """Arithmetic mean over ``axis``; bool and integers average as floats."""
+    _no_out("mean", out)
+    a = _operand("mean", a)
+    aval = abstractify(a)
+    axes = canonical_axes("mean", axis, aval.ndim)
+    result = dtypes.canonicalize_dtype(dtype) if dtype is not None else _inexact(aval.dtype)
+    total, count = _mean_parts("mean", a, axes, where, _upcast(result), keepdims)
+    return lax.convert_element_type(lax.div(total, count), result)
+
+
+def _var(fname: str, a, axis, dtype, ddof, keepdims, where, correction, nan: bool):
+    if correction is not None:
+        if ddof != 0:
+            raise ValueError(f"kiln.numpy.{fname}: pass ddof or correction, not both")
+        ddof = correction
+    a = _operand(fname, a)
+    aval = abstractify(a)
+    if aval.dtype.kind == "c":
+        raise NotImplementedError(f"kiln.numpy.{fname} of complex arrays is not supported yet")
+    axes = canonical_axes(fname, axis, aval.ndim)
+    result = dtypes.canonicalize_dtype(dtype) if dtype is not None else _inexact(aval.dtype)
+    compute = _upcast(_inexact(result))
+    mask = lax.bitwise_not(_isnan(a)) if nan and dtypes.is_inexact(aval.dtype) else None
+    x = convert(a, compute, False)
+    if axes and builtins.all(aval.shape[ax] for ax in axes):
+        # Shift by one sample of each slice first: the mean of the shifted data is small, so its
+        # rounding error no longer swamps the deviations (data with a large mean, e.g. 1e4 + noise).
+        shift = lax.slice(x, (0,) * aval.ndim, tuple(1 if i in axes else d for i, d in enumerate(aval.shape)))
+        shift = _select_fill(lax.is_finite(shift), shift, 0)  # a NaN/inf sample (maybe masked out) is no shift
+        x = lax.sub(x, broadcast_to_shape(shift, aval.shape))
+    total, count = _mean_parts(fname, x, axes, where, compute, True, mask)
+    centre = lax.div(total, count)
+    dev = lax.sub(x, broadcast_to_shape(centre, aval.shape))
+    sq = lax.mul(dev, dev)
+    sel = None if where is None else _where_mask(fname, where, aval.shape)
+    if mask is not None:
+        sel = mask if sel is None else lax.bitwise_and(sel, mask)
+    if sel is not None:
+        sq = _select_fill(sel, sq, 0)
+    ss = lax.reduce_sum(sq, axes)
+    count = lax.reshape(count, abstractify(ss).shape)
+    ddof_v = ddof if isinstance(ddof, (int, float, np.number)) else convert(ddof, compute, False)
+    ca = abstractify(count)
+    norm = lax.max(lax.sub(count, broadcast_to_shape(convert(ddof_v, compute, False), ca.shape)), _full(0, ca))
+    out = lax.convert_element_type(lax.div(ss, norm), result)
+    return _keepdims(out, axes, aval.shape) if keepdims else out
+
+
+def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    """Variance over ``axis`` (two-pass: mean first, then the mean squared deviation, divided by N - ddof)."""
+    _no_out("var", out)
+    return _var("var", a, axis, dtype, ddof, keepdims, where, correction, False)
+
+
+def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    """Standard deviation over ``axis``."""
+    _no_out("std", out)
+    v = _var("std", a, axis, dtype, ddof, keepdims, where, correction, False)
+    return _sqrt(v)
+
+
+def _sqrt(v):
+    aval = abstractify(v)
+    if dtypes.is_inexact(aval.dtype):
+        return lax.convert_element_type(lax.sqrt(convert(v, _upcast(aval.dtype), False)), aval.dtype)
+    return lax.convert_element_type(lax.sqrt(convert(v, dtypes.default_float_dtype(), False)), aval.dtype)
+
+
+def _arg(fname: str, lax_fn, a, axis, keepdims: bool):
+    a = _operand(fname, a)
+    aval = abstractify(a)
+    if aval.dtype.kind == "c":
+        raise TypeError(f"kiln.numpy.{fname}: complex arrays have no order")
+    idx_dtype = dtypes.default_int_dtype()
+    if axis is None:
+        if aval.size == 0:
+            raise ValueError(f"kiln.numpy.{fname}: attempt to get {fname} of an empty sequence")
+        out = lax_fn(lax.reshape(a, (aval.size,)), 0, idx_dtype)
+        return lax.reshape(out, (1,) * aval.ndim) if keepdims else out
+    ax = canonical_axis(fname, axis, aval.ndim)
+    if aval.shape[ax] == 0:
+        raise ValueError(f"kiln.numpy.{fname}: attempt to get {fname} of an empty sequence (axis {ax} of shape "
+                         f"{aval.shape} has size 0)")
+    out = lax_fn(a, ax, idx_dtype)
+    return _keepdims(out, (ax,), aval.shape) if keepdims else out
+
+
+def argmax(a, axis=None, out=None, keepdims=False):
+    """Index of the first maximum (over the flattened array when ``axis`` is None); NaN counts as maximal."""
+    _no_out("argmax", out)
+    return _arg("argmax", lax.argmax, a, axis, keepdims)
+
+
+def argmin(a, axis=None, out=None, keepdims=False):
+    """Index of the first minimum (over the flattened array when ``axis`` is None); NaN counts as minimal."""
+    _no_out("argmin", out)
+    return _arg("argmin", lax.argmin, a, axis, keepdims)
+
+
+def ptp(a, axis=None, out=None, keepdims=False):
+    """Range (maximum minus minimum) over ``axis``."""
+    _no_out("ptp", out)
+    a = _operand("ptp", a)
+    if abstractify(a).dtype == np.bool_:
+        raise TypeError("kiln.numpy.ptp: not supported for boolean arrays (the subtraction of booleans is "
+                        "undefined); convert to an integer dtype first")
+    return lax.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
+
+
+def count_nonzero(a, axis=None, keepdims=False):
+    """Number of non-zero elements over ``axis`` (default int dtype)."""
+    b = _to_bool("count_nonzero", a)
+    return sum(b, axis=axis, dtype=dtypes.default_int_dtype(), keepdims=keepdims)
+
+
+def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool = False):
+    """Weighted average over ``axis`` (``returned=True`` also gives the sum of the weights)."""
+    a = _operand("average", a)
+    aval = abstractify(a)
+    axes = canonical_axes("average", axis, aval.ndim)
+    if weights is None:
+        avg = mean(a, axis=axes, keepdims=keepdims)
+        if not returned:
+            return avg
+        av = abstractify(avg)
+        return avg, _full(_count(aval.shape, axes), av)
+    a, w = promote_dtypes("average", a, weights)
+    dtype = _inexact(abstractify(a).dtype)
+    a, w = convert(a, dtype, False), convert(w, dtype, False)
+    ws = abstractify(w).shape
+    if ws != aval.shape:
+        if axis is None:
+            raise ValueError(f"kiln.numpy.average: axis must be given when the shapes of a {aval.shape} and "
+                             f"weights {ws} differ")
+        if len(ws) != 1:
+            raise ValueError(f"kiln.numpy.average: 1-D weights expected when the shapes of a {aval.shape} and "
+                             f"weights {ws} differ")
+        if len(axes) != 1:
+            raise ValueError("kiln.numpy.average: weights of a different shape than a need a single axis")
+        if ws[0] != aval.shape[axes[0]]:
+            raise ValueError(f"kiln.numpy.average: length of weights {ws[0]} differs from the length "
+                             f"{aval.shape[axes[0]]} of axis {axes[0]}")
+        w = lax.broadcast_in_dim(w, aval.shape, (axes[0],))
+    compute = _upcast(dtype)
+    ac, wc = convert(a, compute, False), convert(w, compute, False)
+    wsum = lax.reduce_sum(wc, axes)
+    avg = lax.div(lax.reduce_sum(lax.mul(ac, wc), axes), wsum)
+    avg, wsum = lax.convert_element_type(avg, dtype), lax.convert_element_type(wsum, dtype)
+    if keepdims:
+        avg, wsum = _keepdims(avg, axes, aval.shape), _keepdims(wsum, axes, aval.shape)
+    return (avg, wsum) if returned else avg
+
+
+# ---------------------------------------------------------------------------------------------
+# NaN-ignoring reductions
+# ---------------------------------------------------------------------------------------------
+
+def _nan_filled(fname: str, a, value):
+    a = _operand(fname, a)
+    if not dtypes.is_inexact(abstractify(a).dtype):
+        return a, None
+    nan = _isnan(a)
+    return _select_fill(lax.bitwise_not(nan), a, value), nan
+
+
+def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Sum over ``axis``, treating NaN as zero."""
+    a, _ = _nan_filled("nansum", a, 0)
+    return sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+
+
+def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
+    """Product over ``axis``, treating NaN as one."""
+    a, _ = _nan_filled("nanprod", a, 1)
+    return prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+
+
+def _nan_extreme(fname: str, fn, fill, a, axis, out, keepdims, initial, where):
+    _no_out(fname, out)
+    filled, nan = _nan_filled(fname, a, fill)
+    res = fn(filled, axis=axis, keepdims=keepdims, initial=initial, where=where)
+    if nan is None:
+        return res
+    all_nan = all(nan, axis=axis, keepdims=keepdims)  # an all-NaN slice gives NaN
+    return _select_fill(lax.bitwise_not(all_nan), res, float("nan"))
+
+
+def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """Maximum over ``axis``, ignoring NaN (NaN for an all-NaN slice)."""
+    return _nan_extreme("nanmax", max, float("-inf"), a, axis, out, keepdims, initial, where)
+
+
+def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
+    """Minimum over ``axis``, ignoring NaN (NaN for an all-NaN slice)."""
+    return _nan_extreme("nanmin", min, float("inf"), a, axis, out, keepdims, initial, where)
+
+
+def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
+    """Mean over ``axis`` of the non-NaN elements (NaN for an all-NaN slice)."""
+    _no_out("nanmean", out)
+    a = _operand("nanmean", a)
+    aval = abstractify(a)
+    if not dtypes.is_inexact(aval.dtype):
+        return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
+    axes = canonical_axes("nanmean", axis, aval.ndim)
+    result = dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype
+    total, count = _mean_parts("nanmean", a, axes, where, _upcast(_inexact(result)), keepdims,
+                               lax.bitwise_not(_isnan(a)))
+    return lax.convert_element_type(lax.div(total, count), result)
+
+
+def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    """Variance over ``axis`` of the non-NaN elements."""
+    _no_out("nanvar", out)
+    return _var("nanvar", a, axis, dtype, ddof, keepdims, where, correction, True)
+
+
+def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
+    """Standard deviation over ``axis`` of the non-NaN elements."""
+    _no_out("nanstd", out)
+    return _sqrt(_var("nanstd", a, axis, dtype, ddof, keepdims, where, correction, True))
+
+
+def _nan_arg(fname: str, fn, fill, a, axis, out, keepdims):
+    _no_out(fname, out)
+    filled, nan = _nan_filled(fname, a, fill)
+    res = fn(filled, axis=axis, keepdims=keepdims)
+    if nan is None:
+        return res
+    all_nan = all(nan, axis=axis, keepdims=keepdims)  # an all-NaN slice gives -1, as JAX
+    return _select_fill(lax.bitwise_not(all_nan), res, -1)
+
+
+def nanargmax(a, axis=None, out=None, keepdims=False):
+    """Index of the maximum ignoring NaN (-1 for an all-NaN slice)."""
+    return _nan_arg("nanargmax", argmax, float("-inf"), a, axis, out, keepdims)
+
+
+def nanargmin(a, axis=None, out=None, keepdims=False):
+    """Index of the minimum ignoring NaN (-1 for an all-NaN slice)."""
+    return _nan_arg("nanargmin", argmin, float("inf"), a, axis, out, keepdims)

@@ -6,17 +6,54 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes, lax
-from ..tracing import abstractify
-from ._util import check_arraylike, promote_and_broadcast, promote_dtypes
+from ..ir import Literal
+from ..tracing import abstractify, materialize
+from . import _util
+from ._util import check_arraylike, convert, is_array
 
+__all__ = [
+    "abs", "absolute", "acos", "acosh", "add", "allclose", "angle", "arccos", "arccosh", "arcsin",
+    "arcsinh", "arctan", "arctan2", "arctanh", "around", "array_equal", "array_equiv", "asin", "asinh",
+    "atan", "atan2", "atanh", "bitwise_and", "bitwise_count", "bitwise_invert", "bitwise_left_shift", "bitwise_not",
+    "bitwise_or", "bitwise_right_shift",
+    "bitwise_xor", "cbrt", "ceil", "clip", "conj", "conjugate", "copysign", "cos", "cosh", "deg2rad",
+    "degrees", "divide", "divmod", "equal", "exp", "exp2", "expm1", "fabs", "fix", "float_power", "frexp",
+    "floor", "floor_divide", "fmod", "greater", "greater_equal", "heaviside", "hypot", "imag", "invert",
+    "isclose", "iscomplex", "iscomplexobj", "isfinite", "isinf", "isnan", "isneginf", "isposinf",
+    "isreal", "isrealobj", "ldexp", "left_shift", "less", "less_equal", "log", "log10", "log1p", "log2",
+    "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum",
+    "minimum", "mod", "modf", "multiply", "nan_to_num", "negative", "nextafter", "not_equal",
+    "positive", "pow", "power", "rad2deg", "radians", "real", "reciprocal", "remainder", "right_shift", "rint",
+    "round", "sign", "signbit", "sin", "sinc", "sinh", "spacing", "sqrt", "square", "subtract", "tan", "tanh",
+    "true_divide", "trunc", "where",
+]
+
+
+
+
+promote_dtypes = _util.promote_dtypes
+promote_and_broadcast = _util.promote_and_broadcast
+
+
+def _as_array(x: Any) -> Any:
+    """A result that is an input returned unchanged, as a kiln array (not a host value or a Literal)."""
+    if isinstance(x, Literal):
+        return materialize(x)
+    if is_array(x):
+        return x
+    from .creation import asarray
+    return asarray(x)
 
 def _float_dtype_args(fname: str, *args: Any) -> list[Any]:
     """Promote, then make integer/bool inputs floating (as NumPy's exp(1) is a float)."""
-    args = promote_dtypes(fname, *args)
+    return _inexact(promote_dtypes(fname, *args))
+
+
+def _inexact(args: list[Any]) -> list[Any]:
+    """Arguments of one (promoted) dtype, converted to the default float if not inexact."""
     aval = abstractify(args[0])
     if not dtypes.is_inexact(aval.dtype):
         ftype = dtypes.default_float_dtype()
-        from ._util import convert
         args = [convert(a, ftype, aval.weak_type) for a in args]
     return args
 
@@ -42,18 +79,25 @@ sqrt = _unary_float("sqrt", lax.sqrt)
 cbrt = _unary_float("cbrt", lax.cbrt)
 
 
-def _binary(fname: str, lax_fn, doc: str):
+def _binary(fname: str, lax_fn, doc: str, bool_fn=None):
     def fn(x, y, /):
         x, y = promote_and_broadcast(fname, x, y)
+        if bool_fn is not None and abstractify(x).dtype == np.bool_:
+            return bool_fn(x, y)  # NumPy's boolean add/multiply are logical or/and
         return lax_fn(x, y)
     fn.__name__ = fname
     fn.__doc__ = doc
     return fn
 
 
-add = _binary("add", lax.add, "Elementwise ``x + y``.")
-subtract = _binary("subtract", lax.sub, "Elementwise ``x - y``.")
-multiply = _binary("multiply", lax.mul, "Elementwise ``x * y``.")
+def _bool_subtract(x, y):
+    raise TypeError("kiln.numpy.subtract: boolean subtract (the - operator) is not supported, as in NumPy; "
+                    "use kiln.numpy.logical_xor (the ^ operator) or convert to an integer dtype first")
+
+
+add = _binary("add", lax.add, "Elementwise ``x + y``.", lax.bitwise_or)
+subtract = _binary("subtract", lax.sub, "Elementwise ``x - y``.", _bool_subtract)
+multiply = _binary("multiply", lax.mul, "Elementwise ``x * y``.", lax.bitwise_and)
 maximum = _binary("maximum", lax.max, "Elementwise maximum (NaN propagates).")
 minimum = _binary("minimum", lax.min, "Elementwise minimum (NaN propagates).")
 equal = _binary("equal", lax.eq, "Elementwise ``x == y``.")
@@ -96,7 +140,6 @@ def true_divide(x, y, /):
     x, y = promote_and_broadcast("true_divide", x, y)
     aval = abstractify(x)
     if not dtypes.is_inexact(aval.dtype):
-        from ._util import convert
         ftype = dtypes.default_float_dtype()
         x, y = convert(x, ftype, aval.weak_type), convert(y, ftype, abstractify(y).weak_type)
     return lax.div(x, y)
@@ -169,7 +212,9 @@ def _integer_power(x, n: int):
         if not dtypes.is_inexact(abstractify(x).dtype):
             raise ValueError("kiln.numpy.power: integers to negative integer powers are not allowed")
         return lax.div(full_like_(x, 1), _integer_power(x, -n))
-    result, base = full_like_(x, 1), x
+    if n == 0:
+        return full_like_(x, 1)
+    result, base = None, x
     while n:
         if n & 1:
             result = base if result is None else lax.mul(result, base)
@@ -208,7 +253,7 @@ def negative(x, /):
 def positive(x, /):
     """Elementwise ``+x``."""
     (x,) = promote_dtypes("positive", x)
-    return x
+    return _as_array(x)
 
 
 def abs(x, /):  # noqa: A001
@@ -216,7 +261,7 @@ def abs(x, /):  # noqa: A001
     (x,) = promote_dtypes("abs", x)
     dtype = abstractify(x).dtype
     if dtype == np.bool_ or dtype.kind == "u":
-        return x
+        return _as_array(x)
     return lax.abs(x)
 
 
@@ -270,12 +315,12 @@ logical_xor = _logical("logical_xor", lax.bitwise_xor)
 
 def floor(x, /):
     (x,) = promote_dtypes("floor", x)
-    return x if dtypes.is_int(abstractify(x).dtype) or abstractify(x).dtype == np.bool_ else lax.floor(x)
+    return _as_array(x) if dtypes.is_int(abstractify(x).dtype) or abstractify(x).dtype == np.bool_ else lax.floor(x)
 
 
 def ceil(x, /):
     (x,) = promote_dtypes("ceil", x)
-    return x if dtypes.is_int(abstractify(x).dtype) or abstractify(x).dtype == np.bool_ else lax.ceil(x)
+    return _as_array(x) if dtypes.is_int(abstractify(x).dtype) or abstractify(x).dtype == np.bool_ else lax.ceil(x)
 
 
 def round(x, decimals: int = 0):  # noqa: A001
@@ -283,7 +328,7 @@ def round(x, decimals: int = 0):  # noqa: A001
     (x,) = promote_dtypes("round", x)
     aval = abstractify(x)
     if not dtypes.is_inexact(aval.dtype):
-        return x
+        return _as_array(x)
     if decimals == 0:
         return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
     scale = lax.literal(10.0 ** decimals, aval.dtype)
@@ -312,43 +357,553 @@ def where(condition, x=None, y=None, /):
     return lax.select(*(broadcast_to_shape(a, shape) for a in (c, x, y)))
 
 
-def clip(x, min=None, max=None, /):  # noqa: A002
-    """Limit values to ``[min, max]``."""
+# ---------------------------------------------------------------------------------------------
+# Clipping, classification, complex parts
+# ---------------------------------------------------------------------------------------------
+
+_UNSET = object()
+
+
+def clip(arr=None, /, min=None, max=None, *, a=_UNSET, a_min=_UNSET, a_max=_UNSET):  # noqa: A002
+    """Limit values to ``[min, max]`` (either may be None). ``a``/``a_min``/``a_max`` are the older
+    NumPy names, accepted as keywords. Where ``min > max`` the result is ``max``, as NumPy's."""
+    if a is not _UNSET:
+        if arr is not None:
+            raise TypeError("kiln.numpy.clip: pass the array once, positionally or as a=, not both")
+        arr = a
+    if arr is None:
+        raise TypeError("kiln.numpy.clip: missing the array argument")
+    for old, value, new, new_value in (("a_min", a_min, "min", min), ("a_max", a_max, "max", max)):
+        if value is not _UNSET and new_value is not None:
+            raise TypeError(f"kiln.numpy.clip: pass {new}= or {old}=, not both")
+    min = min if a_min is _UNSET else a_min  # noqa: A001
+    max = max if a_max is _UNSET else a_max  # noqa: A001
+    check_arraylike("clip", arr, *(v for v in (min, max) if v is not None))
+    if _kind(arr) == "c" or any(v is not None and _kind(v) == "c" for v in (min, max)):
+        raise TypeError("kiln.numpy.clip: complex values have no ordering; clip the real and imaginary "
+                        "parts separately")
     if min is not None:
-        x = maximum(x, min)
+        arr = maximum(arr, min)
     if max is not None:
-        x = minimum(x, max)
-    return x
+        arr = minimum(arr, max)
+    return _as_array(arr)
+
+
+def _kind(x) -> str:
+    return abstractify(x).dtype.kind
+
+
+def _zeros_bool(x):
+    return lax.broadcast_in_dim(lax.literal(False, np.bool_), abstractify(x).shape, ())
+
+
+def _ones_bool(x):
+    return lax.broadcast_in_dim(lax.literal(True, np.bool_), abstractify(x).shape, ())
 
 
 def isfinite(x, /):
+    """Elementwise: neither infinite nor NaN (complex: both parts finite)."""
     (x,) = promote_dtypes("isfinite", x)
-    aval = abstractify(x)
-    if not dtypes.is_inexact(aval.dtype):
-        return lax.broadcast_in_dim(lax.literal(True, np.bool_), aval.shape, ())
+    kind = _kind(x)
+    if kind == "c":
+        return lax.bitwise_and(lax.is_finite(lax.real(x)), lax.is_finite(lax.imag(x)))
+    if not dtypes.is_inexact(abstractify(x).dtype):
+        return _ones_bool(x)
     return lax.is_finite(x)
 
 
+def isnan(x, /):
+    """Elementwise: is NaN (complex: either part is NaN)."""
+    (x,) = promote_dtypes("isnan", x)
+    return _isnan(x)
+
+
+def _isnan(x):  # x: one already promoted operand (Literals included)
+    if not dtypes.is_inexact(abstractify(x).dtype):
+        return _zeros_bool(x)
+    return lax.ne(x, x)
+
+
+def isinf(x, /):
+    """Elementwise: is positive or negative infinity (complex: either part is)."""
+    (x,) = promote_dtypes("isinf", x)
+    return _isinf(x)
+
+
+def _isinf(x):
+    aval = abstractify(x)
+    if aval.dtype.kind == "c":
+        return lax.bitwise_or(_isinf(lax.real(x)), _isinf(lax.imag(x)))
+    if not dtypes.is_inexact(aval.dtype):
+        return _zeros_bool(x)
+    return lax.eq(lax.abs(x), full_like_(x, np.inf))
+
+
+def _isinf_signed(fname: str, value: float):
+    def fn(x, /):
+        (x,) = promote_dtypes(fname, x)
+        aval = abstractify(x)
+        if aval.dtype.kind == "c":
+            raise TypeError(f"kiln.numpy.{fname}: not supported for complex inputs ({aval.dtype.name})")
+        if not dtypes.is_inexact(aval.dtype):
+            return _zeros_bool(x)
+        return lax.eq(x, full_like_(x, value))
+    fn.__name__ = fname
+    fn.__doc__ = f"Elementwise: is {'positive' if value > 0 else 'negative'} infinity (real inputs)."
+    return fn
+
+
+isposinf = _isinf_signed("isposinf", np.inf)
+isneginf = _isinf_signed("isneginf", -np.inf)
+
+
 def real(x, /):
+    """The real part (a real array is returned as it is)."""
     (x,) = promote_dtypes("real", x)
-    if abstractify(x).dtype.kind != "c":
-        return x
-    raise NotImplementedError("kiln.numpy.real of complex arrays comes with the NumPy issue")
+    return lax.real(x) if _kind(x) == "c" else _as_array(x)
 
 
 def imag(x, /):
+    """The imaginary part (zeros for a real array)."""
     (x,) = promote_dtypes("imag", x)
-    aval = abstractify(x)
-    if aval.dtype.kind != "c":
-        return lax.broadcast_in_dim(lax.literal(0, aval.dtype, aval.weak_type), aval.shape, ())
-    raise NotImplementedError("kiln.numpy.imag of complex arrays comes with the NumPy issue")
+    if _kind(x) == "c":
+        return lax.imag(x)
+    return full_like_(x, 0)
 
 
 def conj(x, /):
+    """Complex conjugate (a real array is returned as it is, as in NumPy)."""
     (x,) = promote_dtypes("conj", x)
-    if abstractify(x).dtype.kind != "c":
-        return x
-    raise NotImplementedError("kiln.numpy.conj of complex arrays comes with the NumPy issue")
+    return lax.conj(x) if _kind(x) == "c" else _as_array(x)
 
 
 conjugate = conj
+
+
+def angle(z, deg: bool = False):
+    """The counterclockwise angle from the positive real axis, in radians (or degrees)."""
+    (z,) = _float_dtype_args("angle", z)
+    if _kind(z) == "c":
+        re, im = lax.real(z), lax.imag(z)
+    else:
+        re, im = z, full_like_(z, 0)
+    out = lax.atan2(im, re)
+    return lax.mul(out, full_like_(out, 180 / np.pi)) if deg else out
+
+
+def isreal(x, /):
+    """Elementwise: the imaginary part is zero."""
+    (x,) = promote_dtypes("isreal", x)
+    if _kind(x) != "c":
+        return _ones_bool(x)
+    im = lax.imag(x)
+    return lax.eq(im, full_like_(im, 0))
+
+
+def iscomplex(x, /):
+    """Elementwise: the imaginary part is nonzero."""
+    return logical_not(isreal(x))
+
+
+def iscomplexobj(x, /) -> bool:
+    """Whether ``x`` has a complex dtype (static)."""
+    return abstractify(x).dtype.kind == "c"
+
+
+def isrealobj(x, /) -> bool:
+    """Whether ``x`` has a non-complex dtype (static)."""
+    return not iscomplexobj(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Trigonometric, hyperbolic, exponential and logarithmic functions
+# ---------------------------------------------------------------------------------------------
+
+arcsin = asin = _unary_float("arcsin", lax.asin)
+arccos = acos = _unary_float("arccos", lax.acos)
+arctan = atan = _unary_float("arctan", lax.atan)
+sinh = _unary_float("sinh", lax.sinh)
+cosh = _unary_float("cosh", lax.cosh)
+arcsinh = asinh = _unary_float("arcsinh", lax.asinh)
+arccosh = acosh = _unary_float("arccosh", lax.acosh)
+arctanh = atanh = _unary_float("arctanh", lax.atanh)
+exp2 = _unary_float("exp2", lax.exp2)
+
+
+def _log_base(fname: str, base: float):
+    def fn(x, /):
+        (x,) = _float_dtype_args(fname, x)
+        y = lax.log(x)
+        if _kind(y) == "c":  # scale the parts: a complex division would turn log(0) = -inf+0j into NaNs
+            re, im = lax.real(y), lax.imag(y)
+            return lax.complex(lax.div(re, full_like_(re, np.log(base))), lax.div(im, full_like_(im, np.log(base))))
+        return lax.div(y, full_like_(y, np.log(base)))
+    fn.__name__ = fname
+    fn.__doc__ = f"Elementwise base-{base:g} logarithm."
+    return fn
+
+
+log2 = _log_base("log2", 2)
+log10 = _log_base("log10", 10)
+
+
+def _real_float_args(fname: str, *args, promoted: bool = False):
+    """Promote to a real floating dtype (integers as the default float); complex is an error."""
+    args = _inexact(list(args)) if promoted else _float_dtype_args(fname, *args)
+    dtype = abstractify(args[0]).dtype
+    if dtype.kind == "c":
+        raise TypeError(f"kiln.numpy.{fname}: not supported for complex inputs ({dtype.name})")
+    return args
+
+
+def _binary_float(fname: str, *args):
+    args = promote_and_broadcast(fname, *args)
+    return _real_float_args(fname, *args, promoted=True)
+
+
+def arctan2(x1, x2, /):
+    """Elementwise arc tangent of ``x1 / x2`` choosing the quadrant by the signs of both."""
+    x1, x2 = _binary_float("arctan2", x1, x2)
+    return lax.atan2(x1, x2)
+
+
+atan2 = arctan2
+
+
+def float_power(x, y, /):
+    """Elementwise ``x ** y`` computed in an inexact dtype (integers as the default float)."""
+    x, y = promote_and_broadcast("float_power", x, y)
+    x, y = _inexact([x, y])
+    return lax.pow(x, y)
+
+
+def square(x, /):
+    """Elementwise ``x * x`` (booleans count as integers)."""
+    (x,) = promote_dtypes("square", x)
+    if abstractify(x).dtype == np.bool_:
+        x = convert(x, dtypes.default_int_dtype(), False)
+    return lax.mul(x, x)
+
+
+def reciprocal(x, /):
+    """Elementwise ``1 / x``; integers are computed as floats (as JAX)."""
+    (x,) = _float_dtype_args("reciprocal", x)
+    return lax.reciprocal(x)
+
+
+def hypot(x1, x2, /):
+    """Elementwise ``sqrt(x1**2 + x2**2)``, without overflow or underflow in the squares."""
+    x1, x2 = _binary_float("hypot", x1, x2)
+    a1, a2 = lax.abs(x1), lax.abs(x2)
+    big, small = lax.max(a1, a2), lax.min(a1, a2)
+    one, inf = full_like_(big, 1), full_like_(big, np.inf)
+    ratio = lax.div(small, lax.select(lax.eq(big, full_like_(big, 0)), one, big))
+    out = lax.mul(big, lax.sqrt(lax.add(one, lax.mul(ratio, ratio))))
+    # An infinite operand wins over NaN (as C's hypot); max() would propagate the NaN.
+    return lax.select(lax.bitwise_or(lax.eq(a1, inf), lax.eq(a2, inf)), inf, out)
+
+
+def sinc(x, /):
+    """Normalized sinc, ``sin(pi x) / (pi x)``, with ``sinc(0) = 1``."""
+    (x,) = _float_dtype_args("sinc", x)
+    zero = lax.eq(x, full_like_(x, 0))
+    pix = lax.mul(x, full_like_(x, np.pi))
+    safe = lax.select(zero, full_like_(x, 1), pix)
+    return lax.select(zero, full_like_(x, 1), lax.div(lax.sin(safe), safe))
+
+
+def _scale(fname: str, factor: float, doc: str):
+    def fn(x, /):
+        (x,) = _real_float_args(fname, x)
+        return lax.mul(x, full_like_(x, factor))
+    fn.__name__ = fname
+    fn.__doc__ = doc
+    return fn
+
+
+deg2rad = _scale("deg2rad", np.pi / 180, "Convert angles from degrees to radians.")
+radians = _scale("radians", np.pi / 180, "Convert angles from degrees to radians.")
+rad2deg = _scale("rad2deg", 180 / np.pi, "Convert angles from radians to degrees.")
+degrees = _scale("degrees", 180 / np.pi, "Convert angles from radians to degrees.")
+
+
+def logaddexp(x1, x2, /):
+    """Elementwise ``log(exp(x1) + exp(x2))`` without overflow."""
+    x1, x2 = _binary_float("logaddexp", x1, x2)
+    return _logaddexp(x1, x2, lax.exp, None)
+
+
+def logaddexp2(x1, x2, /):
+    """Elementwise ``log2(2**x1 + 2**x2)`` without overflow."""
+    x1, x2 = _binary_float("logaddexp2", x1, x2)
+    return _logaddexp(x1, x2, lax.exp2, np.log(2))
+
+
+def _logaddexp(x1, x2, exp_fn, log_base):
+    # max + log1p(exp(-|x1 - x2|)); where the difference is NaN (a NaN input, or two infinities of
+    # one sign) the sum x1 + x2 is the answer (NaN, +inf or -inf).
+    delta = lax.sub(x1, x2)
+    tail = lax.log1p(exp_fn(lax.neg(lax.abs(delta))))
+    if log_base is not None:
+        tail = lax.div(tail, full_like_(tail, log_base))
+    out = lax.add(lax.max(x1, x2), tail)
+    return lax.select(lax.ne(delta, delta), lax.add(x1, x2), out)
+
+
+# ---------------------------------------------------------------------------------------------
+# Rounding, signs, floating-point functions
+# ---------------------------------------------------------------------------------------------
+
+def fabs(x, /):
+    """Elementwise absolute value as a float (complex is an error, as in NumPy)."""
+    (x,) = _real_float_args("fabs", x)
+    return lax.abs(x)
+
+
+def trunc(x, /):
+    """Round toward zero (integers are returned as they are)."""
+    (x,) = promote_dtypes("trunc", x)
+    aval = abstractify(x)
+    if aval.dtype.kind == "c":
+        _complex_unsupported("trunc")
+    if not dtypes.is_inexact(aval.dtype):
+        return _as_array(x)
+    return lax.select(lax.lt(x, full_like_(x, 0)), lax.ceil(x), lax.floor(x))
+
+
+fix = trunc
+
+
+def rint(x, /):
+    """Round to the nearest integer, ties to even (integers become floats, as in NumPy)."""
+    (x,) = _float_dtype_args("rint", x)
+    if _kind(x) == "c":
+        return lax.complex(rint(lax.real(x)), rint(lax.imag(x)))
+    return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
+
+
+def modf(x, /):
+    """``(fractional part, integral part)``, both with the sign of ``x``."""
+    (x,) = _real_float_args("modf", x)
+    whole = trunc(x)
+    # inf - inf would be NaN: NumPy's fractional part of +-inf is 0. It carries the sign of x
+    # (also for -0.0 and negative integers).
+    frac = lax.select(lax.eq(lax.abs(x), full_like_(x, np.inf)), full_like_(x, 0), lax.sub(x, whole))
+    return copysign(frac, x), whole
+
+
+def signbit(x, /):
+    """Elementwise: the sign bit is set (true for -0.0 and negative NaNs too)."""
+    (x,) = promote_dtypes("signbit", x)
+    return _signbit(x)
+
+
+def _signbit(x):
+    aval = abstractify(x)
+    kind = "f" if aval.dtype == dtypes.bfloat16 else aval.dtype.kind
+    if kind == "c":
+        _complex_unsupported("signbit")
+    if kind == "f":
+        bits = lax.bitcast_convert_type(x, np.dtype(f"int{8 * aval.dtype.itemsize}"))
+        return lax.lt(bits, full_like_(bits, 0))
+    if kind == "i":
+        return lax.lt(x, full_like_(x, 0))
+    return _zeros_bool(x)
+
+
+def copysign(x1, x2, /):
+    """``x1`` with the sign of ``x2``, elementwise (floating result)."""
+    x1, x2 = _binary_float("copysign", x1, x2)
+    mag = lax.abs(x1)
+    return lax.select(_signbit(x2), lax.neg(mag), mag)
+
+
+def heaviside(x1, x2, /):
+    """Heaviside step: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0`` (NaN stays NaN)."""
+    x1, x2 = _binary_float("heaviside", x1, x2)
+    out = lax.select(lax.gt(x1, full_like_(x1, 0)), full_like_(x1, 1), x2)
+    out = lax.select(lax.lt(x1, full_like_(x1, 0)), full_like_(x1, 0), out)
+    return lax.select(lax.ne(x1, x1), x1, out)
+
+
+def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
+    """Replace NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default: the largest finite
+    values of the dtype). Complex arrays are treated part by part; integers are returned as is."""
+    check_arraylike("nan_to_num", x)
+    (x,) = promote_dtypes("nan_to_num", x)
+    aval = abstractify(x)
+    if aval.dtype.kind == "c":
+        return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
+                           nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
+    if not dtypes.is_inexact(aval.dtype):
+        return _as_array(x)
+    info = dtypes.finfo(aval.dtype)
+    from ._util import broadcast_to_shape
+
+    def value(v, default):
+        v = default if v is None else v
+        check_arraylike("nan_to_num", v)
+        return broadcast_to_shape(convert(v, aval.dtype, aval.weak_type), aval.shape)
+
+    out = lax.select(lax.ne(x, x), value(nan, 0.0), x)
+    out = lax.select(lax.eq(x, full_like_(x, np.inf)), value(posinf, float(info.max)), out)
+    return lax.select(lax.eq(x, full_like_(x, -np.inf)), value(neginf, float(info.min)), out)
+
+
+# (total bits, mantissa bits, exponent bias) of each floating dtype: for frexp and ldexp.
+_FLOAT_LAYOUT = {dtypes.float16: (16, 10, 15), dtypes.bfloat16: (16, 7, 127), dtypes.float32: (32, 23, 127),
+                 dtypes.float64: (64, 52, 1023)}
+
+
+def _int_full(like, value):
+    return full_like_(like, value)
+
+
+def frexp(x, /):
+    """Split ``x`` into ``(mantissa, exponent)`` with ``x = mantissa * 2**exponent`` and
+    ``0.5 <= |mantissa| < 1`` (0, inf and NaN give themselves and exponent 0). The exponent is int32."""
+    (x,) = _real_float_args("frexp", x)
+    dtype = abstractify(x).dtype
+    nbits, mbits, bias = _FLOAT_LAYOUT[dtype]
+    itype = np.dtype(f"int{nbits}")
+    bits = lax.bitcast_convert_type(x, itype)
+    mant_mask = _int_full(bits, (1 << mbits) - 1)
+    field = lax.bitwise_and(lax.shift_right_logical(bits, _int_full(bits, mbits)),
+                            _int_full(bits, (1 << (nbits - mbits - 1)) - 1))
+    m = lax.bitwise_and(bits, mant_mask)
+    sign = lax.bitwise_and(bits, _int_full(bits, -(1 << (nbits - 1))))
+    # Normal numbers: exponent field - (bias - 1); subnormals: from the bit length p of the mantissa.
+    p = lax.sub(_int_full(m, nbits), lax.clz(m))
+    sub_e = lax.add(p, _int_full(p, 1 - bias - mbits))
+    sub_frac = lax.bitwise_and(lax.shift_left(m, lax.sub(_int_full(p, mbits + 1), p)), mant_mask)
+    is_sub = lax.eq(field, _int_full(field, 0))
+    e = lax.select(is_sub, sub_e, lax.sub(field, _int_full(field, bias - 1)))
+    frac = lax.select(is_sub, sub_frac, m)
+    mant_bits = lax.bitwise_or(lax.bitwise_or(sign, frac), _int_full(bits, (bias - 1) << mbits))
+    mantissa = lax.bitcast_convert_type(mant_bits, dtype)
+    # Zero, inf and NaN from the bits: a float comparison would also count subnormals as zero (XLA
+    # flushes them on CPU), and NumPy splits those.
+    # (Not "bits & 0x7f.. == 0": LLVM turns that into a float compare, which flushes subnormals.)
+    zero = lax.bitwise_and(is_sub, lax.eq(p, _int_full(p, 0)))
+    special = lax.bitwise_or(zero, lax.eq(field, _int_full(field, (1 << (nbits - mbits - 1)) - 1)))
+    mantissa = lax.select(special, x, mantissa)
+    e = lax.select(special, _int_full(e, 0), e)
+    return mantissa, lax.convert_element_type(e, np.int32)
+
+
+def ldexp(x1, x2, /):
+    """``x1 * 2**x2`` elementwise, for integer ``x2``, without overflow in the power of two."""
+    check_arraylike("ldexp", x1, x2)
+    (n,) = promote_dtypes("ldexp", x2)
+    if abstractify(n).dtype.kind not in "iu":
+        raise TypeError(f"kiln.numpy.ldexp: the exponent must be an integer array, got {abstractify(n).dtype.name}")
+    (x,) = _real_float_args("ldexp", x1)
+    x, n = _broadcast_pair("ldexp", x, n)
+    dtype = abstractify(x).dtype
+    nbits, mbits, bias = _FLOAT_LAYOUT[dtype]
+    itype = np.dtype(f"int{nbits}")
+    # Beyond +-limit every finite x overflows or underflows; clamp, then split into three powers of
+    # two that are each representable, and multiply them in (each product is exact or final).
+    limit = 2 * bias + mbits + 1
+    wide = dtypes.default_int_dtype() if itype.itemsize < 4 else itype
+    n = lax.convert_element_type(n, wide)
+    n = lax.min(lax.max(n, _int_full(n, -limit)), _int_full(n, limit))
+    a = floor_divide(n, 3)
+    b = floor_divide(lax.sub(n, a), 2)
+    c = lax.sub(lax.sub(n, a), b)
+    for k in (a, b, c):
+        k = lax.convert_element_type(lax.add(k, _int_full(k, bias)), itype)
+        x = lax.mul(x, lax.bitcast_convert_type(lax.shift_left(k, _int_full(k, mbits)), dtype))
+    return x
+
+
+def _broadcast_pair(fname: str, x, n):
+    from ._util import broadcast_shapes, broadcast_to_shape
+    shape = broadcast_shapes(fname, abstractify(x).shape, abstractify(n).shape)
+    return broadcast_to_shape(x, shape), broadcast_to_shape(n, shape)
+
+
+def nextafter(x1, x2, /):
+    """The next representable floating value after ``x1`` toward ``x2``, elementwise."""
+    x1, x2 = _binary_float("nextafter", x1, x2)
+    return lax.nextafter(x1, x2)
+
+
+def spacing(x, /):
+    """The distance from ``x`` to the next representable value away from zero (negative for x < 0)."""
+    (x,) = _real_float_args("spacing", x)
+    away = lax.select(_signbit(x), full_like_(x, -np.inf), full_like_(x, np.inf))
+    return lax.sub(lax.nextafter(x, away), x)
+
+
+# NumPy 2 / array API names.
+pow = power  # noqa: A001
+bitwise_invert = invert
+bitwise_left_shift = left_shift
+bitwise_right_shift = right_shift
+
+
+def bitwise_count(x, /):
+    """Elementwise number of set bits in ``|x|`` (as NumPy's ``bitwise_count``; uint8 result)."""
+    (x,) = promote_dtypes("bitwise_count", x)
+    dtype = abstractify(x).dtype
+    if dtype.kind not in "iub":
+        raise TypeError(f"kiln.numpy.bitwise_count: needs integer or boolean inputs, got {dtype.name}")
+    if dtype == np.bool_:
+        return lax.convert_element_type(x, np.uint8)
+    if dtype.kind == "i":
+        x = lax.abs(x)
+    return lax.convert_element_type(lax.population_count(x), np.uint8)
+
+
+# ---------------------------------------------------------------------------------------------
+# Comparisons of whole arrays
+# ---------------------------------------------------------------------------------------------
+
+def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+    """Elementwise ``|a - b| <= atol + rtol * |b|``; infinities are close only to themselves, NaN
+    to nothing unless ``equal_nan``."""
+    a, b = promote_and_broadcast("isclose", a, b)
+    a, b = _inexact([a, b])
+    diff = lax.abs(lax.sub(a, b))
+    out = less_equal(diff, add(atol, multiply(rtol, lax.abs(b))))
+    out = lax.select(lax.bitwise_or(_isinf(a), _isinf(b)), lax.eq(a, b), out)
+    if equal_nan:
+        out = lax.bitwise_or(out, lax.bitwise_and(_isnan(a), _isnan(b)))
+    return out
+
+
+def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
+    """Whether every element of ``a`` is close to ``b`` (see :func:`isclose`); a 0-d bool array."""
+    out = isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
+    return lax.reduce_and(out, tuple(range(abstractify(out).ndim)))
+
+
+def array_equal(a1, a2, equal_nan: bool = False):
+    """Whether ``a1`` and ``a2`` have the same shape and elements (a 0-d bool array)."""
+    check_arraylike("array_equal", a1, a2)
+    if abstractify(a1).shape != abstractify(a2).shape:
+        return _false()
+    return _all_equal("array_equal", a1, a2, equal_nan)
+
+
+def array_equiv(a1, a2):
+    """Whether ``a1`` and ``a2`` broadcast to one shape and are equal there (a 0-d bool array)."""
+    check_arraylike("array_equiv", a1, a2)
+    try:
+        np.broadcast_shapes(abstractify(a1).shape, abstractify(a2).shape)
+    except ValueError:
+        return _false()
+    return _all_equal("array_equiv", a1, a2, False)
+
+
+def _false():
+    return materialize(lax.literal(False, np.bool_))
+
+
+def _all_equal(fname: str, a1, a2, equal_nan: bool):
+    a1, a2 = promote_and_broadcast(fname, a1, a2)
+    eq = lax.eq(a1, a2)
+    if equal_nan:
+        eq = lax.bitwise_or(eq, lax.bitwise_and(_isnan(a1), _isnan(a2)))
+    return lax.reduce_and(eq, tuple(range(abstractify(eq).ndim)))

@@ -1,0 +1,248 @@
+"""The benchmarks. To add a row, write ``def bench_x(fw, quick) -> seconds | None`` and list it in CASES.
+
+Each benchmark gets a :class:`~frameworks.Framework` and uses only its attributes, so the same code
+measures kiln and JAX. Returning None means "not available in this framework" (shown as n/a).
+"""
+from __future__ import annotations
+
+import importlib
+import itertools
+from dataclasses import dataclass
+from typing import Callable
+
+import numpy as np
+from frameworks import Framework
+from timing import once_each, per_call
+
+CHAIN_OPS = 1000
+MLP_SIZES = (784, 512, 512, 10)
+MLP_BATCH = 128
+LEARNING_RATE = 0.01
+_SALTS = itertools.count(1)  # a new constant for every chain built in this process
+
+
+@dataclass(frozen=True)
+class Case:
+    name: str
+    unit: str  # "us" or "ms": how the table shows the seconds the function returns
+    run: Callable[[Framework, bool], float | None]
+
+
+def _host_rng() -> np.random.Generator:
+    return np.random.default_rng(0)
+
+
+# -- dispatch and eager op latency ----------------------------------------------------------------
+
+def bench_jit_dispatch(fw: Framework, quick: bool) -> float:
+    """A jitted f32[4] add on arrays already on the device: the per-call cost of jit's fast path."""
+    rng = _host_rng()
+    a, b = fw.put(rng.standard_normal(4, dtype=np.float32)), fw.put(rng.standard_normal(4, dtype=np.float32))
+    add = fw.jit(lambda x, y: x + y)
+    return per_call(lambda: add(a, b), fw.block, number=50 if quick else 500, repeat=5 if quick else 40)
+
+
+def _eager(op: Callable[..., object], *host_args: np.ndarray):
+    def bench(fw: Framework, quick: bool) -> float:
+        args = [fw.put(x) for x in host_args]
+        fn = op(fw.np)
+        return per_call(lambda: fn(*args), fw.block, number=20 if quick else 200, repeat=5 if quick else 25)
+    return bench
+
+
+_rng = _host_rng()
+_V4 = _rng.standard_normal(4, dtype=np.float32)
+_W4 = _rng.standard_normal(4, dtype=np.float32)
+_MASK4 = _V4 > 0
+_M64 = _rng.standard_normal((64, 64), dtype=np.float32)
+
+
+# -- tracing, lowering and compiling a large program ---------------------------------------------
+
+def _make_chain(fw: Framework):
+    """A fresh function of CHAIN_OPS elementwise ops with a constant never used before, so that neither
+    framework can answer from a trace or compile cache keyed on the function or the module text."""
+    np_ = fw.np
+    scale = 1.0 + next(_SALTS) / 2**20
+
+    def chain(x, x0):
+        x = x * scale
+        for i in range(CHAIN_OPS - 1):
+            k = i % 4
+            if k == 0:
+                x = np_.sin(x)
+            elif k == 1:
+                x = x * x0
+            elif k == 2:
+                x = np_.cos(x)
+            else:
+                x = x + x0
+        return x
+    return chain
+
+
+def _chain_args(fw: Framework):
+    rng = _host_rng()
+    return fw.put(rng.standard_normal(128, dtype=np.float32)), fw.put(rng.standard_normal(128, dtype=np.float32))
+
+
+def bench_trace_lower(fw: Framework, quick: bool) -> float:
+    """``jit(f).lower(x).as_text()`` of a 1,000-op function: tracing, IR passes, StableHLO emission."""
+    args = _chain_args(fw)
+    fw.jit(_make_chain(fw)).lower(*args).as_text()  # warm-up: first-use costs of both libraries
+    return once_each(lambda i: lambda: fw.jit(_make_chain(fw)).lower(*args).as_text(), repeat=2 if quick else 9)
+
+
+def bench_compile(fw: Framework, quick: bool) -> float:
+    """``lowered.compile()`` of the same 1,000-op function (mostly XLA's own compile time)."""
+    args = _chain_args(fw)
+    return once_each(lambda i: fw.jit(_make_chain(fw)).lower(*args).compile, repeat=1 if quick else 5)
+
+
+# -- an MLP ---------------------------------------------------------------------------------------
+
+def _mlp_data(fw: Framework):
+    rng = _host_rng()
+    params = []
+    for n_in, n_out in zip(MLP_SIZES[:-1], MLP_SIZES[1:]):
+        w = rng.standard_normal((n_in, n_out), dtype=np.float32) * np.float32(np.sqrt(2.0 / n_in))
+        params.append((w, np.zeros(n_out, np.float32)))
+    x = rng.standard_normal((MLP_BATCH, MLP_SIZES[0]), dtype=np.float32)
+    labels = np.eye(MLP_SIZES[-1], dtype=np.float32)[rng.integers(0, MLP_SIZES[-1], MLP_BATCH)]
+    return fw.put(params), fw.put(x), fw.put(labels)
+
+
+def _mlp_loss(np_):
+    def loss(params, x, labels):
+        h = x
+        for w, b in params[:-1]:
+            h = np_.maximum(h @ w + b, 0.0)
+        w, b = params[-1]
+        logits = h @ w + b
+        shifted = logits - np_.max(logits, axis=-1, keepdims=True)
+        log_probs = shifted - np_.log(np_.sum(np_.exp(shifted), axis=-1, keepdims=True))
+        return -np_.mean(np_.sum(labels * log_probs, axis=-1))
+    return loss
+
+
+def bench_mlp_forward(fw: Framework, quick: bool) -> float:
+    """Steady-state jitted forward pass + softmax cross-entropy of a 784-512-512-10 MLP, batch 128."""
+    params, x, labels = _mlp_data(fw)
+    step = fw.jit(_mlp_loss(fw.np))
+    return per_call(lambda: step(params, x, labels), fw.block, number=5 if quick else 40, repeat=3 if quick else 25)
+
+
+def bench_mlp_train_step(fw: Framework, quick: bool) -> float | None:
+    """Steady-state jitted training step: value_and_grad of the MLP loss + an SGD update."""
+    if fw.value_and_grad is None:
+        return None
+    params, x, labels = _mlp_data(fw)
+    value_and_grad = fw.value_and_grad(_mlp_loss(fw.np))
+
+    def train_step(params, x, labels):
+        loss, grads = value_and_grad(params, x, labels)
+        return loss, fw.tree_map(lambda p, g: p - LEARNING_RATE * g, params, grads)
+
+    step = fw.jit(train_step)
+    return per_call(lambda: step(params, x, labels), fw.block, number=5 if quick else 40, repeat=3 if quick else 25)
+
+
+# -- an RNN over a scan ---------------------------------------------------------------------------
+
+RNN_HIDDEN, RNN_STEPS, RNN_INPUT, RNN_BATCH = 128, 200, 64, 32
+
+
+def _rnn_data(fw: Framework):
+    rng = _host_rng()
+    w = rng.standard_normal((RNN_HIDDEN, RNN_HIDDEN), dtype=np.float32) * np.float32(1 / np.sqrt(RNN_HIDDEN))
+    u = rng.standard_normal((RNN_INPUT, RNN_HIDDEN), dtype=np.float32) * np.float32(1 / np.sqrt(RNN_INPUT))
+    xs = rng.standard_normal((RNN_STEPS, RNN_BATCH, RNN_INPUT), dtype=np.float32)
+    h0 = np.zeros((RNN_BATCH, RNN_HIDDEN), np.float32)
+    return fw.put((w, u)), fw.put(h0), fw.put(xs)
+
+
+def _rnn_loss(fw: Framework, scale: float = 1.0):
+    """h_t = tanh(W h_{t-1} + U x_t) over RNN_STEPS steps with ``lax.scan``; loss = mean of the h_t squared.
+
+    (Batched: rows of ``h`` are sequences, so ``W h`` is ``h @ W``.) ``scale`` is a constant that
+    makes a function no cache has seen (for the compile-time rows).
+    """
+    np_, lax = fw.np, fw.lax
+
+    def loss(params, h0, xs):
+        w, u = params
+
+        def step(h, x):
+            h = np_.tanh(h @ w + (x @ u) * scale)
+            return h, h
+
+        _, hs = lax.scan(step, h0, xs)
+        return np_.mean(hs * hs)
+    return loss
+
+
+def _rnn_grad(fw: Framework, scale: float = 1.0):
+    return fw.value_and_grad(_rnn_loss(fw, scale))
+
+
+def _rnn_compile(make: Callable[[Framework, float], Callable]):
+    def bench(fw: Framework, quick: bool) -> float | None:
+        if fw.lax is None or fw.value_and_grad is None:
+            return None
+        args = _rnn_data(fw)
+
+        def work(i):  # trace + lower + XLA compile of a function with a fresh constant
+            fn = fw.jit(make(fw, 1.0 + next(_SALTS) / 2**20))
+            return lambda: fn.lower(*args).compile()
+        work(0)()  # warm-up: first-use costs of both libraries
+        return once_each(work, repeat=1 if quick else 5)
+    return bench
+
+
+def _rnn_steady(make: Callable[[Framework, float], Callable]):
+    def bench(fw: Framework, quick: bool) -> float | None:
+        if fw.lax is None or fw.value_and_grad is None:
+            return None
+        args = _rnn_data(fw)
+        fn = fw.jit(make(fw, 1.0))
+        return per_call(lambda: fn(*args), fw.block, number=3 if quick else 20, repeat=3 if quick else 15)
+    return bench
+
+
+# -- random numbers -------------------------------------------------------------------------------
+
+NORMAL_SIZE = 4_000_000
+
+
+def _random_module(fw: Framework):
+    """``kiln.random`` or ``jax.random``: the package beside the framework's ``numpy``."""
+    return getattr(fw, "random", None) or importlib.import_module(fw.np.__name__.split(".")[0] + ".random")
+
+
+def bench_random_normal(fw: Framework, quick: bool) -> float:
+    """Steady-state ``jit(lambda k: random.normal(k, (4_000_000,)))``: threefry2x32 bits, the mantissa trick
+    and erf_inv, bit-exact between the two frameworks."""
+    rnd = _random_module(fw)
+    key = fw.put(rnd.key(0))
+    sample = fw.jit(lambda k: rnd.normal(k, (NORMAL_SIZE,)))
+    return per_call(lambda: sample(key), fw.block, number=2 if quick else 10, repeat=3 if quick else 15)
+
+
+CASES: list[Case] = [
+    Case("jit dispatch: f32[4] add", "us", bench_jit_dispatch),
+    Case("eager add f32[4]", "us", _eager(lambda np_: np_.add, _V4, _W4)),
+    Case("eager tanh f32[4]", "us", _eager(lambda np_: np_.tanh, _V4)),
+    Case("eager exp f32[4]", "us", _eager(lambda np_: np_.exp, _V4)),
+    Case("eager sum f32[4]", "us", _eager(lambda np_: np_.sum, _V4)),
+    Case("eager where f32[4]", "us", _eager(lambda np_: np_.where, _MASK4, _V4, _W4)),
+    Case("eager matmul f32[64,64]", "us", _eager(lambda np_: np_.matmul, _M64, _M64)),
+    Case(f"trace+lower: {CHAIN_OPS:,}-op chain", "ms", bench_trace_lower),
+    Case(f"compile: {CHAIN_OPS:,}-op chain", "ms", bench_compile),
+    Case("MLP forward+loss 784-512-512-10, batch 128", "ms", bench_mlp_forward),
+    Case("MLP train step (value_and_grad + SGD)", "ms", bench_mlp_train_step),
+    Case("RNN h=128, 200 steps (scan), batch 32: forward compile", "ms", _rnn_compile(_rnn_loss)),
+    Case("RNN h=128, 200 steps (scan), batch 32: forward", "ms", _rnn_steady(_rnn_loss)),
+    Case("RNN h=128, 200 steps (scan), batch 32: value_and_grad compile", "ms", _rnn_compile(_rnn_grad)),
+    Case("RNN h=128, 200 steps (scan), batch 32: value_and_grad", "ms", _rnn_steady(_rnn_grad)),
+    Case(f"jit random.normal f32[{NORMAL_SIZE:,}]", "ms", bench_random_normal),
+]

@@ -1,0 +1,56 @@
+"""One small adapter per framework, so each benchmark is written once and runs on kiln and on JAX.
+
+A benchmark receives a :class:`Framework` and uses only its attributes: ``np`` (``kiln.numpy`` or
+``jax.numpy``), ``jit``, ``put`` (host data to the default device), ``block`` (wait for a pytree),
+``tree_map``, ``value_and_grad`` (None while the framework lacks it: the benchmark is skipped) and
+``lax`` (for ``lax.scan``).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+from types import ModuleType
+from typing import Any, Callable
+
+
+@dataclass(frozen=True)
+class Framework:
+    name: str
+    version: str
+    device: str  # the default device, as the framework prints it
+    np: ModuleType
+    jit: Callable[..., Any]
+    put: Callable[[Any], Any]
+    block: Callable[[Any], Any]
+    tree_map: Callable[..., Any]
+    value_and_grad: Callable[..., Any] | None
+    lax: ModuleType | None = None  # kiln.lax / jax.lax (structured control flow: scan)
+
+
+def load_kiln(backend: str | None = None) -> Framework:
+    import kiln
+    import kiln.numpy as knp
+
+    if backend is not None:
+        kiln.config.update("default_backend", backend)
+    device = kiln.devices(backend)[0]
+    return Framework(
+        name="kiln", version=kiln.__version__, device=f"{device} ({device.device_kind})", np=knp, jit=kiln.jit,
+        put=lambda x: kiln.device_put(x, device) if backend is not None else kiln.device_put(x),
+        block=kiln.block_until_ready, tree_map=kiln.tree_util.tree_map,
+        value_and_grad=getattr(kiln, "value_and_grad", None), lax=kiln.lax)
+
+
+def load_jax(backend: str | None = None) -> Framework | None:
+    """JAX, or None when it is not installed (the benchmarks then report kiln alone)."""
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError:
+        return None
+    platform = {"cuda": "gpu", "rocm": "gpu"}.get(backend, backend) if backend else None
+    device = jax.devices(platform)[0]
+    return Framework(
+        name="jax", version=jax.__version__, device=f"{device} ({device.device_kind})", np=jnp, jit=jax.jit,
+        put=lambda x: jax.device_put(x, device) if backend is not None else jax.device_put(x),
+        block=jax.block_until_ready, tree_map=jax.tree_util.tree_map, value_and_grad=jax.value_and_grad,
+        lax=jax.lax)

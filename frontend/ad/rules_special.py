@@ -1,0 +1,142 @@
+"""Derivative rules of the elementwise primitives of ``kiln.lax.special``: inverse trigonometric and
+hyperbolic functions, special functions (erf, lgamma, digamma, ...), complex parts, ``nextafter``;
+bit-level primitives are declared non-differentiable."""
+from __future__ import annotations
+
+import numpy as np
+
+from .. import lax
+from ..lax import special as sp
+from ..tracing import abstractify
+from .jvp import jvp_rules, non_differentiable
+from .tangents import Zero, instantiate
+from .transpose import is_undefined, transpose_rules
+
+S = sp.special_unary_prims
+
+non_differentiable.update({S["population_count"], S["clz"], sp.bitcast_convert_type_p})
+
+
+def _full_like(x, value):
+    aval = abstractify(x)
+    return lax.broadcast_in_dim(lax.literal(value, aval.dtype, aval.weak_type), aval.shape, ())
+
+
+def _unary(name, deriv):
+    """JVP rule ``t * deriv(x, out)`` for the unary primitive ``name``."""
+    prim = S[name]
+
+    def rule(primals, tangents):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x)
+        return out, lax.mul(t, deriv(x, out))
+    jvp_rules[prim] = rule
+
+
+def _one_minus_sq(x):
+    return lax.sub(_full_like(x, 1), lax.mul(x, x))
+
+
+def _one_plus_sq(x):
+    return lax.add(_full_like(x, 1), lax.mul(x, x))
+
+
+_TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
+
+_unary("asin", lambda x, y: lax.rsqrt(_one_minus_sq(x)))
+_unary("acos", lambda x, y: lax.neg(lax.rsqrt(_one_minus_sq(x))))
+_unary("atan", lambda x, y: lax.div(_full_like(x, 1), _one_plus_sq(x)))
+_unary("sinh", lambda x, y: sp.cosh(x))
+_unary("cosh", lambda x, y: sp.sinh(x))
+_unary("asinh", lambda x, y: lax.rsqrt(_one_plus_sq(x)))
+# 1 / (sqrt(x - 1) sqrt(x + 1)): the principal branch for complex x as well.
+_unary("acosh", lambda x, y: lax.div(_full_like(x, 1), lax.mul(lax.sqrt(lax.sub(x, _full_like(x, 1))),
+                                                              lax.sqrt(lax.add(x, _full_like(x, 1))))))
+_unary("atanh", lambda x, y: lax.div(_full_like(x, 1), _one_minus_sq(x)))
+_unary("erf", lambda x, y: lax.mul(_full_like(x, _TWO_OVER_SQRT_PI), lax.exp(lax.neg(lax.mul(x, x)))))
+_unary("erfc", lambda x, y: lax.mul(_full_like(x, -_TWO_OVER_SQRT_PI), lax.exp(lax.neg(lax.mul(x, x)))))
+# d/dx erf^-1(x) = 1 / erf'(y) = sqrt(pi) / 2 * exp(y^2) with y = erf^-1(x).
+_unary("erf_inv", lambda x, y: lax.mul(_full_like(y, 1 / _TWO_OVER_SQRT_PI), lax.exp(lax.mul(y, y))))
+_unary("lgamma", lambda x, y: sp.digamma(x))
+
+
+def trigamma(x):
+    """The trigamma function psi'(x), the derivative of digamma, composed from differentiable primitives.
+
+    For x > 0: the recurrence psi'(x) = psi'(x + 1) + 1/x^2 moves the argument up to z = x + N, where
+    the asymptotic series 1/z + 1/(2z^2) + sum_k B_2k / z^(2k+1) converges fast. For x <= 0 the
+    reflection psi'(1 - x) + psi'(x) = pi^2 / sin^2(pi x) applies (infinite at the poles 0, -1, ...).
+    """
+    n = 10
+
+    def positive(x):
+        acc = _full_like(x, 0)
+        for k in range(n):
+            xk = lax.add(x, _full_like(x, float(k)))
+            acc = lax.add(acc, lax.div(_full_like(x, 1), lax.mul(xk, xk)))
+        z = lax.add(x, _full_like(x, float(n)))
+        r = lax.div(_full_like(z, 1), z)
+        r2 = lax.mul(r, r)
+        # 1/z + 1/(2z^2) + 1/(6z^3) - 1/(30z^5) + 1/(42z^7) - 1/(30z^9) + 5/(66z^11)
+        poly = _full_like(z, 5 / 66)
+        for c in (-1 / 30, 1 / 42, -1 / 30, 1 / 6):
+            poly = lax.add(lax.mul(poly, r2), _full_like(z, c))
+        series = lax.add(lax.add(r, lax.mul(_full_like(z, 0.5), r2)), lax.mul(lax.mul(poly, r2), r))
+        return lax.add(acc, series)
+
+    negative = lax.le(x, _full_like(x, 0))
+    one = _full_like(x, 1)
+    reflected = lax.sub(one, x)
+    arg = lax.select(negative, reflected, x)
+    value = positive(arg)
+    s = lax.sin(lax.mul(_full_like(x, np.pi), x))
+    refl = lax.sub(lax.div(_full_like(x, np.pi ** 2), lax.mul(s, s)), value)
+    return lax.select(negative, refl, value)
+
+
+_unary("digamma", lambda x, y: trigamma(x))
+
+
+# -- nextafter: a step of one ulp; its derivative is that of x1 (x2 only picks the direction) ------------
+def _nextafter_jvp(primals, tangents):
+    (x1, x2), (t1, _) = primals, tangents
+    out = sp.nextafter_p.bind(x1, x2)
+    return out, (Zero(abstractify(out)) if isinstance(t1, Zero) else t1)
+
+
+jvp_rules[sp.nextafter_p] = _nextafter_jvp
+
+
+# -- complex parts (linear). Cotangents pair with values through Re(sum(a * b)), as in JAX. -------------
+def _real_jvp(primals, tangents):
+    return sp.real_p.bind(primals[0]), sp.real_p.bind(tangents[0])
+
+
+def _imag_jvp(primals, tangents):
+    return sp.imag_p.bind(primals[0]), sp.imag_p.bind(tangents[0])
+
+
+def _complex_jvp(primals, tangents):
+    (x, y), (tx, ty) = primals, tangents
+    return sp.complex_p.bind(x, y), sp.complex_p.bind(instantiate(tx), instantiate(ty))
+
+
+def _real_transpose(ct, x):
+    return [sp.complex_p.bind(ct, _full_like(ct, 0))]
+
+
+def _imag_transpose(ct, x):
+    return [sp.complex_p.bind(_full_like(ct, 0), lax.neg(ct))]
+
+
+def _complex_transpose(ct, x, y):
+    return [sp.real_p.bind(ct) if is_undefined(x) else None,
+            lax.neg(sp.imag_p.bind(ct)) if is_undefined(y) else None]
+
+
+jvp_rules[sp.real_p] = _real_jvp
+jvp_rules[sp.imag_p] = _imag_jvp
+jvp_rules[sp.complex_p] = _complex_jvp
+transpose_rules[sp.real_p] = _real_transpose
+transpose_rules[sp.imag_p] = _imag_transpose
+transpose_rules[sp.complex_p] = _complex_transpose

@@ -1,0 +1,280 @@
+"""Windowed reductions (the ``reduce_window`` primitive, ``stablehlo.reduce_window``) and the
+cumulative reductions (``cumsum``, ``cumprod``, ``cummax``, ``cummin``, ``cumlogsumexp``).
+
+``reduce_window`` supports the monoids kiln knows how to lower: add, mul, max, min, and, or
+(pass ``kiln.lax.add``, ``kiln.lax.max``, ... as ``computation``).
+
+The cumulative reductions are a composition, not primitives: a Hillis-Steele scan of
+``ceil(log2(n))`` steps, each combining the array with itself shifted by a power of two (a ``pad``
+that shifts in the identity). That is O(n log n) work in O(log n) steps on any backend, where a
+``reduce_window`` over a window of the whole axis would be O(n^2) on CPU and GPU.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import dtypes
+from ..core import ShapedArray
+from ..jit import eager_jit
+from ..primitive import Primitive
+from ..tracing import abstractify
+from . import api
+
+__all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
+           "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "padtype_to_pads"]
+
+# monoid -> dtype kinds it accepts
+MONOIDS = {"add": "iufc", "mul": "iufc", "max": "biuf", "min": "biuf", "and": "biu", "or": "biu"}
+
+
+def _kind(dtype: np.dtype) -> str:
+    return "f" if dtype.kind == "V" or dtype == dtypes.bfloat16 else dtype.kind
+
+
+def dilate_dim(d: int, dilation: int) -> int:
+    """Size of a dimension of size ``d`` with ``dilation - 1`` holes between elements."""
+    return 0 if d == 0 else 1 + dilation * (d - 1)
+
+
+def window_output_shape(fname: str, shape, window, strides, padding, base_dilation, window_dilation):
+    """The output shape of a strided, padded, dilated window over ``shape`` (XLA's formula)."""
+    out = []
+    for i, (d, w, s, (lo, hi), bd, wd) in enumerate(zip(shape, window, strides, padding, base_dilation,
+                                                      window_dilation)):
+        padded = dilate_dim(d, bd) + lo + hi
+        span = dilate_dim(w, wd)
+        if padded < 0:
+            raise ValueError(f"kiln.lax.{fname}: padding {(lo, hi)} of dimension {i} leaves a negative size")
+        out.append(0 if padded < span else (padded - span) // s + 1)
+    return tuple(out)
+
+
+def _reduce_window_rule(x: ShapedArray, init: ShapedArray, *, computation: str, window_dimensions,
+                        window_strides, padding, base_dilation, window_dilation) -> ShapedArray:
+    name = "reduce_window"
+    if computation not in MONOIDS:
+        raise ValueError(f"kiln.lax.{name}: unknown computation {computation!r}")
+    if _kind(x.dtype) not in MONOIDS[computation]:
+        raise TypeError(f"kiln.lax.{name}: computation {computation} does not accept dtype {x.dtype.name}")
+    if init.shape != () or init.dtype != x.dtype:
+        raise TypeError(f"kiln.lax.{name}: init_value must be a scalar of the operand's dtype {x.dtype.name}, "
+                        f"got {init.str_short()}")
+    for what, v in (("window_dimensions", window_dimensions), ("window_strides", window_strides),
+                    ("padding", padding), ("base_dilation", base_dilation), ("window_dilation", window_dilation)):
+        if len(v) != x.ndim:
+            raise ValueError(f"kiln.lax.{name}: {what} {tuple(v)} must have one entry per dimension of the "
+                             f"operand shape {x.shape}")
+    for what, v in (("window_dimensions", window_dimensions), ("window_strides", window_strides),
+                    ("base_dilation", base_dilation), ("window_dilation", window_dilation)):
+        if any(e < 1 for e in v):
+            raise ValueError(f"kiln.lax.{name}: {what} must be positive, got {tuple(v)}")
+    shape = window_output_shape(name, x.shape, window_dimensions, window_strides, padding, base_dilation,
+                                window_dilation)
+    return ShapedArray(shape, x.dtype, x.weak_type)
+
+
+reduce_window_p = Primitive("reduce_window", _reduce_window_rule)
+
+
+def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int], window_strides: Sequence[int],
+                    padding: str) -> list[tuple[int, int]]:
+    """Explicit (low, high) pads for ``'SAME'``/``'VALID'`` (``'SAME'``: output size ceil(n / stride),
+    the extra padding going high, as TensorFlow and JAX)."""
+    kind = padding.upper() if isinstance(padding, str) else padding
+    if kind == "VALID":
+        return [(0, 0)] * len(in_shape)
+    if kind in ("SAME", "SAME_LOWER"):
+        pads = []
+        for n, w, s in zip(in_shape, window_shape, window_strides):
+            out = -(-n // s)
+            total = max((out - 1) * s + w - n, 0)
+            lo = total // 2 if kind == "SAME" else -(-total // 2)
+            pads.append((lo, total - lo))
+        return pads
+    raise ValueError(f"kiln.lax: unknown padding {padding!r}; use 'SAME', 'VALID' or a sequence of "
+                     "(low, high) pairs")
+
+
+def _int_tuple(fname: str, what: str, v: Any, n: int, default: int | None = None) -> tuple[int, ...]:
+    if v is None:
+        if default is None:
+            raise ValueError(f"kiln.lax.{fname}: {what} is required")
+        return (default,) * n
+    try:
+        out = tuple(int(e) for e in v)
+    except TypeError:
+        raise TypeError(f"kiln.lax.{fname}: {what} must be a sequence of ints, got {v!r}") from None
+    if len(out) != n:
+        raise ValueError(f"kiln.lax.{fname}: {what} {out} must have one entry per dimension of the operand "
+                         f"({n})")
+    return out
+
+
+def normalize_padding(fname: str, padding: Any, in_shape, window_shape, strides) -> tuple[tuple[int, int], ...]:
+    """``'SAME'``/``'VALID'`` or a sequence of (low, high) pairs, as a tuple of int pairs."""
+    if isinstance(padding, str):
+        if padding.upper() not in ("SAME", "VALID", "SAME_LOWER"):
+            raise ValueError(f"kiln.lax.{fname}: unknown padding {padding!r}; use 'SAME', 'VALID' or a sequence "
+                             "of (low, high) pairs")
+        return tuple(padtype_to_pads(in_shape, window_shape, strides, padding))
+    try:
+        pads = tuple((int(lo), int(hi)) for lo, hi in padding)
+    except (TypeError, ValueError):
+        raise TypeError(f"kiln.lax.{fname}: padding must be 'SAME', 'VALID' or a sequence of (low, high) pairs, "
+                        f"got {padding!r}") from None
+    if len(pads) != len(in_shape):
+        raise ValueError(f"kiln.lax.{fname}: padding {pads} must have one (low, high) pair per spatial "
+                         f"dimension ({len(in_shape)})")
+    return pads
+
+
+def _monoid_of(computation: Callable) -> str | None:
+    table = {api.add: "add", api.mul: "mul", api.max: "max", api.min: "min",
+             api.bitwise_and: "and", api.bitwise_or: "or"}
+    name = table.get(computation)
+    if name is not None:
+        return name
+    from .. import numpy as knp  # the ufuncs name the same monoids
+    return {knp.add: "add", knp.multiply: "mul", knp.maximum: "max", knp.minimum: "min",
+            knp.logical_and: "and", knp.logical_or: "or", knp.bitwise_and: "and",
+            knp.bitwise_or: "or"}.get(computation)
+
+
+def reduce_window(operand: Any, init_value: Any, computation: Callable, window_dimensions: Sequence[int],
+                  window_strides: Sequence[int], padding: str | Sequence[tuple[int, int]],
+                  base_dilation: Sequence[int] | None = None,
+                  window_dilation: Sequence[int] | None = None) -> Any:
+    """Reduce each window of ``operand`` with ``computation``, starting from ``init_value``.
+
+    ``computation`` is one of the monoids ``kiln.lax.add``, ``mul``, ``max``, ``min``,
+    ``bitwise_and``, ``bitwise_or`` (kiln does not trace arbitrary reducers here). ``padding`` is
+    ``'SAME'``, ``'VALID'`` or one (low, high) pair per dimension; padded positions hold
+    ``init_value``.
+    """
+    if isinstance(operand, (tuple, list)):
+        raise NotImplementedError("kiln.lax.reduce_window: reducing several operands together is not supported; "
+                                  "call it once per operand")
+    monoid = _monoid_of(computation) if callable(computation) else None
+    if monoid is None:
+        raise TypeError(f"kiln.lax.reduce_window: computation {computation!r:.60} is not supported: kiln's "
+                        "reduce_window takes one of the monoids kiln.lax.add, kiln.lax.mul, kiln.lax.max, "
+                        "kiln.lax.min, kiln.lax.bitwise_and, kiln.lax.bitwise_or")
+    aval = abstractify(operand)
+    n = aval.ndim
+    window = _int_tuple("reduce_window", "window_dimensions", window_dimensions, n)
+    strides = _int_tuple("reduce_window", "window_strides", window_strides, n)
+    bd = _int_tuple("reduce_window", "base_dilation", base_dilation, n, 1)
+    wd = _int_tuple("reduce_window", "window_dilation", window_dilation, n, 1)
+    # As JAX: string padding is computed from the operand's (undilated) shape and the dilated window.
+    pads = normalize_padding("reduce_window", padding, aval.shape,
+                             tuple(dilate_dim(w, d) for w, d in zip(window, wd)), strides)
+    if api._is_py_scalar(init_value):
+        init_value = api.literal(init_value, aval.dtype, aval.weak_type)
+    elif isinstance(init_value, (np.ndarray, np.generic)) and np.ndim(init_value) == 0:
+        init_value = api.literal(np.asarray(init_value), dtypes.canonicalize_dtype(np.asarray(init_value).dtype))
+    return reduce_window_p.bind(operand, init_value, computation=monoid, window_dimensions=window,
+                                window_strides=strides, padding=pads, base_dilation=bd, window_dilation=wd)
+
+
+def _identity(monoid: str, dtype: np.dtype) -> Any:
+    kind = _kind(dtype)
+    if monoid in ("add", "or"):
+        return 0
+    if monoid == "mul":
+        return 1
+    if monoid == "and":
+        return True if kind == "b" else -1 if kind == "i" else np.iinfo(dtype).max
+    if kind == "b":
+        return monoid == "min"
+    if kind == "f":
+        return -np.inf if monoid == "max" else np.inf
+    info = np.iinfo(dtype)
+    return info.min if monoid == "max" else info.max
+
+
+def _windowed(monoid: str):
+    def fn(operand: Any, window_dimensions: Sequence[int], window_strides: Sequence[int] | None = None,
+           padding: str | Sequence[tuple[int, int]] = "VALID", base_dilation: Sequence[int] | None = None,
+           window_dilation: Sequence[int] | None = None) -> Any:
+        aval = abstractify(operand)
+        if window_strides is None:
+            window_strides = (1,) * aval.ndim
+        init = api.literal(_identity(monoid, aval.dtype), aval.dtype, aval.weak_type)
+        comp = {"add": api.add, "max": api.max, "min": api.min}[monoid]
+        return reduce_window(operand, init, comp, window_dimensions, window_strides, padding, base_dilation,
+                             window_dilation)
+    fn.__name__ = f"reduce_window_{'sum' if monoid == 'add' else monoid}"
+    fn.__doc__ = (f"``reduce_window`` with ``{monoid}`` and its identity as the initial value "
+                  "(strides default to 1, padding to 'VALID').")
+    return fn
+
+
+reduce_window_sum = _windowed("add")
+reduce_window_max = _windowed("max")
+reduce_window_min = _windowed("min")
+
+
+# -- cumulative reductions -----------------------------------------------------------------------
+def _logaddexp(a: Any, b: Any) -> Any:
+    """``log(exp(a) + exp(b))`` without overflow; -inf + -inf stays -inf, NaN propagates."""
+    m = api.max(a, b)
+    d = api.sub(a, b)
+    safe = api.add(m, api.log1p(api.exp(api.neg(api.abs(d)))))
+    # d is NaN when a or b is NaN or both are the same infinity: then a + b is the answer.
+    return api.select(api.ne(d, d), api.add(a, b), safe)
+
+
+def _cumulative(name: str, kinds: str):
+    def fn(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
+        aval = abstractify(operand)
+        if _kind(aval.dtype) not in kinds:
+            names = {"b": "bool", "i": "signed integer", "u": "unsigned integer", "f": "floating", "c": "complex"}
+            raise TypeError(f"kiln.lax.{name}: does not accept dtype {aval.dtype.name}; it takes "
+                            f"{', '.join(names[k] for k in kinds)} arrays")
+        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+            raise TypeError(f"kiln.lax.{name}: axis must be an int, got {type(axis).__name__} {axis!r}")
+        if not -aval.ndim <= axis < aval.ndim:
+            raise ValueError(f"kiln.lax.{name}: axis {axis} is out of bounds for an array of dimension "
+                             f"{aval.ndim}")
+        axis = int(axis) % aval.ndim
+        if aval.shape[axis] <= 1:
+            return operand
+        return _scan(operand, name=name, axis=axis, reverse=bool(reverse))
+    fn.__name__ = name
+    fn.__doc__ = (f"Cumulative ``{name[3:]}`` along ``axis`` (from the end when ``reverse``); the result has "
+                  "the operand's shape and dtype.")
+    return fn
+
+
+_SCANS = {  # name -> (combine, identity of a dtype)
+    "cumsum": (api.add, lambda d: 0), "cumprod": (api.mul, lambda d: 1),
+    "cummax": (api.max, lambda d: _identity("max", d)), "cummin": (api.min, lambda d: _identity("min", d)),
+    "cumlogsumexp": (_logaddexp, lambda d: -np.inf),
+}
+
+
+@eager_jit("name", "axis", "reverse")
+def _scan(x: Any, *, name: str, axis: int, reverse: bool) -> Any:
+    """Hillis-Steele inclusive scan along ``axis``."""
+    combine, identity = _SCANS[name]
+    aval = abstractify(x)
+    n = aval.shape[axis]
+    fill = api.literal(identity(aval.dtype), aval.dtype, aval.weak_type)
+    shift = 1
+    while shift < n:
+        config = [(0, 0, 0)] * aval.ndim
+        # Shift by `shift` along the axis (towards the end, or the start when reversed), shifting in
+        # the identity: element i then combines with element i - shift (or i + shift).
+        config[axis] = (-shift, shift, 0) if reverse else (shift, -shift, 0)
+        x = combine(x, api.pad(x, fill, config))
+        shift *= 2
+    return x
+
+
+cumsum = _cumulative("cumsum", "iufc")
+cumprod = _cumulative("cumprod", "iufc")
+cummax = _cumulative("cummax", "biuf")
+cummin = _cumulative("cummin", "biuf")
+cumlogsumexp = _cumulative("cumlogsumexp", "f")

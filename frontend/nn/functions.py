@@ -1,0 +1,390 @@
+"""kiln.nn's functions: activations, softmax and friends, one_hot, standardize (as ``jax.nn``).
+
+All are compositions of kiln primitives, written to be numerically stable: ``softplus`` is
+``logaddexp(x, 0)``, ``log_sigmoid`` is ``-softplus(-x)``, and ``logsumexp``/``softmax``/
+``log_softmax`` subtract the maximum first.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes, lax
+from ..array import Array
+from ..ir import Literal
+from ..numpy import _util
+from ..numpy import reductions as _red
+from ..numpy import ufuncs as _uf
+from ..tracing import Tracer, abstractify
+
+__all__ = [
+    "relu", "relu6", "gelu", "silu", "swish", "sigmoid", "softplus", "soft_sign", "log_sigmoid",
+    "elu", "selu", "leaky_relu", "celu", "glu", "hard_tanh", "hard_sigmoid", "hard_silu",
+    "hard_swish", "mish", "squareplus", "softmax", "log_softmax", "logsumexp", "one_hot", "standardize",
+]
+
+_PY_SCALARS = (bool, int, float, complex)
+
+
+def _check(where: str, *args: Any) -> None:
+    for i, a in enumerate(args):
+        if not isinstance(a, (Array, Tracer, np.ndarray, np.generic, Literal, *_PY_SCALARS)):
+            hint = (" (wrap lists with kiln.numpy.asarray)" if isinstance(a, (list, tuple)) else "")
+            raise TypeError(f"{where}: argument {i} of type {type(a).__name__} ({a!r:.40}) is not an "
+                            f"array or a scalar{hint}")
+
+
+def float_args(where: str, *args: Any, allow_complex: bool = False, promoted: bool = False) -> list[Any]:
+    """Check, promote (unless ``promoted``), and make integer/bool inputs floating (the default float)."""
+    _check(where, *args)
+    args = args if promoted else _uf.promote_dtypes(where, *args)
+    aval = abstractify(args[0])
+    if aval.dtype.kind == "c" and not allow_complex:
+        raise TypeError(f"{where}: not supported for complex inputs ({aval.dtype.name})")
+    if not dtypes.is_inexact(aval.dtype):
+        args = [_util.convert(a, dtypes.default_float_dtype(), aval.weak_type) for a in args]
+    return args
+
+
+def broadcast_args(where: str, *args: Any) -> list[Any]:
+    """Check, promote and broadcast (errors name ``where``)."""
+    _check(where, *args)
+    shapes = [abstractify(a).shape for a in args]
+    try:
+        np.broadcast_shapes(*shapes)
+    except ValueError:
+        raise ValueError(f"{where}: operands could not be broadcast together with shapes "
+                         + " ".join(str(s) for s in shapes)) from None
+    return _uf.promote_and_broadcast(where, *args)
+
+
+def _numeric_arg(where: str, x: Any) -> Any:
+    _check(where, x)
+    (x,) = _uf.promote_dtypes(where, x)
+    if abstractify(x).dtype == np.bool_:
+        raise TypeError(f"{where}: not supported for boolean inputs")
+    return x
+
+
+def _const(x: Any, value: Any) -> Any:
+    return _uf.full_like_(x, value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Activations
+# ---------------------------------------------------------------------------------------------
+
+def relu(x):
+    """Rectified linear unit, ``max(x, 0)`` (integers stay integers)."""
+    x = _numeric_arg("kiln.nn.relu", x)
+    return lax.max(x, _const(x, 0))
+
+
+def relu6(x):
+    """``min(max(x, 0), 6)``."""
+    x = _numeric_arg("kiln.nn.relu6", x)
+    return lax.min(lax.max(x, _const(x, 0)), _const(x, 6))
+
+
+def sigmoid(x):
+    """Logistic sigmoid, ``1 / (1 + exp(-x))``."""
+    (x,) = float_args("kiln.nn.sigmoid", x, allow_complex=True)
+    return lax.logistic(x)
+
+
+def silu(x):
+    """SiLU (swish), ``x * sigmoid(x)``."""
+    (x,) = float_args("kiln.nn.silu", x, allow_complex=True)
+    return lax.mul(x, lax.logistic(x))
+
+
+swish = silu
+
+
+def softplus(x):
+    """``log(1 + exp(x))``, computed as ``logaddexp(x, 0)`` (no overflow for large x)."""
+    (x,) = float_args("kiln.nn.softplus", x)
+    return _uf._logaddexp(x, _const(x, 0), lax.exp, None)
+
+
+def log_sigmoid(x):
+    """``log(sigmoid(x))``, computed as ``-softplus(-x)``."""
+    (x,) = float_args("kiln.nn.log_sigmoid", x)
+    return lax.neg(softplus(lax.neg(x)))
+
+
+def soft_sign(x):
+    """``x / (|x| + 1)``."""
+    (x,) = float_args("kiln.nn.soft_sign", x)
+    return lax.div(x, lax.add(lax.abs(x), _const(x, 1)))
+
+
+def gelu(x, approximate: bool = True):
+    """Gaussian error linear unit: ``x * Phi(x)``, or its tanh approximation (the default)."""
+    (x,) = float_args("kiln.nn.gelu", x)
+    if approximate:
+        # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        inner = lax.mul(_const(x, np.sqrt(2 / np.pi)),
+                        lax.add(x, lax.mul(_const(x, 0.044715), lax.mul(x, lax.mul(x, x)))))
+        return lax.mul(lax.mul(_const(x, 0.5), x), lax.add(_const(x, 1), lax.tanh(inner)))
+    # x * Phi(x) = 0.5 x erfc(-x / sqrt 2): erfc keeps the relative accuracy for negative x.
+    return lax.mul(lax.mul(_const(x, 0.5), x), lax.erfc(lax.mul(x, _const(x, -1 / np.sqrt(2)))))
+
+
+def elu(x, alpha=1.0):
+    """Exponential linear unit: ``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``."""
+    (x,) = float_args("kiln.nn.elu", x)
+    neg = lax.mul(_const(x, alpha), lax.expm1(lax.min(x, _const(x, 0))))
+    return lax.select(lax.gt(x, _const(x, 0)), x, neg)
+
+
+def selu(x):
+    """Scaled ELU with the self-normalising constants."""
+    (x,) = float_args("kiln.nn.selu", x)
+    alpha, scale = 1.6732632423543772848170429916717, 1.0507009873554804934193349852946
+    return lax.mul(_const(x, scale), elu(x, alpha))
+
+
+def celu(x, alpha=1.0):
+    """Continuously differentiable ELU: ``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
+    (x,) = float_args("kiln.nn.celu", x)
+    neg = lax.mul(_const(x, alpha), lax.expm1(lax.div(lax.min(x, _const(x, 0)), _const(x, alpha))))
+    return lax.select(lax.gt(x, _const(x, 0)), x, neg)
+
+
+def leaky_relu(x, negative_slope=1e-2):
+    """``x`` where ``x >= 0``, else ``negative_slope * x``."""
+    (x,) = float_args("kiln.nn.leaky_relu", x)
+    return lax.select(lax.ge(x, _const(x, 0)), x, lax.mul(x, _const(x, negative_slope)))
+
+
+def hard_tanh(x):
+    """``x`` clipped to ``[-1, 1]``."""
+    (x,) = float_args("kiln.nn.hard_tanh", x)
+    return lax.min(lax.max(x, _const(x, -1)), _const(x, 1))
+
+
+def hard_sigmoid(x):
+    """``relu6(x + 3) / 6``."""
+    (x,) = float_args("kiln.nn.hard_sigmoid", x)
+    return lax.div(relu6(lax.add(x, _const(x, 3))), _const(x, 6))
+
+
+def hard_silu(x):
+    """``x * hard_sigmoid(x)``."""
+    (x,) = float_args("kiln.nn.hard_silu", x)
+    return lax.mul(x, hard_sigmoid(x))
+
+
+hard_swish = hard_silu
+
+
+def mish(x):
+    """``x * tanh(softplus(x))``."""
+    (x,) = float_args("kiln.nn.mish", x)
+    return lax.mul(x, lax.tanh(softplus(x)))
+
+
+def squareplus(x, b=4):
+    """``(x + sqrt(x**2 + b)) / 2``, a smooth ReLU."""
+    (x,) = float_args("kiln.nn.squareplus", x)
+    return lax.mul(lax.add(x, lax.sqrt(lax.add(lax.mul(x, x), _const(x, b)))), _const(x, 0.5))
+
+
+def glu(x, axis: int = -1):
+    """Gated linear unit: split ``x`` in two halves along ``axis``, ``a * sigmoid(b)``."""
+    (x,) = float_args("kiln.nn.glu", x)
+    aval = abstractify(x)
+    if aval.ndim == 0:
+        raise ValueError("kiln.nn.glu: needs an array with at least one dimension, got a 0-d array")
+    ax = _axis("kiln.nn.glu", axis, aval.ndim)
+    n = aval.shape[ax]
+    if n % 2:
+        raise ValueError(f"kiln.nn.glu: the size of axis {axis} must be even to split it in two halves, got {n}")
+    start, half = [0] * aval.ndim, list(aval.shape)
+    half[ax] = n // 2
+    a = lax.slice(x, start, half)
+    start[ax] = n // 2
+    b = lax.slice(x, start, aval.shape)
+    return lax.mul(a, lax.logistic(b))
+
+
+# ---------------------------------------------------------------------------------------------
+# Normalisations over axes
+# ---------------------------------------------------------------------------------------------
+
+def _axis(where: str, axis: Any, ndim: int) -> int:
+    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
+        raise TypeError(f"{where}: axis must be an int, got {type(axis).__name__} {axis!r}")
+    if not -ndim <= axis < ndim:
+        raise ValueError(f"{where}: axis {axis} is out of bounds for an array of dimension {ndim}")
+    return int(axis) % ndim
+
+
+def _axes(where: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = (axis,) if isinstance(axis, (int, np.integer)) or not hasattr(axis, "__iter__") else tuple(axis)
+    out = tuple(_axis(where, a, ndim) for a in axes)
+    if len(set(out)) != len(out):
+        raise ValueError(f"{where}: repeated axis in {axis}")
+    return tuple(sorted(out))
+
+
+def _mask(where_name: str, where: Any, shape: tuple[int, ...]) -> Any:
+    """``where=`` as a boolean array of ``shape``."""
+    _check(where_name, where)
+    w = _uf._to_bool(_util.as_operand(where) if not isinstance(where, bool) else np.asarray(where))
+    wshape = abstractify(w).shape
+    try:
+        ok = np.broadcast_shapes(wshape, shape) == shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ValueError(f"{where_name}: where= of shape {wshape} does not broadcast to the input's shape {shape}")
+    return _util.broadcast_to_shape(w, shape)
+
+
+def _keep(x: Any, shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
+    """Broadcast a reduction result over ``axes`` back to ``shape``."""
+    kept = tuple(i for i in range(len(shape)) if i not in axes)
+    return lax.broadcast_in_dim(x, shape, kept)
+
+
+def _max_shift(x: Any, axes: tuple[int, ...], mask: Any) -> Any:
+    """The max over ``axes`` (masked entries count as -inf)."""
+    masked = x if mask is None else lax.select(mask, x, _const(x, -np.inf))
+    return lax.reduce_max(masked, axes)
+
+
+def softmax(x, axis: Any = -1, where: Any = None):
+    """``exp(x) / sum(exp(x))`` over ``axis``, computed as ``exp(x - max(x))`` normalised.
+
+    ``where`` masks entries out of the sum; they are 0 in the result.
+    """
+    (x,) = float_args("kiln.nn.softmax", x)
+    aval = abstractify(x)
+    axes = _axes("kiln.nn.softmax", axis, aval.ndim)
+    mask = None if where is None else _mask("kiln.nn.softmax", where, aval.shape)
+    shift = _keep(_max_shift(x, axes, mask), aval.shape, axes)
+    unnormalized = lax.exp(lax.sub(x, shift))
+    if mask is not None:
+        unnormalized = lax.select(mask, unnormalized, _const(x, 0))
+    total = _keep(lax.reduce_sum(unnormalized, axes), aval.shape, axes)
+    out = lax.div(unnormalized, total)
+    # Masked entries are 0, also in a row masked out entirely (where 0 / 0 would be NaN).
+    return out if mask is None else lax.select(mask, out, _const(out, 0))
+
+
+def log_softmax(x, axis: Any = -1, where: Any = None):
+    """``x - logsumexp(x)`` over ``axis``, computed from ``x - max(x)``.
+
+    ``where`` masks entries out of the sum; they are -inf in the result.
+    """
+    (x,) = float_args("kiln.nn.log_softmax", x)
+    aval = abstractify(x)
+    axes = _axes("kiln.nn.log_softmax", axis, aval.ndim)
+    mask = None if where is None else _mask("kiln.nn.log_softmax", where, aval.shape)
+    shifted = lax.sub(x, _keep(_max_shift(x, axes, mask), aval.shape, axes))
+    exp = lax.exp(shifted)
+    if mask is not None:
+        exp = lax.select(mask, exp, _const(x, 0))
+    out = lax.sub(shifted, _keep(lax.log(lax.reduce_sum(exp, axes)), aval.shape, axes))
+    return out if mask is None else lax.select(mask, out, _const(x, -np.inf))
+
+
+def logsumexp(a, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False,
+              where: Any = None):
+    """``log(sum(b * exp(a)))`` over ``axis``, without overflow (as ``jax.nn.logsumexp``)."""
+    return logsumexp_impl("kiln.nn.logsumexp", a, axis, b, keepdims, return_sign, where)
+
+
+def logsumexp_impl(fname: str, a, axis, b, keepdims: bool, return_sign: bool, where):
+    """logsumexp for kiln.nn and kiln.scipy.special (``fname`` names the caller in errors).
+
+    The maximum over ``axis`` is subtracted before ``exp`` and added back after ``log``; a
+    non-finite maximum is replaced by 0, so that all -inf inputs give -inf (not NaN) and +inf
+    gives +inf. With ``b``, a negative sum gives NaN unless ``return_sign``.
+    """
+    if b is None:
+        (a,) = float_args(fname, a)
+    else:
+        a, b = broadcast_args(fname, a, b)
+        a, b = float_args(fname, a, b, promoted=True)
+    aval = abstractify(a)
+    axes = _axes(fname, axis, aval.ndim)
+    mask = None if where is None else _mask(fname, where, aval.shape)
+    amax = _max_shift(a, axes, mask)
+    amax = lax.select(lax.is_finite(amax), amax, _const(amax, 0))
+    e = lax.exp(lax.sub(a, _keep(amax, aval.shape, axes)))
+    if b is not None:
+        e = lax.mul(b, e)
+    if mask is not None:
+        e = lax.select(mask, e, _const(e, 0))
+    total = lax.reduce_sum(e, axes)
+    sign = None
+    if b is not None or return_sign:
+        sign = lax.sign(total)
+        total = lax.abs(total)
+    out = lax.add(lax.log(total), amax)
+    if b is not None and not return_sign:
+        out = lax.select(lax.lt(sign, _const(sign, 0)), _const(out, np.nan), out)
+    if keepdims:
+        kept_shape = tuple(1 if i in axes else d for i, d in enumerate(aval.shape))
+        out = lax.reshape(out, kept_shape)
+        sign = None if sign is None else lax.reshape(sign, kept_shape)
+    if return_sign:
+        return out, sign
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# Encodings
+# ---------------------------------------------------------------------------------------------
+
+def one_hot(x, num_classes: int, *, dtype: Any = None, axis: int = -1):
+    """One-hot encoding: ``out[..., i] = (x == i)`` for ``i < num_classes`` (a new axis at ``axis``).
+
+    Values outside ``[0, num_classes)`` (and NaN) give all-zero rows. ``dtype`` defaults to the
+    default float dtype.
+    """
+    _check("kiln.nn.one_hot", x)
+    if isinstance(num_classes, Tracer):
+        try:
+            num_classes = int(num_classes)
+        except TypeError as e:
+            raise type(e)(f"kiln.nn.one_hot: num_classes must be a static integer (it is the size of the "
+                          f"new axis). {e}") from None
+    if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
+        raise TypeError(f"kiln.nn.one_hot: num_classes must be a static Python int, got "
+                        f"{type(num_classes).__name__} {num_classes!r:.40}")
+    if num_classes < 0:
+        raise ValueError(f"kiln.nn.one_hot: num_classes must be non-negative, got {num_classes}")
+    (x,) = _uf.promote_dtypes("kiln.nn.one_hot", x)
+    aval = abstractify(x)
+    if aval.dtype.kind == "c":
+        raise TypeError(f"kiln.nn.one_hot: class indices must be integers (or floats), got {aval.dtype.name}")
+    dtype = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    out_ndim = aval.ndim + 1
+    ax = _axis("kiln.nn.one_hot", axis, out_ndim)
+    shape = aval.shape[:ax] + (int(num_classes),) + aval.shape[ax:]
+    index_dtype = aval.dtype if aval.dtype != np.bool_ else dtypes.default_int_dtype()
+    x = _util.convert(x, index_dtype, False)
+    lhs = lax.broadcast_in_dim(x, shape, tuple(i for i in range(out_ndim) if i != ax))
+    rhs = lax.broadcasted_iota(index_dtype, shape, ax)
+    return lax.convert_element_type(lax.eq(lhs, rhs), dtype)
+
+
+def standardize(x, axis: Any = -1, mean: Any = None, variance: Any = None, epsilon: Any = 1e-5,
+                where: Any = None):
+    """``(x - mean) / sqrt(variance + epsilon)``, with mean and variance over ``axis`` unless given."""
+    (x,) = float_args("kiln.nn.standardize", x)
+    aval = abstractify(x)
+    axes = _axes("kiln.nn.standardize", axis, aval.ndim)
+    if mean is None:
+        mean = _red.mean(x, axis=axes, keepdims=True, where=where)
+    centered = _uf.subtract(x, mean)
+    if variance is None:
+        variance = _red.mean(lax.mul(centered, centered), axis=axes, keepdims=True, where=where)
+    return _uf.multiply(centered, _uf.rsqrt_(_uf.add(variance, epsilon)))

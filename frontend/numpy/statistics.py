@@ -1,0 +1,302 @@
+"""Order statistics and cumulative reductions of kiln.numpy: quantile, percentile, median (and
+their NaN-ignoring variants), cumsum, cumprod, nancumsum, nancumprod, cumulative_sum,
+cumulative_prod.
+
+Quantiles sort along the reduced axes (``kiln.lax.sort``) and pick the order statistics with a
+gather; cumulative reductions are ``kiln.lax.cumsum``/``cumprod`` (a log-depth scan).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from .. import dtypes, lax
+from ..jit import eager_jit
+from ..tracing import abstractify, materialize
+from ._util import as_operand, canonical_axes, canonical_axis, check_arraylike, convert, promote_dtypes
+
+__all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "nanmedian",
+           "cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod"]
+
+_METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
+
+
+def _no_out(fname: str, out: Any) -> None:
+    if out is not None:
+        raise TypeError(f"kiln.numpy.{fname}: out= is not supported (kiln arrays are immutable); use the return "
+                        "value")
+
+
+def _full(value: Any, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
+    return lax.broadcast_in_dim(lax.literal(value, dtype), shape, ())
+
+
+# -- quantiles -------------------------------------------------------------------------------------
+def _quantile(fname: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan: bool,
+              scale: float = 1.0) -> Any:
+    if method not in _METHODS:
+        raise ValueError(f"kiln.numpy.{fname}: method {method!r} is not supported; use one of "
+                         f"{', '.join(map(repr, _METHODS))}")
+    check_arraylike(fname, a, q)
+    (a,) = promote_dtypes(fname, a)
+    a = as_operand(a)
+    aval = abstractify(a)
+    if aval.dtype.kind == "c":
+        raise TypeError(f"kiln.numpy.{fname}: complex arrays have no order (got {aval.dtype.name})")
+    if not dtypes.is_inexact(aval.dtype):
+        a = convert(a, dtypes.default_float_dtype(), False)
+        aval = abstractify(a)
+    dtype = aval.dtype
+    # Index arithmetic in at least float32 (a bfloat16 index would be off by whole positions).
+    idx_float = dtype if dtype.itemsize >= 4 else dtypes.canonicalize_dtype(np.float32)
+    q_host = q if isinstance(q, (int, float, np.ndarray, np.generic)) else None
+    if q_host is not None:
+        qs = np.asarray(q_host, np.float64) / scale
+        lo_name, hi_name = ("0", "100") if scale != 1.0 else ("0", "1")
+        if np.any(~((qs >= 0) & (qs <= 1))):
+            raise ValueError(f"kiln.numpy.{fname}: q must be in the range [{lo_name}, {hi_name}], got {q_host!r}")
+        q_shape = qs.shape
+        q_op = np.asarray(q_host, idx_float)
+    else:
+        q_aval = abstractify(q)
+        if q_aval.dtype.kind == "c":
+            raise TypeError(f"kiln.numpy.{fname}: q must be real, got {q_aval.dtype.name}")
+        q_shape = q_aval.shape
+        q_op = lax.convert_element_type(as_operand(q), idx_float)
+    axes = canonical_axes(fname, axis, aval.ndim)
+    kept = tuple(i for i in range(aval.ndim) if i not in axes)
+    batch_shape = tuple(aval.shape[i] for i in kept)
+    n = int(np.prod([aval.shape[i] for i in axes], dtype=np.int64))
+    b = int(np.prod(batch_shape, dtype=np.int64))
+    m = int(np.prod(q_shape, dtype=np.int64))
+    out_shape = q_shape + (tuple(1 if i in axes else d for i, d in enumerate(aval.shape)) if keepdims
+                           else batch_shape)
+    if n == 0 or b == 0 or m == 0:
+        return _full(np.nan if n == 0 else 0, dtype, out_shape)
+    return _quantile_core(materialize(a), q_op if isinstance(q_op, np.ndarray) else materialize(q_op),
+                          perm=kept + axes, n_reduced=len(axes), out_shape=out_shape, method=method,
+                          ignore_nan=bool(ignore_nan), scale=float(scale))
+
+
+@eager_jit("perm", "n_reduced", "out_shape", "method", "ignore_nan", "scale")
+def _quantile_core(a: Any, q_op: Any, *, perm: tuple[int, ...], n_reduced: int, out_shape: tuple[int, ...],
+                   method: str, ignore_nan: bool, scale: float) -> Any:
+    """Quantiles at ``q_op / scale`` of ``a`` over its last ``n_reduced`` dimensions after transposing by
+    ``perm``."""
+    aval = abstractify(a)
+    dtype = aval.dtype
+    idx_float = abstractify(q_op).dtype
+    m = int(np.prod(abstractify(q_op).shape, dtype=np.int64))
+    x = lax.transpose(a, perm)
+    b = int(np.prod(abstractify(x).shape[:aval.ndim - n_reduced], dtype=np.int64))
+    n = aval.size // b
+    x = lax.reshape(x, (b, n))
+    x = lax.sort(x, dimension=1)
+    int_dtype = dtypes.default_int_dtype()
+    # The virtual index of each quantile in each row, shape (m, b).
+    qb = lax.broadcast_in_dim(_as_1d(q_op, m), (m, b), (0,))
+    is_nan = lax.ne(x, x)
+    if ignore_nan:
+        count = lax.reduce_sum(lax.convert_element_type(lax.bitwise_not(is_nan), int_dtype), (1,))
+        last = lax.convert_element_type(lax.max(lax.sub(count, _full(1, int_dtype, (b,))),
+                                                _full(0, int_dtype, (b,))), idx_float)
+        last = lax.broadcast_in_dim(last, (m, b), (1,))
+    else:
+        last = _full(n - 1, idx_float, (m, b))
+    # Virtual index q * (n - 1) as base + r / scale with an integer base and 0 <= r < scale: exact
+    # decisions for the discrete methods even when q is a percentile (XLA divides by a constant
+    # through its reciprocal, which would put 40 * 5 / 100 just below 2).
+    w = lax.mul(qb, last)
+    shape = (m, b)
+    base = lax.floor(w if scale == 1.0 else lax.div(w, _full(scale, idx_float, shape)))
+    if scale != 1.0:
+        sc, one_f = _full(scale, idx_float, shape), _full(1, idx_float, shape)
+        base = lax.select(lax.gt(lax.mul(base, sc), w), lax.sub(base, one_f), base)
+        base = lax.select(lax.le(lax.mul(lax.add(base, one_f), sc), w), lax.add(base, one_f), base)
+        r = lax.sub(w, lax.mul(base, sc))
+    else:
+        r = lax.sub(w, base)
+    one_f = _full(1, idx_float, shape)
+    zero_f = _full(0, idx_float, shape)
+    lo_f = base
+    hi_f = lax.select(lax.gt(r, zero_f), lax.add(base, one_f), base)
+    if method == "nearest":  # round half to even, as NumPy's around
+        twice = lax.add(r, r)
+        half_scale = _full(scale, idx_float, shape)
+        odd = lax.sub(base, lax.mul(_full(2, idx_float, shape), lax.floor(lax.mul(base, _full(0.5, idx_float,
+                                                                                          shape)))))
+        up = lax.bitwise_or(lax.gt(twice, half_scale), lax.bitwise_and(lax.eq(twice, half_scale),
+                                                                        lax.eq(odd, one_f)))
+        lo_f = hi_f = lax.select(up, lax.add(base, one_f), base)
+    t_index = r if scale == 1.0 else lax.div(r, _full(scale, idx_float, shape))
+    rows = lax.mul(lax.broadcasted_iota(int_dtype, (m, b), 1), _full(n, int_dtype, (m, b)))
+    flat = lax.reshape(x, (b * n,))
+
+    def pick(index_f):
+        i = lax.convert_element_type(index_f, int_dtype)
+        i = lax.min(lax.max(i, _full(0, int_dtype, (m, b))), _full(n - 1, int_dtype, (m, b)))
+        dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
+        return lax.gather(flat, lax.reshape(lax.add(rows, i), (m, b, 1)), dn, (1,))
+
+    lo = pick(lo_f)
+    if method in ("lower", "nearest"):
+        out = lo
+    elif method == "higher":
+        out = pick(hi_f)
+    else:
+        hi = pick(hi_f)
+        if method == "midpoint":
+            out = lax.mul(lax.add(lo, hi), _full(0.5, dtype, (m, b)))
+        else:  # linear: NumPy's lerp (from the nearer end), exact when lo == hi
+            t = lax.convert_element_type(t_index, dtype)
+            diff = lax.sub(hi, lo)
+            one = _full(1, dtype, (m, b))
+            from_lo = lax.add(lo, lax.mul(diff, t))
+            from_hi = lax.sub(hi, lax.mul(diff, lax.sub(one, t)))
+            out = lax.select(lax.ge(t, _full(0.5, dtype, (m, b))), from_hi, from_lo)
+        out = lax.select(lax.eq(lo, hi), lo, out)
+    if not ignore_nan:  # any NaN in a row makes its quantiles NaN (NaNs sort last)
+        row_nan = lax.reshape(lax.slice(is_nan, (0, n - 1), (b, n)), (b,))
+        out = lax.select(lax.broadcast_in_dim(row_nan, (m, b), (1,)), _full(np.nan, dtype, (m, b)), out)
+    return lax.reshape(out, out_shape)
+
+
+def _as_1d(q: Any, m: int) -> Any:
+    return q.reshape(m) if isinstance(q, np.ndarray) else lax.reshape(q, (m,))
+
+
+def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+             method: str = "linear", keepdims: bool = False, *, interpolation: str | None = None) -> Any:
+    """The ``q``-th quantiles of ``a`` over ``axis`` (all axes when None).
+
+    ``q`` (in [0, 1]) may be an array: its dimensions come first in the result. ``method`` is
+    'linear' (default), 'lower', 'higher', 'midpoint' or 'nearest' (ties to even, as NumPy). A
+    slice containing NaN gives NaN. Integer inputs compute in the default float dtype (as JAX).
+    """
+    _no_out("quantile", out)
+    return _quantile("quantile", a, q, axis, interpolation or method, keepdims, False)
+
+
+def percentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+               method: str = "linear", keepdims: bool = False, *, interpolation: str | None = None) -> Any:
+    """The ``q``-th percentiles (``q`` in [0, 100]) of ``a``; see :func:`quantile`."""
+    _no_out("percentile", out)
+    return _quantile("percentile", a, q, axis, interpolation or method, keepdims, False, scale=100.0)
+
+
+def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+           keepdims: bool = False) -> Any:
+    """The median of ``a`` over ``axis`` (NaN if the slice contains NaN)."""
+    _no_out("median", out)
+    return _quantile("median", a, 0.5, axis, "linear", keepdims, False)
+
+
+def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+                method: str = "linear", keepdims: bool = False, *, interpolation: str | None = None) -> Any:
+    """:func:`quantile` ignoring NaNs (an all-NaN slice gives NaN)."""
+    _no_out("nanquantile", out)
+    return _quantile("nanquantile", a, q, axis, interpolation or method, keepdims, True)
+
+
+def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+                  method: str = "linear", keepdims: bool = False, *, interpolation: str | None = None) -> Any:
+    """:func:`percentile` ignoring NaNs."""
+    _no_out("nanpercentile", out)
+    return _quantile("nanpercentile", a, q, axis, interpolation or method, keepdims, True, scale=100.0)
+
+
+def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
+              keepdims: bool = False) -> Any:
+    """:func:`median` ignoring NaNs."""
+    _no_out("nanmedian", out)
+    return _quantile("nanmedian", a, 0.5, axis, "linear", keepdims, True)
+
+
+# -- cumulative reductions -------------------------------------------------------------------------
+def _accumulation_dtype(dtype: np.dtype) -> np.dtype | None:
+    """Small integers and bools accumulate in the default integer (as JAX and NumPy)."""
+    if dtype == np.bool_ or (dtype.kind == "i" and dtype.itemsize < dtypes.default_int_dtype().itemsize):
+        return dtypes.default_int_dtype()
+    if dtype.kind == "u" and dtype.itemsize < dtypes.default_uint_dtype().itemsize:
+        return dtypes.default_uint_dtype()
+    return None
+
+
+def _cumulative(fname: str, lax_fn, a: Any, axis: Any, dtype: Any, nan_identity: Any = None,
+                include_initial: bool = False, identity: Any = 0) -> Any:
+    check_arraylike(fname, a)
+    (a,) = promote_dtypes(fname, a)
+    a = as_operand(a)
+    aval = abstractify(a)
+    if nan_identity is not None and dtypes.is_inexact(aval.dtype):
+        a = lax.select(lax.ne(a, a), _full(nan_identity, aval.dtype, aval.shape), a)
+    if axis is None:
+        a = lax.reshape(a, (aval.size,))
+        axis = 0
+    else:
+        if aval.ndim == 0:
+            raise ValueError(f"kiln.numpy.{fname}: axis {axis} is out of bounds for an array of dimension 0")
+        axis = canonical_axis(fname, axis, aval.ndim)
+    target = dtypes.canonicalize_dtype(dtype) if dtype is not None else _accumulation_dtype(aval.dtype)
+    if target is not None:
+        a = lax.convert_element_type(a, target)
+    if target == np.bool_:
+        raise TypeError(f"kiln.numpy.{fname}: cannot accumulate in dtype bool; pass an integer or float dtype=")
+    out = lax_fn(a, axis=axis)
+    if include_initial:
+        out_aval = abstractify(out)
+        config = [(0, 0, 0)] * out_aval.ndim
+        config[axis] = (1, 0, 0)
+        out = lax.pad(out, lax.literal(identity, out_aval.dtype), config)
+    return out
+
+
+def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
+    """Cumulative sum along ``axis`` (of the flattened array when None). Bools and small integers
+    accumulate in the default integer dtype."""
+    _no_out("cumsum", out)
+    return _cumulative("cumsum", lax.cumsum, a, axis, dtype)
+
+
+def cumprod(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
+    """Cumulative product along ``axis`` (of the flattened array when None)."""
+    _no_out("cumprod", out)
+    return _cumulative("cumprod", lax.cumprod, a, axis, dtype)
+
+
+def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
+    """Cumulative sum treating NaNs as 0."""
+    _no_out("nancumsum", out)
+    return _cumulative("nancumsum", lax.cumsum, a, axis, dtype, nan_identity=0)
+
+
+def nancumprod(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
+    """Cumulative product treating NaNs as 1."""
+    _no_out("nancumprod", out)
+    return _cumulative("nancumprod", lax.cumprod, a, axis, dtype, nan_identity=1)
+
+
+def _array_api_axis(fname: str, x: Any, axis: Any) -> Any:
+    check_arraylike(fname, x)
+    ndim = abstractify(x).ndim
+    if axis is None and ndim > 1:
+        raise ValueError(f"kiln.numpy.{fname}: axis is required for arrays of more than one dimension "
+                         f"(got {ndim} dimensions)")
+    if ndim == 0:
+        raise ValueError(f"kiln.numpy.{fname}: needs an array of at least one dimension, got a 0-d array")
+    return axis
+
+
+def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
+    """Array-API cumulative sum (``include_initial`` prepends the 0)."""
+    axis = _array_api_axis("cumulative_sum", x, axis)
+    return _cumulative("cumulative_sum", lax.cumsum, x, axis, dtype, include_initial=include_initial, identity=0)
+
+
+def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
+                    include_initial: bool = False) -> Any:
+    """Array-API cumulative product (``include_initial`` prepends the 1)."""
+    axis = _array_api_axis("cumulative_prod", x, axis)
+    return _cumulative("cumulative_prod", lax.cumprod, x, axis, dtype, include_initial=include_initial,
+                       identity=1)

@@ -1,0 +1,29 @@
+"""Emission rule for ``conv_general_dilated`` (``stablehlo.convolution``)."""
+from __future__ import annotations
+
+from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import stablehlo as hlo
+
+from ..module import op
+from ..registry import register
+from ..types import tensor_type
+from .windowed import i64_array, i64_pairs
+
+
+@register("conv_general_dilated")
+def _conv(ctx, eqn, lhs, rhs):
+    p = eqn.params
+    lhs_spec, rhs_spec, out_spec = p["dimension_numbers"]
+    dn = hlo.ConvDimensionNumbers.get(
+        input_batch_dimension=lhs_spec[0], input_feature_dimension=lhs_spec[1],
+        input_spatial_dimensions=list(lhs_spec[2:]),
+        kernel_output_feature_dimension=rhs_spec[0], kernel_input_feature_dimension=rhs_spec[1],
+        kernel_spatial_dimensions=list(rhs_spec[2:]),
+        output_batch_dimension=out_spec[0], output_feature_dimension=out_spec[1],
+        output_spatial_dimensions=list(out_spec[2:]))
+    i64 = ir.IntegerType.get_signless(64)
+    return op("stablehlo.convolution", [lhs, rhs], tensor_type(eqn.outputs[0].aval),
+              window_strides=i64_array(p["window_strides"]), padding=i64_pairs(p["padding"]),
+              lhs_dilation=i64_array(p["lhs_dilation"]), rhs_dilation=i64_array(p["rhs_dilation"]),
+              dimension_numbers=dn, feature_group_count=ir.IntegerAttr.get(i64, p["feature_group_count"]),
+              batch_group_count=ir.IntegerAttr.get(i64, p["batch_group_count"]))

@@ -1,0 +1,30 @@
+"""Emission rules for frontend/lax/special.py: CHLO and StableHLO elementwise ops.
+
+CHLO ops (``chlo.erf``, ``chlo.lgamma``, ...) are emitted as they are: XLA's compile entry point
+legalizes them to HLO (tests/lax/test_special.py compiles every one of them).
+"""
+from __future__ import annotations
+
+from ..module import op
+from ..registry import register
+from ..types import tensor_type
+
+_OPS = {
+    "asin": "chlo.asin", "acos": "chlo.acos", "atan": "chlo.atan", "sinh": "chlo.sinh",
+    "cosh": "chlo.cosh", "asinh": "chlo.asinh", "acosh": "chlo.acosh", "atanh": "chlo.atanh",
+    "erf": "chlo.erf", "erfc": "chlo.erfc", "erf_inv": "chlo.erf_inv", "lgamma": "chlo.lgamma",
+    "digamma": "chlo.digamma", "nextafter": "chlo.next_after",
+    "population_count": "stablehlo.popcnt", "clz": "stablehlo.count_leading_zeros",
+    "real": "stablehlo.real", "imag": "stablehlo.imag", "complex": "stablehlo.complex",
+    "bitcast_convert_type": "stablehlo.bitcast_convert",
+}
+
+
+def _make(op_name: str):
+    def rule(ctx, eqn, *args):
+        return op(op_name, args, tensor_type(eqn.outputs[0].aval))
+    return rule
+
+
+for _kiln, _name in _OPS.items():
+    register(_kiln)(_make(_name))

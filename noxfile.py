@@ -1,0 +1,50 @@
+"""Project tasks. Each session makes its own virtual environment and installs what it needs.
+
+    python3 -m pip install nox
+    python3 -m nox -s tests            # the pytest suite (arguments after -- go to pytest)
+    python3 -m nox -s demo             # examples/linear_regression.py
+    python3 -m nox -s bench            # benchmarks/run.py: kiln against JAX
+    python3 -m nox -s lint             # ruff check .
+
+Sessions use the interpreter that runs nox (no ``python=`` given). ``KILN_TEST_BACKEND=cuda``
+and the other ``KILN_*`` variables pass through to the sessions.
+"""
+from __future__ import annotations
+
+import nox
+
+nox.options.default_venv_backend = "venv"
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["lint", "tests"]
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """Run the test suite: ``nox -s tests -- tests/frontend -x`` passes arguments to pytest."""
+    session.install("-e", ".[test]")
+    session.run("python", "-m", "pytest", *session.posargs)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """Run the linear-regression example (``nox -s demo -- --steps 300`` passes its options)."""
+    session.install("-e", ".")
+    session.run("python", "examples/linear_regression.py", *session.posargs)
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Benchmark kiln against JAX; jax is installed at the version of the jaxlib kiln runs on."""
+    session.install("-e", ".")
+    jaxlib_version = session.run(
+        "python", "-c", "from jaxlib import version; print(version.__version__)", silent=True).strip()
+    # kiln itself never imports jax; only the benchmarks do, to compare against it.
+    session.install(f"jax=={jaxlib_version}")
+    session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """Static checks (ruff's settings are in pyproject.toml)."""
+    session.install("ruff")
+    session.run("ruff", "check", ".", *session.posargs)

@@ -1,0 +1,291 @@
+"""Every differentiable primitive through ``check_grads`` (forward and reverse mode, to second order,
+eagerly; first order under ``kiln.jit``).
+
+``CASES`` maps each primitive name to functions that exercise it; ``test_every_differentiable_primitive_
+has_a_case`` walks the primitive registry and fails when a primitive that is not declared
+non-differentiable has no entry here.
+"""
+from __future__ import annotations
+
+from typing import Callable, NamedTuple
+
+import numpy as np
+import pytest
+from check_grads import check_grads
+
+import kiln
+import kiln.numpy as knp
+from kiln import lax
+from kiln.frontend.ad.jvp import jvp_rules, non_differentiable
+from kiln.frontend.ad.transpose import transpose_rules
+from kiln.frontend.primitive import registry
+
+
+class Case(NamedTuple):
+    fn: Callable
+    args: tuple
+    order: int = 2
+    modes: tuple = ("fwd", "rev")
+    eps: float = 1e-4
+    tol: float = 1e-5
+    jit: bool = True  # also check first order under kiln.jit
+
+
+def c(fn, *args, **kw) -> Case:
+    return Case(fn, args, **kw)
+
+
+R = np.random.default_rng(42)
+
+
+def a(*shape, lo=-1.0, hi=1.0):
+    return R.uniform(lo, hi, shape)
+
+
+def spd(n):
+    m = a(n, n)
+    return m @ m.T + n * np.eye(n)
+
+
+def sym(n):
+    m = a(n, n)
+    return m + m.T + np.diag(np.arange(n) * 2.0)  # well-separated eigenvalues
+
+
+IDX = np.array([[2], [0], [5], [2]], np.int32)  # a repeated index and one out of bounds (for a length-4 axis)
+X34, U43 = a(4, 3), a(4, 3)
+GDN = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
+SDN = lax.ScatterDimensionNumbers(update_window_dims=(1,), inserted_window_dims=(0,),
+                                  scatter_dims_to_operand_dims=(0,))
+UNIQUE = np.array([[3], [0], [1]], np.int32)
+
+
+def _conv(lhs, rhs, **kw):
+    return lax.conv_general_dilated(lhs, rhs, **kw)
+
+
+def _custom_jvp_fn():
+    @kiln.custom_jvp
+    def f(x):
+        return knp.sin(x) * x
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return f(x), t * (knp.cos(x) * x + knp.sin(x))
+    return f
+
+
+def _custom_vjp_fn():
+    @kiln.custom_vjp
+    def f(x, y):
+        return knp.sin(x) * y
+
+    def fwd(x, y):
+        return f(x, y), (x, y)
+
+    def bwd(res, ct):
+        x, y = res
+        return ct * knp.cos(x) * y, ct * knp.sin(x)
+    f.defvjp(fwd, bwd)
+    return f
+
+
+CUSTOM_JVP = _custom_jvp_fn()
+CUSTOM_VJP = _custom_vjp_fn()
+
+
+def _cond(x, y):
+    return lax.cond(knp.sum(x) > 0, lambda a, b: knp.sin(a) * b, lambda a, b: a - b, x, y)
+
+
+def _while(x):
+    return lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, knp.sin(c[1]) * 1.5), (0, x))[1]
+
+
+def _scan(x, ys):
+    def body(carry, y):
+        carry = knp.sin(carry) * y + carry
+        return carry, carry * y
+    return lax.scan(body, x, ys)
+
+
+CASES: dict[str, list[Case]] = {
+    # -- elementwise (foundation) --
+    "neg": [c(lax.neg, a(3))],
+    "abs": [c(lax.abs, np.array([-1.5, 0.7, 2.0]))],
+    "exp": [c(lax.exp, a(3))],
+    "log": [c(lax.log, a(3, lo=0.5, hi=2))],
+    "log1p": [c(lax.log1p, a(3, lo=-0.5, hi=2))],
+    "expm1": [c(lax.expm1, a(3))],
+    "sin": [c(lax.sin, a(3)), c(lax.sin, a(2) + 1j * a(2))],
+    "cos": [c(lax.cos, a(3))],
+    "tan": [c(lax.tan, a(3))],
+    "tanh": [c(lax.tanh, a(3))],
+    "logistic": [c(lax.logistic, a(3, lo=-3, hi=3))],
+    "sqrt": [c(lax.sqrt, a(3, lo=0.5, hi=2))],
+    "rsqrt": [c(lax.rsqrt, a(3, lo=0.5, hi=2))],
+    "cbrt": [c(lax.cbrt, np.array([-2.0, 0.5, 3.0]))],
+    "add": [c(lax.add, a(3), a(3))],
+    "sub": [c(lax.sub, a(3), a(3))],
+    "mul": [c(lax.mul, a(3), a(3)), c(lax.mul, a(2) + 1j * a(2), a(2) + 1j * a(2))],
+    "div": [c(lax.div, a(3), a(3, lo=0.5, hi=2))],
+    "rem": [c(lax.rem, np.array([1.3, 2.7, -1.1]), np.array([0.5, 1.0, 0.7]))],
+    "pow": [c(lax.pow, a(3, lo=0.5, hi=2), a(3))],
+    "max": [c(lax.max, a(3), a(3))],
+    "min": [c(lax.min, a(3), a(3))],
+    "atan2": [c(lax.atan2, a(3), a(3, lo=0.5, hi=1))],
+    "select": [c(lambda x, y: lax.select(np.array([True, False, True]), x, y), a(3), a(3))],
+    "convert_element_type": [c(lambda x: lax.convert_element_type(x, np.complex128), a(3)),
+                             c(lambda x: lax.convert_element_type(lax.convert_element_type(x, np.float32),
+                                                                  np.float64), a(3), eps=1e-1, tol=1e-5)],
+    # -- elementwise (special) --
+    "asin": [c(lax.asin, a(3, lo=-0.8, hi=0.8))],
+    "acos": [c(lax.acos, a(3, lo=-0.8, hi=0.8))],
+    "atan": [c(lax.atan, a(3))],
+    "sinh": [c(lax.sinh, a(3))],
+    "cosh": [c(lax.cosh, a(3))],
+    "asinh": [c(lax.asinh, a(3))],
+    "acosh": [c(lax.acosh, a(3, lo=1.2, hi=3))],
+    "atanh": [c(lax.atanh, a(3, lo=-0.8, hi=0.8))],
+    "erf": [c(lax.erf, a(3))],
+    "erfc": [c(lax.erfc, a(3))],
+    "erf_inv": [c(lax.erf_inv, a(3, lo=-0.8, hi=0.8))],
+    "lgamma": [c(lax.lgamma, a(3, lo=0.5, hi=4))],
+    "digamma": [c(lax.digamma, np.array([0.6, 1.7, 4.0, 25.0, -0.5, -2.3]), tol=1e-4)],
+    "nextafter": [c(lambda x, y: lax.nextafter(x, y), a(3), a(3), order=1)],
+    "real": [c(lax.real, a(3) + 1j * a(3))],
+    "imag": [c(lax.imag, a(3) + 1j * a(3))],
+    "complex": [c(lax.complex, a(3), a(3))],
+    # -- structural --
+    "broadcast_in_dim": [c(lambda x: lax.broadcast_in_dim(x, (2, 3, 4), (0, 2)), a(2, 4))],
+    "reshape": [c(lambda x: lax.reshape(x, (6,)), a(2, 3))],
+    "transpose": [c(lambda x: lax.transpose(x, (1, 0)), a(2, 3))],
+    "rev": [c(lambda x: lax.rev(x, (1,)), a(2, 3))],
+    "slice": [c(lambda x: lax.slice(x, (0, 1), (2, 5), (1, 2)), a(2, 5))],
+    "pad": [c(lambda x, v: lax.pad(x, v, ((1, -1, 1), (0, 2, 0))), a(3, 2), np.array(0.5))],
+    "concatenate": [c(lambda x, y: lax.concatenate([x, y], 1), a(2, 2), a(2, 3))],
+    "dynamic_slice": [c(lambda x: lax.dynamic_slice(x, (np.int32(1), np.int32(3)), (2, 2)), a(3, 4))],
+    "dynamic_update_slice": [c(lambda x, u: lax.dynamic_update_slice(x, u, (np.int32(1), np.int32(0))),
+                               a(3, 4), a(2, 2))],
+    # -- reductions --
+    "reduce_sum": [c(lambda x: lax.reduce_sum(x, (0,)), a(3, 2))],
+    "reduce_max": [c(lambda x: lax.reduce_max(x, (1,)), a(3, 4))],
+    "reduce_min": [c(lambda x: lax.reduce_min(x, (0, 1)), a(3, 4))],
+    "reduce_prod": [c(lambda x: lax.reduce_prod(x, (1,)), a(2, 3)),
+                    c(lambda x: lax.reduce_prod(x, (0,)), np.array([[0.0, 1.5], [2.0, 0.0], [0.5, 3.0]]))],
+    "dot_general": [c(lambda x, y: lax.dot_general(x, y, (((2,), (1,)), ((0,), (0,)))), a(2, 3, 4), a(2, 4, 2))],
+    # -- indexing --
+    "gather": [c(lambda x: lax.gather(x, IDX, GDN, (1, 3)), X34),
+               c(lambda x: lax.gather(x, np.array([[0, 1], [2, 0]], np.int32),
+                                      lax.GatherDimensionNumbers((1,), (0,), (0, 1)), (1, 2)), X34)],
+    "scatter_add": [c(lambda x, u: lax.scatter_add(x, IDX, u, SDN), X34, a(4, 3))],
+    "scatter": [c(lambda x, u: lax.scatter(x, IDX, u, SDN), X34, a(4, 3)),
+                c(lambda x, u: lax.scatter(x, UNIQUE, u, SDN, unique_indices=True), X34, a(3, 3))],
+    "scatter_mul": [c(lambda x, u: lax.scatter_mul(x, UNIQUE, u, SDN, unique_indices=True), X34, a(3, 3)),
+                    c(lambda x: lax.scatter_mul(x, IDX, U43, SDN), X34)],
+    "scatter_min": [c(lambda x, u: lax.scatter_min(x, IDX, u, SDN), X34, a(4, 3))],
+    "scatter_max": [c(lambda x, u: lax.scatter_max(x, IDX, u, SDN), X34, a(4, 3)),
+                    # ties between the operand and an update average their tangents
+                    c(lambda x, u: lax.scatter_max(x, np.array([[1]], np.int32), u * 0 + x[1:2], SDN), X34,
+                      a(1, 3), order=1)],
+    # -- sorting --
+    "sort": [c(lambda x: lax.sort(x, dimension=0), a(4, 3)),
+             c(lambda k, v: lax.sort((k, v), dimension=1, num_keys=1), a(2, 5), a(2, 5))],
+    # -- windowed --
+    "reduce_window": [
+        c(lambda x: lax.reduce_window_sum(x, (2, 3), (1, 2), ((1, 0), (1, 2)), (2, 1), (1, 2)), a(3, 5)),
+        c(lambda x: lax.reduce_window_max(x, (2, 2), (2, 1), "SAME"), a(4, 5)),
+        c(lambda x: lax.reduce_window_min(x, (3,), (1,), ((1, 1),), (1,), (2,)), a(6)),
+        c(lambda x: lax.reduce_window(x, 1.0, lax.mul, (2, 2), (1, 1), "VALID"), a(3, 3)),
+    ],
+    # -- convolution --
+    "conv_general_dilated": [
+        c(lambda x, k: _conv(x, k, window_strides=(1, 1), padding="SAME"), a(1, 2, 4, 4), a(3, 2, 3, 3)),
+        c(lambda x, k: _conv(x, k, window_strides=(2, 1), padding=((1, 0), (2, 1)), lhs_dilation=(1, 2),
+                             rhs_dilation=(2, 1), dimension_numbers=("NHWC", "HWIO", "NHWC")),
+          a(2, 5, 4, 2), a(2, 2, 2, 3)),
+        c(lambda x, k: _conv(x, k, window_strides=(1,), padding="VALID", feature_group_count=2),
+          a(2, 4, 5), a(6, 2, 2)),
+        c(lambda x, k: _conv(x, k, window_strides=(2,), padding=((1, 1),), batch_group_count=2),
+          a(4, 3, 6), a(4, 3, 3)),
+    ],
+    # -- linear algebra --
+    "cholesky": [c(lambda m: lax.linalg.cholesky(m), spd(3))],
+    "triangular_solve": [c(lambda m, b: lax.linalg.triangular_solve(m, b, left_side=True, lower=True),
+                           spd(3), a(3, 2))],
+    "lu": [c(lambda m: lax.linalg.lu(m)[0], a(3, 3) + 3 * np.eye(3))],
+    "qr": [c(lambda m: lax.linalg.qr(m, full_matrices=False), a(4, 3))],
+    # eigenvectors and singular vectors are defined up to sign: check sign-invariant products
+    "eigh": [c(lambda m: (lambda v, w: (w, v * v))(*lax.linalg.eigh(m)), sym(3), tol=1e-4)],
+    "svd": [c(lambda m: (lambda u, s, vh: (s, knp.einsum("ik,k,kj->ij", u, s * s, vh)))(
+        *lax.linalg.svd(m, full_matrices=False)), a(4, 3), tol=1e-4)],
+    # -- calls, control flow, custom rules --
+    "jit_call": [c(kiln.jit(lambda x, y: knp.sin(x) * y), a(3), a(3))],
+    "remat": [c(kiln.checkpoint(lambda x, y: knp.sin(knp.sin(x)) * y), a(3), a(3))],
+    "custom_jvp_call": [c(CUSTOM_JVP, a(3))],
+    "custom_vjp_call": [c(CUSTOM_VJP, a(3), a(3), modes=("rev",))],
+    "custom_vjp_lin": [c(CUSTOM_VJP, a(3), a(3), modes=("rev",))],
+    "cond": [c(_cond, a(3, lo=0.1), a(3)), c(_cond, a(3, lo=-1, hi=-0.1), a(3))],
+    "while": [c(_while, a(3), modes=("fwd",))],
+    "scan": [c(_scan, a(2), a(3, 2))],
+    "psum": [c(kiln.vmap(lambda x: x * lax.psum(x, "i"), axis_name="i"), a(3, 2))],
+    "all_gather": [c(kiln.vmap(lambda x: x * lax.all_gather(x, "i"), axis_name="i"), a(3))],
+}
+
+
+# Primitives whose derivative is not implemented: differentiating them must raise a clear error.
+UNSUPPORTED: dict[str, tuple[Callable, tuple, str]] = {
+    "scatter_apply": (lambda x: lax.scatter_apply(x, UNIQUE, knp.sin, SDN, update_shape=(3, 3)), (X34,),
+                      "scatter_apply.*not implemented"),
+}
+
+
+def _cases():
+    for name, cases in sorted(CASES.items()):
+        for i, case in enumerate(cases):
+            yield pytest.param(name, case, id=f"{name}-{i}")
+
+
+def test_every_differentiable_primitive_has_a_case():
+    missing = sorted(n for n, p in registry.items()
+                     if p not in non_differentiable and n not in CASES and n not in UNSUPPORTED)
+    assert not missing, f"differentiable primitives without a check_grads case in {__file__}: {missing}"
+
+
+def test_every_primitive_has_a_derivative_rule_or_is_declared_non_differentiable():
+    missing = sorted(n for n, p in registry.items() if p not in jvp_rules and p not in non_differentiable)
+    assert not missing, f"primitives with neither a JVP rule nor a non_differentiable declaration: {missing}"
+
+
+LINEAR = ["add", "sub", "neg", "convert_element_type", "broadcast_in_dim", "reshape", "transpose", "rev", "slice",
+          "pad", "concatenate", "dynamic_slice", "dynamic_update_slice", "reduce_sum", "dot_general", "mul", "div",
+          "select", "gather", "scatter_add", "scatter", "scatter_mul", "reduce_window", "conv_general_dilated",
+          "real", "imag", "complex", "triangular_solve", "jit_call", "remat", "cond", "scan", "psum",
+          "custom_vjp_lin"]
+
+
+def test_linear_primitives_have_transpose_rules():
+    """The primitives that JVP rules emit on tangents must be transposable for reverse mode."""
+    missing = sorted(n for n in LINEAR if registry[n] not in transpose_rules)
+    assert not missing, f"linear primitives without a transpose rule: {missing}"
+
+
+@pytest.mark.parametrize("name", sorted(UNSUPPORTED))
+def test_unsupported_derivatives_raise(name: str):
+    fn, args, match = UNSUPPORTED[name]
+    with pytest.raises(NotImplementedError, match=match):
+        kiln.grad(lambda *a: knp.sum(fn(*a)))(*args)
+
+
+@pytest.mark.parametrize("name,case", list(_cases()))
+def test_check_grads(name: str, case: Case):
+    check_grads(case.fn, case.args, order=case.order, modes=case.modes, eps=case.eps, atol=case.tol,
+                rtol=case.tol)
+
+
+@pytest.mark.parametrize("name,case", [p for p in _cases() if p.values[1].jit])
+def test_check_grads_jit(name: str, case: Case):
+    check_grads(case.fn, case.args, order=1, modes=case.modes, eps=case.eps, atol=case.tol, rtol=case.tol,
+                jit=True)
+

@@ -1,0 +1,52 @@
+"""The runnable examples under examples/ run to completion and print what they promise."""
+from __future__ import annotations
+
+import os
+import pathlib
+import subprocess
+import sys
+
+REPO = pathlib.Path(__file__).resolve().parent.parent
+
+
+def _run_example(name: str, *args: str) -> subprocess.CompletedProcess:
+    env = dict(os.environ)
+    if env.get("KILN_TEST_BACKEND"):  # run the example on the backend the suite is testing
+        args = (*args, "--backend", env["KILN_TEST_BACKEND"])
+    return subprocess.run([sys.executable, str(REPO / "examples" / name), *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_linear_regression():
+    proc = _run_example("linear_regression.py", "--steps", "300")
+    assert proc.returncode == 0, f"rc={proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    out = proc.stdout
+    assert "{ lambda" in out  # the kiln IR of the update step
+    assert "stablehlo." in out and "func.func public @main" in out  # its StableHLO
+    assert "step   300/300" in out and "fitted: weight" in out
+    assert "OK: the fit is within 0.2 of the truth" in out
+
+
+def test_linear_regression_bad_arguments():
+    proc = _run_example("linear_regression.py", "--steps", "0")
+    assert proc.returncode == 2 and "--steps must be positive, got 0" in proc.stderr, proc.stderr
+    proc = subprocess.run([sys.executable, str(REPO / "examples" / "linear_regression.py"), "--backend", "nosuch"],
+                          cwd=REPO, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2 and "Unknown backend 'nosuch'" in proc.stderr, proc.stderr
+
+
+def test_benchmarks_smoke():
+    """benchmarks/run.py --quick runs every benchmark once and prints the table (kiln only, unless jax is there)."""
+    import importlib.util
+
+    jax_missing = importlib.util.find_spec("jax") is None
+    cmd = [sys.executable, str(REPO / "benchmarks" / "run.py"), "--quick", "--rounds", "1"]
+    proc = subprocess.run(cmd + ([] if jax_missing else ["--no-jax"]), cwd=REPO, capture_output=True, text=True,
+                          timeout=300)
+    assert proc.returncode == 0, f"rc={proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    out = proc.stdout
+    assert "| benchmark " in out and "| kiln/jax |" in out
+    for row in ("jit dispatch: f32[4] add", "eager matmul f32[64,64]", "trace+lower: 1,000-op chain",
+                "compile: 1,000-op chain", "MLP forward+loss"):
+        assert row in out, row
+    assert ("jax not installed" in out) == jax_missing
