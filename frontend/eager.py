@@ -1,10 +1,14 @@
 """Eager execution: a primitive applied outside any trace runs as a cached one-equation program."""
 from __future__ import annotations
 
+import functools
 from typing import Any, Sequence
+
+from kiln.runtime import fastpath
 
 from . import dispatch
 from .array import Array
+from .errors import KilnError
 from .ir import IR, Eqn, Var
 from .tracing import abstractify
 
@@ -26,8 +30,50 @@ def one_equation_ir(prim, in_avals, params) -> IR:
     return IR([], invars, [Eqn(prim, list(invars), outvars, params)], list(outvars))
 
 
+# (primitive, parameters) -> jaxlib C++ dispatch function (see kiln.runtime.fastpath); bounded like _cache.
+_cpp: dict[Any, Any] = {}
+
+
 def apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
-    """Run ``prim`` on concrete arguments now and return kiln Arrays."""
+    """Run ``prim`` on concrete arguments now and return kiln Arrays.
+
+    Repeated calls with kiln arrays of the same types go through jaxlib's C++ dispatch; anything else
+    (host values, literals, a first call) through :func:`_apply`.
+    """
+    if fastpath.available():
+        try:
+            key = (prim, _params_key(params))
+            fn = _cpp.get(key)
+        except TypeError:  # unhashable parameters: no caching at all
+            return _apply(prim, args, params)[0]
+        if fn is None:
+            if len(_cpp) >= _CACHE_SIZE:
+                del _cpp[next(iter(_cpp))]
+            fn = _cpp[key] = fastpath.make_function(prim.name, functools.partial(_cpp_miss, prim, params), (), ())
+        try:
+            return fn(*args)
+        except KilnError:
+            raise
+        except Exception:  # a jaxlib error from the C++ path: the Python path explains it
+            pass
+    return _apply(prim, args, params)[0]
+
+
+def _cpp_miss(prim, params: dict, *args):
+    out, compiled, committed = _apply(prim, args, params)
+    device = compiled.device
+    if not all(type(a) is Array and a._device is device for a in args):
+        return out, None
+    exe = compiled.executable
+    sharding = device._sharding
+    _, out_treedef = fastpath.flatten(out)
+    n_out = len(exe.out_avals)
+    return out, fastpath.FastPath(exe._exe, out_treedef, [sharding] * len(args), [sharding] * n_out, exe.out_avals,
+                                  [True] * n_out, [True] * len(args), [])
+
+
+def _apply(prim, args: Sequence[Any], params: dict) -> tuple[Any, dispatch.Compiled, bool]:
+    """The Python path: returns the result, the executable that computed it, and its committed flag."""
     avals = tuple([a.aval if type(a) is Array else abstractify(a) for a in args])
     try:
         device, committed = dispatch.pick_device(args)
@@ -44,8 +90,9 @@ def apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
         _cache[key] = compiled
     outs = compiled.run([a._buf if type(a) is Array and a._device is device else dispatch.to_buffer(a, device)
                          for a in args], committed)
-    return outs if prim.multiple_results else outs[0]
+    return (outs if prim.multiple_results else outs[0]), compiled, committed
 
 
 def clear_cache() -> None:
     _cache.clear()
+    _cpp.clear()
