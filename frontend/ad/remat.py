@@ -93,11 +93,14 @@ def _prune(ir: IR, keep_outputs: list[bool]) -> IR:
 def _split(body: ClosedIR, unknown: tuple[bool, ...]):
     memo = _split_memo.setdefault(body, {})
     if unknown not in memo:
-        out_unknown = partial_eval(body.ir, list(unknown)).out_unknown
-        full = body.ir
-        known_in = [v for v, u in zip(full.invars, unknown) if not u]
-        known_body = _prune(IR([], known_in, full.eqns, full.outvars), [not u for u in out_unknown])
-        unknown_body = _prune(full, out_unknown)
+        split = partial_eval(body.ir, list(unknown))
+        out_unknown = split.out_unknown
+        # The known half without its residual outputs (the unknown half recomputes instead). Built from
+        # the split, not the whole body: call-like equations mixing known and unknown inputs are split.
+        k = split.known
+        n_known = len(k.outvars) - split.num_residuals
+        known_body = _prune(IR([], k.invars, k.eqns, k.outvars[:n_known]), [True] * n_known)
+        unknown_body = _prune(body.ir, out_unknown)
         memo[unknown] = (ClosedIR(known_body, []), ClosedIR(unknown_body, []), out_unknown)
     return memo[unknown]
 
