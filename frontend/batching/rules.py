@@ -42,11 +42,13 @@ def _select_rule(ctx, args, dims):
     if _ndim(pred) - (pd is not None) == case_rank:
         d = _common_dim(args, dims)
         return ew.select_p.bind(*[move_dim(x, xd, d, ctx.size) for x, xd in zip(args, dims)]), d
-    # A scalar predicate with array cases: broadcast the predicate to the cases' shape.
-    a, b = move_dim(a, ad, 0, ctx.size), move_dim(b, bd, 0, ctx.size)
-    pred = move_dim(pred, pd, 0, ctx.size)
-    pred = lax.broadcast_in_dim(pred, abstractify(a).shape, (0,) if pd is not None else ())
-    return ew.select_p.bind(pred, a, b), 0
+    # A scalar predicate with array cases: the cases meet at one batch dimension; a batched
+    # predicate is broadcast to their shape along it.
+    d = ad if ad is not None else bd if bd is not None else 0
+    a, b = move_dim(a, ad, d, ctx.size), move_dim(b, bd, d, ctx.size)
+    if pd is not None:
+        pred = lax.broadcast_in_dim(pred, abstractify(a).shape, (d,))
+    return ew.select_p.bind(pred, a, b), d
 
 
 batch_rules[ew.select_p] = _select_rule
@@ -220,7 +222,7 @@ batch_rules[st.dynamic_update_slice_p] = _dynamic_update_slice_rule
 batch_rules[st.iota_p] = _iota_rule
 
 # Rules of the other primitive families.
-from . import rules_conv  # noqa: E402,F401
+from . import rules_conv  # noqa: E402,F401,I001
 from . import rules_indexing  # noqa: E402,F401
 from . import rules_sorting  # noqa: E402,F401
 from . import rules_special  # noqa: E402,F401

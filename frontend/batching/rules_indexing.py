@@ -107,7 +107,8 @@ def _scatter_rule(prim):
         if idd is None:
             # The batch is one more update window dimension, spanning the whole batch from 0; it is the
             # k-th window dimension, so the updates hold it between window dimensions k - 1 and k.
-            window = [d for d in range(op_rank) if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
+            window = [d for d in range(op_rank)
+                      if d not in dn.inserted_window_dims and d not in dn.operand_batching_dims]
             k = sum(1 for d in window if d < od)
             if ud is None or sum(1 for w in uw if w < ud) != k:
                 u = uw[k - 1] + 1 if k > 0 else 0
