@@ -44,20 +44,10 @@ def loss(params: Params, x: kiln.Array, y: kiln.Array) -> kiln.Array:
     return knp.mean((pred - y) ** 2)
 
 
-def grad_loss(params: Params, x: kiln.Array, y: kiln.Array) -> Params:
-    """The gradient of :func:`loss` with respect to ``params``, derived by hand.
-
-    d/dw mean((w x + b - y)^2) = mean(2 (pred - y) x),  d/db = mean(2 (pred - y)).
-    kiln's autodiff computes the same: replace the call in ``update`` by ``kiln.grad(loss)(params, x, y)``.
-    """
-    residual = params.weight * x + params.bias - y
-    return Params(weight=knp.mean(2 * residual * x), bias=knp.mean(2 * residual))
-
-
 @kiln.jit
 def update(params: Params, x: kiln.Array, y: kiln.Array) -> Params:
     """Performs one SGD update step on params using the given data."""
-    grad = grad_loss(params, x, y)  # with autodiff: grad = kiln.grad(loss)(params, x, y)
+    grad = kiln.grad(loss)(params, x, y)  # a Params of the two partial derivatives
     # With Adam or another stateful optimizer we would also thread its state through here:
     #   updates, new_optimizer_state = optimizer(grad, optimizer_state)
     return kiln.tree_util.tree_map(lambda param, g: param - g * LEARNING_RATE, params, grad)

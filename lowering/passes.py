@@ -1,4 +1,5 @@
-"""IR-to-IR passes run before emission: inline calls, common subexpressions, dead code."""
+"""IR-to-IR passes run before emission: inline calls, algebraic simplification, common subexpressions, dead
+code."""
 from __future__ import annotations
 
 from typing import Any
@@ -82,6 +83,96 @@ def eliminate_dead_code(ir: IR) -> IR:
     return IR(ir.constvars, ir.invars, kept, ir.outvars)
 
 
+def _aval(a: Atom):
+    return a.aval
+
+
+def _scalar_value(a: Atom, defs: dict[Var, Eqn]) -> Any:
+    """The value of ``a`` if it is a scalar literal or a broadcast of one, else None."""
+    if isinstance(a, Var) and a in defs and defs[a].prim.name == "broadcast_in_dim":
+        a = defs[a].inputs[0]
+    if isinstance(a, Literal):
+        return a.val
+    return None
+
+
+def _is_identity(x: Atom, out: Var) -> bool:
+    return _aval(x) == out.aval
+
+
+def _is(value: Any, target: int) -> bool:
+    return value is not None and value.dtype != bool and bool(value == target)
+
+
+def _simplify_eqn(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn:
+    """A replacement atom for the equation's (single) output, or the equation, maybe rewritten."""
+    name, params = eqn.prim.name, eqn.params
+    unchanged = eqn if ins == eqn.inputs else Eqn(eqn.prim, ins, eqn.outputs, params)
+    if eqn.prim.multiple_results or len(eqn.outputs) != 1:
+        return unchanged
+    out = eqn.outputs[0]
+    x = ins[0] if ins else None
+    inner = defs.get(x) if isinstance(x, Var) else None
+    inner_name = inner.prim.name if inner is not None else None
+    if name == "transpose":
+        perm = params["permutation"]
+        if inner_name == "transpose":  # transpose(transpose(y, q), p) == transpose(y, q[p])
+            x = inner.inputs[0]
+            perm = tuple(inner.params["permutation"][i] for i in perm)
+        if perm == tuple(range(len(perm))):
+            return x
+        return Eqn(eqn.prim, [x], eqn.outputs, {"permutation": perm}) if x is not ins[0] else unchanged
+    if name == "reshape":
+        if inner_name == "reshape":
+            x = inner.inputs[0]
+        if _is_identity(x, out):
+            return x
+        return Eqn(eqn.prim, [x], eqn.outputs, params) if x is not ins[0] else unchanged
+    if name == "broadcast_in_dim":
+        dims = params["broadcast_dimensions"]
+        if inner_name == "broadcast_in_dim":  # an operand dim d of y lands in dims[inner_dims[d]]
+            x = inner.inputs[0]
+            dims = tuple(dims[d] for d in inner.params["broadcast_dimensions"])
+        if _is_identity(x, out) and dims == tuple(range(len(dims))):
+            return x
+        if x is ins[0]:
+            return unchanged
+        return Eqn(eqn.prim, [x], eqn.outputs, {"shape": params["shape"], "broadcast_dimensions": dims})
+    if name == "convert_element_type" and _is_identity(x, out):
+        return x
+    if name == "neg" and inner_name == "neg" and _is_identity(inner.inputs[0], out):
+        return inner.inputs[0]
+    if name in ("mul", "add", "sub"):
+        neutral = 1 if name == "mul" else 0
+        a, b = ins
+        if _is(_scalar_value(b, defs), neutral) and _is_identity(a, out):
+            return a
+        if name != "sub" and _is(_scalar_value(a, defs), neutral) and _is_identity(b, out):
+            return b
+    return unchanged
+
+
+def simplify(ir: IR) -> IR:
+    """Local algebraic simplifications, mostly of what the transformations leave behind: a transpose of a
+    transpose, a reshape of a reshape, a broadcast of a broadcast become one op (or none, when the result
+    is the operand); identity reshapes, transposes, broadcasts and conversions, the negation of a
+    negation, multiplications by one and additions of zero disappear. The equations left unused are
+    for dead-code elimination to remove."""
+    env: dict[Var, Atom] = {}
+    defs: dict[Var, Eqn] = {}
+    eqns = []
+    for eqn in ir.eqns:
+        ins = [_read(env, a) for a in eqn.inputs]
+        new = _simplify_eqn(eqn, ins, defs)
+        if not isinstance(new, Eqn):
+            env[eqn.outputs[0]] = new
+            continue
+        eqns.append(new)
+        if len(new.outputs) == 1:
+            defs[new.outputs[0]] = new
+    return IR(ir.constvars, ir.invars, eqns, [_read(env, a) for a in ir.outvars])
+
+
 def used_inputs(ir: IR) -> list[bool]:
     """For each of constvars + invars: is it read by an equation or returned?"""
     used = {a for a in ir.outvars if isinstance(a, Var)}
@@ -91,5 +182,5 @@ def used_inputs(ir: IR) -> list[bool]:
 
 
 def optimize(ir: IR) -> IR:
-    """The standard pipeline: inline, CSE, DCE."""
-    return eliminate_dead_code(eliminate_common_subexpressions(inline_calls(ir)))
+    """The standard pipeline: inline, simplify, CSE, DCE."""
+    return eliminate_dead_code(eliminate_common_subexpressions(simplify(inline_calls(ir))))

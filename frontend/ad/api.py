@@ -225,7 +225,7 @@ def _check_grad_inputs(fname: str, diff_args, allow_int: bool, holomorphic: bool
             raise TypeError(f"kiln.{fname} requires real- or complex-valued inputs (input dtype that is a "
                             f"sub-dtype of np.inexact), but got {dt.name}. If you want to use integer-valued "
                             "inputs, pass allow_int=True (their gradients are float0 zeros).")
-        elif dt.kind == "c" and not holomorphic:
+        elif dt.kind == "c" and fname == "jacfwd":  # grad and jacrev take complex inputs, as in JAX
             raise TypeError(f"kiln.{fname}: complex inputs need holomorphic=True (got {dt.name})")
 
 

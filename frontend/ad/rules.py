@@ -63,9 +63,13 @@ _unary("cbrt", lambda x, y: lax.div(y, lax.mul(_full_like(x, 3), x)))
 
 def _abs_jvp(primals, tangents):
     (x,), (t,) = primals, tangents
-    if abstractify(x).dtype.kind == "c":
-        raise NotImplementedError("kiln: derivative of abs of complex numbers is not implemented yet")
-    return lax.abs(x), lax.mul(t, lax.sign(x))
+    out = lax.abs(x)
+    if abstractify(x).dtype.kind == "c":  # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z = 0
+        zero = _full_like(out, 0)
+        at_zero = lax.eq(out, zero)
+        scale = lax.select(at_zero, zero, lax.div(_full_like(out, 1), lax.select(at_zero, _full_like(out, 1), out)))
+        return out, lax.mul(lax.real(lax.mul(lax.conj(x), t)), scale)
+    return out, lax.mul(t, lax.sign(x))
 
 
 jvp_rules[U["abs"]] = _abs_jvp
@@ -457,12 +461,22 @@ def _dot_operand_ct(ct, aval, other, ct_free, other_free, own_batch, other_batch
     to the *other* operand's free dimensions with those, and batching over the batch dimensions,
     leaves (batch, own free, other's contracting dims in increasing order); the other's contracting
     dims pair with our contracting dims, so a transpose puts everything in our dimension order.
+    With the operands of that dot_general swapped, the result comes as (batch, other's contracting,
+    own free) instead: whichever order needs no transpose is used.
     """
-    dims = ((tuple(ct_free), tuple(other_free)), (tuple(range(len(own_batch))), tuple(other_batch)))
-    out = red.dot_general_p.bind(ct, other, dimension_numbers=dims, preferred_element_type=None)
     own_free = [d for d in range(len(aval.shape)) if d not in own_contract and d not in own_batch]
-    as_own = list(own_batch) + own_free + [own_contract[other_contract.index(d)] for d in sorted(other_contract)]
-    out = lax.transpose(out, tuple(int(i) for i in np.argsort(as_own)))
+    contract = [own_contract[other_contract.index(d)] for d in sorted(other_contract)]
+    ct_batch = tuple(range(len(own_batch)))
+    as_own = list(own_batch) + own_free + contract
+    swapped = list(own_batch) + contract + own_free
+    if as_own != sorted(as_own) and swapped == sorted(swapped):
+        dims = ((tuple(other_free), tuple(ct_free)), (tuple(other_batch), ct_batch))
+        out = red.dot_general_p.bind(other, ct, dimension_numbers=dims, preferred_element_type=None)
+    else:
+        dims = ((tuple(ct_free), tuple(other_free)), (ct_batch, tuple(other_batch)))
+        out = red.dot_general_p.bind(ct, other, dimension_numbers=dims, preferred_element_type=None)
+        if as_own != sorted(as_own):
+            out = lax.transpose(out, tuple(int(i) for i in np.argsort(as_own)))
     if abstractify(out).dtype != aval.dtype:
         out = lax.convert_element_type(out, aval.dtype)
     return out
@@ -489,7 +503,7 @@ transpose_rules[red.dot_general_p] = _dot_general_transpose
 
 
 # -- rules of the other primitive families, one module each ------------------------------------------
-from . import rules_conv  # noqa: E402,F401
+from . import rules_conv  # noqa: E402,F401,I001  (one line per family module)
 from . import rules_indexing  # noqa: E402,F401
 from . import rules_sorting  # noqa: E402,F401
 from . import rules_special  # noqa: E402,F401

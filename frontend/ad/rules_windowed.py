@@ -86,8 +86,8 @@ def _reduce_window_transpose(ct, x, init, *, computation, window_dimensions, win
     # front. The operand's element i sits at p = lo + i*b: that windowed sum taken with stride b,
     # starting at lo.
     config = []
-    for n, m, w, s, (lo, hi), b, d in zip(in_shape, ct_aval.shape, window_dimensions, window_strides, padding,
-                                          base_dilation, window_dilation):
+    for n, m, w, s, (lo, _), b, d in zip(in_shape, ct_aval.shape, window_dimensions, window_strides, padding,
+                                         base_dilation, window_dilation):
         front = (w - 1) * d - lo
         back = (n - 1) * b + lo - (m - 1) * s
         config.append((front, back, s - 1))

@@ -17,10 +17,10 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 import numpy as np
+from kiln.frontend.ad.tangents import float0
 
 import kiln
 from kiln import tree_util
-from kiln.frontend.ad.tangents import float0
 
 __all__ = ["check_grads", "check_jvp", "check_vjp", "numerical_jvp", "rand_like", "float0"]
 

@@ -12,13 +12,12 @@ from typing import Callable, NamedTuple
 import numpy as np
 import pytest
 from check_grads import check_grads
+from kiln.frontend.ad.jvp import non_differentiable
+from kiln.frontend.primitive import registry
 
 import kiln
 import kiln.numpy as knp
 from kiln import lax
-from kiln.frontend.ad.jvp import jvp_rules, non_differentiable
-from kiln.frontend.ad.transpose import transpose_rules
-from kiln.frontend.primitive import registry
 
 
 class Case(NamedTuple):
@@ -28,7 +27,7 @@ class Case(NamedTuple):
     modes: tuple = ("fwd", "rev")
     eps: float = 1e-4
     tol: float = 1e-5
-    jit: bool = True  # also check first order under kiln.jit
+    jit: bool = False  # also check first order under kiln.jit (see JIT_FAMILIES)
 
 
 def c(fn, *args, **kw) -> Case:
@@ -113,7 +112,7 @@ def _scan(x, ys):
 CASES: dict[str, list[Case]] = {
     # -- elementwise (foundation) --
     "neg": [c(lax.neg, a(3))],
-    "abs": [c(lax.abs, np.array([-1.5, 0.7, 2.0]))],
+    "abs": [c(lax.abs, np.array([-1.5, 0.7, 2.0])), c(lax.abs, np.array([0.3 + 0.4j, -1.0 + 2.0j]))],
     "exp": [c(lax.exp, a(3))],
     "log": [c(lax.log, a(3, lo=0.5, hi=2))],
     "log1p": [c(lax.log1p, a(3, lo=-0.5, hi=2))],
@@ -197,7 +196,7 @@ CASES: dict[str, list[Case]] = {
         c(lambda x: lax.reduce_window_sum(x, (2, 3), (1, 2), ((1, 0), (1, 2)), (2, 1), (1, 2)), a(3, 5)),
         c(lambda x: lax.reduce_window_max(x, (2, 2), (2, 1), "SAME"), a(4, 5)),
         c(lambda x: lax.reduce_window_min(x, (3,), (1,), ((1, 1),), (1,), (2,)), a(6)),
-        c(lambda x: lax.reduce_window(x, 1.0, lax.mul, (2, 2), (1, 1), "VALID"), a(3, 3)),
+        c(lambda x: lax.reduce_window(x, 1.0, lax.mul, (2, 2), (1, 1), "VALID"), a(3, 3), order=1),
     ],
     # -- convolution --
     "conv_general_dilated": [
@@ -253,24 +252,6 @@ def test_every_differentiable_primitive_has_a_case():
     assert not missing, f"differentiable primitives without a check_grads case in {__file__}: {missing}"
 
 
-def test_every_primitive_has_a_derivative_rule_or_is_declared_non_differentiable():
-    missing = sorted(n for n, p in registry.items() if p not in jvp_rules and p not in non_differentiable)
-    assert not missing, f"primitives with neither a JVP rule nor a non_differentiable declaration: {missing}"
-
-
-LINEAR = ["add", "sub", "neg", "convert_element_type", "broadcast_in_dim", "reshape", "transpose", "rev", "slice",
-          "pad", "concatenate", "dynamic_slice", "dynamic_update_slice", "reduce_sum", "dot_general", "mul", "div",
-          "select", "gather", "scatter_add", "scatter", "scatter_mul", "reduce_window", "conv_general_dilated",
-          "real", "imag", "complex", "triangular_solve", "jit_call", "remat", "cond", "scan", "psum",
-          "custom_vjp_lin"]
-
-
-def test_linear_primitives_have_transpose_rules():
-    """The primitives that JVP rules emit on tangents must be transposable for reverse mode."""
-    missing = sorted(n for n in LINEAR if registry[n] not in transpose_rules)
-    assert not missing, f"linear primitives without a transpose rule: {missing}"
-
-
 @pytest.mark.parametrize("name", sorted(UNSUPPORTED))
 def test_unsupported_derivatives_raise(name: str):
     fn, args, match = UNSUPPORTED[name]
@@ -284,7 +265,14 @@ def test_check_grads(name: str, case: Case):
                 rtol=case.tol)
 
 
-@pytest.mark.parametrize("name,case", [p for p in _cases() if p.values[1].jit])
+# Rules are traced to IR in eager mode too; jit adds lowering and compilation of what they emit. Check
+# under jit the families whose rules emit more than elementwise arithmetic.
+JIT_FAMILIES = {"pow", "max", "pad", "dynamic_update_slice", "reduce_prod", "dot_general", "gather", "scatter_add",
+                "scatter", "scatter_mul", "scatter_max", "sort", "reduce_window", "conv_general_dilated", "cholesky",
+                "qr", "eigh", "svd", "jit_call", "remat", "custom_vjp_call", "cond", "while", "scan"}
+
+
+@pytest.mark.parametrize("name,case", [p for p in _cases() if p.values[0] in JIT_FAMILIES or p.values[1].jit])
 def test_check_grads_jit(name: str, case: Case):
     check_grads(case.fn, case.args, order=1, modes=case.modes, eps=case.eps, atol=case.tol, rtol=case.tol,
                 jit=True)

@@ -1,0 +1,480 @@
+"""The differentiation API: the seeds' examples (004: vjp, grad with argnums, Jacobians from VJPs,
+custom_jvp/custom_vjp, Hessian-vector products; 000: Python control flow under grad), pytrees,
+has_aux/argnums/holomorphic/allow_int, stop_gradient, checkpoint, custom rules under other
+transformations, jit/grad composition, and the error messages."""
+from __future__ import annotations
+
+from functools import partial
+from typing import NamedTuple
+
+import numpy as np
+import pytest
+from kiln.frontend.ad.tangents import float0
+
+import kiln
+import kiln.numpy as knp
+from kiln import lax
+
+
+def _fd_jacobian(f, x, eps=1e-6):
+    """Central finite differences of f: R^n -> R^m in float64 (NumPy evaluation of a kiln function)."""
+    x = np.asarray(x, np.float64)
+    cols = []
+    for i in range(x.size):
+        e = np.zeros_like(x)
+        e.flat[i] = eps
+        cols.append((np.asarray(f(x + e)) - np.asarray(f(x - e))) / (2 * eps))
+    return np.stack(cols, axis=-1).reshape(np.shape(f(x)) + x.shape)
+
+
+# -- seed 004: reverse mode, vjp, argnums -------------------------------------------------------------
+def _seed_f(x1, x2):
+    return x1 * x2 + knp.sin(x1 * x2)
+
+
+def test_seed_vjp_values():
+    p, f_vjp = kiln.vjp(_seed_f, 7.0, 2.0)
+    np.testing.assert_allclose(p, 14.990607, rtol=1e-6)
+    ct = f_vjp(1.0)
+    assert isinstance(ct, tuple) and len(ct) == 2
+    np.testing.assert_allclose(ct, (2.2734745, 7.9571605), rtol=1e-6)
+    assert p.dtype == np.float32
+
+
+def test_seed_grad_argnums_tuple():
+    g = kiln.grad(_seed_f, argnums=(0, 1))(7.0, 2.0)
+    np.testing.assert_allclose(g, (2.2734745, 7.9571605), rtol=1e-6)
+    np.testing.assert_allclose(kiln.grad(_seed_f, argnums=1)(7.0, 2.0), 7.9571605, rtol=1e-6)
+    np.testing.assert_allclose(kiln.grad(_seed_f, argnums=-1)(7.0, 2.0), 7.9571605, rtol=1e-6)
+
+
+def _seed_f2(x):
+    return [x[0] ** 2 + x[1] ** 2 - x[1] * x[2], x[0] ** 2 - x[1] ** 2 + 3 * x[0] * x[2]]
+
+
+def test_seed_jacobian_rows_from_vjp():
+    """Seed 004 rebuilds the Jacobian row by row from VJPs (tuple input, list output)."""
+    x = (1.0, 2.0, 3.0)
+    p, f_vjp = kiln.vjp(_seed_f2, x)
+    np.testing.assert_allclose(p, [-1.0, 6.0])
+    rows = [f_vjp([1.0, 0.0])[0], f_vjp([0.0, 1.0])[0]]
+    expected = [[2 * x[0], 2 * x[1] - x[2], -x[1]], [2 * x[0] + 3 * x[2], -2 * x[1], 3 * x[0]]]
+    np.testing.assert_allclose(np.array(rows), expected)
+    jac = kiln.jacrev(lambda v: knp.stack(_seed_f2(v)))(np.array(x, np.float32))
+    np.testing.assert_allclose(jac, expected)
+
+
+def test_seed_custom_jvp_example():
+    """Seed 004's custom_jvp of x**2 + 2x + 1, differentiated with vjp."""
+    @kiln.custom_jvp
+    def my_func(x):
+        return x ** 2 + 2 * x + 1
+
+    @my_func.defjvp
+    def my_func_jvp(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return my_func(x), t * (2 * x + 2)
+
+    x = knp.array([3.0, 4.0, 5.0])
+    p, f_vjp = kiln.vjp(my_func, x)
+    np.testing.assert_allclose(p, [16.0, 25.0, 36.0])
+    np.testing.assert_allclose(f_vjp(knp.array([1.0, 0.0, 2.0]))[0], [8.0, 0.0, 24.0])
+
+
+def test_hessian_vector_product():
+    """Seed 004 (advanced): HVP as forward-over-reverse, against the Hessian."""
+    f = lambda x: knp.sum(knp.sin(x) * x ** 2)  # noqa: E731
+    x = np.array([0.3, -1.2, 2.0], np.float32)
+    v = np.array([1.0, 0.5, -2.0], np.float32)
+    hvp = kiln.jvp(kiln.grad(f), (x,), (v,))[1]
+    np.testing.assert_allclose(hvp, np.asarray(kiln.hessian(f)(x)) @ v, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(kiln.grad(lambda x: knp.vdot(kiln.grad(f)(x), v))(x), hvp, rtol=1e-5, atol=1e-5)
+
+
+# -- seed 000: Python control flow under grad, not under jit --------------------------------------------
+def _seed_g(x):
+    if x < 3:
+        return 3.0 * x ** 2
+    return -4 * x
+
+
+def test_seed_python_control_flow():
+    assert float(kiln.grad(_seed_g)(2.0)) == 12.0
+    assert float(kiln.grad(_seed_g)(4.0)) == -4.0
+    with pytest.raises(kiln.TracerBoolConversionError):
+        kiln.jit(_seed_g)(2.0)
+    # Python loops with a value-dependent trip count, too
+    def h(x):
+        while x < 10:
+            x = x * 2
+        return x
+    assert float(kiln.grad(h)(3.0)) == 4.0
+
+
+# -- Jacobians and Hessians against finite differences ----------------------------------------------------
+def _vec_f(x):
+    return knp.stack([knp.sin(x[0]) * x[1], x[2] ** 3 / x[1], knp.exp(x[0] * x[2])])
+
+
+def test_jacfwd_jacrev_hessian_vs_finite_differences():
+    with kiln.config.override("enable_x64", True):
+        x = np.array([0.3, 1.5, -0.7])
+        expected = _fd_jacobian(_vec_f, x)
+        np.testing.assert_allclose(kiln.jacfwd(_vec_f)(x), expected, rtol=1e-6, atol=1e-8)
+        np.testing.assert_allclose(kiln.jacrev(_vec_f)(x), expected, rtol=1e-6, atol=1e-8)
+        scalar = lambda x: knp.sum(_vec_f(x) ** 2)  # noqa: E731
+        hess = kiln.hessian(scalar)(x)
+        np.testing.assert_allclose(hess, _fd_jacobian(kiln.grad(scalar), x, eps=1e-5), rtol=1e-6, atol=1e-6)
+        np.testing.assert_allclose(hess, np.asarray(hess).T, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(kiln.jacfwd(kiln.jacrev(scalar))(x), hess, rtol=1e-10, atol=1e-10)
+        np.testing.assert_allclose(kiln.jacrev(kiln.jacfwd(scalar))(x), hess, rtol=1e-10, atol=1e-10)
+
+
+def test_higher_order_grad():
+    f = lambda x: knp.sin(x) * x  # noqa: E731
+    d3 = kiln.grad(kiln.grad(kiln.grad(f)))(0.7)
+    np.testing.assert_allclose(d3, -3 * np.sin(0.7) - 0.7 * np.cos(0.7), rtol=1e-5)
+    np.testing.assert_allclose(kiln.jit(kiln.grad(kiln.grad(f)))(0.7), 2 * np.cos(0.7) - 0.7 * np.sin(0.7),
+                               rtol=1e-5)
+
+
+def test_linearize_matches_jvp():
+    f = lambda x: knp.tanh(x) * knp.sum(x)  # noqa: E731
+    x, t = np.array([0.1, -0.5, 2.0], np.float32), np.array([1.0, 2.0, -1.0], np.float32)
+    y, f_jvp = kiln.linearize(f, x)
+    y2, t2 = kiln.jvp(f, (x,), (t,))
+    np.testing.assert_allclose(y, y2)
+    np.testing.assert_allclose(f_jvp(t), t2, rtol=1e-6)
+
+
+# -- pytrees, has_aux, argnums, holomorphic, allow_int --------------------------------------------------
+class Params(NamedTuple):
+    w: object
+    b: object
+
+
+def _loss(params, x, y):
+    return knp.mean((x @ params.w + params.b - y) ** 2)
+
+
+_X = np.arange(6.0, dtype=np.float32).reshape(2, 3) / 6
+_Y = np.array([1.0, -2.0], np.float32)
+_P = Params(np.array([0.5, -1.0, 2.0], np.float32), np.float32(0.25))
+
+
+def _expected_loss_grad():
+    r = _X @ _P.w + _P.b - _Y
+    return Params(2 * _X.T @ r / len(r), 2 * r.mean())
+
+
+def test_pytree_params_namedtuple_and_dict():
+    g = kiln.grad(_loss)(_P, _X, _Y)
+    assert isinstance(g, Params)
+    exp = _expected_loss_grad()
+    np.testing.assert_allclose(g.w, exp.w, rtol=1e-6)
+    np.testing.assert_allclose(g.b, exp.b, rtol=1e-6)
+    gd = kiln.grad(lambda d: d["a"] * d["b"][0] ** 2)({"a": 2.0, "b": [3.0]})
+    assert set(gd) == {"a", "b"} and isinstance(gd["b"], list)
+    np.testing.assert_allclose([gd["a"], gd["b"][0]], [9.0, 12.0])
+
+
+def test_jit_of_grad_and_grad_of_jit_agree():
+    eager = kiln.grad(_loss)(_P, _X, _Y)
+    jit_grad = kiln.jit(kiln.grad(_loss))(_P, _X, _Y)
+    grad_jit = kiln.grad(kiln.jit(_loss))(_P, _X, _Y)
+    for g in (jit_grad, grad_jit):
+        np.testing.assert_allclose(g.w, eager.w, rtol=1e-6)
+        np.testing.assert_allclose(g.b, eager.b, rtol=1e-6)
+    # grad of a jitted function differentiates its IR: one compiled call forward, one backward
+    ir = str(kiln.make_ir(kiln.grad(kiln.jit(_loss)))(_P, _X, _Y))
+    assert ir.count("jit_call[") == 2, ir
+    # and jit of grad of jit is one program with everything inlined
+    text = kiln.jit(kiln.grad(kiln.jit(_loss))).lower(_P, _X, _Y).as_text()
+    assert text.count("func.func") == 1
+
+
+def test_grad_of_jit_executes_compiled_calls(monkeypatch):
+    from kiln.runtime import executable
+    calls = []
+    original = executable.Executable.execute
+
+    def counting(self, args):
+        calls.append(self)
+        return original(self, args)
+    f = kiln.jit(_loss)
+    kiln.grad(f)(_P, _X, _Y)  # warm up: compile
+    monkeypatch.setattr(executable.Executable, "execute", counting)
+    calls.clear()
+    kiln.grad(f)(_P, _X, _Y)
+    assert len(calls) <= 2, f"grad(jit(f)) ran {len(calls)} executables"
+    calls.clear()
+    step = kiln.jit(kiln.grad(_loss))
+    step(_P, _X, _Y)
+    calls.clear()
+    step(_P, _X, _Y)
+    assert len(calls) <= 1
+
+
+def test_value_and_grad_has_aux():
+    def f(x):
+        return knp.sum(x ** 2), {"mean": knp.mean(x)}
+    x = np.array([1.0, 2.0, 3.0], np.float32)
+    (value, aux), g = kiln.value_and_grad(f, has_aux=True)(x)
+    np.testing.assert_allclose(value, 14.0)
+    np.testing.assert_allclose(aux["mean"], 2.0)
+    np.testing.assert_allclose(g, 2 * x)
+    g2, aux2 = kiln.grad(f, has_aux=True)(x)
+    np.testing.assert_allclose(g2, 2 * x)
+    np.testing.assert_allclose(aux2["mean"], 2.0)
+    out, f_vjp, aux3 = kiln.vjp(f, x, has_aux=True)
+    np.testing.assert_allclose(f_vjp(1.0)[0], 2 * x)
+    _, t, aux4 = kiln.jvp(f, (x,), (np.ones(3, np.float32),), has_aux=True)
+    np.testing.assert_allclose(t, 12.0)
+    jac, aux5 = kiln.jacrev(lambda x: (x * 2, knp.sum(x)), has_aux=True)(x)
+    np.testing.assert_allclose(jac, 2 * np.eye(3))
+    np.testing.assert_allclose(aux5, 6.0)
+
+
+def test_holomorphic():
+    f = lambda z: knp.sin(z) * z ** 2  # noqa: E731
+    z = np.complex64(0.7 - 0.4j)
+    expected = np.cos(z) * z ** 2 + 2 * z * np.sin(z)
+    np.testing.assert_allclose(kiln.grad(f, holomorphic=True)(z), expected, rtol=1e-5)
+    zs = np.array([0.3 + 0.1j, -1.0 + 2.0j], np.complex64)
+    jac = kiln.jacfwd(lambda z: knp.exp(z) * 2, holomorphic=True)(zs)
+    np.testing.assert_allclose(jac, np.diag(2 * np.exp(zs)), rtol=1e-5)
+    np.testing.assert_allclose(kiln.jacrev(lambda z: knp.exp(z) * 2, holomorphic=True)(zs), jac, rtol=1e-5)
+
+
+def test_real_valued_function_of_complex_input():
+    """As in JAX: grad of a real function of z = x + iy is df/dx - i df/dy (the conjugate of 2 df/dz*)."""
+    z = np.complex64(3 + 4j)
+    np.testing.assert_allclose(kiln.grad(lambda z: knp.abs(z) ** 2)(z), 6 - 8j, rtol=1e-6)
+    np.testing.assert_allclose(kiln.grad(lambda z: knp.abs(z))(z), 0.6 - 0.8j, rtol=1e-6)
+    np.testing.assert_allclose(kiln.grad(lambda z: knp.real(z * z))(z), 6 + 8j, rtol=1e-6)
+
+
+def test_allow_int_gives_float0():
+    f = lambda x, n: x * n  # noqa: E731
+    gx, gn = kiln.grad(f, argnums=(0, 1), allow_int=True)(2.0, 3)
+    assert float(gx) == 3.0
+    assert gn.dtype == float0 and gn.shape == ()
+    g = kiln.grad(lambda x, idx: knp.sum(x[idx]), argnums=(0, 1), allow_int=True)(
+        np.ones(4, np.float32), np.array([0, 2, 2]))
+    np.testing.assert_allclose(g[0], [1.0, 0.0, 2.0, 0.0])
+    assert g[1].dtype == float0 and g[1].shape == (3,)
+    # integer outputs get float0 tangents in forward mode
+    _, t = kiln.jvp(lambda x: (x * 2, knp.argmax(x)), (np.ones(3, np.float32),), (np.ones(3, np.float32),))
+    assert t[1].dtype == float0
+
+
+def test_stop_gradient():
+    f = lambda x: x * lax.stop_gradient(x) + lax.stop_gradient(knp.sin(x))  # noqa: E731
+    assert float(kiln.grad(f)(3.0)) == 3.0
+    assert float(kiln.jit(kiln.grad(f))(3.0)) == 3.0
+    tree = lax.stop_gradient({"a": knp.ones(2), "n": 3})
+    assert tree["n"] == 3
+    assert float(kiln.grad(lambda x: knp.sum(lax.stop_gradient({"a": x})["a"] * x))(2.0)) == 2.0
+
+
+def test_per_example_gradients_with_vmap():
+    per_example = kiln.vmap(kiln.grad(_loss), in_axes=(None, 0, 0))(_P, _X[:, None, :], _Y[:, None])
+    for i in range(2):
+        one = kiln.grad(_loss)(_P, _X[i:i + 1], _Y[i:i + 1])
+        np.testing.assert_allclose(per_example.w[i], one.w, rtol=1e-6)
+        np.testing.assert_allclose(per_example.b[i], one.b, rtol=1e-6)
+
+
+# -- checkpoint --------------------------------------------------------------------------------------------
+def _layer(h, w):
+    h = h @ w
+    for _ in range(3):
+        h = knp.sin(h) * knp.cos(h) + knp.tanh(h)
+    return h
+
+
+def _deep(layer):
+    def loss(w, x):
+        h = x
+        for _ in range(6):
+            h = layer(h, w)
+        return knp.sum(h)
+    return loss
+
+
+def test_checkpoint_same_gradients_and_visible_in_ir():
+    x = np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)
+    w = np.linspace(-0.5, 0.5, 36, dtype=np.float32).reshape(6, 6)
+    plain, remat = _deep(_layer), _deep(kiln.checkpoint(_layer))
+    np.testing.assert_allclose(kiln.grad(remat)(w, x), kiln.grad(plain)(w, x), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(kiln.jit(kiln.grad(remat))(w, x), kiln.grad(plain)(w, x), rtol=1e-5, atol=1e-6)
+    assert "remat[" in str(kiln.make_ir(kiln.grad(remat))(w, x))
+    assert "remat[" in str(kiln.make_ir(remat)(w, x))
+    assert kiln.remat is kiln.checkpoint
+    text = kiln.jit(kiln.grad(remat)).lower(w, x).as_text()
+    assert "stablehlo.optimization_barrier" in text
+    assert "optimization_barrier" not in kiln.jit(kiln.grad(plain)).lower(w, x).as_text()
+
+
+def test_checkpoint_reduces_compiled_temp_memory():
+    """Per-layer checkpointing of a deep chain: the backward pass keeps only each layer's input instead of
+    every intermediate the layer's derivative needs."""
+    x = np.full((128, 128), 0.01, np.float32)
+    w = np.full((128, 128), 0.01, np.float32)
+    sizes = {}
+    for name, layer in (("plain", _layer), ("remat", kiln.checkpoint(_layer))):
+        stats = kiln.jit(kiln.grad(_deep(layer))).lower(w, x).compile().memory_analysis()
+        if stats is None:
+            pytest.skip("this backend reports no memory statistics")
+        sizes[name] = stats.temp_size_in_bytes
+    assert sizes["remat"] <= sizes["plain"], sizes
+    if kiln.default_backend() == "cpu":
+        assert sizes["remat"] < sizes["plain"], sizes
+
+
+# -- custom_jvp / custom_vjp --------------------------------------------------------------------------------
+@kiln.custom_jvp
+def log1pexp(x):
+    return knp.log(1.0 + knp.exp(x))
+
+
+@log1pexp.defjvp
+def _log1pexp_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return log1pexp(x), (1 - 1 / (1 + knp.exp(x))) * t
+
+
+def test_custom_jvp_log1pexp_is_numerically_safe():
+    naive = lambda x: knp.log(1.0 + knp.exp(x))  # noqa: E731
+    assert np.isnan(float(kiln.grad(naive)(100.0)))
+    assert float(kiln.grad(log1pexp)(100.0)) == 1.0
+    assert float(kiln.jit(kiln.grad(log1pexp))(100.0)) == 1.0
+    np.testing.assert_allclose(kiln.grad(log1pexp)(0.0), 0.5)
+    np.testing.assert_allclose(kiln.vmap(kiln.grad(log1pexp))(knp.array([0.0, 100.0])), [0.5, 1.0])
+    np.testing.assert_allclose(kiln.grad(kiln.grad(log1pexp))(0.0), 0.25, rtol=1e-6)
+    np.testing.assert_allclose(kiln.jvp(log1pexp, (3.0,), (2.0,))[1], 2 / (1 + np.exp(-3.0)), rtol=1e-6)
+    np.testing.assert_allclose(kiln.jacfwd(log1pexp)(knp.array([0.0, 1.0])), np.diag([0.5, 1 / (1 + np.exp(-1))]),
+                               rtol=1e-6)
+
+
+def test_custom_jvp_defjvps_and_nondiff_argnums():
+    @kiln.custom_jvp
+    def f(x, y):
+        return knp.sin(x) * y
+    f.defjvps(lambda x_dot, out, x, y: knp.cos(x) * x_dot * y, lambda y_dot, out, x, y: knp.sin(x) * y_dot)
+    np.testing.assert_allclose(kiln.grad(f, argnums=(0, 1))(2.0, 3.0), (np.cos(2.0) * 3, np.sin(2.0)), rtol=1e-6)
+    np.testing.assert_allclose(kiln.jit(kiln.grad(f, argnums=1))(2.0, 3.0), np.sin(2.0), rtol=1e-6)
+
+    @partial(kiln.custom_jvp, nondiff_argnums=(0,))
+    def apply(fn, x):
+        return fn(x)
+
+    @apply.defjvp
+    def apply_jvp(fn, primals, tangents):
+        (x,), (t,) = primals, tangents
+        return apply(fn, x), 10.0 * t  # a deliberately different "derivative" to see it is used
+    assert float(kiln.grad(lambda x: apply(knp.sin, x))(1.0)) == 10.0
+    assert float(kiln.jit(kiln.grad(lambda x: apply(knp.sin, x)))(1.0)) == 10.0
+
+
+@kiln.custom_vjp
+def clip_gradient(lo, hi, x):
+    return x
+
+
+def _clip_fwd(lo, hi, x):
+    return x, (lo, hi)
+
+
+def _clip_bwd(res, g):
+    lo, hi = res
+    return (None, None, knp.clip(g, lo, hi))
+
+
+clip_gradient.defvjp(_clip_fwd, _clip_bwd)
+
+
+def test_custom_vjp_clip_gradient():
+    f = lambda x: clip_gradient(-0.75, 0.75, knp.sin(x))  # noqa: E731
+    xs = knp.arange(0.0, 4.0)
+    expected = 0.75 * np.cos(np.arange(4.0))  # the incoming cotangent 1.0 is clipped to 0.75, then sin's chain rule
+    np.testing.assert_allclose(kiln.vmap(kiln.grad(f))(xs), expected, rtol=1e-6)
+    np.testing.assert_allclose([kiln.grad(f)(float(x)) for x in range(4)], expected, rtol=1e-6)
+    np.testing.assert_allclose(kiln.jit(kiln.vmap(kiln.grad(f)))(xs), expected, rtol=1e-6)
+    np.testing.assert_allclose(f(2.0), np.sin(2.0), rtol=1e-6)
+    # the primal still runs normally under jit and vmap
+    np.testing.assert_allclose(kiln.jit(kiln.vmap(f))(xs), np.sin(np.arange(4.0)), rtol=1e-6)
+
+
+def test_custom_vjp_nondiff_argnums_and_nesting():
+    @partial(kiln.custom_vjp, nondiff_argnums=(0,))
+    def apply(fn, x):
+        return fn(x)
+
+    def fwd(fn, x):
+        return apply(fn, x), x
+
+    def bwd(fn, x, g):
+        return (3.0 * g * x,)
+    apply.defvjp(fwd, bwd)
+    assert float(kiln.grad(lambda x: apply(knp.sin, x))(2.0)) == 6.0
+    assert float(kiln.jit(kiln.grad(lambda x: apply(knp.sin, x)))(2.0)) == 6.0
+    # grad of grad: the bwd output 3*g*x is differentiated in turn
+    assert float(kiln.grad(kiln.grad(lambda x: apply(knp.sin, x)))(2.0)) == 3.0
+    with pytest.raises(TypeError, match="forward-mode.*custom_vjp"):
+        kiln.jvp(lambda x: apply(knp.sin, x), (2.0,), (1.0,))
+
+
+# -- errors ---------------------------------------------------------------------------------------------------
+def test_error_grad_of_non_scalar_output():
+    with pytest.raises(TypeError, match=r"must return a scalar.*shape \(3,\).*kiln\.vjp or kiln\.jacrev"):
+        kiln.grad(lambda x: x * 2)(np.ones(3, np.float32))
+    with pytest.raises(TypeError, match=r"must return a scalar array, got list.*kiln\.vjp"):
+        kiln.grad(lambda x: [x, x])(1.0)
+
+
+def test_error_grad_of_integer_input():
+    with pytest.raises(TypeError, match=r"got int32.*allow_int=True"):
+        kiln.grad(lambda x: x * 2.0)(np.int32(3))
+    with pytest.raises(TypeError, match=r"holomorphic=True requires complex inputs"):
+        kiln.grad(lambda x: x, holomorphic=True)(1.0)
+    with pytest.raises(TypeError, match=r"jacfwd: complex inputs need holomorphic=True"):
+        kiln.jacfwd(lambda z: knp.real(z))(np.complex64(1j))
+    with pytest.raises(TypeError, match=r"real floating-point scalar, got complex64.*holomorphic=True"):
+        kiln.grad(lambda z: z * z)(np.complex64(1j))
+
+
+def test_error_argnums_out_of_range():
+    with pytest.raises(ValueError, match=r"argnums 2 is out of range.*2 positional"):
+        kiln.grad(_seed_f, argnums=2)(7.0, 2.0)
+    with pytest.raises(ValueError, match=r"argnums \(0, 5\) is out of range"):
+        kiln.grad(_seed_f, argnums=(0, 5))(7.0, 2.0)
+    with pytest.raises(ValueError, match=r"jacrev: argnums 3 is out of range"):
+        kiln.jacrev(_seed_f, argnums=3)(7.0, 2.0)
+
+
+def _bad_custom_vjp(bwd):
+    @kiln.custom_vjp
+    def f(x, y):
+        return x * y
+    f.defvjp(lambda x, y: (x * y, (x, y)), bwd)
+    return f
+
+
+def test_error_custom_vjp_bwd_wrong_structure_or_shape():
+    with pytest.raises(kiln.CustomDerivativeError, match=r"bwd of f returned 1 cotangent\(s\).*2 differentiable"):
+        kiln.grad(_bad_custom_vjp(lambda res, g: (g,)))(1.0, 2.0)
+    with pytest.raises(kiln.CustomDerivativeError, match=r"cotangent 1 has shape \(3,\).*shape \(\)"):
+        kiln.grad(_bad_custom_vjp(lambda res, g: (g, knp.ones(3))))(1.0, 2.0)
+    with pytest.raises(kiln.CustomDerivativeError, match=r"structure"):
+        kiln.grad(_bad_custom_vjp(lambda res, g: ((g, g), g)))(1.0, 2.0)
+    with pytest.raises(kiln.CustomDerivativeError, match=r"must return a tuple"):
+        kiln.grad(_bad_custom_vjp(lambda res, g: g))(1.0, 2.0)
+
+
+def test_error_vjp_cotangent_mismatch():
+    _, f_vjp = kiln.vjp(lambda x: x * 2, np.ones(3, np.float32))
+    with pytest.raises(ValueError, match=r"cotangent shape \(2,\) does not match output shape \(3,\)"):
+        f_vjp(np.ones(2, np.float32))
+    with pytest.raises(TypeError, match=r"cotangent has structure"):
+        f_vjp((np.ones(3, np.float32),))
