@@ -132,19 +132,36 @@ def bench_mlp_forward(fw: Framework, quick: bool) -> float:
     return per_call(lambda: step(params, x, labels), fw.block, number=5 if quick else 40, repeat=3 if quick else 25)
 
 
+def _mlp_train_step(fw: Framework, learning_rate: float = LEARNING_RATE) -> Callable:
+    value_and_grad = fw.value_and_grad(_mlp_loss(fw.np))
+
+    def train_step(params, x, labels):
+        loss, grads = value_and_grad(params, x, labels)
+        return loss, fw.tree_map(lambda p, g: p - learning_rate * g, params, grads)
+    return train_step
+
+
 def bench_mlp_train_step(fw: Framework, quick: bool) -> float | None:
     """Steady-state jitted training step: value_and_grad of the MLP loss + an SGD update."""
     if fw.value_and_grad is None:
         return None
     params, x, labels = _mlp_data(fw)
-    value_and_grad = fw.value_and_grad(_mlp_loss(fw.np))
-
-    def train_step(params, x, labels):
-        loss, grads = value_and_grad(params, x, labels)
-        return loss, fw.tree_map(lambda p, g: p - LEARNING_RATE * g, params, grads)
-
-    step = fw.jit(train_step)
+    step = fw.jit(_mlp_train_step(fw))
     return per_call(lambda: step(params, x, labels), fw.block, number=5 if quick else 40, repeat=3 if quick else 25)
+
+
+def bench_mlp_train_trace_lower(fw: Framework, quick: bool) -> float | None:
+    """``jit(train_step).lower(...).as_text()``: tracing the loss, differentiating it (JVP, partial
+    evaluation, transposition), IR passes and StableHLO emission; a fresh learning rate each time."""
+    if fw.value_and_grad is None:
+        return None
+    args = _mlp_data(fw)
+
+    def work(i):
+        fn = fw.jit(_mlp_train_step(fw, LEARNING_RATE * (1.0 + next(_SALTS) / 2**20)))
+        return lambda: fn.lower(*args).as_text()
+    work(0)()  # warm-up: first-use costs of both libraries
+    return once_each(work, repeat=2 if quick else 9)
 
 
 # -- an RNN over a scan ---------------------------------------------------------------------------
@@ -228,6 +245,35 @@ def bench_random_normal(fw: Framework, quick: bool) -> float:
     return per_call(lambda: sample(key), fw.block, number=2 if quick else 10, repeat=3 if quick else 15)
 
 
+# -- per-example gradients (vmap of grad) ---------------------------------------------------------
+
+PEG_SIZES = (64, 128, 128, 10)
+PEG_BATCH = 256
+
+
+def _top_module(fw: Framework):
+    """``kiln`` or ``jax``: the package of the framework's ``numpy`` (for ``vmap`` and ``grad``)."""
+    return importlib.import_module(fw.np.__name__.split(".")[0])
+
+
+def bench_per_example_grads(fw: Framework, quick: bool) -> float | None:
+    """Steady-state ``jit(vmap(grad(loss), in_axes=(None, 0, 0)))``: the gradient of the softmax
+    cross-entropy of a 64-128-128-10 MLP for each of 256 examples separately."""
+    top = _top_module(fw)
+    if getattr(top, "vmap", None) is None or getattr(top, "grad", None) is None:
+        return None
+    rng = _host_rng()
+    params = []
+    for n_in, n_out in zip(PEG_SIZES[:-1], PEG_SIZES[1:]):
+        w = rng.standard_normal((n_in, n_out), dtype=np.float32) * np.float32(np.sqrt(2.0 / n_in))
+        params.append((w, np.zeros(n_out, np.float32)))
+    x = rng.standard_normal((PEG_BATCH, PEG_SIZES[0]), dtype=np.float32)
+    labels = np.eye(PEG_SIZES[-1], dtype=np.float32)[rng.integers(0, PEG_SIZES[-1], PEG_BATCH)]
+    params, x, labels = fw.put(params), fw.put(x), fw.put(labels)
+    step = fw.jit(top.vmap(top.grad(_mlp_loss(fw.np)), in_axes=(None, 0, 0)))
+    return per_call(lambda: step(params, x, labels), fw.block, number=5 if quick else 20, repeat=3 if quick else 15)
+
+
 CASES: list[Case] = [
     Case("jit dispatch: f32[4] add", "us", bench_jit_dispatch),
     Case("eager add f32[4]", "us", _eager(lambda np_: np_.add, _V4, _W4)),
@@ -240,9 +286,11 @@ CASES: list[Case] = [
     Case(f"compile: {CHAIN_OPS:,}-op chain", "ms", bench_compile),
     Case("MLP forward+loss 784-512-512-10, batch 128", "ms", bench_mlp_forward),
     Case("MLP train step (value_and_grad + SGD)", "ms", bench_mlp_train_step),
+    Case("MLP train step: trace+lower", "ms", bench_mlp_train_trace_lower),
     Case("RNN h=128, 200 steps (scan), batch 32: forward compile", "ms", _rnn_compile(_rnn_loss)),
     Case("RNN h=128, 200 steps (scan), batch 32: forward", "ms", _rnn_steady(_rnn_loss)),
     Case("RNN h=128, 200 steps (scan), batch 32: value_and_grad compile", "ms", _rnn_compile(_rnn_grad)),
     Case("RNN h=128, 200 steps (scan), batch 32: value_and_grad", "ms", _rnn_steady(_rnn_grad)),
     Case(f"jit random.normal f32[{NORMAL_SIZE:,}]", "ms", bench_random_normal),
+    Case(f"per-example grads: jit(vmap(grad)) MLP 64-128-128-10, batch {PEG_BATCH}", "us", bench_per_example_grads),
 ]

@@ -198,12 +198,15 @@ class JittedFunction:
             return None
         compiled = entry.compiled
         n_consts = len(entry.closed.ir.constvars)
+        # The C++ passes const_args ahead of the arguments and filters both with one kept-bit vector.
+        if not all(compiled.kept[:n_consts]):
+            return None
         sharding = device._sharding
         exe = compiled.executable
         _, out_treedef = runtime.fastpath.flatten(out)
         return runtime.fastpath.FastPath(
             exe._exe, out_treedef, [sharding] * len(leaves), [sharding] * len(exe.out_avals), exe.out_avals,
-            [True] * len(exe.out_avals), compiled.kept[n_consts:], entry.const_buffers)
+            [True] * len(exe.out_avals), compiled.kept, entry.const_buffers)
 
     def _call(self, *args, **kwargs):
         if config.disable_jit:

@@ -12,6 +12,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 import gc  # noqa: E402
 
+from . import fastpath  # noqa: E402,F401  (the C++ jit dispatch path)
 from ._jaxlib import JAXLIB_VERSION, _jax  # noqa: E402
 from .avals import Aval  # noqa: E402
 from .backends import (  # noqa: E402
@@ -44,7 +45,6 @@ from .errors import (  # noqa: E402
     ExecutionError,
     KilnRuntimeError,
 )
-from . import fastpath  # noqa: E402,F401  (the C++ jit dispatch path)
 from .executable import Executable, clear_compile_cache, compile  # noqa: E402
 from .lapack import custom_call_targets, ensure_lapack_registered, lapack_unavailable_reason  # noqa: E402
 from .mlir import mlir_context  # noqa: E402

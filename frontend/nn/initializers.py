@@ -12,9 +12,8 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import dtypes
+from .. import dtypes, random
 from .. import numpy as knp
-from .. import random
 from ..random.keys import canonical_shape
 
 __all__ = [

@@ -4,7 +4,6 @@ JAX's ``jax.random`` in both of its threefry modes (``kiln.config.threefry_parti
 Keys are explicit: make one with ``key(seed)``, derive independent ones with ``split`` or
 ``fold_in``, and pass one to every sampler. The same key always gives the same numbers.
 """
-from . import _batching  # noqa: F401  (batching rules the samplers rely on)
 from .keys import *  # noqa: F401,F403
 from .keys import __all__ as _keys_all
 from .samplers import *  # noqa: F401,F403

@@ -438,7 +438,7 @@ def canonical_shape(fname: str, shape: Any, what: str = "shape", prefix: str = "
     try:
         dims = tuple(shape)
     except TypeError:
-        raise TypeError(f"{prefix}.{fname}: {what} must be a tuple of ints, got {type(shape).__name__} "
+        raise TypeError(f"{prefix}.{fname}: {what} must be an int or a tuple of ints, got {type(shape).__name__} "
                         f"{_short(shape)}") from None
     out = []
     for d in dims:
@@ -471,17 +471,18 @@ def split(key: Any, num: int | Sequence[int] = 2) -> Any:
 def fold_in(key: Any, data: Any) -> Any:
     """A new key from ``key`` and a 32-bit integer ``data`` (deterministic, independent streams)."""
     kdata, typed = check_key("fold_in", key)
+    if isinstance(data, KeyArray):
+        raise TypeError("kiln.random.fold_in: data must be an integer, got a PRNG key")
     if isinstance(data, (bool, int)) and not isinstance(data, np.generic):
         if not 0 <= int(data) < 2 ** 32:
             raise OverflowError(f"kiln.random.fold_in: data {data} is out of bounds for uint32 (0 to 2**32 - 1)")
         data = np.uint32(data)
-    elif isinstance(data, KeyArray):
-        raise TypeError("kiln.random.fold_in: data must be an integer, got a PRNG key")
-    elif not _is_array(data) and not isinstance(data, float):
+    elif not (_is_array(data) or isinstance(data, float)):
         raise TypeError(f"kiln.random.fold_in: data must be an integer scalar, got {type(data).__name__}")
-    if np.ndim(data) if not isinstance(data, (Array, Tracer)) else abstractify(data).ndim:
-        raise TypeError(f"kiln.random.fold_in: accepts a scalar, but was given an array of shape {np.shape(data)}"
-                        " != (). Use kiln.vmap for batching.")
+    shape = abstractify(data).shape if isinstance(data, (Array, Tracer)) else np.shape(data)
+    if shape:
+        raise TypeError(f"kiln.random.fold_in: accepts a scalar, but was given an array of shape {shape} != (). "
+                        "Use kiln.vmap for batching.")
     from .. import numpy as knp
     msg = knp.asarray(data).astype(dtypes.uint32)
     return _wrap(_fold_in_impl(kdata, msg), typed)

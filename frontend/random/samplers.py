@@ -15,6 +15,7 @@ import numpy as np
 
 from .. import dtypes
 from .. import numpy as knp
+from ..ad.custom import custom_jvp
 from ..array import Array
 from ..jit import jit
 from ..lax import api as lax
@@ -196,8 +197,8 @@ def _truncated_normal(data, lower, upper, shape, dtype):
     b = lax_special.erf(knp.divide(upper, sqrt2))
     u = _uniform(data, a, b, shape, dtype)
     out = knp.multiply(sqrt2, lax_special.erf_inv(u))
-    lo = lax_special.nextafter(lax.stop_gradient(lower), np.array(np.inf, dtype))
-    hi = lax_special.nextafter(lax.stop_gradient(upper), np.array(-np.inf, dtype))
+    lo = knp.nextafter(lax.stop_gradient(lower), np.array(np.inf, dtype))
+    hi = knp.nextafter(lax.stop_gradient(upper), np.array(-np.inf, dtype))
     return knp.clip(out, lo, hi)
 
 
@@ -582,14 +583,12 @@ maxwell = _simple("maxwell", _maxwell_body)
 maxwell.__doc__ = "Maxwell values: the norm of three standard normals."
 
 
-def _param_sampler(name: str, fn, doc: str, default: Any = None, has_default: bool = False):
-    """A sampler ``name(key, param, shape=None, dtype=None)`` whose parameter broadcasts to ``shape``."""
+def _param_sampler(name: str, fn):
+    """``sample(key, param, shape, dtype)`` for a distribution whose one parameter broadcasts to ``shape``."""
     impl = partial(jit, static_argnums=(2, 3))(fn)
 
-    def sampler(key: Any, param: Any = default, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
+    def sample(key: Any, param: Any, shape: Sequence[int] | None, dtype: Any) -> Any:
         data, _ = K.check_key(name, key)
-        if param is None and not has_default:
-            raise TypeError(f"kiln.random.{name}: missing the distribution parameter")
         dtype = _float_dtype(name, dtype)
         shape = _opt_shape(name, shape)
         if shape is None:
@@ -597,9 +596,7 @@ def _param_sampler(name: str, fn, doc: str, default: Any = None, has_default: bo
         else:
             _check_shape(name, shape, _shape_of(param))
         return impl(data, param, shape, dtype)
-    sampler.__name__ = sampler.__qualname__ = name
-    sampler.__doc__ = doc
-    return sampler
+    return sample
 
 
 def _lognormal_body(data, sigma, shape, dtype):
@@ -632,10 +629,30 @@ def _wald_body(data, mean, shape, dtype):
     return knp.where(knp.less_equal(z, knp.divide(mean, knp.add(mean, x))), x, knp.divide(mean_sq, x))
 
 
-lognormal = _param_sampler("lognormal", _lognormal_body, "Log-normal values ``exp(sigma * normal)``.", 1.0, True)
-pareto = _param_sampler("pareto", _pareto_body, "Pareto values with shape ``b`` (support ``[1, inf)``).")
-rayleigh = _param_sampler("rayleigh", _rayleigh_body, "Rayleigh values with ``scale``.")
-wald = _param_sampler("wald", _wald_body, "Wald (inverse Gaussian) values with ``mean`` and scale 1.")
+_lognormal = _param_sampler("lognormal", _lognormal_body)
+_pareto = _param_sampler("pareto", _pareto_body)
+_rayleigh = _param_sampler("rayleigh", _rayleigh_body)
+_wald = _param_sampler("wald", _wald_body)
+
+
+def lognormal(key: Any, sigma: Any = 1.0, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
+    """Log-normal values ``exp(sigma * normal)`` (shape ``shape``, default ``sigma``'s shape)."""
+    return _lognormal(key, sigma, shape, dtype)
+
+
+def pareto(key: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
+    """Pareto values with shape parameter ``b`` (support ``[1, inf)``)."""
+    return _pareto(key, b, shape, dtype)
+
+
+def rayleigh(key: Any, scale: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
+    """Rayleigh values with ``scale``."""
+    return _rayleigh(key, scale, shape, dtype)
+
+
+def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
+    """Wald (inverse Gaussian) values with ``mean`` and scale 1."""
+    return _wald(key, mean, shape, dtype)
 
 
 def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
@@ -714,12 +731,11 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
         raise ValueError(f"kiln.random.multivariate_normal: method must be 'svd', 'eigh' or 'cholesky', got "
                          f"{method!r}")
     mean, cov = knp.asarray(mean), knp.asarray(cov)
-    ft = dtypes.result_type(mean, cov, dtypes.default_float_dtype() if not (
-        dtypes.is_inexact(mean.dtype) or dtypes.is_inexact(cov.dtype)) else mean.dtype)
+    ft = dtypes.result_type(mean, cov)
+    if not dtypes.is_inexact(ft):
+        ft = dtypes.default_float_dtype()
     mean, cov = mean.astype(ft), cov.astype(ft)
-    dtype = ft if dtype is None else _float_dtype("multivariate_normal", dtype)
-    if not dtypes.is_float(dtype):
-        raise ValueError(f"kiln.random.multivariate_normal: dtype must be a float dtype, got {dtype.name}")
+    dtype = _float_dtype("multivariate_normal", ft if dtype is None else dtype)
     if mean.ndim < 1:
         raise ValueError(f"kiln.random.multivariate_normal: mean must have at least one dimension, got "
                          f"mean.ndim == {mean.ndim}")
@@ -825,19 +841,35 @@ def _gamma_one(data, alpha, log_space: bool):
     return lax.mul(lax.mul(d, V), boost)
 
 
+def _gamma_samples(data, a, log_space):
+    """Gamma samples of the shape of ``a``: one key per element, split from ``data`` (as JAX)."""
+    from ..batching.api import vmap
+    shape = tuple(abstractify(a).shape)
+    size = math.prod(shape)
+    keys = K.split_data(data, size)
+    samples = vmap(partial(_gamma_one, log_space=log_space))(keys, lax.reshape(a, (size,)))
+    return lax.reshape(samples, shape)
+
+
+def _gamma_jvp(log_space, primals, tangents):
+    raise NotImplementedError(
+        "kiln.random.gamma: derivatives of the samples with respect to the shape parameter a are not implemented "
+        "(JAX's implicit reparameterization gradient); wrap a in kiln.lax.stop_gradient to differentiate other "
+        "inputs. This also applies to loggamma, beta, dirichlet, chisquare and t.")
+
+
+_gamma_samples_cj = custom_jvp(_gamma_samples, nondiff_argnums=(2,))
+_gamma_samples_cj.defjvp(_gamma_jvp)
+
+
 @partial(jit, static_argnums=(2, 3, 4))
 def _gamma(data, a, shape, dtype, log_space):
-    from ..batching.api import vmap
     a = lax.convert_element_type(a, dtype)
     if tuple(abstractify(a).shape) != shape:
         a = knp.broadcast_to(a, shape)
-    size = math.prod(shape)
-    if size == 0:
+    if math.prod(shape) == 0:
         return knp.zeros(shape, dtype)
-    keys = K.split_data(data, size)                       # one key per element, as JAX
-    alphas = lax.reshape(a, (size,))
-    samples = vmap(partial(_gamma_one, log_space=log_space))(keys, alphas)
-    return lax.reshape(samples, shape)
+    return _gamma_samples_cj(data, a, log_space)
 
 
 def _gamma_public(fname: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool) -> Any:

@@ -82,3 +82,13 @@ def test_config_change_retraces(count_misses):
         assert y.dtype == np.float64
     f(x)
     assert len(count_misses) >= 3
+
+
+def test_closed_over_arrays_stay_in_cpp(count_misses, capfd):
+    c = knp.asarray(np.array([1.0, 2.0], np.float32))
+    f = kiln.jit(lambda x: x * c + 1)
+    x = knp.ones(2)
+    for _ in range(4):
+        np.testing.assert_array_equal(f(x), [2.0, 3.0])
+    assert len(count_misses) == 1
+    assert "expected" not in capfd.readouterr().err  # no failed launch fell back behind the scenes

@@ -1,0 +1,274 @@
+"""PRNG keys: typed key arrays and raw keys, seeds, printing, indexing, errors, and keys passing
+through jit, vmap, scan, grad and pytrees."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.numpy as knp
+from kiln import random
+
+
+def data(k):
+    return np.asarray(random.key_data(k))
+
+
+# -- creating keys ------------------------------------------------------------------------------------
+
+def test_key_and_prngkey():
+    k = random.key(0)
+    assert isinstance(k, random.KeyArray)
+    assert k.shape == () and k.ndim == 0 and k.size == 1 and str(k.dtype) == "key<fry>"
+    assert k.dtype == random.key_dtype() and k.dtype == "key<fry>" and k.itemsize == 8
+    raw = random.PRNGKey(0)
+    assert isinstance(raw, kiln.Array) and raw.dtype == np.uint32 and raw.shape == (2,)
+    np.testing.assert_array_equal(np.asarray(raw), [0, 0])
+    np.testing.assert_array_equal(data(k), [0, 0])
+    np.testing.assert_array_equal(data(random.key(42)), [0, 42])
+    assert random.key_impl(k) == "threefry2x32" == random.key_impl(raw)
+
+
+def test_repr_as_the_seed_document_shows():
+    assert repr(random.key(0)) == "Array((), dtype=key<fry>) overlaying:\n[0 0]"
+    assert str(random.key(0)) == repr(random.key(0))
+    assert repr(random.split(random.key(0))) == ("Array((2,), dtype=key<fry>) overlaying:\n"
+                                                 "[[1797259609 2579123966]\n [ 928981903 3453687069]]")
+
+
+def test_seeds_as_jax():
+    # Without x64, an int seed is cut to its low 32 bits (as JAX): hi = 0.
+    for seed, want in [(-1, [0, 4294967295]), (2 ** 32 + 5, [0, 5]), (-2 ** 31, [0, 2147483648]),
+                       (2 ** 63 - 1, [0, 4294967295]), (True, [0, 1])]:
+        np.testing.assert_array_equal(data(random.key(seed)), want)
+        np.testing.assert_array_equal(np.asarray(random.PRNGKey(seed)), want)
+    np.testing.assert_array_equal(data(random.key(np.uint32(4000000000))), [0, 4000000000])
+    np.testing.assert_array_equal(data(random.key(np.int8(-3))), [0, 4294967293])
+    np.testing.assert_array_equal(data(random.key(knp.asarray(7))), [0, 7])
+
+
+def test_64_bit_seeds_with_x64():
+    kiln.config.update("enable_x64", True)
+    for seed, want in [(-1, [4294967295, 4294967295]), (2 ** 32 + 5, [1, 5]), (2 ** 63 - 1, [2147483647, 4294967295]),
+                       (-2 ** 63, [2147483648, 0]), (3, [0, 3])]:
+        np.testing.assert_array_equal(data(random.key(seed)), want)
+    np.testing.assert_array_equal(data(random.key(np.uint64(2 ** 40 + 3))), [256, 3])
+
+
+def test_traced_seeds():
+    f = kiln.jit(lambda s: random.key_data(random.key(s)))
+    np.testing.assert_array_equal(np.asarray(f(knp.int32(-1))), [0, 4294967295])
+    np.testing.assert_array_equal(np.asarray(f(5)), [0, 5])
+    np.testing.assert_array_equal(np.asarray(kiln.vmap(f)(knp.arange(3))), [[0, 0], [0, 1], [0, 2]])
+    g = kiln.jit(lambda s: random.normal(random.key(s), (2,)))
+    np.testing.assert_array_equal(np.asarray(g(1)), np.asarray(random.normal(random.key(1), (2,))))
+
+
+def test_seed_errors():
+    with pytest.raises(TypeError, match=r"kiln.random.key: the seed must be an integer, got float 1.5"):
+        random.key(1.5)
+    with pytest.raises(TypeError, match=r"kiln.random.PRNGKey: the seed must be an integer, got a float32 value"):
+        random.PRNGKey(np.float32(1))
+    with pytest.raises(TypeError, match=r"kiln.random.key: the seed must be an integer, got a float32 value"):
+        kiln.jit(random.key)(1.0)
+    with pytest.raises(TypeError, match=r"kiln.random.key: accepts a scalar seed, but was given an array of "
+                                        r"shape \(2,\)"):
+        random.key(np.array([1, 2]))
+    with pytest.raises(TypeError, match="kiln.random.PRNGKey: accepts a scalar seed, but was given a PRNG key"):
+        random.PRNGKey(random.key(0))
+    with pytest.raises(OverflowError, match="kiln.random.key: seed 18446744073709551616 does not fit in 64 bits"):
+        random.key(2 ** 64)
+    with pytest.raises(TypeError, match="kiln.random.key: the seed must be an integer scalar, got str"):
+        random.key("0")
+    with pytest.raises(ValueError, match="kiln.random.key: unrecognized PRNG implementation 'rbg'"):
+        random.key(0, impl="rbg")
+
+
+# -- key data -------------------------------------------------------------------------------------------
+
+def test_key_data_and_wrap_key_data_round_trip():
+    keys = random.split(random.key(3), (2, 3))
+    raw = random.key_data(keys)
+    assert raw.shape == (2, 3, 2) and raw.dtype == np.uint32
+    again = random.wrap_key_data(raw)
+    assert isinstance(again, random.KeyArray) and again.shape == (2, 3)
+    np.testing.assert_array_equal(np.asarray(again == keys), np.ones((2, 3), bool))
+    np.testing.assert_array_equal(data(random.wrap_key_data(np.array([0, 42], np.uint32))), [0, 42])
+    # key_data of a raw key is the raw key itself (as JAX)
+    raw_key = random.PRNGKey(1)
+    assert random.key_data(raw_key) is raw_key
+
+
+def test_wrong_kind_of_key_errors():
+    with pytest.raises(TypeError, match="kiln.random.wrap_key_data: expected uint32 key data, but was given a key "
+                                        "array"):
+        random.wrap_key_data(random.key(0))
+    with pytest.raises(TypeError, match=r"kiln.random.wrap_key_data: invalid PRNG key data: expected dtype uint32, "
+                                        r"got int32"):
+        random.wrap_key_data(np.array([0, 1], np.int32))
+    with pytest.raises(TypeError, match=r"expected a shape ending with \(2,\), got shape \(3,\)"):
+        random.normal(knp.zeros(3, np.uint32))
+    with pytest.raises(TypeError, match=r"kiln.random.normal: invalid PRNG key data: expected dtype uint32, got "
+                                        r"int32"):
+        random.normal(knp.zeros(2, np.int32))
+    with pytest.raises(TypeError, match=r"kiln.random.split: invalid PRNG key data: expected an array with at least "
+                                        r"one dimension"):
+        random.split(knp.uint32(0))
+    with pytest.raises(TypeError, match=r"kiln.random.normal: expected a PRNG key \(from kiln.random.key or "
+                                        r"kiln.random.PRNGKey\), got list"):
+        random.normal([0, 0])
+    with pytest.raises(ValueError, match=r"kiln.random.split: accepts a single key, but was given a key array of "
+                                         r"shape \(2,\) != \(\). Use kiln.vmap for batching."):
+        random.split(random.split(random.key(0)))
+    with pytest.raises(ValueError, match=r"kiln.random.uniform: accepts a single key, but was given a key array of "
+                                         r"shape \(2, 2\)"):
+        random.uniform(random.key_data(random.split(random.key(0))))
+
+
+def test_split_and_fold_in_keep_the_kind_of_key():
+    typed, raw = random.key(0), random.PRNGKey(0)
+    assert isinstance(random.split(typed), random.KeyArray)
+    r = random.split(raw)
+    assert isinstance(r, kiln.Array) and r.shape == (2, 2) and r.dtype == np.uint32
+    np.testing.assert_array_equal(np.asarray(r), data(random.split(typed)))
+    assert random.split(typed, 5).shape == (5,) and random.split(typed, (2, 3)).shape == (2, 3)
+    assert random.split(typed, 0).shape == (0,)
+    f = random.fold_in(raw, 7)
+    assert isinstance(f, kiln.Array) and f.shape == (2,)
+    np.testing.assert_array_equal(np.asarray(f), data(random.fold_in(typed, 7)))
+    np.testing.assert_array_equal(data(random.fold_in(typed, np.int32(-1))), data(random.fold_in(typed, 2 ** 32 - 1)))
+    # partitionable mode: key i of a split depends on i only (a split into 3 extends a split into 2)
+    np.testing.assert_array_equal(data(random.split(typed, 3))[:2], data(random.split(typed, 2)))
+    kiln.config.update("threefry_partitionable", False)
+    assert not np.array_equal(data(random.split(typed, 3))[:2], data(random.split(typed, 2)))
+
+
+def test_split_and_fold_in_errors():
+    k = random.key(0)
+    with pytest.raises(ValueError, match="kiln.random.split: num must be non-negative, got -1"):
+        random.split(k, -1)
+    with pytest.raises(ValueError, match=r"kiln.random.split: num must not have negative dimensions, got \(2, -3\)"):
+        random.split(k, (2, -3))
+    with pytest.raises(TypeError, match="kiln.random.split: num must be an int or a tuple of ints, got float 2.0"):
+        random.split(k, 2.0)
+    with pytest.raises(OverflowError, match="kiln.random.fold_in: data -1 is out of bounds for uint32"):
+        random.fold_in(k, -1)
+    with pytest.raises(TypeError, match=r"kiln.random.fold_in: accepts a scalar, but was given an array of shape "
+                                        r"\(2,\)"):
+        random.fold_in(k, np.array([1, 2]))
+    with pytest.raises(ValueError, match="kiln.random.bits: dtype must be an unsigned integer dtype, got int32"):
+        random.bits(k, (2,), np.int32)
+
+
+# -- key arrays as arrays -------------------------------------------------------------------------------
+
+def test_indexing_reshaping_iterating():
+    keys = random.split(random.key(1), 6)
+    raw = data(keys)
+    assert len(keys) == 6
+    np.testing.assert_array_equal(data(keys[2]), raw[2])
+    np.testing.assert_array_equal(data(keys[-1]), raw[5])
+    np.testing.assert_array_equal(data(keys[1:4]), raw[1:4])
+    np.testing.assert_array_equal(data(keys[...]), raw)
+    np.testing.assert_array_equal(data(keys[None]), raw[None])
+    grid = keys.reshape(2, 3)
+    assert grid.shape == (2, 3) and keys.reshape((3, -1)).shape == (3, 2)
+    np.testing.assert_array_equal(data(grid[1, 2]), raw[5])
+    np.testing.assert_array_equal(data(grid[:, 1]), raw.reshape(2, 3, 2)[:, 1])
+    np.testing.assert_array_equal(data(grid.T), raw.reshape(2, 3, 2).transpose(1, 0, 2))
+    np.testing.assert_array_equal(data(grid.swapaxes(0, 1)), raw.reshape(2, 3, 2).transpose(1, 0, 2))
+    np.testing.assert_array_equal(data(grid.ravel()), raw)
+    np.testing.assert_array_equal(data(keys.reshape(1, 6).squeeze()), raw)
+    np.testing.assert_array_equal(data(keys.take(np.array([4, 0]))), raw[[4, 0]])
+    a, b, *rest = keys
+    np.testing.assert_array_equal(data(b), raw[1])
+    assert len(rest) == 4 and all(r.shape == () for r in rest)
+    k = random.key(0)
+    with pytest.raises(TypeError, match=r"len\(\) of a 0-d key array"):
+        len(k)
+    with pytest.raises(TypeError, match="iteration over of a 0-d key array"):
+        iter(k)
+    with pytest.raises(IndexError, match="too many indices for a key array: it has 1 dimension"):
+        keys[0, 0]
+    with pytest.raises(ValueError, match=r"cannot reshape a key array of shape \(6,\) \(size 6\) into shape \(4,\)"):
+        keys.reshape(4)
+
+
+def test_equality_but_no_arithmetic():
+    k1, k2 = random.split(random.key(0))
+    assert bool(k1 == k1) and not bool(k1 == k2) and bool(k1 != k2)
+    np.testing.assert_array_equal(np.asarray(random.split(k1) == random.split(k1)), [True, True])
+    for op in [lambda: k1 + k2, lambda: k1 * 2, lambda: 1 - k1, lambda: -k1, lambda: k1 < k2,
+               lambda: k1 ^ k2, lambda: knp.ones(()) + k1]:
+        with pytest.raises(TypeError, match="PRNG key arrays .dtype key<fry>. have no arithmetic"):
+            op()
+    with pytest.raises(TypeError, match=r"unsupported operand for \+: PRNG key arrays"):
+        k1 + 1
+    with pytest.raises(TypeError, match="cannot be converted to a NumPy array; use kiln.random.key_data"):
+        np.asarray(k1)
+    with pytest.raises(TypeError, match="cannot be converted to a Python bool"):
+        bool(k1)
+    with pytest.raises(TypeError, match="unhashable"):
+        hash(k1)
+    with pytest.raises(TypeError, match="cannot compare a key array with int"):
+        k1 == 0  # noqa: B015
+
+
+# -- keys through transformations and pytrees ---------------------------------------------------------------
+
+def test_keys_through_jit():
+    k = random.key(0)
+    split = kiln.jit(lambda k: random.split(k))
+    for _ in range(3):  # the first call traces; later ones take the fast dispatch path
+        out = split(k)
+        assert isinstance(out, random.KeyArray) and out.shape == (2,)
+        np.testing.assert_array_equal(data(out), [[1797259609, 2579123966], [928981903, 3453687069]])
+    raw = kiln.jit(lambda k: random.split(k, 3))(random.PRNGKey(0))
+    assert isinstance(raw, kiln.Array) and raw.shape == (3, 2)
+    pair = kiln.jit(lambda k: (k, random.fold_in(k, 7)))(k)
+    assert isinstance(pair[0], random.KeyArray)
+    np.testing.assert_array_equal(data(pair[1]), [2716826189, 292468403])
+
+
+def test_keys_through_vmap_scan_and_pytrees():
+    keys = random.split(random.key(7), 4)
+    got = kiln.vmap(lambda k: random.key_data(random.fold_in(k, 3)))(keys)
+    np.testing.assert_array_equal(np.asarray(got), np.stack([data(random.fold_in(k, 3)) for k in keys]))
+    out = kiln.vmap(random.split)(keys)
+    assert isinstance(out, random.KeyArray) and out.shape == (4, 2)
+    np.testing.assert_array_equal(data(out[2]), data(random.split(keys[2])))
+
+    def step(key, _):
+        key, sub = random.split(key)
+        return key, random.bits(sub)
+    final, ys = kiln.lax.scan(step, random.key(0), None, length=3)
+    key, want = random.key(0), []
+    for _ in range(3):
+        key, sub = random.split(key)
+        want.append(int(random.bits(sub)))
+    assert isinstance(final, random.KeyArray)
+    np.testing.assert_array_equal(np.asarray(ys), want)
+    np.testing.assert_array_equal(data(final), data(key))
+    _, per_key = kiln.lax.scan(lambda c, k: (c, random.bits(k)), 0, keys)
+    np.testing.assert_array_equal(np.asarray(per_key), [int(random.bits(k)) for k in keys])
+
+    leaves, tree = kiln.tree_util.tree_flatten({"k": keys, "x": 1.0})
+    assert len(leaves) == 2 and leaves[0].shape == (4, 2)
+    back = kiln.tree_util.tree_unflatten(tree, leaves)
+    assert isinstance(back["k"], random.KeyArray)
+    moved = kiln.device_put({"k": random.key(1)})
+    assert isinstance(moved["k"], random.KeyArray)
+
+
+def test_keys_as_non_differentiable_arguments_of_grad():
+    k = random.key(0)
+
+    def loss(w, key):
+        return knp.sum((w * random.normal(key, (3,))) ** 2)
+    eps = np.asarray(random.normal(k, (3,)))
+    want = 2 * np.ones(3, np.float32) * eps ** 2
+    np.testing.assert_allclose(np.asarray(kiln.grad(loss)(knp.ones(3), k)), want, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(kiln.jit(kiln.grad(loss))(knp.ones(3), k)), want, rtol=1e-6)
+    # a reparameterised sample: d/dmu (mu + sigma * eps) = 1, d/dsigma = eps
+    g = kiln.grad(lambda p, key: knp.sum(p[0] + p[1] * random.normal(key, (3,))))((1.0, 2.0), k)
+    np.testing.assert_allclose([float(g[0]), float(g[1])], [3.0, eps.sum()], rtol=1e-6)
