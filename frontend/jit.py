@@ -567,3 +567,10 @@ def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
             return jitted(*args, **kwargs)
         return call
     return wrap
+
+
+def explain_cache_misses(enabled: bool = True):
+    """``with kiln.explain_cache_misses(): ...`` warns, whenever a jitted function is traced again,
+    which part of its cache key changed (argument structure, shapes/dtypes, static arguments, config
+    flags or device). Same as the ``explain_cache_misses`` config flag."""
+    return config.override("explain_cache_misses", enabled)

@@ -21,7 +21,7 @@ from kiln.frontend.errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
-from kiln.frontend.jit import jit, make_ir
+from kiln.frontend.jit import explain_cache_misses, jit, make_ir
 from kiln.frontend.placement import (
     block_until_ready,
     default_backend,
@@ -39,7 +39,8 @@ __all__ = [
     "Array", "BackendError", "ConcretizationTypeError", "CustomDerivativeError", "DeletedBufferError", "Device",
     "DeviceError", "KilnError", "ShapedArray", "TracerArrayConversionError", "TracerBoolConversionError",
     "TracerIntegerConversionError", "UnexpectedTracerError", "block_until_ready", "checkpoint", "config",
-    "custom_jvp", "custom_vjp", "default_backend", "device_count", "device_get", "device_put", "devices", "grad",
-    "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize", "local_devices", "make_ir", "nn", "numpy",
-    "random", "remat", "scipy", "tree_util", "value_and_grad", "vjp", "vmap",
+    "custom_jvp", "custom_vjp", "default_backend", "device_count", "device_get", "device_put", "devices",
+    "explain_cache_misses", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",
+    "local_devices", "make_ir", "nn", "numpy", "random", "remat", "scipy", "tree_util", "value_and_grad", "vjp",
+    "vmap",
 ]
