@@ -203,7 +203,12 @@ class JittedFunction:
             return None
         sharding = device._sharding
         exe = compiled.executable
-        _, out_treedef = runtime.fastpath.flatten(out)
+        out_leaves, out_treedef = runtime.fastpath.flatten(out)
+        # The C++ unflattens the executable's outputs with this tree: it must see exactly those arrays
+        # (a pytree type it does not know would look like one leaf).
+        bufs = {id(a._buf) for a in tree_util.tree_leaves(out) if type(a) is Array}
+        if len(out_leaves) != len(exe.out_avals) or not all(id(b) in bufs for b in out_leaves):
+            return None
         return runtime.fastpath.FastPath(
             exe._exe, out_treedef, [sharding] * len(leaves), [sharding] * len(exe.out_avals), exe.out_avals,
             [True] * len(exe.out_avals), compiled.kept, entry.const_buffers)

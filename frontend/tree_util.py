@@ -187,6 +187,9 @@ def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple[Ite
                          "as a pytree node type")
     _registry[nodetype] = _NodeType(nodetype, flatten_func, unflatten_func,
                                     flatten_with_keys_func, custom=True)
+    # Mirrored into jaxlib's C++ registry, so jit's C++ dispatch flattens it the same way.
+    from kiln.runtime import fastpath
+    fastpath.register_node(nodetype, flatten_func, unflatten_func)
 
 
 def register_pytree_node_class(cls: type) -> type:

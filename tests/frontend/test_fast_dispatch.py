@@ -92,3 +92,34 @@ def test_closed_over_arrays_stay_in_cpp(count_misses, capfd):
         np.testing.assert_array_equal(f(x), [2.0, 3.0])
     assert len(count_misses) == 1
     assert "expected" not in capfd.readouterr().err  # no failed launch fell back behind the scenes
+
+
+class _Pair:
+    def __init__(self, a, b):
+        self.a, self.b = a, b
+
+
+kiln.tree_util.register_pytree_node(_Pair, lambda p: ((p.a, p.b), None), lambda aux, ch: _Pair(*ch))
+
+
+class _Unregistered:
+    def __init__(self, value):
+        self.value = value
+
+
+def test_registered_pytree_classes_in_and_out(count_misses):
+    f = kiln.jit(lambda p: _Pair(p.b, p.a * 2))
+    p = _Pair(knp.ones(2), knp.zeros(3))
+    for _ in range(3):
+        out = f(p)
+        assert isinstance(out, _Pair)
+        np.testing.assert_array_equal(out.a, np.zeros(3))
+        np.testing.assert_array_equal(out.b, np.full(2, 2.0))
+    assert len(count_misses) == 1
+
+
+def test_static_objects_still_correct():
+    f = kiln.jit(lambda x, u: x * u.value, static_argnums=1)
+    u = _Unregistered(3.0)  # hashable by identity: a valid static argument
+    for _ in range(3):
+        np.testing.assert_array_equal(f(knp.ones(2), u), np.full(2, 3.0))
