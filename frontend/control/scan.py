@@ -206,28 +206,39 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     length = p["length"]
     nres = split.num_residuals
     known, unknown = split.known, split.unknown
-    # Known scan: (known consts, known carry, known xs) -> (known carry, known ys, stacked residuals).
-    n_kc, n_kk = c_u.count(False), k_u.count(False)
-    known_body = ClosedIR(IR([], known.invars, known.eqns, known.outvars), [])
     inputs = eqn.inputs
     ins_c, ins_k, ins_x = _split3(inputs, nc, nk)
-    res_avals = [v.aval for v in known.outvars[len(known.outvars) - nres:]]
-    res_vars = [Var(a.update(shape=(length,) + a.shape)) for a in res_avals]
+    # Residuals that are the scan's own (known) consts are loop-invariant: the linear scan takes the
+    # outer value as a const instead of a per-step stacked copy.
+    n_known_out = len(known.outvars) - nres
+    residuals = known.outvars[n_known_out:]
+    const_pos = {v: i for i, v in enumerate(body.ir.invars[:nc]) if not c_u[i]}
+    invariant = [isinstance(r, Var) and r in const_pos for r in residuals]
+    # Known scan: (known consts, known carry, known xs) -> (known carry, known ys, stacked residuals).
+    n_kc, n_kk = c_u.count(False), k_u.count(False)
+    known_body = ClosedIR(IR([], known.invars, known.eqns, known.outvars[:n_known_out]
+                             + [r for r, inv in zip(residuals, invariant) if not inv]), [])
+    res_vars = [Var(r.aval.update(shape=(length,) + r.aval.shape)) for r, inv in zip(residuals, invariant) if not inv]
     outs_c, outs_y = eqn.outputs[:nk], eqn.outputs[nk:]
     known_eqn = Eqn(scan_p, [a for a, u in zip(ins_c, c_u) if not u] + [a for a, u in zip(ins_k, k_u) if not u]
                     + [a for a, u in zip(ins_x, x_u) if not u],
                     [v for v, u in zip(outs_c, k_u) if not u] + [v for v, u in zip(outs_y, y_u) if not u] + res_vars,
                     {**p, "body": known_body, "num_consts": n_kc, "num_carry": n_kk})
-    # Unknown scan: consts = unknown consts, carry = unknown carry, xs = residuals + unknown xs.
+    # Unknown scan: consts = unknown consts + invariant residuals, carry = unknown carry,
+    # xs = stacked residuals + unknown xs.
     u_in = unknown.invars
     res_in, rest = u_in[:nres], u_in[nres:]
     n_uc, n_uk = c_u.count(True), k_u.count(True)
     u_consts, u_carry, u_xs = rest[:n_uc], rest[n_uc:n_uc + n_uk], rest[n_uc + n_uk:]
-    unknown_body = ClosedIR(IR([], u_consts + u_carry + res_in + u_xs, unknown.eqns, unknown.outvars), [])
-    unknown_eqn = Eqn(scan_p, [a for a, u in zip(ins_c, c_u) if u] + [a for a, u in zip(ins_k, k_u) if u]
+    inv_in = [v for v, inv in zip(res_in, invariant) if inv]
+    stacked_in = [v for v, inv in zip(res_in, invariant) if not inv]
+    inv_outer = [ins_c[const_pos[r]] for r, inv in zip(residuals, invariant) if inv]
+    unknown_body = ClosedIR(IR([], u_consts + inv_in + u_carry + stacked_in + u_xs, unknown.eqns, unknown.outvars),
+                            [])
+    unknown_eqn = Eqn(scan_p, [a for a, u in zip(ins_c, c_u) if u] + inv_outer + [a for a, u in zip(ins_k, k_u) if u]
                       + res_vars + [a for a, u in zip(ins_x, x_u) if u],
                       [v for v, u in zip(outs_c, k_u) if u] + [v for v, u in zip(outs_y, y_u) if u],
-                      {**p, "body": unknown_body, "num_consts": n_uc, "num_carry": n_uk})
+                      {**p, "body": unknown_body, "num_consts": n_uc + len(inv_in), "num_carry": n_uk})
     return [known_eqn], [unknown_eqn], k_u + y_u
 
 
