@@ -52,6 +52,8 @@ def convert(x: Any, dtype: np.dtype, weak: bool) -> Any:
 
 def promote_dtypes(fname: str, *args: Any) -> list[Any]:
     """Convert all arguments to their common dtype (JAX's promotion lattice)."""
+    if _same_dtypes(args):  # nothing to promote: the common case, on the eager hot path
+        return list(args)
     check_arraylike(fname, *args)
     dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     try:
@@ -79,6 +81,17 @@ def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
     if len(keep) != aval.ndim:
         x = lax.reshape(x, tuple(aval.shape[i] for i in keep))
     return lax.broadcast_in_dim(x, shape, tuple(nlead + i for i in keep))
+
+
+def _same_dtypes(args: tuple) -> bool:
+    """All arguments kiln arrays (or tracers) of one dtype and weak-type flag."""
+    if not args or type(args[0]) not in _ARRAY_TYPES:
+        return False
+    aval = args[0].aval
+    for a in args[1:]:
+        if type(a) not in _ARRAY_TYPES or a.aval.dtype != aval.dtype or a.aval.weak_type != aval.weak_type:
+            return False
+    return True
 
 
 def _same_avals(args: tuple) -> bool:
