@@ -83,6 +83,17 @@ def _opt_shape(fname: str, shape: Any) -> tuple[int, ...] | None:
     return None if shape is None else K.canonical_shape(fname, shape)
 
 
+def _sample_shape(fname: str, shape: Any, *params: Any) -> tuple[int, ...]:
+    """The output shape: ``shape``, which the parameters must broadcast to, or when it is None the
+    parameters' broadcast shape (as JAX)."""
+    shape = _opt_shape(fname, shape)
+    param_shapes = [_shape_of(p) for p in params]
+    if shape is None:
+        return _broadcast_shapes(fname, *param_shapes)
+    _check_shape(fname, shape, *param_shapes)
+    return shape
+
+
 def _key_at(keys_data: Any, i: int) -> Any:
     """Key ``i`` of raw key data of shape ``(n, 2)``."""
     return lax.reshape(lax.slice(keys_data, (i, 0), (i + 1, 2)), (2,))
@@ -206,11 +217,7 @@ def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | No
     """Standard normal values truncated to the open interval ``(lower, upper)``."""
     data, _ = K.check_key("truncated_normal", key)
     dtype = _float_dtype("truncated_normal", dtype)
-    shape = _opt_shape("truncated_normal", shape)
-    if shape is None:
-        shape = _broadcast_shapes("truncated_normal", _shape_of(lower), _shape_of(upper))
-    else:
-        _check_shape("truncated_normal", shape, _shape_of(lower), _shape_of(upper))
+    shape = _sample_shape("truncated_normal", shape, lower, upper)
     return _truncated_normal(data, lower, upper, shape, dtype)
 
 
@@ -590,12 +597,7 @@ def _param_sampler(name: str, fn):
     def sample(key: Any, param: Any, shape: Sequence[int] | None, dtype: Any) -> Any:
         data, _ = K.check_key(name, key)
         dtype = _float_dtype(name, dtype)
-        shape = _opt_shape(name, shape)
-        if shape is None:
-            shape = _shape_of(param)
-        else:
-            _check_shape(name, shape, _shape_of(param))
-        return impl(data, param, shape, dtype)
+        return impl(data, param, _sample_shape(name, shape, param), dtype)
     return sample
 
 
@@ -659,11 +661,7 @@ def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any =
     """Geometric values: the number of trials up to the first success of probability ``p`` (integers)."""
     data, _ = K.check_key("geometric", key)
     dtype = _int_dtype("geometric", dtype)
-    shape = _opt_shape("geometric", shape)
-    if shape is None:
-        shape = _shape_of(p)
-    else:
-        _check_shape("geometric", shape, _shape_of(p))
+    shape = _sample_shape("geometric", shape, p)
     p = knp.asarray(p)
     if not dtypes.is_inexact(p.dtype):
         p = p.astype(dtypes.default_float_dtype())
@@ -698,11 +696,7 @@ def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Sequence[int] 
     """Triangular values on ``[left, right]`` with the peak at ``mode``."""
     data, _ = K.check_key("triangular", key)
     dtype = _float_dtype("triangular", dtype)
-    shape = _opt_shape("triangular", shape)
-    if shape is None:
-        shape = _broadcast_shapes("triangular", _shape_of(left), _shape_of(mode), _shape_of(right))
-    else:
-        _check_shape("triangular", shape, _shape_of(left), _shape_of(mode), _shape_of(right))
+    shape = _sample_shape("triangular", shape, left, mode, right)
     return _triangular(data, left, mode, right, shape, dtype)
 
 
@@ -875,12 +869,7 @@ def _gamma(data, a, shape, dtype, log_space):
 def _gamma_public(fname: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool) -> Any:
     data, _ = K.check_key(fname, key)
     dtype = _float_dtype(fname, dtype)
-    shape = _opt_shape(fname, shape)
-    if shape is None:
-        shape = _shape_of(a)
-    else:
-        _check_shape(fname, shape, _shape_of(a))
-    return _gamma(data, a, shape, dtype, log_space)
+    return _gamma(data, a, _sample_shape(fname, shape, a), dtype, log_space)
 
 
 def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
@@ -897,11 +886,7 @@ def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any 
     """Chi-square values with ``df`` degrees of freedom (``2 * gamma(df / 2)``)."""
     data, _ = K.check_key("chisquare", key)
     dtype = _float_dtype("chisquare", dtype)
-    shape = _opt_shape("chisquare", shape)
-    if shape is None:
-        shape = _shape_of(df)
-    else:
-        _check_shape("chisquare", shape, _shape_of(df))
+    shape = _sample_shape("chisquare", shape, df)
     return _chisquare(data, df, shape, dtype)
 
 
@@ -938,11 +923,7 @@ def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None, dtype: An
     """Beta values with parameters ``a`` and ``b`` (from two log-gamma draws)."""
     data, _ = K.check_key("beta", key)
     dtype = _float_dtype("beta", dtype)
-    shape = _opt_shape("beta", shape)
-    if shape is None:
-        shape = _broadcast_shapes("beta", _shape_of(a), _shape_of(b))
-    else:
-        _check_shape("beta", shape, _shape_of(a), _shape_of(b))
+    shape = _sample_shape("beta", shape, a, b)
     return _beta(data, a, b, shape, dtype)
 
 
@@ -1063,10 +1044,6 @@ def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None, dtype: Any =
     """Poisson values with rate ``lam`` (integer ``dtype``, default int32 / int64 with x64)."""
     data, _ = K.check_key("poisson", key)
     dtype = _int_dtype("poisson", dtype)
-    shape = _opt_shape("poisson", shape)
-    if shape is None:
-        shape = _shape_of(lam)
-    else:
-        _check_shape("poisson", shape, _shape_of(lam))
+    shape = _sample_shape("poisson", shape, lam)
     lam = knp.broadcast_to(knp.asarray(lam), shape).astype(dtypes.float32)
     return _poisson(data, lam, shape, dtype)
