@@ -78,6 +78,20 @@ def _trace_body(owner, args: tuple, nondiff_argnums: tuple[int, ...]):
     return call_body(closed), closed.consts, flat, _Call(owner, nondiff, in_tree, out_tree_box[0])
 
 
+def _call_custom(owner, prim: Primitive, kind: str, missing: str | None, args: tuple, kwargs: dict):
+    """Call a custom-derivative function: run it plainly outside any trace, else record one equation."""
+    name = owner.__name__
+    if kwargs:
+        raise TypeError(f"kiln.{kind} function {name} takes positional arguments only")
+    if missing is not None:
+        raise TypeError(f"kiln.{kind} function {name} " + missing.format(name=name))
+    if current_builder() is None:
+        return owner.fun(*args)  # no transformation is active: just run it
+    body, consts, flat, call = _trace_body(owner, args, owner.nondiff_argnums)
+    outs = prim.bind(*consts, *flat, body=body, rule=call, name=name)
+    return tree_util.tree_unflatten(call.out_tree, outs)
+
+
 class custom_jvp:
     """A function with a user-defined JVP (forward-mode derivative), as ``jax.custom_jvp``.
 
@@ -117,16 +131,8 @@ class custom_jvp:
         self.jvp = jvp
 
     def __call__(self, *args, **kwargs):
-        if kwargs:
-            raise TypeError(f"kiln.custom_jvp function {self.__name__} takes positional arguments only")
-        if self.jvp is None:
-            raise TypeError(f"kiln.custom_jvp function {self.__name__} has no JVP rule: call "
-                            f"{self.__name__}.defjvp(rule) first")
-        if current_builder() is None:
-            return self.fun(*args)  # no transformation is active: just run it
-        body, consts, flat, call = _trace_body(self, args, self.nondiff_argnums)
-        outs = custom_jvp_call_p.bind(*consts, *flat, body=body, rule=call, name=self.__name__)
-        return tree_util.tree_unflatten(call.out_tree, outs)
+        missing = "has no JVP rule: call {name}.defjvp(rule) first" if self.jvp is None else None
+        return _call_custom(self, custom_jvp_call_p, "custom_jvp", missing, args, kwargs)
 
 
 def _check_like(where: str, got: Any, expected: Sequence[ShapedArray], tree_got, tree_expected) -> None:
@@ -180,16 +186,8 @@ class custom_vjp:
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args, **kwargs):
-        if kwargs:
-            raise TypeError(f"kiln.custom_vjp function {self.__name__} takes positional arguments only")
-        if self.fwd is None:
-            raise TypeError(f"kiln.custom_vjp function {self.__name__} has no VJP rule: call "
-                            f"{self.__name__}.defvjp(fwd, bwd) first")
-        if current_builder() is None:
-            return self.fun(*args)
-        body, consts, flat, call = _trace_body(self, args, self.nondiff_argnums)
-        outs = custom_vjp_call_p.bind(*consts, *flat, body=body, rule=call, name=self.__name__)
-        return tree_util.tree_unflatten(call.out_tree, outs)
+        missing = "has no VJP rule: call {name}.defvjp(fwd, bwd) first" if self.fwd is None else None
+        return _call_custom(self, custom_vjp_call_p, "custom_vjp", missing, args, kwargs)
 
 
 class _Lin:

@@ -16,9 +16,7 @@ from .transpose import is_undefined, transpose_rules
 U, B = ew.unary_prims, ew.binary_prims
 
 
-def _full_like(x, value):
-    aval = abstractify(x)
-    return lax.broadcast_in_dim(lax.literal(value, aval.dtype, aval.weak_type), aval.shape, ())
+_full_like = lax.full_like
 
 
 def _mul_t(t, factor):
@@ -36,15 +34,17 @@ for _p in [ew.stop_gradient_p, U["sign"], U["floor"], U["ceil"], U["not"], U["is
 
 
 # -- unary elementwise ---------------------------------------------------------------------------
-def _unary(name, deriv):
-    """JVP rule ``t * deriv(x, out)``."""
-    prim = U[name]
-
+def unary_jvp(prim, deriv) -> None:
+    """Register the JVP rule ``t * deriv(x, out)`` of the unary primitive ``prim``."""
     def rule(primals, tangents):
         (x,), (t,) = primals, tangents
         out = prim.bind(x)
         return out, lax.mul(t, deriv(x, out))
     jvp_rules[prim] = rule
+
+
+def _unary(name, deriv):
+    unary_jvp(U[name], deriv)
 
 
 _unary("exp", lambda x, y: y)

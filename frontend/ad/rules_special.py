@@ -9,6 +9,7 @@ from .. import lax
 from ..lax import special as sp
 from ..tracing import abstractify
 from .jvp import jvp_rules, non_differentiable
+from .rules import unary_jvp
 from .tangents import Zero, instantiate
 from .transpose import is_undefined, transpose_rules
 
@@ -17,20 +18,11 @@ S = sp.special_unary_prims
 non_differentiable.update({S["population_count"], S["clz"], sp.bitcast_convert_type_p})
 
 
-def _full_like(x, value):
-    aval = abstractify(x)
-    return lax.broadcast_in_dim(lax.literal(value, aval.dtype, aval.weak_type), aval.shape, ())
+_full_like = lax.full_like
 
 
 def _unary(name, deriv):
-    """JVP rule ``t * deriv(x, out)`` for the unary primitive ``name``."""
-    prim = S[name]
-
-    def rule(primals, tangents):
-        (x,), (t,) = primals, tangents
-        out = prim.bind(x)
-        return out, lax.mul(t, deriv(x, out))
-    jvp_rules[prim] = rule
+    unary_jvp(S[name], deriv)
 
 
 def _one_minus_sq(x):

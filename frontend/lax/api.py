@@ -283,3 +283,9 @@ def stop_gradient(x):
             return ew.stop_gradient_p.bind(leaf)
         return leaf
     return tree_util.tree_map(stop, x)
+
+
+def full_like(x, fill_value):
+    """An array of ``x``'s shape, dtype and weak type filled with the scalar ``fill_value``."""
+    aval = abstractify(x)
+    return broadcast_in_dim(literal(fill_value, aval.dtype, aval.weak_type), aval.shape, ())
