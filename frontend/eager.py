@@ -64,12 +64,8 @@ def _cpp_miss(prim, params: dict, *args):
     device = compiled.device
     if not all(type(a) is Array and a._device is device for a in args):
         return out, None
-    exe = compiled.executable
-    sharding = device._sharding
     _, out_treedef = fastpath.flatten(out)
-    n_out = len(exe.out_avals)
-    return out, fastpath.FastPath(exe._exe, out_treedef, [sharding] * len(args), [sharding] * n_out, exe.out_avals,
-                                  [True] * n_out, [True] * len(args), [])
+    return out, fastpath.record(compiled.executable, out_treedef, (), [True] * len(args))
 
 
 def _apply(prim, args: Sequence[Any], params: dict) -> tuple[Any, dispatch.Compiled, bool]:

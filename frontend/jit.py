@@ -198,10 +198,9 @@ class JittedFunction:
             return None
         compiled = entry.compiled
         n_consts = len(entry.closed.ir.constvars)
-        # The C++ passes const_args ahead of the arguments and filters both with one kept-bit vector.
+        # The C++ passes every const_arg ahead of the arguments: only when XLA kept all of them.
         if not all(compiled.kept[:n_consts]):
             return None
-        sharding = device._sharding
         exe = compiled.executable
         out_leaves, out_treedef = runtime.fastpath.flatten(out)
         # The C++ unflattens the executable's outputs with this tree: it must see exactly those arrays
@@ -209,9 +208,7 @@ class JittedFunction:
         bufs = {id(a._buf) for a in tree_util.tree_leaves(out) if type(a) is Array}
         if len(out_leaves) != len(exe.out_avals) or not all(id(b) in bufs for b in out_leaves):
             return None
-        return runtime.fastpath.FastPath(
-            exe._exe, out_treedef, [sharding] * len(leaves), [sharding] * len(exe.out_avals), exe.out_avals,
-            [True] * len(exe.out_avals), compiled.kept, entry.const_buffers)
+        return runtime.fastpath.record(exe, out_treedef, entry.const_buffers, compiled.kept[n_consts:])
 
     def _call(self, *args, **kwargs):
         if config.disable_jit:

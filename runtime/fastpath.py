@@ -93,12 +93,23 @@ _FastPathData = collections.namedtuple("_FastPathData", [
     "kept_var_bitvec", "in_device_local_layouts", "const_args"])
 
 
-def FastPath(executable: Any, out_treedef: Any, in_shardings: Sequence[Any], out_shardings: Sequence[Any],
-             out_avals: Sequence[Any], out_committed: Sequence[bool], kept: Sequence[bool],
-             const_args: Sequence[Any]) -> Any:
-    """What the C++ needs to run one signature without Python."""
-    return _FastPathData(executable, out_treedef, list(in_shardings), list(out_shardings), list(out_avals),
-                         list(out_committed), list(kept), [None] * len(in_shardings), list(const_args))
+def record(executable: Any, out_treedef: Any, const_args: Sequence[Any], kept_args: Sequence[bool]) -> Any:
+    """What the C++ needs to run one signature of ``executable`` (a :class:`~kiln.runtime.Executable`)
+    without Python.
+
+    ``const_args`` are buffers the executable takes ahead of the call's arguments (every one of them
+    is passed); ``kept_args`` says, for each flattened argument, whether the executable takes it.
+    The C++ prepends ``const_args`` to the arguments, filters both with one kept-bit vector, and reads
+    one input sharding and one input layout per *kept* position: those two lists must be exactly that
+    long (shorter lists are read past their end, which crashed the process).
+    """
+    kept = [True] * len(const_args) + [bool(k) for k in kept_args]
+    n_in = sum(kept)
+    sharding = executable.device._sharding
+    out_avals = list(executable.out_avals)
+    n_out = len(out_avals)
+    return _FastPathData(executable._exe, out_treedef, [sharding] * n_in, [sharding] * n_out, out_avals,
+                         [True] * n_out, kept, [None] * n_in, list(const_args))
 
 
 def make_function(name: str, cache_miss: Callable, static_argnums: Sequence[int],

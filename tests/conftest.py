@@ -9,8 +9,13 @@
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
+import textwrap
 
 import pytest
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 TEST_BACKEND = os.environ.get("KILN_TEST_BACKEND", "").strip() or None
 
@@ -52,3 +57,33 @@ def _restore_kiln_config():
         for name, value in saved.items():
             if getattr(config, name) != value:
                 config.update(name, value)
+
+
+def run_python(code: str, env: dict[str, str] | None = None, check: bool = True,
+               cwd: str | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run ``code`` in a fresh interpreter (fresh backends) with extra environment variables.
+
+    Tests that could crash the interpreter (a segfault, an abort inside XLA) or hang run their code
+    this way, so that a crash or a hang fails one test instead of killing the test run.
+    """
+    full_env = dict(os.environ)
+    for k in ("KILN_PLATFORMS", "KILN_NUM_CPU_DEVICES", "KILN_PJRT_PLUGINS", "KILN_FORCE_PLUGIN_LOAD"):
+        full_env.pop(k, None)
+    full_env.update(env or {})
+    try:
+        proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], env=full_env, cwd=cwd or REPO,
+                              capture_output=True, text=True, timeout=timeout)
+    except subprocess.TimeoutExpired as e:
+        raise AssertionError(f"subprocess did not finish in {timeout} s (a hang?)\nstdout:\n{e.stdout}\n"
+                             f"stderr:\n{e.stderr}") from None
+    if check and proc.returncode != 0:
+        raise AssertionError(f"subprocess failed (rc={proc.returncode})\nstdout:\n{proc.stdout}\n"
+                             f"stderr:\n{proc.stderr}")
+    return proc
+
+
+@pytest.fixture(scope="session")
+def run_py():
+    """``run_py(code, env=None, check=True, timeout=300)``: run code in a fresh interpreter (see
+    :func:`run_python`)."""
+    return run_python
