@@ -155,6 +155,12 @@ def compile_ir(ir: IR, device: runtime.Device, *, donated: Sequence[bool] = (),
                keep_unused: bool = False) -> Compiled:
     """Lower ``ir`` to StableHLO and compile it for ``device``."""
     lowered = lower_ir(ir, donated=donated, keep_unused=keep_unused, device=device)
+    return compile_lowered(ir, lowered, device, num_donated=sum(bool(d) for d in donated))
+
+
+def compile_lowered(ir: IR, lowered: lowering.LoweredModule, device: runtime.Device,
+                    num_donated: int = 0) -> Compiled:
+    """Compile the StableHLO module ``lowered`` (of ``ir``) for ``device``."""
     out_types = [(a.shape, a.dtype) for a in lowered.out_avals]
-    exe = runtime.compile(lowered.module, device, out_types, num_donated=sum(bool(d) for d in donated))
+    exe = runtime.compile(lowered.module, device, out_types, num_donated=num_donated)
     return Compiled(exe, lowered, [v.aval for v in ir.outvars], lowered.kept_inputs, device)

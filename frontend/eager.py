@@ -2,8 +2,10 @@
 from __future__ import annotations
 
 import functools
+import weakref
 from typing import Any, Sequence
 
+from kiln import runtime
 from kiln.runtime import fastpath
 
 from . import dispatch
@@ -12,10 +14,24 @@ from .errors import KilnError
 from .ir import IR, Eqn, Var
 from .tracing import abstractify
 
-# (primitive, parameters, argument avals, device) -> Compiled. Bounded: parameters that hold sub-IRs
-# (a scan of a fresh lambda, say) make new keys on every call, and each entry keeps an executable alive.
-_cache: dict[Any, dispatch.Compiled] = {}
-_CACHE_SIZE = 4096
+# Bytes of executables the eager caches may keep (least recently used go first).
+EAGER_CACHE_BYTES = 128 << 20
+
+
+def _evicted(key: Any, compiled: dispatch.Compiled) -> None:
+    # The C++ fast paths of this (primitive, parameters) hold the executable too: let them go.
+    fn = _cpp.get(key[:2])
+    if fn is not None:
+        fn._clear_cache()
+
+
+# (primitive, parameters, argument avals, device) -> Compiled, bounded in bytes: parameters that hold
+# sub-IRs (a scan of a fresh lambda, say) make new keys on every call.
+_cache = runtime.ExecutableCache(EAGER_CACHE_BYTES, size_of=lambda c: c.executable.size_estimate,
+                                 on_evict=_evicted)
+# (StableHLO text, device) -> Compiled while some entry of _cache holds it: a fresh lambda's loop that
+# lowers to a program compiled before reuses that executable instead of compiling it again.
+_by_text: "weakref.WeakValueDictionary[Any, dispatch.Compiled]" = weakref.WeakValueDictionary()
 
 
 def _params_key(params: dict) -> Any:
@@ -30,8 +46,10 @@ def one_equation_ir(prim, in_avals, params) -> IR:
     return IR([], invars, [Eqn(prim, list(invars), outvars, params)], list(outvars))
 
 
-# (primitive, parameters) -> jaxlib C++ dispatch function (see kiln.runtime.fastpath); bounded like _cache.
+# (primitive, parameters) -> jaxlib C++ dispatch function (see kiln.runtime.fastpath); bounded in count
+# (each one's fast paths keep executables that _cache also holds).
 _cpp: dict[Any, Any] = {}
+_CPP_FUNCTIONS = 4096
 
 
 def apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
@@ -47,15 +65,18 @@ def apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
         except TypeError:  # unhashable parameters: no caching at all
             return _apply(prim, args, params)[0]
         if fn is None:
-            if len(_cpp) >= _CACHE_SIZE:
+            if len(_cpp) >= _CPP_FUNCTIONS:
                 del _cpp[next(iter(_cpp))]
             fn = _cpp[key] = fastpath.make_function(prim.name, functools.partial(_cpp_miss, prim, params), (), ())
         try:
             return fn(*args)
-        except KilnError:
-            raise
-        except Exception:  # a jaxlib error from the C++ path: the Python path explains it
-            pass
+        except BaseException as e:
+            if fastpath.raised_in_miss(e):
+                fn._clear_cache()  # the C++ would keep this signature on the Python path
+                raise
+            if not isinstance(e, Exception) or isinstance(e, KilnError):
+                raise
+            # A jaxlib error from the C++ path itself: the Python path explains it.
     return _apply(prim, args, params)[0]
 
 
@@ -78,15 +99,22 @@ def _apply(prim, args: Sequence[Any], params: dict) -> tuple[Any, dispatch.Compi
     key = (prim, _params_key(params), avals, device)
     compiled = _cache.get(key)
     if compiled is None:
-        ir = one_equation_ir(prim, avals, params)  # runs the shape rule: bad input fails here
-        # keep_unused: the executable takes every argument, so dispatch needs no filtering.
-        compiled = dispatch.compile_ir(ir, device, keep_unused=True)
-        if len(_cache) >= _CACHE_SIZE:
-            del _cache[next(iter(_cache))]  # the oldest entry
-        _cache[key] = compiled
+        compiled = _cache.put(key, _compile(prim, avals, params, device))
     outs = compiled.run([a._buf if type(a) is Array and a._device is device else dispatch.to_buffer(a, device)
                          for a in args], committed)
     return (outs if prim.multiple_results else outs[0]), compiled, committed
+
+
+def _compile(prim, avals, params: dict, device) -> dispatch.Compiled:
+    ir = one_equation_ir(prim, avals, params)  # runs the shape rule: bad input fails here
+    # keep_unused: the executable takes every argument, so dispatch needs no filtering.
+    lowered = dispatch.lower_ir(ir, keep_unused=True, device=device)
+    text_key = (lowered.as_text(), device)
+    compiled = _by_text.get(text_key)
+    if compiled is None:
+        compiled = dispatch.compile_lowered(ir, lowered, device)
+        _by_text[text_key] = compiled
+    return compiled
 
 
 def clear_cache() -> None:

@@ -6,10 +6,13 @@ flags that affect tracing, and the target device.
 """
 from __future__ import annotations
 
+import collections
 import functools
 import inspect
+import threading
 import warnings
-from dataclasses import dataclass
+import weakref
+from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from kiln import runtime
@@ -46,9 +49,63 @@ class _Entry:
     committed: bool
     donated: list[bool]           # per dynamic leaf
     arg_names: list[str]
-    compiled: dispatch.Compiled | None = None
+    compiled: dispatch.Compiled | None = None   # published last, when const_buffers is set too
     const_buffers: list | None = None
     call_ir: ClosedIR | None = None  # constvars turned into leading invars, for nested calls
+    compile_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+
+# A function keeps at most this many traced signatures (least recently used go first): a function
+# called with ever new shapes must not keep every executable it ever made.
+SIGNATURES_PER_FUNCTION = 512
+
+
+class _Signatures:
+    """The traced (and compiled) signatures of one function under one set of jit options, shared by
+    every ``jit`` of that function (as JAX's caches are) and freed with the function."""
+
+    def __init__(self) -> None:
+        self.entries: collections.OrderedDict[Any, _Entry] = collections.OrderedDict()
+        self.pending: dict[Any, tuple[threading.Event, int]] = {}  # signatures being traced, by thread
+        self.lock = threading.Lock()  # guards entries and pending; never held while user code runs
+
+    def get(self, key: Any) -> _Entry | None:
+        with self.lock:
+            entry = self.entries.get(key)
+            if entry is not None:
+                self.entries.move_to_end(key)
+            return entry
+
+    def put(self, key: Any, entry: _Entry) -> None:
+        with self.lock:
+            self.entries[key] = entry
+            while len(self.entries) > SIGNATURES_PER_FUNCTION:
+                self.entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self.lock:
+            self.entries.clear()
+
+
+# fun -> {jit options -> _Signatures}: the trace cache belongs to the function, held weakly.
+_signatures_of: "weakref.WeakKeyDictionary[Any, dict[Any, _Signatures]]" = weakref.WeakKeyDictionary()
+_signatures_lock = threading.Lock()
+
+
+def _signatures_for(fun: Callable, options: tuple) -> _Signatures:
+    """The shared signature cache of ``fun`` under ``options`` (a private one when ``fun`` cannot be
+    weakly referenced or hashed)."""
+    try:
+        with _signatures_lock:
+            per_options = _signatures_of.get(fun)
+            if per_options is None:
+                per_options = _signatures_of[fun] = {}
+            sigs = per_options.get(options)
+            if sigs is None:
+                sigs = per_options[options] = _Signatures()
+            return sigs
+    except TypeError:  # not weakly referenceable or not hashable (options with unhashable devices)
+        return _Signatures()
 
 
 class JittedFunction:
@@ -76,7 +133,8 @@ class JittedFunction:
         self.keep_unused = keep_unused
         # Resolved lazily so that jit(f, backend="gpu") can be created before backends load.
         self._device_spec = (backend, device)
-        self._cache: dict[Any, _Entry] = {}
+        self._signatures = _signatures_for(fun, (self.static_argnums, self.static_argnames, self.donate_argnums,
+                                                 self.donate_argnames, keep_unused, self._device_spec))
         self._last_key: Any = None
         # jaxlib's C++ dispatch: repeated calls of a signature whose arguments are all kiln arrays skip
         # Python entirely. Not with donation (the Python path must drop host views of donated arrays).
@@ -172,10 +230,16 @@ class JittedFunction:
         if self._cpp is not None and not config.disable_jit:
             try:
                 return self._cpp(*args, **kwargs)
-            except runtime.KilnRuntimeError:
-                raise
-            except Exception:  # a jaxlib error in the C++ path: the Python path explains it (or recovers)
-                pass
+            except BaseException as e:
+                if runtime.fastpath.raised_in_miss(e):
+                    # Tracing or compiling failed (or was interrupted) inside the C++ path's miss: the
+                    # error propagates once, and the C++ stops treating that signature as Python-only.
+                    self._cpp._clear_cache()
+                    raise
+                if not isinstance(e, Exception) or isinstance(e, runtime.KilnRuntimeError):
+                    raise
+                # A jaxlib error from the C++ path itself (e.g. a deleted argument): the Python path
+                # explains it.
         return self._call(*args, **kwargs)
 
     def _cpp_miss(self, *args, **kwargs):
@@ -232,14 +296,37 @@ class JittedFunction:
             names = self._leaf_names(dyn_args, dyn_kwargs, static)
             raise dispatch.device_mismatch(leaves, names, f"kiln.jit({self.__name__})") from None
         key = (treedef, avals, static, config.trace_key(), device)
-        entry = self._cache.get(key)
+        entry = self._signatures.get(key)
         if entry is None:
             if config.explain_cache_misses and self._last_key is not None:
                 _explain_miss(self.__name__, self._last_key, key)
-            entry = self._trace(avals, treedef, dyn_args, dyn_kwargs, static, device, committed)
-            self._cache[key] = entry
+            entry = self._trace_once(key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed)
         self._last_key = key
         return entry
+
+    def _trace_once(self, key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed) -> _Entry:
+        """Trace a new signature; threads that meet it at the same time wait for one trace."""
+        sigs = self._signatures
+        me = threading.get_ident()
+        token = (threading.Event(), me)
+        try:
+            while True:
+                with sigs.lock:
+                    entry = sigs.entries.get(key)
+                    holder = sigs.pending.setdefault(key, token) if entry is None else None
+                if entry is not None:
+                    return entry
+                if holder is token or holder[1] == me:
+                    break  # ours to trace (or a recursive call of the function: trace again)
+                holder[0].wait(0.05)  # another thread traces it (polled: an entry may appear anyway)
+            entry = self._trace(avals, treedef, dyn_args, dyn_kwargs, static, device, committed)
+            sigs.put(key, entry)
+            return entry
+        finally:
+            if sigs.pending.get(key) is token:
+                with sigs.lock:
+                    sigs.pending.pop(key, None)
+                token[0].set()
 
     def _explicit_device(self) -> runtime.Device | None:
         backend, device = self._device_spec
@@ -295,12 +382,17 @@ class JittedFunction:
 
     def _compiled(self, entry: _Entry) -> dispatch.Compiled:
         if entry.compiled is None:
-            ir = entry.closed.ir
-            donated = [False] * len(ir.constvars) + entry.donated
-            entry.compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused)
-            kept_consts = entry.compiled.kept[:len(ir.constvars)]
-            entry.const_buffers = [dispatch.to_buffer(c, entry.device)
-                                   for c, k in zip(entry.closed.consts, kept_consts) if k]
+            with entry.compile_lock:  # one compile per signature, however many threads call it
+                if entry.compiled is None:
+                    ir = entry.closed.ir
+                    donated = [False] * len(ir.constvars) + entry.donated
+                    compiled = dispatch.compile_ir(ir, entry.device, donated=donated,
+                                                   keep_unused=self.keep_unused)
+                    kept_consts = compiled.kept[:len(ir.constvars)]
+                    # Published together, compiled last: an interrupted compile leaves the entry untouched.
+                    entry.const_buffers = [dispatch.to_buffer(c, entry.device)
+                                           for c, k in zip(entry.closed.consts, kept_consts) if k]
+                    entry.compiled = compiled
         return entry.compiled
 
     def _execute(self, entry: _Entry, leaves: list) -> Any:
@@ -367,12 +459,16 @@ class JittedFunction:
         return tree_util.tree_unflatten(entry.out_tree, entry.closed.ir.out_avals)
 
     def clear_cache(self) -> None:
-        self._cache.clear()
+        self._signatures.clear()
         if self._cpp is not None:
             self._cpp._clear_cache()
 
     def _cache_size(self) -> int:
-        return len(self._cache)
+        return len(self._signatures.entries)
+
+    def _executables(self) -> list:
+        """The executables this function holds (one per compiled signature)."""
+        return [e.compiled.executable for e in list(self._signatures.entries.values()) if e.compiled is not None]
 
     def __get__(self, obj, objtype=None):
         if obj is None:

@@ -45,7 +45,7 @@ from .errors import (  # noqa: E402
     ExecutionError,
     KilnRuntimeError,
 )
-from .executable import Executable, clear_compile_cache, compile  # noqa: E402
+from .executable import Executable, ExecutableCache, compile  # noqa: E402
 from .lapack import custom_call_targets, ensure_lapack_registered, lapack_unavailable_reason  # noqa: E402
 from .mlir import mlir_context  # noqa: E402
 
@@ -66,8 +66,8 @@ if not any(getattr(cb, "__name__", "") == "_kiln_collect_garbage" for cb in gc.c
 
 __all__ = [
     "Aval", "Backend", "BackendError", "Buffer", "CompileError", "DeletedBufferError", "Device",
-    "DeviceError", "Executable", "ExecutionError", "KilnRuntimeError", "available_backends",
-    "block_until_ready", "buffer_device", "clear_compile_cache", "compile", "copy_to", "custom_call_targets",
+    "DeviceError", "Executable", "ExecutableCache", "ExecutionError", "KilnRuntimeError", "available_backends",
+    "block_until_ready", "buffer_device", "compile", "copy_to", "custom_call_targets",
     "default_backend", "ensure_lapack_registered", "lapack_unavailable_reason",
     "delete", "devices", "get_backend", "is_deleted", "is_ready", "jaxlib_version", "local_device",
     "mlir_context", "nbytes", "put", "set_default_backend", "to_numpy",

@@ -28,17 +28,18 @@ OutTypes = Sequence[tuple[tuple[int, ...], Any]]
 class Executable:
     """A module compiled for one device. :meth:`execute` is kiln's dispatch hot path."""
 
-    __slots__ = ("device", "out_avals", "num_donated", "_exe", "_handlers", "_module", "_text",
+    __slots__ = ("device", "out_avals", "num_donated", "_exe", "_handlers", "_module", "_text", "_size",
                  "__weakref__")
 
     def __init__(self, exe: Any, device: Device, out_avals: list[Aval], num_donated: int, module: Any,
-                 text: str) -> None:
+                 text: str | None = None) -> None:
         self.device = device
         self.out_avals = out_avals
         self.num_donated = num_donated
         self._exe = exe
         self._module = module
         self._text = text
+        self._size: int | None = None
         sharding = device._sharding
         # Built once: C++ result handlers wrap outputs without Python callbacks (and without jax, §2).
         self._handlers = [result_handler(av, sharding) for av in out_avals]
@@ -92,7 +93,20 @@ class Executable:
 
     def as_text(self) -> str:
         """The StableHLO module text this executable was compiled from."""
+        if self._text is None:
+            self._text = _module_text(self._module)
         return self._text
+
+    @property
+    def size_estimate(self) -> int:
+        """Host bytes this executable keeps alive (an estimate: generated code plus a fixed overhead)."""
+        if self._size is None:
+            code = 0
+            stats = self.memory_stats()
+            if stats is not None:
+                code = int(getattr(stats, "generated_code_size_in_bytes", 0) or 0)
+            self._size = EXECUTABLE_OVERHEAD_BYTES + code
+        return self._size
 
     def hlo_text(self) -> str:
         """The optimised HLO XLA produced."""
@@ -117,15 +131,63 @@ class Executable:
         return f"Executable(device={self.device!r}, outputs=[{outs}])"
 
 
-_CACHE_CAPACITY = 4096
-_cache: collections.OrderedDict[tuple, Executable] = collections.OrderedDict()
-_cache_lock = threading.Lock()
+# What one executable costs beyond its generated code (XLA's module, buffer assignment, the loaded
+# program's bookkeeping): measured as the RSS of a few hundred tiny executables on CPU.
+EXECUTABLE_OVERHEAD_BYTES = 160 * 1024
 
 
-def clear_compile_cache() -> None:
-    """Drop every cached executable."""
-    with _cache_lock:
-        _cache.clear()
+class ExecutableCache:
+    """A least-recently-used map from keys to values that own executables, bounded in bytes.
+
+    ``size_of(value)`` gives a value's size in bytes; entries are dropped, oldest first, while the
+    total exceeds ``max_bytes``, and ``on_evict(key, value)`` is told about each one. Thread-safe.
+    """
+
+    def __init__(self, max_bytes: int, size_of: Any = None, on_evict: Any = None) -> None:
+        self.max_bytes = max_bytes
+        self._size_of = size_of or (lambda exe: exe.size_estimate)
+        self._on_evict = on_evict
+        self._entries: collections.OrderedDict[Any, tuple[Any, int]] = collections.OrderedDict()
+        self._lock = threading.Lock()
+        self.nbytes = 0
+
+    def get(self, key: Any) -> Any:
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is None:
+                return None
+            self._entries.move_to_end(key)
+            return hit[0]
+
+    def put(self, key: Any, value: Any) -> Any:
+        """Insert ``value`` (or keep the value already there for ``key``); returns the cached value."""
+        size = int(self._size_of(value))
+        evicted = []
+        with self._lock:
+            hit = self._entries.get(key)
+            if hit is not None:
+                return hit[0]
+            self._entries[key] = (value, size)
+            self.nbytes += size
+            while self.nbytes > self.max_bytes and len(self._entries) > 1:
+                old_key, (old, old_size) = self._entries.popitem(last=False)
+                self.nbytes -= old_size
+                evicted.append((old_key, old))
+        if self._on_evict is not None:  # outside the lock: the callback may use the cache
+            for old_key, old in evicted:
+                self._on_evict(old_key, old)
+        return value
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+            self.nbytes = 0
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def __iter__(self):
+        return iter(list(self._entries))
 
 
 def _module_text(module: Any) -> str:
@@ -150,7 +212,10 @@ def _compile_options(device: Device) -> Any:
 
 
 def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int = 0) -> Executable:
-    """Compile a StableHLO module (text or ``ir.Module``) for ``device``; cached in memory.
+    """Compile a StableHLO module (text or ``ir.Module``) for ``device``.
+
+    Not cached here: an executable belongs to whoever compiled it (a jitted function's signature, an
+    eager primitive's :class:`ExecutableCache`) and is freed with it.
 
     ``out_types`` lists each result's ``(shape, dtype)``; ``num_donated`` is the number of leading
     arguments the module donates (recorded for messages; the aliasing itself is in the module's
@@ -158,31 +223,21 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
     """
     if not isinstance(device, Device):
         raise TypeError(f"runtime.compile expects a kiln runtime.Device, got {device!r}.")
-    text = _module_text(module)
+    text = _module_text(module) if isinstance(module, str) else None
     out_avals = [aval_for(tuple(shape), np.dtype(dtype)) for shape, dtype in out_types]
-    key = (text, device, tuple(out_avals), num_donated)
-    with _cache_lock:
-        hit = _cache.get(key)
-        if hit is not None:
-            _cache.move_to_end(key)
-            return hit
     client = device.backend._client
-    if device.platform == "cpu" and "lapack_" in text:
+    needs_lapack = device.platform == "cpu" and "lapack_" in (text if text is not None else _module_text(module))
+    if needs_lapack:
         ensure_lapack_registered()  # custom calls to jaxlib's LAPACK kernels: register them first
     try:
         exe = client.compile_and_load(module, xc.DeviceList((device._raw,)), _compile_options(device))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:  # parse, verify and XLA errors
         msg = f"XLA failed to compile the module for {device!r}:\n{jaxlib_message(e)}"
-        if "lapack_" in text and lapack_unavailable_reason():
+        if needs_lapack and lapack_unavailable_reason():
             msg += f"\n(kiln could not register jaxlib's LAPACK kernels: {lapack_unavailable_reason()})"
         raise CompileError(msg) from e
     _check_outputs(exe, out_avals)
-    executable = Executable(exe, device, out_avals, num_donated, module, text)
-    with _cache_lock:
-        executable = _cache.setdefault(key, executable)  # a concurrent compile of the same key: keep one
-        while len(_cache) > _CACHE_CAPACITY:
-            _cache.popitem(last=False)
-    return executable
+    return Executable(exe, device, out_avals, num_donated, module, text)
 
 
 def _check_outputs(exe: Any, out_avals: list[Aval]) -> None:

@@ -112,12 +112,33 @@ def record(executable: Any, out_treedef: Any, const_args: Sequence[Any], kept_ar
                          [True] * n_out, kept, [None] * n_in, list(const_args))
 
 
+_MISS_MARK = "_kiln_raised_in_miss"
+
+
+def _mark_raised_in_miss(e: BaseException) -> None:
+    try:
+        setattr(e, _MISS_MARK, True)
+    except Exception:  # an exception type without attributes: it is then treated as a C++ error
+        pass
+
+
+def raised_in_miss(e: BaseException) -> bool:
+    """Whether ``e`` came out of the Python miss of a C++ jitted callable (tracing, compiling, the
+    user's function), rather than from the C++ dispatch itself. Such an error must propagate as it
+    is: running the Python path again would run the failing code a second time."""
+    return getattr(e, _MISS_MARK, False)
+
+
 def make_function(name: str, cache_miss: Callable, static_argnums: Sequence[int],
                   static_argnames: Sequence[str]) -> Any:
     """A C++ jitted callable. ``cache_miss(*args, **kwargs)`` returns ``(outputs, FastPath | None)``;
     None keeps that signature on the Python path."""
     def miss(*args, **kwargs):
-        out, fast = cache_miss(*args, **kwargs)
+        try:
+            out, fast = cache_miss(*args, **kwargs)
+        except BaseException as e:
+            _mark_raised_in_miss(e)
+            raise
         return out, fast, False
 
     def shard_arg_fallback(x, sharding, layout):

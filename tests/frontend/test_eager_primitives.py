@@ -21,6 +21,7 @@ from kiln.frontend import primitive
 
 import kiln
 import kiln.numpy as knp
+from kiln import runtime
 from kiln import lax
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
@@ -580,13 +581,14 @@ def test_jit(name):
         _check(out, expected, case, f"jit {_case_id(name, i, case)}")
 
 
-def test_eager_cache_is_bounded(monkeypatch):
+def test_eager_cache_is_bounded_in_bytes(monkeypatch):
     from kiln.frontend import eager
-    monkeypatch.setattr(eager, "_CACHE_SIZE", 3)
     eager.clear_cache()
+    monkeypatch.setattr(eager._cache, "max_bytes", 3 * runtime.executable.EXECUTABLE_OVERHEAD_BYTES + 4096)
     for n in range(1, 7):
         np.testing.assert_array_equal(np.asarray(lax.neg(knp.asarray(np.arange(n, dtype=np.int32)))), -np.arange(n))
         assert len(eager._cache) <= 3
+        assert eager._cache.nbytes <= eager._cache.max_bytes
     np.testing.assert_array_equal(np.asarray(lax.neg(knp.asarray(np.arange(1, dtype=np.int32)))), [0])  # evicted
 
 

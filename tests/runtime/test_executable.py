@@ -64,10 +64,33 @@ def test_multiple_outputs_and_dtypes(cpu0):
         ((3, 2), np.int32), ((), np.float64), ((2, 3), np.bool_)]
 
 
-def test_compile_cache_returns_same_object(cpu0, add_f32_4):
+def test_compile_is_not_cached_here(cpu0, add_f32_4):
+    # Executables belong to whoever compiled them (and are freed with it): no process-wide cache.
+    import gc
+    import weakref
     a = runtime.compile(add_f32_4, cpu0, F32_4)
-    assert runtime.compile(add_f32_4, cpu0, [((4,), np.dtype("float32"))]) is a
-    assert runtime.compile(add_f32_4 + "\n", cpu0, F32_4) is not a
+    assert runtime.compile(add_f32_4, cpu0, F32_4) is not a
+    ref = weakref.ref(a)
+    del a
+    gc.collect()
+    assert ref() is None
+
+
+def test_executable_cache_is_bounded_in_bytes(cpu0, add_f32_4):
+    evicted = []
+    exe = runtime.compile(add_f32_4, cpu0, F32_4)
+    assert exe.size_estimate >= runtime.executable.EXECUTABLE_OVERHEAD_BYTES
+    cache = runtime.ExecutableCache(3 * exe.size_estimate + 1, on_evict=lambda k, v: evicted.append(k))
+    for k in range(5):
+        assert cache.put(k, exe) is exe
+    assert len(cache) == 3 and evicted == [0, 1] and cache.nbytes == 3 * exe.size_estimate
+    assert cache.get(2) is exe      # now the most recently used
+    cache.put(5, exe)
+    assert evicted == [0, 1, 3] and cache.get(3) is None and list(cache) == [4, 2, 5]
+    other = runtime.compile(add_f32_4, cpu0, F32_4)
+    assert cache.put(5, other) is exe  # an existing key keeps its value
+    cache.clear()
+    assert len(cache) == 0 and cache.nbytes == 0
 
 
 def test_compile_ir_module(cpu0, add_f32_4):
