@@ -1,7 +1,11 @@
 """Abstract values: what tracing knows about an array, ``(shape, dtype, weak_type)``."""
 from __future__ import annotations
 
+import math
+
 import numpy as np
+
+from .errors import KilnError
 
 _SHORT_NAMES = {
     "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
@@ -16,6 +20,52 @@ def short_dtype_name(dtype: np.dtype) -> str:
     return _SHORT_NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)
 
 
+class ShapeError(KilnError, ValueError, TypeError):
+    """A shape XLA cannot represent: a negative dimension, or an array whose size in bytes does not fit
+    in int64 (XLA aborts the process on such a shape, so kiln refuses it first). A ValueError, as NumPy
+    raises for these shapes, and a TypeError, as JAX raises for a negative dimension."""
+
+
+# XLA computes an array's byte size as itemsize * d0 * d1 * ... in int64, left to right, and rejects (by
+# aborting the process, in the shape constructor its compiler calls) a shape where any partial product
+# overflows (ShapeUtil::MakeValidatedShape), even when a later dimension is 0.
+INT64_MAX = 2 ** 63 - 1
+# ShapedArray checks the exact XLA rule only for shapes with no element, a negative dimension (a negative
+# product), or at least this many elements: ordinary shapes pay one math.prod and one min.
+_CHECK_FROM = 2 ** 40
+
+
+def check_shape(shape: tuple[int, ...], dtype: np.dtype, where: str = "kiln") -> None:
+    """Raise :class:`ShapeError` if XLA cannot represent an array of ``shape`` and ``dtype``."""
+    for axis, d in enumerate(shape):
+        if d < 0:
+            raise ShapeError(f"{where}: the shape {shape} has a negative dimension ({d} at axis {axis}); "
+                             "dimensions must be non-negative")
+    itemsize = max(np.dtype(dtype).itemsize, 1)  # float0 (0 bytes) is stored as one byte per element
+    nbytes = itemsize
+    for axis, d in enumerate(shape):
+        nbytes *= d
+        if nbytes <= INT64_MAX and d <= INT64_MAX:
+            continue
+        what = f"{where}: XLA cannot represent an array of shape {shape} and dtype {np.dtype(dtype).name}"
+        limit = f"XLA's limit for one array is 2**63 - 1 = {INT64_MAX} bytes (its sizes are int64)"
+        elements = math.prod(shape)
+        if d > INT64_MAX:
+            raise ShapeError(f"{what}: dimension {d} at axis {axis} is larger than 2**63 - 1, the largest "
+                             "dimension XLA accepts. Check how the shape was computed.")
+        if elements:
+            raise ShapeError(f"{what}: it would take {elements * itemsize} bytes ({elements} elements of "
+                             f"{itemsize} byte{'s' if itemsize > 1 else ''}, {_pow2(elements * itemsize)} "
+                             f"bytes), and {limit}. Check how the shape was computed.")
+        raise ShapeError(f"{what}: although it has no element (a dimension is 0), its dimensions up to axis "
+                         f"{axis} already make {nbytes} bytes ({_pow2(nbytes)}), and XLA computes sizes "
+                         f"left to right; {limit}. Check how the shape was computed.")
+
+
+def _pow2(n: int) -> str:
+    return f"about 2**{math.log2(n):.1f}"
+
+
 class ShapedArray:
     """The abstract value of an array: its shape, dtype and whether its dtype is weak.
 
@@ -25,9 +75,11 @@ class ShapedArray:
     __slots__ = ("shape", "dtype", "weak_type", "_hash")
 
     def __init__(self, shape: tuple[int, ...], dtype: np.dtype, weak_type: bool = False):
-        self.shape = tuple(int(d) for d in shape)
+        self.shape = shape = tuple(int(d) for d in shape)
         self.dtype = np.dtype(dtype)
         self.weak_type = bool(weak_type)
+        if shape and (not 0 < math.prod(shape) < _CHECK_FROM or min(shape) < 0):
+            check_shape(shape, self.dtype)
         self._hash = hash((self.shape, self.dtype, self.weak_type))
 
     @property
@@ -36,7 +88,7 @@ class ShapedArray:
 
     @property
     def size(self) -> int:
-        return int(np.prod(self.shape, dtype=np.int64))
+        return math.prod(self.shape)
 
     def update(self, shape=None, dtype=None, weak_type=None) -> ShapedArray:
         return ShapedArray(self.shape if shape is None else shape,

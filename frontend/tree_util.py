@@ -12,6 +12,7 @@ without a function call per leaf.
 from __future__ import annotations
 
 import collections
+import collections.abc
 import functools
 import operator
 from dataclasses import dataclass
@@ -175,7 +176,8 @@ def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple[Ite
     ----------
     nodetype : the class.
     flatten_func : ``x -> (children, aux_data)``; ``children`` is an iterable of subtrees,
-        ``aux_data`` is static, hashable data compared when checking tree structures.
+        ``aux_data`` is static data, compared with ``==`` when checking tree structures (and
+        so part of jit's cache key); it need not be hashable (a dict is fine).
     unflatten_func : ``(aux_data, children) -> x``; ``children`` is a tuple.
     flatten_with_keys_func : optional ``x -> (((key, child), ...), aux_data)`` that names the
         children in key paths; without it, children are named ``FlattenedIndexKey(i)``.
@@ -219,7 +221,8 @@ _LEAF = None
 
 
 class PyTreeDef:
-    """The structure of a pytree, without its leaves. Hashable; equal when structures are equal."""
+    """The structure of a pytree, without its leaves. Hashable; equal when structures are equal
+    (node data compared with ``==``; unhashable node data is hashed through a converted form)."""
     __slots__ = ("_node", "num_leaves", "_hash")
 
     def __init__(self, node: Any, num_leaves: int):
@@ -266,11 +269,40 @@ class PyTreeDef:
 
     def __hash__(self) -> int:
         if self._hash is None:
-            self._hash = hash(self._node)
+            try:
+                self._hash = hash(self._node)
+            except TypeError:  # unhashable node data somewhere (e.g. a dict): see _robust_hash
+                self._hash = _robust_hash(self._node)
         return self._hash
 
     def __repr__(self) -> str:
         return f"PyTreeDef({_node_repr(self._node)})"
+
+
+def _aux_hash(aux: Any) -> int:
+    """A hash of node data that need not be hashable, consistent with ``==`` (structures compare
+    node data by equality, as JAX does): hashable data by its hash; mappings, lists and sets by
+    their converted contents; anything else unhashable by one constant (equal objects of any type
+    must hash alike, and an ``__eq__`` may accept other types), so such structures differ only by
+    equality."""
+    try:
+        return hash(aux)
+    except TypeError:
+        pass
+    if isinstance(aux, collections.abc.Mapping):  # dict == OrderedDict when items are equal
+        return hash(("mapping", frozenset((k, _aux_hash(v)) for k, v in aux.items())))
+    if isinstance(aux, (list, tuple)):  # a tuple holding an unhashable value
+        return hash((isinstance(aux, list), tuple(_aux_hash(v) for v in aux)))
+    if isinstance(aux, (set, frozenset)):  # a set subclass that is unhashable
+        return hash(frozenset(aux))
+    return 0
+
+
+def _robust_hash(node: Any) -> int:
+    if node is _LEAF:
+        return hash(None)
+    nt, aux, children = node
+    return hash((nt, _aux_hash(aux), tuple(_robust_hash(c) for c in children)))
 
 
 def _count_leaves(node: Any) -> int:

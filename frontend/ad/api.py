@@ -97,7 +97,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
             raise TypeError(f"kiln.jvp: tangent dtype {ta.dtype.name} does not match primal dtype {pa.dtype.name}")
     closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun))
     nonzero = [dtypes.is_inexact(abstractify(p).dtype) and not _is_zero_tangent(t) for p, t in zip(flat_p, flat_t)]
-    new, out_nonzero = jvp_ir(closed, nonzero)
+    new, out_nonzero = jvp_ir(closed, nonzero, known_primals=flat_p)
     outs = eval_ir(new.ir, new.consts, list(flat_p) + [t for t, nz in zip(flat_t, nonzero) if nz])
     n = len(closed.out_avals)
     it = iter(outs[n:])
@@ -149,7 +149,7 @@ def linearize(fun: Callable, *primals):
 def _linearize_flat(closed: ClosedIR, flat_p: list):
     """Forward pass of reverse mode: primal outputs, residuals, and the linear IR of the tangents."""
     nonzero = [dtypes.is_inexact(abstractify(p).dtype) for p in flat_p]
-    jvp_closed, out_nonzero = jvp_ir(closed, nonzero)
+    jvp_closed, out_nonzero = jvp_ir(closed, nonzero, known_primals=flat_p)
     n_in = len(flat_p)
     unknown = [False] * n_in + [True] * sum(nonzero)
     split = partial_eval(jvp_closed.ir, unknown)

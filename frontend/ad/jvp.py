@@ -67,20 +67,26 @@ def jvp_eval(ir: IR, consts: Sequence[Any], primals: Sequence[Any], tangents: Se
 _jvp_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
-def jvp_ir(closed: ClosedIR, nonzero: Sequence[bool],
-           instantiate: Sequence[bool] | bool = False) -> tuple[ClosedIR, list[bool]]:
+def jvp_ir(closed: ClosedIR, nonzero: Sequence[bool], instantiate: Sequence[bool] | bool = False,
+           known_primals: Sequence[Any] | None = None) -> tuple[ClosedIR, list[bool]]:
     """The IR of ``(primals, nonzero tangents) -> (outputs, nonzero output tangents)``.
 
     ``instantiate`` forces output tangents to be materialised (as zeros) even when they are zero
     (loops and conditionals need the same tangent structure in every branch and iteration).
     Memoised per (IR, pattern), so differentiating the same jitted function twice gives the
     same IR object (and hits the compile cache).
+
+    ``known_primals``: the values of the primal inputs, when the caller has them (``grad`` or
+    ``jvp`` outside jit). The trace then knows them, so user rules run while it is built
+    (``custom_jvp``'s rule, ``custom_vjp``'s fwd) see primals with concrete values and may use
+    Python control flow on them, as in JAX. Such an IR may be specialised to those values: it is
+    not memoised.
     """
     nonzero = tuple(bool(n) for n in nonzero)
     n_out = len(closed.out_avals)
     inst = tuple([bool(instantiate)] * n_out if isinstance(instantiate, bool) else [bool(i) for i in instantiate])
     key = (nonzero, inst)
-    memo = _jvp_memo.setdefault(closed, {})
+    memo = _jvp_memo.setdefault(closed, {}) if known_primals is None else {}
     if key in memo:
         return memo[key]
     in_avals = closed.in_avals
@@ -95,7 +101,8 @@ def jvp_ir(closed: ClosedIR, nonzero: Sequence[bool],
         out_nonzero.extend(not isinstance(t, Zero) for t in touts)
         return outs + [t for t in touts if not isinstance(t, Zero)]
 
-    new, _ = trace_to_ir(fun, list(in_avals) + t_avals, name="jvp")
+    known = None if known_primals is None else list(known_primals) + [None] * len(t_avals)
+    new, _ = trace_to_ir(fun, list(in_avals) + t_avals, name="jvp", known_values=known)
     memo[key] = (new, out_nonzero)
     return new, out_nonzero
 

@@ -4,6 +4,7 @@ atleast_nd, append, insert, delete, resize."""
 from __future__ import annotations
 
 import builtins
+import math
 from typing import Any, Sequence
 
 import numpy as np
@@ -143,7 +144,7 @@ def size(a, axis: int | None = None) -> int:
     """The number of elements of ``a`` (along ``axis`` if given)."""
     s = shape(a)
     if axis is None:
-        return int(np.prod(s, dtype=np.int64))
+        return math.prod(s)
     return s[canonical_axis("size", axis, len(s))]
 
 
@@ -161,13 +162,13 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
     if shape.count(-1) > 1:
         raise ValueError(f"kiln.numpy.reshape: can only specify one unknown dimension (-1), got {tuple(shape)}")
     if -1 in shape:
-        known = int(np.prod([d for d in shape if d != -1], dtype=np.int64))
+        known = math.prod(d for d in shape if d != -1)
         if known == 0 or aval.size % known or builtins.any(d < -1 for d in shape):
             raise ValueError(f"kiln.numpy.reshape: cannot reshape array of size {aval.size} into shape "
                              f"{tuple(shape)}")
         shape[shape.index(-1)] = aval.size // known
     shape = tuple(shape)
-    if int(np.prod(shape, dtype=np.int64)) != aval.size or builtins.any(d < 0 for d in shape):
+    if math.prod(shape) != aval.size or builtins.any(d < 0 for d in shape):
         raise ValueError(f"kiln.numpy.reshape: cannot reshape array of size {aval.size} (shape {aval.shape}) "
                          f"into shape {shape}")
     if order == "F":
@@ -660,7 +661,7 @@ def resize(a, new_shape):
         raise ValueError(f"kiln.numpy.resize: new_shape must be non-negative, got {new_shape}")
     flat = ravel(a)
     n = abstractify(flat).shape[0]
-    total = int(np.prod(new_shape, dtype=np.int64))
+    total = math.prod(new_shape)
     if n == 0:
         aval = abstractify(a)
         return lax.broadcast_in_dim(lax.literal(0, aval.dtype, aval.weak_type), new_shape, ())
