@@ -14,6 +14,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import ShapedArray
+from ..errors import ShapeError
 from ..primitive import Primitive
 from ..tracing import abstractify
 from .windowed import _int_tuple, dilate_dim, normalize_padding, window_output_shape
@@ -33,7 +34,7 @@ class ConvDimensionNumbers(NamedTuple):
 
 def _spec_from_string(fname: str, spec: str, ndim: int, what: str, lead: str, spatial_order: str) -> tuple[int, ...]:
     if len(spec) != ndim:
-        raise ValueError(f"kiln.lax.{fname}: {what} dimension string {spec!r} has {len(spec)} letters but the "
+        raise ShapeError(f"kiln.lax.{fname}: {what} dimension string {spec!r} has {len(spec)} letters but the "
                          f"{what} has {ndim} dimensions")
     if len(set(spec)) != len(spec) or any(c not in spec for c in lead):
         raise ValueError(f"kiln.lax.{fname}: {what} dimension string {spec!r} must name each dimension once and "
@@ -51,7 +52,7 @@ def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
     fname = "conv_general_dilated"
     nd = len(lhs_shape)
     if len(rhs_shape) != nd:
-        raise ValueError(f"kiln.lax.{fname}: lhs and rhs must have the same rank, got shapes {tuple(lhs_shape)} "
+        raise ShapeError(f"kiln.lax.{fname}: lhs and rhs must have the same rank, got shapes {tuple(lhs_shape)} "
                          f"and {tuple(rhs_shape)}")
     if nd < 2:
         raise ValueError(f"kiln.lax.{fname}: operands need at least 2 dimensions (batch and feature), got shape "

@@ -20,8 +20,9 @@ are meant for small and medium matrices; complex inputs there raise an error whe
 
 As in JAX, bad *values* never raise: a singular matrix gives ``det == 0`` and inf/NaN from ``inv`` and
 ``solve``; ``cholesky`` of a matrix that is not positive definite gives NaN. Bad shapes and dtypes
-raise ``ValueError``/``TypeError`` naming the function. Stacks of matrices (leading batch dimensions)
-are supported everywhere NumPy supports them; integer inputs are converted to the default float dtype.
+raise errors naming the function (a non-square matrix raises ``MatrixShapeError``, a ``ValueError``
+and a ``TypeError``, as JAX raises either depending on the function). Stacks of matrices (leading
+batch dimensions) are supported everywhere NumPy supports them; integer inputs are converted to the default float dtype.
 """
 from __future__ import annotations
 
@@ -32,6 +33,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import dtypes, lax
+from ..errors import AxisError, MatrixShapeError
 from ..lax import linalg as lax_linalg
 from ..tracing import abstractify, materialize
 from ._util import check_arraylike, convert
@@ -84,16 +86,16 @@ def _inexact(fname: str, *args: Any, lapack: bool = True) -> list[Any]:
 def _ndim_at_least_2(fname: str, x: Any, what: str = "a") -> None:
     shape = abstractify(x).shape
     if len(shape) < 2:
-        raise ValueError(f"kiln.numpy.linalg.{fname}: {what} must be at least two-dimensional (a matrix or a "
-                         f"stack of matrices), got a {len(shape)}-dimensional array of shape {shape}")
+        raise MatrixShapeError(f"kiln.numpy.linalg.{fname}: {what} must be at least two-dimensional (a matrix or a "
+                               f"stack of matrices), got a {len(shape)}-dimensional array of shape {shape}")
 
 
 def _square(fname: str, x: Any, what: str = "a") -> None:
     _ndim_at_least_2(fname, x, what)
     shape = abstractify(x).shape
     if shape[-1] != shape[-2]:
-        raise ValueError(f"kiln.numpy.linalg.{fname}: the last two dimensions of {what} must be square, got "
-                         f"shape {shape}")
+        raise MatrixShapeError(f"kiln.numpy.linalg.{fname}: the last two dimensions of {what} must be square, got "
+                               f"shape {shape}")
 
 
 def _real_dtype(dtype) -> np.dtype:
@@ -354,8 +356,8 @@ def solve(a, b):
     if sb[-2] != m:
         raise ValueError(f"kiln.numpy.linalg.solve: b must have {m} rows to match a of shape {sa}, got b of shape "
                          f"{(sb[0],) if vector else sb}" + ("" if vector else
-                                                             " (a b with more than one dimension is a stack of "
-                                                             "(M, K) matrices, as in NumPy 2)"))
+                         " (a b with more than one dimension is a stack of "
+                         "(M, K) matrices, as in NumPy 2)"))
     batch = _batch_shape("solve", sa[:-2], sb[:-2])
     a = _broadcast(a, batch + sa[-2:])
     b = _broadcast(b, batch + sb[-2:])
@@ -568,8 +570,8 @@ def _norm_axes(fname: str, axis, ndim: int) -> tuple[int, ...]:
     out = []
     for a in axes:
         if not -ndim <= a < ndim:
-            raise ValueError(f"kiln.numpy.linalg.{fname}: axis {a} is out of bounds for an array of dimension "
-                             f"{ndim}")
+            raise AxisError(f"kiln.numpy.linalg.{fname}: axis {a} is out of bounds for an array of dimension "
+                            f"{ndim}")
         out.append(int(a) % ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"kiln.numpy.linalg.{fname}: duplicate axes given: {axis!r}")

@@ -8,6 +8,7 @@ from typing import Any
 import numpy as np
 
 from .. import lax
+from ..errors import AxisError, ShapeError
 from ..tracing import abstractify, materialize
 from ._util import broadcast_shapes, broadcast_to_shape, canonical_axis, check_arraylike, promote_dtypes
 
@@ -19,8 +20,8 @@ def _operands(fname: str, *args) -> list[Any]:
     return [materialize(x) for x in promote_dtypes(fname, *args)]
 
 
-def _shape_error(fname: str, a, b, detail: str) -> ValueError:
-    return ValueError(f"kiln.numpy.{fname}: shapes {abstractify(a).shape} and {abstractify(b).shape} are not "
+def _shape_error(fname: str, a, b, detail: str) -> ShapeError:
+    return ShapeError(f"kiln.numpy.{fname}: shapes {abstractify(a).shape} and {abstractify(b).shape} are not "
                       f"aligned: {detail}")
 
 
@@ -91,7 +92,7 @@ def vdot(a, b, /, *, preferred_element_type=None):
     sa, sb = abstractify(a).shape, abstractify(b).shape
     na, nb = int(np.prod(sa, dtype=np.int64)), int(np.prod(sb, dtype=np.int64))
     if na != nb:
-        raise ValueError(f"kiln.numpy.vdot: the arrays must have the same number of elements, got shapes {sa} "
+        raise ShapeError(f"kiln.numpy.vdot: the arrays must have the same number of elements, got shapes {sa} "
                          f"and {sb}")
     return lax.dot_general(lax.reshape(a, (na,)), lax.reshape(b, (nb,)), (((0,), (0,)), ((), ())),
                            preferred_element_type=preferred_element_type)
@@ -148,8 +149,8 @@ def _axes_list(fname: str, name: str, axes, nd: int) -> tuple[int, ...]:
         if not isinstance(ax, (int, np.integer)) or isinstance(ax, bool):
             raise TypeError(f"kiln.numpy.{fname}: {name} must be ints, got {ax!r}")
         if not -nd <= ax < nd:
-            raise ValueError(f"kiln.numpy.{fname}: axis {ax} in {name} is out of bounds for an array of dimension "
-                             f"{nd}")
+            raise AxisError(f"kiln.numpy.{fname}: axis {ax} in {name} is out of bounds for an array of dimension "
+                            f"{nd}")
         out.append(int(ax) % nd)
     if len(set(out)) != len(out):
         raise ValueError(f"kiln.numpy.{fname}: repeated axis in {name} {axes}")
