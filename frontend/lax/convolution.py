@@ -17,6 +17,7 @@ from ..core import ShapedArray
 from ..errors import ShapeError
 from ..primitive import Primitive
 from ..tracing import abstractify
+from .precision import canonicalize_precision
 from .windowed import _int_tuple, dilate_dim, normalize_padding, window_output_shape
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_dilated", "conv",
@@ -150,9 +151,11 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     ``lhs_dilation`` dilates the input (a transposed convolution), ``rhs_dilation`` the kernel
     (atrous convolution). ``feature_group_count`` gives grouped/depthwise convolutions,
     ``batch_group_count`` groups over the batch (as XLA). Spatial parameters are in the order of the
-    kernel's spatial dimensions. ``precision`` is accepted for JAX compatibility and ignored.
+    kernel's spatial dimensions. ``precision`` (as :func:`kiln.lax.dot_general`'s) is checked for JAX
+    compatibility and otherwise ignored.
     """
     fname = "conv_general_dilated"
+    canonicalize_precision(f"lax.{fname}", precision)
     lhs_aval, rhs_aval = abstractify(lhs), abstractify(rhs)
     dn = conv_dimension_numbers(lhs_aval.shape, rhs_aval.shape, dimension_numbers)
     n_sp = lhs_aval.ndim - 2

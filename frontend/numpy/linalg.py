@@ -35,12 +35,15 @@ import numpy as np
 from .. import dtypes, lax
 from ..errors import AxisError, MatrixShapeError
 from ..lax import linalg as lax_linalg
+from ..lax import precision as lax_precision
 from ..tracing import abstractify, materialize
+from . import products as _products
 from ._util import check_arraylike, convert
 
 __all__ = [
-    "cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power", "matrix_rank",
-    "matrix_transpose", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
+    "cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm", "matrix_power",
+    "matrix_rank", "matrix_transpose", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
+    "tensordot", "vecdot", "vector_norm",
     "EighResult", "QRResult", "SlogdetResult", "SVDResult",
 ]
 
@@ -673,3 +676,60 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
     shape = _shape(x)
     nd = len(shape)
     return _keep(_matrix_norm(x, ord, nd - 2, nd - 1, "matrix_norm"), (nd - 2, nd - 1), shape, keepdims)
+
+
+# ---------------------------------------------------------------------------------------------
+# Products (the array API's linalg namespace; kiln.numpy's functions with keyword-only options)
+# ---------------------------------------------------------------------------------------------
+
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
+    """:func:`kiln.numpy.matmul` (``precision`` is checked and otherwise ignored)."""
+    return _products.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+    """:func:`kiln.numpy.tensordot` with keyword-only ``axes``."""
+    return _products.tensordot(x1, x2, axes, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
+    """:func:`kiln.numpy.vecdot`."""
+    return _products.vecdot(x1, x2, axis=axis, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def multi_dot(arrays, *, precision=None):
+    """The product of a chain of matrices, in the order of fewest multiplications (as NumPy). The
+    first array may be 1-D (a row vector) and the last 1-D (a column vector); the others are 2-D."""
+    lax_precision.canonicalize_precision("numpy.linalg.multi_dot", precision)
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError(f"kiln.numpy.linalg.multi_dot: needs at least two arrays, got {len(arrays)}")
+    check_arraylike("multi_dot", *arrays)
+    shapes = [abstractify(a).shape for a in arrays]
+    for k, s in enumerate(shapes):
+        allowed = (1, 2) if k in (0, len(shapes) - 1) else (2,)
+        if len(s) not in allowed:
+            raise ValueError(f"kiln.numpy.linalg.multi_dot: array {k} must be "
+                             f"{'1-D or 2-D' if len(allowed) == 2 else '2-D'}, got shape {s}")
+    if len(shapes) == 2:
+        return _products.dot(arrays[0], arrays[1])
+    # Matrix-chain order by dynamic programming over the (row, col) sizes.
+    dims = [shapes[0][0] if len(shapes[0]) == 2 else 1] + [s[-1] if len(s) == 2 else 1 for s in shapes]
+    n = len(arrays)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+
+    def chain(i, j):
+        if i == j:
+            return arrays[i]
+        k = split[i][j]
+        return _products.dot(chain(i, k), chain(k + 1, j))
+    return chain(0, n - 1)

@@ -1,5 +1,6 @@
 """Products: matmul, dot, vdot, vecdot, inner, outer, tensordot, trace, kron, cross (via dot_general and
-elementwise primitives). ``einsum`` lives in :mod:`.einsum`."""
+elementwise primitives). ``einsum`` lives in :mod:`.einsum`. ``precision=`` is checked (as
+:func:`kiln.lax.dot_general`'s) and otherwise ignored: XLA's default precision is used."""
 from __future__ import annotations
 
 import builtins
@@ -9,6 +10,7 @@ import numpy as np
 
 from .. import lax
 from ..errors import AxisError, ShapeError
+from ..lax.precision import canonicalize_precision
 from ..tracing import abstractify, materialize
 from ._util import broadcast_shapes, broadcast_to_shape, canonical_axis, check_arraylike, promote_dtypes
 
@@ -42,9 +44,10 @@ def _complex_check(fname: str, x) -> None:
         raise NotImplementedError(f"kiln.numpy.{fname} of complex arrays is not supported yet")
 
 
-def matmul(a, b, /, *, preferred_element_type=None):
+def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     """Matrix product with NumPy's rules: 1-D operands are promoted to matrices (and the added axis
     removed afterwards), leading (batch) dimensions broadcast."""
+    canonicalize_precision("numpy.matmul", precision)
     a, b = _operands("matmul", a, b)
     sa, sb = abstractify(a).shape, abstractify(b).shape
     if not sa or not sb:
@@ -72,9 +75,10 @@ def matmul(a, b, /, *, preferred_element_type=None):
     return lax.reshape(out, shape)
 
 
-def dot(a, b, /, *, preferred_element_type=None):
+def dot(a, b, /, *, precision=None, preferred_element_type=None):
     """NumPy's dot: scalars multiply; otherwise contract a's last axis with b's second-to-last
     (its only axis when 1-D)."""
+    canonicalize_precision("numpy.dot", precision)
     a, b = _operands("dot", a, b)
     sa, sb = abstractify(a).shape, abstractify(b).shape
     if not sa or not sb:
@@ -85,8 +89,9 @@ def dot(a, b, /, *, preferred_element_type=None):
     return lax.dot_general(a, b, (((len(sa) - 1,), (cb,)), ((), ())), preferred_element_type=preferred_element_type)
 
 
-def vdot(a, b, /, *, preferred_element_type=None):
+def vdot(a, b, /, *, precision=None, preferred_element_type=None):
     """Dot product of the flattened arrays."""
+    canonicalize_precision("numpy.vdot", precision)
     a, b = _operands("vdot", a, b)
     _complex_check("vdot", a)
     sa, sb = abstractify(a).shape, abstractify(b).shape
@@ -98,8 +103,9 @@ def vdot(a, b, /, *, preferred_element_type=None):
                            preferred_element_type=preferred_element_type)
 
 
-def vecdot(x1, x2, /, *, axis: int = -1, preferred_element_type=None):
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
     """Dot product of vectors along ``axis``, broadcasting the other dimensions."""
+    canonicalize_precision("numpy.vecdot", precision)
     a, b = _operands("vecdot", x1, x2)
     _complex_check("vecdot", a)
     sa, sb = abstractify(a).shape, abstractify(b).shape
@@ -119,8 +125,9 @@ def vecdot(x1, x2, /, *, axis: int = -1, preferred_element_type=None):
                            preferred_element_type=preferred_element_type)
 
 
-def inner(a, b, /, *, preferred_element_type=None):
+def inner(a, b, /, *, precision=None, preferred_element_type=None):
     """Contract the last axes of ``a`` and ``b`` (a product when either is 0-d)."""
+    canonicalize_precision("numpy.inner", precision)
     a, b = _operands("inner", a, b)
     sa, sb = abstractify(a).shape, abstractify(b).shape
     if not sa or not sb:
@@ -157,9 +164,10 @@ def _axes_list(fname: str, name: str, axes, nd: int) -> tuple[int, ...]:
     return tuple(out)
 
 
-def tensordot(a, b, axes=2, *, preferred_element_type=None):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Contract ``axes`` of ``a`` with ``axes`` of ``b``: an int n (a's last n with b's first n) or a
     pair of axis sequences. The result has a's free axes, then b's."""
+    canonicalize_precision("numpy.tensordot", precision)
     a, b = _operands("tensordot", a, b)
     sa, sb = abstractify(a).shape, abstractify(b).shape
     na, nb = len(sa), len(sb)
