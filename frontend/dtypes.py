@@ -149,10 +149,11 @@ _INT_RANGE = {int32: (-(2**31), 2**31 - 1), int64: (-(2**63), 2**63 - 1)}
 
 
 def int_overflow_error(where: str, value: int, dtype: Any, x64: bool | None = None,
-                       from_array: bool = False) -> IntegerOverflowError:
+                       source: str = "default") -> IntegerOverflowError:
     """The error for a Python int that does not fit ``dtype``: what, the value, and how to fix it.
 
-    ``from_array``: the int took ``dtype`` from the array it is combined with (not the default)."""
+    ``source``: where ``dtype`` came from: ``"default"`` (the default integer dtype), ``"array"`` (the
+    array the int is combined with) or ``"explicit"`` (a ``dtype=`` argument)."""
     dt = np.dtype(dtype)
     x64 = config.enable_x64 if x64 is None else x64
     if dt.kind in "iu":
@@ -171,7 +172,9 @@ def int_overflow_error(where: str, value: int, dtype: Any, x64: bool | None = No
         return IntegerOverflowError(
             f"{where}: Python int {value} is too large for any integer dtype kiln supports (int64 and "
             f"uint64 with enable_x64, int32 and uint32 otherwise): {use_float}.")
-    if from_array:
+    if source == "explicit":
+        return IntegerOverflowError(f"{head}, the dtype asked for: ask for a wider dtype, or {use_float}.")
+    if source == "array":
         return IntegerOverflowError(
             f"{head}, the dtype it takes from the array it is combined with: cast the array to a wider "
             f"dtype first, or {use_float}.")

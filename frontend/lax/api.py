@@ -31,7 +31,7 @@ def literal(value: Any, dtype: np.dtype, weak_type: bool = False) -> Literal:
         val = np.asarray(value, dtype)
     except OverflowError:
         if type(value) is int:
-            raise dtypes.int_overflow_error("kiln", value, dtype, from_array=True) from None
+            raise dtypes.int_overflow_error("kiln", value, dtype, source="array") from None
         raise OverflowError(f"kiln: Python scalar {value!r} is out of range for {np.dtype(dtype).name}, the dtype "
                             "it takes from the array it is combined with; cast the array to a wider dtype "
                             "first") from None

@@ -36,8 +36,9 @@ def _dtype_or_default(dtype, default) -> np.dtype:
     return dtypes.canonicalize_dtype(dtype) if dtype is not None else default
 
 
-def _check_python_ints(fname: str, obj: Any, target: np.dtype) -> None:
-    """Python ints that do not fit the target integer dtype are an error (as in JAX), not a wrap-around."""
+def _check_python_ints(fname: str, obj: Any, target: np.dtype, explicit: bool = False) -> None:
+    """Python ints that do not fit the target integer dtype are an error (as in JAX), not a wrap-around.
+    ``explicit``: the target is a ``dtype=`` argument (not the default integer dtype)."""
     if target.kind not in "iu":
         return
     info = np.iinfo(target)
@@ -47,7 +48,8 @@ def _check_python_ints(fname: str, obj: Any, target: np.dtype) -> None:
             for i in o:
                 walk(i)
         elif type(o) is int and not info.min <= o <= info.max:
-            raise dtypes.int_overflow_error(f"kiln.numpy.{fname}", o, target)
+            raise dtypes.int_overflow_error(f"kiln.numpy.{fname}", o, target,
+                                            source="explicit" if explicit else "default")
     walk(obj)
 
 
@@ -77,6 +79,11 @@ def array(object: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0
         try:
             host = np.asarray(object) if dtype is None else np.asarray(object,
                                                                        dtype=dtypes.canonicalize_dtype(dtype))
+        except OverflowError:  # a Python int beyond the explicit integer dtype
+            target = dtypes.canonicalize_dtype(dtype)
+            _check_huge_ints("array", object)
+            _check_python_ints("array", object, target, explicit=True)
+            raise
         except ValueError as e:
             raise ValueError(f"kiln.numpy.array: cannot make an array from {type(object).__name__} "
                              f"({object!r:.60}): {e}") from None
@@ -91,7 +98,7 @@ def array(object: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0
         except IntegerOverflowError as e:  # name the function
             raise IntegerOverflowError(f"kiln.numpy.array: {str(e).removeprefix('kiln: ')}") from None
         if isinstance(object, (list, tuple, int)):
-            _check_python_ints("array", object, target_dtype)
+            _check_python_ints("array", object, target_dtype, explicit=dtype is not None)
         out = dispatch.put(host.astype(target_dtype, copy=False), None, committed=False)
         if weak:
             out = Array(out._buf, out.aval.update(weak_type=True), out._device, False)

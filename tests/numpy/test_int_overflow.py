@@ -72,6 +72,19 @@ def test_int_combined_with_narrow_array_says_cast_the_array():
         lax.add(knp.ones(3, np.int8), 1000)
 
 
+def test_explicit_integer_dtype():
+    with pytest.raises(kiln.IntegerOverflowError, match=r"kiln\.numpy\.array: Python int 1099511627776 is out of "
+                                                        r"range for int32 \(range \[-2147483648, 2147483647\]\), "
+                                                        r"the dtype asked for: ask for a wider dtype, or use a float"):
+        knp.asarray(2**40, dtype=np.int32)
+    with pytest.raises(kiln.IntegerOverflowError, match=r"Python int 300 is out of range for uint8 .*dtype asked for"):
+        knp.array([1, 300], dtype=np.uint8)
+    with pytest.raises(kiln.IntegerOverflowError, match=r"kiln\.numpy\.array: Python int 1180591620717411303424 is "
+                                                        r"too large for any integer dtype"):
+        knp.asarray([1, 2**70], dtype=np.int32)
+    np.testing.assert_allclose(np.asarray(knp.asarray([2**70], dtype=np.float32)), [2.0**70])
+
+
 def test_beyond_float64_too():
     with pytest.raises(kiln.IntegerOverflowError, match="beyond the range of float64"):
         knp.asarray(10**400)
