@@ -22,6 +22,7 @@ import ml_dtypes
 import numpy as np
 
 from .config import config
+from .errors import IntegerOverflowError
 
 __all__ = [
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
@@ -147,16 +148,51 @@ def _canonicalize(dtype: Any, x64: bool) -> np.dtype:
 _INT_RANGE = {int32: (-(2**31), 2**31 - 1), int64: (-(2**63), 2**63 - 1)}
 
 
+def int_overflow_error(where: str, value: int, dtype: Any, x64: bool | None = None,
+                       source: str = "default") -> IntegerOverflowError:
+    """The error for a Python int that does not fit ``dtype``: what, the value, and how to fix it.
+
+    ``source``: where ``dtype`` came from: ``"default"`` (the default integer dtype), ``"array"`` (the
+    array the int is combined with) or ``"explicit"`` (a ``dtype=`` argument)."""
+    dt = np.dtype(dtype)
+    x64 = config.enable_x64 if x64 is None else x64
+    if dt.kind in "iu":
+        info = np.iinfo(dt)
+        rng = f" (range [{info.min}, {info.max}])"
+    else:
+        rng = ""
+    head = f"{where}: Python int {value} is out of range for {dt.name}{rng}"
+    try:
+        as_float = f"{float(value):.6g}"
+    except OverflowError:  # beyond float64 too
+        as_float = None
+    use_float = (f"use a float ({as_float}) if the exact value does not matter"
+                 if as_float is not None else "note that it is beyond the range of float64 as well")
+    if not -(2**63) <= value < 2**64:
+        return IntegerOverflowError(
+            f"{where}: Python int {value} is too large for any integer dtype kiln supports (int64 and "
+            f"uint64 with enable_x64, int32 and uint32 otherwise): {use_float}.")
+    if source == "explicit":
+        return IntegerOverflowError(f"{head}, the dtype asked for: ask for a wider dtype, or {use_float}.")
+    if source == "array":
+        return IntegerOverflowError(
+            f"{head}, the dtype it takes from the array it is combined with: cast the array to a wider "
+            f"dtype first, or {use_float}.")
+    if not x64:
+        fits = "int64" if value < 2**63 else f"uint64: pass it as np.uint64({value})"
+        return IntegerOverflowError(
+            f"{head}, the default integer dtype without 64-bit types: enable them with "
+            f"kiln.config.update('enable_x64', True) (it fits {fits}), or {use_float}.")
+    return IntegerOverflowError(  # x64: between 2**63 and 2**64 - 1
+        f"{head}, the default integer dtype: pass it as np.uint64({value}) (or an array of dtype "
+        f"uint64), or {use_float}.")
+
+
 def _int_dtype_for(value: int, x64: bool) -> np.dtype:
     dt = int64 if x64 else int32
     lo, hi = _INT_RANGE[dt]
     if not lo <= value <= hi:
-        hint = (" or enable 64-bit types with kiln.config.update('enable_x64', True)"
-                if dt == int32 else "")
-        raise OverflowError(
-            f"kiln: Python int {value} is too large to convert to {dt.name} (the default integer "
-            f"dtype; valid range [{lo}, {hi}]). Pass an array with an explicit dtype "
-            f"(e.g. np.uint64 or a float dtype){hint}.")
+        raise int_overflow_error("kiln", value, dt, x64)
     return dt
 
 
@@ -171,8 +207,8 @@ def dtype_of_value(x: Any) -> tuple[np.dtype, bool]:
 
     Raises
     ------
-    OverflowError
-        A Python int outside the range of the default integer dtype.
+    IntegerOverflowError
+        A Python int outside the range of the default integer dtype (an ``OverflowError``).
     TypeError
         Any other value, or an unsupported dtype.
     """

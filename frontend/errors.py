@@ -1,6 +1,8 @@
 """kiln's exception types. Each message says what went wrong, where, and how to fix it."""
 from __future__ import annotations
 
+import numpy as np
+
 
 class KilnError(Exception):
     """Base class of kiln's own errors."""
@@ -24,6 +26,49 @@ class TracerArrayConversionError(KilnError, TypeError):
 
 class UnexpectedTracerError(KilnError):
     """A tracer escaped the function that was being traced (stored in a global, say)."""
+
+
+# Bad-input errors. Each derives from the built-in class JAX raises for the same input, so that a ported
+# program's ``except`` clause still catches it (tests/frontend/test_error_classes.py holds the table).
+# Where JAX raises different classes for one kiln check (or NumPy disagrees with JAX), the class derives
+# from both, as NumPy's own AxisError (ValueError and IndexError) does.
+
+
+class ShapeError(KilnError, TypeError):
+    """Operand shapes that an operation's shape rule rejects: contraction dimensions of a product,
+    a concatenation, a transpose permutation, a slice outside the operand. A ``TypeError``, as JAX's
+    shape rules raise."""
+
+
+class BroadcastError(ShapeError, ValueError):
+    """Operand shapes that do not broadcast together. JAX raises ``TypeError`` from elementwise ops and
+    ``ValueError`` from ``broadcast_shapes``/``where``; NumPy raises ``ValueError``: this is both."""
+
+
+class NegativeDimensionError(ShapeError, ValueError):
+    """A shape with a negative dimension. JAX raises ``TypeError`` (``zeros``, ``full``, ``tri``) or
+    ``ValueError`` (``eye``, ``broadcast_to``); NumPy raises ``ValueError``: this is both."""
+
+
+class MatrixShapeError(ShapeError, np.linalg.LinAlgError):
+    """A linear-algebra argument that is not a (stack of) square matrices. JAX raises ``ValueError``
+    (``inv``, ``det``) or ``TypeError`` (``cholesky``, ``eigh``, ``svd``, ``qr``); NumPy raises
+    ``LinAlgError`` (a ``ValueError``): this is all three."""
+
+
+class AxisError(KilnError, np.exceptions.AxisError):
+    """An axis out of bounds for the array's rank. A ``ValueError`` and an ``IndexError`` (as NumPy's
+    ``AxisError``): JAX raises ``ValueError`` from most functions, ``IndexError`` from ``argmax``,
+    ``mean`` and ``swapaxes``."""
+
+
+class IndexTypeError(KilnError, TypeError, IndexError):
+    """An index of a type arrays cannot be indexed with (a float, a string, a float array). JAX raises
+    ``TypeError`` (``IndexError`` for other objects), NumPy ``IndexError``: this is both."""
+
+
+class IntegerOverflowError(KilnError, OverflowError):
+    """A Python integer too large for any integer dtype kiln can give it (int32 or int64/uint64)."""
 
 
 def describe_origin(builder) -> str:

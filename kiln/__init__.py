@@ -14,8 +14,15 @@ from kiln.frontend.batching.api import vmap
 from kiln.frontend.config import config
 from kiln.frontend.core import ShapedArray
 from kiln.frontend.errors import (
+    AxisError,
+    BroadcastError,
     ConcretizationTypeError,
+    IndexTypeError,
+    IntegerOverflowError,
     KilnError,
+    MatrixShapeError,
+    NegativeDimensionError,
+    ShapeError,
     TracerArrayConversionError,
     TracerBoolConversionError,
     TracerIntegerConversionError,
@@ -36,11 +43,12 @@ from kiln.runtime import BackendError, DeletedBufferError, Device, DeviceError
 __version__ = "0.1.0"
 
 __all__ = [
-    "Array", "BackendError", "ConcretizationTypeError", "CustomDerivativeError", "DeletedBufferError", "Device",
-    "DeviceError", "KilnError", "ShapedArray", "TracerArrayConversionError", "TracerBoolConversionError",
-    "TracerIntegerConversionError", "UnexpectedTracerError", "block_until_ready", "checkpoint", "config",
-    "custom_jvp", "custom_vjp", "default_backend", "device_count", "device_get", "device_put", "devices",
-    "explain_cache_misses", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",
+    "Array", "AxisError", "BackendError", "BroadcastError", "ConcretizationTypeError", "CustomDerivativeError",
+    "DeletedBufferError", "Device", "DeviceError", "IndexTypeError", "IntegerOverflowError", "KilnError",
+    "MatrixShapeError", "NegativeDimensionError", "ShapeError", "ShapedArray", "TracerArrayConversionError",
+    "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError", "block_until_ready",
+    "checkpoint", "config", "custom_jvp", "custom_vjp", "default_backend", "device_count", "device_get", "device_put",
+    "devices", "explain_cache_misses", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",
     "local_devices", "make_ir", "nn", "numpy", "random", "remat", "scipy", "tree_util", "value_and_grad", "vjp",
     "vmap",
 ]

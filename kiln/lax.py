@@ -11,4 +11,4 @@ from kiln.frontend.control.api import (  # noqa: F401
     while_loop,
 )
 from kiln.frontend.lax import *  # noqa: F401,F403
-from kiln.frontend.lax import RoundingMethod  # noqa: F401
+from kiln.frontend.lax import Precision, RoundingMethod  # noqa: F401

@@ -16,6 +16,7 @@ from ..tracing import abstractify, materialize
 from . import elementwise as ew
 from . import reduction as red
 from . import structural as st
+from .precision import Precision, canonicalize_precision  # noqa: F401  (kiln.lax.Precision)
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -29,6 +30,8 @@ def literal(value: Any, dtype: np.dtype, weak_type: bool = False) -> Literal:
     try:
         val = np.asarray(value, dtype)
     except OverflowError:
+        if type(value) is int:
+            raise dtypes.int_overflow_error("kiln", value, dtype, source="array") from None
         raise OverflowError(f"kiln: Python scalar {value!r} is out of range for {np.dtype(dtype).name}, the dtype "
                             "it takes from the array it is combined with; cast the array to a wider dtype "
                             "first") from None
@@ -251,14 +254,44 @@ def argmin(x, axis: int, index_dtype=np.int32):
 def dot_general(x, y, dimension_numbers, precision=None, preferred_element_type=None):
     """Generalised dot: ``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
 
-    The result's dimensions are batch, then lhs free, then rhs free (as XLA). ``precision`` is
-    accepted for JAX compatibility and ignored (XLA's default precision is used).
+    The result's dimensions are batch, then lhs free, then rhs free (as XLA). ``precision`` (None, a
+    :class:`Precision`, its name, or a pair) is checked for JAX compatibility and otherwise ignored
+    (XLA's default precision is used).
     """
+    canonicalize_precision("lax.dot_general", precision)
     (xc, yc), (xb, yb) = dimension_numbers
     dn = ((tuple(int(a) for a in xc), tuple(int(a) for a in yc)),
           (tuple(int(a) for a in xb), tuple(int(a) for a in yb)))
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
     return red.dot_general_p.bind(x, y, dimension_numbers=dn, preferred_element_type=pet)
+
+
+def dot(x, y, *, dimension_numbers=None, precision=None, preferred_element_type=None):
+    """Vector/matrix product of 1-D or 2-D operands (``x``'s last axis with ``y``'s first), or
+    :func:`dot_general` when ``dimension_numbers`` is given. ``precision`` as in :func:`dot_general`."""
+    if dimension_numbers is not None:
+        return dot_general(x, y, dimension_numbers, precision=precision,
+                           preferred_element_type=preferred_element_type)
+    canonicalize_precision("lax.dot", precision)
+    xs, ys = abstractify(x).shape, abstractify(y).shape
+    if not (1 <= len(xs) <= 2 and 1 <= len(ys) <= 2 and xs[-1] == ys[0]):
+        # A ValueError, as JAX's lax.dot: it is a misuse of dot, not an operand shape rule.
+        raise ValueError(f"kiln.lax.dot: operands must be 1-D or 2-D with x.shape[-1] == y.shape[0], got shapes "
+                         f"{xs} and {ys}; for batched or other contractions use kiln.lax.dot_general (or pass "
+                         "dimension_numbers=)")
+    return dot_general(x, y, (((len(xs) - 1,), (0,)), ((), ())), preferred_element_type=preferred_element_type)
+
+
+def batch_matmul(lhs, rhs, precision=None):
+    """Batched matrix product: ``lhs[..., m, k] @ rhs[..., k, n]`` with equal leading (batch) dimensions."""
+    canonicalize_precision("lax.batch_matmul", precision)
+    ls, rs = abstractify(lhs).shape, abstractify(rhs).shape
+    if len(ls) != len(rs) or len(ls) < 2:
+        raise ValueError(f"kiln.lax.batch_matmul: operands must have the same number of dimensions, at least 2, "
+                         f"got shapes {ls} and {rs}")
+    nb = len(ls) - 2
+    batch = tuple(range(nb))
+    return dot_general(lhs, rhs, (((nb + 1,), (nb,)), (batch, batch)))
 
 
 def rev(x, dimensions: Sequence[int]):

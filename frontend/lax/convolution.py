@@ -14,8 +14,10 @@ import numpy as np
 
 from .. import dtypes
 from ..core import ShapedArray
+from ..errors import ShapeError
 from ..primitive import Primitive
 from ..tracing import abstractify
+from .precision import canonicalize_precision
 from .windowed import _int_tuple, dilate_dim, normalize_padding, window_output_shape
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_dilated", "conv",
@@ -33,7 +35,7 @@ class ConvDimensionNumbers(NamedTuple):
 
 def _spec_from_string(fname: str, spec: str, ndim: int, what: str, lead: str, spatial_order: str) -> tuple[int, ...]:
     if len(spec) != ndim:
-        raise ValueError(f"kiln.lax.{fname}: {what} dimension string {spec!r} has {len(spec)} letters but the "
+        raise ShapeError(f"kiln.lax.{fname}: {what} dimension string {spec!r} has {len(spec)} letters but the "
                          f"{what} has {ndim} dimensions")
     if len(set(spec)) != len(spec) or any(c not in spec for c in lead):
         raise ValueError(f"kiln.lax.{fname}: {what} dimension string {spec!r} must name each dimension once and "
@@ -51,7 +53,7 @@ def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
     fname = "conv_general_dilated"
     nd = len(lhs_shape)
     if len(rhs_shape) != nd:
-        raise ValueError(f"kiln.lax.{fname}: lhs and rhs must have the same rank, got shapes {tuple(lhs_shape)} "
+        raise ShapeError(f"kiln.lax.{fname}: lhs and rhs must have the same rank, got shapes {tuple(lhs_shape)} "
                          f"and {tuple(rhs_shape)}")
     if nd < 2:
         raise ValueError(f"kiln.lax.{fname}: operands need at least 2 dimensions (batch and feature), got shape "
@@ -149,9 +151,11 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     ``lhs_dilation`` dilates the input (a transposed convolution), ``rhs_dilation`` the kernel
     (atrous convolution). ``feature_group_count`` gives grouped/depthwise convolutions,
     ``batch_group_count`` groups over the batch (as XLA). Spatial parameters are in the order of the
-    kernel's spatial dimensions. ``precision`` is accepted for JAX compatibility and ignored.
+    kernel's spatial dimensions. ``precision`` (as :func:`kiln.lax.dot_general`'s) is checked for JAX
+    compatibility and otherwise ignored.
     """
     fname = "conv_general_dilated"
+    canonicalize_precision(f"lax.{fname}", precision)
     lhs_aval, rhs_aval = abstractify(lhs), abstractify(rhs)
     dn = conv_dimension_numbers(lhs_aval.shape, rhs_aval.shape, dimension_numbers)
     n_sp = lhs_aval.ndim - 2

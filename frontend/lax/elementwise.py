@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import ShapedArray
+from ..errors import ShapeError
 from ..primitive import Primitive
 
 # Which dtype kinds each primitive accepts: b=bool, i=signed, u=unsigned, f=float, c=complex.
@@ -47,7 +48,7 @@ def _binary_rule(name: str, kinds: str, out_bool: bool = False):
                             f"{y.dtype.name} (kiln.lax does not promote: convert one with "
                             "kiln.lax.convert_element_type, or use kiln.numpy)")
         if x.shape != y.shape:
-            raise ValueError(f"kiln.lax.{name}: operands must have the same shape, got {x.shape} and "
+            raise ShapeError(f"kiln.lax.{name}: operands must have the same shape, got {x.shape} and "
                              f"{y.shape} (kiln.lax does not broadcast: use kiln.numpy or broadcast_in_dim)")
         _check_kind(name, x, kinds)
         if out_bool:
@@ -102,7 +103,7 @@ def _select_rule(pred: ShapedArray, on_true: ShapedArray, on_false: ShapedArray)
         raise TypeError("kiln.lax.select: both cases must have the same shape and dtype, got "
                         f"{on_true.str_short()} and {on_false.str_short()}")
     if pred.shape not in ((), on_true.shape):
-        raise ValueError(f"kiln.lax.select: the predicate's shape {pred.shape} must be () or the cases' "
+        raise ShapeError(f"kiln.lax.select: the predicate's shape {pred.shape} must be () or the cases' "
                          f"shape {on_true.shape}")
     return ShapedArray(on_true.shape, on_true.dtype, on_true.weak_type and on_false.weak_type)
 

@@ -36,6 +36,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import ShapedArray
+from ..errors import AxisError
 from ..ir import ClosedIR
 from ..primitive import Primitive
 from ..tracing import Tracer, abstractify
@@ -495,7 +496,7 @@ def _axis(fname: str, axis: Any, ndim: int) -> int:
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
         raise TypeError(f"kiln.lax.{fname}: axis must be an int, got {axis!r}")
     if not -ndim <= axis < ndim:
-        raise ValueError(f"kiln.lax.{fname}: axis {axis} is out of bounds for an array of dimension {ndim}")
+        raise AxisError(f"kiln.lax.{fname}: axis {axis} is out of bounds for an array of dimension {ndim}")
     return int(axis) % ndim
 
 

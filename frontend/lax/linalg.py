@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from .. import dtypes
 from ..core import ShapedArray
+from ..errors import MatrixShapeError
 from ..primitive import Primitive
 from ..tracing import abstractify
 from . import api
@@ -46,11 +47,11 @@ def _check_matrix(fname: str, x: ShapedArray, *, square: bool = False, what: str
         raise TypeError(f"kiln.lax.linalg.{fname}: {what} must be float32, float64, complex64 or complex128, "
                         f"got {x.dtype.name} (convert it first; lax does no implicit promotion)")
     if x.ndim < 2:
-        raise ValueError(f"kiln.lax.linalg.{fname}: {what} must have at least 2 dimensions (a stack of "
-                         f"matrices), got shape {x.shape}")
+        raise MatrixShapeError(f"kiln.lax.linalg.{fname}: {what} must have at least 2 dimensions (a stack of "
+                               f"matrices), got shape {x.shape}")
     if square and x.shape[-1] != x.shape[-2]:
-        raise ValueError(f"kiln.lax.linalg.{fname}: {what} must be square in its last two dimensions, got "
-                         f"shape {x.shape}")
+        raise MatrixShapeError(f"kiln.lax.linalg.{fname}: {what} must be square in its last two dimensions, got "
+                               f"shape {x.shape}")
 
 
 def _matrix(x: ShapedArray) -> ShapedArray:

@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..core import ShapedArray
+from ..errors import ShapeError
 from ..primitive import Primitive
 
 
@@ -48,14 +49,14 @@ argmin_p = Primitive("argmin", _arg_rule("argmin"))
 def _dot_general_rule(x: ShapedArray, y: ShapedArray, *, dimension_numbers, preferred_element_type):
     (xc, yc), (xb, yb) = dimension_numbers
     if len(xc) != len(yc) or len(xb) != len(yb):
-        raise ValueError(f"kiln.lax.dot_general: contracting {xc}/{yc} and batch {xb}/{yb} dimensions "
+        raise ShapeError(f"kiln.lax.dot_general: contracting {xc}/{yc} and batch {xb}/{yb} dimensions "
                          "must come in pairs")
     for a, b in list(zip(xc, yc)) + list(zip(xb, yb)):
         if not (0 <= a < x.ndim and 0 <= b < y.ndim):
-            raise ValueError(f"kiln.lax.dot_general: dimension numbers {dimension_numbers} are out of range "
+            raise ShapeError(f"kiln.lax.dot_general: dimension numbers {dimension_numbers} are out of range "
                              f"for shapes {x.shape} and {y.shape}")
         if x.shape[a] != y.shape[b]:
-            raise ValueError(f"kiln.lax.dot_general: shapes {x.shape} and {y.shape} do not match on the "
+            raise ShapeError(f"kiln.lax.dot_general: shapes {x.shape} and {y.shape} do not match on the "
                              f"paired dimensions {a} and {b} ({x.shape[a]} != {y.shape[b]})")
     if x.dtype != y.dtype:
         raise TypeError(f"kiln.lax.dot_general: operands must have one dtype, got {x.dtype.name} and "

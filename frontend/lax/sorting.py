@@ -13,6 +13,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import ShapedArray
+from ..errors import AxisError, ShapeError
 from ..primitive import Primitive
 from ..tracing import abstractify
 from . import api
@@ -44,8 +45,8 @@ def _canonical_dimension(fname: str, dimension: Any, ndim: int) -> int:
         raise TypeError(f"kiln.lax.{fname}: dimension must be an int, got {type(dimension).__name__} "
                         f"{dimension!r}")
     if not -ndim <= dimension < ndim:
-        raise ValueError(f"kiln.lax.{fname}: dimension {dimension} is out of bounds for an array of "
-                         f"dimension {ndim}")
+        raise AxisError(f"kiln.lax.{fname}: dimension {dimension} is out of bounds for an array of "
+                        f"dimension {ndim}")
     return int(dimension) % ndim
 
 
@@ -138,7 +139,7 @@ def clamp(min: Any, x: Any, max: Any) -> Any:  # noqa: A002 - JAX's names
                             f"{x_aval.dtype.name} (kiln.lax does not promote)")
         if b_aval.shape != x_aval.shape:
             if b_aval.shape != ():
-                raise ValueError(f"kiln.lax.clamp: {name} must be a scalar or have x's shape {x_aval.shape}, "
+                raise ShapeError(f"kiln.lax.clamp: {name} must be a scalar or have x's shape {x_aval.shape}, "
                                  f"got shape {b_aval.shape}")
             b = api.broadcast_in_dim(b, x_aval.shape, ())
         bounds.append(b)

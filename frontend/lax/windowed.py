@@ -17,6 +17,7 @@ import numpy as np
 
 from .. import dtypes
 from ..core import ShapedArray
+from ..errors import AxisError, ShapeError
 from ..jit import eager_jit
 from ..primitive import Primitive
 from ..tracing import abstractify
@@ -64,7 +65,7 @@ def _reduce_window_rule(x: ShapedArray, init: ShapedArray, *, computation: str, 
     for what, v in (("window_dimensions", window_dimensions), ("window_strides", window_strides),
                     ("padding", padding), ("base_dilation", base_dilation), ("window_dilation", window_dilation)):
         if len(v) != x.ndim:
-            raise ValueError(f"kiln.lax.{name}: {what} {tuple(v)} must have one entry per dimension of the "
+            raise ShapeError(f"kiln.lax.{name}: {what} {tuple(v)} must have one entry per dimension of the "
                              f"operand shape {x.shape}")
     for what, v in (("window_dimensions", window_dimensions), ("window_strides", window_strides),
                     ("base_dilation", base_dilation), ("window_dilation", window_dilation)):
@@ -97,7 +98,10 @@ def padtype_to_pads(in_shape: Sequence[int], window_shape: Sequence[int], window
                      "(low, high) pairs")
 
 
-def _int_tuple(fname: str, what: str, v: Any, n: int, default: int | None = None) -> tuple[int, ...]:
+def _int_tuple(fname: str, what: str, v: Any, n: int, default: int | None = None,
+               length_error: type[Exception] = ValueError) -> tuple[int, ...]:
+    """``v`` as ``n`` ints. A wrong length raises ``length_error``: JAX raises ``ValueError`` for
+    convolutions and ``TypeError`` (kiln's ``ShapeError``) for ``reduce_window``."""
     if v is None:
         if default is None:
             raise ValueError(f"kiln.lax.{fname}: {what} is required")
@@ -107,8 +111,8 @@ def _int_tuple(fname: str, what: str, v: Any, n: int, default: int | None = None
     except TypeError:
         raise TypeError(f"kiln.lax.{fname}: {what} must be a sequence of ints, got {v!r}") from None
     if len(out) != n:
-        raise ValueError(f"kiln.lax.{fname}: {what} {out} must have one entry per dimension of the operand "
-                         f"({n})")
+        raise length_error(f"kiln.lax.{fname}: {what} {out} must have one entry per dimension of the operand "
+                           f"({n})")
     return out
 
 
@@ -163,10 +167,10 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable, window_d
                         "kiln.lax.min, kiln.lax.bitwise_and, kiln.lax.bitwise_or")
     aval = abstractify(operand)
     n = aval.ndim
-    window = _int_tuple("reduce_window", "window_dimensions", window_dimensions, n)
-    strides = _int_tuple("reduce_window", "window_strides", window_strides, n)
-    bd = _int_tuple("reduce_window", "base_dilation", base_dilation, n, 1)
-    wd = _int_tuple("reduce_window", "window_dilation", window_dilation, n, 1)
+    window = _int_tuple("reduce_window", "window_dimensions", window_dimensions, n, length_error=ShapeError)
+    strides = _int_tuple("reduce_window", "window_strides", window_strides, n, length_error=ShapeError)
+    bd = _int_tuple("reduce_window", "base_dilation", base_dilation, n, 1, ShapeError)
+    wd = _int_tuple("reduce_window", "window_dilation", window_dilation, n, 1, ShapeError)
     # As JAX: string padding is computed from the operand's (undilated) shape and the dilated window.
     pads = normalize_padding("reduce_window", padding, aval.shape,
                              tuple(dilate_dim(w, d) for w, d in zip(window, wd)), strides)
@@ -236,8 +240,8 @@ def _cumulative(name: str, kinds: str):
         if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
             raise TypeError(f"kiln.lax.{name}: axis must be an int, got {type(axis).__name__} {axis!r}")
         if not -aval.ndim <= axis < aval.ndim:
-            raise ValueError(f"kiln.lax.{name}: axis {axis} is out of bounds for an array of dimension "
-                             f"{aval.ndim}")
+            raise AxisError(f"kiln.lax.{name}: axis {axis} is out of bounds for an array of dimension "
+                            f"{aval.ndim}")
         axis = int(axis) % aval.ndim
         if aval.shape[axis] <= 1:
             return operand

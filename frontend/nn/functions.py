@@ -12,6 +12,7 @@ import numpy as np
 
 from .. import dtypes, lax
 from ..array import Array
+from ..errors import AxisError, BroadcastError, NegativeDimensionError
 from ..ir import Literal
 from ..numpy import _util
 from ..numpy import reductions as _red
@@ -54,8 +55,8 @@ def broadcast_args(where: str, *args: Any) -> list[Any]:
     try:
         np.broadcast_shapes(*shapes)
     except ValueError:
-        raise ValueError(f"{where}: operands could not be broadcast together with shapes "
-                         + " ".join(str(s) for s in shapes)) from None
+        raise BroadcastError(f"{where}: operands could not be broadcast together with shapes "
+                             + " ".join(str(s) for s in shapes)) from None
     return _uf.promote_and_broadcast(where, *args)
 
 
@@ -218,7 +219,7 @@ def _axis(where: str, axis: Any, ndim: int) -> int:
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"{where}: axis must be an int, got {type(axis).__name__} {axis!r}")
     if not -ndim <= axis < ndim:
-        raise ValueError(f"{where}: axis {axis} is out of bounds for an array of dimension {ndim}")
+        raise AxisError(f"{where}: axis {axis} is out of bounds for an array of dimension {ndim}")
     return int(axis) % ndim
 
 
@@ -355,12 +356,12 @@ def one_hot(x, num_classes: int, *, dtype: Any = None, axis: int = -1):
             num_classes = int(num_classes)
         except TypeError as e:
             raise type(e)(f"kiln.nn.one_hot: num_classes must be a static integer (it is the size of the "
-                          f"new axis). {e}") from None
+                       f"new axis). {e}") from None
     if isinstance(num_classes, bool) or not isinstance(num_classes, (int, np.integer)):
         raise TypeError(f"kiln.nn.one_hot: num_classes must be a static Python int, got "
                         f"{type(num_classes).__name__} {num_classes!r:.40}")
     if num_classes < 0:
-        raise ValueError(f"kiln.nn.one_hot: num_classes must be non-negative, got {num_classes}")
+        raise NegativeDimensionError(f"kiln.nn.one_hot: num_classes must be non-negative, got {num_classes}")
     (x,) = _uf.promote_dtypes("kiln.nn.one_hot", x)
     aval = abstractify(x)
     if aval.dtype.kind == "c":

@@ -7,6 +7,7 @@ import numpy as np
 
 from .. import dtypes, lax
 from ..array import Array
+from ..errors import AxisError, BroadcastError, IntegerOverflowError, NegativeDimensionError
 from ..ir import Literal
 from ..tracing import Tracer, abstractify
 
@@ -55,19 +56,19 @@ def promote_dtypes(fname: str, *args: Any) -> list[Any]:
     if _same_dtypes(args):  # nothing to promote: the common case, on the eager hot path
         return list(args)
     check_arraylike(fname, *args)
-    dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
     try:
+        dtype, weak = dtypes.result_type(*args, return_weak_type_flag=True)
         return [convert(a, dtype, weak) for a in args]
     except OverflowError as e:  # a Python int too large for the arrays' dtype: name the function
-        raise OverflowError(f"kiln.numpy.{fname}: {str(e).removeprefix('kiln: ')}") from None
+        raise IntegerOverflowError(f"kiln.numpy.{fname}: {str(e).removeprefix('kiln: ')}") from None
 
 
 def broadcast_shapes(fname: str, *shapes: Sequence[int]) -> tuple[int, ...]:
     try:
         return tuple(np.broadcast_shapes(*[tuple(s) for s in shapes]))
     except ValueError:
-        raise ValueError(f"kiln.numpy.{fname}: operands could not be broadcast together with shapes "
-                         + " ".join(str(tuple(s)) for s in shapes)) from None
+        raise BroadcastError(f"kiln.numpy.{fname}: operands could not be broadcast together with shapes "
+                             + " ".join(str(tuple(s)) for s in shapes)) from None
 
 
 def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
@@ -119,7 +120,7 @@ def canonical_axis(fname: str, axis: int, ndim: int) -> int:
     if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
         raise TypeError(f"kiln.numpy.{fname}: axis must be an int, got {type(axis).__name__} {axis!r}")
     if not -ndim <= axis < ndim:
-        raise ValueError(f"kiln.numpy.{fname}: axis {axis} is out of bounds for an array of dimension {ndim}")
+        raise AxisError(f"kiln.numpy.{fname}: axis {axis} is out of bounds for an array of dimension {ndim}")
     return int(axis) % ndim if ndim else 0
 
 
@@ -156,5 +157,5 @@ def static_shape(fname: str, shape: Any) -> tuple[int, ...]:
             raise
         raise TypeError(f"kiln.numpy.{fname}: shape must be a sequence of integers, got {shape!r}") from e
     if any(d < 0 for d in dims):
-        raise ValueError(f"kiln.numpy.{fname}: negative dimensions are not allowed, got shape {dims}")
+        raise NegativeDimensionError(f"kiln.numpy.{fname}: negative dimensions are not allowed, got shape {dims}")
     return dims

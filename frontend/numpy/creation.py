@@ -9,6 +9,8 @@ import numpy as np
 
 from .. import dispatch, dtypes, lax
 from ..array import Array
+from ..config import config
+from ..errors import IntegerOverflowError, NegativeDimensionError
 from ..tracing import Tracer, abstractify, materialize
 from ._util import (
     broadcast_shapes,
@@ -34,8 +36,9 @@ def _dtype_or_default(dtype, default) -> np.dtype:
     return dtypes.canonicalize_dtype(dtype) if dtype is not None else default
 
 
-def _check_python_ints(fname: str, obj: Any, target: np.dtype) -> None:
-    """Python ints that do not fit the target integer dtype are an error (as in JAX), not a wrap-around."""
+def _check_python_ints(fname: str, obj: Any, target: np.dtype, explicit: bool = False) -> None:
+    """Python ints that do not fit the target integer dtype are an error (as in JAX), not a wrap-around.
+    ``explicit``: the target is a ``dtype=`` argument (not the default integer dtype)."""
     if target.kind not in "iu":
         return
     info = np.iinfo(target)
@@ -45,10 +48,18 @@ def _check_python_ints(fname: str, obj: Any, target: np.dtype) -> None:
             for i in o:
                 walk(i)
         elif type(o) is int and not info.min <= o <= info.max:
-            raise OverflowError(f"kiln.numpy.{fname}: Python int {o} is too large to convert to {target.name}"
-                                + (" (enable 64-bit types with kiln.config.update('enable_x64', True))"
-                                   if target.itemsize < 8 else ""))
+            raise dtypes.int_overflow_error(f"kiln.numpy.{fname}", o, target,
+                                            source="explicit" if explicit else "default")
     walk(obj)
+
+
+def _check_huge_ints(fname: str, obj: Any) -> None:
+    """A Python int beyond int64 and uint64 (NumPy makes an object array of it): an overflow error."""
+    if isinstance(obj, (list, tuple)):
+        for o in obj:
+            _check_huge_ints(fname, o)
+    elif type(obj) is int and not -(2**63) <= obj < 2**64:
+        raise dtypes.int_overflow_error(f"kiln.numpy.{fname}", obj, np.int64 if config.enable_x64 else np.int32)
 
 
 def array(object: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0) -> Any:  # noqa: A002
@@ -68,16 +79,26 @@ def array(object: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0
         try:
             host = np.asarray(object) if dtype is None else np.asarray(object,
                                                                        dtype=dtypes.canonicalize_dtype(dtype))
+        except OverflowError:  # a Python int beyond the explicit integer dtype
+            target = dtypes.canonicalize_dtype(dtype)
+            _check_huge_ints("array", object)
+            _check_python_ints("array", object, target, explicit=True)
+            raise
         except ValueError as e:
             raise ValueError(f"kiln.numpy.array: cannot make an array from {type(object).__name__} "
                              f"({object!r:.60}): {e}") from None
         if host.dtype.kind in "OSUMmV" and host.dtype.name != "bfloat16":
+            if host.dtype.kind == "O":
+                _check_huge_ints("array", object)
             raise TypeError(f"kiln.numpy.array: cannot make an array from {type(object).__name__} "
                             f"({object!r:.60}) (NumPy made dtype {host.dtype})")
         weak = dtype is None and isinstance(object, (int, float, complex)) and not isinstance(object, bool)
-        target_dtype = dtypes.dtype_of_value(object)[0] if weak else dtypes.canonicalize_dtype(host.dtype)
+        try:
+            target_dtype = dtypes.dtype_of_value(object)[0] if weak else dtypes.canonicalize_dtype(host.dtype)
+        except IntegerOverflowError as e:  # name the function
+            raise IntegerOverflowError(f"kiln.numpy.array: {str(e).removeprefix('kiln: ')}") from None
         if isinstance(object, (list, tuple, int)):
-            _check_python_ints("array", object, target_dtype)
+            _check_python_ints("array", object, target_dtype, explicit=dtype is not None)
         out = dispatch.put(host.astype(target_dtype, copy=False), None, committed=False)
         if weak:
             out = Array(out._buf, out.aval.update(weak_type=True), out._device, False)
@@ -213,7 +234,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None) -> Any:
         start, stop = 0, start
     step = 1 if step is None else step
     if step == 0:
-        raise ValueError("kiln.numpy.arange: step must not be zero")
+        raise ZeroDivisionError("kiln.numpy.arange: step must not be zero (division by zero computing the length)")
     if dtype is None:
         is_float = builtins_any(isinstance(v, (float, np.floating)) or
                                 (is_array(v) and abstractify(v).dtype.kind in "fV") or
@@ -355,7 +376,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) ->
     M = N if M is None else static_int("eye", "M", M)
     k = static_int("eye", "k", k)
     if N < 0 or M < 0:
-        raise ValueError(f"kiln.numpy.eye: negative dimensions are not allowed, got N={N}, M={M}")
+        raise NegativeDimensionError(f"kiln.numpy.eye: negative dimensions are not allowed, got N={N}, M={M}")
     dtype = _dtype_or_default(dtype, dtypes.default_float_dtype())
     return _mask_to_dtype(_diag_mask(N, M, k), dtype)
 
@@ -379,7 +400,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
     M = N if M is None else static_int("tri", "M", M)
     k = static_int("tri", "k", k)
     if N < 0 or M < 0:
-        raise ValueError(f"kiln.numpy.tri: negative dimensions are not allowed, got N={N}, M={M}")
+        raise NegativeDimensionError(f"kiln.numpy.tri: negative dimensions are not allowed, got N={N}, M={M}")
     return _mask_to_dtype(_tri_mask(N, M, k), _dtype_or_default(dtype, dtypes.default_float_dtype()))
 
 

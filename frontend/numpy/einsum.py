@@ -15,6 +15,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import dtypes, lax
+from ..lax.precision import canonicalize_precision
 from ..tracing import abstractify, materialize
 from ._util import check_arraylike, promote_dtypes
 
@@ -296,10 +297,12 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None, pre
     Supports explicit (``->``) and implicit outputs, ``...`` broadcasting, repeated labels within an
     operand (diagonals and traces), size-1 broadcasting, and the interleaved form
     ``einsum(x, [0, 1], y, [1, 2], [0, 2])``. ``optimize`` (default on) picks a greedy pairwise order;
-    ``optimize=False`` contracts left to right. ``precision`` is accepted and ignored.
+    ``optimize=False`` contracts left to right. ``precision`` (as :func:`kiln.lax.dot_general`'s) is
+    checked and otherwise ignored.
     """
     if out is not None:
         raise TypeError("kiln.numpy.einsum: out= is not supported (kiln arrays are immutable)")
+    canonicalize_precision("numpy.einsum", precision)
     spec, operands = _spec_and_operands("einsum", subscripts, operands)
     ops = [materialize(x) for x in promote_dtypes("einsum", *operands)]
     preferred = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)

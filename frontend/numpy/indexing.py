@@ -36,7 +36,7 @@ import numpy as np
 
 from .. import dtypes, lax
 from ..array import Array
-from ..errors import ConcretizationTypeError
+from ..errors import ConcretizationTypeError, IndexTypeError
 from ..tracing import Tracer, abstractify, concrete, current_builder
 
 __all__: list[str] = []
@@ -80,9 +80,9 @@ def _is_int_scalar(i: Any) -> bool:
     return False
 
 
-def _float_error(fname: str, i: Any) -> IndexError:
-    return IndexError(f"kiln.numpy.{fname}: indices must be integers, slices, None, '...', integer arrays or "
-                      f"boolean arrays, got a float index {i!r:.60}")
+def _float_error(fname: str, i: Any) -> IndexTypeError:
+    return IndexTypeError(f"kiln.numpy.{fname}: indices must be integers, slices, None, '...', integer arrays or "
+                          f"boolean arrays, got a float index {i!r:.60}")
 
 
 def _where() -> str:
@@ -136,12 +136,12 @@ def _convert_entry(fname: str, i: Any) -> Any:
         if kind in "fc" or (kind == "V" and i.dtype.itemsize == 2):
             raise _float_error(fname, i)
         if kind not in "biu":
-            raise IndexError(f"kiln.numpy.{fname}: unsupported index array of dtype {i.dtype}")
+            raise IndexTypeError(f"kiln.numpy.{fname}: unsupported index array of dtype {i.dtype}")
         if kind in "iu" and i.ndim == 0:
             return int(i) if isinstance(i, np.ndarray) else i
         return i
-    raise IndexError(f"kiln.numpy.{fname}: unsupported index {i!r:.60} of type {type(i).__name__}; indices must "
-                     "be integers, slices, None, '...', integer arrays or boolean arrays")
+    raise IndexTypeError(f"kiln.numpy.{fname}: unsupported index {i!r:.60} of type {type(i).__name__}; indices "
+                         "must be integers, slices, None, '...', integer arrays or boolean arrays")
 
 
 def _parse(fname: str, index: Any, ndim: int, shape: tuple[int, ...]) -> list[Any]:
@@ -205,14 +205,14 @@ def _slice_part(fname: str, v: Any) -> int | None:
     if v is None:
         return None
     if isinstance(v, (bool, np.bool_)) or isinstance(v, (float, np.floating)):
-        raise IndexError(f"kiln.numpy.{fname}: slice bounds must be integers or None, got {v!r}")
+        raise IndexTypeError(f"kiln.numpy.{fname}: slice bounds must be integers or None, got {v!r}")
     try:
         return operator.index(v)
     except ConcretizationTypeError:
         raise IndexError(f"kiln.numpy.{fname}: slice bounds must be static integers, got a traced value{_where()}; "
                          "for a traced start use kiln.lax.dynamic_slice or kiln.lax.dynamic_slice_in_dim") from None
     except TypeError:
-        raise IndexError(f"kiln.numpy.{fname}: slice bounds must be integers or None, got {v!r:.40}") from None
+        raise IndexTypeError(f"kiln.numpy.{fname}: slice bounds must be integers or None, got {v!r:.40}") from None
 
 
 def _slice_indices(fname: str, s: slice, size: int) -> tuple[int, int, int]:

@@ -20,8 +20,9 @@ are meant for small and medium matrices; complex inputs there raise an error whe
 
 As in JAX, bad *values* never raise: a singular matrix gives ``det == 0`` and inf/NaN from ``inv`` and
 ``solve``; ``cholesky`` of a matrix that is not positive definite gives NaN. Bad shapes and dtypes
-raise ``ValueError``/``TypeError`` naming the function. Stacks of matrices (leading batch dimensions)
-are supported everywhere NumPy supports them; integer inputs are converted to the default float dtype.
+raise errors naming the function (a non-square matrix raises ``MatrixShapeError``, a ``ValueError``
+and a ``TypeError``, as JAX raises either depending on the function). Stacks of matrices (leading
+batch dimensions) are supported everywhere NumPy supports them; integer inputs are converted to the default float dtype.
 """
 from __future__ import annotations
 
@@ -32,13 +33,17 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from .. import dtypes, lax
+from ..errors import AxisError, MatrixShapeError
 from ..lax import linalg as lax_linalg
+from ..lax import precision as lax_precision
 from ..tracing import abstractify, materialize
+from . import products as _products
 from ._util import check_arraylike, convert
 
 __all__ = [
-    "cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matrix_norm", "matrix_power", "matrix_rank",
-    "matrix_transpose", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "vector_norm",
+    "cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm", "matrix_power",
+    "matrix_rank", "matrix_transpose", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
+    "tensordot", "vecdot", "vector_norm",
     "EighResult", "QRResult", "SlogdetResult", "SVDResult",
 ]
 
@@ -84,16 +89,16 @@ def _inexact(fname: str, *args: Any, lapack: bool = True) -> list[Any]:
 def _ndim_at_least_2(fname: str, x: Any, what: str = "a") -> None:
     shape = abstractify(x).shape
     if len(shape) < 2:
-        raise ValueError(f"kiln.numpy.linalg.{fname}: {what} must be at least two-dimensional (a matrix or a "
-                         f"stack of matrices), got a {len(shape)}-dimensional array of shape {shape}")
+        raise MatrixShapeError(f"kiln.numpy.linalg.{fname}: {what} must be at least two-dimensional (a matrix or a "
+                               f"stack of matrices), got a {len(shape)}-dimensional array of shape {shape}")
 
 
 def _square(fname: str, x: Any, what: str = "a") -> None:
     _ndim_at_least_2(fname, x, what)
     shape = abstractify(x).shape
     if shape[-1] != shape[-2]:
-        raise ValueError(f"kiln.numpy.linalg.{fname}: the last two dimensions of {what} must be square, got "
-                         f"shape {shape}")
+        raise MatrixShapeError(f"kiln.numpy.linalg.{fname}: the last two dimensions of {what} must be square, got "
+                               f"shape {shape}")
 
 
 def _real_dtype(dtype) -> np.dtype:
@@ -354,8 +359,8 @@ def solve(a, b):
     if sb[-2] != m:
         raise ValueError(f"kiln.numpy.linalg.solve: b must have {m} rows to match a of shape {sa}, got b of shape "
                          f"{(sb[0],) if vector else sb}" + ("" if vector else
-                                                             " (a b with more than one dimension is a stack of "
-                                                             "(M, K) matrices, as in NumPy 2)"))
+                         " (a b with more than one dimension is a stack of "
+                         "(M, K) matrices, as in NumPy 2)"))
     batch = _batch_shape("solve", sa[:-2], sb[:-2])
     a = _broadcast(a, batch + sa[-2:])
     b = _broadcast(b, batch + sb[-2:])
@@ -568,8 +573,8 @@ def _norm_axes(fname: str, axis, ndim: int) -> tuple[int, ...]:
     out = []
     for a in axes:
         if not -ndim <= a < ndim:
-            raise ValueError(f"kiln.numpy.linalg.{fname}: axis {a} is out of bounds for an array of dimension "
-                             f"{ndim}")
+            raise AxisError(f"kiln.numpy.linalg.{fname}: axis {a} is out of bounds for an array of dimension "
+                            f"{ndim}")
         out.append(int(a) % ndim)
     if len(set(out)) != len(out):
         raise ValueError(f"kiln.numpy.linalg.{fname}: duplicate axes given: {axis!r}")
@@ -671,3 +676,60 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
     shape = _shape(x)
     nd = len(shape)
     return _keep(_matrix_norm(x, ord, nd - 2, nd - 1, "matrix_norm"), (nd - 2, nd - 1), shape, keepdims)
+
+
+# ---------------------------------------------------------------------------------------------
+# Products (the array API's linalg namespace; kiln.numpy's functions with keyword-only options)
+# ---------------------------------------------------------------------------------------------
+
+def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
+    """:func:`kiln.numpy.matmul` (``precision`` is checked and otherwise ignored)."""
+    return _products.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def tensordot(x1, x2, /, *, axes=2, precision=None, preferred_element_type=None):
+    """:func:`kiln.numpy.tensordot` with keyword-only ``axes``."""
+    return _products.tensordot(x1, x2, axes, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
+    """:func:`kiln.numpy.vecdot`."""
+    return _products.vecdot(x1, x2, axis=axis, precision=precision, preferred_element_type=preferred_element_type)
+
+
+def multi_dot(arrays, *, precision=None):
+    """The product of a chain of matrices, in the order of fewest multiplications (as NumPy). The
+    first array may be 1-D (a row vector) and the last 1-D (a column vector); the others are 2-D."""
+    lax_precision.canonicalize_precision("numpy.linalg.multi_dot", precision)
+    arrays = list(arrays)
+    if len(arrays) < 2:
+        raise ValueError(f"kiln.numpy.linalg.multi_dot: needs at least two arrays, got {len(arrays)}")
+    check_arraylike("multi_dot", *arrays)
+    shapes = [abstractify(a).shape for a in arrays]
+    for k, s in enumerate(shapes):
+        allowed = (1, 2) if k in (0, len(shapes) - 1) else (2,)
+        if len(s) not in allowed:
+            raise ValueError(f"kiln.numpy.linalg.multi_dot: array {k} must be "
+                             f"{'1-D or 2-D' if len(allowed) == 2 else '2-D'}, got shape {s}")
+    if len(shapes) == 2:
+        return _products.dot(arrays[0], arrays[1])
+    # Matrix-chain order by dynamic programming over the (row, col) sizes.
+    dims = [shapes[0][0] if len(shapes[0]) == 2 else 1] + [s[-1] if len(s) == 2 else 1 for s in shapes]
+    n = len(arrays)
+    cost = [[0] * n for _ in range(n)]
+    split = [[0] * n for _ in range(n)]
+    for length in range(1, n):
+        for i in range(n - length):
+            j = i + length
+            cost[i][j] = None
+            for k in range(i, j):
+                c = cost[i][k] + cost[k + 1][j] + dims[i] * dims[k + 1] * dims[j + 1]
+                if cost[i][j] is None or c < cost[i][j]:
+                    cost[i][j], split[i][j] = c, k
+
+    def chain(i, j):
+        if i == j:
+            return arrays[i]
+        k = split[i][j]
+        return _products.dot(chain(i, k), chain(k + 1, j))
+    return chain(0, n - 1)

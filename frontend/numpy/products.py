@@ -1,5 +1,6 @@
 """Products: matmul, dot, vdot, vecdot, inner, outer, tensordot, trace, kron, cross (via dot_general and
-elementwise primitives). ``einsum`` lives in :mod:`.einsum`."""
+elementwise primitives). ``einsum`` lives in :mod:`.einsum`. ``precision=`` is checked (as
+:func:`kiln.lax.dot_general`'s) and otherwise ignored: XLA's default precision is used."""
 from __future__ import annotations
 
 import builtins
@@ -8,6 +9,8 @@ from typing import Any
 import numpy as np
 
 from .. import lax
+from ..errors import AxisError, ShapeError
+from ..lax.precision import canonicalize_precision
 from ..tracing import abstractify, materialize
 from ._util import broadcast_shapes, broadcast_to_shape, canonical_axis, check_arraylike, promote_dtypes
 
@@ -19,8 +22,8 @@ def _operands(fname: str, *args) -> list[Any]:
     return [materialize(x) for x in promote_dtypes(fname, *args)]
 
 
-def _shape_error(fname: str, a, b, detail: str) -> ValueError:
-    return ValueError(f"kiln.numpy.{fname}: shapes {abstractify(a).shape} and {abstractify(b).shape} are not "
+def _shape_error(fname: str, a, b, detail: str) -> ShapeError:
+    return ShapeError(f"kiln.numpy.{fname}: shapes {abstractify(a).shape} and {abstractify(b).shape} are not "
                       f"aligned: {detail}")
 
 
@@ -41,9 +44,10 @@ def _complex_check(fname: str, x) -> None:
         raise NotImplementedError(f"kiln.numpy.{fname} of complex arrays is not supported yet")
 
 
-def matmul(a, b, /, *, preferred_element_type=None):
+def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     """Matrix product with NumPy's rules: 1-D operands are promoted to matrices (and the added axis
     removed afterwards), leading (batch) dimensions broadcast."""
+    canonicalize_precision("numpy.matmul", precision)
     a, b = _operands("matmul", a, b)
     sa, sb = abstractify(a).shape, abstractify(b).shape
     if not sa or not sb:
@@ -71,9 +75,10 @@ def matmul(a, b, /, *, preferred_element_type=None):
     return lax.reshape(out, shape)
 
 
-def dot(a, b, /, *, preferred_element_type=None):
+def dot(a, b, /, *, precision=None, preferred_element_type=None):
     """NumPy's dot: scalars multiply; otherwise contract a's last axis with b's second-to-last
     (its only axis when 1-D)."""
+    canonicalize_precision("numpy.dot", precision)
     a, b = _operands("dot", a, b)
     sa, sb = abstractify(a).shape, abstractify(b).shape
     if not sa or not sb:
@@ -84,21 +89,23 @@ def dot(a, b, /, *, preferred_element_type=None):
     return lax.dot_general(a, b, (((len(sa) - 1,), (cb,)), ((), ())), preferred_element_type=preferred_element_type)
 
 
-def vdot(a, b, /, *, preferred_element_type=None):
+def vdot(a, b, /, *, precision=None, preferred_element_type=None):
     """Dot product of the flattened arrays."""
+    canonicalize_precision("numpy.vdot", precision)
     a, b = _operands("vdot", a, b)
     _complex_check("vdot", a)
     sa, sb = abstractify(a).shape, abstractify(b).shape
     na, nb = int(np.prod(sa, dtype=np.int64)), int(np.prod(sb, dtype=np.int64))
     if na != nb:
-        raise ValueError(f"kiln.numpy.vdot: the arrays must have the same number of elements, got shapes {sa} "
+        raise ShapeError(f"kiln.numpy.vdot: the arrays must have the same number of elements, got shapes {sa} "
                          f"and {sb}")
     return lax.dot_general(lax.reshape(a, (na,)), lax.reshape(b, (nb,)), (((0,), (0,)), ((), ())),
                            preferred_element_type=preferred_element_type)
 
 
-def vecdot(x1, x2, /, *, axis: int = -1, preferred_element_type=None):
+def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
     """Dot product of vectors along ``axis``, broadcasting the other dimensions."""
+    canonicalize_precision("numpy.vecdot", precision)
     a, b = _operands("vecdot", x1, x2)
     _complex_check("vecdot", a)
     sa, sb = abstractify(a).shape, abstractify(b).shape
@@ -118,8 +125,9 @@ def vecdot(x1, x2, /, *, axis: int = -1, preferred_element_type=None):
                            preferred_element_type=preferred_element_type)
 
 
-def inner(a, b, /, *, preferred_element_type=None):
+def inner(a, b, /, *, precision=None, preferred_element_type=None):
     """Contract the last axes of ``a`` and ``b`` (a product when either is 0-d)."""
+    canonicalize_precision("numpy.inner", precision)
     a, b = _operands("inner", a, b)
     sa, sb = abstractify(a).shape, abstractify(b).shape
     if not sa or not sb:
@@ -148,17 +156,18 @@ def _axes_list(fname: str, name: str, axes, nd: int) -> tuple[int, ...]:
         if not isinstance(ax, (int, np.integer)) or isinstance(ax, bool):
             raise TypeError(f"kiln.numpy.{fname}: {name} must be ints, got {ax!r}")
         if not -nd <= ax < nd:
-            raise ValueError(f"kiln.numpy.{fname}: axis {ax} in {name} is out of bounds for an array of dimension "
-                             f"{nd}")
+            raise AxisError(f"kiln.numpy.{fname}: axis {ax} in {name} is out of bounds for an array of dimension "
+                            f"{nd}")
         out.append(int(ax) % nd)
     if len(set(out)) != len(out):
         raise ValueError(f"kiln.numpy.{fname}: repeated axis in {name} {axes}")
     return tuple(out)
 
 
-def tensordot(a, b, axes=2, *, preferred_element_type=None):
+def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Contract ``axes`` of ``a`` with ``axes`` of ``b``: an int n (a's last n with b's first n) or a
     pair of axis sequences. The result has a's free axes, then b's."""
+    canonicalize_precision("numpy.tensordot", precision)
     a, b = _operands("tensordot", a, b)
     sa, sb = abstractify(a).shape, abstractify(b).shape
     na, nb = len(sa), len(sb)

@@ -11,7 +11,7 @@ import numpy as np
 
 from .. import dtypes, lax
 from ..array import Array
-from ..errors import ConcretizationTypeError
+from ..errors import BroadcastError, ConcretizationTypeError, NegativeDimensionError, ShapeError
 from ..tracing import Tracer, abstractify, concrete, materialize
 from ._util import broadcast_shapes as _broadcast_shapes
 from ._util import (
@@ -194,7 +194,7 @@ def transpose(a, axes: Sequence[int] | None = None):
         axes = tuple(reversed(range(nd)))
     axes = tuple(canonical_axis("transpose", ax, nd) for ax in axes)
     if sorted(axes) != list(range(nd)):
-        raise ValueError(f"kiln.numpy.transpose: axes {axes} are not a permutation of the {nd} axes")
+        raise ShapeError(f"kiln.numpy.transpose: axes {axes} are not a permutation of the {nd} axes")
     return lax.transpose(a, axes)
 
 
@@ -288,11 +288,11 @@ def broadcast_to(a, shape):
     shape = tuple(static_int("broadcast_to", "each dimension of the shape", d)
                   for d in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
     if builtins.any(d < 0 for d in shape):
-        raise ValueError(f"kiln.numpy.broadcast_to: negative dimensions are not allowed, got shape {shape}")
+        raise NegativeDimensionError(f"kiln.numpy.broadcast_to: negative dimensions are not allowed, got shape {shape}")
     src = abstractify(a).shape
     ok = len(src) <= len(shape) and builtins.all(s in (1, d) for s, d in zip(src[::-1], shape[::-1]))
     if not ok:
-        raise ValueError(f"kiln.numpy.broadcast_to: cannot broadcast an array of shape {src} to shape {shape}")
+        raise BroadcastError(f"kiln.numpy.broadcast_to: cannot broadcast an array of shape {src} to shape {shape}")
     return broadcast_to_shape(a, shape)
 
 
@@ -334,7 +334,7 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype=None):
     ndims = {abstractify(a).ndim for a in arrays}
     if len(ndims) != 1:
         shapes = " ".join(str(abstractify(a).shape) for a in arrays)
-        raise ValueError(f"kiln.numpy.concatenate: all arrays must have the same number of dimensions, got "
+        raise ShapeError(f"kiln.numpy.concatenate: all arrays must have the same number of dimensions, got "
                          f"shapes {shapes}")
     nd = ndims.pop()
     if nd == 0:
@@ -343,7 +343,7 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype=None):
     shapes = [abstractify(a).shape for a in arrays]
     for s in shapes[1:]:
         if builtins.any(x != y for i, (x, y) in enumerate(zip(s, shapes[0])) if i != axis):
-            raise ValueError(f"kiln.numpy.concatenate: array shapes {shapes[0]} and {s} differ outside the "
+            raise ShapeError(f"kiln.numpy.concatenate: array shapes {shapes[0]} and {s} differ outside the "
                              f"concatenation axis {axis}")
     return lax.concatenate([materialize(a) for a in arrays], axis)
 

@@ -12,6 +12,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes, lax
+from ..errors import AxisError
 from ..jit import eager_jit
 from ..tracing import abstractify, materialize
 from ._util import as_operand, canonical_axes, canonical_axis, check_arraylike, convert, promote_dtypes
@@ -236,7 +237,7 @@ def _cumulative(fname: str, lax_fn, a: Any, axis: Any, dtype: Any, nan_identity:
         axis = 0
     else:
         if aval.ndim == 0:
-            raise ValueError(f"kiln.numpy.{fname}: axis {axis} is out of bounds for an array of dimension 0")
+            raise AxisError(f"kiln.numpy.{fname}: axis {axis} is out of bounds for an array of dimension 0")
         axis = canonical_axis(fname, axis, aval.ndim)
     target = dtypes.canonicalize_dtype(dtype) if dtype is not None else _accumulation_dtype(aval.dtype)
     if target is not None:

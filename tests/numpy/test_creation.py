@@ -69,7 +69,7 @@ def test_array_errors():
         knp.array(None)
     with pytest.raises(TypeError, match="kiln.numpy.array: cannot make an array from str"):
         knp.array("abc")
-    with pytest.raises(OverflowError, match="kiln.numpy.array: Python int 1099511627776 is too large"):
+    with pytest.raises(OverflowError, match="kiln.numpy.array: Python int 1099511627776 is out of range for int32"):
         knp.array([1, 2**40])
     with pytest.raises(ValueError, match="kiln.numpy.array: cannot make an array"):
         knp.array([[1, 2], [3]])
@@ -144,7 +144,7 @@ def test_arange():
 def test_arange_errors():
     with pytest.raises(TypeError, match="kiln.numpy.arange: stop must be a static value"):
         kiln.jit(lambda n: knp.arange(0, n))(3)
-    with pytest.raises(ValueError, match="kiln.numpy.arange: step must not be zero"):
+    with pytest.raises(ZeroDivisionError, match="kiln.numpy.arange: step must not be zero"):
         knp.arange(0, 3, 0)
     with pytest.raises(TypeError, match="kiln.numpy.arange: start must be real"):
         knp.arange(1j)
