@@ -5,7 +5,7 @@ import math
 
 import numpy as np
 
-from .errors import KilnError
+from .errors import NegativeDimensionError, ShapeError, ShapeTooLargeError  # noqa: F401  (ShapeError: re-exported)
 
 _SHORT_NAMES = {
     "bool": "bool", "int8": "i8", "int16": "i16", "int32": "i32", "int64": "i64",
@@ -20,12 +20,6 @@ def short_dtype_name(dtype: np.dtype) -> str:
     return _SHORT_NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)
 
 
-class ShapeError(KilnError, ValueError, TypeError):
-    """A shape XLA cannot represent: a negative dimension, or an array whose size in bytes does not fit
-    in int64 (XLA aborts the process on such a shape, so kiln refuses it first). A ValueError, as NumPy
-    raises for these shapes, and a TypeError, as JAX raises for a negative dimension."""
-
-
 # XLA computes an array's byte size as itemsize * d0 * d1 * ... in int64, left to right, and rejects (by
 # aborting the process, in the shape constructor its compiler calls) a shape where any partial product
 # overflows (ShapeUtil::MakeValidatedShape), even when a later dimension is 0.
@@ -36,10 +30,11 @@ _CHECK_FROM = 2 ** 40
 
 
 def check_shape(shape: tuple[int, ...], dtype: np.dtype, where: str = "kiln") -> None:
-    """Raise :class:`ShapeError` if XLA cannot represent an array of ``shape`` and ``dtype``."""
+    """Raise :class:`ShapeTooLargeError` (or :class:`NegativeDimensionError`) if XLA cannot represent
+    an array of ``shape`` and ``dtype``."""
     for axis, d in enumerate(shape):
         if d < 0:
-            raise ShapeError(f"{where}: the shape {shape} has a negative dimension ({d} at axis {axis}); "
+            raise NegativeDimensionError(f"{where}: the shape {shape} has a negative dimension ({d} at axis {axis}); "
                              "dimensions must be non-negative")
     itemsize = max(np.dtype(dtype).itemsize, 1)  # float0 (0 bytes) is stored as one byte per element
     nbytes = itemsize
@@ -51,13 +46,13 @@ def check_shape(shape: tuple[int, ...], dtype: np.dtype, where: str = "kiln") ->
         limit = f"XLA's limit for one array is 2**63 - 1 = {INT64_MAX} bytes (its sizes are int64)"
         elements = math.prod(shape)
         if d > INT64_MAX:
-            raise ShapeError(f"{what}: dimension {d} at axis {axis} is larger than 2**63 - 1, the largest "
+            raise ShapeTooLargeError(f"{what}: dimension {d} at axis {axis} is larger than 2**63 - 1, the largest "
                              "dimension XLA accepts. Check how the shape was computed.")
         if elements:
-            raise ShapeError(f"{what}: it would take {elements * itemsize} bytes ({elements} elements of "
+            raise ShapeTooLargeError(f"{what}: it would take {elements * itemsize} bytes ({elements} elements of "
                              f"{itemsize} byte{'s' if itemsize > 1 else ''}, {_pow2(elements * itemsize)} "
                              f"bytes), and {limit}. Check how the shape was computed.")
-        raise ShapeError(f"{what}: although it has no element (a dimension is 0), its dimensions up to axis "
+        raise ShapeTooLargeError(f"{what}: although it has no element (a dimension is 0), its dimensions up to axis "
                          f"{axis} already make {nbytes} bytes ({_pow2(nbytes)}), and XLA computes sizes "
                          f"left to right; {limit}. Check how the shape was computed.")
 

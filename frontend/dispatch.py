@@ -4,6 +4,7 @@ Shared by eager primitives (one-equation IRs) and ``jit``.
 """
 from __future__ import annotations
 
+import contextvars
 from dataclasses import dataclass
 from typing import Any, Sequence
 
@@ -141,9 +142,21 @@ class Compiled:
         return [Array(b, a, device, committed) for b, a in zip(outs, self.out_avals)]
 
 
+# Whether this thread is inside lower_ir (a lowering rule may run eager code that lowers again).
+_lowering: contextvars.ContextVar[bool] = contextvars.ContextVar("kiln_lowering", default=False)
+
+
 def lower_ir(ir: IR, *, donated: Sequence[bool] = (), keep_unused: bool = False,
              device: runtime.Device | None = None) -> lowering.LoweredModule:
     """Lower ``ir`` for ``device``'s platform (rules may then use its custom calls, e.g. LAPACK on CPU)."""
+    if not _lowering.get():
+        runtime.drop_stale_scopes()  # MLIR scopes an interrupted lowering left entered
+    return contextvars.copy_context().run(_lower, ir, donated, keep_unused, device)
+
+
+def _lower(ir: IR, donated: Sequence[bool], keep_unused: bool,
+           device: runtime.Device | None) -> lowering.LoweredModule:
+    _lowering.set(True)
     if device is None:
         return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused)
     platform = device.platform

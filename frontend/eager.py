@@ -5,8 +5,9 @@ import functools
 import weakref
 from typing import Any, Sequence
 
-from kiln import runtime
 from kiln.runtime import fastpath
+
+from kiln import runtime
 
 from . import dispatch
 from .array import Array
@@ -109,10 +110,12 @@ def _compile(prim, avals, params: dict, device) -> dispatch.Compiled:
     ir = one_equation_ir(prim, avals, params)  # runs the shape rule: bad input fails here
     # keep_unused: the executable takes every argument, so dispatch needs no filtering.
     lowered = dispatch.lower_ir(ir, keep_unused=True, device=device)
-    text_key = (lowered.as_text(), device)
+    # Weak types are not in the StableHLO: the output avals are part of the key.
+    text_key = (lowered.as_text(), device, tuple(v.aval for v in ir.outvars))
     compiled = _by_text.get(text_key)
     if compiled is None:
         compiled = dispatch.compile_lowered(ir, lowered, device)
+        compiled.lowered = None  # cached for long: keep the executable, not the MLIR module
         _by_text[text_key] = compiled
     return compiled
 

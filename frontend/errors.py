@@ -50,6 +50,12 @@ class NegativeDimensionError(ShapeError, ValueError):
     ``ValueError`` (``eye``, ``broadcast_to``); NumPy raises ``ValueError``: this is both."""
 
 
+class ShapeTooLargeError(ShapeError, ValueError):
+    """A shape XLA cannot represent: an array whose size in bytes (or one dimension) does not fit in
+    int64. XLA aborts the process on such a shape, so kiln refuses it where the abstract value is
+    built. A ``ValueError``, as NumPy raises for arrays too big; JAX has no class for it (it aborts)."""
+
+
 class MatrixShapeError(ShapeError, np.linalg.LinAlgError):
     """A linear-algebra argument that is not a (stack of) square matrices. JAX raises ``ValueError``
     (``inv``, ``det``) or ``TypeError`` (``cholesky``, ``eigh``, ``svd``, ``qr``); NumPy raises

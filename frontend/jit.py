@@ -12,7 +12,7 @@ import inspect
 import threading
 import warnings
 import weakref
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from kiln import runtime
@@ -21,14 +21,20 @@ from . import dispatch, tree_util
 from .array import Array
 from .call import call_p
 from .config import config
+from .errors import KilnError
 from .ir import IR, ClosedIR
 from .tracing import Tracer, abstractify, current_builder, trace_to_ir
 
 _PY_SCALARS = (bool, int, float, complex)
 
 
-class JitError(TypeError):
+class JitError(KilnError, TypeError):
     """Bad arguments to a jitted function or to ``jit`` itself."""
+
+
+class JitArgumentError(JitError, ValueError):
+    """Bad static or donated argument options (out of range, unhashable). A ``ValueError`` as in JAX
+    (and a :class:`JitError`, a ``TypeError``, as kiln raised before)."""
 
 
 def _as_tuple(x: int | str | Sequence | None, kind: type) -> tuple:
@@ -52,7 +58,6 @@ class _Entry:
     compiled: dispatch.Compiled | None = None   # published last, when const_buffers is set too
     const_buffers: list | None = None
     call_ir: ClosedIR | None = None  # constvars turned into leading invars, for nested calls
-    compile_lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
 
 # A function keeps at most this many traced signatures (least recently used go first): a function
@@ -60,50 +65,76 @@ class _Entry:
 SIGNATURES_PER_FUNCTION = 512
 
 
+class _Once:
+    """Compute each key's value once, however many threads ask for it at the same time.
+
+    Only GIL-atomic dict operations, no lock: a ``KeyboardInterrupt`` between any two lines must not
+    leave a lock held (the next call would wait forever). The thread that claims a key computes and
+    publishes its value; the others poll until ``lookup()`` finds it or the claim goes away. A thread
+    that meets its own claim (a recursive call) computes again rather than wait for itself.
+    """
+
+    def __init__(self) -> None:
+        self._claims: dict[Any, tuple[threading.Event, int]] = {}
+
+    def get(self, key: Any, lookup: Callable[[], Any], compute: Callable[[], Any]) -> Any:
+        me = threading.get_ident()
+        claim = (threading.Event(), me)
+        try:
+            while True:
+                value = lookup()
+                if value is not None:
+                    return value
+                holder = self._claims.setdefault(key, claim)
+                if holder is claim or holder[1] == me:
+                    return compute()
+                holder[0].wait(0.05)
+        finally:
+            if self._claims.get(key) is claim:
+                self._claims.pop(key, None)
+                claim[0].set()
+
+
 class _Signatures:
     """The traced (and compiled) signatures of one function under one set of jit options, shared by
-    every ``jit`` of that function (as JAX's caches are) and freed with the function."""
+    every ``jit`` of that function (as JAX's caches are) and freed with the function. Least recently
+    used signatures go first beyond :data:`SIGNATURES_PER_FUNCTION`."""
 
     def __init__(self) -> None:
         self.entries: collections.OrderedDict[Any, _Entry] = collections.OrderedDict()
-        self.pending: dict[Any, tuple[threading.Event, int]] = {}  # signatures being traced, by thread
-        self.lock = threading.Lock()  # guards entries and pending; never held while user code runs
+        self.once = _Once()  # one trace, and one compile, per signature across threads
 
     def get(self, key: Any) -> _Entry | None:
-        with self.lock:
-            entry = self.entries.get(key)
-            if entry is not None:
+        entry = self.entries.get(key)
+        if entry is not None:
+            try:
                 self.entries.move_to_end(key)
-            return entry
+            except KeyError:  # evicted by another thread meanwhile
+                pass
+        return entry
 
     def put(self, key: Any, entry: _Entry) -> None:
-        with self.lock:
-            self.entries[key] = entry
-            while len(self.entries) > SIGNATURES_PER_FUNCTION:
+        self.entries[key] = entry
+        while len(self.entries) > SIGNATURES_PER_FUNCTION:
+            try:
                 self.entries.popitem(last=False)
+            except KeyError:
+                break
 
     def clear(self) -> None:
-        with self.lock:
-            self.entries.clear()
+        self.entries.clear()
 
 
 # fun -> {jit options -> _Signatures}: the trace cache belongs to the function, held weakly.
 _signatures_of: "weakref.WeakKeyDictionary[Any, dict[Any, _Signatures]]" = weakref.WeakKeyDictionary()
-_signatures_lock = threading.Lock()
 
 
 def _signatures_for(fun: Callable, options: tuple) -> _Signatures:
     """The shared signature cache of ``fun`` under ``options`` (a private one when ``fun`` cannot be
     weakly referenced or hashed)."""
-    try:
-        with _signatures_lock:
-            per_options = _signatures_of.get(fun)
-            if per_options is None:
-                per_options = _signatures_of[fun] = {}
-            sigs = per_options.get(options)
-            if sigs is None:
-                sigs = per_options[options] = _Signatures()
-            return sigs
+    try:  # setdefault: atomic, so threads creating jit(f) at once share one cache
+        per_options = _signatures_of.setdefault(fun, {})
+        return per_options.setdefault(options, _Signatures())
     except TypeError:  # not weakly referenceable or not hashable (options with unhashable devices)
         return _Signatures()
 
@@ -156,7 +187,7 @@ class JittedFunction:
             if not isinstance(n, int):
                 raise JitError(f"kiln.jit({self.__name__}): {what}_argnums must be ints, got {n!r}")
             if n >= len(positional) and not has_varargs or n < -len(positional):
-                raise JitError(f"kiln.jit({self.__name__}): {what}_argnums={n} is out of range: the function "
+                raise JitArgumentError(f"kiln.jit({self.__name__}): {what}_argnums={n} is out of range: the function "
                                f"takes {len(positional)} positional argument(s) ({', '.join(positional)})")
             nums_out.add(n % len(positional) if n < 0 else n)
         names_out = set(names)
@@ -307,26 +338,12 @@ class JittedFunction:
     def _trace_once(self, key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed) -> _Entry:
         """Trace a new signature; threads that meet it at the same time wait for one trace."""
         sigs = self._signatures
-        me = threading.get_ident()
-        token = (threading.Event(), me)
-        try:
-            while True:
-                with sigs.lock:
-                    entry = sigs.entries.get(key)
-                    holder = sigs.pending.setdefault(key, token) if entry is None else None
-                if entry is not None:
-                    return entry
-                if holder is token or holder[1] == me:
-                    break  # ours to trace (or a recursive call of the function: trace again)
-                holder[0].wait(0.05)  # another thread traces it (polled: an entry may appear anyway)
+
+        def trace() -> _Entry:
             entry = self._trace(avals, treedef, dyn_args, dyn_kwargs, static, device, committed)
             sigs.put(key, entry)
             return entry
-        finally:
-            if sigs.pending.get(key) is token:
-                with sigs.lock:
-                    sigs.pending.pop(key, None)
-                token[0].set()
+        return sigs.once.get(("trace", key), lambda: sigs.get(key), trace)
 
     def _explicit_device(self) -> runtime.Device | None:
         backend, device = self._device_spec
@@ -382,18 +399,21 @@ class JittedFunction:
 
     def _compiled(self, entry: _Entry) -> dispatch.Compiled:
         if entry.compiled is None:
-            with entry.compile_lock:  # one compile per signature, however many threads call it
-                if entry.compiled is None:
-                    ir = entry.closed.ir
-                    donated = [False] * len(ir.constvars) + entry.donated
-                    compiled = dispatch.compile_ir(ir, entry.device, donated=donated,
-                                                   keep_unused=self.keep_unused)
-                    kept_consts = compiled.kept[:len(ir.constvars)]
-                    # Published together, compiled last: an interrupted compile leaves the entry untouched.
-                    entry.const_buffers = [dispatch.to_buffer(c, entry.device)
-                                           for c, k in zip(entry.closed.consts, kept_consts) if k]
-                    entry.compiled = compiled
+            # One compile per signature, however many threads call it.
+            self._signatures.once.get(("compile", id(entry)), lambda: entry.compiled,
+                                      functools.partial(self._compile, entry))
         return entry.compiled
+
+    def _compile(self, entry: _Entry) -> dispatch.Compiled:
+        ir = entry.closed.ir
+        donated = [False] * len(ir.constvars) + entry.donated
+        compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused)
+        kept_consts = compiled.kept[:len(ir.constvars)]
+        # Published together, compiled last: an interrupted compile leaves the entry untouched.
+        entry.const_buffers = [dispatch.to_buffer(c, entry.device)
+                               for c, k in zip(entry.closed.consts, kept_consts) if k]
+        entry.compiled = compiled
+        return compiled
 
     def _execute(self, entry: _Entry, leaves: list) -> Any:
         compiled = self._compiled(entry)
@@ -571,7 +591,7 @@ def _hashable_static(jitted: JittedFunction, value: Any, where: str, name: str) 
     except TypeError:
         hint = " Pass a tuple instead of a list." if isinstance(value, list) else (
             " Pass a tuple of items instead of a dict." if isinstance(value, dict) else "")
-        raise JitError(f"kiln.jit({jitted.__name__}): static argument {name!r} ({where}) has unhashable type "
+        raise JitArgumentError(f"kiln.jit({jitted.__name__}): static argument {name!r} ({where}) has unhashable type "
                        f"{type(value).__name__}; static arguments must be hashable.{hint} Or remove it "
                        "from static_argnums/static_argnames to trace it as an array.") from None
     return _Static(value, h)

@@ -12,7 +12,7 @@ how a Python ``if x < 3`` works under eager ``grad`` while ``jit`` raises
 """
 from __future__ import annotations
 
-import threading
+import contextvars
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -29,18 +29,30 @@ from .errors import (
 )
 from .ir import IR, Atom, ClosedIR, Eqn, Literal, Var
 
-
-class _TraceState(threading.local):
-    def __init__(self) -> None:
-        self.stack: list[Builder] = []
-
-
-_state = _TraceState()
+# The active builders, innermost last. A context variable, changed only inside a copied context
+# (``Context.run``): leaving that context restores the outer stack in C, so no exception, not even
+# a KeyboardInterrupt between two Python lines, can leave a builder pushed. Each thread has its own.
+_stack: contextvars.ContextVar[tuple] = contextvars.ContextVar("kiln_trace_stack", default=())
 
 
 def current_builder() -> Builder | None:
-    stack = _state.stack
+    stack = _stack.get()
     return stack[-1] if stack else None
+
+
+def _run_with_stack(stack: tuple, fun: Callable, args: Sequence[Any]) -> Any:
+    _stack.set(stack)
+    return fun(*args)
+
+
+def run_traced(builder: Builder, fun: Callable, *args: Any) -> Any:
+    """``fun(*args)`` with ``builder`` as the innermost active trace."""
+    return contextvars.copy_context().run(_run_with_stack, _stack.get() + (builder,), fun, args)
+
+
+def run_untraced(fun: Callable, *args: Any) -> Any:
+    """``fun(*args)`` with no active trace: primitives run eagerly."""
+    return contextvars.copy_context().run(_run_with_stack, (), fun, args)
 
 
 class Tracer(ArrayMethods):
@@ -123,7 +135,7 @@ class Builder:
         if isinstance(x, Tracer):
             if x.builder is self:
                 return x.var
-            if x.builder.finished or x.builder not in _state.stack:
+            if x.builder.finished or x.builder not in _stack.get():
                 raise UnexpectedTracerError(
                     f"kiln: a traced value {x.aval.str_short()} created while tracing "
                     f"{x.builder.fun_name} was used after that trace ended (now tracing "
@@ -219,12 +231,7 @@ class Builder:
                 env[v] = value
             elif not any(v in e.outputs for e in producers):
                 return None  # an input whose value is not known
-        with no_tracing():
-            for eqn in reversed(producers):
-                args = [a if isinstance(a, Literal) else env[a] for a in eqn.inputs]
-                outs = eqn.prim.bind(*args, **eqn.params)
-                outs = outs if eqn.prim.multiple_results else [outs]
-                env.update(zip(eqn.outputs, outs))
+        run_untraced(_evaluate_eqns, producers[::-1], env)
         for v in needed:
             self.known.setdefault(v, env.get(v))
         return env[var]
@@ -248,30 +255,12 @@ def concrete(value: Any) -> Any:
     return value
 
 
-class no_tracing:
-    """Context: run primitives eagerly, as if no trace were active."""
-
-    def __enter__(self):
-        self.saved = _state.stack
-        _state.stack = []
-
-    def __exit__(self, *exc):
-        _state.stack = self.saved
-
-
-class tracing_with:
-    """Context: make ``builder`` the innermost active trace."""
-
-    def __init__(self, builder: Builder):
-        self.builder = builder
-
-    def __enter__(self):
-        _state.stack.append(self.builder)
-        return self.builder
-
-    def __exit__(self, *exc):
-        popped = _state.stack.pop()
-        assert popped is self.builder
+def _evaluate_eqns(eqns: Sequence[Eqn], env: dict) -> None:
+    for eqn in eqns:
+        args = [a if isinstance(a, Literal) else env[a] for a in eqn.inputs]
+        outs = eqn.prim.bind(*args, **eqn.params)
+        outs = outs if eqn.prim.multiple_results else [outs]
+        env.update(zip(eqn.outputs, outs))
 
 
 def abstractify(x: Any) -> ShapedArray:
@@ -294,7 +283,7 @@ def _short_repr(x: Any) -> str:
 
 def bind(prim, args: Sequence[Any], params: dict) -> Any:
     """Apply ``prim``: record it in the innermost trace, or run it eagerly if none is active."""
-    stack = _state.stack
+    stack = _stack.get()
     if not stack:
         from .eager import apply_eagerly
         return apply_eagerly(prim, args, params)
@@ -315,10 +304,10 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
     names = list(arg_names) or [""] * len(in_avals)
     values = list(known_values) if known_values is not None else [None] * len(in_avals)
     tracers = [builder.new_arg(a, n, v) for a, n, v in zip(in_avals, names, values)]
-    with tracing_with(builder):
+    def trace():
         outs = fun(*tracers)
-        closed = builder.finish(outs)
-    return closed, outs
+        return builder.finish(outs), outs
+    return run_traced(builder, trace)
 
 
 def eval_ir(ir: IR, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:

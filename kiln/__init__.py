@@ -23,6 +23,7 @@ from kiln.frontend.errors import (
     MatrixShapeError,
     NegativeDimensionError,
     ShapeError,
+    ShapeTooLargeError,
     TracerArrayConversionError,
     TracerBoolConversionError,
     TracerIntegerConversionError,
@@ -45,7 +46,8 @@ __version__ = "0.1.0"
 __all__ = [
     "Array", "AxisError", "BackendError", "BroadcastError", "ConcretizationTypeError", "CustomDerivativeError",
     "DeletedBufferError", "Device", "DeviceError", "IndexTypeError", "IntegerOverflowError", "KilnError",
-    "MatrixShapeError", "NegativeDimensionError", "ShapeError", "ShapedArray", "TracerArrayConversionError",
+    "MatrixShapeError", "NegativeDimensionError", "ShapeError", "ShapeTooLargeError", "ShapedArray",
+    "TracerArrayConversionError",
     "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError", "block_until_ready",
     "checkpoint", "config", "custom_jvp", "custom_vjp", "default_backend", "device_count", "device_get", "device_put",
     "devices", "explain_cache_misses", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",

@@ -47,7 +47,7 @@ from .errors import (  # noqa: E402
 )
 from .executable import Executable, ExecutableCache, compile  # noqa: E402
 from .lapack import custom_call_targets, ensure_lapack_registered, lapack_unavailable_reason  # noqa: E402
-from .mlir import mlir_context  # noqa: E402
+from .mlir import drop_stale_scopes, mlir_context  # noqa: E402
 
 
 def jaxlib_version() -> str:
@@ -70,5 +70,5 @@ __all__ = [
     "block_until_ready", "buffer_device", "compile", "copy_to", "custom_call_targets",
     "default_backend", "ensure_lapack_registered", "lapack_unavailable_reason",
     "delete", "devices", "get_backend", "is_deleted", "is_ready", "jaxlib_version", "local_device",
-    "mlir_context", "nbytes", "put", "set_default_backend", "to_numpy",
+    "drop_stale_scopes", "mlir_context", "nbytes", "put", "set_default_backend", "to_numpy",
 ]

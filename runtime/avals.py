@@ -6,7 +6,6 @@ the hot paths compare with ``is``.
 """
 from __future__ import annotations
 
-import threading
 from typing import Any
 
 import numpy as np
@@ -29,7 +28,6 @@ class Aval:
 
 
 _avals: dict[tuple[tuple[int, ...], np.dtype], Aval] = {}
-_lock = threading.Lock()
 
 
 def aval_for(shape: tuple[int, ...], dtype: Any) -> Aval:
@@ -39,9 +37,10 @@ def aval_for(shape: tuple[int, ...], dtype: Any) -> Aval:
     if av is None:
         shape = tuple(int(d) for d in shape)
         dtype = np.dtype(dtype)
-        with _lock:
-            av = _avals.setdefault((shape, dtype), Aval(shape, dtype))
-            _avals[key] = av
+        # setdefault is atomic: threads interning one aval at once get the same object (no lock, which
+        # an interrupt could leave held).
+        av = _avals.setdefault((shape, dtype), Aval(shape, dtype))
+        _avals[key] = av
     return av
 
 

@@ -6,11 +6,9 @@ A kiln buffer is a jaxlib ``ArrayImpl`` on one device whose sharding is the devi
 """
 from __future__ import annotations
 
-import contextlib
 import ctypes
 import sys
-import threading
-from typing import Iterator
+from typing import Callable, TypeVar
 
 import ml_dtypes
 import numpy as np
@@ -19,6 +17,8 @@ from ._jaxlib import ALWAYS_COPY, JaxRuntimeError, device_put, xc
 from .avals import DeviceSharding, aval_for
 from .backends import Device, device_of_raw
 from .errors import DeletedBufferError, DeviceError, KilnRuntimeError, deleted_error, jaxlib_message
+
+T = TypeVar("T")
 
 Buffer = xc.ArrayImpl  # the jaxlib array type kiln uses as its device buffer
 
@@ -133,9 +133,7 @@ def _slow_to_numpy(buf: Buffer) -> np.ndarray:
         if _stored_bits(dtype) == dtype.itemsize * 8 and buf.on_device_size_in_bytes() == size:
             raw = ctypes.string_at(buf.unsafe_buffer_pointer(), size)  # copy: the buffer may be freed later
             return np.frombuffer(raw, dtype=dtype).reshape(shape)
-    with _jax_import_blocked():
-        arr, _ = buf._single_device_array_to_np_array_did_copy()
-    return arr
+    return _without_jax_import(buf._single_device_array_to_np_array_did_copy)[0]
 
 
 def _stored_bits(dtype: np.dtype) -> int:
@@ -150,26 +148,21 @@ def _stored_bits(dtype: np.dtype) -> int:
     return dtype.itemsize * 8
 
 
-_block_lock = threading.Lock()
+def _without_jax_import(call: Callable[[], T]) -> T:
+    """``call()`` with ``import jax`` failing during it: jaxlib catches the ImportError and builds the
+    array without jax (NOTES §0.1). If jax is already imported by the user, nothing is blocked.
 
-
-@contextlib.contextmanager
-def _jax_import_blocked() -> Iterator[None]:
-    """Make ``import jax`` fail during a jaxlib call that would otherwise import all of jax.
-
-    jaxlib catches the ImportError and builds the array without jax (NOTES §0.1). If jax is already
-    imported by the user, nothing is blocked.
+    No lock: a lock held across the call could stay held after a KeyboardInterrupt. Two threads
+    blocking at once may unblock early for one of them; at worst jaxlib then imports jax.
     """
     if "jax" in sys.modules:
-        yield
-        return
-    with _block_lock:
-        sys.modules["jax"] = None  # type: ignore[assignment]
-        try:
-            yield
-        finally:
-            if sys.modules.get("jax", 0) is None:
-                del sys.modules["jax"]
+        return call()
+    sys.modules["jax"] = None  # type: ignore[assignment]
+    try:
+        return call()
+    finally:
+        if sys.modules.get("jax", 0) is None:
+            sys.modules.pop("jax", None)
 
 
 def copy_to(buf: Buffer, device: Device) -> Buffer:

@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import collections
-import threading
 from typing import Any, Sequence
 
 import numpy as np
@@ -140,7 +139,11 @@ class ExecutableCache:
     """A least-recently-used map from keys to values that own executables, bounded in bytes.
 
     ``size_of(value)`` gives a value's size in bytes; entries are dropped, oldest first, while the
-    total exceeds ``max_bytes``, and ``on_evict(key, value)`` is told about each one. Thread-safe.
+    total exceeds ``max_bytes``, and ``on_evict(key, value)`` is told about each one.
+
+    Thread-safe without a lock: every step is one GIL-atomic operation of an ``OrderedDict``, so a
+    ``KeyboardInterrupt`` between two lines cannot leave the cache locked; ``nbytes`` is an estimate
+    that racing threads may leave slightly off.
     """
 
     def __init__(self, max_bytes: int, size_of: Any = None, on_evict: Any = None) -> None:
@@ -148,40 +151,38 @@ class ExecutableCache:
         self._size_of = size_of or (lambda exe: exe.size_estimate)
         self._on_evict = on_evict
         self._entries: collections.OrderedDict[Any, tuple[Any, int]] = collections.OrderedDict()
-        self._lock = threading.Lock()
         self.nbytes = 0
 
     def get(self, key: Any) -> Any:
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is None:
-                return None
+        hit = self._entries.get(key)
+        if hit is None:
+            return None
+        try:
             self._entries.move_to_end(key)
-            return hit[0]
+        except KeyError:  # evicted by another thread meanwhile
+            pass
+        return hit[0]
 
     def put(self, key: Any, value: Any) -> Any:
         """Insert ``value`` (or keep the value already there for ``key``); returns the cached value."""
         size = int(self._size_of(value))
-        evicted = []
-        with self._lock:
-            hit = self._entries.get(key)
-            if hit is not None:
-                return hit[0]
-            self._entries[key] = (value, size)
-            self.nbytes += size
-            while self.nbytes > self.max_bytes and len(self._entries) > 1:
+        hit = self._entries.setdefault(key, (value, size))
+        if hit[0] is not value:
+            return hit[0]
+        self.nbytes += size
+        while self.nbytes > self.max_bytes and len(self._entries) > 1:
+            try:
                 old_key, (old, old_size) = self._entries.popitem(last=False)
-                self.nbytes -= old_size
-                evicted.append((old_key, old))
-        if self._on_evict is not None:  # outside the lock: the callback may use the cache
-            for old_key, old in evicted:
+            except KeyError:
+                break
+            self.nbytes -= old_size
+            if self._on_evict is not None:
                 self._on_evict(old_key, old)
         return value
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-            self.nbytes = 0
+        self._entries.clear()
+        self.nbytes = 0
 
     def __len__(self) -> int:
         return len(self._entries)
@@ -223,10 +224,10 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
     """
     if not isinstance(device, Device):
         raise TypeError(f"runtime.compile expects a kiln runtime.Device, got {device!r}.")
-    text = _module_text(module) if isinstance(module, str) else None
+    text = _module_text(module)
     out_avals = [aval_for(tuple(shape), np.dtype(dtype)) for shape, dtype in out_types]
     client = device.backend._client
-    needs_lapack = device.platform == "cpu" and "lapack_" in (text if text is not None else _module_text(module))
+    needs_lapack = device.platform == "cpu" and "lapack_" in text
     if needs_lapack:
         ensure_lapack_registered()  # custom calls to jaxlib's LAPACK kernels: register them first
     try:
@@ -237,7 +238,8 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
             msg += f"\n(kiln could not register jaxlib's LAPACK kernels: {lapack_unavailable_reason()})"
         raise CompileError(msg) from e
     _check_outputs(exe, out_avals)
-    return Executable(exe, device, out_avals, num_donated, module, text)
+    # Only the text is kept, not the ir.Module: an executable should not keep MLIR objects alive.
+    return Executable(exe, device, out_avals, num_donated, None, text)
 
 
 def _check_outputs(exe: Any, out_avals: list[Aval]) -> None:

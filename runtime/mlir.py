@@ -1,6 +1,7 @@
 """The one shared jaxlib.mlir context in which kiln builds and parses StableHLO (NOTES §11)."""
 from __future__ import annotations
 
+import atexit
 import threading
 from typing import Any
 
@@ -44,3 +45,38 @@ def mlir_context() -> Any:
             if _context is None:
                 _context = _make_context()
     return _context
+
+
+def drop_stale_scopes() -> int:
+    """Leave every MLIR context, location and insertion point still entered on this thread.
+
+    Call it only when no lowering is running on this thread. A ``with ctx:`` whose ``__exit__`` was
+    skipped (CPython runs a with-statement's exit from the with line, so a KeyboardInterrupt landing
+    there skips it) leaves an entry on the bindings' thread-local stack; left there, it is destroyed
+    after the interpreter has finalised and aborts the process at exit. Returns how many were left.
+    """
+    if _context is None:  # nothing was ever built
+        return 0
+    from jaxlib.mlir import ir
+
+    dropped = 0
+    for _ in range(1000):
+        for kind in (ir.InsertionPoint, ir.Location, ir.Context):
+            try:
+                current = kind.current
+            except ValueError:  # "No current InsertionPoint"
+                current = None
+            if current is None:
+                continue
+            try:
+                current.__exit__(None, None, None)
+            except Exception:  # not the innermost kind: try the next one
+                continue
+            dropped += 1
+            break
+        else:
+            return dropped
+    return dropped
+
+
+atexit.register(drop_stale_scopes)

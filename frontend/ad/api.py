@@ -210,7 +210,7 @@ def _normalize_argnums(fname: str, argnums, nargs: int) -> tuple[int, ...]:
     nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
     for n in nums:
         if not isinstance(n, int) or not -nargs <= n < nargs:
-            raise ValueError(f"kiln.{fname}: argnums {argnums!r} is out of range for a function called with "
+            raise TypeError(f"kiln.{fname}: argnums {argnums!r} is out of range for a function called with "
                              f"{nargs} positional argument(s)")
     return tuple(n % nargs for n in nums)
 

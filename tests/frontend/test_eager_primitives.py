@@ -21,8 +21,7 @@ from kiln.frontend import primitive
 
 import kiln
 import kiln.numpy as knp
-from kiln import runtime
-from kiln import lax
+from kiln import lax, runtime
 
 BF16 = np.dtype(ml_dtypes.bfloat16)
 INF, NAN = np.inf, np.nan

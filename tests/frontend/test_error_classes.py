@@ -330,7 +330,7 @@ TABLE = [
     Case("grad of a complex output", lambda M: M.grad(lambda x: x.sum())(np.ones(3, np.complex64)), TypeError,
          TypeError, "complex"),
     Case("grad argnums out of range", lambda M: M.grad(lambda x: x.sum(), argnums=3)(f32(3)), TypeError,
-         TypeError, "argnums 3 is out of range", pending="kiln raises ValueError, in frontend/ad/api.py"),
+         TypeError, "argnums 3 is out of range"),
     Case("jacfwd of an int input", lambda M: M.jacfwd(lambda x: x * 2)(np.ones(3, np.int32)), TypeError,
          TypeError, "kiln.jacfwd"),
     Case("vmap inconsistent sizes", lambda M: M.vmap(lambda a, b: a + b)(f32(3), f32(4)), ValueError,
@@ -351,9 +351,9 @@ TABLE = [
     Case("jit int() of a tracer", lambda M: M.jit(lambda x: M.np.zeros(int(x)))(1.0), TypeError,
          E.ConcretizationTypeError, "static_argnums"),
     Case("jit unhashable static argument", lambda M: M.jit(lambda x: x, static_argnums=0)(np.ones(3)),
-         ValueError, ValueError, "unhashable", pending="JitError (frontend/jit.py) is a TypeError"),
+         ValueError, ValueError, "unhashable"),
     Case("jit static_argnums out of range", lambda M: M.jit(lambda x: x, static_argnums=3)(f32(3)), ValueError,
-         ValueError, "static_argnums=3 is out of range", pending="JitError (frontend/jit.py) is a TypeError"),
+         ValueError, "static_argnums=3 is out of range"),
 ]
 
 

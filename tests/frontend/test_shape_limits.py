@@ -83,7 +83,7 @@ def too_big_results():
 @pytest.mark.parametrize("label", list(_TOO_BIG))
 def test_too_large_shapes_raise_instead_of_aborting(too_big_results, label):
     kind, mro, msg = too_big_results[label]
-    assert kind == "error" and mro[0] == "ShapeError" and "ValueError" in mro and "KilnError" in mro, \
+    assert kind == "error" and "ShapeError" in mro and "ValueError" in mro and "KilnError" in mro, \
         (label, mro, msg)
     assert "XLA cannot represent an array of shape (" in msg
     assert "and XLA's limit for one array is 2**63 - 1 = 9223372036854775807 bytes (its sizes are int64)" in msg
@@ -127,7 +127,7 @@ def edge_results():
 def test_zero_size_shape_whose_leading_dims_overflow(edge_results):
     for label in ("zero-size but the leading dims overflow", "reshape to zero-size overflowing shape"):
         kind, mro, msg = edge_results[label]
-        assert kind == "error" and mro[0] == "ShapeError", (label, msg)
+        assert kind == "error" and "ShapeError" in mro, (label, msg)
         assert msg == ("kiln: XLA cannot represent an array of shape (1099511627776, 1099511627776, 0) and dtype "
                        "float32: although it has no element (a dimension is 0), its dimensions up to axis 1 "
                        "already make 4835703278458516698824704 bytes (about 2**82.0), and XLA computes sizes left "
@@ -139,7 +139,7 @@ def test_dimension_larger_than_int64(edge_results):
     for label, shape, axis in [("dimension over int64", "(18446744073709551616,)", 0),
                                ("dimension over int64 after a 0", "(0, 9223372036854775808)", 1)]:
         kind, mro, msg = edge_results[label]
-        assert kind == "error" and mro[0] == "ShapeError", (label, msg)
+        assert kind == "error" and "ShapeError" in mro, (label, msg)
         assert f"shape {shape} and dtype float32: dimension" in msg
         assert f"at axis {axis} is larger than 2**63 - 1, the largest dimension XLA accepts" in msg
 
