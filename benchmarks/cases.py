@@ -245,6 +245,34 @@ def bench_random_normal(fw: Framework, quick: bool) -> float:
     return per_call(lambda: sample(key), fw.block, number=2 if quick else 10, repeat=3 if quick else 15)
 
 
+RANDOM_CALLS = 100
+
+
+def _many_random_calls(fw: Framework, calls: int, scale: float):
+    """``calls`` draws ``normal(fold_in(key, i), (256,))`` summed: as many threefry hashes (two per draw)
+    as call sites; ``scale`` is a constant that makes a function no cache has seen."""
+    np_, rnd = fw.np, _random_module(fw)
+
+    def f(key):
+        acc = np_.zeros((256,), np.float32)
+        for i in range(calls):
+            acc = acc + rnd.normal(rnd.fold_in(key, i), (256,))
+        return acc * scale
+    return f
+
+
+def bench_compile_random_calls(fw: Framework, quick: bool) -> float:
+    """``jit(f).lower(key).compile()`` of a function with 100 random draws (trace, lowering and XLA's compile;
+    a fresh function and constant each time, so that no trace or compile cache answers)."""
+    key = fw.put(_random_module(fw).key(0))
+
+    def work(calls):
+        fn = fw.jit(_many_random_calls(fw, calls, 1.0 + next(_SALTS) / 2**20))
+        return lambda: fn.lower(key).compile()
+    work(2)()  # warm-up (a small program): first-use costs of both libraries
+    return once_each(lambda i: work(RANDOM_CALLS), repeat=1 if quick else 3)
+
+
 # -- per-example gradients (vmap of grad) ---------------------------------------------------------
 
 PEG_SIZES = (64, 128, 128, 10)
@@ -292,5 +320,6 @@ CASES: list[Case] = [
     Case("RNN h=128, 200 steps (scan), batch 32: value_and_grad compile", "ms", _rnn_compile(_rnn_grad)),
     Case("RNN h=128, 200 steps (scan), batch 32: value_and_grad", "ms", _rnn_steady(_rnn_grad)),
     Case(f"jit random.normal f32[{NORMAL_SIZE:,}]", "ms", bench_random_normal),
+    Case(f"compile: {RANDOM_CALLS} random calls", "ms", bench_compile_random_calls),
     Case(f"per-example grads: jit(vmap(grad)) MLP 64-128-128-10, batch {PEG_BATCH}", "us", bench_per_example_grads),
 ]

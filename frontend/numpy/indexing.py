@@ -5,7 +5,8 @@ slices with static bounds and steps, ``None``, ``...``, integer arrays (kiln, Nu
 ints) and boolean masks, in any mixture.
 
 - **Basic indexing** (integers, slices, ``None``, ``...``) is a static ``slice`` (``rev`` for negative
-  steps) followed by a ``dynamic_slice`` for the integers.
+  steps; static integers are slices of size 1) followed by a ``dynamic_slice`` for traced integers
+  (or integer kiln arrays), and a reshape that drops the integer-indexed axes.
 - **Advanced indexing** (integer arrays and masks) follows NumPy: the advanced indices (integer
   scalars count as advanced as soon as there is an array) broadcast together; their dimensions
   replace the indexed dimensions in place when the advanced indices are adjacent in the index,
@@ -226,7 +227,7 @@ def _slice_indices(fname: str, s: slice, size: int) -> tuple[int, int, int]:
 
 
 # ---------------------------------------------------------------------------------------------
-# Basic indexing (no arrays): static slice + dynamic_slice
+# Basic indexing (no arrays): static slice + dynamic_slice of the traced integers
 
 def _normalize_index(i: Any, size: int) -> Any:
     """Negative indices count from the end; static ones are clamped here, traced ones by XLA."""
@@ -239,6 +240,10 @@ def _normalize_index(i: Any, size: int) -> Any:
         return i
     zero, n = lax.literal(0, idx_dtype), lax.literal(size, idx_dtype)
     return lax.select(lax.lt(i, zero), lax.add(i, n), i)
+
+
+def _is_static_int(i: Any) -> bool:
+    return isinstance(i, (int, np.integer)) and not isinstance(i, (bool, np.bool_))
 
 
 def _basic_getitem(fname: str, x: Any, entries: list[Any]) -> Any:
@@ -262,6 +267,13 @@ def _basic_getitem(fname: str, x: Any, entries: list[Any]) -> Any:
                 limits.append(start + 1 if n else 0)
                 strides.append(-step)
                 rev_dims.append(dim)
+        elif _is_static_int(e):  # a static integer is part of the static slice (size 1, dropped below)
+            if size == 0:
+                raise IndexError(f"kiln.numpy.{fname}: index {e} is out of bounds for axis {dim} with size 0")
+            i = _normalize_index(e, size)
+            starts.append(i)
+            limits.append(i + 1)
+            strides.append(1)
         else:
             starts.append(0)
             limits.append(size)
@@ -271,13 +283,13 @@ def _basic_getitem(fname: str, x: Any, entries: list[Any]) -> Any:
         x = lax.slice(x, starts, limits, strides)
     if rev_dims:
         x = lax.rev(x, rev_dims)
-    # 2. Integer indices: dynamic_slice of size 1 (clamping), then drop those axes.
+    # 2. Traced (or device) integer indices: dynamic_slice of size 1 (clamping), then drop those axes.
     int_dims = []
     dim = 0
     for e in entries:
         if e is None:
             continue
-        if _is_int_scalar(e):
+        if _is_int_scalar(e) and not _is_static_int(e):
             int_dims.append((dim, e))
         dim += 1
     if int_dims:

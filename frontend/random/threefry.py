@@ -22,6 +22,7 @@ import numpy as np
 
 from .. import dtypes
 from ..config import config
+from ..control.loops import while_loop
 from ..lax import api as lax
 from ..tracing import abstractify
 
@@ -30,14 +31,12 @@ __all__ = ["threefry2x32", "threefry_2x32", "seed", "split", "fold_in", "random_
 _U32 = dtypes.uint32
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
 _PARITY = 0x1BD11BDA  # Threefry's key-schedule constant for 32-bit words
+# threefry2x32 emits its rounds as a loop for arrays of fewer elements than this, inline otherwise.
+_ROLL_BELOW = 2 ** 16
 _UINT_OF_BITS = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
 
 
 # -- the hash ------------------------------------------------------------------------------------
-
-def _rotl(x, r: int):
-    return lax.bitwise_or(lax.shift_left(x, r), lax.shift_right_logical(x, 32 - r))
-
 
 def _bcast(x, shape: tuple[int, ...]):
     """Broadcast ``x`` to ``shape`` aligning trailing dimensions (NumPy rules)."""
@@ -47,22 +46,40 @@ def _bcast(x, shape: tuple[int, ...]):
     return lax.broadcast_in_dim(x, shape, tuple(range(len(shape) - aval.ndim, len(shape))))
 
 
-def threefry2x32(k1, k2, x1, x2) -> tuple[Any, Any]:
+def threefry2x32(k1, k2, x1, x2, *, rolled: bool | None = None) -> tuple[Any, Any]:
     """The Threefry-2x32 block cipher with 20 rounds, elementwise.
 
     ``k1, k2`` (the key words) and ``x1, x2`` (the counter words) are uint32 arrays that
     broadcast together (NumPy rules); returns the two uint32 output words of that shape.
     Additions wrap modulo 2**32.
+
+    ``rolled`` chooses the emitted code (the bits are the same): a loop of 5 steps of 4 rounds
+    and a key injection (a small ``stablehlo.while``, as JAX emits on CPU), or the 20 rounds
+    inline (~200 operations that XLA fuses into one fast kernel). The inline form makes XLA's
+    compile time grow with every call site, and XLA copies it into each consumer of the bits
+    (each slice of a random array recomputes the whole hash), so by default arrays of fewer
+    than ``_ROLL_BELOW`` elements, the common case of many random calls in one program, get
+    the loop; large arrays, where the loop's run time (3-4x the inline kernel's on CPU) would
+    show, get the inline form.
     """
-    shapes = [abstractify(a).shape for a in (k1, k2, x1, x2)]
-    for name, a in zip(("k1", "k2", "x1", "x2"), (k1, k2, x1, x2)):
-        if abstractify(a).dtype != _U32:
-            raise TypeError(f"kiln.random.threefry2x32: {name} must be uint32, got {abstractify(a).dtype.name}")
-    shape = tuple(np.broadcast_shapes(*shapes))
-    k1, k2, x1, x2 = (_bcast(a, shape) for a in (k1, k2, x1, x2))
-    ks = (k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), _PARITY))
-    x1 = lax.add(x1, ks[0])
-    x2 = lax.add(x2, ks[1])
+    avals = [abstractify(a) for a in (k1, k2, x1, x2)]
+    for name, aval in zip(("k1", "k2", "x1", "x2"), avals):
+        if aval.dtype != _U32:
+            raise TypeError(f"kiln.random.threefry2x32: {name} must be uint32, got {aval.dtype.name}")
+    shape = tuple(np.broadcast_shapes(*(a.shape for a in avals)))
+    kshape = tuple(np.broadcast_shapes(avals[0].shape, avals[1].shape))
+    k1, k2 = _bcast(k1, kshape), _bcast(k2, kshape)
+    x1, x2 = _bcast(x1, shape), _bcast(x2, shape)
+    # Key words with the rank of the output (leading ones): broadcast where they are added.
+    kshape = (1,) * (len(shape) - len(kshape)) + kshape
+    ks = [lax.reshape(k, kshape) for k in (k1, k2, lax.bitwise_xor(lax.bitwise_xor(k1, k2), _PARITY))]
+    x1 = lax.add(x1, _bcast(ks[0], shape))
+    x2 = lax.add(x2, _bcast(ks[1], shape))
+    if rolled is None:
+        rolled = math.prod(shape) < _ROLL_BELOW
+    if rolled:
+        return _rounds_rolled(x1, x2, ks, shape)
+    ks = [_bcast(k, shape) for k in ks]
     for block in range(5):
         for r in _ROTATIONS[block % 2]:
             x1 = lax.add(x1, x2)
@@ -70,6 +87,46 @@ def threefry2x32(k1, k2, x1, x2) -> tuple[Any, Any]:
         x1 = lax.add(x1, ks[(block + 1) % 3])
         x2 = lax.add(lax.add(x2, ks[(block + 2) % 3]), block + 1)
     return x1, x2
+
+
+def _rounds_rolled(x1, x2, ks, shape):
+    """The 20 rounds after the first key injection as a loop of 5 steps over ``(i, x1, x2)``.
+
+    Step ``i`` does 4 rounds with ``_ROTATIONS[i % 2]``, then adds ``ks[(i + 1) % 3]`` to ``x1`` and
+    ``ks[(i + 2) % 3] + i + 1`` to ``x2``. The rotation amounts and key words are chosen with
+    ``select`` from loop-invariant values rather than passed around in the carry: a carry that
+    permutes itself makes XLA insert copies, which cost compile time at every call site.
+    """
+    def cond(carry):
+        return lax.lt(carry[0], 5)
+
+    def pick(pred, a, b):
+        return lax.select(lax.broadcast_in_dim(pred, abstractify(a).shape, ()), a, b)
+
+    def step(carry):
+        i, x1, x2 = carry
+        odd = lax.ne(lax.bitwise_and(i, 1), 0)
+        for r0, r1 in zip(*_ROTATIONS):
+            left = lax.select(odd, lax.literal(r1, _U32), lax.literal(r0, _U32))
+            right = lax.select(odd, lax.literal(32 - r1, _U32), lax.literal(32 - r0, _U32))
+            rotated = lax.bitwise_or(lax.shift_left(x2, lax.broadcast_in_dim(left, shape, ())),
+                                     lax.shift_right_logical(x2, lax.broadcast_in_dim(right, shape, ())))
+            x1 = lax.add(x1, x2)
+            x2 = lax.bitwise_xor(x1, rotated)
+        i = lax.add(i, 1)
+        m = lax.rem(i, 3)  # with i now the step number + 1: inject ks[i % 3] and ks[(i + 1) % 3]
+        ka = pick(lax.eq(m, 0), ks[0], pick(lax.eq(m, 1), ks[1], ks[2]))
+        kb = pick(lax.eq(m, 0), ks[1], pick(lax.eq(m, 1), ks[2], ks[0]))
+        x1 = lax.add(x1, _bcast(ka, shape))
+        x2 = lax.add(lax.add(x2, _bcast(kb, shape)), _bcast(i, shape))
+        return i, x1, x2
+
+    _, x1, x2 = while_loop(cond, step, (lax.literal(0, _U32), x1, x2))
+    return x1, x2
+
+
+def _rotl(x, r: int):
+    return lax.bitwise_or(lax.shift_left(x, r), lax.shift_right_logical(x, 32 - r))
 
 
 def _key_words(key_data) -> tuple[Any, Any, tuple[int, ...]]:
@@ -83,10 +140,11 @@ def _key_words(key_data) -> tuple[Any, Any, tuple[int, ...]]:
 
 
 def _expand_keys(k, batch: tuple[int, ...], shape: tuple[int, ...]):
-    """Key words of shape ``batch`` broadcast to ``batch + shape``."""
+    """Key words of shape ``batch`` as ``batch + (1,) * len(shape)``: they broadcast against counters of
+    shape ``batch + shape`` (threefry2x32 broadcasts them inside its loop)."""
     if not shape:
         return k
-    return lax.broadcast_in_dim(k, batch + shape, tuple(range(len(batch))))
+    return lax.reshape(k, batch + (1,) * len(shape))
 
 
 def _expand_counts(x, batch: tuple[int, ...]):

@@ -79,6 +79,69 @@ def test_kiln_threefry_matches_numpy_reference_and_broadcasts():
     np.testing.assert_array_equal(np.asarray(y2), r2)
 
 
+@pytest.mark.parametrize("rolled", [True, False], ids=["loop", "inline"])
+def test_both_emissions_match_numpy_reference(rolled):
+    """The loop (small arrays by default) and the inline rounds (large arrays) give the same bits,
+    with scalar, per-element and batched (size-1 trailing axes) key words."""
+    rng = np.random.default_rng(1)
+    k = rng.integers(0, 2 ** 32, (2, 3, 1), dtype=np.uint32)
+    x = rng.integers(0, 2 ** 32, (2, 3, 5), dtype=np.uint32)
+    u = lambda a: knp.asarray(np.asarray(a, np.uint32))
+    f = kiln.jit(lambda *a: threefry.threefry2x32(*a, rolled=rolled))
+    for keys in [(k[0], k[1]), (k[0, 0, 0], k[1, 0, 0]), (np.broadcast_to(k[0], (3, 5)), k[1])]:
+        y1, y2 = f(u(keys[0]), u(keys[1]), u(x[0]), u(x[1]))
+        r1, r2 = np_threefry2x32(keys, (x[0], x[1]))
+        np.testing.assert_array_equal(np.asarray(y1), r1)
+        np.testing.assert_array_equal(np.asarray(y2), r2)
+    text = kiln.jit(lambda *a: threefry.threefry2x32(*a, rolled=rolled)).lower(*(u(a) for a in (k[0], k[1], x[0],
+                                                                                                  x[1]))).as_text()
+    assert ("stablehlo.while" in text) == rolled
+
+
+def test_large_arrays_inline_and_small_arrays_loop_agree(mode):
+    # partitionable: element i of any output hashes counter i, so a prefix of a large (inline) draw
+    # equals a small (loop) draw; legacy: both equal the NumPy model
+    n = threefry._ROLL_BELOW
+    key = np.array([0x12345678, 0x9ABCDEF0], np.uint32)
+    big = np.asarray(kiln.jit(lambda k: random.bits(k, (n,)))(knp.asarray(key)))
+    small = np.asarray(kiln.jit(lambda k: random.bits(k, (100,)))(knp.asarray(key)))
+    np.testing.assert_array_equal(big, np_bits(key, 32, (n,), mode))
+    np.testing.assert_array_equal(small, np_bits(key, 32, (100,), mode))
+    if mode:
+        np.testing.assert_array_equal(big[:100], small)
+
+
+def _op_counts(text: str) -> dict[str, int]:
+    import collections
+    import re
+    return collections.Counter(re.findall(r"(?:stablehlo|chlo)\.[a-z_]+", text))
+
+
+def test_many_random_calls_stay_compact():
+    """100 small random draws: each hash is a short loop, not 20 inline rounds (the inline form made
+    XLA's compile time 2-5x JAX's for such programs, and each slice of a random array recomputed it)."""
+    def f(key):
+        acc = knp.zeros((256,), np.float32)
+        for i in range(100):
+            acc = acc + random.normal(random.fold_in(key, i), (256,))
+        return acc
+
+    counts = _op_counts(kiln.jit(f).lower(random.key(0)).as_text())
+    assert counts["stablehlo.while"] == 200  # one loop per fold_in and per normal
+    # 4 rotations (2 shifts each) per loop body; the inline rounds have 20 per hash (8,000 here)
+    assert counts["stablehlo.shift_left"] <= 200 * 4 + 100, counts
+    assert sum(counts.values()) < 100 * 200, sum(counts.values())  # inline: ~33,000 operations
+
+
+def test_slices_of_a_random_array_share_one_hash():
+    def f(key):
+        m = random.bernoulli(key, 0.5, (128, 128))
+        return [m[i] for i in range(100)]
+
+    counts = _op_counts(kiln.jit(f).lower(random.key(0)).as_text())
+    assert counts["stablehlo.while"] == 1 and counts["stablehlo.shift_left"] <= 4 + 2, counts
+
+
 def test_threefry_rejects_non_uint32():
     with pytest.raises(TypeError, match="threefry2x32: k1 must be uint32, got int32"):
         threefry.threefry2x32(knp.zeros(2, np.int32), *(knp.zeros(2, np.uint32),) * 3)
