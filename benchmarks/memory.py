@@ -2,7 +2,9 @@
 
 ``python benchmarks/memory.py [--quick] [-k NAME]`` prints a markdown table (scenario | kiln | jax |
 kiln/jax) of the resident-memory growth over a loop, measured after a warm-up with ``gc.collect()``.
-A scenario runs in its own interpreter per framework, so the two never share caches or allocators.
+A scenario runs in its own interpreter per framework, so the two never share caches or allocators;
+before each reading, ``gc.collect()`` and glibc's ``malloc_trim`` return freed heap pages, so the
+numbers are memory still held (both frameworks alike), not allocator slack.
 JAX is measured only where it is importable (``nox -s bench`` installs it).
 """
 from __future__ import annotations
@@ -52,6 +54,12 @@ else:
 import numpy as np
 
 def rss_mb():
+    gc.collect()
+    try:  # give freed heap pages back first: what is measured is memory still held, not allocator slack
+        import ctypes
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
     with open("/proc/self/statm") as f:
         return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
