@@ -254,8 +254,8 @@ class ArrayMethods:
     def swapaxes(self, a: int, b: int):
         return _np().swapaxes(self, a, b)
 
-    def dot(self, other):
-        return _np().dot(self, other)
+    def dot(self, other, *, precision=None, preferred_element_type=None):
+        return _np().dot(self, other, precision=precision, preferred_element_type=preferred_element_type)
 
     def clip(self, min=None, max=None):  # noqa: A002 - NumPy's names
         return _np().clip(self, min, max)

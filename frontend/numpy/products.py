@@ -8,13 +8,14 @@ from typing import Any
 
 import numpy as np
 
-from .. import lax
+from .. import dtypes, lax
 from ..errors import AxisError, ShapeError
 from ..lax.precision import canonicalize_precision
 from ..tracing import abstractify, materialize
-from ._util import broadcast_shapes, broadcast_to_shape, canonical_axis, check_arraylike, promote_dtypes
+from ._util import broadcast_shapes, broadcast_to_shape, canonical_axis, check_arraylike, convert, promote_dtypes
 
-__all__ = ["cross", "dot", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot", "vecdot"]
+__all__ = ["convolve", "correlate", "cross", "dot", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot",
+           "vecdot"]
 
 
 def _operands(fname: str, *args) -> list[Any]:
@@ -255,3 +256,50 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | N
     out = lax.concatenate([lax.reshape(c, batch + (1,)) for c in (x, y, z)], nd)
     return moveaxis(out, -1, canonical_axis("cross", axisc, nd + 1))
 
+
+
+# -- 1-D convolution and correlation ------------------------------------------------------------------
+
+def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type=None):
+    """NumPy's ``convolve`` of two 1-D arrays: ``(a * v)[n] = sum_m a[m] v[n - m]``. ``mode`` is
+    ``'full'`` (length ``N + M - 1``), ``'same'`` (``max(N, M)``) or ``'valid'`` (``max(N, M) - min(N, M) + 1``).
+    Integer and boolean inputs give the default float dtype (as JAX), unless ``preferred_element_type``."""
+    return _conv1d("convolve", a, v, mode, precision, preferred_element_type)
+
+
+def correlate(a, v, mode: str = "valid", *, precision=None, preferred_element_type=None):
+    """NumPy's ``correlate`` of two 1-D arrays: ``c[k] = sum_n a[n + k] conj(v[n])`` (modes as
+    :func:`convolve`'s, default ``'valid'``)."""
+    return _conv1d("correlate", a, v, mode, precision, preferred_element_type)
+
+
+def _conv1d(fname: str, a, v, mode: str, precision, preferred_element_type):
+    canonicalize_precision(f"numpy.{fname}", precision)
+    check_arraylike(fname, a, v)
+    if mode not in ("full", "same", "valid"):
+        raise ValueError(f"kiln.numpy.{fname}: mode must be 'full', 'same' or 'valid', got {mode!r}")
+    sa, sv = abstractify(a).shape, abstractify(v).shape
+    if len(sa) != 1 or len(sv) != 1:
+        raise ValueError(f"kiln.numpy.{fname}: only 1-D inputs are supported, got shapes {sa} and {sv}")
+    if not sa[0] or not sv[0]:
+        raise ValueError(f"kiln.numpy.{fname}: inputs cannot be empty, got shapes {sa} and {sv}")
+    dtype = dtypes.result_type(a, v)
+    if preferred_element_type is None and not dtypes.is_inexact(dtype):
+        dtype = dtypes.default_float_dtype()  # as NumPy's convolution of integers, in floating point
+    x, y = (materialize(convert(t, dtype, False)) for t in (a, v))
+    reverse_out = False
+    if fname == "correlate":
+        if dtypes.is_complex(dtype):
+            y = lax.conj(y)
+        if sa[0] < sv[0]:  # the longer one slides; the output comes out reversed
+            x, y, reverse_out = y, x, True
+    else:
+        if sa[0] < sv[0]:
+            x, y = y, x
+        y = lax.rev(y, (0,))  # a convolution is a correlation with the kernel flipped
+    m = abstractify(y).shape[0]
+    padding = {"valid": [(0, 0)], "same": [(m // 2, m - m // 2 - 1)], "full": [(m - 1, m - 1)]}[mode]
+    out = lax.conv_general_dilated(lax.reshape(x, (1, 1, abstractify(x).shape[0])), lax.reshape(y, (1, 1, m)),
+                                   (1,), padding, preferred_element_type=preferred_element_type)
+    out = lax.reshape(out, (abstractify(out).shape[2],))
+    return lax.rev(out, (0,)) if reverse_out else out
