@@ -9,6 +9,8 @@ import contextlib
 import os
 from typing import Any, Iterator
 
+from .errors import KilnError
+
 
 def _env_bool(name: str, default: bool) -> bool:
     value = os.environ.get(name)
@@ -17,7 +19,7 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
-class ConfigError(ValueError):
+class ConfigError(KilnError, ValueError):
     """An unknown configuration name or a value of the wrong type."""
 
 

@@ -16,12 +16,13 @@ from . import dtypes
 from .array import Array
 from .config import config
 from .core import ShapedArray
+from .errors import KilnError
 from .ir import IR, Literal
 
 _PY_SCALARS = (bool, int, float, complex)
 
 
-class DeviceMismatchError(ValueError):
+class DeviceMismatchError(KilnError, ValueError):
     """Arguments committed to different devices."""
 
 

@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-
-
-class KilnError(Exception):
-    """Base class of kiln's own errors."""
+from kiln.runtime.errors import KilnError  # noqa: F401  (the base of every kiln error: the lowest floor's)
 
 
 class ConcretizationTypeError(KilnError, TypeError):

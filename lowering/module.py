@@ -7,6 +7,7 @@ from typing import Callable, Collection, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
+from kiln.frontend.errors import KilnError
 from kiln.frontend.ir import IR, Literal, Var
 
 from . import passes
@@ -14,7 +15,7 @@ from .registry import rules
 from .types import element_type, tensor_type
 
 
-class LoweringError(Exception):
+class LoweringError(KilnError):
     """A primitive has no emission rule, or its rule failed."""
 
 

@@ -2,7 +2,13 @@
 from __future__ import annotations
 
 
-class KilnRuntimeError(Exception):
+class KilnError(Exception):
+    """Base class of every error kiln raises (``kiln.KilnError``). It lives on the lowest floor, the
+    runtime, so that runtime errors share it; each subclass also derives from the built-in class a
+    program would catch (``TypeError``, ``ValueError``, ...), as JAX raises those."""
+
+
+class KilnRuntimeError(KilnError):
     """Base class of every error raised by ``kiln.runtime``."""
 
 

@@ -13,6 +13,7 @@ from typing import Any, Callable, Sequence
 
 from .. import tree_util
 from ..core import ShapedArray
+from ..errors import KilnError
 from ..ir import ClosedIR
 from ..primitive import Primitive
 from ..tracing import abstractify, current_builder, materialize, trace_to_ir
@@ -21,7 +22,7 @@ from .tangents import Zero, instantiate
 from .transpose import is_undefined, transpose_rules
 
 
-class CustomDerivativeError(TypeError):
+class CustomDerivativeError(KilnError, TypeError):
     """A custom derivative rule returned values of the wrong structure, shape or dtype."""
 
 

@@ -11,6 +11,7 @@ import weakref
 from typing import Any, Callable, Sequence
 
 from ..call import bind_call, call_p
+from ..errors import KilnError
 from ..ir import IR, ClosedIR, Literal, Var
 from ..primitive import Primitive
 from ..tracing import materialize, trace_to_ir
@@ -20,7 +21,7 @@ jvp_rules: dict[Primitive, Callable] = {}
 non_differentiable: set[Primitive] = set()
 
 
-class DifferentiationError(TypeError):
+class DifferentiationError(KilnError, TypeError):
     """A primitive without a derivative rule was differentiated."""
 
 

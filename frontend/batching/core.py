@@ -14,6 +14,7 @@ from typing import Any, Callable, Sequence
 from .. import lax
 from ..call import bind_call, call_p
 from ..core import ShapedArray
+from ..errors import KilnError
 from ..ir import IR, ClosedIR, Literal, Var
 from ..primitive import Primitive
 from ..tracing import abstractify, materialize, trace_to_ir
@@ -23,7 +24,7 @@ batch_rules: dict[Primitive, Callable] = {}
 always_batched: set[Primitive] = set()
 
 
-class BatchingError(ValueError):
+class BatchingError(KilnError, ValueError):
     """A primitive without a batching rule, or an inconsistent batch."""
 
 

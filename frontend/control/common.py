@@ -7,11 +7,12 @@ from typing import Any, Callable, Sequence
 from .. import dtypes, tree_util
 from ..call import call_body
 from ..core import ShapedArray
+from ..errors import KilnError
 from ..ir import ClosedIR
 from ..tracing import abstractify, trace_to_ir
 
 
-class ControlFlowError(TypeError):
+class ControlFlowError(KilnError, TypeError):
     """Branches or loop bodies whose types do not agree, or a bad predicate."""
 
 

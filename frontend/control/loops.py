@@ -14,6 +14,7 @@ import numpy as np
 from .. import dtypes, lax, tree_util
 from ..call import bind_call, call_body
 from ..core import ShapedArray
+from ..errors import KilnError
 from ..ir import IR, ClosedIR, Var
 from ..primitive import Primitive
 from ..tracing import Tracer, abstractify, trace_to_ir
@@ -37,7 +38,7 @@ def _while_rule(*avals: ShapedArray, cond: ClosedIR, body: ClosedIR, cond_nconst
 while_p = Primitive("while", _while_rule, multiple_results=True)
 
 
-class ReverseModeLoopError(TypeError):
+class ReverseModeLoopError(KilnError, TypeError):
     """Reverse-mode differentiation of a loop without a static bound."""
 
 
