@@ -9,11 +9,10 @@ from kiln import lax, nn, numpy, random, scipy, tree_util  # noqa: E402  (public
 from kiln.frontend.ad.api import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
 from kiln.frontend.ad.custom import CustomDerivativeError, custom_jvp, custom_vjp
 from kiln.frontend.ad.remat import checkpoint, remat
-from kiln.frontend.array import Array
 from kiln.frontend.batching.api import vmap
-from kiln.frontend.config import config
-from kiln.frontend.core import ShapedArray
-from kiln.frontend.errors import (
+from kiln.frontend.core.avals import ShapedArray
+from kiln.frontend.core.config import config
+from kiln.frontend.core.errors import (
     AxisError,
     BroadcastError,
     ConcretizationTypeError,
@@ -29,8 +28,9 @@ from kiln.frontend.errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
-from kiln.frontend.jit import explain_cache_misses, jit, make_ir
-from kiln.frontend.placement import (
+from kiln.frontend.driver.array import Array
+from kiln.frontend.driver.jit import explain_cache_misses, jit, make_ir
+from kiln.frontend.driver.placement import (
     block_until_ready,
     default_backend,
     device_count,

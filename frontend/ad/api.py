@@ -12,11 +12,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import dtypes, tree_util
-from ..array import Array
-from ..core import ShapedArray
-from ..ir import ClosedIR
-from ..tracing import Tracer, abstractify, eval_ir, trace_to_ir
+from ..core import dtypes, tree_util
+from ..core.avals import ShapedArray
+from ..core.ir import ClosedIR
+from ..core.tracing import Tracer, abstractify, eval_ir, trace_to_ir
+from ..driver.array import Array
+from ..lax import api as lax
 from . import rules  # noqa: F401  (registers the derivative rules)
 from .jvp import jvp_ir
 from .partial_eval import partial_eval
@@ -302,27 +303,30 @@ def _partial(fun: Callable, args: tuple, nums: tuple[int, ...]) -> Callable:
 
 def _basis(avals: list[ShapedArray], dtype) -> list:
     """The standard basis of the flattened inputs: leaf i gets shape (N,) + shape_i."""
-    from .. import numpy as knp
     n = sum(a.size for a in avals)
-    eye = knp.eye(n, dtype=dtype)
+    eye = lax.convert_element_type(lax.eq(lax.broadcasted_iota(dtypes.int32, (n, n), 0),
+                                          lax.broadcasted_iota(dtypes.int32, (n, n), 1)), dtype)
     out, start = [], 0
     for a in avals:
-        out.append(knp.reshape(eye[:, start:start + a.size], (n,) + a.shape))
+        out.append(lax.reshape(lax.slice(eye, (0, start), (n, start + a.size)), (n,) + a.shape))
         start += a.size
     return out
 
 
 def _split_last(x, avals: list[ShapedArray], lead_shape: tuple[int, ...], axis_first: bool):
     """Split a stacked Jacobian block along its basis axis into one block per input leaf."""
-    from .. import numpy as knp
     pieces, start = [], 0
+    shape = abstractify(x).shape
+    axis = 0 if axis_first else len(lead_shape)  # where the basis axis of length N is
     for a in avals:
+        lo = [0] * len(shape)
+        hi = list(shape)
+        lo[axis], hi[axis] = start, start + a.size
+        piece = lax.slice(x, lo, hi)
         if axis_first:  # x: (N,) + lead_shape -> per input: in_shape + lead_shape
-            piece = x[start:start + a.size]
-            pieces.append(knp.reshape(piece, a.shape + lead_shape))
+            pieces.append(lax.reshape(piece, a.shape + lead_shape))
         else:  # x: lead_shape + (N,) -> per input: lead_shape + in_shape
-            piece = x[(slice(None),) * len(lead_shape) + (slice(start, start + a.size),)]
-            pieces.append(knp.reshape(piece, lead_shape + a.shape))
+            pieces.append(lax.reshape(piece, lead_shape + a.shape))
         start += a.size
     return pieces
 

@@ -11,12 +11,12 @@ from __future__ import annotations
 import functools
 from typing import Any, Callable, Sequence
 
-from .. import tree_util
-from ..core import ShapedArray
-from ..errors import KilnError
-from ..ir import ClosedIR
-from ..primitive import Primitive
-from ..tracing import abstractify, current_builder, materialize, trace_to_ir
+from ..core import tree_util
+from ..core.avals import ShapedArray
+from ..core.errors import KilnError
+from ..core.ir import ClosedIR
+from ..core.primitive import Primitive
+from ..core.tracing import abstractify, current_builder, materialize, trace_to_ir
 from .jvp import jvp_rules
 from .tangents import Zero, instantiate
 from .transpose import is_undefined, transpose_rules
@@ -75,7 +75,7 @@ def _trace_body(owner, args: tuple, nondiff_argnums: tuple[int, ...]):
         return leaves
 
     closed, _ = trace_to_ir(flat_fun, [abstractify(x) for x in flat], name=owner.__name__, known_values=flat)
-    from ..call import call_body
+    from ..core.call import call_body
     return call_body(closed), closed.consts, flat, _Call(owner, nondiff, in_tree, out_tree_box[0])
 
 

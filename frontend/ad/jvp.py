@@ -10,11 +10,11 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Sequence
 
-from ..call import bind_call, call_p
-from ..errors import KilnError
-from ..ir import IR, ClosedIR, Literal, Var
-from ..primitive import Primitive
-from ..tracing import materialize, trace_to_ir
+from ..core.call import bind_call, call_p
+from ..core.errors import KilnError
+from ..core.ir import IR, ClosedIR, Literal, Var
+from ..core.primitive import Primitive
+from ..core.tracing import materialize, trace_to_ir
 from .tangents import Zero, is_differentiable_dtype, tangent_aval, zeros_like_aval
 
 jvp_rules: dict[Primitive, Callable] = {}

@@ -10,9 +10,9 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
-from ..call import call_body, call_p
-from ..ir import IR, ClosedIR, Eqn, Var
-from ..primitive import Primitive
+from ..core.call import call_body, call_p
+from ..core.ir import IR, ClosedIR, Eqn, Var
+from ..core.primitive import Primitive
 
 # Rules for primitives whose equations can be split themselves (calls, later loops):
 # rule(eqn, unknown_inputs) -> (known_eqns, unknown_eqns, out_unknown, residual_vars)

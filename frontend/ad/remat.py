@@ -13,13 +13,13 @@ import functools
 import weakref
 from typing import Callable, Sequence
 
-from kiln.lowering.passes import eliminate_dead_code
+from kiln.frontend.core.passes import eliminate_dead_code
 
-from .. import tree_util
-from ..call import call_body
-from ..ir import IR, ClosedIR, Eqn
-from ..primitive import Primitive
-from ..tracing import abstractify, current_builder, trace_to_ir
+from ..core import tree_util
+from ..core.call import call_body
+from ..core.ir import IR, ClosedIR, Eqn
+from ..core.primitive import Primitive
+from ..core.tracing import abstractify, current_builder, trace_to_ir
 from .jvp import jvp_ir, jvp_rules
 from .partial_eval import partial_eval, pe_rules
 from .tangents import Zero, tangent_aval

@@ -5,10 +5,10 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lax
+from ..core.tracing import abstractify
 from ..lax import elementwise as ew
 from ..lax import reduction as red
 from ..lax import structural as st
-from ..tracing import abstractify
 from .jvp import jvp_rules, non_differentiable
 from .tangents import Zero, add_tangents, instantiate, zeros_like_aval
 from .transpose import is_undefined, transpose_rules
@@ -505,6 +505,7 @@ transpose_rules[red.dot_general_p] = _dot_general_transpose
 # -- rules of the other primitive families, one module each ------------------------------------------
 from . import rules_conv  # noqa: E402,F401,I001  (one line per family module)
 from . import rules_indexing  # noqa: E402,F401
+from . import rules_linalg  # noqa: E402,F401
 from . import rules_sorting  # noqa: E402,F401
 from . import rules_special  # noqa: E402,F401
 from . import rules_windowed  # noqa: E402,F401

@@ -17,8 +17,8 @@ Feature groups and batch groups swap roles between the forward convolution and t
 from __future__ import annotations
 
 from .. import lax
+from ..core.tracing import abstractify
 from ..lax import convolution as cv
-from ..tracing import abstractify
 from .jvp import jvp_rules
 from .tangents import Zero, add_tangents
 from .transpose import is_undefined, transpose_rules

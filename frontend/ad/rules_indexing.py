@@ -10,9 +10,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lax
+from ..core.tracing import abstractify
 from ..lax import indexing as ix
 from ..lax.indexing import GatherDimensionNumbers, ScatterDimensionNumbers
-from ..tracing import abstractify
 from .jvp import jvp_rules
 from .tangents import Zero, add_tangents, instantiate
 from .transpose import is_undefined, transpose_rules

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lax
+from ..core.tracing import abstractify
 from ..lax import indexing as ix
 from ..lax import sorting as so
-from ..tracing import abstractify
 from .jvp import jvp_rules
 from .tangents import Zero
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 import numpy as np
 
 from .. import lax
+from ..core.tracing import abstractify
 from ..lax import special as sp
-from ..tracing import abstractify
 from .jvp import jvp_rules, non_differentiable
 from .rules import unary_jvp
 from .tangents import Zero, instantiate

@@ -14,8 +14,8 @@ from __future__ import annotations
 import itertools
 
 from .. import lax
+from ..core.tracing import abstractify
 from ..lax import windowed as wd
-from ..tracing import abstractify
 from .jvp import jvp_rules
 from .rules import _reduce_prod_jvp
 from .tangents import Zero

@@ -5,8 +5,9 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..core import ShapedArray
+from .. import lax
+from ..core import dtypes
+from ..core.avals import ShapedArray
 
 # JAX's dtype for tangents of integer and boolean values: carries no data.
 float0 = np.dtype([("float0", np.void, 0)])

@@ -10,11 +10,11 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Sequence
 
-from ..call import bind_call, call_body, call_p
-from ..core import ShapedArray
-from ..ir import IR, ClosedIR, Literal, Var
-from ..primitive import Primitive
-from ..tracing import trace_to_ir
+from ..core.avals import ShapedArray
+from ..core.call import bind_call, call_body, call_p
+from ..core.ir import IR, ClosedIR, Literal, Var
+from ..core.primitive import Primitive
+from ..core.tracing import trace_to_ir
 from .tangents import Zero, add_tangents, instantiate
 
 transpose_rules: dict[Primitive, Callable] = {}

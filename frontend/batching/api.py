@@ -6,9 +6,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import tree_util
-from ..errors import KilnError
-from ..tracing import abstractify, trace_to_ir
+from ..core import tree_util
+from ..core.errors import KilnError
+from ..core.tracing import abstractify, trace_to_ir
 from . import rules  # noqa: F401  (registers the batching rules)
 from .collectives import axis_names_bound, axis_size_bound
 from .core import BatchContext, batch_eval, move_dim

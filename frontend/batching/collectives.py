@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..core import ShapedArray
-from ..primitive import Primitive
-from ..tracing import abstractify
+from .. import lax
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ..core.tracing import abstractify
 from .core import BatchContext, always_batched, batch_rules, move_dim
 
 
@@ -82,26 +83,26 @@ always_batched.add(axis_index_p)
 def psum(x, axis_name):
     """Sum of ``x`` over the batch elements of the named axis (every element gets the total)."""
     _check_bound("psum", axis_name)
-    from .. import tree_util
+    from ..core import tree_util
     return tree_util.tree_map(lambda v: psum_p.bind(v, axis_name=axis_name), x)
 
 
 def pmax(x, axis_name):
     _check_bound("pmax", axis_name)
-    from .. import tree_util
+    from ..core import tree_util
     return tree_util.tree_map(lambda v: pmax_p.bind(v, axis_name=axis_name), x)
 
 
 def pmin(x, axis_name):
     _check_bound("pmin", axis_name)
-    from .. import tree_util
+    from ..core import tree_util
     return tree_util.tree_map(lambda v: pmin_p.bind(v, axis_name=axis_name), x)
 
 
 def pmean(x, axis_name):
     """Mean of ``x`` over the named axis."""
     _check_bound("pmean", axis_name)
-    from .. import tree_util
+    from ..core import tree_util
     n = psum(1.0, axis_name) if not isinstance(axis_name, tuple) else psum(1.0, axis_name)
 
     def mean(v):

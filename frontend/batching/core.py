@@ -12,12 +12,12 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .. import lax
-from ..call import bind_call, call_p
-from ..core import ShapedArray
-from ..errors import KilnError
-from ..ir import IR, ClosedIR, Literal, Var
-from ..primitive import Primitive
-from ..tracing import abstractify, materialize, trace_to_ir
+from ..core.avals import ShapedArray
+from ..core.call import bind_call, call_p
+from ..core.errors import KilnError
+from ..core.ir import IR, ClosedIR, Literal, Var
+from ..core.primitive import Primitive
+from ..core.tracing import abstractify, materialize, trace_to_ir
 
 batch_rules: dict[Primitive, Callable] = {}
 # Primitives batched even when no operand is (they observe the axis itself, e.g. axis_index).

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import lax
-from ..tracing import abstractify
+from ..core.tracing import abstractify
 from .core import BatchContext, move_dim
 
 

@@ -2,10 +2,10 @@
 from __future__ import annotations
 
 from .. import lax
+from ..core.tracing import abstractify
 from ..lax import elementwise as ew
 from ..lax import reduction as red
 from ..lax import structural as st
-from ..tracing import abstractify
 from .core import BatchContext, batch_rules, move_dim
 
 
@@ -224,6 +224,7 @@ batch_rules[st.iota_p] = _iota_rule
 # Rules of the other primitive families.
 from . import rules_conv  # noqa: E402,F401,I001
 from . import rules_indexing  # noqa: E402,F401
+from . import rules_linalg  # noqa: E402,F401
 from . import rules_sorting  # noqa: E402,F401
 from . import rules_special  # noqa: E402,F401
 from . import rules_windowed  # noqa: E402,F401

@@ -14,8 +14,8 @@ group: a dimension of G groups of m becomes (G, batch, m).
 from __future__ import annotations
 
 from .. import lax
+from ..core.tracing import abstractify
 from ..lax import convolution as conv
-from ..tracing import abstractify
 from .core import batch_rules, move_dim
 
 

@@ -15,8 +15,8 @@ numbers put it, so they are moved only when it is elsewhere.
 """
 from __future__ import annotations
 
+from ..core.tracing import abstractify
 from ..lax import indexing as ix
-from ..tracing import abstractify
 from .core import batch_rules, move_dim
 
 

@@ -6,8 +6,8 @@ unless the batch is that last dimension.
 """
 from __future__ import annotations
 
+from ..core.tracing import abstractify
 from ..lax import special as sp
-from ..tracing import abstractify
 from .core import batch_rules, move_dim
 from .rules import _elementwise
 

@@ -9,8 +9,8 @@ that is not the identity (padding and base dilation add no elements).
 from __future__ import annotations
 
 from .. import lax
+from ..core.tracing import abstractify
 from ..lax import windowed as win
-from ..tracing import abstractify
 from .core import batch_rules, move_dim
 
 _COMBINE = {"add": lax.add, "mul": lax.mul, "max": lax.max, "min": lax.min, "and": lax.bitwise_and,

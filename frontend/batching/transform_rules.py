@@ -5,11 +5,11 @@ is the user's rule under vmap, so differentiating a vmapped function still uses 
 """
 from __future__ import annotations
 
-from .. import tree_util
 from ..ad import custom
 from ..ad.remat import remat_p
 from ..ad.tangents import zeros_like_aval
-from ..call import call_body
+from ..core import tree_util
+from ..core.call import call_body
 from .api import vmap
 from .core import batch_closed, batch_rules, move_dim
 

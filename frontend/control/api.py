@@ -10,7 +10,7 @@ __all__ = ["associative_scan", "cond", "fori_loop", "map", "scan", "switch", "wh
 def select_n(which, *cases):
     """``cases[which]`` elementwise (``which`` boolean for two cases, else an integer array)."""
     from .. import lax
-    from ..tracing import abstractify
+    from ..core.tracing import abstractify
     if not cases:
         raise ValueError("kiln.lax.select_n: needs at least one case")
     if len(cases) == 1:

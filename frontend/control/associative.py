@@ -7,8 +7,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .. import lax, tree_util
-from ..tracing import abstractify
+from .. import lax
+from ..core import tree_util
+from ..core.tracing import abstractify
 from .common import ControlFlowError
 
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .. import dtypes, tree_util
-from ..call import call_body
-from ..core import ShapedArray
-from ..errors import KilnError
-from ..ir import ClosedIR
-from ..tracing import abstractify, trace_to_ir
+from ..core import dtypes, tree_util
+from ..core.avals import ShapedArray
+from ..core.call import call_body
+from ..core.errors import KilnError
+from ..core.ir import ClosedIR
+from ..core.tracing import abstractify, trace_to_ir
 
 
 class ControlFlowError(KilnError, TypeError):

@@ -11,12 +11,13 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import dtypes, lax, tree_util
-from ..call import call_body
-from ..core import ShapedArray
-from ..ir import IR, ClosedIR, Eqn, Var
-from ..primitive import Primitive
-from ..tracing import Tracer, abstractify, current_builder
+from .. import lax
+from ..core import dtypes, tree_util
+from ..core.avals import ShapedArray
+from ..core.call import call_body
+from ..core.ir import IR, ClosedIR, Eqn, Var
+from ..core.primitive import Primitive
+from ..core.tracing import Tracer, abstractify, current_builder
 from .common import ControlFlowError, avals_str, fun_name, same_types, trace_callable
 
 
@@ -150,7 +151,7 @@ def switch(index, branches: Sequence[Callable], *operands):
 
 # -- transformation rules ---------------------------------------------------------------------------------
 def _zeros_eqn(aval: ShapedArray) -> tuple[Eqn, Var]:
-    from ..ir import Literal
+    from ..core.ir import Literal
     from ..lax.structural import broadcast_in_dim_p
     v = Var(aval)
     lit = Literal(np.zeros((), aval.dtype), ShapedArray((), aval.dtype, aval.weak_type))
@@ -226,7 +227,7 @@ def _cond_transpose(cts, index, *ops, branches):
 
 def _cond_batch(ctx, args, dims, *, branches):
     from ..batching.core import batch_closed, move_dim
-    from ..call import bind_call
+    from ..core.call import bind_call
     index, *ops = args
     idx_d, *op_dims = dims
     n_out = len(branches[0].out_avals)

@@ -11,13 +11,14 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import dtypes, lax, tree_util
-from ..call import bind_call, call_body
-from ..core import ShapedArray
-from ..errors import KilnError
-from ..ir import IR, ClosedIR, Var
-from ..primitive import Primitive
-from ..tracing import Tracer, abstractify, trace_to_ir
+from .. import lax
+from ..core import dtypes, tree_util
+from ..core.avals import ShapedArray
+from ..core.call import bind_call, call_body
+from ..core.errors import KilnError
+from ..core.ir import IR, ClosedIR, Var
+from ..core.primitive import Primitive
+from ..core.tracing import Tracer, abstractify, trace_to_ir
 from .common import (
     ControlFlowError,
     avals_str,

@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from .. import lax, tree_util
-from ..call import bind_call, call_body
-from ..core import ShapedArray
-from ..ir import IR, ClosedIR, Eqn, Var
-from ..primitive import Primitive
-from ..tracing import abstractify, trace_to_ir
+from .. import lax
+from ..core import tree_util
+from ..core.avals import ShapedArray
+from ..core.call import bind_call, call_body
+from ..core.ir import IR, ClosedIR, Eqn, Var
+from ..core.primitive import Primitive
+from ..core.tracing import abstractify, trace_to_ir
 from .common import (
     ControlFlowError,
     avals_str,

@@ -9,10 +9,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray
-from ..ir import Literal
-from ..tracing import abstractify, materialize
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.ir import Literal
+from ..core.tracing import abstractify, materialize
 from . import elementwise as ew
 from . import reduction as red
 from . import structural as st
@@ -304,8 +304,8 @@ def rev(x, dimensions: Sequence[int]):
 
 def stop_gradient(x):
     """``x`` itself, with a zero derivative (applies to every array in a pytree)."""
-    from .. import tree_util
-    from ..tracing import Tracer
+    from ..core import tree_util
+    from ..core.tracing import Tracer
 
     def stop(leaf):
         if isinstance(leaf, (int, float, complex, bool)) and not isinstance(leaf, np.generic):

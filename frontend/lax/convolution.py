@@ -12,11 +12,11 @@ from typing import Any, NamedTuple, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray
-from ..errors import ShapeError
-from ..primitive import Primitive
-from ..tracing import abstractify
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.errors import ShapeError
+from ..core.primitive import Primitive
+from ..core.tracing import abstractify
 from .precision import canonicalize_precision
 from .windowed import _int_tuple, dilate_dim, normalize_padding, window_output_shape
 

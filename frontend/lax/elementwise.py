@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray
-from ..errors import ShapeError
-from ..primitive import Primitive
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.errors import ShapeError
+from ..core.primitive import Primitive
 
 # Which dtype kinds each primitive accepts: b=bool, i=signed, u=unsigned, f=float, c=complex.
 _NUM = "iufc"

@@ -34,12 +34,12 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray
-from ..errors import AxisError
-from ..ir import ClosedIR
-from ..primitive import Primitive
-from ..tracing import Tracer, abstractify
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.errors import AxisError
+from ..core.ir import ClosedIR
+from ..core.primitive import Primitive
+from ..core.tracing import Tracer, abstractify
 from . import api
 
 __all__ = [
@@ -451,7 +451,7 @@ def scatter_max(operand, scatter_indices, updates, dimension_numbers: ScatterDim
 
 @functools.lru_cache(maxsize=128)
 def _trace_scalar_fn(func: Callable, dtype: np.dtype, weak_type: bool) -> ClosedIR:
-    from ..tracing import trace_to_ir
+    from ..core.tracing import trace_to_ir
     aval = ShapedArray((), dtype, weak_type)
 
     def body(x):

@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import ShapedArray
-from ..errors import ShapeError
-from ..primitive import Primitive
+from ..core.avals import ShapedArray
+from ..core.errors import ShapeError
+from ..core.primitive import Primitive
 
 
 def _check_axes(name: str, x: ShapedArray, axes: tuple[int, ...]) -> None:

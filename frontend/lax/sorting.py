@@ -11,11 +11,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray
-from ..errors import AxisError, ShapeError
-from ..primitive import Primitive
-from ..tracing import abstractify
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.errors import AxisError, ShapeError
+from ..core.primitive import Primitive
+from ..core.tracing import abstractify
 from . import api
 
 __all__ = ["sort", "sort_key_val", "argsort", "top_k", "clamp"]

@@ -12,10 +12,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray
-from ..primitive import Primitive
-from ..tracing import abstractify
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.primitive import Primitive
+from ..core.tracing import abstractify
 from . import api
 from .elementwise import _FLOAT, _INEXACT, _INT, _binary_rule, _check_kind, _unary_rule
 

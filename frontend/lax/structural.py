@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core import ShapedArray
-from ..errors import NegativeDimensionError, ShapeError
-from ..primitive import Primitive
+from ..core.avals import ShapedArray
+from ..core.errors import NegativeDimensionError, ShapeError
+from ..core.primitive import Primitive
 
 
 def _check_nonnegative(fname: str, shape: tuple[int, ...]) -> None:

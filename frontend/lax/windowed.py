@@ -15,12 +15,12 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from ..core import ShapedArray
-from ..errors import AxisError, ShapeError
-from ..jit import eager_jit
-from ..primitive import Primitive
-from ..tracing import abstractify
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.errors import AxisError, ShapeError
+from ..core.primitive import Primitive
+from ..core.tracing import abstractify
+from ..driver.jit import eager_jit
 from . import api
 
 __all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
@@ -134,16 +134,22 @@ def normalize_padding(fname: str, padding: Any, in_shape, window_shape, strides)
     return pads
 
 
+# Functions reduce_window recognises as a monoid (and then reduces with the matching primitive). kiln.numpy
+# adds its ufuncs (register_monoids): a higher floor, which this one cannot import.
+_MONOIDS: dict[Callable, str] = {api.add: "add", api.mul: "mul", api.max: "max", api.min: "min",
+                                 api.bitwise_and: "and", api.bitwise_or: "or"}
+
+
+def register_monoids(table: dict[Callable, str]) -> None:
+    """Let ``reduce_window`` recognise more functions as the monoids ``add``/``mul``/``max``/``min``/``and``/``or``."""
+    _MONOIDS.update(table)
+
+
 def _monoid_of(computation: Callable) -> str | None:
-    table = {api.add: "add", api.mul: "mul", api.max: "max", api.min: "min",
-             api.bitwise_and: "and", api.bitwise_or: "or"}
-    name = table.get(computation)
-    if name is not None:
-        return name
-    from .. import numpy as knp  # the ufuncs name the same monoids
-    return {knp.add: "add", knp.multiply: "mul", knp.maximum: "max", knp.minimum: "min",
-            knp.logical_and: "and", knp.logical_or: "or", knp.bitwise_and: "and",
-            knp.bitwise_or: "or"}.get(computation)
+    try:
+        return _MONOIDS.get(computation)
+    except TypeError:  # an unhashable callable
+        return None
 
 
 def reduce_window(operand: Any, init_value: Any, computation: Callable, window_dimensions: Sequence[int],

@@ -10,14 +10,15 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..array import Array
-from ..errors import AxisError, BroadcastError, NegativeDimensionError
-from ..ir import Literal
+from .. import lax
+from ..core import dtypes
+from ..core.errors import AxisError, BroadcastError, NegativeDimensionError
+from ..core.ir import Literal
+from ..core.tracing import Tracer, abstractify
+from ..driver.array import Array
 from ..numpy import _util
 from ..numpy import reductions as _red
 from ..numpy import ufuncs as _uf
-from ..tracing import Tracer, abstractify
 
 __all__ = [
     "relu", "relu6", "gelu", "silu", "swish", "sigmoid", "softplus", "soft_sign", "log_sigmoid",

@@ -12,8 +12,9 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from .. import dtypes, random
 from .. import numpy as knp
+from .. import random
+from ..core import dtypes
 from ..random.keys import canonical_shape
 
 __all__ = [

@@ -1,9 +1,13 @@
 """kiln.numpy's implementation: NumPy's API over kiln primitives, with JAX's semantics."""
+import sys as _sys  # noqa: E402
+
+from ..core.array_methods import install_array_methods as _install  # noqa: E402
 from .control import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .dtype_api import *  # noqa: F401,F403  (scalar types knp.float32..., finfo, result_type, ...)
 from .einsum import *  # noqa: F401,F403
 from .index_funcs import *  # noqa: F401,F403
+from .indexing import _IndexUpdateHelper  # noqa: E402
 from .indexing import getitem as _getitem  # noqa: F401
 from .products import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
@@ -69,3 +73,11 @@ from .ufuncs import (  # noqa: F401
     true_divide,
     where,
 )
+
+_install(_sys.modules[__name__], _IndexUpdateHelper)  # arrays' and tracers' operators forward to this namespace
+
+from ..lax.windowed import register_monoids as _register_monoids  # noqa: E402
+
+# reduce_window(x, 0, knp.add, ...) reduces with the add primitive, as with lax.add
+_register_monoids({add: "add", multiply: "mul", maximum: "max", minimum: "min", logical_and: "and",
+                   logical_or: "or", bitwise_and: "and", bitwise_or: "or"})

@@ -5,11 +5,12 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..array import Array
-from ..errors import AxisError, BroadcastError, IntegerOverflowError, NegativeDimensionError
-from ..ir import Literal
-from ..tracing import Tracer, abstractify
+from .. import lax
+from ..core import dtypes
+from ..core.errors import AxisError, BroadcastError, IntegerOverflowError, NegativeDimensionError
+from ..core.ir import Literal
+from ..core.tracing import Tracer, abstractify
+from ..driver.array import Array
 
 _PY_SCALARS = (bool, int, float, complex)
 _ARRAY_TYPES = (Array, Tracer)

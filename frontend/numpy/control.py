@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..tracing import abstractify
+from ..core.tracing import abstractify
 
 __all__ = ["piecewise", "select"]
 

@@ -7,11 +7,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dispatch, dtypes, lax
-from ..array import Array
-from ..config import config
-from ..errors import IntegerOverflowError, NegativeDimensionError
-from ..tracing import Tracer, abstractify, materialize
+from .. import lax
+from ..core import dtypes
+from ..core.config import config
+from ..core.errors import IntegerOverflowError, NegativeDimensionError
+from ..core.tracing import Tracer, abstractify, materialize
+from ..driver import dispatch
+from ..driver.array import Array
 from ._util import (
     broadcast_shapes,
     broadcast_to_shape,
@@ -206,7 +208,7 @@ def empty_like(a, dtype=None, shape=None, *, device=None) -> Any:
 def _static_scalar(fname: str, name: str, v):
     """A static Python number from an argument that decides a shape."""
     if isinstance(v, Tracer):
-        from ..tracing import concrete
+        from ..core.tracing import concrete
         value = concrete(v)
         if value is None:
             raise TypeError(f"kiln.numpy.{fname}: {name} must be a static value (the length of the result "

@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes
-from ..tracing import abstractify
+from ..core import dtypes
+from ..core.tracing import abstractify
 
 __all__ = [
     "bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",

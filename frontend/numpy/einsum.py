@@ -14,9 +14,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes, lax
+from .. import lax
+from ..core import dtypes
+from ..core.tracing import abstractify, materialize
 from ..lax.precision import canonicalize_precision
-from ..tracing import abstractify, materialize
 from ._util import check_arraylike, promote_dtypes
 
 __all__ = ["einsum", "einsum_path"]

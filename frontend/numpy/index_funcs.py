@@ -16,9 +16,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..errors import ConcretizationTypeError
-from ..tracing import Tracer, abstractify, concrete, current_builder, materialize
+from .. import lax
+from ..core import dtypes
+from ..core.errors import ConcretizationTypeError
+from ..core.tracing import Tracer, abstractify, concrete, current_builder, materialize
 from ._util import canonical_axis, check_arraylike, promote_dtypes, static_int
 from .indexing import _as_index, _index_dtype
 

@@ -35,10 +35,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..array import Array
-from ..errors import ConcretizationTypeError, IndexTypeError
-from ..tracing import Tracer, abstractify, concrete, current_builder
+from .. import lax
+from ..core import dtypes
+from ..core.errors import ConcretizationTypeError, IndexTypeError
+from ..core.tracing import Tracer, abstractify, concrete, current_builder
+from ..driver.array import Array
 
 __all__: list[str] = []
 

@@ -32,11 +32,12 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..errors import AxisError, MatrixShapeError
+from .. import lax
+from ..core import dtypes
+from ..core.errors import AxisError, MatrixShapeError
+from ..core.tracing import abstractify, materialize
 from ..lax import linalg as lax_linalg
 from ..lax import precision as lax_precision
-from ..tracing import abstractify, materialize
 from . import products as _products
 from ._util import check_arraylike, convert
 

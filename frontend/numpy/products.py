@@ -8,10 +8,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..errors import AxisError, ShapeError
+from .. import lax
+from ..core import dtypes
+from ..core.errors import AxisError, ShapeError
+from ..core.tracing import abstractify, materialize
 from ..lax.precision import canonicalize_precision
-from ..tracing import abstractify, materialize
 from ._util import broadcast_shapes, broadcast_to_shape, canonical_axis, check_arraylike, convert, promote_dtypes
 
 __all__ = ["convolve", "correlate", "cross", "dot", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot",

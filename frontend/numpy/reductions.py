@@ -13,8 +13,9 @@ import builtins
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..tracing import abstractify, materialize
+from .. import lax
+from ..core import dtypes
+from ..core.tracing import abstractify, materialize
 from ._util import broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert, promote_dtypes
 
 __all__ = [

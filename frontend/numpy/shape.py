@@ -9,10 +9,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..array import Array
-from ..errors import BroadcastError, ConcretizationTypeError, NegativeDimensionError, ShapeError
-from ..tracing import Tracer, abstractify, concrete, materialize
+from .. import lax
+from ..core import dtypes
+from ..core.errors import BroadcastError, ConcretizationTypeError, NegativeDimensionError, ShapeError
+from ..core.tracing import Tracer, abstractify, concrete, materialize
+from ..driver.array import Array
 from ._util import broadcast_shapes as _broadcast_shapes
 from ._util import (
     broadcast_to_shape,

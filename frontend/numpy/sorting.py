@@ -10,10 +10,11 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..errors import AxisError, ConcretizationTypeError
-from ..jit import eager_jit
-from ..tracing import abstractify, materialize
+from .. import lax
+from ..core import dtypes
+from ..core.errors import AxisError, ConcretizationTypeError
+from ..core.tracing import abstractify, materialize
+from ..driver.jit import eager_jit
 from ._util import as_operand, canonical_axis, check_arraylike, promote_dtypes, static_int
 
 __all__ = ["sort", "argsort", "lexsort", "searchsorted", "unique", "unique_values", "unique_counts",

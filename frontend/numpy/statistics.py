@@ -11,10 +11,11 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..errors import AxisError
-from ..jit import eager_jit
-from ..tracing import abstractify, materialize
+from .. import lax
+from ..core import dtypes
+from ..core.errors import AxisError
+from ..core.tracing import abstractify, materialize
+from ..driver.jit import eager_jit
 from ._util import as_operand, canonical_axes, canonical_axis, check_arraylike, convert, promote_dtypes
 
 __all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "nanmedian",

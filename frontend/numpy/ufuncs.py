@@ -5,9 +5,10 @@ from typing import Any
 
 import numpy as np
 
-from .. import dtypes, lax
-from ..ir import Literal
-from ..tracing import abstractify, materialize
+from .. import lax
+from ..core import dtypes
+from ..core.ir import Literal
+from ..core.tracing import abstractify, materialize
 from . import _util
 from ._util import check_arraylike, convert, is_array
 

@@ -16,10 +16,10 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 from kiln.runtime import fastpath
 
-from .. import dtypes, tree_util
-from ..array import Array
-from ..jit import jit
-from ..tracing import Tracer, abstractify
+from ..core import dtypes, tree_util
+from ..core.tracing import Tracer, abstractify
+from ..driver.array import Array
+from ..driver.jit import jit
 from . import threefry
 
 __all__ = ["KeyArray", "KeyDtype", "key", "PRNGKey", "key_data", "wrap_key_data", "key_impl", "key_dtype",

@@ -13,15 +13,15 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
 from .. import numpy as knp
 from ..ad.custom import custom_jvp
-from ..array import Array
-from ..jit import jit
+from ..core import dtypes
+from ..core.tracing import Tracer, abstractify, concrete, materialize
+from ..driver.array import Array
+from ..driver.jit import jit
 from ..lax import api as lax
 from ..lax import sorting as lax_sorting
 from ..lax import special as lax_special
-from ..tracing import Tracer, abstractify, concrete, materialize
 from . import keys as K
 
 __all__ = [

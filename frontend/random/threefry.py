@@ -20,11 +20,11 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from .. import dtypes
-from ..config import config
 from ..control.loops import while_loop
+from ..core import dtypes
+from ..core.config import config
+from ..core.tracing import abstractify
 from ..lax import api as lax
-from ..tracing import abstractify
 
 __all__ = ["threefry2x32", "threefry_2x32", "seed", "split", "fold_in", "random_bits"]
 

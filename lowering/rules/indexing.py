@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
-from kiln.frontend.tracing import Tracer
+from kiln.frontend.core.tracing import Tracer
 
 from ..module import op
 from ..registry import register

@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from check_grads import check_grads
 from kiln.frontend.ad.jvp import non_differentiable
-from kiln.frontend.primitive import registry
+from kiln.frontend.core.primitive import registry
 
 import kiln
 import kiln.numpy as knp

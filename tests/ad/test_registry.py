@@ -7,7 +7,7 @@ import numpy as np
 from kiln.frontend.ad.jvp import jvp_rules, non_differentiable
 from kiln.frontend.ad.tangents import float0
 from kiln.frontend.ad.transpose import transpose_rules
-from kiln.frontend.primitive import registry
+from kiln.frontend.core.primitive import registry
 
 import kiln
 import kiln.numpy as knp

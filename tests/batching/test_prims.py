@@ -15,9 +15,9 @@ from typing import Any, Callable
 
 import numpy as np
 import pytest
+from kiln.frontend.core.primitive import registry
 from kiln.frontend.lax import elementwise as ew
 from kiln.frontend.lax import special as sp
-from kiln.frontend.primitive import registry
 
 import kiln
 import kiln.numpy as knp
@@ -287,7 +287,7 @@ case("jit_call", kiln.jit(lambda x, y: knp.tanh(x) * y + 1.0), lambda r: [f32(r,
 
 def _contains(closed, name: str) -> bool:
     """Whether ``name`` is a primitive of the IR (or of an IR nested in its parameters)."""
-    from kiln.frontend.ir import ClosedIR
+    from kiln.frontend.core.ir import ClosedIR
     for eqn in closed.ir.eqns:
         if eqn.prim.name == name:
             return True

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kiln.frontend import primitive
 from kiln.frontend.batching.core import BatchContext, BatchingError, batch_eval, batch_rules
-from kiln.frontend.ir import IR, Eqn, Var
+from kiln.frontend.core import primitive
+from kiln.frontend.core.ir import IR, Eqn, Var
 from kiln.frontend.lax import structural as st
 
 import kiln

@@ -165,7 +165,7 @@ def test_custom_vjp_lin_batches_and_transposes():
     from kiln.frontend.ad.api import _linearize_flat, _trace_flat
     from kiln.frontend.ad.transpose import UndefinedPrimal, backward_pass
     from kiln.frontend.batching.core import BatchContext, batch_closed
-    from kiln.frontend.tracing import abstractify
+    from kiln.frontend.core.tracing import abstractify
 
     @kiln.custom_vjp
     def f(x):

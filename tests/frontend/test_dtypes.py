@@ -1,11 +1,11 @@
-"""Tests for kiln.frontend.dtypes: canonicalization, weak types, JAX's promotion table."""
+"""Tests for kiln.frontend.core.dtypes: canonicalization, weak types, JAX's promotion table."""
 import itertools
 
 import ml_dtypes
 import numpy as np
 import pytest
-from kiln.frontend import dtypes
-from kiln.frontend.config import config
+from kiln.frontend.core import dtypes
+from kiln.frontend.core.config import config
 
 # JAX's type promotion table ("Type promotion semantics", x64 enabled). Codes: u1 = uint8,
 # u2 = uint16, u4 = uint32, u8 = uint64 (bytes, as in JAX's docs), likewise i*, f2 = float16,

@@ -17,7 +17,7 @@ from typing import Any, Callable
 import ml_dtypes
 import numpy as np
 import pytest
-from kiln.frontend import primitive
+from kiln.frontend.core import primitive
 
 import kiln
 import kiln.numpy as knp
@@ -581,7 +581,7 @@ def test_jit(name):
 
 
 def test_eager_cache_is_bounded_in_bytes(monkeypatch):
-    from kiln.frontend import eager
+    from kiln.frontend.driver import eager
     eager.clear_cache()
     monkeypatch.setattr(eager._cache, "max_bytes", 3 * runtime.executable.EXECUTABLE_OVERHEAD_BYTES + 4096)
     for n in range(1, 7):
@@ -593,7 +593,7 @@ def test_eager_cache_is_bounded_in_bytes(monkeypatch):
 
 def test_eager_results_are_cached_per_signature():
     """Eager primitives compile once per (primitive, params, avals, device), not once per call."""
-    from kiln.frontend import eager
+    from kiln.frontend.driver import eager
     x = knp.asarray(A23)
     lax.sin(x)
     n = len(eager._cache)

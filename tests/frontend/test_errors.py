@@ -314,7 +314,7 @@ def test_error_in_traced_function_then_good_input():
         kiln.jit(lambda a: a.sum(axis=3))(X3)
     _works(f, np.arange(4, dtype=np.float32), expected=np.arange(4).reshape(2, 2) * 2)
     assert f._cache_size() == 1
-    from kiln.frontend.tracing import current_builder
+    from kiln.frontend.core.tracing import current_builder
     assert current_builder() is None
 
 

@@ -2,7 +2,7 @@
 on repeated calls, and every error still explained by kiln."""
 import numpy as np
 import pytest
-from kiln.frontend import jit as jit_module
+from kiln.frontend.driver import jit as jit_module
 
 import kiln
 import kiln.numpy as knp

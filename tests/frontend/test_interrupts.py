@@ -14,7 +14,7 @@ SWEEP = """
 import os, sys, json
 import numpy as np
 import kiln, kiln.numpy as knp
-from kiln.frontend import tracing
+from kiln.frontend.core import tracing
 
 ROOTS = tuple(os.path.join(REPO, d) + os.sep for d in ("kiln", "frontend", "lowering", "runtime"))
 x = knp.arange(3.0)

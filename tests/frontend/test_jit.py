@@ -352,7 +352,7 @@ def test_exception_during_trace_leaves_no_state():
         f(X3, 1.0)
     assert f._cache_size() == 0
     np.testing.assert_array_equal(np.asarray(f(X3, None)), X3 + 1)
-    from kiln.frontend.tracing import current_builder
+    from kiln.frontend.core.tracing import current_builder
     assert current_builder() is None
 
 

@@ -83,7 +83,7 @@ print(float(g(knp.ones(2))[0]))
 
 
 def test_threads_meeting_a_new_signature_compile_once(monkeypatch):
-    from kiln.frontend import dispatch
+    from kiln.frontend.driver import dispatch
     compiles = []
     real = dispatch.compile_ir
 
@@ -136,7 +136,7 @@ def test_dropped_function_frees_its_executables():
 
 
 def test_one_function_keeps_a_bounded_number_of_signatures(monkeypatch):
-    from kiln.frontend import jit as jit_module
+    from kiln.frontend.driver import jit as jit_module
     monkeypatch.setattr(jit_module, "SIGNATURES_PER_FUNCTION", 8)
     f = kiln.jit(lambda x: x + 1.0)
     cap = 8

@@ -5,8 +5,8 @@ outputs, under grad and vmap, and in the C++ dispatch path, which keeps its own 
 registry (kiln.runtime.fastpath)."""
 import numpy as np
 import pytest
-from kiln.frontend import jit as jit_module
-from kiln.frontend import tree_util as tu
+from kiln.frontend.core import tree_util as tu
+from kiln.frontend.driver import jit as jit_module
 
 import kiln
 import kiln.numpy as knp

@@ -14,7 +14,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from kiln.frontend.core import INT64_MAX, ShapedArray, ShapeError, check_shape
+from kiln.frontend.core.avals import INT64_MAX, ShapedArray, ShapeError, check_shape
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 

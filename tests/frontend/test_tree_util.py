@@ -1,11 +1,11 @@
-"""Tests for kiln.frontend.tree_util (pytrees as in jax.tree_util)."""
+"""Tests for kiln.frontend.core.tree_util (pytrees as in jax.tree_util)."""
 import collections
 import operator
 
 import numpy as np
 import pytest
-from kiln.frontend import tree_util as tu
-from kiln.frontend.tree_util import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
+from kiln.frontend.core import tree_util as tu
+from kiln.frontend.core.tree_util import DictKey, FlattenedIndexKey, GetAttrKey, SequenceKey
 
 Point = collections.namedtuple("Point", ["x", "y"])
 

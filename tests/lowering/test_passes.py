@@ -2,7 +2,7 @@
 from __future__ import annotations
 
 import numpy as np
-from kiln.lowering import passes
+from kiln.frontend.core import passes
 
 import kiln
 import kiln.numpy as knp

@@ -7,9 +7,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kiln.frontend import primitive
-from kiln.frontend.core import ShapedArray
-from kiln.frontend.ir import IR, Eqn, Var
+from kiln.frontend.core import primitive
+from kiln.frontend.core.avals import ShapedArray
+from kiln.frontend.core.ir import IR, Eqn, Var
 from kiln.runtime import mlir_context
 
 import kiln
@@ -54,7 +54,7 @@ def test_missing_rule_is_a_clear_lowering_error():
             lowering.lower(ir, context=mlir_context())
         with pytest.raises(lowering.LoweringError, match="test_only_no_rule"):
             prim.bind(knp.ones(2))  # eagerly: the same error, and nothing is cached
-        from kiln.frontend import eager
+        from kiln.frontend.driver import eager
         assert not any(k[0] is prim for k in eager._cache)
     finally:
         del primitive.registry[name]

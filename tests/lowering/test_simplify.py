@@ -1,4 +1,4 @@
-"""The algebraic simplification pass (``kiln.lowering.passes.simplify``) and the size of the module the
+"""The algebraic simplification pass (``kiln.frontend.core.passes.simplify``) and the size of the module the
 gradient of an MLP lowers to."""
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import collections
 import re
 
 import numpy as np
-from kiln.lowering import passes
+from kiln.frontend.core import passes
 
 import kiln
 import kiln.numpy as knp

@@ -26,7 +26,7 @@ def test_scalar_types_are_dtypes(name):
     assert expected == t and t == expected.type and expected.type == t
     assert not (t != expected.type)
     assert hash(t) == hash(t) and {t: 1}[t] == 1
-    assert kiln.frontend.dtypes.canonicalize_dtype(t) == kiln.frontend.dtypes.canonicalize_dtype(expected)
+    assert kiln.frontend.core.dtypes.canonicalize_dtype(t) == kiln.frontend.core.dtypes.canonicalize_dtype(expected)
     assert repr(t) == f"<class 'kiln.numpy.{name}'>"
 
 

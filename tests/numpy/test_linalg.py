@@ -14,7 +14,7 @@ import textwrap
 
 import numpy as np
 import pytest
-from kiln.frontend import dispatch
+from kiln.frontend.driver import dispatch
 
 import kiln
 import kiln.numpy as jnp

@@ -6,7 +6,7 @@ import warnings
 
 import numpy as np
 import pytest
-from kiln.frontend import dtypes
+from kiln.frontend.core import dtypes
 
 import kiln
 import kiln.numpy as knp

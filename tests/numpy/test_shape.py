@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from kiln.frontend import dtypes
+from kiln.frontend.core import dtypes
 
 import kiln
 import kiln.numpy as knp

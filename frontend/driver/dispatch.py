@@ -12,12 +12,12 @@ import numpy as np
 
 from kiln import lowering, runtime
 
-from . import dtypes
+from ..core import dtypes
+from ..core.avals import ShapedArray
+from ..core.config import config
+from ..core.errors import KilnError
+from ..core.ir import IR, Literal
 from .array import Array
-from .config import config
-from .core import ShapedArray
-from .errors import KilnError
-from .ir import IR, Literal
 
 _PY_SCALARS = (bool, int, float, complex)
 
@@ -101,9 +101,9 @@ def to_buffer(x: Any, device: runtime.Device) -> Any:
         if x._device == device:
             return x._buf
         return runtime.copy_to(x._buf, device)
-    from .tracing import Tracer
+    from ..core.tracing import Tracer
     if isinstance(x, Tracer):  # outside any trace: it escaped the function that was traced
-        from .errors import UnexpectedTracerError
+        from ..core.errors import UnexpectedTracerError
         raise UnexpectedTracerError(
             f"kiln: a traced value {x.aval.str_short()} created while tracing {x.builder.fun_name} was used "
             "after that trace ended, outside any transformation. This happens when a traced value escapes a "
@@ -114,7 +114,7 @@ def to_buffer(x: Any, device: runtime.Device) -> Any:
 
 def put(x: Any, device: runtime.Device | None = None, committed: bool = True) -> Array:
     """``kiln.device_put`` for one leaf."""
-    from .tracing import abstractify
+    from ..core.tracing import abstractify
     aval = abstractify(x)
     target = device or default_device()
     if type(x) is Array:

@@ -9,8 +9,8 @@ from kiln.runtime import fastpath
 
 from kiln import runtime
 
-from .array_methods import ArrayMethods
-from .core import ShapedArray
+from ..core.array_methods import ArrayMethods
+from ..core.avals import ShapedArray
 
 
 class Array(ArrayMethods):
@@ -115,8 +115,7 @@ class Array(ArrayMethods):
 
     def __reduce__(self):
         # Pickles as its value; unpickling gives an uncommitted array on the default device.
-        from . import numpy as knp
-        return (knp.asarray, (np.array(self._value()),))
+        return (_from_pickle, (np.array(self._value()),))
 
     # -- printing -----------------------------------------------------------------------------
     def __repr__(self) -> str:
@@ -135,3 +134,9 @@ class Array(ArrayMethods):
 
 # Mirrored into jaxlib's C++ pytree registry, for the C++ jit dispatch path (kiln.runtime.fastpath).
 fastpath.register_node(Array, operator.attrgetter("_flat"), Array._from_flat)
+
+
+def _from_pickle(value: np.ndarray) -> Array:
+    """An unpickled array: uncommitted, on the default device."""
+    from .dispatch import put  # dispatch imports this module
+    return put(value, None, committed=False)

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from .core import ShapedArray
+from .avals import ShapedArray
 
 
 class Var:

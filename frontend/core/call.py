@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import weakref
 
-from .core import ShapedArray
+from .avals import ShapedArray
 from .ir import IR, ClosedIR
 from .primitive import Primitive
 

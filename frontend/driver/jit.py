@@ -17,13 +17,14 @@ from typing import Any, Callable, Sequence
 
 from kiln import runtime
 
-from . import dispatch, tree_util
+from ..core import tree_util
+from ..core.call import call_p
+from ..core.config import config
+from ..core.errors import KilnError
+from ..core.ir import IR, ClosedIR
+from ..core.tracing import Tracer, abstractify, current_builder, trace_to_ir
+from . import dispatch
 from .array import Array
-from .call import call_p
-from .config import config
-from .errors import KilnError
-from .ir import IR, ClosedIR
-from .tracing import Tracer, abstractify, current_builder, trace_to_ir
 
 _PY_SCALARS = (bool, int, float, complex)
 

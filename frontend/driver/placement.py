@@ -7,14 +7,15 @@ import numpy as np
 
 from kiln import runtime
 
-from . import dispatch, tree_util
+from ..core import tree_util
+from ..core.tracing import Tracer
+from . import dispatch
 from .array import Array
-from .tracing import Tracer
 
 
 def devices(backend: str | None = None) -> list[runtime.Device]:
     """The devices of ``backend`` (default: the default backend), e.g. ``[CpuDevice(id=0)]``."""
-    from .config import config
+    from ..core.config import config
     return runtime.devices(backend or config.default_backend)
 
 
@@ -28,7 +29,7 @@ def device_count(backend: str | None = None) -> int:
 
 def default_backend() -> str:
     """The platform name of the default backend ('cuda', 'cpu', ...)."""
-    from .config import config
+    from ..core.config import config
     return config.default_backend or runtime.default_backend()
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from .core import ShapedArray
+from .avals import ShapedArray
 
 registry: dict[str, Primitive] = {}
 

@@ -9,14 +9,21 @@ from typing import Any
 
 import numpy as np
 
-_knp = None
+# Installed by kiln.frontend.numpy when it loads (a higher floor: the core cannot import it), as JAX's
+# register_jax_array_methods: the kiln.numpy namespace and the class behind ``x.at``.
+_knp: Any = None
+_index_update_helper: Any = None
+
+
+def install_array_methods(numpy_namespace: Any, index_update_helper: type) -> None:
+    """Make the operators and methods of arrays and tracers forward to ``numpy_namespace``'s functions."""
+    global _knp, _index_update_helper
+    _knp, _index_update_helper = numpy_namespace, index_update_helper
 
 
 def _np():
-    global _knp
     if _knp is None:
-        from . import numpy as knp
-        _knp = knp
+        raise RuntimeError("kiln: array operators need kiln.numpy, which is not loaded; import kiln first")
     return _knp
 
 
@@ -148,8 +155,8 @@ class ArrayMethods:
     @property
     def at(self):
         """Functional updates, JAX style: ``x.at[idx].set(v)``, ``.add(v)``, ``.get()``, ..."""
-        from .numpy.indexing import _IndexUpdateHelper
-        return _IndexUpdateHelper(self)
+        _np()  # kiln.numpy installs the helper
+        return _index_update_helper(self)
 
     def __setitem__(self, index: Any, value: Any):
         raise TypeError(f"kiln arrays are immutable: {type(self).__name__} does not support item assignment "

@@ -19,7 +19,7 @@ import numpy as np
 
 from . import dtypes
 from .array_methods import ArrayMethods
-from .core import ShapedArray
+from .avals import ShapedArray
 from .errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -33,6 +33,28 @@ from .ir import IR, Atom, ClosedIR, Eqn, Literal, Var
 # (``Context.run``): leaving that context restores the outer stack in C, so no exception, not even
 # a KeyboardInterrupt between two Python lines, can leave a builder pushed. Each thread has its own.
 _stack: contextvars.ContextVar[tuple] = contextvars.ContextVar("kiln_trace_stack", default=())
+
+
+class _EagerHooks:
+    """What runs a primitive outside any trace. The driver floor installs it (``install_eager``): the core
+    floor cannot import the driver, which sits above it."""
+
+    @staticmethod
+    def apply(prim, args, params):
+        raise RuntimeError("kiln: no eager execution installed (kiln.frontend.driver was not imported); "
+                           "import kiln first")
+
+    put = apply
+
+
+_eager = _EagerHooks()
+
+
+def install_eager(apply: Callable[[Any, Sequence[Any], dict], Any], put: Callable[..., Any]) -> None:
+    """Install eager execution: ``apply(prim, args, params)`` runs a primitive on concrete values, and
+    ``put(value, device, committed)`` places a literal on a device (as an Array)."""
+    _eager.apply = apply
+    _eager.put = put
 
 
 def current_builder() -> Builder | None:
@@ -244,8 +266,7 @@ def materialize(x: Any) -> Any:
     builder = current_builder()
     if builder is not None:
         return Tracer(builder, x)  # a tracer whose "variable" is the literal itself
-    from .dispatch import put
-    return put(x, None, committed=False)
+    return _eager.put(x, None, committed=False)
 
 
 def concrete(value: Any) -> Any:
@@ -285,8 +306,7 @@ def bind(prim, args: Sequence[Any], params: dict) -> Any:
     """Apply ``prim``: record it in the innermost trace, or run it eagerly if none is active."""
     stack = _stack.get()
     if not stack:
-        from .eager import apply_eagerly
-        return apply_eagerly(prim, args, params)
+        return _eager.apply(prim, args, params)
     builder = stack[-1]
     atoms = [builder.atom(x) for x in args]
     out_avals = prim.out_avals([a.aval for a in atoms], params)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from kiln.frontend.ir import IR, Atom, Eqn, Literal, Var
+from kiln.frontend.core.ir import IR, Atom, Eqn, Literal, Var
 
 
 def _read(env: dict[Var, Atom], a: Atom) -> Atom:
