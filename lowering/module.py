@@ -7,10 +7,10 @@ from typing import Callable, Collection, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
+from kiln.frontend.core import passes
 from kiln.frontend.core.errors import KilnError
 from kiln.frontend.core.ir import IR, Literal, Var
 
-from ..frontend.core import passes
 from .registry import rules
 from .types import element_type, tensor_type
 

@@ -24,8 +24,6 @@ from .partial_eval import partial_eval
 from .tangents import Zero, float0, instantiate, tangent_aval
 from .transpose import UndefinedPrimal, backward_pass
 
-_PY_SCALARS = (bool, int, float, complex)
-
 
 def _fun_name(f: Callable) -> str:
     return getattr(f, "__name__", None) or type(f).__name__
@@ -264,7 +262,7 @@ def _ones_like(x):
 
 
 def _check_scalar_output(name: str, value, holomorphic: bool) -> None:
-    if not isinstance(value, (Array, Tracer)) and not isinstance(value, _PY_SCALARS + (np.ndarray, np.generic)):
+    if not isinstance(value, (Array, Tracer)) and not isinstance(value, dtypes.PY_SCALARS + (np.ndarray, np.generic)):
         raise TypeError(f"kiln.grad({name}): the function must return a scalar array, got "
                         f"{type(value).__name__}. For functions with several outputs use kiln.vjp or "
                         "kiln.jacrev; to return extra data use has_aux=True.")

@@ -24,6 +24,9 @@ import numpy as np
 from .config import config
 from .errors import IntegerOverflowError
 
+# The Python scalar types that kiln treats as (weakly typed) array values.
+PY_SCALARS = (bool, int, float, complex)
+
 __all__ = [
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",

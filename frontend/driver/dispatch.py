@@ -19,8 +19,6 @@ from ..core.errors import KilnError
 from ..core.ir import IR, Literal
 from .array import Array
 
-_PY_SCALARS = (bool, int, float, complex)
-
 
 class DeviceMismatchError(KilnError, ValueError):
     """Arguments committed to different devices."""
@@ -87,7 +85,7 @@ def canonical_host_array(x: Any) -> np.ndarray:
     """A NumPy array of ``x`` with kiln's canonical dtype (float64 -> float32 unless x64...)."""
     if isinstance(x, Literal):
         return x.val
-    if isinstance(x, _PY_SCALARS):
+    if isinstance(x, dtypes.PY_SCALARS):
         dtype, _ = dtypes.dtype_of_value(x)
         return np.asarray(x, dtype)
     arr = np.asarray(x)
@@ -128,7 +126,7 @@ def put(x: Any, device: runtime.Device | None = None, committed: bool = True) ->
 
 
 @dataclass
-class Compiled:
+class CompiledIR:
     """An IR compiled for one device."""
 
     executable: runtime.Executable
@@ -166,15 +164,15 @@ def _lower(ir: IR, donated: Sequence[bool], keep_unused: bool,
 
 
 def compile_ir(ir: IR, device: runtime.Device, *, donated: Sequence[bool] = (),
-               keep_unused: bool = False) -> Compiled:
+               keep_unused: bool = False) -> CompiledIR:
     """Lower ``ir`` to StableHLO and compile it for ``device``."""
     lowered = lower_ir(ir, donated=donated, keep_unused=keep_unused, device=device)
     return compile_lowered(ir, lowered, device, num_donated=sum(bool(d) for d in donated))
 
 
 def compile_lowered(ir: IR, lowered: lowering.LoweredModule, device: runtime.Device,
-                    num_donated: int = 0) -> Compiled:
+                    num_donated: int = 0) -> CompiledIR:
     """Compile the StableHLO module ``lowered`` (of ``ir``) for ``device``."""
     out_types = [(a.shape, a.dtype) for a in lowered.out_avals]
     exe = runtime.compile(lowered.module, device, out_types, num_donated=num_donated)
-    return Compiled(exe, lowered, [v.aval for v in ir.outvars], lowered.kept_inputs, device)
+    return CompiledIR(exe, lowered, [v.aval for v in ir.outvars], lowered.kept_inputs, device)

@@ -20,20 +20,20 @@ from .array import Array
 EAGER_CACHE_BYTES = 128 << 20
 
 
-def _evicted(key: Any, compiled: dispatch.Compiled) -> None:
+def _evicted(key: Any, compiled: dispatch.CompiledIR) -> None:
     # The C++ fast paths of this (primitive, parameters) hold the executable too: let them go.
     fn = _cpp.get(key[:2])
     if fn is not None:
         fn._clear_cache()
 
 
-# (primitive, parameters, argument avals, device) -> Compiled, bounded in bytes: parameters that hold
+# (primitive, parameters, argument avals, device) -> CompiledIR, bounded in bytes: parameters that hold
 # sub-IRs (a scan of a fresh lambda, say) make new keys on every call.
 _cache = runtime.ExecutableCache(EAGER_CACHE_BYTES, size_of=lambda c: c.executable.size_estimate,
                                  on_evict=_evicted)
-# (StableHLO text, device) -> Compiled while some entry of _cache holds it: a fresh lambda's loop that
+# (StableHLO text, device) -> CompiledIR while some entry of _cache holds it: a fresh lambda's loop that
 # lowers to a program compiled before reuses that executable instead of compiling it again.
-_by_text: "weakref.WeakValueDictionary[Any, dispatch.Compiled]" = weakref.WeakValueDictionary()
+_by_text: "weakref.WeakValueDictionary[Any, dispatch.CompiledIR]" = weakref.WeakValueDictionary()
 
 
 def _params_key(params: dict) -> Any:
@@ -91,7 +91,7 @@ def _cpp_miss(prim, params: dict, *args):
     return out, fastpath.record(compiled.executable, out_treedef, (), [True] * len(args))
 
 
-def _apply(prim, args: Sequence[Any], params: dict) -> tuple[Any, dispatch.Compiled, bool]:
+def _apply(prim, args: Sequence[Any], params: dict) -> tuple[Any, dispatch.CompiledIR, bool]:
     """The Python path: returns the result, the executable that computed it, and its committed flag."""
     avals = tuple([a.aval if type(a) is Array else abstractify(a) for a in args])
     try:
@@ -107,7 +107,7 @@ def _apply(prim, args: Sequence[Any], params: dict) -> tuple[Any, dispatch.Compi
     return (outs if prim.multiple_results else outs[0]), compiled, committed
 
 
-def _compile(prim, avals, params: dict, device) -> dispatch.Compiled:
+def _compile(prim, avals, params: dict, device) -> dispatch.CompiledIR:
     ir = one_equation_ir(prim, avals, params)  # runs the shape rule: bad input fails here
     # keep_unused: the executable takes every argument, so dispatch needs no filtering.
     lowered = dispatch.lower_ir(ir, keep_unused=True, device=device)

@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 
 from kiln import runtime
 
-from ..core import tree_util
+from ..core import dtypes, tree_util
 from ..core.call import call_p
 from ..core.config import config
 from ..core.errors import KilnError
@@ -25,8 +25,6 @@ from ..core.ir import IR, ClosedIR
 from ..core.tracing import Tracer, abstractify, current_builder, trace_to_ir
 from . import dispatch
 from .array import Array
-
-_PY_SCALARS = (bool, int, float, complex)
 
 
 class JitError(KilnError, TypeError):
@@ -56,7 +54,7 @@ class _Entry:
     committed: bool
     donated: list[bool]           # per dynamic leaf
     arg_names: list[str]
-    compiled: dispatch.Compiled | None = None   # published last, when const_buffers is set too
+    compiled: dispatch.CompiledIR | None = None   # published last, when const_buffers is set too
     const_buffers: list | None = None
     call_ir: ClosedIR | None = None  # constvars turned into leading invars, for nested calls
 
@@ -398,14 +396,14 @@ class JittedFunction:
             flags += [k in self.donate_argnames] * len(tree_util.tree_leaves(dyn_kwargs[k]))
         return flags
 
-    def _compiled(self, entry: _Entry) -> dispatch.Compiled:
+    def _compiled(self, entry: _Entry) -> dispatch.CompiledIR:
         if entry.compiled is None:
             # One compile per signature, however many threads call it.
             self._signatures.once.get(("compile", id(entry)), lambda: entry.compiled,
                                       functools.partial(self._compile, entry))
         return entry.compiled
 
-    def _compile(self, entry: _Entry) -> dispatch.Compiled:
+    def _compile(self, entry: _Entry) -> dispatch.CompiledIR:
         ir = entry.closed.ir
         donated = [False] * len(ir.constvars) + entry.donated
         compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused)
@@ -599,7 +597,7 @@ def _hashable_static(jitted: JittedFunction, value: Any, where: str, name: str) 
 
 
 def _check_output(name: str, leaf: Any, out: Any) -> None:
-    if isinstance(leaf, (Tracer, Array)) or isinstance(leaf, _PY_SCALARS):
+    if isinstance(leaf, (Tracer, Array)) or isinstance(leaf, dtypes.PY_SCALARS):
         return
     try:
         abstractify(leaf)

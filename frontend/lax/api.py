@@ -18,11 +18,9 @@ from . import reduction as red
 from . import structural as st
 from .precision import Precision, canonicalize_precision  # noqa: F401  (kiln.lax.Precision)
 
-_PY_SCALARS = (bool, int, float, complex)
-
 
 def _is_py_scalar(x: Any) -> bool:
-    return isinstance(x, _PY_SCALARS) and not isinstance(x, np.generic)
+    return isinstance(x, dtypes.PY_SCALARS) and not isinstance(x, np.generic)
 
 
 def literal(value: Any, dtype: np.dtype, weak_type: bool = False) -> Literal:

@@ -26,12 +26,11 @@ __all__ = [
     "hard_swish", "mish", "squareplus", "softmax", "log_softmax", "logsumexp", "one_hot", "standardize",
 ]
 
-_PY_SCALARS = (bool, int, float, complex)
 
 
 def _check(where: str, *args: Any) -> None:
     for i, a in enumerate(args):
-        if not isinstance(a, (Array, Tracer, np.ndarray, np.generic, Literal, *_PY_SCALARS)):
+        if not isinstance(a, (Array, Tracer, np.ndarray, np.generic, Literal, *dtypes.PY_SCALARS)):
             hint = (" (wrap lists with kiln.numpy.asarray)" if isinstance(a, (list, tuple)) else "")
             raise TypeError(f"{where}: argument {i} of type {type(a).__name__} ({a!r:.40}) is not an "
                             f"array or a scalar{hint}")

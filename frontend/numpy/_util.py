@@ -12,7 +12,6 @@ from ..core.ir import Literal
 from ..core.tracing import Tracer, abstractify
 from ..driver.array import Array
 
-_PY_SCALARS = (bool, int, float, complex)
 _ARRAY_TYPES = (Array, Tracer)
 
 
@@ -23,7 +22,7 @@ def is_array(x: Any) -> bool:
 def check_arraylike(fname: str, *args: Any) -> None:
     for i, a in enumerate(args):
         if not (is_array(a) or isinstance(a, (np.ndarray, np.generic, Literal)) or
-                (isinstance(a, _PY_SCALARS))):
+                (isinstance(a, dtypes.PY_SCALARS))):
             if isinstance(a, (list, tuple)):
                 raise TypeError(f"kiln.numpy.{fname}: argument {i} is a {type(a).__name__}; kiln.numpy does not "
                                 "convert lists or tuples implicitly (it would hide a host-to-device copy): "
@@ -42,7 +41,7 @@ def as_operand(x: Any) -> Any:
 
 def convert(x: Any, dtype: np.dtype, weak: bool) -> Any:
     """``x`` as ``dtype`` (Python scalars become literals; others a convert where needed)."""
-    if isinstance(x, _PY_SCALARS) and not isinstance(x, np.generic):
+    if isinstance(x, dtypes.PY_SCALARS) and not isinstance(x, np.generic):
         return lax.literal(x, dtype, weak)
     aval = abstractify(x)
     if aval.dtype == dtype and aval.weak_type == weak:
