@@ -18,7 +18,17 @@ from ..core.ir import ClosedIR
 from ..core.tracing import Tracer, abstractify, eval_ir, trace_to_ir
 from ..driver.array import Array
 from ..lax import api as lax
-from . import rules  # noqa: F401  (registers the derivative rules)
+from . import (  # noqa: F401  (each registers the derivative rules of its family)
+    rules_conv,
+    rules_elementwise,
+    rules_indexing,
+    rules_linalg,
+    rules_reduction,
+    rules_sorting,
+    rules_special,
+    rules_structural,
+    rules_windowed,
+)
 from .jvp import jvp_ir
 from .partial_eval import partial_eval
 from .tangents import Zero, float0, instantiate, tangent_aval

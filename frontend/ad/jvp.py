@@ -15,7 +15,7 @@ from ..core.errors import KilnError
 from ..core.ir import IR, ClosedIR, Literal, Var
 from ..core.primitive import Primitive
 from ..core.tracing import materialize, trace_to_ir
-from .tangents import Zero, is_differentiable_dtype, tangent_aval, zeros_like_aval
+from .tangents import Zero, instantiate, is_differentiable_dtype, tangent_aval, zeros_like_aval
 
 jvp_rules: dict[Primitive, Callable] = {}
 non_differentiable: set[Primitive] = set()
@@ -119,3 +119,10 @@ def _call_jvp(primals, tangents, *, ir: ClosedIR, name: str):
 
 
 jvp_rules[call_p] = _call_jvp
+
+
+def linear_jvp(prim: Primitive) -> None:
+    """Register the JVP of a linear primitive: the same primitive applied to the tangents."""
+    def rule(primals, tangents, **params):
+        return prim.bind(*primals, **params), prim.bind(*[instantiate(t) for t in tangents], **params)
+    jvp_rules[prim] = rule

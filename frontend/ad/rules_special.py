@@ -9,7 +9,7 @@ from .. import lax
 from ..core.tracing import abstractify
 from ..lax import special as sp
 from .jvp import jvp_rules, non_differentiable
-from .rules import unary_jvp
+from .rules_elementwise import unary_jvp
 from .tangents import Zero, instantiate
 from .transpose import is_undefined, transpose_rules
 

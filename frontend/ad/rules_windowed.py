@@ -17,7 +17,7 @@ from .. import lax
 from ..core.tracing import abstractify
 from ..lax import windowed as wd
 from .jvp import jvp_rules
-from .rules import _reduce_prod_jvp
+from .rules_reduction import reduce_prod_jvp
 from .tangents import Zero
 from .transpose import is_undefined, transpose_rules
 
@@ -67,7 +67,7 @@ def _reduce_window_jvp(primals, tangents, *, computation, **params):
         stack = [lax.reshape(p, shape + (1,)) for p in xs]
         tstack = [lax.reshape(p, shape + (1,)) for p in ts]
         xw, tw = lax.concatenate(stack, nd), lax.concatenate(tstack, nd)
-        _, t_prod = _reduce_prod_jvp([xw], [tw], axes=(nd,))
+        _, t_prod = reduce_prod_jvp([xw], [tw], axes=(nd,))
         return out, lax.mul(t_prod, lax.broadcast_in_dim(init, shape, ()))
     raise TypeError(f"kiln: internal error: reduce_window {computation} of a differentiable dtype")
 

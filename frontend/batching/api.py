@@ -9,7 +9,17 @@ import numpy as np
 from ..core import tree_util
 from ..core.errors import KilnError
 from ..core.tracing import abstractify, trace_to_ir
-from . import rules  # noqa: F401  (registers the batching rules)
+from . import (  # noqa: F401  (each registers the batching rules of its family)
+    rules_conv,
+    rules_elementwise,
+    rules_indexing,
+    rules_linalg,
+    rules_reduction,
+    rules_sorting,
+    rules_special,
+    rules_structural,
+    rules_windowed,
+)
 from .collectives import axis_names_bound, axis_size_bound
 from .core import BatchContext, batch_eval, move_dim
 

@@ -130,3 +130,17 @@ def _call_batch(ctx, args, dims, *, ir: ClosedIR, name: str):
 
 
 batch_rules[call_p] = _call_batch
+
+
+def operand_ndim(x) -> int:
+    return abstractify(x).ndim
+
+
+def common_dim(args, dims) -> int:
+    """Where n-ary operands meet: the first batched operand's dimension."""
+    return next(d for d in dims if d is not None)
+
+
+def shift_axes(axes, d: int) -> tuple:
+    """Operand axes renumbered for an operand whose batch dimension ``d`` is inserted among them."""
+    return tuple(a + (a >= d) for a in axes)

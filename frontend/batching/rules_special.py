@@ -9,10 +9,10 @@ from __future__ import annotations
 from ..core.tracing import abstractify
 from ..lax import special as sp
 from .core import batch_rules, move_dim
-from .rules import _elementwise
+from .rules_elementwise import register_elementwise
 
 for _p in [*sp.special_unary_prims.values(), sp.nextafter_p, sp.real_p, sp.imag_p, sp.complex_p]:
-    _elementwise(_p)
+    register_elementwise(_p)
 
 
 def _bitcast_convert_type_rule(ctx, args, dims, *, new_dtype):

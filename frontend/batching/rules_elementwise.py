@@ -1,0 +1,44 @@
+"""Batching rules of the elementwise family (``lax/elementwise.py``): operands meet at one batch
+dimension; ``select`` with a scalar predicate broadcasts it."""
+from __future__ import annotations
+
+from .. import lax
+from ..core.tracing import abstractify
+from ..lax import elementwise as ew
+from .core import BatchContext, batch_rules, common_dim, move_dim, operand_ndim
+
+
+def register_elementwise(prim):
+    def rule(ctx: BatchContext, args, dims, **params):
+        d = common_dim(args, dims)
+        ranks = {operand_ndim(a) - (bd is not None) for a, bd in zip(args, dims)}
+        if len(ranks) == 1:
+            args = [move_dim(a, bd, d, ctx.size) for a, bd in zip(args, dims)]
+            return prim.bind(*args, **params), d
+        # Mixed ranks (a scalar predicate of select): put everything at the front.
+        args = [move_dim(a, bd, 0, ctx.size) for a, bd in zip(args, dims)]
+        return prim.bind(*args, **params), 0
+    batch_rules[prim] = rule
+
+
+for _p in [*ew.unary_prims.values(), *ew.binary_prims.values(), ew.round_p, ew.convert_p, ew.stop_gradient_p]:
+    register_elementwise(_p)
+
+
+def _select_rule(ctx, args, dims):
+    pred, a, b = args
+    pd, ad, bd = dims
+    case_rank = operand_ndim(a) - (ad is not None)
+    if operand_ndim(pred) - (pd is not None) == case_rank:
+        d = common_dim(args, dims)
+        return ew.select_p.bind(*[move_dim(x, xd, d, ctx.size) for x, xd in zip(args, dims)]), d
+    # A scalar predicate with array cases: the cases meet at one batch dimension; a batched
+    # predicate is broadcast to their shape along it.
+    d = ad if ad is not None else bd if bd is not None else 0
+    a, b = move_dim(a, ad, d, ctx.size), move_dim(b, bd, d, ctx.size)
+    if pd is not None:
+        pred = lax.broadcast_in_dim(pred, abstractify(a).shape, (d,))
+    return ew.select_p.bind(pred, a, b), d
+
+
+batch_rules[ew.select_p] = _select_rule
