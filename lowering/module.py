@@ -1,7 +1,7 @@
 """Build a StableHLO module from kiln IR with jaxlib's MLIR bindings."""
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable, Collection, Sequence
 
 import numpy as np
@@ -97,9 +97,13 @@ class LoweredModule:
     module: ir.Module
     kept_inputs: list[bool]  # for each of constvars + invars: is it a parameter of main?
     out_avals: list
+    _text: str | None = field(default=None, repr=False)
 
     def as_text(self) -> str:
-        return self.module.operation.get_asm(enable_debug_info=False)
+        """The module as MLIR text (rendered once)."""
+        if self._text is None:
+            self._text = self.module.operation.get_asm(enable_debug_info=False)
+        return self._text
 
 
 def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_unused: bool = False,

@@ -27,16 +27,14 @@ OutTypes = Sequence[tuple[tuple[int, ...], Any]]
 class Executable:
     """A module compiled for one device. :meth:`execute` is kiln's dispatch hot path."""
 
-    __slots__ = ("device", "out_avals", "num_donated", "_exe", "_handlers", "_module", "_text", "_size",
+    __slots__ = ("device", "out_avals", "num_donated", "_exe", "_handlers", "_text", "_size",
                  "__weakref__")
 
-    def __init__(self, exe: Any, device: Device, out_avals: list[Aval], num_donated: int, module: Any,
-                 text: str | None = None) -> None:
+    def __init__(self, exe: Any, device: Device, out_avals: list[Aval], num_donated: int, text: str) -> None:
         self.device = device
         self.out_avals = out_avals
         self.num_donated = num_donated
         self._exe = exe
-        self._module = module
         self._text = text
         self._size: int | None = None
         sharding = device._sharding
@@ -92,8 +90,6 @@ class Executable:
 
     def as_text(self) -> str:
         """The StableHLO module text this executable was compiled from."""
-        if self._text is None:
-            self._text = _module_text(self._module)
         return self._text
 
     @property
@@ -212,7 +208,8 @@ def _compile_options(device: Device) -> Any:
     return opts
 
 
-def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int = 0) -> Executable:
+def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int = 0,
+            text: str | None = None) -> Executable:
     """Compile a StableHLO module (text or ``ir.Module``) for ``device``.
 
     Not cached here: an executable belongs to whoever compiled it (a jitted function's signature, an
@@ -224,7 +221,7 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
     """
     if not isinstance(device, Device):
         raise TypeError(f"runtime.compile expects a kiln runtime.Device, got {device!r}.")
-    text = _module_text(module)
+    text = _module_text(module) if text is None else text  # the caller may have rendered it already
     out_avals = [aval_for(tuple(shape), np.dtype(dtype)) for shape, dtype in out_types]
     client = device.backend._client
     needs_lapack = device.platform == "cpu" and "lapack_" in text
@@ -239,7 +236,7 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
         raise CompileError(msg) from e
     _check_outputs(exe, out_avals)
     # Only the text is kept, not the ir.Module: an executable should not keep MLIR objects alive.
-    return Executable(exe, device, out_avals, num_donated, None, text)
+    return Executable(exe, device, out_avals, num_donated, text)
 
 
 def _check_outputs(exe: Any, out_avals: list[Aval]) -> None:
