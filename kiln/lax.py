@@ -1,5 +1,4 @@
 """kiln.lax: the primitives as functions, without implicit promotion (as ``jax.lax``)."""
-from kiln.frontend.batching.collectives import all_gather, axis_index, pmax, pmean, pmin, psum  # noqa: F401
 from kiln.frontend.control.api import (  # noqa: F401
     associative_scan,
     cond,

@@ -6,10 +6,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core import tree_util
+from ..core import axis_env, tree_util
 from ..core.errors import KilnError
 from ..core.tracing import abstractify, trace_to_ir
 from . import (  # noqa: F401  (each registers the batching rules of its family)
+    rules_collectives,
     rules_conv,
     rules_elementwise,
     rules_indexing,
@@ -20,7 +21,6 @@ from . import (  # noqa: F401  (each registers the batching rules of its family)
     rules_structural,
     rules_windowed,
 )
-from .collectives import axis_names_bound, axis_size_bound
 from .core import BatchContext, batch_eval, move_dim
 
 
@@ -142,8 +142,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             out_tree_box.append((tree, out))
             return leaves
 
-        with axis_names_bound(axis_name), axis_size_bound(axis_name, size):
-            closed, _ = trace_to_ir(flat_fun, per_example, name=name)
+        closed, _ = axis_env.run_with_axis(axis_name, size, lambda: trace_to_ir(flat_fun, per_example, name=name))
         ctx = BatchContext(size, axis_name)
         outs, out_dims = batch_eval(closed.ir, closed.consts, flat, norm_dims, ctx)
         out_tree, out_example = out_tree_box[0]

@@ -14,6 +14,7 @@ with their shape rules in ``lax/elementwise.py``, ``lax/structural.py``, ``lax/r
 from . import linalg  # noqa: F401  (kiln.lax.linalg, as jax.lax.linalg)
 from .api import *  # noqa: F401,F403  (elementwise, structural, reduction families)
 from .api import RoundingMethod, literal  # noqa: F401
+from .collectives import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .precision import Precision  # noqa: F401

@@ -94,3 +94,34 @@ def test_unbound_axis_name():
     for fn in (lax.pmean, lax.pmax, lax.pmin, lax.all_gather):
         with pytest.raises(NameError, match=rf"kiln.lax.{fn.__name__}: unbound axis name 'k'"):
             kiln.vmap(lambda x: fn(x, "k"))(X)
+
+
+def test_axis_names_are_unbound_after_an_error_and_per_thread():
+    """The named-axis environment is restored however vmap's trace ends, and each thread has its own:
+    while one thread traces inside vmap(axis_name="i"), "i" is not bound in another."""
+    import threading
+
+    def boom(x):
+        raise RuntimeError("inside")
+    with pytest.raises(RuntimeError, match="inside"):
+        kiln.vmap(boom, axis_name="i")(X)
+    with pytest.raises(NameError, match=r"unbound axis name 'i' \(bound axis names: none\)"):
+        lax.axis_index("i")
+
+    inside, release, seen = threading.Event(), threading.Event(), []
+
+    def holder(x):
+        inside.set()
+        release.wait(10)
+        return lax.psum(x, "i")
+
+    t = threading.Thread(target=lambda: seen.append(kiln.vmap(holder, axis_name="i")(X)))
+    t.start()
+    try:
+        assert inside.wait(10)
+        with pytest.raises(NameError, match=r"unbound axis name 'i' \(bound axis names: none\)"):
+            lax.psum(np.float32(1.0), "i")
+    finally:
+        release.set()
+        t.join(10)
+    close(seen[0], np.broadcast_to(X.sum(0), X.shape))
