@@ -5,15 +5,22 @@ Plugins are found in three places:
   their shared library is located on disk; their ``__init__`` is never run (it imports jax);
 - ``KILN_PJRT_PLUGINS="name:/path/lib.so,name2:/path2.so"`` for explicit paths;
 - ``libtpu`` if installed.
+
+A GPU plugin also needs what JAX's plugin ``__init__`` does besides loading the library (read from
+``jax_plugins/cuda/__init__.py``; NOTES §4, §8): the NVIDIA pip wheels' libraries preloaded, the CUDA
+components' versions checked, and the companion ``jax_cuda13_plugin.cuda_plugin_extension`` (package
+``jax-cuda13-plugin``) registered as the platform's custom-call and FFI-type handler, which gives the
+GPU its host-callback and solver kernels. kiln does all three here without running any jax code.
 """
 from __future__ import annotations
 
 import ctypes
 import dataclasses
+import functools
 import importlib.util
 import os
 import re
-from typing import Any
+from typing import Any, Callable
 
 from ._jaxlib import xc
 
@@ -187,15 +194,96 @@ def cuda_data_dir(cuda_major: int | None) -> str | None:
     return None
 
 
-def make_client(spec: PluginSpec) -> Any:
+# CUDA components: (name, version getter, build-version getter, minimum). A minimum of None means "the
+# major.minor the plugin was built against" (versions are encoded as e.g. 91000 for cuDNN 9.10.0, hence
+# the divisor that drops the patch level). The explicit minima are JAX's.
+_CUDA_COMPONENTS = (
+    ("CUDA runtime", "cuda_runtime_get_version", "cuda_runtime_build_version", 12010, 10),
+    ("cuDNN", "cudnn_get_version", "cudnn_build_version", None, 100),
+    ("cuFFT", "cufft_get_version", "cufft_build_version", None, 100),
+    ("cuPTI", "cupti_get_version", "cupti_build_version", 18, 1),
+    ("cuBLAS", "cublas_get_version", "cublas_build_version", 120100, 100),
+    ("cuSPARSE", "cusparse_get_version", "cusparse_build_version", 12100, 100),
+)
+
+
+def cuda_version_problems(versions: Any) -> list[str]:
+    """What is wrong with the installed CUDA components, read through the plugin's ``_versions`` module
+    (each problem says what was found, what is needed and how to fix it); empty when all is well."""
+    problems = []
+    for name, get, build, minimum, scale in _CUDA_COMPONENTS:
+        built = int(getattr(versions, build)())
+        try:
+            found = int(getattr(versions, get)())
+        except Exception as e:  # the library is missing or broken
+            problems.append(f"{name} could not be loaded ({type(e).__name__}: {e}); install it, e.g. "
+                            "pip install 'kiln[cuda13]' (NVIDIA's CUDA wheels)")
+            continue
+        if minimum is not None and found < minimum:
+            problems.append(f"{name} {found} is installed, but at least {minimum} is needed (the plugin was "
+                            f"built against {built}); upgrade it")
+        elif minimum is None and found // scale < built // scale:
+            problems.append(f"{name} {found} is installed, older than the {built} the plugin was built "
+                            "against; upgrade it")
+    return problems
+
+
+def gpu_extension(platform: str) -> tuple[Any, Any] | tuple[None, None]:
+    """The companion extension of a GPU plugin and its ``_versions`` module (``jax_cuda13_plugin`` /
+    ``jax_cuda12_plugin`` / ``jax_rocm7_plugin`` ...), or (None, None) when it is not installed or its
+    version differs from jaxlib's (jaxlib then warns)."""
+    try:
+        from jaxlib import plugin_support
+    except ImportError:
+        return None, None
+    extension = plugin_support.import_from_plugin(platform, f"{platform}_plugin_extension")
+    if extension is None:
+        return None, None
+    versions = plugin_support.import_from_plugin(platform, "_versions", check_version=False)
+    return extension, versions
+
+
+def register_gpu_extension(platform: str, c_api: Any, extension: Any,
+                           xla: Any = None) -> None:
+    """Make ``extension`` the handler of the platform's custom calls and FFI types, and register its FFI
+    handlers (host callbacks, solvers), as JAX's CUDA plugin does. ``xla`` defaults to jaxlib's
+    ``xla_client`` (a test passes a recorder)."""
+    xla = xla or xc
+    xla_platform = {"cuda": "CUDA", "rocm": "ROCM"}[platform]
+    xla.register_custom_type_handler(xla_platform, functools.partial(extension.register_custom_type, c_api))
+    xla.register_custom_call_handler(xla_platform,
+                                     functools.partial(extension.register_custom_call_target, c_api))
+    for name, value in extension.ffi_types().items():
+        xla.register_custom_type(name, value, platform=xla_platform)
+    for name, value in extension.ffi_handlers().items():
+        xla.register_custom_call_target(name, value, platform=xla_platform, api_version=1)
+
+
+def _check_cuda(versions: Any) -> None:
+    if versions is None or os.environ.get("KILN_SKIP_CUDA_CONSTRAINTS_CHECK", "") not in ("", "0"):
+        return
+    problems = cuda_version_problems(versions)
+    if problems:
+        raise RuntimeError("the installed CUDA libraries cannot run this plugin: " + "; ".join(problems)
+                           + ". (KILN_SKIP_CUDA_CONSTRAINTS_CHECK=1 skips this check.)")
+
+
+def make_client(spec: PluginSpec, load_extension: Callable[[str], tuple[Any, Any]] = gpu_extension) -> Any:
     """Load, initialise and create the PJRT client of a plugin. Raises on any failure."""
-    if spec.name == "cuda":
-        preload_nvidia_libraries(spec.cuda_major)
+    extension = versions = None
+    if spec.name in ("cuda", "rocm"):
+        if spec.name == "cuda":
+            preload_nvidia_libraries(spec.cuda_major)
+        extension, versions = load_extension(spec.name)
+        if spec.name == "cuda":
+            _check_cuda(versions)
     if not os.path.exists(spec.path):
         raise FileNotFoundError(f"no such file: {spec.path}")
     loaded = getattr(xc, "pjrt_plugin_loaded", lambda name: False)
     if not loaded(spec.name):
-        xc.load_pjrt_plugin_dynamically(spec.name, spec.path)
+        c_api = xc.load_pjrt_plugin_dynamically(spec.name, spec.path)
+        if extension is not None:
+            register_gpu_extension(spec.name, c_api, extension)
     if not xc.pjrt_plugin_initialized(spec.name):
         xc.initialize_pjrt_plugin(spec.name)
     options: dict[str, Any] = {}

@@ -111,3 +111,105 @@ def test_bad_env_entry(run_py):
             print("ERROR", e)
     """, env={"KILN_PJRT_PLUGINS": "no-path-here"})
     assert "ERROR KILN_PJRT_PLUGINS entry 'no-path-here' is not of the form" in proc.stdout, proc.stdout
+
+
+# -- the GPU plugin's companion extension and CUDA version checks (fakes: this needs no GPU) ----------
+
+class _Versions:
+    """A stand-in for ``jax_cuda13_plugin._versions``: every component at its build version unless told."""
+
+    BUILD = {"cuda_runtime": 13000, "cudnn": 91200, "cufft": 120015, "cupti": 26, "cublas": 130100,
+             "cusparse": 12600}
+
+    def __init__(self, **found):
+        for comp, build in self.BUILD.items():
+            setattr(self, f"{comp}_build_version", lambda b=build: b)
+            value = found.get(comp, build)
+            setattr(self, f"{comp}_get_version", self._raiser(value) if isinstance(value, Exception)
+                    else (lambda v=value: v))
+
+    @staticmethod
+    def _raiser(e):
+        def get():
+            raise e
+        return get
+
+
+def test_cuda_versions_that_match_the_build_pass():
+    from kiln.runtime import plugins
+    assert plugins.cuda_version_problems(_Versions()) == []
+    # A newer patch or minor release is fine; so is an older patch of cuDNN.
+    assert plugins.cuda_version_problems(_Versions(cudnn=91201, cublas=130205, cufft=120100)) == []
+
+
+def test_cuda_version_problems_say_what_and_how_to_fix():
+    from kiln.runtime import plugins
+    problems = plugins.cuda_version_problems(
+        _Versions(cuda_runtime=12000, cudnn=91100, cublas=OSError("libcublas.so.13: cannot open")))
+    assert len(problems) == 3, problems
+    text = "\n".join(problems)
+    assert "CUDA runtime 12000 is installed, but at least 12010 is needed (the plugin was built against 13000)" in text
+    assert "cuDNN 91100 is installed, older than the 91200 the plugin was built against; upgrade it" in text
+    assert ("cuBLAS could not be loaded (OSError: libcublas.so.13: cannot open); install it, e.g. "
+            "pip install 'kiln[cuda13]'") in text
+
+
+def test_bad_cuda_versions_stop_the_plugin_before_it_loads(monkeypatch):
+    from kiln.runtime import plugins
+    spec = plugins.PluginSpec("cuda", "/nonexistent/xla_cuda_plugin.so", "test", 13)
+    monkeypatch.setattr(plugins, "preload_nvidia_libraries", lambda major: None)
+    monkeypatch.delenv("KILN_SKIP_CUDA_CONSTRAINTS_CHECK", raising=False)
+    with pytest.raises(RuntimeError, match=r"the installed CUDA libraries cannot run this plugin: cuPTI 10 "
+                                           r"is installed, but at least 18 is needed .*"
+                                           r"KILN_SKIP_CUDA_CONSTRAINTS_CHECK=1"):
+        plugins.make_client(spec, load_extension=lambda name: (None, _Versions(cupti=10)))
+    # Skipping the check gets as far as loading the library (which does not exist here).
+    monkeypatch.setenv("KILN_SKIP_CUDA_CONSTRAINTS_CHECK", "1")
+    with pytest.raises(FileNotFoundError, match="no such file: /nonexistent/xla_cuda_plugin.so"):
+        plugins.make_client(spec, load_extension=lambda name: (None, _Versions(cupti=10)))
+
+
+def test_gpu_extension_registers_handlers_and_ffi_targets():
+    """As JAX's CUDA plugin: the extension becomes the CUDA handler of custom calls and FFI types (bound to
+    the plugin's C API), and each of its FFI handlers is registered as a typed-FFI target (api_version 1)."""
+    from kiln.runtime import plugins
+    calls = []
+
+    class Recorder:
+        def __getattr__(self, name):
+            return lambda *a, **k: calls.append((name, a, k))
+
+    class Extension:
+        def register_custom_type(self, c_api, *a):
+            calls.append(("ext.type", c_api, a))
+
+        def register_custom_call_target(self, c_api, *a):
+            calls.append(("ext.call", c_api, a))
+
+        def ffi_types(self):
+            return {"T": "type-capsule"}
+
+        def ffi_handlers(self):
+            return {"xla_ffi_python_gpu_callback": "cb-capsule", "cusolver_getrf_ffi": "lu-capsule"}
+
+    plugins.register_gpu_extension("cuda", "C-API", Extension(), xla=Recorder())
+    names = [c[0] for c in calls]
+    assert names == ["register_custom_type_handler", "register_custom_call_handler", "register_custom_type",
+                     "register_custom_call_target", "register_custom_call_target"], names
+    type_handler, call_handler = calls[0][1], calls[1][1]
+    assert type_handler[0] == "CUDA" and call_handler[0] == "CUDA"
+    call_handler[1]("target", "fn")  # the handler forwards to the extension with the plugin's C API
+    assert calls[-1] == ("ext.call", "C-API", ("target", "fn"))
+    assert calls[2] == ("register_custom_type", ("T", "type-capsule"), {"platform": "CUDA"})
+    assert calls[3] == ("register_custom_call_target", ("xla_ffi_python_gpu_callback", "cb-capsule"),
+                        {"platform": "CUDA", "api_version": 1})
+
+
+def test_gpu_extension_absent_is_none():
+    import importlib.util
+
+    from kiln.runtime import plugins
+    # This machine has no jax_cuda13_plugin / jax_rocm7_plugin: loading goes on without the extension.
+    if importlib.util.find_spec("jax_cuda13_plugin") or importlib.util.find_spec("jax_cuda12_plugin"):
+        pytest.skip("a CUDA plugin extension is installed here")
+    assert plugins.gpu_extension("cuda") == (None, None)
