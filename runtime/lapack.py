@@ -82,7 +82,8 @@ def custom_call_targets(platform: str) -> frozenset[str]:
     """The custom-call target names that compiled modules may call on ``platform``.
 
     On 'cpu', when opted in: jaxlib's LAPACK FFI targets (registered on first use). Other platforms:
-    none yet (cuSOLVER targets live in the separate jax-cuda plugin package, which kiln does not load).
+    none yet: the GPU plugin's extension registers cuSOLVER targets (``plugins.register_gpu_extension``),
+    but kiln's linear algebra on GPUs still emits its portable StableHLO algorithms.
     """
     if platform == "cpu" and _enabled:
         return ensure_lapack_registered()
