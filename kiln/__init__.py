@@ -5,41 +5,52 @@ with XLA on CPU, GPU or TPU. The vocabulary is JAX's: ``kiln.jit``, ``kiln.numpy
 This module only re-exports; the implementation lives in ``kiln.frontend``, ``kiln.lowering``
 and ``kiln.runtime``.
 """
-from kiln import lax, nn, numpy, random, scipy, tree_util  # noqa: E402  (public sub-modules)
-from kiln.frontend.ad.api import grad, hessian, jacfwd, jacrev, jvp, linearize, value_and_grad, vjp
-from kiln.frontend.ad.custom import CustomDerivativeError, custom_jvp, custom_vjp
-from kiln.frontend.ad.remat import checkpoint, remat
-from kiln.frontend.batching.api import vmap
-from kiln.frontend.core.avals import ShapedArray
-from kiln.frontend.core.config import config
-from kiln.frontend.core.errors import (
-    AxisError,
-    BroadcastError,
-    ConcretizationTypeError,
-    IndexTypeError,
-    IntegerOverflowError,
-    KilnError,
-    MatrixShapeError,
-    NegativeDimensionError,
-    ShapeError,
-    ShapeTooLargeError,
-    TracerArrayConversionError,
-    TracerBoolConversionError,
-    TracerIntegerConversionError,
-    UnexpectedTracerError,
-)
-from kiln.frontend.driver.array import Array
-from kiln.frontend.driver.jit import explain_cache_misses, jit, make_ir
-from kiln.frontend.driver.placement import (
-    block_until_ready,
-    default_backend,
-    device_count,
-    device_get,
-    device_put,
-    devices,
-    local_devices,
-)
-from kiln.runtime import BackendError, DeletedBufferError, Device, DeviceError
+from kiln import lax, nn, numpy, random, scipy, tree_util  # the public sub-modules
+from kiln.frontend.ad.api import grad as grad
+from kiln.frontend.ad.api import hessian as hessian
+from kiln.frontend.ad.api import jacfwd as jacfwd
+from kiln.frontend.ad.api import jacrev as jacrev
+from kiln.frontend.ad.api import jvp as jvp
+from kiln.frontend.ad.api import linearize as linearize
+from kiln.frontend.ad.api import value_and_grad as value_and_grad
+from kiln.frontend.ad.api import vjp as vjp
+from kiln.frontend.ad.custom import CustomDerivativeError as CustomDerivativeError
+from kiln.frontend.ad.custom import custom_jvp as custom_jvp
+from kiln.frontend.ad.custom import custom_vjp as custom_vjp
+from kiln.frontend.ad.remat import checkpoint as checkpoint
+from kiln.frontend.ad.remat import remat as remat
+from kiln.frontend.batching.api import vmap as vmap
+from kiln.frontend.core.avals import ShapedArray as ShapedArray
+from kiln.frontend.core.config import config as config
+from kiln.frontend.core.errors import AxisError as AxisError
+from kiln.frontend.core.errors import BroadcastError as BroadcastError
+from kiln.frontend.core.errors import ConcretizationTypeError as ConcretizationTypeError
+from kiln.frontend.core.errors import IndexTypeError as IndexTypeError
+from kiln.frontend.core.errors import IntegerOverflowError as IntegerOverflowError
+from kiln.frontend.core.errors import KilnError as KilnError
+from kiln.frontend.core.errors import MatrixShapeError as MatrixShapeError
+from kiln.frontend.core.errors import NegativeDimensionError as NegativeDimensionError
+from kiln.frontend.core.errors import ShapeError as ShapeError
+from kiln.frontend.core.errors import ShapeTooLargeError as ShapeTooLargeError
+from kiln.frontend.core.errors import TracerArrayConversionError as TracerArrayConversionError
+from kiln.frontend.core.errors import TracerBoolConversionError as TracerBoolConversionError
+from kiln.frontend.core.errors import TracerIntegerConversionError as TracerIntegerConversionError
+from kiln.frontend.core.errors import UnexpectedTracerError as UnexpectedTracerError
+from kiln.frontend.driver.array import Array as Array
+from kiln.frontend.driver.jit import explain_cache_misses as explain_cache_misses
+from kiln.frontend.driver.jit import jit as jit
+from kiln.frontend.driver.jit import make_ir as make_ir
+from kiln.frontend.driver.placement import block_until_ready as block_until_ready
+from kiln.frontend.driver.placement import default_backend as default_backend
+from kiln.frontend.driver.placement import device_count as device_count
+from kiln.frontend.driver.placement import device_get as device_get
+from kiln.frontend.driver.placement import device_put as device_put
+from kiln.frontend.driver.placement import devices as devices
+from kiln.frontend.driver.placement import local_devices as local_devices
+from kiln.runtime import BackendError as BackendError
+from kiln.runtime import DeletedBufferError as DeletedBufferError
+from kiln.runtime import Device as Device
+from kiln.runtime import DeviceError as DeviceError
 
 __version__ = "0.1.0"
 

@@ -1,13 +1,170 @@
 """kiln.lax: the primitives as functions, without implicit promotion (as ``jax.lax``)."""
-from kiln.frontend.control.api import (  # noqa: F401
-    associative_scan,
-    cond,
-    fori_loop,
-    map,
-    scan,
-    select_n,
-    switch,
-    while_loop,
-)
-from kiln.frontend.lax import *  # noqa: F401,F403
-from kiln.frontend.lax import Precision, RoundingMethod  # noqa: F401
+from kiln.frontend.control.api import associative_scan as associative_scan
+from kiln.frontend.control.api import cond as cond
+from kiln.frontend.control.api import fori_loop as fori_loop
+from kiln.frontend.control.api import map as map
+from kiln.frontend.control.api import scan as scan
+from kiln.frontend.control.api import select_n as select_n
+from kiln.frontend.control.api import switch as switch
+from kiln.frontend.control.api import while_loop as while_loop
+from kiln.frontend.lax import ConvDimensionNumbers as ConvDimensionNumbers
+from kiln.frontend.lax import GatherDimensionNumbers as GatherDimensionNumbers
+from kiln.frontend.lax import GatherScatterMode as GatherScatterMode
+from kiln.frontend.lax import Precision as Precision
+from kiln.frontend.lax import RoundingMethod as RoundingMethod
+from kiln.frontend.lax import ScatterDimensionNumbers as ScatterDimensionNumbers
+from kiln.frontend.lax import abs as abs
+from kiln.frontend.lax import acos as acos
+from kiln.frontend.lax import acosh as acosh
+from kiln.frontend.lax import add as add
+from kiln.frontend.lax import all_gather as all_gather
+from kiln.frontend.lax import argmax as argmax
+from kiln.frontend.lax import argmin as argmin
+from kiln.frontend.lax import argsort as argsort
+from kiln.frontend.lax import asin as asin
+from kiln.frontend.lax import asinh as asinh
+from kiln.frontend.lax import atan as atan
+from kiln.frontend.lax import atan2 as atan2
+from kiln.frontend.lax import atanh as atanh
+from kiln.frontend.lax import axis_index as axis_index
+from kiln.frontend.lax import batch_matmul as batch_matmul
+from kiln.frontend.lax import bitcast_convert_type as bitcast_convert_type
+from kiln.frontend.lax import bitwise_and as bitwise_and
+from kiln.frontend.lax import bitwise_not as bitwise_not
+from kiln.frontend.lax import bitwise_or as bitwise_or
+from kiln.frontend.lax import bitwise_xor as bitwise_xor
+from kiln.frontend.lax import broadcast as broadcast
+from kiln.frontend.lax import broadcast_in_dim as broadcast_in_dim
+from kiln.frontend.lax import broadcasted_iota as broadcasted_iota
+from kiln.frontend.lax import cbrt as cbrt
+from kiln.frontend.lax import ceil as ceil
+from kiln.frontend.lax import clamp as clamp
+from kiln.frontend.lax import clz as clz
+from kiln.frontend.lax import complex as complex
+from kiln.frontend.lax import concatenate as concatenate
+from kiln.frontend.lax import conj as conj
+from kiln.frontend.lax import conv as conv
+from kiln.frontend.lax import conv_dimension_numbers as conv_dimension_numbers
+from kiln.frontend.lax import conv_general_dilated as conv_general_dilated
+from kiln.frontend.lax import conv_with_general_padding as conv_with_general_padding
+from kiln.frontend.lax import convert_element_type as convert_element_type
+from kiln.frontend.lax import cos as cos
+from kiln.frontend.lax import cosh as cosh
+from kiln.frontend.lax import cumlogsumexp as cumlogsumexp
+from kiln.frontend.lax import cummax as cummax
+from kiln.frontend.lax import cummin as cummin
+from kiln.frontend.lax import cumprod as cumprod
+from kiln.frontend.lax import cumsum as cumsum
+from kiln.frontend.lax import digamma as digamma
+from kiln.frontend.lax import div as div
+from kiln.frontend.lax import dot as dot
+from kiln.frontend.lax import dot_general as dot_general
+from kiln.frontend.lax import dynamic_index_in_dim as dynamic_index_in_dim
+from kiln.frontend.lax import dynamic_slice as dynamic_slice
+from kiln.frontend.lax import dynamic_slice_in_dim as dynamic_slice_in_dim
+from kiln.frontend.lax import dynamic_update_index_in_dim as dynamic_update_index_in_dim
+from kiln.frontend.lax import dynamic_update_slice as dynamic_update_slice
+from kiln.frontend.lax import dynamic_update_slice_in_dim as dynamic_update_slice_in_dim
+from kiln.frontend.lax import eq as eq
+from kiln.frontend.lax import erf as erf
+from kiln.frontend.lax import erf_inv as erf_inv
+from kiln.frontend.lax import erfc as erfc
+from kiln.frontend.lax import exp as exp
+from kiln.frontend.lax import exp2 as exp2
+from kiln.frontend.lax import expm1 as expm1
+from kiln.frontend.lax import floor as floor
+from kiln.frontend.lax import full_like as full_like
+from kiln.frontend.lax import gather as gather
+from kiln.frontend.lax import ge as ge
+from kiln.frontend.lax import gt as gt
+from kiln.frontend.lax import imag as imag
+from kiln.frontend.lax import index_in_dim as index_in_dim
+from kiln.frontend.lax import index_take as index_take
+from kiln.frontend.lax import integer_pow as integer_pow
+from kiln.frontend.lax import iota as iota
+from kiln.frontend.lax import is_finite as is_finite
+from kiln.frontend.lax import le as le
+from kiln.frontend.lax import lgamma as lgamma
+from kiln.frontend.lax import linalg as linalg
+from kiln.frontend.lax import literal as literal
+from kiln.frontend.lax import log as log
+from kiln.frontend.lax import log1p as log1p
+from kiln.frontend.lax import logistic as logistic
+from kiln.frontend.lax import lt as lt
+from kiln.frontend.lax import max as max
+from kiln.frontend.lax import min as min
+from kiln.frontend.lax import mul as mul
+from kiln.frontend.lax import ne as ne
+from kiln.frontend.lax import neg as neg
+from kiln.frontend.lax import nextafter as nextafter
+from kiln.frontend.lax import pad as pad
+from kiln.frontend.lax import padtype_to_pads as padtype_to_pads
+from kiln.frontend.lax import pmax as pmax
+from kiln.frontend.lax import pmean as pmean
+from kiln.frontend.lax import pmin as pmin
+from kiln.frontend.lax import population_count as population_count
+from kiln.frontend.lax import pow as pow
+from kiln.frontend.lax import psum as psum
+from kiln.frontend.lax import real as real
+from kiln.frontend.lax import reciprocal as reciprocal
+from kiln.frontend.lax import reduce_and as reduce_and
+from kiln.frontend.lax import reduce_max as reduce_max
+from kiln.frontend.lax import reduce_min as reduce_min
+from kiln.frontend.lax import reduce_or as reduce_or
+from kiln.frontend.lax import reduce_prod as reduce_prod
+from kiln.frontend.lax import reduce_sum as reduce_sum
+from kiln.frontend.lax import reduce_window as reduce_window
+from kiln.frontend.lax import reduce_window_max as reduce_window_max
+from kiln.frontend.lax import reduce_window_min as reduce_window_min
+from kiln.frontend.lax import reduce_window_sum as reduce_window_sum
+from kiln.frontend.lax import rem as rem
+from kiln.frontend.lax import reshape as reshape
+from kiln.frontend.lax import rev as rev
+from kiln.frontend.lax import round as round
+from kiln.frontend.lax import rsqrt as rsqrt
+from kiln.frontend.lax import scatter as scatter
+from kiln.frontend.lax import scatter_add as scatter_add
+from kiln.frontend.lax import scatter_apply as scatter_apply
+from kiln.frontend.lax import scatter_max as scatter_max
+from kiln.frontend.lax import scatter_min as scatter_min
+from kiln.frontend.lax import scatter_mul as scatter_mul
+from kiln.frontend.lax import select as select
+from kiln.frontend.lax import shift_left as shift_left
+from kiln.frontend.lax import shift_right_arithmetic as shift_right_arithmetic
+from kiln.frontend.lax import shift_right_logical as shift_right_logical
+from kiln.frontend.lax import sign as sign
+from kiln.frontend.lax import sin as sin
+from kiln.frontend.lax import sinh as sinh
+from kiln.frontend.lax import slice as slice
+from kiln.frontend.lax import slice_in_dim as slice_in_dim
+from kiln.frontend.lax import sort as sort
+from kiln.frontend.lax import sort_key_val as sort_key_val
+from kiln.frontend.lax import sqrt as sqrt
+from kiln.frontend.lax import square as square
+from kiln.frontend.lax import stop_gradient as stop_gradient
+from kiln.frontend.lax import sub as sub
+from kiln.frontend.lax import tan as tan
+from kiln.frontend.lax import tanh as tanh
+from kiln.frontend.lax import top_k as top_k
+from kiln.frontend.lax import transpose as transpose
+
+__all__ = [
+    "ConvDimensionNumbers", "GatherDimensionNumbers", "GatherScatterMode", "Precision", "RoundingMethod",
+    "ScatterDimensionNumbers", "abs", "acos", "acosh", "add", "all_gather", "argmax", "argmin", "argsort", "asin",
+    "asinh", "associative_scan", "atan", "atan2", "atanh", "axis_index", "batch_matmul", "bitcast_convert_type",
+    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcasted_iota",
+    "cbrt", "ceil", "clamp", "clz", "complex", "concatenate", "cond", "conj", "conv", "conv_dimension_numbers",
+    "conv_general_dilated", "conv_with_general_padding", "convert_element_type", "cos", "cosh", "cumlogsumexp",
+    "cummax", "cummin", "cumprod", "cumsum", "digamma", "div", "dot", "dot_general", "dynamic_index_in_dim",
+    "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice",
+    "dynamic_update_slice_in_dim", "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expm1", "floor", "fori_loop",
+    "full_like", "gather", "ge", "gt", "imag", "index_in_dim", "index_take", "integer_pow", "iota", "is_finite", "le",
+    "lgamma", "linalg", "literal", "log", "log1p", "logistic", "lt", "map", "max", "min", "mul", "ne", "neg",
+    "nextafter", "pad", "padtype_to_pads", "pmax", "pmean", "pmin", "population_count", "pow", "psum", "real",
+    "reciprocal", "reduce_and", "reduce_max", "reduce_min", "reduce_or", "reduce_prod", "reduce_sum", "reduce_window",
+    "reduce_window_max", "reduce_window_min", "reduce_window_sum", "rem", "reshape", "rev", "round", "rsqrt", "scan",
+    "scatter", "scatter_add", "scatter_apply", "scatter_max", "scatter_min", "scatter_mul", "select", "select_n",
+    "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim",
+    "sort", "sort_key_val", "sqrt", "square", "stop_gradient", "sub", "switch", "tan", "tanh", "top_k", "transpose",
+    "while_loop",
+]

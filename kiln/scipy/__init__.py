@@ -1,2 +1,4 @@
 """kiln.scipy."""
-from . import special  # noqa: F401
+from . import special
+
+__all__ = ["special"]
