@@ -2,14 +2,22 @@
 
 Each benchmark gets a :class:`~frameworks.Framework` and uses only its attributes, so the same code
 measures kiln and JAX. Returning None means "not available in this framework" (shown as n/a).
+
+Data sizes depend on the device (``SIZES``): the GPU sizes are issue 13's (1 GiB arrays, a 4096²
+matmul); on the CPU the same benchmarks run on small data. A case's name is a template whose
+``{stream}``, ``{normal}`` and ``{matmul}`` show the size used. Cases marked ``gpu=True`` form the
+GPU suite (``run.py --gpu``). ``DERIVED`` rows are rates computed from other rows (a bandwidth, a
+fraction of the copy bandwidth, TFLOP/s).
 """
 from __future__ import annotations
 
+import functools
 import importlib
 import itertools
 from dataclasses import dataclass
 from typing import Callable
 
+import ml_dtypes
 import numpy as np
 from frameworks import Framework
 from timing import once_each, per_call
@@ -21,15 +29,67 @@ LEARNING_RATE = 0.01
 _SALTS = itertools.count(1)  # a new constant for every chain built in this process
 
 
+# Sizes by kind of device. "gpu" (also used on TPUs): issue 13's sizes. "cpu": small enough for a
+# shared CPU machine (no 1 GiB arrays), large enough to leave the caches (8 Mi floats are 32 MiB).
+SIZES: dict[str, dict[str, int]] = {
+    "cpu": {"stream": 8 * 2**20, "normal": 4_000_000, "matmul": 1024},
+    "gpu": {"stream": 256 * 2**20, "normal": 64 * 2**20, "matmul": 4096},
+}
+
+
+def sizes_for(platform: str) -> dict[str, int]:
+    """The sizes for a framework's ``platform`` ("cpu", "gpu", "tpu")."""
+    return SIZES["cpu" if platform == "cpu" else "gpu"]
+
+
+def size(fw: Framework, name: str) -> int:
+    return sizes_for(fw.platform)[name]
+
+
+def _count(n: int) -> str:
+    """256 Mi elements as ``256Mi``, a million as ``1,000,000``, a matrix side as ``4096``."""
+    if n >= 2**20 and n % 2**20 == 0:
+        return f"{n // 2**20}Mi"
+    return f"{n:,}" if n >= 10_000 else str(n)
+
+
+def title(template: str, platform: str) -> str:
+    """A case's name with the sizes used on ``platform`` filled in."""
+    return template.format(**{k: _count(v) for k, v in sizes_for(platform).items()})
+
+
 @dataclass(frozen=True)
 class Case:
-    name: str
+    name: str  # a template: {stream}, {normal} and {matmul} are filled in with the sizes used (see title)
     unit: str  # "us" or "ms": how the table shows the seconds the function returns
     run: Callable[[Framework, bool], float | None]
+    gpu: bool = False  # part of the GPU suite (run.py --gpu)
+
+
+@dataclass(frozen=True)
+class Derived:
+    """A row computed, per framework, from the seconds of other rows (``inputs``, their templates)."""
+    name: str  # a template, as Case.name
+    inputs: tuple[str, ...]
+    compute: Callable[..., float]  # compute(sizes, *seconds) -> the value
+    fmt: str  # how the value is shown, e.g. "{:.2f} TFLOP/s"
 
 
 def _host_rng() -> np.random.Generator:
     return np.random.default_rng(0)
+
+
+@functools.lru_cache(maxsize=2)
+def _host_normal(n: int) -> np.ndarray:
+    """``n`` standard normal float32 values (seed 42, as the SELU example in the seed), made once per size:
+    the 1 GiB arrays of the GPU suite take seconds to draw on the host."""
+    x = np.random.default_rng(42).standard_normal(n, dtype=np.float32)
+    x.flags.writeable = False
+    return x
+
+
+def _on_gpu(fw: Framework) -> bool:
+    return fw.platform != "cpu"
 
 
 # -- dispatch and eager op latency ----------------------------------------------------------------
@@ -228,20 +288,18 @@ def _rnn_steady(make: Callable[[Framework, float], Callable]):
 
 # -- random numbers -------------------------------------------------------------------------------
 
-NORMAL_SIZE = 4_000_000
-
-
 def _random_module(fw: Framework):
     """``kiln.random`` or ``jax.random``: the package beside the framework's ``numpy``."""
     return getattr(fw, "random", None) or importlib.import_module(fw.np.__name__.split(".")[0] + ".random")
 
 
 def bench_random_normal(fw: Framework, quick: bool) -> float:
-    """Steady-state ``jit(lambda k: random.normal(k, (4_000_000,)))``: threefry2x32 bits, the mantissa trick
-    and erf_inv, bit-exact between the two frameworks."""
+    """Steady-state ``jit(lambda k: random.normal(k, (n,)))`` (n: 4,000,000 on the CPU, 64 Mi on a GPU):
+    threefry2x32 bits, the mantissa trick and erf_inv, bit-exact between the two frameworks."""
     rnd = _random_module(fw)
     key = fw.put(rnd.key(0))
-    sample = fw.jit(lambda k: rnd.normal(k, (NORMAL_SIZE,)))
+    n = size(fw, "normal")
+    sample = fw.jit(lambda k: rnd.normal(k, (n,)))
     return per_call(lambda: sample(key), fw.block, number=2 if quick else 10, repeat=3 if quick else 15)
 
 
@@ -273,6 +331,66 @@ def bench_compile_random_calls(fw: Framework, quick: bool) -> float:
     return once_each(lambda i: work(RANDOM_CALLS), repeat=1 if quick else 3)
 
 
+# -- memory bandwidth and matmul throughput (issue 13's GPU measurements) --------------------------
+
+SELU_SIZE = 1_000_000  # "一百萬個啟用值" in seed 004
+
+
+def _selu(np_):
+    """The SELU of seed 004 (its first and last definitions; the middle one drops the ``where``), constants
+    included."""
+    def selu(x, alpha=1.6732632423543772848170429916717, scale=1.0507009873554804934193349852946):
+        """Scaled exponential linear unit activation function."""
+        return scale * np_.where(x > 0, x, alpha * np_.exp(x) - alpha)
+    return selu
+
+
+def _jit_on_stream(make: Callable[[Framework], Callable], n: int | None = None):
+    """Steady state of ``jit(make(fw))`` on f32[n] standard normal data (default n: the ``stream`` size,
+    256 Mi = 1 GiB on a GPU); each call reads n floats and writes n new ones."""
+    def bench(fw: Framework, quick: bool) -> float:
+        count = n if n is not None else size(fw, "stream")
+        x = fw.put(_host_normal(count))
+        fn = fw.jit(make(fw))
+        big = count >= 2**20
+        if quick:
+            number, repeat = 3, 3
+        elif _on_gpu(fw):
+            number, repeat = (20, 10) if big else (100, 15)
+        else:
+            number, repeat = (5, 5) if big else (20, 10)
+        return per_call(lambda: fn(x), fw.block, number=number, repeat=repeat)
+    return bench
+
+
+def _copy(fw: Framework) -> Callable:
+    """A device-to-device copy: ``jit(lambda x: np.copy(x))``.
+
+    Both frameworks lower it to ``return %arg0``; as a jitted function may not hand back its (not
+    donated) argument, XLA compiles that to a copy into a new buffer (an ``HloInstruction`` ``copy``: a
+    device memcpy on GPUs), so every call reads and writes n floats, the same bytes as the SELU. The
+    alternatives measure nothing or the same thing: XLA's simplifier turns ``x + 0`` and ``x * 1.0`` into
+    this very copy, and ``device_put`` of an array to the device it is on returns it without copying.
+    The fraction of copy bandwidth means something on GPUs, whose allocators reuse device memory; on the
+    CPU both rows mostly measure the page faults of each fresh output buffer.
+    """
+    np_ = fw.np
+    return lambda x: np_.copy(x)
+
+
+def bench_matmul_bf16(fw: Framework, quick: bool) -> float:
+    """Steady-state ``jit(a @ b)`` of two bf16[n, n] matrices (n: 4096 on a GPU, 1024 on the CPU)."""
+    n = size(fw, "matmul")
+    rng = _host_rng()
+    a, b = (fw.put(rng.standard_normal((n, n), dtype=np.float32).astype(ml_dtypes.bfloat16)) for _ in range(2))
+    mm = fw.jit(lambda a, b: a @ b)
+    if quick:
+        number, repeat = 3, 3
+    else:
+        number, repeat = (50, 15) if _on_gpu(fw) else (3, 5)
+    return per_call(lambda: mm(a, b), fw.block, number=number, repeat=repeat)
+
+
 # -- per-example gradients (vmap of grad) ---------------------------------------------------------
 
 PEG_SIZES = (64, 128, 128, 10)
@@ -302,8 +420,12 @@ def bench_per_example_grads(fw: Framework, quick: bool) -> float | None:
     return per_call(lambda: step(params, x, labels), fw.block, number=5 if quick else 20, repeat=3 if quick else 15)
 
 
+SELU_STREAM = "jit SELU f32[{stream}]"
+COPY_STREAM = "jit copy f32[{stream}] (device to device)"
+MATMUL = "jit matmul bf16[{matmul},{matmul}] @ bf16[{matmul},{matmul}]"
+
 CASES: list[Case] = [
-    Case("jit dispatch: f32[4] add", "us", bench_jit_dispatch),
+    Case("jit dispatch: f32[4] add", "us", bench_jit_dispatch, gpu=True),
     Case("eager add f32[4]", "us", _eager(lambda np_: np_.add, _V4, _W4)),
     Case("eager tanh f32[4]", "us", _eager(lambda np_: np_.tanh, _V4)),
     Case("eager exp f32[4]", "us", _eager(lambda np_: np_.exp, _V4)),
@@ -313,13 +435,32 @@ CASES: list[Case] = [
     Case(f"trace+lower: {CHAIN_OPS:,}-op chain", "ms", bench_trace_lower),
     Case(f"compile: {CHAIN_OPS:,}-op chain", "ms", bench_compile),
     Case("MLP forward+loss 784-512-512-10, batch 128", "ms", bench_mlp_forward),
-    Case("MLP train step (value_and_grad + SGD)", "ms", bench_mlp_train_step),
+    Case("MLP train step (value_and_grad + SGD)", "ms", bench_mlp_train_step, gpu=True),
     Case("MLP train step: trace+lower", "ms", bench_mlp_train_trace_lower),
     Case("RNN h=128, 200 steps (scan), batch 32: forward compile", "ms", _rnn_compile(_rnn_loss)),
-    Case("RNN h=128, 200 steps (scan), batch 32: forward", "ms", _rnn_steady(_rnn_loss)),
+    Case("RNN h=128, 200 steps (scan), batch 32: forward", "ms", _rnn_steady(_rnn_loss), gpu=True),
     Case("RNN h=128, 200 steps (scan), batch 32: value_and_grad compile", "ms", _rnn_compile(_rnn_grad)),
-    Case("RNN h=128, 200 steps (scan), batch 32: value_and_grad", "ms", _rnn_steady(_rnn_grad)),
-    Case(f"jit random.normal f32[{NORMAL_SIZE:,}]", "ms", bench_random_normal),
+    Case("RNN h=128, 200 steps (scan), batch 32: value_and_grad", "ms", _rnn_steady(_rnn_grad), gpu=True),
+    Case("jit random.normal f32[{normal}]", "ms", bench_random_normal, gpu=True),
     Case(f"compile: {RANDOM_CALLS} random calls", "ms", bench_compile_random_calls),
-    Case(f"per-example grads: jit(vmap(grad)) MLP 64-128-128-10, batch {PEG_BATCH}", "us", bench_per_example_grads),
+    Case(f"per-example grads: jit(vmap(grad)) MLP 64-128-128-10, batch {PEG_BATCH}", "us", bench_per_example_grads,
+         gpu=True),
+    Case(f"jit SELU f32[{SELU_SIZE:,}] (seed 004)", "us", _jit_on_stream(lambda fw: _selu(fw.np), SELU_SIZE), gpu=True),
+    Case(SELU_STREAM, "ms", _jit_on_stream(lambda fw: _selu(fw.np)), gpu=True),
+    Case(COPY_STREAM, "ms", _jit_on_stream(_copy), gpu=True),
+    Case(MATMUL, "ms", bench_matmul_bf16, gpu=True),
+]
+
+
+def _stream_bytes(sizes: dict[str, int]) -> int:
+    return 2 * 4 * sizes["stream"]  # f32[n] read once and written once
+
+
+DERIVED: list[Derived] = [
+    Derived("↳ copy bandwidth (read + write)", (COPY_STREAM,),
+            lambda sizes, copy: _stream_bytes(sizes) / copy / 1e9, "{:.0f} GB/s"),
+    Derived("↳ SELU: fraction of copy bandwidth (copy time / SELU time)", (SELU_STREAM, COPY_STREAM),
+            lambda sizes, selu, copy: copy / selu, "{:.2f}"),
+    Derived("↳ matmul throughput (2n³ / time)", (MATMUL,),
+            lambda sizes, mm: 2 * sizes["matmul"] ** 3 / mm / 1e12, "{:.2f} TFLOP/s"),
 ]

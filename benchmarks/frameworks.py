@@ -2,8 +2,8 @@
 
 A benchmark receives a :class:`Framework` and uses only its attributes: ``np`` (``kiln.numpy`` or
 ``jax.numpy``), ``jit``, ``put`` (host data to the default device), ``block`` (wait for a pytree),
-``tree_map``, ``value_and_grad`` (None while the framework lacks it: the benchmark is skipped) and
-``lax`` (for ``lax.scan``).
+``tree_map``, ``value_and_grad`` (None while the framework lacks it: the benchmark is skipped),
+``lax`` (for ``lax.scan``) and ``platform`` (the kind of device: benchmarks size their data by it).
 """
 from __future__ import annotations
 
@@ -24,6 +24,12 @@ class Framework:
     tree_map: Callable[..., Any]
     value_and_grad: Callable[..., Any] | None
     lax: ModuleType | None = None  # kiln.lax / jax.lax (structured control flow: scan)
+    platform: str = "cpu"  # "cpu", "gpu" (kiln's cuda/rocm, jax's gpu) or "tpu": the kind of the default device
+
+
+def _kind(platform: str) -> str:
+    """One name per kind of device: kiln says ``cuda``/``rocm`` where jax says ``gpu``."""
+    return "gpu" if platform in ("cuda", "rocm", "gpu") else platform
 
 
 def load_kiln(backend: str | None = None) -> Framework:
@@ -37,7 +43,7 @@ def load_kiln(backend: str | None = None) -> Framework:
         name="kiln", version=kiln.__version__, device=f"{device} ({device.device_kind})", np=knp, jit=kiln.jit,
         put=lambda x: kiln.device_put(x, device) if backend is not None else kiln.device_put(x),
         block=kiln.block_until_ready, tree_map=kiln.tree_util.tree_map,
-        value_and_grad=getattr(kiln, "value_and_grad", None), lax=kiln.lax)
+        value_and_grad=getattr(kiln, "value_and_grad", None), lax=kiln.lax, platform=_kind(device.platform))
 
 
 def load_jax(backend: str | None = None) -> Framework | None:
@@ -53,4 +59,4 @@ def load_jax(backend: str | None = None) -> Framework | None:
         name="jax", version=jax.__version__, device=f"{device} ({device.device_kind})", np=jnp, jit=jax.jit,
         put=lambda x: jax.device_put(x, device) if backend is not None else jax.device_put(x),
         block=jax.block_until_ready, tree_map=jax.tree_util.tree_map, value_and_grad=jax.value_and_grad,
-        lax=jax.lax)
+        lax=jax.lax, platform=_kind(device.platform))

@@ -3,7 +3,14 @@
 Prints a markdown table (benchmark | kiln | jax | kiln/jax). JAX is measured only where it is
 importable (``nox -s bench`` installs the jax release matching the installed jaxlib); kiln itself
 never imports jax. Every number is a median after warm-up, with results waited for (the best of ``--rounds`` rounds).
-The benchmarks themselves are in ``cases.py``.
+The benchmarks themselves are in ``cases.py``; data sizes follow the device (1 GiB arrays on a GPU,
+small ones on the CPU). ``--gpu`` selects issue 13's GPU suite (``--backend cuda --gpu`` on a GPU
+machine); ``--list`` prints the selected names without running anything. Rows marked ↳ are rates
+derived from the rows above them (higher is better).
+
+Both frameworks share the device in one process, so GPU memory preallocation is off unless
+``XLA_PYTHON_CLIENT_PREALLOCATE`` says otherwise (both read it): otherwise the first client to start
+takes 75% of the GPU's memory and the second runs short.
 """
 from __future__ import annotations
 
@@ -15,8 +22,10 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from cases import CASES  # noqa: E402
+from cases import CASES, DERIVED, sizes_for, title  # noqa: E402
 from frameworks import load_jax, load_kiln  # noqa: E402
+
+_GPU_NAMES = ("cuda", "rocm", "gpu")
 
 _SCALE = {"us": 1e6, "ms": 1e3}
 _UNIT_TEXT = {"us": "µs", "ms": "ms"}
@@ -35,14 +44,45 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke test, noisy numbers)")
     parser.add_argument("-k", dest="select", default=None, help="run only benchmarks whose name contains this")
     parser.add_argument("--backend", default=None, help="backend for both frameworks (default: their best)")
+    parser.add_argument("--gpu", action="store_true",
+                        help="issue 13's GPU suite only: SELU, copy bandwidth, bf16 matmul, MLP step, RNN, "
+                             "random.normal, per-example grads, jit dispatch")
+    parser.add_argument("--list", action="store_true",
+                        help="print the selected benchmarks (with the sizes for --backend; GPU sizes when it is "
+                             "not given) and exit without loading kiln or jax")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per benchmark; the best median counts")
     parser.add_argument("--no-jax", action="store_true", help="measure kiln only, even if jax is installed")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be positive, got {args.rounds}")
 
-    kiln_fw = load_kiln(args.backend)
+    def matches(case) -> bool:  # -k looks at the name with the sizes of either kind of device
+        names = (case.name, title(case.name, "cpu"), title(case.name, "gpu"))
+        return args.select is None or any(args.select.lower() in n.lower() for n in names)
+
+    cases = [c for c in CASES if (not args.gpu or c.gpu) and matches(c)]
+    if not cases:
+        print(f"no benchmark name contains {args.select!r}", file=sys.stderr)
+        return 2
+    if args.list:
+        platform_ = "cpu" if args.backend == "cpu" else "gpu"
+        chosen = {c.name for c in cases}
+        for case in cases:
+            print(title(case.name, platform_))
+            for d in DERIVED:
+                if d.inputs[-1] == case.name and set(d.inputs) <= chosen:
+                    print(title(d.name, platform_))
+        return 0
+
+    # Both clients in one process: neither may take 75% of the GPU up front (see the docstring).
+    os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")
+    # The order matters twice. kiln is imported before jax, as its users have it: its C++ dispatch path
+    # is set up only where jax is not loaded yet (runtime/fastpath.py). But jax's backends start before
+    # kiln's: a PJRT plugin (CUDA) loads once per process, jax's loader fails (ALREADY_EXISTS) when
+    # kiln loaded it first and jax then has no GPU, while kiln reuses a plugin that jax loaded.
+    import kiln  # noqa: F401  (no backend starts on import)
     jax_fw = None if args.no_jax else load_jax(args.backend)
+    kiln_fw = load_kiln(args.backend)
     frameworks = [kiln_fw] + ([jax_fw] if jax_fw is not None else [])
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}")
     from jaxlib import version as jaxlib_version
@@ -51,27 +91,49 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{fw.name} {fw.version} on {fw.device}")
     if jax_fw is None:
         print("jax not installed: measuring kiln only" if not args.no_jax else "--no-jax: measuring kiln only")
+    if args.backend in _GPU_NAMES and kiln_fw.platform != "gpu":
+        print(f"--backend {args.backend}: kiln runs on {kiln_fw.device}, not a GPU", file=sys.stderr)
+        return 3
+    if jax_fw is not None and jax_fw.platform != kiln_fw.platform:
+        print(f"kiln runs on {kiln_fw.device} but jax on {jax_fw.device}: not comparable (name --backend)",
+              file=sys.stderr)
+        return 3
     print()
 
-    cases = [c for c in CASES if args.select is None or args.select.lower() in c.name.lower()]
-    if not cases:
-        print(f"no benchmark name contains {args.select!r}", file=sys.stderr)
-        return 2
     rows = []
+    seconds: dict[str, dict[str, float | None]] = {}  # case template -> framework -> seconds
+    sizes = sizes_for(kiln_fw.platform)
     start = time.perf_counter()
-    for case in cases:
-        # Rounds alternate the order (kiln, jax, then jax, kiln) and the best median counts, so that a
-        # burst of load from elsewhere on the machine or a warm-up effect does not favour one side.
-        samples: dict[str, list[float | None]] = {fw.name: [] for fw in frameworks}
-        for r in range(args.rounds):
-            for fw in (frameworks if r % 2 == 0 else frameworks[::-1]):
-                samples[fw.name].append(case.run(fw, args.quick))
-        results = {name: None if None in vals else min(vals) for name, vals in samples.items()}
-        k, j = results.get("kiln"), results.get("jax")
-        ratio = f"{k / j:.2f}" if k is not None and j is not None else "n/a"
-        rows.append((case.name, _fmt(k, case.unit), _fmt(j, case.unit) if jax_fw else "n/a", ratio))
-        print(f"  {case.name}: " + ", ".join(f"{n} {_fmt(v, case.unit)}" for n, v in results.items()),
-              file=sys.stderr, flush=True)
+    interrupted = False
+    try:
+        for case in cases:
+            name = title(case.name, kiln_fw.platform)
+            # Rounds alternate the order (kiln, jax, then jax, kiln) and the best median counts, so that a
+            # burst of load from elsewhere on the machine or a warm-up effect does not favour one side.
+            samples: dict[str, list[float | None]] = {fw.name: [] for fw in frameworks}
+            for r in range(args.rounds):
+                for fw in (frameworks if r % 2 == 0 else frameworks[::-1]):
+                    samples[fw.name].append(case.run(fw, args.quick))
+            results = {name_: None if None in vals else min(vals) for name_, vals in samples.items()}
+            seconds[case.name] = results
+            k, j = results.get("kiln"), results.get("jax")
+            ratio = f"{k / j:.2f}" if k is not None and j is not None else "n/a"
+            rows.append((name, _fmt(k, case.unit), _fmt(j, case.unit) if jax_fw else "n/a", ratio))
+            print(f"  {name}: " + ", ".join(f"{n} {_fmt(v, case.unit)}" for n, v in results.items()),
+                  file=sys.stderr, flush=True)
+            for d in DERIVED:
+                if d.inputs[-1] == case.name and all(i in seconds for i in d.inputs):
+                    values = {}
+                    for fw in ("kiln", "jax"):
+                        args_ = [seconds[i].get(fw) for i in d.inputs]
+                        values[fw] = None if None in args_ else d.compute(sizes, *args_)
+                    kv, jv = values["kiln"], values["jax"]
+                    ratio = f"{kv / jv:.2f}" if kv is not None and jv is not None else "n/a"
+                    rows.append((title(d.name, kiln_fw.platform), "n/a" if kv is None else d.fmt.format(kv),
+                                 "n/a" if jv is None else d.fmt.format(jv), ratio))
+    except KeyboardInterrupt:  # a time limit (SIGINT): the table of what was measured so far
+        interrupted = True
+        print(f"interrupted after {len(seconds)} of {len(cases)} benchmarks", file=sys.stderr, flush=True)
 
     header = ("benchmark", "kiln", "jax", "kiln/jax")
     widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
@@ -80,7 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
         print("| " + " | ".join(cells) + " |")
-    print(f"\n(total {time.perf_counter() - start:.1f} s; kiln/jax < 1 means kiln is faster)")
+    rates = "; in the ↳ rows (rates), > 1 does" if any(r[0].startswith("↳") for r in rows) else ""
+    print(f"\n(total {time.perf_counter() - start:.1f} s; kiln/jax < 1 means kiln is faster{rates})")
+    if interrupted:
+        print(f"(interrupted: {len(cases) - len(seconds)} of {len(cases)} benchmarks not measured)")
+        return 130
     return 0
 
 
