@@ -4,13 +4,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Sequence
 
-import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
 from kiln.frontend.core import passes
 from kiln.frontend.core.errors import KilnError
 from kiln.frontend.core.ir import IR, Literal, Var
 
+from .hlo import const, i32_attr
 from .registry import rules
 from .types import element_type, tensor_type
 
@@ -20,11 +20,12 @@ class LoweringError(KilnError):
 
 
 class EmitContext:
-    """Helpers available to emission rules.
+    """What an emission rule knows of its lowering, and how it emits a sub-IR.
 
     ``platform`` is the backend the module is lowered for ('cpu', 'cuda', ...; None when unknown), for
     rules that emit platform-specific code; :meth:`has_custom_call_target` says whether the runtime
-    can run a given custom-call target there (e.g. jaxlib's LAPACK kernels on CPU).
+    can run a given custom-call target there (e.g. jaxlib's LAPACK kernels on CPU). Rules build
+    operations with the value helpers of :mod:`kiln.lowering.hlo`.
     """
 
     def __init__(self, platform: str | None = None,
@@ -40,21 +41,6 @@ class EmitContext:
             self._targets = self._targets_provider() if self._targets_provider is not None else ()
         return name in self._targets
 
-    def constant(self, value, dtype) -> ir.Value:
-        """A ``stablehlo.constant`` holding ``value`` (any shape) as ``dtype``."""
-        array = np.asarray(value, dtype=dtype)
-        attr = ir.DenseElementsAttr.get(np.ascontiguousarray(array), type=tensor_type(array))
-        return ir.Operation.create("stablehlo.constant", results=[attr.type],
-                                   attributes={"value": attr}).result
-
-    def full(self, value, aval) -> ir.Value:
-        """A constant of ``aval``'s shape and dtype filled with ``value``."""
-        scalar = self.constant(value, aval.dtype)
-        if not aval.shape:
-            return scalar
-        return op("stablehlo.broadcast_in_dim", [scalar], tensor_type(aval),
-                  broadcast_dimensions=ir.DenseI64ArrayAttr.get([]))
-
     def emit_body(self, body: IR, args: Sequence[ir.Value]) -> list[ir.Value]:
         """Emit a sub-IR (a loop body, a branch): optimised first, as the top level is."""
         return self.emit_ir(passes.optimize(body), args)
@@ -65,7 +51,7 @@ class EmitContext:
 
         def read(a):
             if isinstance(a, Literal):
-                return self.constant(a.val, a.aval.dtype)
+                return const(a.val, a.aval.dtype).v
             return env[a]
 
         for eqn in body.eqns:
@@ -82,14 +68,6 @@ class EmitContext:
             outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
             env.update(zip(eqn.outputs, outs))
         return [read(a) for a in body.outvars]
-
-
-def op(name: str, operands: Sequence[ir.Value], result_types, **attributes) -> ir.Value:
-    """Create a generic ``stablehlo`` operation with one result (or several: pass a list)."""
-    many = isinstance(result_types, (list, tuple))
-    created = ir.Operation.create(name, results=list(result_types) if many else [result_types],
-                                  operands=list(operands), attributes=attributes)
-    return list(created.results) if many else created.result
 
 
 @dataclass
@@ -125,10 +103,8 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
     params = [v for v, k in zip(all_inputs, kept) if k]
     with context, ir.Location.unknown():
         module = ir.Module.create()
-        module.operation.attributes["mhlo.num_partitions"] = ir.IntegerAttr.get(
-            ir.IntegerType.get_signless(32), 1)
-        module.operation.attributes["mhlo.num_replicas"] = ir.IntegerAttr.get(
-            ir.IntegerType.get_signless(32), 1)
+        module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
+        module.operation.attributes["mhlo.num_replicas"] = i32_attr(1)
         in_types = [tensor_type(v.aval) for v in params]
         out_types = [tensor_type(a.aval) for a in body.outvars]
         with ir.InsertionPoint(module.body):
@@ -157,11 +133,11 @@ def _donation_attrs(params, all_inputs, kept, donated, body: IR) -> list[ir.Dict
                           and body.outvars[i].aval.dtype == v.aval.dtype), None)
             if match is not None:
                 free_outputs.remove(match)
-                entry["tf.aliasing_output"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), match)
+                entry["tf.aliasing_output"] = i32_attr(match)
             else:
                 entry["jax.buffer_donor"] = ir.BoolAttr.get(True)
         attrs.append(ir.DictAttr.get(entry))
     return attrs
 
 
-__all__ = ["lower", "LoweredModule", "EmitContext", "LoweringError", "op", "element_type", "tensor_type"]
+__all__ = ["lower", "LoweredModule", "EmitContext", "LoweringError", "element_type", "tensor_type"]

@@ -30,6 +30,16 @@ def element_type(dtype: np.dtype) -> ir.Type:
     raise TypeError(f"kiln lowering: no StableHLO element type for dtype {dtype}")
 
 
+def ranked_type(shape, dtype) -> ir.RankedTensorType:
+    """``tensor<2x3xf32>`` for a shape and a dtype."""
+    return ir.RankedTensorType.get(list(shape), element_type(dtype))
+
+
 def tensor_type(aval) -> ir.RankedTensorType:
     """``tensor<2x3xf32>`` for an abstract value (anything with ``shape`` and ``dtype``)."""
-    return ir.RankedTensorType.get(list(aval.shape), element_type(aval.dtype))
+    return ranked_type(aval.shape, aval.dtype)
+
+
+def scalar_type(dtype) -> ir.RankedTensorType:
+    """``tensor<f32>``: the type of a scalar of ``dtype`` (as region arguments of reductions and sorts are)."""
+    return ranked_type((), dtype)

@@ -1,13 +1,10 @@
 """Emission rule for ``conv_general_dilated`` (``stablehlo.convolution``)."""
 from __future__ import annotations
 
-from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..module import op
+from ..hlo import i64_array, i64_attr, i64_pairs, op, out_type
 from ..registry import register
-from ..types import tensor_type
-from .windowed import i64_array, i64_pairs
 
 
 @register("conv_general_dilated")
@@ -21,9 +18,8 @@ def _conv(ctx, eqn, lhs, rhs):
         kernel_spatial_dimensions=list(rhs_spec[2:]),
         output_batch_dimension=out_spec[0], output_feature_dimension=out_spec[1],
         output_spatial_dimensions=list(out_spec[2:]))
-    i64 = ir.IntegerType.get_signless(64)
-    return op("stablehlo.convolution", [lhs, rhs], tensor_type(eqn.outputs[0].aval),
+    return op("stablehlo.convolution", [lhs, rhs], out_type(eqn),
               window_strides=i64_array(p["window_strides"]), padding=i64_pairs(p["padding"]),
               lhs_dilation=i64_array(p["lhs_dilation"]), rhs_dilation=i64_array(p["rhs_dilation"]),
-              dimension_numbers=dn, feature_group_count=ir.IntegerAttr.get(i64, p["feature_group_count"]),
-              batch_group_count=ir.IntegerAttr.get(i64, p["batch_group_count"]))
+              dimension_numbers=dn, feature_group_count=i64_attr(p["feature_group_count"]),
+              batch_group_count=i64_attr(p["batch_group_count"]))

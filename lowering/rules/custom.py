@@ -1,6 +1,7 @@
 """Emission rules of primitives that only exist inside differentiation."""
 from __future__ import annotations
 
+from ..hlo import op
 from ..registry import register
 
 
@@ -16,11 +17,7 @@ def _custom_vjp_lin(ctx, eqn, *args):
 def _remat(ctx, eqn, *args):
     """Emit the body; its inputs first pass an optimization barrier, so that XLA cannot merge a
     recomputation with the original computation."""
-    from jaxlib.mlir import ir
-
     body = eqn.params["body"].ir
     if eqn.params["prevent_cse"] and args:
-        barrier = ir.Operation.create("stablehlo.optimization_barrier", results=[a.type for a in args],
-                                      operands=list(args))
-        args = list(barrier.results)
+        args = op("stablehlo.optimization_barrier", args, [a.type for a in args])
     return ctx.emit_body(body, list(args))

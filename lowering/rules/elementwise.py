@@ -2,9 +2,8 @@
 from __future__ import annotations
 
 import numpy as np
-from jaxlib.mlir import ir
 
-from ..module import op
+from ..hlo import V, compare, op, op_rule, out_type, real
 from ..registry import register
 from ..types import tensor_type
 
@@ -21,29 +20,8 @@ _SAME_NAME = {
 }
 
 
-def _make_simple(hlo_name: str):
-    def rule(ctx, eqn, *args):
-        return op(f"stablehlo.{hlo_name}", args, tensor_type(eqn.outputs[0].aval))
-    return rule
-
-
 for _kiln, _hlo in _SAME_NAME.items():
-    register(_kiln)(_make_simple(_hlo))
-
-
-def compare_type(dtype: np.dtype) -> str:
-    if dtype.kind in "fcV":
-        return "FLOAT"
-    if dtype.kind in "ub":
-        return "UNSIGNED"
-    return "SIGNED"
-
-
-def compare(x: ir.Value, y: ir.Value, direction: str, dtype: np.dtype) -> ir.Value:
-    """``stablehlo.compare`` of two values of ``dtype`` (result: i1 of the same shape)."""
-    from jaxlib.mlir.dialects import stablehlo as hlo
-    return hlo.CompareOp(x, y, hlo.ComparisonDirectionAttr.get(direction),
-                         compare_type=hlo.ComparisonTypeAttr.get(compare_type(dtype))).result
+    register(_kiln)(op_rule(f"stablehlo.{_hlo}"))
 
 
 @register("eq", "ne", "lt", "le", "gt", "ge")
@@ -54,12 +32,12 @@ def _compare(ctx, eqn, x, y):
 @register("round")
 def _round(ctx, eqn, x):
     name = "round_nearest_even" if eqn.params["rounding_method"] == 1 else "round_nearest_afz"
-    return op(f"stablehlo.{name}", [x], tensor_type(eqn.outputs[0].aval))
+    return op(f"stablehlo.{name}", [x], out_type(eqn))
 
 
 @register("select")
 def _select(ctx, eqn, pred, on_true, on_false):
-    return op("stablehlo.select", [pred, on_true, on_false], tensor_type(eqn.outputs[0].aval))
+    return op("stablehlo.select", [pred, on_true, on_false], out_type(eqn))
 
 
 @register("convert_element_type")
@@ -67,14 +45,14 @@ def _convert(ctx, eqn, x):
     src, out = eqn.inputs[0].aval, eqn.outputs[0].aval
     if src.dtype == out.dtype:
         return x
+    x = V.of(x, src)
     if out.dtype == np.bool_ and src.dtype != np.bool_:
         # NumPy semantics: nonzero is True (a plain convert would truncate floats first).
-        return compare(x, ctx.full(0, src), "NE", src.dtype)
+        return x.ne(0).v
     if src.dtype.kind == "c" and out.dtype.kind != "c":
         # StableHLO converts complex to real only through the real part, as NumPy does.
-        real = np.float64 if src.dtype == np.complex128 else np.float32
-        x = op("stablehlo.real", [x], tensor_type(src.update(dtype=real)))
-    return op("stablehlo.convert", [x], tensor_type(out))
+        x = real(x)
+    return op("stablehlo.convert", [x.v], tensor_type(out))
 
 
 @register("stop_gradient")

@@ -6,17 +6,15 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 from kiln.frontend.core.tracing import Tracer
 
-from ..module import op
+from ..hlo import V, build_region, const, convert, i64_array, monoid, op, out_type
 from ..registry import register
-from ..types import element_type, tensor_type
+from ..types import scalar_type
 
 
 def _indices(eqn, value: ir.Value) -> ir.Value:
     """Unsigned indices as signed 64-bit ones (StableHLO and XLA index with signless integers)."""
     aval = eqn.inputs[1].aval
-    if aval.dtype.kind == "u":
-        value = op("stablehlo.convert", [value], tensor_type(aval.update(dtype=np.dtype(np.int64))))
-    return value
+    return convert(V.of(value, aval), np.int64).v if aval.dtype.kind == "u" else value
 
 
 @register("gather")
@@ -28,17 +26,13 @@ def _gather(ctx, eqn, operand, indices):
         operand_batching_dims=list(dn.operand_batching_dims),
         start_indices_batching_dims=list(dn.start_indices_batching_dims),
         start_index_map=list(dn.start_index_map), index_vector_dim=eqn.inputs[1].aval.ndim - 1)
-    return op("stablehlo.gather", [operand, _indices(eqn, indices)], tensor_type(eqn.outputs[0].aval),
-              dimension_numbers=attr, slice_sizes=ir.DenseI64ArrayAttr.get(list(p["slice_sizes"])),
+    return op("stablehlo.gather", [operand, _indices(eqn, indices)], out_type(eqn),
+              dimension_numbers=attr, slice_sizes=i64_array(p["slice_sizes"]),
               indices_are_sorted=ir.BoolAttr.get(bool(p["indices_are_sorted"])))
 
 
-def _combiner(name: str, dtype: np.dtype):
-    """The StableHLO op combining the old value and an update (booleans: or/and)."""
-    if dtype == np.bool_:
-        return {"scatter_add": "or", "scatter_mul": "and", "scatter_max": "or", "scatter_min": "and"}[name]
-    return {"scatter_add": "add", "scatter_mul": "multiply", "scatter_max": "maximum",
-            "scatter_min": "minimum"}[name]
+# The StableHLO op combining the old value and an update (on booleans: or/and, see hlo.monoid).
+_COMBINE = {"scatter_add": "add", "scatter_mul": "multiply", "scatter_min": "minimum", "scatter_max": "maximum"}
 
 
 def _emit_scatter(ctx, eqn, operand, indices, updates, body):
@@ -50,13 +44,11 @@ def _emit_scatter(ctx, eqn, operand, indices, updates, body):
         scatter_indices_batching_dims=list(dn.scatter_indices_batching_dims),
         scattered_dims_to_operand_dims=list(dn.scatter_dims_to_operand_dims),
         index_vector_dim=eqn.inputs[1].aval.ndim - 1)
-    scatter = hlo.ScatterOp([tensor_type(eqn.outputs[0].aval)], [operand], _indices(eqn, indices), [updates], attr,
+    scatter = hlo.ScatterOp([out_type(eqn)], [operand], _indices(eqn, indices), [updates], attr,
                             indices_are_sorted=bool(p["indices_are_sorted"]),
                             unique_indices=bool(p["unique_indices"]))
-    scalar = ir.RankedTensorType.get([], element_type(eqn.inputs[0].aval.dtype))
-    block = scatter.regions[0].blocks.append(scalar, scalar)
-    with ir.InsertionPoint(block):
-        hlo.ReturnOp([body(*block.arguments)])
+    scalar = scalar_type(eqn.inputs[0].aval.dtype)
+    build_region(scatter.regions[0], [scalar, scalar], body)
     return scatter.results[0]
 
 
@@ -67,14 +59,13 @@ def _scatter(ctx, eqn, operand, indices, updates):
 
 def _make_combining(name: str):
     def rule(ctx, eqn, operand, indices, updates):
-        dtype = eqn.inputs[0].aval.dtype
-        combine = _combiner(name, dtype)
+        combine = monoid(_COMBINE[name], eqn.inputs[0].aval.dtype)
         return _emit_scatter(ctx, eqn, operand, indices, updates,
                              lambda old, new: op(f"stablehlo.{combine}", [old, new], old.type))
     return rule
 
 
-for _name in ("scatter_add", "scatter_mul", "scatter_min", "scatter_max"):
+for _name in _COMBINE:
     register(_name)(_make_combining(_name))
 
 
@@ -87,7 +78,8 @@ def _scatter_apply(ctx, eqn, operand, indices, updates):
         for c in closed.consts:
             if isinstance(c, Tracer):  # checked when tracing; kept as a guard
                 raise TypeError("kiln.lax.scatter_apply: func closes over a traced value")
-            consts.append(ctx.constant(np.asarray(c), np.asarray(c).dtype))
+            c = np.asarray(c)
+            consts.append(const(c, c.dtype).v)
         (out,) = ctx.emit_ir(closed.ir, consts + [old])
         return out
 

@@ -20,366 +20,63 @@ Two implementations per primitive, chosen per lowering:
   ===================  ======================================================================
 
   Every dot product uses ``precision = HIGHEST`` (no TF32 on GPUs). Real dtypes only.
+
+The algorithms are written on :class:`~kiln.lowering.hlo.V` values with the helpers of ``lowering/hlo.py``.
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..module import LoweringError, op
+from ..hlo import (
+    V,
+    absv,
+    as_col,
+    as_row,
+    bcast,
+    cols_iota,
+    column,
+    concat,
+    conj,
+    const,
+    convert,
+    diagonal,
+    dyn_slice,
+    dyn_update,
+    element,
+    eye_like,
+    fori_loop,
+    full,
+    i32_attr,
+    iota,
+    logical_not,
+    matmul,
+    matvec,
+    maximum,
+    mT,
+    nan_where_not,
+    op,
+    outer,
+    over,
+    real_dtype,
+    reduce,
+    reshape,
+    row,
+    rows_iota,
+    rsum,
+    select,
+    slice_,
+    sort_along_last,
+    sqrt,
+    vecmat,
+    while_loop,
+    wrap_inputs,
+)
+from ..module import LoweringError
 from ..registry import register
-from ..types import element_type
-from .elementwise import compare
-
-# == A small value wrapper for writing the algorithms ==========================================
-
-
-class V:
-    """An ``ir.Value`` with its static shape and NumPy dtype; arithmetic emits StableHLO."""
-
-    __slots__ = ("v", "shape", "dtype")
-
-    def __init__(self, v: ir.Value, shape: Sequence[int], dtype) -> None:
-        self.v, self.shape, self.dtype = v, tuple(shape), np.dtype(dtype)
-
-    @property
-    def type(self) -> ir.RankedTensorType:
-        return _ttype(self.shape, self.dtype)
-
-    @property
-    def ndim(self) -> int:
-        return len(self.shape)
-
-    def _other(self, o) -> V:
-        return o if isinstance(o, V) else full(o, self.shape, self.dtype)
-
-    def _bin(self, name: str, o, swap: bool = False) -> V:
-        o = self._other(o)
-        a, b = (o, self) if swap else (self, o)
-        return V(op(f"stablehlo.{name}", [a.v, b.v], self.type), self.shape, self.dtype)
-
-    def __add__(self, o): return self._bin("add", o)
-    def __radd__(self, o): return self._bin("add", o, True)
-    def __sub__(self, o): return self._bin("subtract", o)
-    def __rsub__(self, o): return self._bin("subtract", o, True)
-    def __mul__(self, o): return self._bin("multiply", o)
-    def __rmul__(self, o): return self._bin("multiply", o, True)
-    def __truediv__(self, o): return self._bin("divide", o)
-    def __rtruediv__(self, o): return self._bin("divide", o, True)
-    def __mod__(self, o): return self._bin("remainder", o)
-    def __and__(self, o): return self._bin("and", o)
-    def __or__(self, o): return self._bin("or", o)
-    def __neg__(self): return self._unary("negate")
-
-    def _unary(self, name: str) -> V:
-        return V(op(f"stablehlo.{name}", [self.v], self.type), self.shape, self.dtype)
-
-    def _cmp(self, o, direction: str) -> V:
-        o = self._other(o)
-        return V(compare(self.v, o.v, direction, self.dtype), self.shape, np.bool_)
-
-    def __lt__(self, o): return self._cmp(o, "LT")
-    def __le__(self, o): return self._cmp(o, "LE")
-    def __gt__(self, o): return self._cmp(o, "GT")
-    def __ge__(self, o): return self._cmp(o, "GE")
-    def eq(self, o) -> V: return self._cmp(o, "EQ")
-    def ne(self, o) -> V: return self._cmp(o, "NE")
-    __hash__ = None  # type: ignore[assignment]
-
-
-def _ttype(shape: Sequence[int], dtype) -> ir.RankedTensorType:
-    return ir.RankedTensorType.get(list(shape), element_type(np.dtype(dtype)))
-
-
-def const(value, dtype) -> V:
-    """A constant array (any shape)."""
-    arr = np.array(value, dtype=dtype, order="C")  # (ascontiguousarray would make 0-d arrays 1-d)
-    attr = ir.DenseElementsAttr.get(arr, type=_ttype(arr.shape, arr.dtype))
-    return V(ir.Operation.create("stablehlo.constant", results=[_ttype(arr.shape, arr.dtype)],
-                                 attributes={"value": attr}).result, arr.shape, arr.dtype)
-
-
-def full(value, shape: Sequence[int], dtype) -> V:
-    return bcast(const(value, dtype), shape, ())
-
-
-def bcast(x: V, shape: Sequence[int], dims: Sequence[int]) -> V:
-    """``broadcast_in_dim``: operand dimension i becomes result dimension ``dims[i]``."""
-    shape = tuple(shape)
-    if shape == x.shape and tuple(dims) == tuple(range(x.ndim)):
-        return x
-    return V(op("stablehlo.broadcast_in_dim", [x.v], _ttype(shape, x.dtype),
-                broadcast_dimensions=ir.DenseI64ArrayAttr.get(list(dims))), shape, x.dtype)
-
-
-def iota(shape: Sequence[int], dim: int, dtype=np.int32) -> V:
-    shape = tuple(shape)
-    dim = dim % len(shape)
-    return V(op("stablehlo.iota", [], _ttype(shape, dtype),
-                iota_dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim)), shape, dtype)
-
-
-def select(pred: V, a, b) -> V:
-    ref = a if isinstance(a, V) else b
-    a = a if isinstance(a, V) else full(a, ref.shape, ref.dtype)
-    b = b if isinstance(b, V) else full(b, ref.shape, ref.dtype)
-    if pred.shape != a.shape and pred.shape != ():
-        raise AssertionError("select shapes")
-    return V(op("stablehlo.select", [pred.v, a.v, b.v], a.type), a.shape, a.dtype)
-
-
-def unary(name: str, x: V) -> V:
-    return x._unary(name)
-
-
-def sqrt(x: V) -> V:
-    return unary("sqrt", x)
-
-
-def absv(x: V) -> V:
-    return unary("abs", x)
-
-
-def logical_not(x: V) -> V:
-    return unary("not", x)
-
-
-def maximum(a: V, b) -> V:
-    return a._bin("maximum", b)
-
-
-def convert(x: V, dtype) -> V:
-    if x.dtype == np.dtype(dtype):
-        return x
-    return V(op("stablehlo.convert", [x.v], _ttype(x.shape, dtype)), x.shape, dtype)
-
-
-def reshape(x: V, shape: Sequence[int]) -> V:
-    shape = tuple(shape)
-    if shape == x.shape:
-        return x
-    return V(op("stablehlo.reshape", [x.v], _ttype(shape, x.dtype)), shape, x.dtype)
-
-
-def transpose(x: V, perm: Sequence[int]) -> V:
-    shape = tuple(x.shape[p] for p in perm)
-    return V(op("stablehlo.transpose", [x.v], _ttype(shape, x.dtype),
-                permutation=ir.DenseI64ArrayAttr.get(list(perm))), shape, x.dtype)
-
-
-def mT(x: V) -> V:
-    """Swap the last two dimensions."""
-    nd = x.ndim
-    return transpose(x, list(range(nd - 2)) + [nd - 1, nd - 2])
-
-
-def slice_(x: V, start: Sequence[int], limit: Sequence[int]) -> V:
-    shape = tuple(l - s for s, l in zip(start, limit))
-    return V(op("stablehlo.slice", [x.v], _ttype(shape, x.dtype),
-                start_indices=ir.DenseI64ArrayAttr.get(list(start)),
-                limit_indices=ir.DenseI64ArrayAttr.get(list(limit)),
-                strides=ir.DenseI64ArrayAttr.get([1] * x.ndim)), shape, x.dtype)
-
-
-def _index(i) -> V:
-    return i if isinstance(i, V) else const(i, np.int32)
-
-
-def dyn_slice(x: V, starts: Sequence, sizes: Sequence[int]) -> V:
-    starts = [_index(s).v for s in starts]
-    return V(op("stablehlo.dynamic_slice", [x.v, *starts], _ttype(sizes, x.dtype),
-                slice_sizes=ir.DenseI64ArrayAttr.get(list(sizes))), sizes, x.dtype)
-
-
-def dyn_update(x: V, update: V, starts: Sequence) -> V:
-    starts = [_index(s).v for s in starts]
-    return V(op("stablehlo.dynamic_update_slice", [x.v, update.v, *starts], x.type), x.shape, x.dtype)
-
-
-def concat(xs: Sequence[V], dim: int) -> V:
-    dim = dim % xs[0].ndim
-    shape = list(xs[0].shape)
-    shape[dim] = sum(x.shape[dim] for x in xs)
-    return V(op("stablehlo.concatenate", [x.v for x in xs], _ttype(shape, xs[0].dtype),
-                dimension=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim)), shape, xs[0].dtype)
-
-
-def _scalar_type(dtype) -> ir.RankedTensorType:
-    return _ttype((), dtype)
-
-
-def reduce(x: V, axes: Sequence[int], kind: str) -> V:
-    """Reduce ``x`` over ``axes`` with ``kind`` in add / maximum / minimum / and / or."""
-    axes = sorted(a % x.ndim for a in axes)
-    shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)
-    if kind == "add":
-        init = 0
-    elif kind in ("maximum", "minimum"):
-        if x.dtype.kind == "f":
-            init = -np.inf if kind == "maximum" else np.inf
-        else:
-            info = np.iinfo(x.dtype)
-            init = info.min if kind == "maximum" else info.max
-    else:
-        init = kind == "and"
-    st = _scalar_type(x.dtype)
-    red = ir.Operation.create("stablehlo.reduce", results=[_ttype(shape, x.dtype)],
-                              operands=[x.v, const(init, x.dtype).v],
-                              attributes={"dimensions": ir.DenseI64ArrayAttr.get(axes)}, regions=1)
-    block = red.regions[0].blocks.append(st, st)
-    with ir.InsertionPoint(block):
-        ir.Operation.create("stablehlo.return", operands=[op(f"stablehlo.{kind}", list(block.arguments), st)])
-    return V(red.result, shape, x.dtype)
-
-
-def rsum(x: V, axis: int = -1) -> V:
-    return reduce(x, [axis], "add")
-
-
-def _precision_attr() -> ir.Attribute:
-    return ir.ArrayAttr.get([hlo.PrecisionAttr.get("HIGHEST")] * 2)
-
-
-def dot(x: V, y: V, contract: tuple[Sequence[int], Sequence[int]], batch: tuple[Sequence[int], Sequence[int]]) -> V:
-    """``dot_general`` at HIGHEST precision; result dims: batch, x free, y free."""
-    (xc, yc), (xb, yb) = contract, batch
-    dn = hlo.DotDimensionNumbers.get(lhs_batching_dimensions=list(xb), rhs_batching_dimensions=list(yb),
-                                     lhs_contracting_dimensions=list(xc), rhs_contracting_dimensions=list(yc))
-    shape = tuple(x.shape[a] for a in xb) + tuple(d for i, d in enumerate(x.shape) if i not in xc and i not in xb) \
-        + tuple(d for i, d in enumerate(y.shape) if i not in yc and i not in yb)
-    return V(op("stablehlo.dot_general", [x.v, y.v], _ttype(shape, x.dtype), dot_dimension_numbers=dn,
-                precision_config=_precision_attr()), shape, x.dtype)
-
-
-def matmul(x: V, y: V) -> V:
-    """Batched ``x @ y`` for ``(..., m, k) @ (..., k, n)`` with equal batch dimensions."""
-    nb = x.ndim - 2
-    return dot(x, y, ([nb + 1], [nb]), (list(range(nb)), list(range(nb))))
-
-
-def matvec(x: V, v: V) -> V:
-    """Batched ``x @ v`` for ``(..., m, k)`` and ``(..., k)``."""
-    nb = x.ndim - 2
-    return dot(x, v, ([nb + 1], [nb]), (list(range(nb)), list(range(nb))))
-
-
-def vecmat(v: V, x: V) -> V:
-    """Batched ``v @ x`` for ``(..., m)`` and ``(..., m, n)``."""
-    nb = x.ndim - 2
-    return dot(v, x, ([nb], [nb]), (list(range(nb)), list(range(nb))))
-
-
-def while_loop(init: Sequence[V], cond: Callable[..., V], body: Callable[..., Sequence[V]]) -> list[V]:
-    """``stablehlo.while`` over the carried values ``init`` (values from outside are not captured:
-    everything the regions need is carried or created inside them)."""
-    types = [x.type for x in init]
-    w = ir.Operation.create("stablehlo.while", results=types, operands=[x.v for x in init], regions=2)
-    for region, fn in ((w.regions[0], cond), (w.regions[1], body)):
-        block = region.blocks.append(*types)
-        with ir.InsertionPoint(block):
-            args = [V(a, x.shape, x.dtype) for a, x in zip(block.arguments, init)]
-            out = fn(*args)
-            outs = [out] if isinstance(out, V) else list(out)
-            ir.Operation.create("stablehlo.return", operands=[o.v for o in outs])
-    return [V(r, x.shape, x.dtype) for r, x in zip(w.results, init)]
-
-
-def fori_loop(n: int, init: Sequence[V], body: Callable[..., Sequence[V]]) -> list[V]:
-    """``for i in range(n): carry = body(i, *carry)`` as a while loop (``i`` is an int32 scalar)."""
-    if n == 0:
-        return list(init)
-
-    def cond(i, *_):
-        return i < n
-
-    def step(i, *carry):
-        return [i + 1, *body(i, *carry)]
-
-    return while_loop([const(0, np.int32), *init], cond, step)[1:]
-
-
-def sort_along_last(keys: V, values: Sequence[V], descending: bool) -> list[V]:
-    """Stable sort of ``keys`` and ``values`` (same shape) along the last dimension by ``keys``."""
-    ops = [keys, *values]
-    dim = keys.ndim - 1
-    s = ir.Operation.create("stablehlo.sort", results=[x.type for x in ops], operands=[x.v for x in ops],
-                            attributes={"dimension": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), dim),
-                                        "is_stable": ir.BoolAttr.get(True)}, regions=1)
-    scalars = []
-    for x in ops:
-        scalars += [_scalar_type(x.dtype)] * 2
-    block = s.regions[0].blocks.append(*scalars)
-    with ir.InsertionPoint(block):
-        a, b = block.arguments[0], block.arguments[1]
-        ir.Operation.create("stablehlo.return", operands=[compare(a, b, "GT" if descending else "LT", keys.dtype)])
-    return [V(r, x.shape, x.dtype) for r, x in zip(s.results, ops)]
-
-
-# -- matrix helpers (batched: leading dims of every operand are batch dims) ------------------------
-
-def rows_iota(shape: Sequence[int]) -> V:
-    return iota(shape, len(shape) - 2)
-
-
-def cols_iota(shape: Sequence[int]) -> V:
-    return iota(shape, len(shape) - 1)
-
-
-def column(x: V, j) -> V:
-    """Column ``j`` of a stack of matrices: ``(..., m, n) -> (..., m)``."""
-    *b, m, _ = x.shape
-    return reshape(dyn_slice(x, [0] * len(b) + [0, j], (*b, m, 1)), (*b, m))
-
-
-def row(x: V, i) -> V:
-    """Row ``i``: ``(..., m, n) -> (..., n)``."""
-    *b, _, n = x.shape
-    return reshape(dyn_slice(x, [0] * len(b) + [i, 0], (*b, 1, n)), (*b, n))
-
-
-def element(v: V, i) -> V:
-    """Entry ``i`` of a stack of vectors: ``(..., n) -> (...)``."""
-    *b, _ = v.shape
-    return reshape(dyn_slice(v, [0] * len(b) + [i], (*b, 1)), tuple(b))
-
-
-def as_col(v: V, n: int) -> V:
-    """``(..., m) -> (..., m, n)``, constant along the last dimension."""
-    nb = v.ndim - 1
-    return bcast(v, (*v.shape, n), list(range(nb + 1)))
-
-
-def as_row(v: V, m: int) -> V:
-    """``(..., n) -> (..., m, n)``, constant along rows."""
-    nb = v.ndim - 1
-    return bcast(v, (*v.shape[:-1], m, v.shape[-1]), list(range(nb)) + [nb + 1])
-
-
-def over(v: V, shape: Sequence[int]) -> V:
-    """Broadcast a batch-shaped value ``(...)`` to ``(..., *rest)``."""
-    return bcast(v, shape, list(range(v.ndim)))
-
-
-def outer(u: V, w: V) -> V:
-    return as_col(u, w.shape[-1]) * as_row(w, u.shape[-1])
-
-
-def diagonal(x: V) -> V:
-    return rsum(select(rows_iota(x.shape).eq(cols_iota(x.shape)), x, 0), -1)
-
-
-def eye_like(batch: Sequence[int], m: int, n: int, dtype) -> V:
-    shape = (*batch, m, n)
-    return convert(rows_iota(shape).eq(cols_iota(shape)), dtype)
-
-
-def nan_where_not(ok: V, x: V) -> V:
-    """``x`` where the batch flag ``ok`` holds, NaN elsewhere."""
-    return select(over(ok, x.shape), x, np.nan)
-
+from ..types import ranked_type
 
 # == LAPACK through typed-FFI custom calls ======================================================
 
@@ -415,21 +112,15 @@ def custom_call(name: str, operands: Sequence[V], matrix_operands: Sequence[bool
     u8 = ir.IntegerType.get_unsigned(8)
     attributes = {
         "call_target_name": ir.StringAttr.get(name),
-        "api_version": ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 4),
+        "api_version": i32_attr(4),
         "operand_layouts": ir.ArrayAttr.get([_layout_attr(_layout(x.ndim, m))
                                              for x, m in zip(operands, matrix_operands)]),
         "result_layouts": ir.ArrayAttr.get([_layout_attr(_layout(len(s), m)) for s, _, m in results]),
         "backend_config": ir.DictAttr.get({k: ir.IntegerAttr.get(u8, ord(v)) for k, v in attrs.items()}),
     }
-    created = ir.Operation.create("stablehlo.custom_call", results=[_ttype(s, d) for s, d, _ in results],
-                                  operands=[x.v for x in operands], attributes=attributes)
-    return [V(r, s, d) for r, (s, d, _) in zip(created.results, results)]
-
-
-def _real_dtype(dtype) -> np.dtype:
-    dtype = np.dtype(dtype)
-    return np.dtype(np.float64) if dtype == np.complex128 else (
-        np.dtype(np.float32) if dtype == np.complex64 else dtype)
+    created = op("stablehlo.custom_call", [x.v for x in operands], [ranked_type(s, d) for s, d, _ in results],
+                 **attributes)
+    return [V(r, s, d) for r, (s, d, _) in zip(created, results)]
 
 
 def _no_portable(fname: str, dtype) -> None:
@@ -440,24 +131,11 @@ def _no_portable(fname: str, dtype) -> None:
                             f"{np.dtype(dtype).name})")
 
 
-def _conj(x: V) -> V:
-    if x.dtype.kind != "c":
-        return x
-    rt = _real_dtype(x.dtype)
-    re = V(op("stablehlo.real", [x.v], _ttype(x.shape, rt)), x.shape, rt)
-    im = V(op("stablehlo.imag", [x.v], _ttype(x.shape, rt)), x.shape, rt)
-    return V(op("stablehlo.complex", [re.v, (-im).v], x.type), x.shape, x.dtype)
-
-
-def _wrap(eqn, values) -> list[V]:
-    return [V(v, a.aval.shape, a.aval.dtype) for v, a in zip(values, eqn.inputs)]
-
-
 # == cholesky ====================================================================================
 
 @register("cholesky")
 def _cholesky(ctx, eqn, x_):
-    (x,) = _wrap(eqn, [x_])
+    (x,) = wrap_inputs(eqn, [x_])
     *batch, n, _ = x.shape
     if x.shape and min(x.shape) == 0:
         return x.v
@@ -498,7 +176,7 @@ def _cholesky_portable(x: V) -> V:
 
 @register("lu")
 def _lu(ctx, eqn, x_):
-    (x,) = _wrap(eqn, [x_])
+    (x,) = wrap_inputs(eqn, [x_])
     *batch, m, n = x.shape
     batch = tuple(batch)
     k = min(m, n)
@@ -537,7 +215,7 @@ def _lu_portable(x: V) -> list[V]:
     batch = tuple(batch)
     k = min(m, n)
     vec_m, vec_n, vec_k = (*batch, m), (*batch, n), (*batch, k)
-    real = _real_dtype(x.dtype)
+    real = real_dtype(x.dtype)
 
     def body(j, a, perm, piv):
         jm = bcast(j, vec_m, ())
@@ -574,7 +252,7 @@ def _lu_portable(x: V) -> list[V]:
 
 @register("triangular_solve")
 def _triangular_solve(ctx, eqn, a_, b_):
-    a, b = _wrap(eqn, [a_, b_])
+    a, b = wrap_inputs(eqn, [a_, b_])
     p = eqn.params
     if min(a.shape) == 0 or min(b.shape) == 0:
         return b.v
@@ -582,7 +260,7 @@ def _triangular_solve(ctx, eqn, a_, b_):
     if target is not None:
         transpose_a, conjugate_a = p["transpose_a"], p["conjugate_a"] and a.dtype.kind == "c"
         if conjugate_a and not transpose_a:
-            a, conjugate_a = _conj(a), False
+            a, conjugate_a = conj(a), False
         trans = ("C" if conjugate_a else "T") if transpose_a else "N"
         (out,) = custom_call(target, [a, b], [True, True],
                              [(b.shape, b.dtype, True)],
@@ -626,7 +304,7 @@ def _triangular_solve_portable(a: V, b: V, *, left_side: bool, lower: bool, tran
 
 @register("qr")
 def _qr(ctx, eqn, x_):
-    (x,) = _wrap(eqn, [x_])
+    (x,) = wrap_inputs(eqn, [x_])
     full_matrices = eqn.params["full_matrices"]
     *batch, m, n = x.shape
     batch = tuple(batch)
@@ -690,11 +368,11 @@ def _qr_portable(x: V, full_matrices: bool) -> tuple[V, V]:
 
 @register("eigh")
 def _eigh(ctx, eqn, x_):
-    (x,) = _wrap(eqn, [x_])
+    (x,) = wrap_inputs(eqn, [x_])
     lower = eqn.params["lower"]
     *batch, n, _ = x.shape
     batch = tuple(batch)
-    real = _real_dtype(x.dtype)
+    real = real_dtype(x.dtype)
     if min(x.shape) == 0:
         return [x.v, full(0, (*batch, n), real).v]
     target = _lapack(ctx, x.dtype, "syevd", "heevd")
@@ -813,12 +491,12 @@ def _eigh_portable(x: V, lower: bool) -> tuple[V, V]:
 
 @register("svd")
 def _svd(ctx, eqn, x_):
-    (x,) = _wrap(eqn, [x_])
+    (x,) = wrap_inputs(eqn, [x_])
     full_matrices, compute_uv = eqn.params["full_matrices"], eqn.params["compute_uv"]
     *batch, m, n = x.shape
     batch = tuple(batch)
     k = min(m, n)
-    real = _real_dtype(x.dtype)
+    real = real_dtype(x.dtype)
     ku, kv = (m, n) if full_matrices else (k, k)
     if min(x.shape) == 0:
         s = full(0, (*batch, k), real)

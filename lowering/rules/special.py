@@ -5,9 +5,8 @@ legalizes them to HLO (tests/lax/test_special.py compiles every one of them).
 """
 from __future__ import annotations
 
-from ..module import op
+from ..hlo import op_rule
 from ..registry import register
-from ..types import tensor_type
 
 _OPS = {
     "asin": "chlo.asin", "acos": "chlo.acos", "atan": "chlo.atan", "sinh": "chlo.sinh",
@@ -20,11 +19,5 @@ _OPS = {
 }
 
 
-def _make(op_name: str):
-    def rule(ctx, eqn, *args):
-        return op(op_name, args, tensor_type(eqn.outputs[0].aval))
-    return rule
-
-
 for _kiln, _name in _OPS.items():
-    register(_kiln)(_make(_name))
+    register(_kiln)(op_rule(_name))
