@@ -36,7 +36,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
-from ..core.errors import AxisError
+from ..core.axes import canonical_axis
 from ..core.ir import ClosedIR
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify
@@ -492,19 +492,11 @@ def scatter_apply(operand, scatter_indices, func: Callable, dimension_numbers: S
 # ---------------------------------------------------------------------------------------------
 # Helpers along one dimension
 
-def _axis(fname: str, axis: Any, ndim: int) -> int:
-    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"kiln.lax.{fname}: axis must be an int, got {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise AxisError(f"kiln.lax.{fname}: axis {axis} is out of bounds for an array of dimension {ndim}")
-    return int(axis) % ndim
-
-
 def slice_in_dim(operand, start_index: int | None, limit_index: int | None, stride: int = 1, axis: int = 0):
     """``operand`` sliced ``start_index:limit_index:stride`` along ``axis`` (static bounds; negative ones count
     from the end)."""
     aval = abstractify(operand)
-    axis = _axis("slice_in_dim", axis, aval.ndim)
+    axis = canonical_axis("kiln.lax.slice_in_dim", axis, aval.ndim)
     n = aval.shape[axis]
     start = 0 if start_index is None else int(start_index)
     limit = n if limit_index is None else int(limit_index)
@@ -518,7 +510,7 @@ def slice_in_dim(operand, start_index: int | None, limit_index: int | None, stri
 def index_in_dim(operand, index: int, axis: int = 0, keepdims: bool = True):
     """The static ``index`` along ``axis`` (negative counts from the end); ``keepdims`` keeps the axis."""
     aval = abstractify(operand)
-    axis = _axis("index_in_dim", axis, aval.ndim)
+    axis = canonical_axis("kiln.lax.index_in_dim", axis, aval.ndim)
     n = aval.shape[axis]
     i = int(index)
     if not -n <= i < n:
@@ -547,7 +539,7 @@ def _wrap_dynamic(index, size: int):
 def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0):
     """A ``slice_size`` slice along ``axis`` at a (possibly traced) start, clamped to stay in bounds."""
     aval = abstractify(operand)
-    axis = _axis("dynamic_slice_in_dim", axis, aval.ndim)
+    axis = canonical_axis("kiln.lax.dynamic_slice_in_dim", axis, aval.ndim)
     starts: list[Any] = [0] * aval.ndim
     starts[axis] = _wrap_dynamic(start_index, aval.shape[axis])
     sizes = list(aval.shape)
@@ -558,7 +550,7 @@ def dynamic_slice_in_dim(operand, start_index, slice_size: int, axis: int = 0):
 def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True):
     """The element at a (possibly traced) ``index`` along ``axis``, clamped to stay in bounds."""
     aval = abstractify(operand)
-    axis = _axis("dynamic_index_in_dim", axis, aval.ndim)
+    axis = canonical_axis("kiln.lax.dynamic_index_in_dim", axis, aval.ndim)
     out = dynamic_slice_in_dim(operand, index, 1, axis)
     if keepdims:
         return out
@@ -568,7 +560,7 @@ def dynamic_index_in_dim(operand, index, axis: int = 0, keepdims: bool = True):
 def dynamic_update_slice_in_dim(operand, update, start_index, axis: int = 0):
     """``operand`` with ``update`` written along ``axis`` at a (possibly traced) start."""
     aval = abstractify(operand)
-    axis = _axis("dynamic_update_slice_in_dim", axis, aval.ndim)
+    axis = canonical_axis("kiln.lax.dynamic_update_slice_in_dim", axis, aval.ndim)
     starts: list[Any] = [0] * aval.ndim
     starts[axis] = _wrap_dynamic(start_index, aval.shape[axis])
     return api.dynamic_update_slice(operand, update, starts)
@@ -578,7 +570,7 @@ def dynamic_update_index_in_dim(operand, update, index, axis: int = 0):
     """``operand`` with ``update`` written at a (possibly traced) ``index`` along ``axis``; ``update`` may
     leave out that axis."""
     aval = abstractify(operand)
-    axis = _axis("dynamic_update_index_in_dim", axis, aval.ndim)
+    axis = canonical_axis("kiln.lax.dynamic_update_index_in_dim", axis, aval.ndim)
     upd = abstractify(update)
     if upd.ndim == aval.ndim - 1:
         update = api.reshape(update, upd.shape[:axis] + (1,) + upd.shape[axis:])
@@ -592,7 +584,7 @@ def index_take(src, idxs: Sequence[Any], axes: Sequence[int]):
     """``src[idxs[0], idxs[1], ...]`` along ``axes`` (integer index arrays of one shape), as ``jax.lax.index_take``:
     the index dimensions come first, followed by the remaining dimensions of ``src``."""
     aval = abstractify(src)
-    axes = tuple(_axis("index_take", a, aval.ndim) for a in axes)
+    axes = tuple(canonical_axis("kiln.lax.index_take", a, aval.ndim) for a in axes)
     if len(idxs) != len(axes):
         raise ValueError(f"kiln.lax.index_take: got {len(idxs)} index arrays for {len(axes)} axes")
     if not idxs:

@@ -13,7 +13,8 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
-from ..core.errors import AxisError, ShapeError
+from ..core.axes import canonical_axis
+from ..core.errors import ShapeError
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify
 from . import api
@@ -40,16 +41,6 @@ def _sort_rule(*operands: ShapedArray, dimension: int, is_stable: bool, num_keys
 sort_p = Primitive("sort", _sort_rule, multiple_results=True)
 
 
-def _canonical_dimension(fname: str, dimension: Any, ndim: int) -> int:
-    if isinstance(dimension, bool) or not isinstance(dimension, (int, np.integer)):
-        raise TypeError(f"kiln.lax.{fname}: dimension must be an int, got {type(dimension).__name__} "
-                        f"{dimension!r}")
-    if not -ndim <= dimension < ndim:
-        raise AxisError(f"kiln.lax.{fname}: dimension {dimension} is out of bounds for an array of "
-                        f"dimension {ndim}")
-    return int(dimension) % ndim
-
-
 def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: int = 1) -> Any:
     """Sort ``operand`` (an array, or a tuple of arrays of one shape) along ``dimension``.
 
@@ -66,7 +57,7 @@ def sort(operand: Any, dimension: int = -1, is_stable: bool = True, num_keys: in
         raise TypeError(f"kiln.lax.sort: num_keys must be an int, got {num_keys!r}")
     if avals[0].ndim == 0:
         raise ValueError("kiln.lax.sort: cannot sort a 0-d array (it has no dimension to sort along)")
-    dim = _canonical_dimension("sort", dimension, avals[0].ndim)
+    dim = canonical_axis("kiln.lax.sort", dimension, avals[0].ndim, what="dimension")
     if all(a.shape == avals[0].shape for a in avals) and 1 <= num_keys <= len(avals) and avals[0].shape[dim] <= 1:
         outs = operands  # nothing to reorder
     else:
@@ -88,7 +79,7 @@ def argsort(operand: Any, dimension: int = -1, is_stable: bool = True, descendin
     aval = abstractify(operand)
     if aval.ndim == 0:
         raise ValueError("kiln.lax.argsort: cannot sort a 0-d array (it has no dimension to sort along)")
-    dim = _canonical_dimension("argsort", dimension, aval.ndim)
+    dim = canonical_axis("kiln.lax.argsort", dimension, aval.ndim, what="dimension")
     idx = api.broadcasted_iota(dtypes.canonicalize_dtype(index_dtype), aval.shape, dim)
     if descending:
         return _sort_descending((operand, idx), dim, is_stable)[1]

@@ -17,7 +17,8 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
-from ..core.errors import AxisError, ShapeError
+from ..core.axes import canonical_axis
+from ..core.errors import ShapeError
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify
 from ..driver.jit import eager_jit
@@ -243,12 +244,7 @@ def _cumulative(name: str, kinds: str):
             names = {"b": "bool", "i": "signed integer", "u": "unsigned integer", "f": "floating", "c": "complex"}
             raise TypeError(f"kiln.lax.{name}: does not accept dtype {aval.dtype.name}; it takes "
                             f"{', '.join(names[k] for k in kinds)} arrays")
-        if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-            raise TypeError(f"kiln.lax.{name}: axis must be an int, got {type(axis).__name__} {axis!r}")
-        if not -aval.ndim <= axis < aval.ndim:
-            raise AxisError(f"kiln.lax.{name}: axis {axis} is out of bounds for an array of dimension "
-                            f"{aval.ndim}")
-        axis = int(axis) % aval.ndim
+        axis = canonical_axis(f"kiln.lax.{name}", axis, aval.ndim)
         if aval.shape[axis] <= 1:
             return operand
         return _scan(operand, name=name, axis=axis, reverse=bool(reverse))

@@ -12,7 +12,8 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes
-from ..core.errors import AxisError, BroadcastError, NegativeDimensionError
+from ..core.axes import canonical_axis, sorted_axes
+from ..core.errors import BroadcastError, NegativeDimensionError
 from ..core.ir import Literal
 from ..core.tracing import Tracer, abstractify
 from ..driver.array import Array
@@ -199,7 +200,7 @@ def glu(x, axis: int = -1):
     aval = abstractify(x)
     if aval.ndim == 0:
         raise ValueError("kiln.nn.glu: needs an array with at least one dimension, got a 0-d array")
-    ax = _axis("kiln.nn.glu", axis, aval.ndim)
+    ax = canonical_axis("kiln.nn.glu", axis, aval.ndim)
     n = aval.shape[ax]
     if n % 2:
         raise ValueError(f"kiln.nn.glu: the size of axis {axis} must be even to split it in two halves, got {n}")
@@ -214,24 +215,6 @@ def glu(x, axis: int = -1):
 # ---------------------------------------------------------------------------------------------
 # Normalisations over axes
 # ---------------------------------------------------------------------------------------------
-
-def _axis(where: str, axis: Any, ndim: int) -> int:
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"{where}: axis must be an int, got {type(axis).__name__} {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise AxisError(f"{where}: axis {axis} is out of bounds for an array of dimension {ndim}")
-    return int(axis) % ndim
-
-
-def _axes(where: str, axis: Any, ndim: int) -> tuple[int, ...]:
-    if axis is None:
-        return tuple(range(ndim))
-    axes = (axis,) if isinstance(axis, (int, np.integer)) or not hasattr(axis, "__iter__") else tuple(axis)
-    out = tuple(_axis(where, a, ndim) for a in axes)
-    if len(set(out)) != len(out):
-        raise ValueError(f"{where}: repeated axis in {axis}")
-    return tuple(sorted(out))
-
 
 def _mask(where_name: str, where: Any, shape: tuple[int, ...]) -> Any:
     """``where=`` as a boolean array of ``shape``."""
@@ -266,7 +249,7 @@ def softmax(x, axis: Any = -1, where: Any = None):
     """
     (x,) = float_args("kiln.nn.softmax", x)
     aval = abstractify(x)
-    axes = _axes("kiln.nn.softmax", axis, aval.ndim)
+    axes = sorted_axes("kiln.nn.softmax", axis, aval.ndim)
     mask = None if where is None else _mask("kiln.nn.softmax", where, aval.shape)
     shift = _keep(_max_shift(x, axes, mask), aval.shape, axes)
     unnormalized = lax.exp(lax.sub(x, shift))
@@ -285,7 +268,7 @@ def log_softmax(x, axis: Any = -1, where: Any = None):
     """
     (x,) = float_args("kiln.nn.log_softmax", x)
     aval = abstractify(x)
-    axes = _axes("kiln.nn.log_softmax", axis, aval.ndim)
+    axes = sorted_axes("kiln.nn.log_softmax", axis, aval.ndim)
     mask = None if where is None else _mask("kiln.nn.log_softmax", where, aval.shape)
     shifted = lax.sub(x, _keep(_max_shift(x, axes, mask), aval.shape, axes))
     exp = lax.exp(shifted)
@@ -314,7 +297,7 @@ def logsumexp_impl(fname: str, a, axis, b, keepdims: bool, return_sign: bool, wh
         a, b = broadcast_args(fname, a, b)
         a, b = float_args(fname, a, b, promoted=True)
     aval = abstractify(a)
-    axes = _axes(fname, axis, aval.ndim)
+    axes = sorted_axes(fname, axis, aval.ndim)
     mask = None if where is None else _mask(fname, where, aval.shape)
     amax = _max_shift(a, axes, mask)
     amax = lax.select(lax.is_finite(amax), amax, _const(amax, 0))
@@ -368,7 +351,7 @@ def one_hot(x, num_classes: int, *, dtype: Any = None, axis: int = -1):
         raise TypeError(f"kiln.nn.one_hot: class indices must be integers (or floats), got {aval.dtype.name}")
     dtype = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
     out_ndim = aval.ndim + 1
-    ax = _axis("kiln.nn.one_hot", axis, out_ndim)
+    ax = canonical_axis("kiln.nn.one_hot", axis, out_ndim)
     shape = aval.shape[:ax] + (int(num_classes),) + aval.shape[ax:]
     index_dtype = aval.dtype if aval.dtype != np.bool_ else dtypes.default_int_dtype()
     x = _util.convert(x, index_dtype, False)
@@ -382,7 +365,7 @@ def standardize(x, axis: Any = -1, mean: Any = None, variance: Any = None, epsil
     """``(x - mean) / sqrt(variance + epsilon)``, with mean and variance over ``axis`` unless given."""
     (x,) = float_args("kiln.nn.standardize", x)
     aval = abstractify(x)
-    axes = _axes("kiln.nn.standardize", axis, aval.ndim)
+    axes = sorted_axes("kiln.nn.standardize", axis, aval.ndim)
     if mean is None:
         mean = _red.mean(x, axis=axes, keepdims=True, where=where)
     centered = _uf.subtract(x, mean)

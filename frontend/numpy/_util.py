@@ -6,8 +6,8 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
-from ..core.errors import AxisError, BroadcastError, IntegerOverflowError, NegativeDimensionError
+from ..core import axes, dtypes
+from ..core.errors import BroadcastError, IntegerOverflowError, NegativeDimensionError
 from ..core.ir import Literal
 from ..core.tracing import Tracer, abstractify
 from ..driver.array import Array
@@ -116,23 +116,19 @@ def promote_and_broadcast(fname: str, *args: Any) -> list[Any]:
     return [broadcast_to_shape(a, shape) for a in args]
 
 
-def canonical_axis(fname: str, axis: int, ndim: int) -> int:
-    if not isinstance(axis, (int, np.integer)) or isinstance(axis, bool):
-        raise TypeError(f"kiln.numpy.{fname}: axis must be an int, got {type(axis).__name__} {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise AxisError(f"kiln.numpy.{fname}: axis {axis} is out of bounds for an array of dimension {ndim}")
-    return int(axis) % ndim if ndim else 0
+def canonical_axis(fname: str, axis: Any, ndim: int, **options: Any) -> int:
+    """:func:`kiln.frontend.core.axes.canonical_axis` in the name of ``kiln.numpy.<fname>``."""
+    return axes.canonical_axis(f"kiln.numpy.{fname}", axis, ndim, **options)
 
 
-def canonical_axes(fname: str, axis: int | Sequence[int] | None, ndim: int) -> tuple[int, ...]:
-    """``None`` -> all axes; an int or a tuple -> sorted non-negative axes (duplicates are an error)."""
-    if axis is None:
-        return tuple(range(ndim))
-    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
-    out = tuple(canonical_axis(fname, a, ndim) for a in axes)
-    if len(set(out)) != len(out):
-        raise ValueError(f"kiln.numpy.{fname}: repeated axis in {axis}")
-    return tuple(sorted(out))
+def canonical_axes(fname: str, axis: Any, ndim: int, **options: Any) -> tuple[int, ...]:
+    """:func:`kiln.frontend.core.axes.canonical_axes` in the name of ``kiln.numpy.<fname>``."""
+    return axes.canonical_axes(f"kiln.numpy.{fname}", axis, ndim, **options)
+
+
+def sorted_axes(fname: str, axis: Any, ndim: int) -> tuple[int, ...]:
+    """:func:`kiln.frontend.core.axes.sorted_axes` in the name of ``kiln.numpy.<fname>``."""
+    return axes.sorted_axes(f"kiln.numpy.{fname}", axis, ndim)
 
 
 def static_int(fname: str, what: str, value: Any) -> int:

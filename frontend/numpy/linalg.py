@@ -34,7 +34,8 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes
-from ..core.errors import AxisError, MatrixShapeError
+from ..core.axes import canonical_axes
+from ..core.errors import MatrixShapeError
 from ..core.tracing import abstractify, materialize
 from ..lax import linalg as lax_linalg
 from ..lax import precision as lax_precision
@@ -567,19 +568,15 @@ def _sum_sq(x, axes):
 
 
 def _norm_axes(fname: str, axis, ndim: int) -> tuple[int, ...]:
+    where = f"kiln.numpy.linalg.{fname}"
     axes = (axis,) if isinstance(axis, (int, np.integer)) and not isinstance(axis, bool) else axis
     if not isinstance(axes, (tuple, list)) or not all(
             isinstance(a, (int, np.integer)) and not isinstance(a, bool) for a in axes):
-        raise TypeError(f"kiln.numpy.linalg.{fname}: axis must be None, an int or a tuple of ints, got {axis!r}")
-    out = []
-    for a in axes:
-        if not -ndim <= a < ndim:
-            raise AxisError(f"kiln.numpy.linalg.{fname}: axis {a} is out of bounds for an array of dimension "
-                            f"{ndim}")
-        out.append(int(a) % ndim)
+        raise TypeError(f"{where}: axis must be None, an int or a tuple of ints, got {axis!r}")
+    out = canonical_axes(where, axes, ndim, allow_repeats=True)
     if len(set(out)) != len(out):
-        raise ValueError(f"kiln.numpy.linalg.{fname}: duplicate axes given: {axis!r}")
-    return tuple(out)
+        raise ValueError(f"{where}: duplicate axes given: {axis!r}")
+    return out
 
 
 def _vector_norm(x, ord, axes: tuple[int, ...], fname: str):

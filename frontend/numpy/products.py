@@ -10,10 +10,18 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes
-from ..core.errors import AxisError, ShapeError
+from ..core.errors import ShapeError
 from ..core.tracing import abstractify, materialize
 from ..lax.precision import canonicalize_precision
-from ._util import broadcast_shapes, broadcast_to_shape, canonical_axis, check_arraylike, convert, promote_dtypes
+from ._util import (
+    broadcast_shapes,
+    broadcast_to_shape,
+    canonical_axes,
+    canonical_axis,
+    check_arraylike,
+    convert,
+    promote_dtypes,
+)
 
 __all__ = ["convolve", "correlate", "cross", "dot", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot",
            "vecdot"]
@@ -151,21 +159,6 @@ def outer(a, b, out=None):
     return _mul(a, b)
 
 
-def _axes_list(fname: str, name: str, axes, nd: int) -> tuple[int, ...]:
-    axes = (axes,) if isinstance(axes, (int, np.integer)) else tuple(axes)
-    out = []
-    for ax in axes:
-        if not isinstance(ax, (int, np.integer)) or isinstance(ax, bool):
-            raise TypeError(f"kiln.numpy.{fname}: {name} must be ints, got {ax!r}")
-        if not -nd <= ax < nd:
-            raise AxisError(f"kiln.numpy.{fname}: axis {ax} in {name} is out of bounds for an array of dimension "
-                            f"{nd}")
-        out.append(int(ax) % nd)
-    if len(set(out)) != len(out):
-        raise ValueError(f"kiln.numpy.{fname}: repeated axis in {name} {axes}")
-    return tuple(out)
-
-
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Contract ``axes`` of ``a`` with ``axes`` of ``b``: an int n (a's last n with b's first n) or a
     pair of axis sequences. The result has a's free axes, then b's."""
@@ -185,8 +178,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
         except (TypeError, ValueError):
             raise ValueError(f"kiln.numpy.tensordot: axes must be an int or a pair of axis sequences, got "
                              f"{axes!r}") from None
-        ax_a = _axes_list("tensordot", "axes[0]", ax_a, na)
-        ax_b = _axes_list("tensordot", "axes[1]", ax_b, nb)
+        ax_a = canonical_axes("tensordot", ax_a, na, within="axes[0]")
+        ax_b = canonical_axes("tensordot", ax_b, nb, within="axes[1]")
         if len(ax_a) != len(ax_b):
             raise ValueError(f"kiln.numpy.tensordot: axes {axes} must give the same number of axes for a and b")
     for i, j in zip(ax_a, ax_b):

@@ -16,7 +16,7 @@ import numpy as np
 from .. import lax
 from ..core import dtypes
 from ..core.tracing import abstractify, materialize
-from ._util import broadcast_shapes, broadcast_to_shape, canonical_axes, canonical_axis, convert, promote_dtypes
+from ._util import broadcast_shapes, broadcast_to_shape, canonical_axis, convert, promote_dtypes, sorted_axes
 
 __all__ = [
     "all", "amax", "amin", "any", "argmax", "argmin", "average", "count_nonzero", "max", "mean", "min",
@@ -93,7 +93,7 @@ def _reduce(fname: str, kind: str, a, axis, dtype, keepdims: bool, where, initia
     """The common path of sum/prod/max/min: dtype, where=, initial=, keepdims."""
     a = _operand(fname, a)
     aval = abstractify(a)
-    axes = canonical_axes(fname, axis, aval.ndim)
+    axes = sorted_axes(fname, axis, aval.ndim)
     if dtype is not None:
         a = convert(a, dtypes.canonicalize_dtype(dtype), False)
     out_aval = abstractify(a)
@@ -175,7 +175,7 @@ def _to_bool(fname: str, x):
 def _logical(fname: str, a, axis, keepdims, where, identity: bool):
     a = _to_bool(fname, a)
     aval = abstractify(a)
-    axes = canonical_axes(fname, axis, aval.ndim)
+    axes = sorted_axes(fname, axis, aval.ndim)
     if where is not None:
         a = _select_fill(_where_mask(fname, where, aval.shape), a, identity)
     out = (lax.reduce_and if identity else lax.reduce_or)(a, axes)
@@ -233,7 +233,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     _no_out("mean", out)
     a = _operand("mean", a)
     aval = abstractify(a)
-    axes = canonical_axes("mean", axis, aval.ndim)
+    axes = sorted_axes("mean", axis, aval.ndim)
     result = dtypes.canonicalize_dtype(dtype) if dtype is not None else _inexact(aval.dtype)
     total, count = _mean_parts("mean", a, axes, where, _upcast(result), keepdims)
     return lax.convert_element_type(lax.div(total, count), result)
@@ -248,7 +248,7 @@ def _var(fname: str, a, axis, dtype, ddof, keepdims, where, correction, nan: boo
     aval = abstractify(a)
     if aval.dtype.kind == "c":
         raise NotImplementedError(f"kiln.numpy.{fname} of complex arrays is not supported yet")
-    axes = canonical_axes(fname, axis, aval.ndim)
+    axes = sorted_axes(fname, axis, aval.ndim)
     result = dtypes.canonicalize_dtype(dtype) if dtype is not None else _inexact(aval.dtype)
     compute = _upcast(_inexact(result))
     mask = lax.bitwise_not(_isnan(a)) if nan and dtypes.is_inexact(aval.dtype) else None
@@ -348,7 +348,7 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
     """Weighted average over ``axis`` (``returned=True`` also gives the sum of the weights)."""
     a = _operand("average", a)
     aval = abstractify(a)
-    axes = canonical_axes("average", axis, aval.ndim)
+    axes = sorted_axes("average", axis, aval.ndim)
     if weights is None:
         avg = mean(a, axis=axes, keepdims=keepdims)
         if not returned:
@@ -433,7 +433,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     aval = abstractify(a)
     if not dtypes.is_inexact(aval.dtype):
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
-    axes = canonical_axes("nanmean", axis, aval.ndim)
+    axes = sorted_axes("nanmean", axis, aval.ndim)
     result = dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype
     total, count = _mean_parts("nanmean", a, axes, where, _upcast(_inexact(result)), keepdims,
                                lax.bitwise_not(_isnan(a)))

@@ -22,6 +22,7 @@ from ._util import (
     check_arraylike,
     is_array,
     promote_dtypes,
+    sorted_axes,
     static_int,
 )
 
@@ -42,15 +43,6 @@ def _array(fname: str, x):
     check_arraylike(fname, x)
     (x,) = promote_dtypes(fname, x)
     return materialize(x)
-
-
-def _axis_list(fname: str, axis, ndim: int) -> list[int]:
-    """An int or a sequence of ints as non-negative axes, in the given order (duplicates are an error)."""
-    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
-    out = [canonical_axis(fname, a, ndim) for a in axes]
-    if len(set(out)) != len(out):
-        raise ValueError(f"kiln.numpy.{fname}: repeated axis in {axis}")
-    return out
 
 
 def _static_ints(fname: str, what: str, value) -> np.ndarray | None:
@@ -226,8 +218,8 @@ def moveaxis(a, source, destination):
     """Move axes to new positions, keeping the order of the others."""
     a = _array("moveaxis", a)
     nd = abstractify(a).ndim
-    src = _axis_list("moveaxis", source, nd)
-    dst = _axis_list("moveaxis", destination, nd)
+    src = canonical_axes("moveaxis", source, nd)
+    dst = canonical_axes("moveaxis", destination, nd)
     if len(src) != len(dst):
         raise ValueError(f"kiln.numpy.moveaxis: source {source} and destination {destination} need the same "
                          "number of axes")
@@ -258,7 +250,7 @@ def squeeze(a, axis: int | Sequence[int] | None = None):
     if axis is None:
         axes = tuple(i for i, d in enumerate(shp) if d == 1)
     else:
-        axes = canonical_axes("squeeze", axis, len(shp))
+        axes = sorted_axes("squeeze", axis, len(shp))
         bad = [ax for ax in axes if shp[ax] != 1]
         if bad:
             raise ValueError(f"kiln.numpy.squeeze: cannot select an axis to squeeze out which has size not "
@@ -272,7 +264,7 @@ def expand_dims(a, axis: int | Sequence[int]):
     shp = list(abstractify(a).shape)
     axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
     out_ndim = len(shp) + len(axes)
-    for ax in sorted(_axis_list("expand_dims", axes, out_ndim)):
+    for ax in sorted_axes("expand_dims", axes, out_ndim):
         shp.insert(ax, 1)
     return lax.reshape(a, tuple(shp))
 
@@ -892,7 +884,7 @@ def _pad_stat(x, ax: int, before: int, after: int, mode: str, stat_length, nd: i
 def flip(m, axis: int | Sequence[int] | None = None):
     """Reverse the order of elements along ``axis`` (all axes when None)."""
     m = _array("flip", m)
-    axes = canonical_axes("flip", axis, abstractify(m).ndim)
+    axes = sorted_axes("flip", axis, abstractify(m).ndim)
     return lax.rev(m, axes)
 
 
@@ -918,8 +910,7 @@ def roll(a, shift, axis: int | Sequence[int] | None = None):
     aval = abstractify(a)
     if axis is None:
         return lax.reshape(roll(ravel(a), shift, 0), aval.shape)
-    axes = [axis] if isinstance(axis, (int, np.integer)) else list(axis)
-    axes = [canonical_axis("roll", ax, aval.ndim) for ax in axes]
+    axes = canonical_axes("roll", axis, aval.ndim, allow_repeats=True)
     static = _static_ints("roll", "shift", shift) if not is_array(shift) or concrete(shift) is not None else None
     if static is not None:
         try:

@@ -16,7 +16,7 @@ from ..core import dtypes
 from ..core.errors import AxisError
 from ..core.tracing import abstractify, materialize
 from ..driver.jit import eager_jit
-from ._util import as_operand, canonical_axes, canonical_axis, check_arraylike, convert, promote_dtypes
+from ._util import as_operand, canonical_axis, check_arraylike, convert, promote_dtypes, sorted_axes
 
 __all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "nanmedian",
            "cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod"]
@@ -66,7 +66,7 @@ def _quantile(fname: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool
             raise TypeError(f"kiln.numpy.{fname}: q must be real, got {q_aval.dtype.name}")
         q_shape = q_aval.shape
         q_op = lax.convert_element_type(as_operand(q), idx_float)
-    axes = canonical_axes(fname, axis, aval.ndim)
+    axes = sorted_axes(fname, axis, aval.ndim)
     kept = tuple(i for i in range(aval.ndim) if i not in axes)
     batch_shape = tuple(aval.shape[i] for i in kept)
     n = int(np.prod([aval.shape[i] for i in axes], dtype=np.int64))

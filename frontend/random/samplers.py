@@ -16,6 +16,7 @@ import numpy as np
 from .. import numpy as knp
 from ..ad.custom import custom_jvp
 from ..core import dtypes
+from ..core.axes import canonical_axis
 from ..core.tracing import Tracer, abstractify, concrete, materialize
 from ..driver.array import Array
 from ..driver.jit import jit
@@ -357,14 +358,6 @@ def _static_int(fname: str, x: Any, what: str) -> int:
     return int(v)
 
 
-def _check_axis(fname: str, axis: Any, ndim: int) -> int:
-    if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        raise TypeError(f"kiln.random.{fname}: axis must be an int, got {type(axis).__name__} {axis!r}")
-    if not -ndim <= axis < ndim:
-        raise ValueError(f"kiln.random.{fname}: axis {axis} is out of bounds for an array of dimension {ndim}")
-    return int(axis) % ndim
-
-
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
     """A random permutation of ``arange(x)`` (an int) or of ``x`` along ``axis``.
 
@@ -374,7 +367,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     if isinstance(x, (list, tuple)):
         raise TypeError(f"kiln.random.permutation: x must be an int or an array, got {type(x).__name__}")
     ndim = len(_shape_of(x))
-    axis = _check_axis("permutation", axis, ndim or 1)
+    axis = canonical_axis("kiln.random.permutation", axis, ndim or 1)
     if not ndim:
         n = _static_int("permutation", x, "x")
         if n < 0:
@@ -402,7 +395,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
     if arr.ndim == 0:
         n_inputs = _static_int("choice", a, "a")
     else:
-        axis = _check_axis("choice", axis, arr.ndim)
+        axis = canonical_axis("kiln.random.choice", axis, arr.ndim)
         n_inputs = arr.shape[axis]
     n_draws = math.prod(shape)
     if n_draws == 0:
@@ -454,7 +447,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | No
         raise TypeError(f"kiln.random.categorical: logits must be a floating-point array, got {logits.dtype.name}")
     if logits.ndim == 0:
         raise ValueError("kiln.random.categorical: logits must have at least one dimension (the categories)")
-    axis = _check_axis("categorical", axis, logits.ndim)
+    axis = canonical_axis("kiln.random.categorical", axis, logits.ndim)
     batch_shape = tuple(s for i, s in enumerate(logits.shape) if i != axis)
     if shape is None:
         shape = batch_shape
