@@ -8,7 +8,7 @@ so it needs no derivative or batching rule of its own.
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 import numpy as np
 
@@ -197,11 +197,18 @@ def integer_pow(x, y: Any):
             raise ValueError(f"kiln.lax.integer_pow: integers to negative powers are not allowed "
                              f"(exponent {y}, dtype {aval.dtype.name})")
         return reciprocal(integer_pow(x, -y))
-    result, base = None, x
-    while y:
-        if y & 1:
-            result = base if result is None else api.mul(result, base)
-        y >>= 1
-        if y:
-            base = api.mul(base, base)
-    return _full_like(x, 1) if result is None else result
+    return _full_like(x, 1) if y == 0 else square_and_multiply(x, y, api.mul)
+
+
+def square_and_multiply(x, n: int, mul: Callable[[Any, Any], Any]):
+    """``x`` to the static power ``n >= 1`` under the product ``mul`` (elementwise for ``integer_pow``, the
+    matrix product for ``kiln.numpy.linalg.matrix_power``): the squares of ``x`` for the set bits of ``n``,
+    multiplied in from the lowest bit up."""
+    result = None
+    while True:
+        if n & 1:
+            result = x if result is None else mul(result, x)
+        n >>= 1
+        if not n:
+            return result
+        x = mul(x, x)

@@ -39,6 +39,7 @@ from ..core.errors import MatrixShapeError
 from ..core.tracing import abstractify, materialize
 from ..lax import linalg as lax_linalg
 from ..lax import precision as lax_precision
+from ..lax.special import square_and_multiply
 from . import products as _products
 from ._util import check_arraylike, convert
 
@@ -395,15 +396,7 @@ def matrix_power(a, n):
     if n < 0:
         a = inv(a)
         n = -n
-    result = None
-    power = a
-    while True:
-        if n & 1:
-            result = power if result is None else _matmul(result, power)
-        n >>= 1
-        if not n:
-            return result
-        power = _matmul(power, power)
+    return square_and_multiply(a, n, _matmul)
 
 
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):

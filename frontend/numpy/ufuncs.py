@@ -207,22 +207,14 @@ def power(x, y, /):
 
 
 def _integer_power(x, n: int):
-    """``x ** n`` for a static int ``n``, by repeated squaring."""
+    """``x ** n`` for a static int ``n``: ``lax.integer_pow`` after kiln.numpy's promotion. The powers 0 and
+    1 need no multiplication, so they take every dtype (bool too)."""
     (x,) = promote_dtypes("power", x)
-    if n < 0:
-        if not dtypes.is_inexact(abstractify(x).dtype):
-            raise ValueError("kiln.numpy.power: integers to negative integer powers are not allowed")
-        return lax.div(full_like_(x, 1), _integer_power(x, -n))
+    if n < 0 and not dtypes.is_inexact(abstractify(x).dtype):
+        raise ValueError("kiln.numpy.power: integers to negative integer powers are not allowed")
     if n == 0:
         return full_like_(x, 1)
-    result, base = None, x
-    while n:
-        if n & 1:
-            result = base if result is None else lax.mul(result, base)
-        n >>= 1
-        if n:
-            base = lax.mul(base, base)
-    return result
+    return x if n == 1 else lax.integer_pow(x, n)
 
 
 full_like_ = lax.full_like
