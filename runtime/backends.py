@@ -79,10 +79,6 @@ class Backend:
         """This process's devices of the backend, in the client's order."""
         return list(self._devices)
 
-    def device_for(self, raw: Any) -> Device:
-        """kiln's Device for one of this client's jaxlib devices."""
-        return self._by_raw[raw]
-
     @property
     def platform_version(self) -> str:
         return str(self._client.platform_version)

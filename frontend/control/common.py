@@ -6,7 +6,6 @@ from typing import Any, Callable, Sequence
 
 from ..core import dtypes, tree_util
 from ..core.avals import ShapedArray
-from ..core.call import call_body
 from ..core.errors import KilnError
 from ..core.ir import ClosedIR
 from ..core.tracing import abstractify, trace_to_ir
@@ -28,11 +27,6 @@ def trace_callable(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], name
 
     closed, _ = trace_to_ir(flat_fun, list(in_avals), name=name)
     return closed, out_tree_box[0]
-
-
-def with_consts_as_inputs(closed: ClosedIR) -> tuple[ClosedIR, list]:
-    """A body that takes its constants as leading inputs, and those constants' values."""
-    return call_body(closed), list(closed.consts)
 
 
 def avals_str(avals: Sequence[ShapedArray]) -> str:
@@ -68,11 +62,6 @@ def cast_to(x, aval: ShapedArray):
     if a.dtype != aval.dtype or (a.weak_type and not aval.weak_type):
         return lax.convert_element_type(x, aval.dtype, weak_type=aval.weak_type)
     return x
-
-
-def abstract_leaves(tree_value) -> tuple[list, Any, list[ShapedArray]]:
-    leaves, tree = tree_util.tree_flatten(tree_value)
-    return leaves, tree, [abstractify(x) for x in leaves]
 
 
 def fun_name(f: Callable) -> str:

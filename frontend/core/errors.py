@@ -72,9 +72,3 @@ class IndexTypeError(KilnError, TypeError, IndexError):
 
 class IntegerOverflowError(KilnError, OverflowError):
     """A Python integer too large for any integer dtype kiln can give it (int32 or int64/uint64)."""
-
-
-def describe_origin(builder) -> str:
-    """Where a traced value came from, for error messages."""
-    fun = getattr(builder, "fun_name", None) or "a traced function"
-    return f"while tracing {fun}"

@@ -342,7 +342,3 @@ def eval_ir(ir: IR, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
         outs = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
         env.update(zip(eqn.outputs, outs if eqn.prim.multiple_results else [outs]))
     return [materialize(read(a)) for a in ir.outvars]
-
-
-def eval_closed(closed: ClosedIR, args: Sequence[Any]) -> list[Any]:
-    return eval_ir(closed.ir, closed.consts, args)

@@ -164,7 +164,6 @@ _registry: dict[type, _NodeType] = {
     tuple: _TUPLE, list: _LIST, dict: _DICT, type(None): _NONE,
     collections.OrderedDict: _ORDERED_DICT, collections.defaultdict: _DEFAULTDICT,
 }
-_BUILTIN_TYPES = frozenset(_registry)
 
 
 def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple[Iterable, Any]],
