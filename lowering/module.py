@@ -110,7 +110,7 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
         with ir.InsertionPoint(module.body):
             fn = func.FuncOp(name, ir.FunctionType.get(in_types, out_types))
             fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
-            fn.arg_attrs = ir.ArrayAttr.get(_donation_attrs(params, all_inputs, kept, donated, body))
+            fn.arg_attrs = ir.ArrayAttr.get(_donation_attrs(params, kept, donated, body))
             block = fn.add_entry_block()
             with ir.InsertionPoint(block):
                 args = iter(block.arguments)
@@ -121,7 +121,7 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
     return LoweredModule(module, kept, [a.aval for a in body.outvars])
 
 
-def _donation_attrs(params, all_inputs, kept, donated, body: IR) -> list[ir.DictAttr]:
+def _donation_attrs(params, kept, donated, body: IR) -> list[ir.DictAttr]:
     """``tf.aliasing_output`` for a donated input matching an output, else ``jax.buffer_donor``."""
     free_outputs = list(range(len(body.outvars)))
     attrs = []

@@ -372,7 +372,7 @@ class JittedFunction:
             out = self.fun(*a, **k)
             out_leaves, out_tree = tree_util.tree_flatten(out)
             for path_leaf in out_leaves:
-                _check_output(self.__name__, path_leaf, out)
+                _check_output(self.__name__, path_leaf)
             out_tree_box.append(out_tree)
             return out_leaves
 
@@ -596,7 +596,7 @@ def _hashable_static(jitted: JittedFunction, value: Any, where: str, name: str) 
     return _Static(value, h)
 
 
-def _check_output(name: str, leaf: Any, out: Any) -> None:
+def _check_output(name: str, leaf: Any) -> None:
     if isinstance(leaf, (Tracer, Array)) or isinstance(leaf, dtypes.PY_SCALARS):
         return
     try:

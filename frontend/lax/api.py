@@ -36,7 +36,7 @@ def literal(value: Any, dtype: np.dtype, weak_type: bool = False) -> Literal:
     return Literal(val, ShapedArray((), np.dtype(dtype), weak_type))
 
 
-def _operands(name: str, *args: Any) -> list[Any]:
+def _operands(*args: Any) -> list[Any]:
     """Give Python scalars the dtype of the array operands and broadcast them to their shape."""
     if not any(map(_is_py_scalar, args)):
         return args
@@ -68,7 +68,7 @@ def _binary(name: str):
     prim = ew.binary_prims[name]
 
     def fn(x, y):
-        return prim.bind(*_operands(name, x, y))
+        return prim.bind(*_operands(x, y))
     fn.__name__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of two arrays of one dtype and shape (kiln primitive)."
     return fn
@@ -101,7 +101,7 @@ def round(x, rounding_method: int = RoundingMethod.AWAY_FROM_ZERO):  # noqa: A00
 
 def select(pred, on_true, on_false):
     """``on_true`` where ``pred`` else ``on_false``, elementwise."""
-    on_true, on_false = _operands("select", on_true, on_false)
+    on_true, on_false = _operands(on_true, on_false)
     return ew.select_p.bind(pred, on_true, on_false)
 
 

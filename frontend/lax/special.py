@@ -66,7 +66,7 @@ clz = _unary("clz", "Elementwise number of leading zero bits (integers).")
 
 def nextafter(x1, x2):
     """The next floating-point value after ``x1`` in the direction of ``x2``, elementwise."""
-    return nextafter_p.bind(*api._operands("nextafter", x1, x2))
+    return nextafter_p.bind(*api._operands(x1, x2))
 
 
 # -- complex numbers ------------------------------------------------------------------------
@@ -108,7 +108,7 @@ def imag(x):
 
 def complex(x, y):  # noqa: A001 - jax.lax's name
     """The complex array ``x + i*y`` from two float32 (or float64) arrays of one shape."""
-    return complex_p.bind(*api._operands("complex", x, y))
+    return complex_p.bind(*api._operands(x, y))
 
 
 def conj(x):

@@ -773,7 +773,7 @@ _PAD_OPTIONS = {"constant": {"constant_values"}, "empty": set(), "edge": set(), 
                 "maximum": {"stat_length"}, "minimum": {"stat_length"}, "mean": {"stat_length"}}
 
 
-def _scalar_operand(fname: str, v, aval):
+def _scalar_operand(v, aval):
     """``v`` as a 0-d operand of ``aval``'s dtype (for lax.pad)."""
     if is_array(v):
         if abstractify(v).ndim:
@@ -822,13 +822,13 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
             uniform = bool((values == values.flat[0]).all()) if values.size else True
         if uniform:
             v = cv if is_array(cv) else (values.flat[0] if values.size else 0)
-            return lax.pad(x, _scalar_operand("pad", v, aval), [(int(b), int(e), 0) for b, e in widths])
+            return lax.pad(x, _scalar_operand(v, aval), [(int(b), int(e), 0) for b, e in widths])
         for ax in range(nd):
             for side in (0, 1):
                 if widths[ax][side]:
                     cfg = [(0, 0, 0)] * nd
                     cfg[ax] = (int(widths[ax][0]), 0, 0) if side == 0 else (0, int(widths[ax][1]), 0)
-                    x = lax.pad(x, _scalar_operand("pad", values[ax][side], aval), cfg)
+                    x = lax.pad(x, _scalar_operand(values[ax][side], aval), cfg)
         return x
     stat_length = kwargs.get("stat_length")
     for ax in range(nd):
