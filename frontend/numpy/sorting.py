@@ -12,7 +12,7 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes
-from ..core.errors import AxisError, ConcretizationTypeError
+from ..core.errors import ConcretizationTypeError
 from ..core.tracing import abstractify, materialize
 from ..driver.jit import eager_jit
 from ._util import as_operand, canonical_axis, check_arraylike, promote_dtypes, static_int
@@ -35,8 +35,6 @@ def _flatten_or_axis(fname: str, a: Any, axis: Any) -> tuple[Any, int]:
     aval = abstractify(a)
     if axis is None:
         return lax.reshape(a, (aval.size,)), 0
-    if aval.ndim == 0:
-        raise AxisError(f"kiln.numpy.{fname}: axis {axis} is out of bounds for an array of dimension 0")
     return a, canonical_axis(fname, axis, aval.ndim)
 
 
@@ -234,8 +232,6 @@ def unique(ar: Any, return_index: bool = False, return_inverse: bool = False, re
         slice_shape: tuple[int, ...] = ()
         inverse_shape, ax, n = aval.shape, 0, aval.size
     else:
-        if aval.ndim == 0:
-            raise AxisError(f"kiln.numpy.unique: axis {axis} is out of bounds for an array of dimension 0")
         ax = canonical_axis(fname, axis, aval.ndim)
         slice_shape = tuple(d for i, d in enumerate(aval.shape) if i != ax)
         inverse_shape, n = (aval.shape[ax],), aval.shape[ax]

@@ -13,7 +13,6 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes
-from ..core.errors import AxisError
 from ..core.tracing import abstractify, materialize
 from ..driver.jit import eager_jit
 from ._util import as_operand, canonical_axis, check_arraylike, convert, promote_dtypes, sorted_axes
@@ -237,8 +236,6 @@ def _cumulative(fname: str, lax_fn, a: Any, axis: Any, dtype: Any, nan_identity:
         a = lax.reshape(a, (aval.size,))
         axis = 0
     else:
-        if aval.ndim == 0:
-            raise AxisError(f"kiln.numpy.{fname}: axis {axis} is out of bounds for an array of dimension 0")
         axis = canonical_axis(fname, axis, aval.ndim)
     target = dtypes.canonicalize_dtype(dtype) if dtype is not None else _accumulation_dtype(aval.dtype)
     if target is not None:
