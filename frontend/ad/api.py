@@ -65,10 +65,6 @@ def _check_arrays(fname: str, flat, what: str = "argument") -> None:
                             "differentiable arguments must be arrays, scalars or pytrees of them") from None
 
 
-def _zero_tangent_for(x):
-    return Zero(tangent_aval(abstractify(x)))
-
-
 def _is_zero_tangent(t) -> bool:
     return isinstance(t, Zero) or (isinstance(t, np.ndarray) and t.dtype == float0)
 
