@@ -12,14 +12,15 @@ from typing import Any
 import numpy as np
 
 from ..core import dtypes
-from ..core.tracing import abstractify
+from ..core.errors import ConcretizationTypeError
+from ..core.tracing import abstractify, materialize
 from ._util import check_arraylike, promote_dtypes, static_int
 from .creation import asarray, ones, zeros
 from .index_funcs import _nonzero, take
 from .reductions import all as _all
 from .reductions import any as _any
 from .shape import concatenate, ravel, reshape
-from .sorting import argsort, searchsorted, sort, unique
+from .sorting import argsort, lexsort, searchsorted, sort, unique
 from .ufuncs import where
 
 __all__ = ["intersect1d", "isin", "setdiff1d", "setxor1d", "union1d"]
@@ -30,7 +31,7 @@ _ISIN_METHODS = ("auto", "compare_all", "binary_search", "sort")
 def _flat_pair(fname: str, ar1: Any, ar2: Any) -> tuple[Any, Any]:
     check_arraylike(fname, ar1, ar2)
     a1, a2 = promote_dtypes(fname, ar1, ar2)
-    return ravel(asarray(a1)), ravel(asarray(a2))
+    return ravel(asarray(materialize(a1))), ravel(asarray(materialize(a2)))
 
 
 def _member(x: Any, test: Any) -> Any:
@@ -88,7 +89,12 @@ def _select(fname: str, values: Any, mask: Any, size: Any, fill_value: Any, *ext
         fill = 0 if fill_value is None else fill_value
         out = [zeros((k,), abstractify(values).dtype) + asarray(fill, dtype=abstractify(values).dtype)]
         return out + [zeros((k,), abstractify(e).dtype) for e in extra]
-    (pos,) = _nonzero(fname, mask, size, None)
+    try:
+        (pos,) = _nonzero(fname, mask, size, None)
+    except ConcretizationTypeError:
+        raise ConcretizationTypeError(
+            f"kiln.numpy.{fname}: the number of values in the result depends on the data, so it cannot be known under "
+            "jit: pass size= (a static int; the result is padded with fill_value or truncated)") from None
     k = abstractify(pos).shape[0]
     picked = take(values, pos)
     if size is not None and k:
@@ -103,7 +109,12 @@ def _select(fname: str, values: Any, mask: Any, size: Any, fill_value: Any, *ext
 def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = None) -> Any:
     """The sorted unique values that are in either array (flattened)."""
     a1, a2 = _flat_pair("union1d", ar1, ar2)
-    return unique(concatenate([a1, a2]), size=size, fill_value=fill_value)
+    try:
+        return unique(concatenate([a1, a2]), size=size, fill_value=fill_value)
+    except ConcretizationTypeError:
+        raise ConcretizationTypeError(
+            "kiln.numpy.union1d: the number of values in the union depends on the data, so it cannot be known under "
+            "jit: pass size= (a static int; the result is padded with fill_value or truncated)") from None
 
 
 def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False, *,
@@ -138,5 +149,11 @@ def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | Non
              fill_value: Any = None) -> Any:
     """The sorted unique values that are in exactly one of the arrays (flattened)."""
     a1, a2 = _flat_pair("setxor1d", ar1, ar2)
-    u, _, valid = _unique_valid("setxor1d", concatenate([a1, a2]), False)
-    return _select("setxor1d", u, valid & (_member(u, a1) != _member(u, a2)), size, fill_value)[0]
+    u1, _, valid1 = _unique_valid("setxor1d", a1, assume_unique)
+    u2, _, valid2 = _unique_valid("setxor1d", a2, assume_unique)
+    # Each array's values that the other lacks (a NaN is in nothing, so each array's NaN counts, as NumPy),
+    # the chosen ones sorted to the front.
+    values = concatenate([u1, u2])
+    chosen = concatenate([valid1 & ~_member(u1, a2), valid2 & ~_member(u2, a1)])
+    order = lexsort((values, ~chosen))
+    return _select("setxor1d", take(values, order), take(chosen, order), size, fill_value)[0]

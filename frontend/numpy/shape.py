@@ -1073,7 +1073,7 @@ def trim_zeros(filt, trim: str = "fb", axis=None):
     check_arraylike("trim_zeros", filt)
     x = asarray(filt)
     trim = trim.lower() if isinstance(trim, str) else trim
-    if not isinstance(trim, str) or not set(trim) <= {"f", "b"}:
+    if not isinstance(trim, str) or not trim or not set(trim) <= {"f", "b"}:
         raise ValueError(f"kiln.numpy.trim_zeros: trim must be a combination of 'f' and 'b', got {trim!r}")
     value = concrete(x) if isinstance(x, Tracer) else x
     if value is None:
