@@ -15,26 +15,28 @@ from .ufuncs import bitwise_and, right_shift
 __all__ = ["packbits", "unpackbits"]
 
 
-def _bitorder(fname: str, bitorder: str) -> np.ndarray:
+def _operand(fname: str, a: Any, axis: int | None, bitorder: str, packed: bool) -> tuple[Any, int, np.ndarray]:
+    """``a`` as a kiln array (flattened when ``axis`` is None), the axis, and the bit shifts in order."""
+    check_arraylike(fname, a)
+    a = asarray(a)
+    dtype = abstractify(a).dtype
+    if (dtype != np.uint8) if packed else (dtype.kind not in "biu"):
+        what = "a uint8" if packed else "an integer or boolean"
+        raise TypeError(f"kiln.numpy.{fname}: needs {what} array, got {dtype.name}")
     if bitorder not in ("big", "little"):
         raise ValueError(f"kiln.numpy.{fname}: bitorder must be 'big' or 'little', got {bitorder!r}")
     shifts = np.arange(8, dtype=np.uint8)
-    return shifts[::-1].copy() if bitorder == "big" else shifts
+    shifts = shifts[::-1].copy() if bitorder == "big" else shifts
+    if axis is None:
+        return ravel(a), 0, shifts
+    return a, canonical_axis(fname, axis, abstractify(a).ndim), shifts
 
 
 def packbits(a: Any, axis: int | None = None, bitorder: str = "big") -> Any:
     """The elements of the integer or boolean ``a`` as bits (nonzero -> 1), packed eight to a uint8
     along ``axis`` (of the flattened array when None); the last byte is padded with zeros.
     ``bitorder='big'`` puts the first element in the most significant bit."""
-    check_arraylike("packbits", a)
-    a = asarray(a)
-    if abstractify(a).dtype.kind not in "biu":
-        raise TypeError(f"kiln.numpy.packbits: needs an integer or boolean array, got {abstractify(a).dtype.name}")
-    shifts = _bitorder("packbits", bitorder)
-    if axis is None:
-        a, axis = ravel(a), 0
-    else:
-        axis = canonical_axis("packbits", axis, abstractify(a).ndim)
+    a, axis, shifts = _operand("packbits", a, axis, bitorder, packed=False)
     bits = moveaxis((a != 0).astype(np.uint8), axis, -1)
     n = abstractify(bits).shape[-1]
     extra = -n % 8
@@ -49,15 +51,7 @@ def unpackbits(a: Any, axis: int | None = None, count: int | None = None, bitord
     """The bits of the uint8 array ``a`` as a uint8 array of 0s and 1s, eight per byte along ``axis``
     (of the flattened array when None). ``count`` keeps that many bits along the axis (negative:
     drops them from the end; more than there are: pads with zeros)."""
-    check_arraylike("unpackbits", a)
-    a = asarray(a)
-    if abstractify(a).dtype != np.uint8:
-        raise TypeError(f"kiln.numpy.unpackbits: needs a uint8 array, got {abstractify(a).dtype.name}")
-    shifts = _bitorder("unpackbits", bitorder)
-    if axis is None:
-        a, axis = ravel(a), 0
-    else:
-        axis = canonical_axis("unpackbits", axis, abstractify(a).ndim)
+    a, axis, shifts = _operand("unpackbits", a, axis, bitorder, packed=True)
     bits = bitwise_and(right_shift(a[..., None], asarray(shifts)), np.uint8(1))
     shape = abstractify(a).shape
     bits = moveaxis(bits, axis, -2)
