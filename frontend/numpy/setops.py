@@ -14,6 +14,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.errors import ConcretizationTypeError
 from ..core.tracing import abstractify, materialize
+from ..driver.jit import eager_jit
 from ._util import check_arraylike, promote_dtypes, static_int
 from .creation import asarray, ones, zeros
 from .index_funcs import _nonzero, take
@@ -117,15 +118,24 @@ def union1d(ar1: Any, ar2: Any, *, size: int | None = None, fill_value: Any = No
             "jit: pass size= (a static int; the result is padded with fill_value or truncated)") from None
 
 
-def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False, *,
-                size: int | None = None, fill_value: Any = None) -> Any:
-    """The sorted unique values that are in both arrays (flattened); with ``return_indices``, also the
-    index of each one's first occurrence in ``ar1`` and in ``ar2`` (0 in padded entries)."""
-    a1, a2 = _flat_pair("intersect1d", ar1, ar2)
-    u1, i1, valid = _unique_valid("intersect1d", a1, assume_unique)
+@eager_jit("op", "assume_unique")
+def _candidates(a1: Any, a2: Any, *, op: str, assume_unique: bool) -> tuple[Any, ...]:
+    """The sorted candidate values of a set operation, which of them belong to the result, and (for
+    ``intersect1d``) each one's first index in ``a1`` and ``a2``: static shapes, one compiled program
+    when called eagerly."""
+    if op == "setxor1d":
+        u1, _, valid1 = _unique_valid(op, a1, assume_unique)
+        u2, _, valid2 = _unique_valid(op, a2, assume_unique)
+        # Each array's values that the other lacks (a NaN is in nothing, so each array's NaN counts, as
+        # NumPy), the chosen ones sorted to the front.
+        values = concatenate([u1, u2])
+        chosen = concatenate([valid1 & ~_member(u1, a2), valid2 & ~_member(u2, a1)])
+        order = lexsort((values, ~chosen))
+        return take(values, order), take(chosen, order)
+    u1, i1, valid = _unique_valid(op, a1, assume_unique)
+    if op == "setdiff1d":
+        return u1, valid & ~_member(u1, a2)
     mask = valid & _member(u1, a2)
-    if not return_indices:
-        return _select("intersect1d", u1, mask, size, fill_value)[0]
     n2 = abstractify(a2).shape[0]
     if n2:
         order2 = argsort(a2)  # stable: the first occurrence of equal values comes first
@@ -133,6 +143,17 @@ def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices:
         i2 = take(order2, where(j < n2, j, n2 - 1))
     else:
         i2 = zeros(abstractify(u1).shape, dtypes.default_int_dtype())
+    return u1, mask, i1, i2
+
+
+def intersect1d(ar1: Any, ar2: Any, assume_unique: bool = False, return_indices: bool = False, *,
+                size: int | None = None, fill_value: Any = None) -> Any:
+    """The sorted unique values that are in both arrays (flattened); with ``return_indices``, also the
+    index of each one's first occurrence in ``ar1`` and in ``ar2`` (0 in padded entries)."""
+    a1, a2 = _flat_pair("intersect1d", ar1, ar2)
+    u1, mask, i1, i2 = _candidates(a1, a2, op="intersect1d", assume_unique=bool(assume_unique))
+    if not return_indices:
+        return _select("intersect1d", u1, mask, size, fill_value)[0]
     values, idx1, idx2 = _select("intersect1d", u1, mask, size, fill_value, i1, i2)
     return values, idx1, idx2
 
@@ -141,19 +162,13 @@ def setdiff1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | No
               fill_value: Any = None) -> Any:
     """The sorted unique values of ``ar1`` that are not in ``ar2`` (both flattened)."""
     a1, a2 = _flat_pair("setdiff1d", ar1, ar2)
-    u1, _, valid = _unique_valid("setdiff1d", a1, assume_unique)
-    return _select("setdiff1d", u1, valid & ~_member(u1, a2), size, fill_value)[0]
+    values, chosen = _candidates(a1, a2, op="setdiff1d", assume_unique=bool(assume_unique))
+    return _select("setdiff1d", values, chosen, size, fill_value)[0]
 
 
 def setxor1d(ar1: Any, ar2: Any, assume_unique: bool = False, *, size: int | None = None,
              fill_value: Any = None) -> Any:
     """The sorted unique values that are in exactly one of the arrays (flattened)."""
     a1, a2 = _flat_pair("setxor1d", ar1, ar2)
-    u1, _, valid1 = _unique_valid("setxor1d", a1, assume_unique)
-    u2, _, valid2 = _unique_valid("setxor1d", a2, assume_unique)
-    # Each array's values that the other lacks (a NaN is in nothing, so each array's NaN counts, as NumPy),
-    # the chosen ones sorted to the front.
-    values = concatenate([u1, u2])
-    chosen = concatenate([valid1 & ~_member(u1, a2), valid2 & ~_member(u2, a1)])
-    order = lexsort((values, ~chosen))
-    return _select("setxor1d", take(values, order), take(chosen, order), size, fill_value)[0]
+    values, chosen = _candidates(a1, a2, op="setxor1d", assume_unique=bool(assume_unique))
+    return _select("setxor1d", values, chosen, size, fill_value)[0]

@@ -9,6 +9,7 @@ from .. import lax
 from ..core import dtypes
 from ..core.ir import Literal
 from ..core.tracing import abstractify, materialize
+from ..driver.jit import eager_jit
 from . import _util
 from ._util import check_arraylike, convert, is_array
 
@@ -1004,7 +1005,12 @@ def i0(x, /):
     (x,) = _float_dtype_args("i0", x)
     if _kind(x) == "c":
         raise ValueError("kiln.numpy.i0: complex input is not supported")
-    x = materialize(x)
+    return _i0(materialize(x))
+
+
+@eager_jit()
+def _i0(x):
+    """i0 of a float array: ~120 primitives, compiled as one program when called eagerly."""
     ax = abs(x)
     small = lax.le(ax, lax.full_like(ax, 8.0))
     # Each branch sees an argument inside its own interval (so neither produces inf or NaN).

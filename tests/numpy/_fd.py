@@ -34,10 +34,11 @@ def check_grad(f, *args, argnum: int = 0, eps: float = 1e-6, rtol: float = 1e-5,
 
 
 def check_vmap(f, *batched, in_axes=0, rtol: float = 1e-6, atol: float = 1e-6) -> None:
-    """``kiln.vmap(f)`` over the leading axis of each argument against a Python loop of ``f``."""
-    out = kiln.vmap(f, in_axes=in_axes)(*batched)
+    """``kiln.vmap(f)`` over the leading axis of each argument against a Python loop of ``f`` (both jitted)."""
+    out = kiln.jit(kiln.vmap(f, in_axes=in_axes))(*batched)
     n = np.shape(batched[0])[0]
-    loop = [f(*[b[i] for b in batched]) for i in range(n)]
+    single = kiln.jit(f)  # one example at a time (jitted: eagerly, every primitive would compile)
+    loop = [single(*[b[i] for b in batched]) for i in range(n)]
     if isinstance(out, (tuple, list)):
         for k, o in enumerate(out):
             np.testing.assert_allclose(np.asarray(o), np.stack([np.asarray(r[k]) for r in loop]), rtol=rtol, atol=atol)
