@@ -2,15 +2,24 @@
 import sys as _sys  # noqa: E402
 
 from ..core.array_methods import install_array_methods as _install  # noqa: E402
+from .bits import *  # noqa: F401,F403
 from .control import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .dtype_api import *  # noqa: F401,F403  (scalar types knp.float32..., finfo, result_type, ...)
 from .einsum import *  # noqa: F401,F403
+from .functional import *  # noqa: F401,F403
+from .histograms import *  # noqa: F401,F403
 from .index_funcs import *  # noqa: F401,F403
+from .index_tricks import *  # noqa: F401,F403
 from .indexing import _IndexUpdateHelper  # noqa: E402
 from .indexing import getitem as _getitem  # noqa: F401
+from .misc import *  # noqa: F401,F403
+from .npyio import *  # noqa: F401,F403
+from .numerical import *  # noqa: F401,F403
+from .polynomial import *  # noqa: F401,F403
 from .products import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
+from .setops import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .statistics import *  # noqa: F401,F403
@@ -73,6 +82,7 @@ from .ufuncs import (  # noqa: F401
     true_divide,
     where,
 )
+from .window import *  # noqa: F401,F403
 
 _install(_sys.modules[__name__], _IndexUpdateHelper)  # arrays' and tracers' operators forward to this namespace
 

@@ -28,7 +28,7 @@ from ._util import (
 __all__ = [
     "arange", "array", "asarray", "astype", "copy", "diag", "diagflat", "diagonal", "empty", "empty_like",
     "eye", "full", "full_like", "geomspace", "identity", "indices", "linspace", "logspace", "meshgrid", "ones",
-    "ones_like", "tri", "zeros", "zeros_like",
+    "ones_like", "tri", "vander", "zeros", "zeros_like",
 ]
 
 builtins_any, builtins_max, builtins_min = any, max, min
@@ -502,3 +502,22 @@ def diagflat(v, k: int = 0):
     """The flattened ``v`` on the ``k``-th diagonal of a 2-D array."""
     v = _array_arg("diagflat", v)
     return diag(lax.reshape(v, (abstractify(v).size,)), k)
+
+
+def vander(x, N: int | None = None, increasing: bool = False):
+    """The Vandermonde matrix of the 1-D ``x``: column ``j`` is ``x ** (N - 1 - j)`` (``x ** j`` when
+    ``increasing``), built by repeated multiplication as NumPy does. ``N`` (default ``len(x)``) is static."""
+    check_arraylike("vander", x)
+    (x,) = promote_dtypes("vander", x)
+    x = materialize(x)
+    aval = abstractify(x)
+    if aval.ndim != 1:
+        raise ValueError(f"kiln.numpy.vander: x must be 1-D, got shape {aval.shape}")
+    n = aval.shape[0] if N is None else static_int("vander", "N", N)
+    if n < 0:
+        raise ValueError(f"kiln.numpy.vander: N must be non-negative, got {n}")
+    from .statistics import cumprod
+    cols = [lax.full_like(x, 1)] + [x] * builtins_max(n - 1, 0)
+    out = cumprod(lax.concatenate([lax.reshape(c, (aval.shape[0], 1)) for c in cols[:n]], 1), axis=1) if n \
+        else lax.broadcast_in_dim(lax.literal(0, aval.dtype), (aval.shape[0], 0), ())
+    return out if increasing else lax.rev(out, (1,))

@@ -22,7 +22,7 @@ __all__ = [
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "int_", "uint", "half", "single", "double", "csingle", "cdouble",
     "generic", "number", "inexact", "floating", "complexfloating", "integer", "signedinteger",
-    "unsignedinteger",
+    "unsignedinteger", "complex_", "float_", "object_", "character", "flexible",
     "dtype", "finfo", "iinfo", "result_type", "promote_types", "can_cast", "issubdtype", "isdtype",
 ]
 
@@ -77,6 +77,8 @@ complex128 = _scalar_type("complex128", dtypes.complex128)
 int_, uint = int64, uint64
 half, single, double = float16, float32, float64
 csingle, cdouble = complex64, complex128
+# NumPy 1's names, kept by JAX: the 64-bit types (32-bit unless enable_x64 is on).
+complex_, float_ = complex128, float64
 
 # Abstract types of the hierarchy, for issubdtype: NumPy's own (bfloat16 counts as floating).
 generic = np.generic
@@ -87,6 +89,11 @@ complexfloating = np.complexfloating
 integer = np.integer
 signedinteger = np.signedinteger
 unsignedinteger = np.unsignedinteger
+# NumPy's types of non-numeric data, for issubdtype checks only (as in JAX, which re-exports them):
+# kiln arrays never have these dtypes.
+object_ = np.object_
+character = np.character
+flexible = np.flexible
 
 dtype = np.dtype
 finfo = dtypes.finfo

@@ -23,7 +23,10 @@ from ..core.tracing import Tracer, abstractify, concrete, current_builder, mater
 from ._util import canonical_axis, check_arraylike, promote_dtypes, static_int
 from .indexing import _as_index, _index_dtype
 
-__all__ = ["argwhere", "flatnonzero", "nonzero", "put_along_axis", "take", "take_along_axis"]
+__all__ = [
+    "argwhere", "choose", "compress", "extract", "flatnonzero", "nonzero", "place", "put", "put_along_axis", "take",
+    "take_along_axis",
+]
 
 _GSM = lax.GatherScatterMode
 
@@ -337,3 +340,180 @@ def argwhere(a, *, size: int | None = None, fill_value=None) -> Any:
     k = abstractify(cols[0]).shape[0]
     return lax.concatenate([lax.reshape(c, (k, 1)) for c in cols], 1)
 
+
+
+# ---------------------------------------------------------------------------------------------
+# choose, compress, extract, place, put
+
+def choose(a, choices, out=None, mode: str = "raise"):
+    """Pick, elementwise, from the ``choices`` arrays: ``choices[a[i]][i]`` (all broadcast together).
+
+    ``mode``: ``'raise'`` (an index outside ``[0, len(choices))`` is an error; needs concrete indices,
+    so not under ``jit``), ``'wrap'`` or ``'clip'``.
+    """
+    from .creation import asarray
+    from .shape import broadcast_arrays, stack
+    from .ufuncs import clip
+    if out is not None:
+        raise NotImplementedError("kiln.numpy.choose: out= is not supported (kiln arrays are immutable)")
+    if mode not in ("raise", "wrap", "clip"):
+        raise ValueError(f"kiln.numpy.choose: mode must be 'raise', 'wrap' or 'clip', got {mode!r}")
+    check_arraylike("choose", a)
+    a = asarray(a)
+    if abstractify(a).dtype.kind not in "iu":
+        raise TypeError(f"kiln.numpy.choose: a must be integers, got {abstractify(a).dtype.name}")
+    if not isinstance(choices, (list, tuple)):
+        check_arraylike("choose", choices)
+    choices = list(choices)
+    n = len(choices)
+    if n == 0:
+        raise ValueError("kiln.numpy.choose: choices must not be empty")
+    check_arraylike("choose", *choices)
+    if mode == "raise":
+        value = concrete(a) if isinstance(a, Tracer) else a
+        if value is None:
+            raise ConcretizationTypeError("kiln.numpy.choose: mode='raise' checks the indices' values, which are not "
+                                          "known under jit; use mode='wrap' or mode='clip'")
+        v = np.asarray(value)
+        if np.any((v < 0) | (v >= n)):
+            raise ValueError(f"kiln.numpy.choose: an entry of a is outside [0, {n}); use mode='wrap' or 'clip'")
+    elif mode == "wrap":
+        a = a % n
+    else:
+        a = clip(a, 0, n - 1)
+    a, *choices = broadcast_arrays(a, *choices)
+    stacked = stack(promote_dtypes("choose", *choices), 0)
+    return take_along_axis(stacked, a[None], axis=0)[0]
+
+
+def _selected(fname: str, condition, arr, axis: int, size, fill_value):
+    """The slices of ``arr`` along ``axis`` where the 1-D ``condition`` is true (padded or truncated to
+    ``size`` with ``fill_value``)."""
+    from .creation import asarray
+    from .shape import moveaxis
+    from .ufuncs import where
+    n = abstractify(arr).shape[axis]
+    cond = asarray(condition)
+    if abstractify(cond).dtype != np.bool_:
+        cond = cond != 0
+    m = abstractify(cond).shape[0]
+    if m > n:
+        extra = concrete(cond[n:]) if isinstance(cond, Tracer) else cond[n:]
+        if extra is None or np.any(np.asarray(extra)):
+            raise ValueError(f"kiln.numpy.{fname}: condition has {m} entries for an axis of length {n} (entries past "
+                             "the axis must be False, and known)")
+        cond = cond[:n]
+    elif m < n:
+        cond = lax.pad(cond, lax.literal(False, np.bool_), [(0, n - m, 0)])
+    if size is not None:
+        size = static_int(fname, "size", size)
+    (idx,) = _nonzero(fname, cond, size, None)
+    k = abstractify(idx).shape[0]
+    moved = moveaxis(arr, axis, 0)
+    out = take(moved, idx, axis=0, mode="clip") if n else moved[:0]
+    if size is not None and k:
+        count = lax.reduce_sum(lax.convert_element_type(cond, dtypes.default_int_dtype()), (0,))
+        valid = lax.lt(lax.iota(dtypes.default_int_dtype(), k), lax.broadcast_in_dim(count, (k,), ()))
+        valid = lax.broadcast_in_dim(valid, abstractify(out).shape, (0,))
+        out = where(valid, out, asarray(fill_value, dtype=abstractify(out).dtype))
+    return moveaxis(out, 0, axis)
+
+
+def compress(condition, a, axis: int | None = None, *, size: int | None = None, fill_value=0, out=None):
+    """The slices of ``a`` along ``axis`` (of the flattened ``a`` when None) where the 1-D ``condition``
+    is true. The length is data-dependent: under ``jit`` pass ``size=`` (padded with ``fill_value``
+    or truncated)."""
+    from .creation import asarray
+    from .shape import ravel
+    if out is not None:
+        raise NotImplementedError("kiln.numpy.compress: out= is not supported (kiln arrays are immutable)")
+    check_arraylike("compress", condition, a)
+    cond = asarray(condition)
+    if abstractify(cond).ndim != 1:
+        raise ValueError(f"kiln.numpy.compress: condition must be 1-D, got shape {abstractify(cond).shape}")
+    arr = asarray(a)
+    if axis is None:
+        arr, axis = ravel(arr), 0
+    else:
+        axis = canonical_axis("compress", axis, abstractify(arr).ndim)
+    return _selected("compress", cond, arr, axis, size, fill_value)
+
+
+def extract(condition, arr, *, size: int | None = None, fill_value=0):
+    """The elements of ``arr`` where ``condition`` is nonzero (both flattened): ``size``/``fill_value``
+    as :func:`compress`."""
+    from .creation import asarray
+    from .shape import ravel
+    check_arraylike("extract", condition, arr)
+    return _selected("extract", ravel(asarray(condition)), ravel(asarray(arr)), 0, size, fill_value)
+
+
+def _immutable(fname: str, inplace: bool) -> None:
+    if inplace:
+        raise ValueError(f"kiln.numpy.{fname}: kiln arrays are immutable, so it cannot change its argument in "
+                         "place; pass inplace=False and use the returned array")
+
+
+def _cycled(v, k: int):
+    """The flat ``v`` repeated cyclically to length ``k``."""
+    from .creation import asarray
+    from .shape import ravel
+    v = ravel(asarray(v))
+    nv = abstractify(v).shape[0]
+    if nv == k:
+        return v
+    if nv == 0:
+        raise ValueError("kiln.numpy: the values to insert must not be empty")
+    return take(v, np.arange(k) % nv)
+
+
+def place(arr, mask, vals, *, inplace: bool = True):
+    """``arr`` with the positions where ``mask`` is true set to ``vals``, in order and repeated
+    cyclically (as ``numpy.place``). Needs ``inplace=False``: kiln arrays are immutable."""
+    from .creation import asarray
+    from .shape import ravel, reshape
+    _immutable("place", inplace)
+    check_arraylike("place", arr, mask, vals)
+    data, m = asarray(arr), asarray(mask)
+    if abstractify(m).shape != abstractify(data).shape:
+        raise ValueError(f"kiln.numpy.place: mask must have arr's shape {abstractify(data).shape}, got "
+                         f"{abstractify(m).shape}")
+    n = abstractify(data).size
+    if n == 0:
+        return data
+    flat_mask = ravel(m) if abstractify(m).dtype == np.bool_ else ravel(m) != 0
+    (idx,) = _nonzero("place", flat_mask, n, n)
+    out = ravel(data).at[idx].set(_cycled(vals, n).astype(abstractify(data).dtype), mode="drop")
+    return reshape(out, abstractify(data).shape)
+
+
+def put(a, ind, v, mode: str | None = None, *, inplace: bool = True):
+    """``a`` with the flat positions ``ind`` set to ``v`` (repeated cyclically). ``mode``: None (as in
+    JAX, out-of-bounds indices are dropped), ``'clip'`` or ``'wrap'``; ``'raise'`` is not supported.
+    Needs ``inplace=False``: kiln arrays are immutable."""
+    from .creation import asarray
+    from .shape import ravel, reshape
+    _immutable("put", inplace)
+    check_arraylike("put", a, ind, v)
+    arr = asarray(a)
+    idx = ravel(asarray(ind))
+    if abstractify(idx).dtype.kind not in "iu":
+        raise TypeError(f"kiln.numpy.put: ind must be integers, got {abstractify(idx).dtype.name}")
+    n = abstractify(arr).size
+    if mode is None:
+        scatter_mode = "drop"
+    elif mode == "clip":
+        from .ufuncs import clip
+        idx, scatter_mode = clip(idx, 0, n - 1), "clip"
+    elif mode == "wrap":
+        idx, scatter_mode = idx % n, "promise_in_bounds"
+    elif mode == "raise":
+        raise NotImplementedError("kiln.numpy.put: mode='raise' is not supported (as in JAX); use None (drop out-of-"
+                                  "bounds indices), 'clip' or 'wrap'")
+    else:
+        raise ValueError(f"kiln.numpy.put: mode must be None, 'clip' or 'wrap', got {mode!r}")
+    k = abstractify(idx).shape[0]
+    if k == 0:
+        return arr
+    vals = _cycled(v, k).astype(abstractify(arr).dtype)
+    return reshape(ravel(arr).at[idx].set(vals, mode=scatter_mode), abstractify(arr).shape)

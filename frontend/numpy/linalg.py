@@ -44,10 +44,10 @@ from . import products as _products
 from ._util import check_arraylike, convert
 
 __all__ = [
-    "cholesky", "cond", "det", "eigh", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm", "matrix_power",
-    "matrix_rank", "matrix_transpose", "multi_dot", "norm", "pinv", "qr", "slogdet", "solve", "svd", "svdvals",
-    "tensordot", "vecdot", "vector_norm",
-    "EighResult", "QRResult", "SlogdetResult", "SVDResult",
+    "cholesky", "cond", "cross", "det", "diagonal", "outer", "tensorinv", "tensorsolve", "trace", "eigh", "eigvalsh",
+    "inv", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot", "norm",
+    "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "vecdot", "vector_norm", "EighResult",
+    "QRResult", "SlogdetResult", "SVDResult",
 ]
 
 
@@ -724,3 +724,75 @@ def multi_dot(arrays, *, precision=None):
         k = split[i][j]
         return _products.dot(chain(i, k), chain(k + 1, j))
     return chain(0, n - 1)
+
+
+# -- the array API's names -------------------------------------------------------------------------
+def cross(x1, x2, /, *, axis: int = -1):
+    """The cross product of 3-vectors along ``axis`` (both arrays must have size 3 there)."""
+    check_arraylike("linalg.cross", x1, x2)
+    s1, s2 = abstractify(x1).shape, abstractify(x2).shape
+    if not s1 or not s2 or not (-len(s1) <= axis < len(s1)) or not (-len(s2) <= axis < len(s2)) \
+            or s1[axis] != 3 or s2[axis] != 3:
+        raise ValueError(f"kiln.numpy.linalg.cross: both arrays must have size 3 along axis {axis}, got shapes "
+                         f"{s1} and {s2}")
+    return _products.cross(x1, x2, axis=axis)
+
+
+def diagonal(x, /, *, offset: int = 0):
+    """The diagonals (offset ``offset``) of the matrices in the last two axes of ``x``."""
+    from .creation import diagonal as _diagonal_of
+    _ndim_at_least_2("diagonal", x, "x")
+    return _diagonal_of(x, offset=offset, axis1=-2, axis2=-1)
+
+
+def outer(x1, x2, /):
+    """The outer product of two 1-D arrays."""
+    check_arraylike("linalg.outer", x1, x2)
+    for name, x in (("x1", x1), ("x2", x2)):
+        if abstractify(x).ndim != 1:
+            raise ValueError(f"kiln.numpy.linalg.outer: {name} must be 1-D, got shape {abstractify(x).shape}")
+    return _products.outer(x1, x2)
+
+
+def trace(x, /, *, offset: int = 0, dtype=None):
+    """The sums of the diagonals (offset ``offset``) of the matrices in the last two axes of ``x``."""
+    _ndim_at_least_2("trace", x, "x")
+    return _products.trace(x, offset=offset, axis1=-2, axis2=-1, dtype=dtype)
+
+
+def tensorinv(a, ind: int = 2):
+    """The inverse of ``a`` as an N-dimensional tensor: ``tensordot(tensorinv(a, ind), a, ind)`` is the
+    identity, for ``prod(a.shape[:ind]) == prod(a.shape[ind:])``."""
+    from .shape import reshape
+    check_arraylike("tensorinv", a)
+    shape = abstractify(a).shape
+    ind = int(ind)
+    if ind <= 0:
+        raise ValueError(f"kiln.numpy.linalg.tensorinv: ind must be positive, got {ind}")
+    rows, cols = int(np.prod(shape[:ind], dtype=np.int64)), int(np.prod(shape[ind:], dtype=np.int64))
+    if rows != cols:
+        raise ValueError(f"kiln.numpy.linalg.tensorinv: the product of the first ind={ind} dimensions ({rows}) must "
+                         f"equal that of the others ({cols}); got shape {shape}")
+    return reshape(inv(reshape(a, (rows, cols))), shape[ind:] + shape[:ind])
+
+
+def tensorsolve(a, b, axes=None):
+    """The ``x`` with ``tensordot(a, x, axes=x.ndim) == b``: ``a``'s leading dimensions match ``b``'s
+    shape and the product of the rest equals ``b.size``. ``axes``: axes of ``a`` to move to the end
+    first."""
+    from .shape import moveaxis, reshape
+    check_arraylike("tensorsolve", a, b)
+    if axes is not None:
+        axes = (axes,) if isinstance(axes, int) else tuple(axes)
+        a = moveaxis(a, axes, tuple(range(-len(axes), 0)))
+    a_shape, b_shape = abstractify(a).shape, abstractify(b).shape
+    nb = len(b_shape)
+    if a_shape[:nb] != b_shape:
+        raise ValueError(f"kiln.numpy.linalg.tensorsolve: a's leading dimensions {a_shape[:nb]} must be b's shape "
+                         f"{b_shape}")
+    out_shape = a_shape[nb:]
+    rows, cols = int(np.prod(b_shape, dtype=np.int64)), int(np.prod(out_shape, dtype=np.int64))
+    if rows != cols:
+        raise ValueError(f"kiln.numpy.linalg.tensorsolve: a must be square when flattened: b has {rows} elements but "
+                         f"the solution would have {cols} (shape {out_shape})")
+    return reshape(solve(reshape(a, (rows, cols)), reshape(b, (rows,))), out_shape)

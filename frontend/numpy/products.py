@@ -23,8 +23,10 @@ from ._util import (
     promote_dtypes,
 )
 
-__all__ = ["convolve", "correlate", "cross", "dot", "inner", "kron", "matmul", "outer", "tensordot", "trace", "vdot",
-           "vecdot"]
+__all__ = [
+    "convolve", "correlate", "cross", "dot", "inner", "kron", "matmul", "matvec", "outer", "tensordot", "trace",
+    "vdot", "vecmat", "vecdot",
+]
 
 
 def _operands(fname: str, *args) -> list[Any]:
@@ -297,3 +299,30 @@ def _conv1d(fname: str, a, v, mode: str, precision, preferred_element_type):
                                    (1,), padding, preferred_element_type=preferred_element_type)
     out = lax.reshape(out, (abstractify(out).shape[2],))
     return lax.rev(out, (0,)) if reverse_out else out
+
+
+def matvec(x1, x2, /):
+    """Batched matrix-vector products: ``x1`` ``(..., m, n)`` times ``x2`` ``(..., n)`` gives ``(..., m)``
+    (batch dimensions broadcast)."""
+    check_arraylike("matvec", x1, x2)
+    s1, s2 = abstractify(x1).shape, abstractify(x2).shape
+    if len(s1) < 2 or len(s2) < 1 or s1[-1] != s2[-1]:
+        raise _shape_error("matvec", x1, x2, "needs x1 (..., m, n) and x2 (..., n)")
+    from .creation import asarray
+    x2 = asarray(x2)
+    return matmul(x1, x2[..., None])[..., 0]
+
+
+def vecmat(x1, x2, /):
+    """Batched vector-matrix products: the conjugate of ``x1`` ``(..., n)`` times ``x2`` ``(..., n, m)``
+    gives ``(..., m)`` (batch dimensions broadcast)."""
+    check_arraylike("vecmat", x1, x2)
+    s1, s2 = abstractify(x1).shape, abstractify(x2).shape
+    if len(s1) < 1 or len(s2) < 2 or s1[-1] != s2[-2]:
+        raise _shape_error("vecmat", x1, x2, "needs x1 (..., n) and x2 (..., n, m)")
+    from .creation import asarray
+    from .ufuncs import conj
+    x1, x2 = asarray(x1), asarray(x2)
+    if dtypes.is_complex(abstractify(x1).dtype):
+        x1 = conj(x1)
+    return matmul(x1[..., None, :], x2)[..., 0, :]

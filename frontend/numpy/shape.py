@@ -27,11 +27,12 @@ from ._util import (
 )
 
 __all__ = [
-    "append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "broadcast_arrays", "broadcast_shapes",
-    "broadcast_to", "column_stack", "concatenate", "delete", "dsplit", "dstack", "expand_dims", "flip", "fliplr",
-    "flipud", "hsplit", "hstack", "insert", "matrix_transpose", "moveaxis", "ndim", "pad", "permute_dims",
-    "ravel", "repeat", "reshape", "resize", "roll", "rollaxis", "rot90", "row_stack", "shape", "size", "split",
-    "squeeze", "stack", "swapaxes", "tile", "transpose", "tril", "triu", "unstack", "vsplit", "vstack",
+    "append", "array_split", "atleast_1d", "atleast_2d", "atleast_3d", "block", "broadcast_arrays",
+    "broadcast_shapes", "broadcast_to", "column_stack", "concat", "concatenate", "delete", "dsplit", "dstack",
+    "expand_dims", "flip", "fliplr", "flipud", "hsplit", "hstack", "insert", "matrix_transpose", "moveaxis", "ndim",
+    "pad", "permute_dims", "ravel", "repeat", "reshape", "resize", "roll", "rollaxis", "rot90", "row_stack", "shape",
+    "size", "split", "squeeze", "stack", "swapaxes", "tile", "transpose", "trim_zeros", "tril", "triu", "unstack",
+    "vsplit", "vstack",
 ]
 
 
@@ -339,6 +340,11 @@ def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype=None):
             raise ShapeError(f"kiln.numpy.concatenate: array shapes {shapes[0]} and {s} differ outside the "
                              f"concatenation axis {axis}")
     return lax.concatenate([materialize(a) for a in arrays], axis)
+
+
+def concat(arrays: Sequence[Any], /, *, axis: int | None = 0):
+    """Join arrays along an existing axis: the array API's name of :func:`concatenate`."""
+    return concatenate(arrays, axis=axis)
 
 
 def stack(arrays: Sequence[Any], axis: int = 0, out=None, dtype=None):
@@ -1002,3 +1008,80 @@ def tril(m, k: int = 0):
 def triu(m, k: int = 0):
     """The upper triangle of the last two axes (at and above the ``k``-th diagonal); zeros elsewhere."""
     return _triangle("triu", m, k, False)
+
+
+# ---------------------------------------------------------------------------------------------
+# block, trim_zeros
+# ---------------------------------------------------------------------------------------------
+
+def _block_depth(arrays, where: str) -> int:
+    if isinstance(arrays, tuple):
+        raise TypeError(f"kiln.numpy.block: {where} is a tuple; block takes nested lists (tuples are ambiguous)")
+    if not isinstance(arrays, list):
+        return 0
+    if not arrays:
+        raise ValueError(f"kiln.numpy.block: {where} is an empty list")
+    depths = {_block_depth(a, f"{where}[{i}]") for i, a in enumerate(arrays)}
+    if len(depths) != 1:
+        raise ValueError(f"kiln.numpy.block: the lists in {where} are nested to different depths {sorted(depths)}; "
+                         "every leaf must be at the same depth")
+    return depths.pop() + 1
+
+
+def block(arrays):
+    """An array assembled from nested lists of blocks: the innermost lists are joined along the last
+    axis, the next ones along the second-to-last, and so on (blocks get leading 1-dimensions as needed)."""
+    depth = _block_depth(arrays, "arrays")
+    leaves = []
+
+    def collect(x):
+        if isinstance(x, list):
+            for y in x:
+                collect(y)
+        else:
+            leaves.append(x)
+
+    collect(arrays)
+    check_arraylike("block", *leaves)
+    ndim = builtins.max([depth] + [abstractify(x).ndim for x in leaves])
+
+    def build(x, level: int):
+        if not isinstance(x, list):
+            from .creation import asarray
+            x = asarray(x)
+            return reshape(x, (1,) * (ndim - x.ndim) + tuple(x.shape))
+        return concatenate([build(y, level + 1) for y in x], axis=level - depth)
+
+    return build(arrays, 0)
+
+
+def trim_zeros(filt, trim: str = "fb", axis=None):
+    """``filt`` without its leading (``'f'`` in ``trim``) and trailing (``'b'``) zeros; with ``axis``
+    (default: all), the all-zero slices at the edges of those axes. The result's shape depends on the
+    values, so they must be concrete (not under ``jit``)."""
+    from ..core.errors import ConcretizationTypeError
+    from .creation import asarray
+    check_arraylike("trim_zeros", filt)
+    x = asarray(filt)
+    trim = trim.lower() if isinstance(trim, str) else trim
+    if not isinstance(trim, str) or not trim or not set(trim) <= {"f", "b"}:
+        raise ValueError(f"kiln.numpy.trim_zeros: trim must be a combination of 'f' and 'b', got {trim!r}")
+    value = concrete(x) if isinstance(x, Tracer) else x
+    if value is None:
+        raise ConcretizationTypeError("kiln.numpy.trim_zeros: the result's shape depends on the values, which are "
+                                      "not known under jit; call it outside jit")
+    v = np.asarray(value)
+    nd = v.ndim
+    if nd == 0:
+        raise ValueError("kiln.numpy.trim_zeros: needs an array of at least one dimension, got a 0-d array")
+    axes = range(nd) if axis is None else _axis_list("trim_zeros", axis, nd)
+    nz = np.nonzero(v)
+    index = [slice(None)] * nd
+    for ax in axes:
+        if nz[ax].size == 0:
+            index[ax] = slice(0, 0) if trim else slice(None)
+            continue
+        start = int(nz[ax].min()) if "f" in trim else 0
+        stop = int(nz[ax].max()) + 1 if "b" in trim else v.shape[ax]
+        index[ax] = slice(start, stop)
+    return x[tuple(index)]

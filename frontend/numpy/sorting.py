@@ -17,8 +17,10 @@ from ..core.tracing import abstractify, materialize
 from ..driver.jit import eager_jit
 from ._util import as_operand, canonical_axis, check_arraylike, promote_dtypes, static_int
 
-__all__ = ["sort", "argsort", "lexsort", "searchsorted", "unique", "unique_values", "unique_counts",
-           "unique_inverse", "unique_all"]
+__all__ = [
+    "argpartition", "partition", "sort", "sort_complex", "argsort", "lexsort", "searchsorted", "unique",
+    "unique_values", "unique_counts", "unique_inverse", "unique_all",
+]
 
 
 def _operand(fname: str, a: Any) -> Any:
@@ -50,6 +52,42 @@ def sort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: Any =
     if descending:
         return lax.rev(lax.sort(lax.rev(a, (axis,)), dimension=axis), (axis,))
     return lax.sort(a, dimension=axis)
+
+
+def _kth(fname: str, a: Any, kth: Any, axis: Any) -> tuple[Any, int]:
+    a = _operand(fname, a)
+    aval = abstractify(a)
+    if aval.ndim == 0:
+        raise AxisError(f"kiln.numpy.{fname}: needs an array of at least one dimension, got a 0-d array")
+    axis = canonical_axis(fname, axis, aval.ndim)
+    if not isinstance(kth, (int, np.integer)) or isinstance(kth, bool):
+        raise TypeError(f"kiln.numpy.{fname}: kth must be a static int (as in JAX; sequences of kth are not "
+                        f"supported), got {kth!r}")
+    n = aval.shape[axis]
+    if not -n <= kth < n:
+        raise ValueError(f"kiln.numpy.{fname}: kth {kth} is out of bounds for an axis of length {n}")
+    return a, axis
+
+
+def partition(a: Any, kth: int, axis: int = -1) -> Any:
+    """``a`` rearranged along ``axis`` so that position ``kth`` holds the value it would have sorted,
+    smaller-or-equal values before it and larger-or-equal after (the order within each side is
+    unspecified, as in NumPy; kiln returns them sorted). ``kth`` is a static int."""
+    a, axis = _kth("partition", a, kth, axis)
+    return lax.sort(a, dimension=axis)
+
+
+def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
+    """Indices that partition ``a`` along ``axis`` around position ``kth`` (see :func:`partition`)."""
+    a, axis = _kth("argpartition", a, kth, axis)
+    return lax.argsort(a, dimension=axis, index_dtype=dtypes.default_int_dtype())
+
+
+def sort_complex(a: Any) -> Any:
+    """``a`` sorted along its last axis, as a complex array (by real part, then imaginary part)."""
+    out = sort(a, axis=-1)
+    dtype = dtypes.result_type(abstractify(out).dtype, dtypes.complex64)
+    return lax.convert_element_type(out, dtype) if abstractify(out).dtype != dtype else out
 
 
 def argsort(a: Any, axis: int | None = -1, kind: str | None = None, order: Any = None, *, stable: bool = True,

@@ -18,7 +18,7 @@ from ..driver.jit import eager_jit
 from ._util import as_operand, canonical_axis, check_arraylike, convert, promote_dtypes, sorted_axes
 
 __all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "nanmedian",
-           "cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod"]
+           "corrcoef", "cov", "cumsum", "cumprod", "nancumsum", "nancumprod", "cumulative_sum", "cumulative_prod"]
 
 _METHODS = ("linear", "lower", "higher", "midpoint", "nearest")
 
@@ -299,3 +299,95 @@ def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
     axis = _array_api_axis("cumulative_prod", x, axis)
     return _cumulative("cumulative_prod", lax.cumprod, x, axis, dtype, include_initial=include_initial,
                        identity=1)
+
+
+# -- covariance and correlation ----------------------------------------------------------------------
+def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: int | None = None,
+        fweights: Any = None, aweights: Any = None, dtype: Any = None) -> Any:
+    """The covariance matrix of the variables in the rows of ``m`` (columns when not ``rowvar``),
+    with ``y``'s variables appended. Normalised by ``N - 1`` (``N`` with ``bias``, ``N - ddof`` with
+    ``ddof``); ``fweights`` (integer repeat counts) and ``aweights`` (observation weights) as in NumPy,
+    whose absolute values are used (NumPy rejects negative weights; as in JAX, they are not checked)."""
+    from .creation import asarray, full
+    from .products import dot
+    from .reductions import average
+    from .reductions import sum as _sum
+    from .shape import atleast_2d, concatenate, squeeze
+    from .ufuncs import abs as _abs
+    from .ufuncs import conj
+    check_arraylike("cov", m, *(v for v in (y, fweights, aweights) if v is not None))
+    args = [m] if y is None else [m, y]
+    common = dtypes.result_type(*args)
+    common = common if dtypes.is_inexact(common) else dtypes.default_float_dtype()
+    m = asarray(m).astype(common)
+    if abstractify(m).ndim > 2:
+        raise ValueError(f"kiln.numpy.cov: m must have at most 2 dimensions, got shape {abstractify(m).shape}")
+    if dtype is not None and not dtypes.is_inexact(dtypes.canonicalize_dtype(dtype)):
+        raise ValueError(f"kiln.numpy.cov: dtype must be a floating or complex dtype, got {np.dtype(dtype).name}")
+    X = atleast_2d(m)
+    if not rowvar and abstractify(m).ndim != 1:
+        X = X.T
+    if X.shape[0] == 0:
+        return asarray(np.zeros((0, 0), common))
+    if y is not None:
+        y = asarray(y).astype(common)
+        if abstractify(y).ndim > 2:
+            raise ValueError(f"kiln.numpy.cov: y must have at most 2 dimensions, got shape {abstractify(y).shape}")
+        Y = atleast_2d(y)
+        if not rowvar and Y.shape[0] != 1:
+            Y = Y.T
+        X = concatenate([X, Y], axis=0)
+    if X.shape[1] == 0:
+        return full(() if X.shape[0] == 1 else (X.shape[0],) * 2, np.nan, dtype=common)
+    if ddof is None:
+        ddof = 0 if bias else 1
+    w = None
+    n = X.shape[1]
+    if fweights is not None:
+        fweights = asarray(fweights)
+        if fweights.ndim != 1 or fweights.shape[0] != n:
+            raise ValueError(f"kiln.numpy.cov: fweights must be 1-D with one weight per observation ({n}), got "
+                             f"shape {fweights.shape}")
+        if fweights.dtype.kind not in "iu":
+            raise TypeError(f"kiln.numpy.cov: fweights must be integers, got {fweights.dtype.name}")
+        w = _abs(fweights)
+    if aweights is not None:
+        aweights = asarray(aweights)
+        if aweights.ndim != 1 or aweights.shape[0] != n:
+            raise ValueError(f"kiln.numpy.cov: aweights must be 1-D with one weight per observation ({n}), got "
+                             f"shape {aweights.shape}")
+        aweights = _abs(aweights)
+        w = aweights if w is None else w * aweights
+    if dtype is not None:
+        X = X.astype(dtype)
+        w = w.astype(dtype) if w is not None else None
+    avg, w_sum = average(X, axis=1, weights=w, returned=True)
+    w_sum = w_sum[0]
+    if w is None:
+        fact = n - ddof
+    elif ddof == 0:
+        fact = w_sum
+    elif aweights is None:
+        fact = w_sum - ddof
+    else:
+        fact = w_sum - ddof * _sum(w * aweights) / w_sum
+    X = X - avg[:, None]
+    XT = (X if w is None else X * w).T
+    return squeeze(dot(X, conj(XT)) / fact)
+
+
+def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
+    """The Pearson correlation coefficients of the variables (as :func:`cov`), clipped to [-1, 1]."""
+    from .creation import diagonal
+    from .ufuncs import clip, real, sqrt
+    from .ufuncs import imag as _imag
+    c = cov(x, y, rowvar, dtype=dtype)
+    if c.ndim == 0:
+        return c / c
+    d = diagonal(c)
+    s = sqrt(real(d))
+    c = c / s[:, None] / s[None, :]
+    if dtypes.is_complex(c.dtype):
+        from .. import lax
+        return lax.complex(clip(real(c), -1, 1), clip(_imag(c), -1, 1))
+    return clip(c, -1, 1)

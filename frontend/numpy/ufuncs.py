@@ -9,24 +9,23 @@ from .. import lax
 from ..core import dtypes
 from ..core.ir import Literal
 from ..core.tracing import abstractify, materialize
+from ..driver.jit import eager_jit
 from . import _util
 from ._util import check_arraylike, convert, is_array
 
 __all__ = [
-    "abs", "absolute", "acos", "acosh", "add", "allclose", "angle", "arccos", "arccosh", "arcsin",
-    "arcsinh", "arctan", "arctan2", "arctanh", "around", "array_equal", "array_equiv", "asin", "asinh",
-    "atan", "atan2", "atanh", "bitwise_and", "bitwise_count", "bitwise_invert", "bitwise_left_shift", "bitwise_not",
-    "bitwise_or", "bitwise_right_shift",
-    "bitwise_xor", "cbrt", "ceil", "clip", "conj", "conjugate", "copysign", "cos", "cosh", "deg2rad",
-    "degrees", "divide", "divmod", "equal", "exp", "exp2", "expm1", "fabs", "fix", "float_power", "frexp",
-    "floor", "floor_divide", "fmod", "greater", "greater_equal", "heaviside", "hypot", "imag", "invert",
-    "isclose", "iscomplex", "iscomplexobj", "isfinite", "isinf", "isnan", "isneginf", "isposinf",
-    "isreal", "isrealobj", "ldexp", "left_shift", "less", "less_equal", "log", "log10", "log1p", "log2",
-    "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum",
-    "minimum", "mod", "modf", "multiply", "nan_to_num", "negative", "nextafter", "not_equal",
-    "positive", "pow", "power", "rad2deg", "radians", "real", "reciprocal", "remainder", "right_shift", "rint",
-    "round", "sign", "signbit", "sin", "sinc", "sinh", "spacing", "sqrt", "square", "subtract", "tan", "tanh",
-    "true_divide", "trunc", "where",
+    "abs", "absolute", "acos", "acosh", "add", "allclose", "angle", "arccos", "arccosh", "arcsin", "arcsinh",
+    "arctan", "arctan2", "arctanh", "around", "array_equal", "array_equiv", "asin", "asinh", "atan", "atan2", "atanh",
+    "bitwise_and", "bitwise_count", "bitwise_invert", "bitwise_left_shift", "bitwise_not", "bitwise_or",
+    "bitwise_right_shift", "bitwise_xor", "cbrt", "ceil", "clip", "conj", "conjugate", "copysign", "cos", "cosh",
+    "deg2rad", "degrees", "divide", "divmod", "equal", "exp", "exp2", "expm1", "fabs", "fix", "float_power", "frexp",
+    "floor", "floor_divide", "fmax", "fmin", "fmod", "gcd", "i0", "lcm", "greater", "greater_equal", "heaviside",
+    "hypot", "imag", "invert", "isclose", "iscomplex", "iscomplexobj", "isfinite", "isinf", "isnan", "isneginf",
+    "isposinf", "isreal", "isrealobj", "ldexp", "left_shift", "less", "less_equal", "log", "log10", "log1p", "log2",
+    "logaddexp", "logaddexp2", "logical_and", "logical_not", "logical_or", "logical_xor", "maximum", "minimum", "mod",
+    "modf", "multiply", "nan_to_num", "negative", "nextafter", "not_equal", "positive", "pow", "power", "rad2deg",
+    "radians", "real", "reciprocal", "remainder", "right_shift", "rint", "round", "sign", "signbit", "sin", "sinc",
+    "sinh", "spacing", "sqrt", "square", "subtract", "tan", "tanh", "true_divide", "trunc", "where",
 ]
 
 
@@ -898,3 +897,117 @@ def _all_equal(fname: str, a1, a2, equal_nan: bool):
     if equal_nan:
         eq = lax.bitwise_or(eq, lax.bitwise_and(_isnan(a1), _isnan(a2)))
     return lax.reduce_and(eq, tuple(range(abstractify(eq).ndim)))
+
+
+# ---------------------------------------------------------------------------------------------
+# NaN-ignoring extrema, integer gcd/lcm, the Bessel function i0
+# ---------------------------------------------------------------------------------------------
+
+def _nan_ignoring(fname: str, pick):
+    def fn(x1, x2, /):
+        x1, x2 = promote_and_broadcast(fname, x1, x2)
+        if not dtypes.is_inexact(abstractify(x1).dtype):
+            return pick(x1, x2)
+        n1, n2 = _isnan(x1), _isnan(x2)
+        return lax.select(n1, x2, lax.select(n2, x1, pick(x1, x2)))
+    fn.__name__ = fname
+    fn.__doc__ = (f"Elementwise {fname[1:]}imum that ignores NaNs: where one operand is NaN the other is the "
+                  "result (NaN only where both are).")
+    return fn
+
+
+fmax = _nan_ignoring("fmax", lambda a, b: maximum(a, b))
+fmin = _nan_ignoring("fmin", lambda a, b: minimum(a, b))
+
+
+def _integer_operands(fname: str, x1, x2):
+    x1, x2 = promote_and_broadcast(fname, x1, x2)
+    dtype = abstractify(x1).dtype
+    if dtype.kind not in "iu":
+        raise TypeError(f"kiln.numpy.{fname}: needs integer inputs, got {dtype.name}")
+    return x1, x2
+
+
+def _gcd(a, b):
+    from ..control.api import while_loop
+    a, b = abs(a), abs(b)
+    zero = lax.full_like(b, 0)
+
+    def body(ab):
+        a, b = ab
+        nonzero = lax.ne(b, zero)
+        safe = lax.select(nonzero, b, lax.full_like(b, 1))
+        return lax.select(nonzero, b, a), lax.select(nonzero, lax.rem(a, safe), zero)
+
+    def cond(ab):
+        return lax.reduce_or(lax.ne(ab[1], zero), tuple(range(abstractify(zero).ndim)))
+
+    return while_loop(cond, body, (a, b))[0]
+
+
+def gcd(x1, x2, /):
+    """Elementwise greatest common divisor of integers (non-negative; ``gcd(0, 0) == 0``)."""
+    x1, x2 = _integer_operands("gcd", x1, x2)
+    return _gcd(materialize(x1), materialize(x2))
+
+
+def lcm(x1, x2, /):
+    """Elementwise least common multiple of integers (non-negative; 0 where either is 0)."""
+    x1, x2 = _integer_operands("lcm", x1, x2)
+    x1, x2 = materialize(x1), materialize(x2)
+    d = _gcd(x1, x2)
+    zero = lax.full_like(d, 0)
+    is_zero = lax.eq(d, zero)
+    return lax.select(is_zero, zero, abs(lax.mul(lax.div(x1, lax.select(is_zero, lax.full_like(d, 1), d)), x2)))
+
+
+# Cephes' Chebyshev coefficients of exp(-x) i0(x) on [0, 8] (A) and of sqrt(x) exp(-x) i0(x) on (8, inf) (B).
+_I0_A = (
+    -4.4153416464793395e-18, 3.3307945188222384e-17, -2.431279846547955e-16, 1.715391285555133e-15,
+    -1.1685332877993451e-14, 7.676185498604936e-14, -4.856446783111929e-13, 2.95505266312964e-12,
+    -1.726826291441556e-11, 9.675809035373237e-11, -5.189795601635263e-10, 2.6598237246823866e-09,
+    -1.300025009986248e-08, 6.046995022541919e-08, -2.670793853940612e-07, 1.1173875391201037e-06,
+    -4.4167383584587505e-06, 1.6448448070728896e-05, -5.754195010082104e-05, 0.00018850288509584165,
+    -0.0005763755745385824, 0.0016394756169413357, -0.004324309995050576, 0.010546460394594998,
+    -0.02373741480589947, 0.04930528423967071, -0.09490109704804764, 0.17162090152220877, -0.3046826723431984,
+    0.6767952744094761,
+)
+_I0_B = (
+    -7.233180487874754e-18, -4.830504485944182e-18, 4.46562142029676e-17, 3.461222867697461e-17,
+    -2.8276239805165836e-16, -3.425485619677219e-16, 1.7725601330565263e-15, 3.8116806693526224e-15,
+    -9.554846698828307e-15, -4.150569347287222e-14, 1.54008621752141e-14, 3.8527783827421426e-13,
+    7.180124451383666e-13, -1.7941785315068062e-12, -1.3215811840447713e-11, -3.1499165279632416e-11,
+    1.1889147107846439e-11, 4.94060238822497e-10, 3.3962320257083865e-09, 2.266668990498178e-08,
+    2.0489185894690638e-07, 2.8913705208347567e-06, 6.889758346916825e-05, 0.0033691164782556943,
+    0.8044904110141088,
+)
+
+
+def _chbevl(x, coeffs):
+    b0, b1, b2 = lax.full_like(x, coeffs[0]), lax.full_like(x, 0.0), lax.full_like(x, 0.0)
+    for c in coeffs[1:]:
+        b2, b1 = b1, b0
+        b0 = lax.add(lax.sub(lax.mul(x, b1), b2), lax.full_like(x, c))
+    return lax.mul(lax.sub(b0, b2), lax.full_like(x, 0.5))
+
+
+def i0(x, /):
+    """The modified Bessel function of the first kind, order 0, elementwise (real inputs; integers are
+    computed as floats). Evaluated with Cephes' Chebyshev expansions, as NumPy does."""
+    (x,) = _float_dtype_args("i0", x)
+    if _kind(x) == "c":
+        raise ValueError("kiln.numpy.i0: complex input is not supported")
+    return _i0(materialize(x))
+
+
+@eager_jit()
+def _i0(x):
+    """i0 of a float array: ~120 primitives, compiled as one program when called eagerly."""
+    ax = abs(x)
+    small = lax.le(ax, lax.full_like(ax, 8.0))
+    # Each branch sees an argument inside its own interval (so neither produces inf or NaN).
+    xs = lax.select(small, ax, lax.full_like(ax, 8.0))
+    xl = lax.select(small, lax.full_like(ax, 9.0), ax)
+    ys = _chbevl(lax.sub(lax.mul(xs, lax.full_like(ax, 0.5)), lax.full_like(ax, 2.0)), _I0_A)
+    yl = lax.div(_chbevl(lax.sub(lax.div(lax.full_like(ax, 32.0), xl), lax.full_like(ax, 2.0)), _I0_B), lax.sqrt(xl))
+    return lax.mul(lax.exp(ax), lax.select(small, ys, yl))

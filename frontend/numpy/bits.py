@@ -1,0 +1,65 @@
+"""Bit packing of kiln.numpy: packbits, unpackbits (uint8 bytes <-> bits), with shifts and sums."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from ..core.tracing import abstractify
+from ._util import canonical_axis, check_arraylike, static_int
+from .creation import asarray
+from .reductions import sum as _sum
+from .shape import moveaxis, pad, ravel, reshape
+from .ufuncs import bitwise_and, right_shift
+
+__all__ = ["packbits", "unpackbits"]
+
+
+def _operand(fname: str, a: Any, axis: int | None, bitorder: str, packed: bool) -> tuple[Any, int, np.ndarray]:
+    """``a`` as a kiln array (flattened when ``axis`` is None), the axis, and the bit shifts in order."""
+    check_arraylike(fname, a)
+    a = asarray(a)
+    dtype = abstractify(a).dtype
+    if (dtype != np.uint8) if packed else (dtype.kind not in "biu"):
+        what = "a uint8" if packed else "an integer or boolean"
+        raise TypeError(f"kiln.numpy.{fname}: needs {what} array, got {dtype.name}")
+    if bitorder not in ("big", "little"):
+        raise ValueError(f"kiln.numpy.{fname}: bitorder must be 'big' or 'little', got {bitorder!r}")
+    shifts = np.arange(8, dtype=np.uint8)
+    shifts = shifts[::-1].copy() if bitorder == "big" else shifts
+    if axis is None:
+        return ravel(a), 0, shifts
+    return a, canonical_axis(fname, axis, abstractify(a).ndim), shifts
+
+
+def packbits(a: Any, axis: int | None = None, bitorder: str = "big") -> Any:
+    """The elements of the integer or boolean ``a`` as bits (nonzero -> 1), packed eight to a uint8
+    along ``axis`` (of the flattened array when None); the last byte is padded with zeros.
+    ``bitorder='big'`` puts the first element in the most significant bit."""
+    a, axis, shifts = _operand("packbits", a, axis, bitorder, packed=False)
+    bits = moveaxis((a != 0).astype(np.uint8), axis, -1)
+    n = abstractify(bits).shape[-1]
+    extra = -n % 8
+    if extra:
+        bits = pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, extra)])
+    bits = reshape(bits, abstractify(bits).shape[:-1] + ((n + extra) // 8, 8))
+    packed = _sum(bits << asarray(shifts), axis=-1, dtype=np.uint8)
+    return moveaxis(packed, -1, axis)
+
+
+def unpackbits(a: Any, axis: int | None = None, count: int | None = None, bitorder: str = "big") -> Any:
+    """The bits of the uint8 array ``a`` as a uint8 array of 0s and 1s, eight per byte along ``axis``
+    (of the flattened array when None). ``count`` keeps that many bits along the axis (negative:
+    drops them from the end; more than there are: pads with zeros)."""
+    a, axis, shifts = _operand("unpackbits", a, axis, bitorder, packed=True)
+    bits = bitwise_and(right_shift(a[..., None], asarray(shifts)), np.uint8(1))
+    shape = abstractify(a).shape
+    bits = moveaxis(bits, axis, -2)
+    bits = reshape(bits, abstractify(bits).shape[:-2] + (shape[axis] * 8,))
+    if count is not None:
+        count = static_int("unpackbits", "count", count)
+        n = shape[axis] * 8
+        keep = n + count if count < 0 else count
+        keep = max(keep, 0)
+        bits = bits[..., :keep] if keep <= n else pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, keep - n)])
+    return moveaxis(bits, -1, axis)
