@@ -8,6 +8,7 @@ from kiln.frontend.control.api import select_n as select_n
 from kiln.frontend.control.api import switch as switch
 from kiln.frontend.control.api import while_loop as while_loop
 from kiln.frontend.lax import ConvDimensionNumbers as ConvDimensionNumbers
+from kiln.frontend.lax import FftType as FftType
 from kiln.frontend.lax import GatherDimensionNumbers as GatherDimensionNumbers
 from kiln.frontend.lax import GatherScatterMode as GatherScatterMode
 from kiln.frontend.lax import Precision as Precision
@@ -72,6 +73,7 @@ from kiln.frontend.lax import erfc as erfc
 from kiln.frontend.lax import exp as exp
 from kiln.frontend.lax import exp2 as exp2
 from kiln.frontend.lax import expm1 as expm1
+from kiln.frontend.lax import fft as fft
 from kiln.frontend.lax import floor as floor
 from kiln.frontend.lax import full_like as full_like
 from kiln.frontend.lax import gather as gather
@@ -149,7 +151,7 @@ from kiln.frontend.lax import top_k as top_k
 from kiln.frontend.lax import transpose as transpose
 
 __all__ = [
-    "ConvDimensionNumbers", "GatherDimensionNumbers", "GatherScatterMode", "Precision", "RoundingMethod",
+    "ConvDimensionNumbers", "FftType", "GatherDimensionNumbers", "GatherScatterMode", "Precision", "RoundingMethod",
     "ScatterDimensionNumbers", "abs", "acos", "acosh", "add", "all_gather", "argmax", "argmin", "argsort", "asin",
     "asinh", "associative_scan", "atan", "atan2", "atanh", "axis_index", "batch_matmul", "bitcast_convert_type",
     "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcasted_iota",
@@ -157,7 +159,7 @@ __all__ = [
     "conv_general_dilated", "conv_with_general_padding", "convert_element_type", "cos", "cosh", "cumlogsumexp",
     "cummax", "cummin", "cumprod", "cumsum", "digamma", "div", "dot", "dot_general", "dynamic_index_in_dim",
     "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice",
-    "dynamic_update_slice_in_dim", "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expm1", "floor", "fori_loop",
+    "dynamic_update_slice_in_dim", "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expm1", "fft", "floor", "fori_loop",
     "full_like", "gather", "ge", "gt", "imag", "index_in_dim", "index_take", "integer_pow", "iota", "is_finite", "le",
     "lgamma", "linalg", "literal", "log", "log1p", "logistic", "lt", "map", "max", "min", "mul", "ne", "neg",
     "nextafter", "pad", "padtype_to_pads", "pmax", "pmean", "pmin", "population_count", "pow", "psum", "real",

@@ -16,6 +16,7 @@ from .api import *  # noqa: F401,F403  (elementwise, structural, reduction famil
 from .api import RoundingMethod, literal  # noqa: F401
 from .collectives import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
+from .fft import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .precision import Precision  # noqa: F401
 from .sorting import *  # noqa: F401,F403

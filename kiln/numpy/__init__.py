@@ -295,7 +295,7 @@ from kiln.frontend.numpy import where as where
 from kiln.frontend.numpy import zeros as zeros
 from kiln.frontend.numpy import zeros_like as zeros_like
 
-from . import linalg
+from . import fft, linalg
 
 __all__ = [
     "abs", "absolute", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "angle", "any", "append", "arange",
@@ -308,7 +308,8 @@ __all__ = [
     "copy", "copysign", "correlate", "cos", "cosh", "count_nonzero", "cross", "csingle", "cumprod", "cumsum",
     "cumulative_prod", "cumulative_sum", "deg2rad", "degrees", "delete", "diag", "diagflat", "diagonal", "divide",
     "divmod", "dot", "double", "dsplit", "dstack", "dtype", "einsum", "einsum_path", "empty", "empty_like", "equal",
-    "exp", "exp2", "expand_dims", "expm1", "eye", "fabs", "finfo", "fix", "flatnonzero", "flip", "fliplr", "flipud",
+    "exp", "exp2", "expand_dims", "expm1", "eye", "fabs", "fft", "finfo", "fix", "flatnonzero", "flip", "fliplr",
+    "flipud",
     "float16", "float32", "float64", "float_power", "floating", "floor", "floor_divide", "fmod", "frexp", "full",
     "full_like", "generic", "geomspace", "greater", "greater_equal", "half", "heaviside", "hsplit", "hstack", "hypot",
     "identity", "iinfo", "imag", "indices", "inexact", "inner", "insert", "int16", "int32", "int64", "int8", "int_",

@@ -219,6 +219,14 @@ CASES: dict[str, list[Case]] = {
     "eigh": [c(lambda m: (lambda v, w: (w, v * v))(*lax.linalg.eigh(m)), sym(3), tol=1e-4)],
     "svd": [c(lambda m: (lambda u, s, vh: (s, knp.einsum("ik,k,kj->ij", u, s * s, vh)))(
         *lax.linalg.svd(m, full_matrices=False)), a(4, 3), tol=1e-4)],
+    # -- Fourier transforms (linear: FFT/IFFT transpose to themselves, RFFT/IRFFT to each other) --
+    "fft": [c(lambda z: lax.fft(z, "fft", (5,)), a(2, 5) + 1j * a(2, 5), order=1, jit=True),
+            c(lambda z: lax.fft(z, lax.FftType.IFFT, (3, 4)), a(3, 4) + 1j * a(3, 4), order=1),
+            c(lambda x: lax.fft(x, "rfft", (6,)), a(2, 6), jit=True),
+            c(lambda x: lax.fft(x, "rfft", (3, 5)), a(3, 5), order=1),
+            c(lambda z: lax.fft(z, "irfft", (6,)), a(2, 4) + 1j * a(2, 4), jit=True),
+            c(lambda z: lax.fft(z, "irfft", (2, 5)), a(2, 3) + 1j * a(2, 3), order=1),
+            c(lambda x: knp.abs(lax.fft(lax.fft(x, "rfft", (4,)) * x[:3], "irfft", (4,))), a(4) + 2)],
     # -- calls, control flow, custom rules --
     "jit_call": [c(kiln.jit(lambda x, y: knp.sin(x) * y), a(3), a(3))],
     "remat": [c(kiln.checkpoint(lambda x, y: knp.sin(knp.sin(x)) * y), a(3), a(3))],

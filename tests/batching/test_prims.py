@@ -251,6 +251,14 @@ case("svd", lambda x: lax.linalg.svd(x, full_matrices=False), lambda r: [f32(r, 
 case("triangular_solve", lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True, lower=True),
      lambda r: [np.tril(_spd(r)), f32(r, 3, 2)], [((0, 0), 0), ((None, 1), -1), ((2, None), 1)], tol=1e-4)
 
+# -- Fourier transforms: the batch axis moves to the front of the transformed ones ---------------------
+case("fft", lambda z: lax.fft(z, "fft", (4,)), lambda r: [(f32(r, 2, 4) + 1j * f32(r, 2, 4)).astype(np.complex64)],
+     [((0,), 0), ((2,), 1), ((-1,), -1)], tol=1e-4, id="fft-fft")
+case("fft", lambda x: lax.fft(x, "rfft", (3, 4)), lambda r: [f32(r, 3, 4)], [((1,), 0), ((2,), -1)], tol=1e-4,
+     id="fft-rfft")
+case("fft", lambda z: lax.fft(z, "irfft", (4,)), lambda r: [(f32(r, 2, 3) + 1j * f32(r, 2, 3)).astype(np.complex64)],
+     [((0,), 0), ((1,), 2)], tol=1e-4, id="fft-irfft")
+
 # -- control flow and calls ---------------------------------------------------------------------------
 case("cond", lambda p, x: lax.cond(p, lambda v: v * 2.0, lambda v: -v, x),
      lambda r: [np.bool_(r.uniform() > 0.5), f32(r, 3)], [((0, 0), 0), ((None, 1), -1), ((0, None), 1)])
