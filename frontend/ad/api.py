@@ -25,6 +25,7 @@ from . import (  # noqa: F401  (each registers the derivative rules of its famil
     rules_fft,
     rules_indexing,
     rules_linalg,
+    rules_misc,
     rules_reduction,
     rules_sorting,
     rules_special,

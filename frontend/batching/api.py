@@ -16,6 +16,7 @@ from . import (  # noqa: F401  (each registers the batching rules of its family)
     rules_fft,
     rules_indexing,
     rules_linalg,
+    rules_misc,
     rules_reduction,
     rules_sorting,
     rules_special,

@@ -8,6 +8,7 @@ from . import (  # noqa: F401
     fft,  # noqa: F401
     indexing,  # noqa: F401
     linalg,  # noqa: F401
+    misc,  # noqa: F401
     reduction,
     sorting,  # noqa: F401
     special,  # noqa: F401

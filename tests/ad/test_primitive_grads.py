@@ -227,6 +227,13 @@ CASES: dict[str, list[Case]] = {
             c(lambda z: lax.fft(z, "irfft", (6,)), a(2, 4) + 1j * a(2, 4), jit=True),
             c(lambda z: lax.fft(z, "irfft", (2, 5)), a(2, 3) + 1j * a(2, 3), order=1),
             c(lambda x: knp.abs(lax.fft(lax.fft(x, "rfft", (4,)) * x[:3], "irfft", (4,))), a(4) + 2)],
+    # -- misc --
+    "reduce_precision": [c(lambda x: lax.reduce_precision(x, 11, 52), a(3, 2))],
+    "optimization_barrier": [c(lambda x, y: (lambda p: p[0] * p[1])(lax.optimization_barrier((x, y))), a(3), a(3),
+                               jit=True)],
+    "reduce": [c(lambda x: lax.reduce(x, 1.0, lambda u, v: u * v * 1.0, (1,)), a(2, 5), jit=True),
+               c(lambda x: lax.reduce((x, x * x), (0.0, 0.0), lambda u, v: (u[0] + v[0], u[1] + v[1] * 1.0), (0,)),
+                 a(3, 2), order=1)],
     # -- calls, control flow, custom rules --
     "jit_call": [c(kiln.jit(lambda x, y: knp.sin(x) * y), a(3), a(3))],
     "remat": [c(kiln.checkpoint(lambda x, y: knp.sin(knp.sin(x)) * y), a(3), a(3))],

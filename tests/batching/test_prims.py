@@ -259,6 +259,18 @@ case("fft", lambda x: lax.fft(x, "rfft", (3, 4)), lambda r: [f32(r, 3, 4)], [((1
 case("fft", lambda z: lax.fft(z, "irfft", (4,)), lambda r: [(f32(r, 2, 3) + 1j * f32(r, 2, 3)).astype(np.complex64)],
      [((0,), 0), ((1,), 2)], tol=1e-4, id="fft-irfft")
 
+# -- misc ---------------------------------------------------------------------------------------------
+case("reduce_precision", lambda x: lax.reduce_precision(x, 5, 10), lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
+case("optimization_barrier", lambda x, y: lax.optimization_barrier((x, y)), lambda r: [f32(r, 3, 2), f32(r, 2)],
+     [((0, None), 0), ((1, 0), -1)])
+case("reduce", lambda x: lax.reduce(x, 1.0, lambda u, v: u * v * 1.0, (1,)), lambda r: [f32(r, 3, 4)],
+     [((0,), 0), ((2,), -1)], tol=1e-4)
+case("reduce", lambda x, i: lax.reduce((x, i), (-np.inf, 0), lambda u, v: (lax.max(u[0], v[0]),
+                                                                            lax.max(u[1], v[1])), (0,)),
+     lambda r: [f32(r, 4, 3), i32(r, 4, 3)], [((1, None), 0), ((0, 1), -1)], id="reduce-variadic")
+case("rng_bit_generator", lambda k: lax.rng_bit_generator(k, (2, 3)),
+     lambda r: [r.integers(0, 2**31, (4,)).astype(np.uint32)], [((0,), 0), ((1,), 1)])
+
 # -- control flow and calls ---------------------------------------------------------------------------
 case("cond", lambda p, x: lax.cond(p, lambda v: v * 2.0, lambda v: -v, x),
      lambda r: [np.bool_(r.uniform() > 0.5), f32(r, 3)], [((0, 0), 0), ((None, 1), -1), ((0, None), 1)])
