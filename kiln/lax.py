@@ -1,6 +1,8 @@
 """kiln.lax: the primitives as functions, without implicit promotion (as ``jax.lax``)."""
 from kiln.frontend.control.api import associative_scan as associative_scan
 from kiln.frontend.control.api import cond as cond
+from kiln.frontend.control.api import custom_linear_solve as custom_linear_solve
+from kiln.frontend.control.api import custom_root as custom_root
 from kiln.frontend.control.api import fori_loop as fori_loop
 from kiln.frontend.control.api import map as map
 from kiln.frontend.control.api import scan as scan
@@ -195,18 +197,18 @@ __all__ = [
     "conv_general_dilated_local", "conv_general_dilated_patches", "conv_general_permutations",
     "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple",
     "conv_with_general_padding", "convert_element_type", "cos", "cosh", "cumlogsumexp", "cummax", "cummin", "cumprod",
-    "cumsum", "digamma", "div", "dot", "dot_general", "dtype", "dynamic_index_in_dim", "dynamic_slice",
-    "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
-    "empty", "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expand_dims", "expm1", "fft", "floor", "fori_loop",
-    "full", "full_like", "gather", "ge", "gt", "imag", "index_in_dim", "index_take", "integer_pow", "iota",
-    "is_finite", "le", "lgamma", "linalg", "literal", "log", "log1p", "logistic", "lt", "map", "max", "min", "mul",
-    "mulhi", "ne", "neg", "nextafter", "optimization_barrier", "pad", "padtype_to_pads", "pmax", "pmean", "pmin",
-    "population_count", "pow", "psum", "real", "reciprocal", "reduce", "reduce_and", "reduce_max", "reduce_min",
-    "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum", "reduce_window", "reduce_window_max",
-    "reduce_window_min", "reduce_window_shape_tuple", "reduce_window_sum", "reduce_xor", "rem", "reshape", "rev",
-    "rng_bit_generator", "round", "rsqrt", "scan", "scatter", "scatter_add", "scatter_apply", "scatter_max",
-    "scatter_min", "scatter_mul", "scatter_sub", "select", "select_n", "shift_left", "shift_right_arithmetic",
-    "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim", "sort", "sort_key_val", "split", "sqrt",
-    "square", "squeeze", "stack", "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "top_k", "transpose",
-    "unstack", "while_loop",
+    "cumsum", "custom_linear_solve", "custom_root", "digamma", "div", "dot", "dot_general", "dtype",
+    "dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
+    "dynamic_update_slice", "dynamic_update_slice_in_dim", "empty", "eq", "erf", "erf_inv", "erfc", "exp", "exp2",
+    "expand_dims", "expm1", "fft", "floor", "fori_loop", "full", "full_like", "gather", "ge", "gt", "imag",
+    "index_in_dim", "index_take", "integer_pow", "iota", "is_finite", "le", "lgamma", "linalg", "literal", "log",
+    "log1p", "logistic", "lt", "map", "max", "min", "mul", "mulhi", "ne", "neg", "nextafter", "optimization_barrier",
+    "pad", "padtype_to_pads", "pmax", "pmean", "pmin", "population_count", "pow", "psum", "real", "reciprocal",
+    "reduce", "reduce_and", "reduce_max", "reduce_min", "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum",
+    "reduce_window", "reduce_window_max", "reduce_window_min", "reduce_window_shape_tuple", "reduce_window_sum",
+    "reduce_xor", "rem", "reshape", "rev", "rng_bit_generator", "round", "rsqrt", "scan", "scatter", "scatter_add",
+    "scatter_apply", "scatter_max", "scatter_min", "scatter_mul", "scatter_sub", "select", "select_n", "shift_left",
+    "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim", "sort",
+    "sort_key_val", "split", "sqrt", "square", "squeeze", "stack", "stop_gradient", "sub", "switch", "tan", "tanh",
+    "tile", "top_k", "transpose", "unstack", "while_loop",
 ]

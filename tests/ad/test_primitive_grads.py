@@ -234,6 +234,9 @@ CASES: dict[str, list[Case]] = {
     "reduce": [c(lambda x: lax.reduce(x, 1.0, lambda u, v: u * v * 1.0, (1,)), a(2, 5), jit=True),
                c(lambda x: lax.reduce((x, x * x), (0.0, 0.0), lambda u, v: (u[0] + v[0], u[1] + v[1] * 1.0), (0,)),
                  a(3, 2), order=1)],
+    "linear_solve": [c(lambda m, b: lax.custom_linear_solve(lambda x: m @ x, b, lambda mv, r: knp.linalg.solve(m, r),
+                                                          lambda vm, r: knp.linalg.solve(m.T, r)),
+                       a(3, 3) + 3 * np.eye(3), a(3), jit=True)],
     # -- calls, control flow, custom rules --
     "jit_call": [c(kiln.jit(lambda x, y: knp.sin(x) * y), a(3), a(3))],
     "remat": [c(kiln.checkpoint(lambda x, y: knp.sin(knp.sin(x)) * y), a(3), a(3))],

@@ -271,6 +271,10 @@ case("reduce", lambda x, i: lax.reduce((x, i), (-np.inf, 0), lambda u, v: (lax.m
 case("rng_bit_generator", lambda k: lax.rng_bit_generator(k, (2, 3)),
      lambda r: [r.integers(0, 2**31, (4,)).astype(np.uint32)], [((0,), 0), ((1,), 1)])
 
+case("linear_solve", lambda m, b: lax.custom_linear_solve(lambda x: m @ x, b, lambda mv, r: knp.linalg.solve(m, r)),
+     lambda r: [f32(r, 3, 3) + 4 * np.eye(3, dtype=np.float32), f32(r, 3)], [((0, 0), 0), ((None, 0), -1),
+                                                                           ((2, None), 0)], tol=1e-4)
+
 # -- control flow and calls ---------------------------------------------------------------------------
 case("cond", lambda p, x: lax.cond(p, lambda v: v * 2.0, lambda v: -v, x),
      lambda r: [np.bool_(r.uniform() > 0.5), f32(r, 3)], [((0, 0), 0), ((None, 1), -1), ((0, None), 1)])
