@@ -5,21 +5,27 @@ from kiln.frontend.control.api import custom_linear_solve as custom_linear_solve
 from kiln.frontend.control.api import custom_root as custom_root
 from kiln.frontend.control.api import fori_loop as fori_loop
 from kiln.frontend.control.api import map as map
+from kiln.frontend.control.api import platform_dependent as platform_dependent
 from kiln.frontend.control.api import scan as scan
 from kiln.frontend.control.api import select_n as select_n
 from kiln.frontend.control.api import switch as switch
 from kiln.frontend.control.api import while_loop as while_loop
+from kiln.frontend.lax import AccuracyMode as AccuracyMode
 from kiln.frontend.lax import ConvDimensionNumbers as ConvDimensionNumbers
 from kiln.frontend.lax import ConvGeneralDilatedDimensionNumbers as ConvGeneralDilatedDimensionNumbers
+from kiln.frontend.lax import DotAlgorithm as DotAlgorithm
+from kiln.frontend.lax import DotAlgorithmPreset as DotAlgorithmPreset
 from kiln.frontend.lax import DotDimensionNumbers as DotDimensionNumbers
 from kiln.frontend.lax import FftType as FftType
 from kiln.frontend.lax import GatherDimensionNumbers as GatherDimensionNumbers
 from kiln.frontend.lax import GatherScatterMode as GatherScatterMode
 from kiln.frontend.lax import Precision as Precision
 from kiln.frontend.lax import PrecisionLike as PrecisionLike
+from kiln.frontend.lax import RaggedDotDimensionNumbers as RaggedDotDimensionNumbers
 from kiln.frontend.lax import RandomAlgorithm as RandomAlgorithm
 from kiln.frontend.lax import RoundingMethod as RoundingMethod
 from kiln.frontend.lax import ScatterDimensionNumbers as ScatterDimensionNumbers
+from kiln.frontend.lax import Tolerance as Tolerance
 from kiln.frontend.lax import abs as abs
 from kiln.frontend.lax import acos as acos
 from kiln.frontend.lax import acosh as acosh
@@ -54,6 +60,7 @@ from kiln.frontend.lax import clamp as clamp
 from kiln.frontend.lax import clz as clz
 from kiln.frontend.lax import collapse as collapse
 from kiln.frontend.lax import complex as complex
+from kiln.frontend.lax import composite as composite
 from kiln.frontend.lax import concatenate as concatenate
 from kiln.frontend.lax import conj as conj
 from kiln.frontend.lax import conv as conv
@@ -132,6 +139,8 @@ from kiln.frontend.lax import pmin as pmin
 from kiln.frontend.lax import population_count as population_count
 from kiln.frontend.lax import pow as pow
 from kiln.frontend.lax import psum as psum
+from kiln.frontend.lax import ragged_dot as ragged_dot
+from kiln.frontend.lax import ragged_dot_general as ragged_dot_general
 from kiln.frontend.lax import real as real
 from kiln.frontend.lax import reciprocal as reciprocal
 from kiln.frontend.lax import reduce as reduce
@@ -162,6 +171,7 @@ from kiln.frontend.lax import scatter_min as scatter_min
 from kiln.frontend.lax import scatter_mul as scatter_mul
 from kiln.frontend.lax import scatter_sub as scatter_sub
 from kiln.frontend.lax import select as select
+from kiln.frontend.lax import shape_as_value as shape_as_value
 from kiln.frontend.lax import shift_left as shift_left
 from kiln.frontend.lax import shift_right_arithmetic as shift_right_arithmetic
 from kiln.frontend.lax import shift_right_logical as shift_right_logical
@@ -177,6 +187,7 @@ from kiln.frontend.lax import sqrt as sqrt
 from kiln.frontend.lax import square as square
 from kiln.frontend.lax import squeeze as squeeze
 from kiln.frontend.lax import stack as stack
+from kiln.frontend.lax import stage as stage
 from kiln.frontend.lax import stop_gradient as stop_gradient
 from kiln.frontend.lax import sub as sub
 from kiln.frontend.lax import tan as tan
@@ -187,13 +198,14 @@ from kiln.frontend.lax import transpose as transpose
 from kiln.frontend.lax import unstack as unstack
 
 __all__ = [
-    "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotDimensionNumbers", "FftType",
-    "GatherDimensionNumbers", "GatherScatterMode", "Precision", "PrecisionLike", "RandomAlgorithm", "RoundingMethod",
-    "ScatterDimensionNumbers", "abs", "acos", "acosh", "add", "all_gather", "approx_max_k", "approx_min_k", "argmax",
-    "argmin", "argsort", "asin", "asinh", "associative_scan", "atan", "atan2", "atanh", "axis_index", "batch_matmul",
-    "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim",
-    "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil", "clamp", "clz",
-    "collapse", "complex", "concatenate", "cond", "conj", "conv", "conv_dimension_numbers", "conv_general_dilated",
+    "AccuracyMode", "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm", "DotAlgorithmPreset",
+    "DotDimensionNumbers", "FftType", "GatherDimensionNumbers", "GatherScatterMode", "Precision", "PrecisionLike",
+    "RaggedDotDimensionNumbers", "RandomAlgorithm", "RoundingMethod", "ScatterDimensionNumbers", "Tolerance", "abs",
+    "acos", "acosh", "add", "all_gather", "approx_max_k", "approx_min_k", "argmax", "argmin", "argsort", "asin",
+    "asinh", "associative_scan", "atan", "atan2", "atanh", "axis_index", "batch_matmul", "bitcast_convert_type",
+    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcast_like",
+    "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil", "clamp", "clz", "collapse", "complex",
+    "composite", "concatenate", "cond", "conj", "conv", "conv_dimension_numbers", "conv_general_dilated",
     "conv_general_dilated_local", "conv_general_dilated_patches", "conv_general_permutations",
     "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple",
     "conv_with_general_padding", "convert_element_type", "cos", "cosh", "cumlogsumexp", "cummax", "cummin", "cumprod",
@@ -203,12 +215,13 @@ __all__ = [
     "expand_dims", "expm1", "fft", "floor", "fori_loop", "full", "full_like", "gather", "ge", "gt", "imag",
     "index_in_dim", "index_take", "integer_pow", "iota", "is_finite", "le", "lgamma", "linalg", "literal", "log",
     "log1p", "logistic", "lt", "map", "max", "min", "mul", "mulhi", "ne", "neg", "nextafter", "optimization_barrier",
-    "pad", "padtype_to_pads", "pmax", "pmean", "pmin", "population_count", "pow", "psum", "real", "reciprocal",
-    "reduce", "reduce_and", "reduce_max", "reduce_min", "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum",
-    "reduce_window", "reduce_window_max", "reduce_window_min", "reduce_window_shape_tuple", "reduce_window_sum",
-    "reduce_xor", "rem", "reshape", "rev", "rng_bit_generator", "round", "rsqrt", "scan", "scatter", "scatter_add",
-    "scatter_apply", "scatter_max", "scatter_min", "scatter_mul", "scatter_sub", "select", "select_n", "shift_left",
+    "pad", "padtype_to_pads", "platform_dependent", "pmax", "pmean", "pmin", "population_count", "pow", "psum",
+    "ragged_dot", "ragged_dot_general", "real", "reciprocal", "reduce", "reduce_and", "reduce_max", "reduce_min",
+    "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum", "reduce_window", "reduce_window_max",
+    "reduce_window_min", "reduce_window_shape_tuple", "reduce_window_sum", "reduce_xor", "rem", "reshape", "rev",
+    "rng_bit_generator", "round", "rsqrt", "scan", "scatter", "scatter_add", "scatter_apply", "scatter_max",
+    "scatter_min", "scatter_mul", "scatter_sub", "select", "select_n", "shape_as_value", "shift_left",
     "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim", "sort",
-    "sort_key_val", "split", "sqrt", "square", "squeeze", "stack", "stop_gradient", "sub", "switch", "tan", "tanh",
-    "tile", "top_k", "transpose", "unstack", "while_loop",
+    "sort_key_val", "split", "sqrt", "square", "squeeze", "stack", "stage", "stop_gradient", "sub", "switch", "tan",
+    "tanh", "tile", "top_k", "transpose", "unstack", "while_loop",
 ]

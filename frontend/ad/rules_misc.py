@@ -12,7 +12,7 @@ from .jvp import jvp_eval, jvp_rules, linear_jvp, non_differentiable
 from .tangents import Zero, instantiate, tangent_aval
 from .transpose import transpose_rules
 
-non_differentiable.add(misc.rng_bit_generator_p)
+non_differentiable.update({misc.rng_bit_generator_p, misc.platform_index_p})
 
 linear_jvp(misc.reduce_precision_p)
 transpose_rules[misc.reduce_precision_p] = lambda ct, x, **params: [misc.reduce_precision_p.bind(ct, **params)]

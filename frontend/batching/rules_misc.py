@@ -37,6 +37,12 @@ def _rng_rule(ctx, args, dims, **params):
     return [lax.stack(keys), lax.stack(bits)], [0, 0]
 
 
+def _platform_index_rule(ctx, args, dims, **params):
+    # No operands, so never batched; listed so that every primitive has a rule.
+    return misc.platform_index_p.bind(**params), None
+
+
+batch_rules[misc.platform_index_p] = _platform_index_rule
 batch_rules[misc.reduce_precision_p] = _reduce_precision_rule
 batch_rules[misc.optimization_barrier_p] = _barrier_rule
 batch_rules[misc.reduce_p] = _reduce_rule

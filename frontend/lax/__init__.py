@@ -21,7 +21,7 @@ from .convolution import *  # noqa: F401,F403
 from .fft import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
-from .precision import Precision  # noqa: F401
+from .precision import AccuracyMode, DotAlgorithm, DotAlgorithmPreset, Precision, Tolerance  # noqa: F401
 from .sorting import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .windowed import *  # noqa: F401,F403

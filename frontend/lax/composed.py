@@ -7,8 +7,9 @@ Their derivatives and batching follow from the primitives they are made of.
 """
 from __future__ import annotations
 
+import functools
 import math
-from typing import Any, Sequence, Tuple, Union
+from typing import Any, Callable, NamedTuple, Sequence, Tuple, Union
 
 import numpy as np
 
@@ -17,18 +18,20 @@ from ..core.errors import AxisError, BroadcastError, ShapeError
 from ..core.tracing import abstractify
 from . import api
 from .indexing import GatherScatterMode, ScatterDimensionNumbers, scatter_add
-from .precision import Precision
+from .precision import DotAlgorithm, DotAlgorithmPreset, Precision, canonicalize_precision
 from .sorting import _sort_descending, sort
 
 __all__ = [
-    "DotDimensionNumbers", "PrecisionLike", "approx_max_k", "approx_min_k", "broadcast_like", "broadcast_shapes",
-    "broadcast_to_rank", "collapse", "dtype", "empty", "expand_dims", "full", "mulhi", "scatter_sub", "split",
-    "squeeze", "stack", "tile", "unstack",
+    "DotDimensionNumbers", "PrecisionLike", "RaggedDotDimensionNumbers", "approx_max_k", "approx_min_k",
+    "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "collapse", "composite", "dtype", "empty",
+    "expand_dims", "full", "mulhi", "ragged_dot", "ragged_dot_general", "scatter_sub", "shape_as_value", "split",
+    "squeeze", "stack", "stage", "tile", "unstack",
 ]
 
 # Type aliases (as ``jax.lax``'s), for annotations.
 DotDimensionNumbers = Tuple[Tuple[Sequence[int], Sequence[int]], Tuple[Sequence[int], Sequence[int]]]
-PrecisionLike = Union[None, str, Precision, Tuple[str, str], Tuple[Precision, Precision]]
+PrecisionLike = Union[None, str, Precision, Tuple[str, str], Tuple[Precision, Precision], DotAlgorithm,
+                      DotAlgorithmPreset]
 
 
 def _axis(fname: str, axis: Any, ndim: int) -> int:
@@ -297,3 +300,151 @@ def approx_min_k(operand: Any, k: int, reduction_dimension: int = -1, recall_tar
     """The ``k`` smallest entries along ``reduction_dimension`` and their indices, smallest first (exact,
     as :func:`approx_max_k`)."""
     return _approx_k("approx_min_k", operand, k, reduction_dimension, False)
+
+
+def shape_as_value(shape: Sequence[int]):
+    """A (static) shape as a 1-D integer array (int32, or int64 for dimensions that need it)."""
+    shape = tuple(int(d) for d in shape)
+    dtype = np.int64 if any(d > np.iinfo(np.int32).max for d in shape) else np.int32
+    return np.asarray(shape, dtype=dtype)
+
+
+def composite(decomposition: Callable, name: str, version: int = 0):
+    """``decomposition`` as a named composite operation (as ``jax.lax.composite``).
+
+    kiln calls ``decomposition`` (positional arguments are the operands, keyword arguments the
+    attributes): the program computes the same values, but no ``stablehlo.composite`` op is emitted,
+    so backends cannot substitute a fused implementation recognised by ``name``.
+    """
+    if not callable(decomposition):
+        raise TypeError(f"kiln.lax.composite: decomposition must be callable, got {type(decomposition).__name__}")
+    if not isinstance(name, str) or not name:
+        raise TypeError(f"kiln.lax.composite: name must be a non-empty string, got {name!r}")
+
+    @functools.wraps(decomposition)
+    def fn(*args, **kwargs):
+        return decomposition(*args, **kwargs)
+    return fn
+
+
+class RaggedDotDimensionNumbers(NamedTuple):
+    """Dimension numbers of :func:`ragged_dot_general` (as ``jax.lax.RaggedDotDimensionNumbers``):
+    ``dot_dimension_numbers`` as :func:`dot_general`'s, the lhs ragged dimension and the rhs group
+    dimension (empty unless the ragged dimension is a non-contracting one)."""
+    dot_dimension_numbers: Any
+    lhs_ragged_dimensions: Sequence[int]
+    rhs_group_dimensions: Sequence[int]
+
+
+def _group_mask(group_sizes: Any, length: int):
+    """``mask[g, p]``: position ``p`` of the ragged dimension belongs to group ``g`` (groups are
+    consecutive runs of ``group_sizes[g]`` positions from 0; positions after the last group are in none)."""
+    from .windowed import cumsum
+    aval = abstractify(group_sizes)
+    g = aval.shape[0]
+    ends = cumsum(group_sizes, 0)
+    starts = api.sub(ends, group_sizes)
+    pos = api.broadcasted_iota(aval.dtype, (g, length), 1)
+    lo = api.broadcast_in_dim(starts, (g, length), (0,))
+    hi = api.broadcast_in_dim(ends, (g, length), (0,))
+    return api.bitwise_and(api.ge(pos, lo), api.lt(pos, hi))
+
+
+def ragged_dot_general(lhs: Any, rhs: Any, group_sizes: Any, ragged_dot_dimension_numbers: RaggedDotDimensionNumbers,
+                       precision: Any = None, preferred_element_type: Any = None, group_offset: Any = None):
+    """Ragged matrix multiplication (as ``jax.lax.ragged_dot_general``), in its three modes: the lhs
+    ragged dimension is a non-contracting dimension (each group of its positions multiplies its own rhs
+    slice along the rhs group dimension), a contracting dimension (one product per group, stacked in a
+    new leading dimension), or a batch dimension.
+
+    kiln computes it densely: every group's product over the whole ragged dimension, masked to the
+    group's positions and summed (``g`` times the work of one product; the values are exact).
+    ``group_sizes`` must be 1-D (``[g]``); ``group_offset`` is not supported.
+    """
+    fname = "ragged_dot_general"
+    if group_offset is not None:
+        raise NotImplementedError(f"kiln.lax.{fname}: group_offset is not supported; slice group_sizes instead")
+    canonicalize_precision(f"lax.{fname}", precision)
+    gs = abstractify(group_sizes)
+    if gs.ndim != 1 or gs.dtype.kind not in "iu":
+        raise TypeError(f"kiln.lax.{fname}: group_sizes must be a 1-D integer array (one size per group), got "
+                        f"{gs.str_short()}")
+    dn = ragged_dot_dimension_numbers
+    (lc, rc), (lb, rb) = dn.dot_dimension_numbers
+    lc, rc, lb, rb = (tuple(int(d) for d in v) for v in (lc, rc, lb, rb))
+    ragged, groups = tuple(dn.lhs_ragged_dimensions), tuple(dn.rhs_group_dimensions)
+    la, ra = abstractify(lhs), abstractify(rhs)
+    if len(ragged) != 1:
+        raise ValueError(f"kiln.lax.{fname}: exactly one lhs ragged dimension is supported, got {ragged}")
+    r = int(ragged[0]) % la.ndim
+    g = gs.shape[0]
+    mask = _group_mask(group_sizes, la.shape[r])  # [g, R]
+    if r in lc or r in lb:
+        if groups:
+            raise ValueError(f"kiln.lax.{fname}: rhs_group_dimensions must be empty when the lhs ragged dimension "
+                             f"{r} is a contracting or batch dimension, got {groups}")
+        pet = preferred_element_type
+        if r in lb:  # ragged batch: positions after the last group give zeros
+            out = api.dot_general(lhs, rhs, ((lc, rc), (lb, rb)), preferred_element_type=pet)
+            inside = api.reduce_or(mask, (0,))
+            out_shape = abstractify(out).shape
+            keep = api.broadcast_in_dim(inside, out_shape, (lb.index(r),))
+            return api.select(keep, out, api.full_like(out, 0))
+        # ragged contracting: [g, batch..., lhs free..., rhs free...]
+        m = api.convert_element_type(mask, la.dtype)
+        masked = api.mul(api.broadcast_in_dim(lhs, (g,) + la.shape, tuple(range(1, la.ndim + 1))),
+                         api.broadcast_in_dim(m, (g,) + la.shape, (0, r + 1)))
+        rhs_g = api.broadcast_in_dim(rhs, (g,) + ra.shape, tuple(range(1, ra.ndim + 1)))
+        return api.dot_general(masked, rhs_g, ((tuple(d + 1 for d in lc), tuple(d + 1 for d in rc)),
+                                               ((0,) + tuple(d + 1 for d in lb), (0,) + tuple(d + 1 for d in rb))),
+                               preferred_element_type=pet)
+    # ragged non-contracting: the rhs group dimension is free in the full product, then masked and summed
+    if len(groups) != 1:
+        raise ValueError(f"kiln.lax.{fname}: with a non-contracting ragged dimension, rhs needs exactly one group "
+                         f"dimension, got rhs_group_dimensions={groups}")
+    gd = int(groups[0]) % ra.ndim
+    if ra.shape[gd] != g:
+        raise ValueError(f"kiln.lax.{fname}: the rhs group dimension {gd} has size {ra.shape[gd]} but group_sizes has "
+                         f"{g} groups")
+    full_out = api.dot_general(lhs, rhs, ((lc, rc), (lb, rb)), preferred_element_type=preferred_element_type)
+    lhs_free = [d for d in range(la.ndim) if d not in lc and d not in lb]
+    rhs_free = [d for d in range(ra.ndim) if d not in rc and d not in rb]
+    r_pos = len(lb) + lhs_free.index(r)
+    g_pos = len(lb) + len(lhs_free) + rhs_free.index(gd)
+    out_aval = abstractify(full_out)
+    m = api.convert_element_type(mask, out_aval.dtype)
+    if g_pos > r_pos:  # broadcast_in_dim keeps the operand's dimension order
+        m = api.broadcast_in_dim(api.transpose(m, (1, 0)), out_aval.shape, (r_pos, g_pos))
+    else:
+        m = api.broadcast_in_dim(m, out_aval.shape, (g_pos, r_pos))
+    return api.reduce_sum(api.mul(full_out, m), (g_pos,))
+
+
+def ragged_dot(lhs: Any, rhs: Any, group_sizes: Any, precision: Any = None, preferred_element_type: Any = None,
+               group_offset: Any = None):
+    """``lhs[m, k]`` times ``rhs[g, k, n]`` with the rows of ``lhs`` in consecutive groups of
+    ``group_sizes[g]``: row ``i`` of group ``g`` is ``lhs[i] @ rhs[g]``; rows after the last group are zero.
+    Computed densely (see :func:`ragged_dot_general`)."""
+    la, ra = abstractify(lhs), abstractify(rhs)
+    if la.ndim != 2 or ra.ndim != 3:
+        raise ValueError(f"kiln.lax.ragged_dot: lhs must be (m, k) and rhs (g, k, n), got shapes {la.shape} and "
+                         f"{ra.shape}")
+    dn = RaggedDotDimensionNumbers((((1,), (1,)), ((), ())), (0,), (0,))
+    return ragged_dot_general(lhs, rhs, group_sizes, dn, precision=precision,
+                              preferred_element_type=preferred_element_type, group_offset=group_offset)
+
+
+def stage(x: Any, /):
+    """``x`` itself, as a value of the active trace (a Python scalar or NumPy array becomes a traced
+    constant), or as a kiln array outside any trace."""
+    from ..core.tracing import Tracer, current_builder
+    builder = current_builder()
+    if builder is not None:
+        return Tracer(builder, builder.atom(x))
+    if isinstance(x, Tracer) or hasattr(x, "aval") and not isinstance(x, np.ndarray):
+        return x
+    from ..driver.placement import device_put
+    if api._is_py_scalar(x):
+        dt, weak = dtypes.dtype_of_value(x)
+        return api.convert_element_type(x, dt, weak_type=weak)
+    return device_put(np.asarray(x, dtypes.canonicalize_dtype(np.asarray(x).dtype)))

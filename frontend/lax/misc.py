@@ -4,6 +4,8 @@
 - ``optimization_barrier`` (``stablehlo.optimization_barrier``): values XLA may not move computations
   across (for scheduling and rematerialisation control); the identity on values.
 - ``rng_bit_generator`` (``stablehlo.rng_bit_generator``): XLA's stateless random bits from a key.
+- ``platform_index``: a constant chosen when the program is lowered, from the platform it is lowered
+  for (what ``kiln.lax.platform_dependent`` switches on).
 - ``reduce`` (``stablehlo.reduce`` with a traced region): a reduction of one or several operands
   with any associative Python computation. Reductions by ``kiln.lax.add``/``mul``/``max``/``min``/
   ``bitwise_and``/``bitwise_or`` from their identity take the dedicated primitives (as JAX).
@@ -26,6 +28,17 @@ from .windowed import _identity, _monoid_of
 
 __all__ = ["RandomAlgorithm", "optimization_barrier", "reduce", "reduce_precision", "reduce_xor",
            "rng_bit_generator"]
+
+
+# -- platform_index (for kiln.lax.platform_dependent) ------------------------------------------------
+
+def _platform_index_rule(*, platforms: tuple[tuple[str, ...], ...], has_default: bool) -> ShapedArray:
+    return ShapedArray((), np.dtype(np.int32))
+
+
+# The index of the first entry of ``platforms`` naming the platform the program is lowered for, else
+# ``len(platforms)`` (the default) when ``has_default``: a constant chosen at lowering.
+platform_index_p = Primitive("platform_index", _platform_index_rule)
 
 
 # -- reduce_precision ------------------------------------------------------------------------------

@@ -58,3 +58,16 @@ def _reduce(ctx, eqn, *args):
         return ctx.emit_ir(closed.ir, consts + list(block_args))
     return reduce(ctx, args[:n], args[n:], eqn.params["dimensions"], [tensor_type(v.aval) for v in eqn.outputs],
                   scalar_types, body)
+
+
+@register("platform_index")
+def _platform_index(ctx, eqn):
+    platforms, has_default = eqn.params["platforms"], eqn.params["has_default"]
+    for i, names in enumerate(platforms):
+        if ctx.platform in names:
+            return ctx.constant(i, np.int32)
+    if has_default:
+        return ctx.constant(len(platforms), np.int32)
+    from ..module import LoweringError
+    raise LoweringError(f"kiln.lax.platform_dependent: no branch for platform {ctx.platform!r} (branches for "
+                        f"{sorted({n for names in platforms for n in names})}) and no default")

@@ -32,7 +32,7 @@ ELSEWHERE = {
     "custom_vjp_lin": "test_transforms.py::test_custom_vjp_lin_batches_and_transposes",
 }
 # iota has no operands, so its batching rule never runs: its cases only check it is in the function.
-NEVER_BATCHED = {"iota"}
+NEVER_BATCHED = {"iota", "platform_index"}
 
 
 @dataclass
@@ -274,6 +274,9 @@ case("rng_bit_generator", lambda k: lax.rng_bit_generator(k, (2, 3)),
 case("linear_solve", lambda m, b: lax.custom_linear_solve(lambda x: m @ x, b, lambda mv, r: knp.linalg.solve(m, r)),
      lambda r: [f32(r, 3, 3) + 4 * np.eye(3, dtype=np.float32), f32(r, 3)], [((0, 0), 0), ((None, 0), -1),
                                                                            ((2, None), 0)], tol=1e-4)
+
+case("platform_index", lambda x: lax.platform_dependent(x, cpu=lambda v: v + 1, default=lambda v: v - 1),
+     lambda r: [f32(r, 3)], [((0,), 0)])
 
 # -- control flow and calls ---------------------------------------------------------------------------
 case("cond", lambda p, x: lax.cond(p, lambda v: v * 2.0, lambda v: -v, x),

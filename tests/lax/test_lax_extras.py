@@ -10,7 +10,7 @@ from ml_dtypes import bfloat16
 
 import kiln
 import kiln.numpy as jnp
-from kiln import lax
+from kiln import lax, lowering
 
 RNG = np.random.default_rng(0)
 
@@ -269,6 +269,78 @@ def test_rng_bit_generator():
     assert bs.shape == (2, 5) and ks.shape == (2, 4)
 
 
+# -- ragged dots, shape_as_value, composite, stage, accuracy and dot algorithms, platform_dependent ---------
+
+def _groups(sizes):
+    starts = np.concatenate([[0], np.cumsum(sizes)[:-1]])
+    return list(zip(starts, sizes))
+
+
+def test_ragged_dot_modes():
+    lhs, rhs = _f32(7, 3), _f32(3, 3, 4)
+    sizes = np.array([2, 0, 4], np.int32)  # row 6 is in no group: zeros
+    expected = np.zeros((7, 4), np.float32)
+    for g, (s, n) in enumerate(_groups(sizes)):
+        expected[s:s + n] = lhs[s:s + n] @ rhs[g]
+    _close(lax.ragged_dot(lhs, rhs, sizes), expected)
+    _close(kiln.jit(lax.ragged_dot)(lhs, rhs, sizes), expected)
+    g_lhs, g_rhs = kiln.grad(lambda a, b: jnp.sum(lax.ragged_dot(a, b, sizes) ** 2), argnums=(0, 1))(lhs, rhs)
+    _close(g_lhs[6], np.zeros(3))
+    _close(g_rhs[0], 2 * lhs[:2].T @ expected[:2], 1e-4)
+    # ragged contracting dimension: one product per group, stacked in front
+    a, b, sizes2 = _f32(5, 6), _f32(6, 4), np.array([1, 3, 2], np.int32)
+    dn = lax.RaggedDotDimensionNumbers((((1,), (0,)), ((), ())), (1,), ())
+    _close(lax.ragged_dot_general(a, b, sizes2, dn),
+           np.stack([a[:, s:s + n] @ b[s:s + n] for s, n in _groups(sizes2)]))
+    # ragged batch dimension: batches after the last group are zero
+    a3, b3 = _f32(4, 2, 3), _f32(4, 3, 5)
+    dn = lax.RaggedDotDimensionNumbers((((2,), (1,)), ((0,), (0,))), (0,), ())
+    expected3 = np.einsum("bmk,bkn->bmn", a3, b3)
+    expected3[3] = 0
+    _close(lax.ragged_dot_general(a3, b3, np.array([1, 2], np.int32), dn), expected3)
+    # the group dimension of rhs anywhere, and the ragged one not first among lhs's free dimensions
+    a4, b4 = _f32(2, 6, 3), _f32(3, 4, 2)  # lhs (x, m, k), rhs (k, n, g)
+    dn = lax.RaggedDotDimensionNumbers((((2,), (0,)), ((), ())), (1,), (2,))
+    sizes4 = np.array([4, 2], np.int32)
+    expected4 = np.zeros((2, 6, 4), np.float32)
+    for g, (s, n) in enumerate(_groups(sizes4)):
+        expected4[:, s:s + n] = a4[:, s:s + n] @ b4[:, :, g]
+    _close(lax.ragged_dot_general(a4, b4, sizes4, dn), expected4)
+
+
+def test_small_helpers():
+    np.testing.assert_array_equal(lax.shape_as_value((2, 3)), np.array([2, 3], np.int32))
+    assert lax.shape_as_value(()).shape == (0,)
+    scale = lax.composite(lambda x, *, k: x * k, "my.scale")
+    _close(kiln.jit(lambda x: scale(x, k=3.0))(np.float32(2)), 6.0)
+    assert isinstance(lax.stage(np.arange(3)), kiln.Array) and lax.stage(1.0).weak_type
+    _close(kiln.jit(lambda x: lax.stage(np.arange(3.0)) + x)(np.float32(1)), np.arange(3.0) + 1)
+    x = _f32(3)
+    _close(lax.exp(x, accuracy=lax.Tolerance(atol=1e-3)), np.exp(x))
+    _close(lax.exp2(x, accuracy=lax.AccuracyMode.HIGHEST), np.exp2(x))
+    for p in ("BF16_BF16_F32", lax.DotAlgorithmPreset.F32_F32_F32, lax.DotAlgorithm(np.float32, np.float32,
+                                                                                      np.float32)):
+        _close(lax.dot(x, x, precision=p), x @ x)
+        _close(jnp.dot(x, x, precision=p), x @ x)
+
+
+def test_platform_dependent():
+    def f(x):
+        return lax.platform_dependent(x, cpu=lambda v: v + 1, cuda=lambda v: v * 10, default=lambda v: v - 1)
+    here = kiln.devices()[0].platform
+    expected = {"cpu": 3.0, "cuda": 20.0}.get(here, 1.0)
+    _close(f(np.float32(2)), expected)
+    _close(kiln.jit(f)(np.float32(2)), expected)
+    _close(kiln.grad(f)(2.0), {"cuda": 10.0}.get(here, 1.0))
+    _close(kiln.vmap(f)(np.arange(3, dtype=np.float32)), np.array([f(np.float32(i)) for i in range(3)]))
+    # only a branch for another platform, with a default: the default runs
+    _close(kiln.jit(lambda x: lax.platform_dependent(x, tpu=lambda v: v + 1, default=lambda v: v - 1))(
+        np.float32(2)), 1.0 if here != "tpu" else 3.0)
+    if here == "cpu":  # no branch for the platform and no default: an error when the program is lowered
+        with pytest.raises(lowering.LoweringError, match="no branch for platform 'cpu'"):
+            kiln.jit(lambda x: lax.platform_dependent(x, tpu=lambda v: v + 1, cuda=lambda v: v))(np.float32(2))
+
+
 # -- errors ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("call,exc,match", [
@@ -304,6 +376,20 @@ def test_rng_bit_generator():
     (lambda: lax.rng_bit_generator(np.ones(3, np.uint32), (2,)), TypeError, r"shape \(4,\)"),
     (lambda: lax.rng_bit_generator(np.ones(4, np.uint32), (2,), np.int32), TypeError, "uint8, uint16"),
     (lambda: lax.rng_bit_generator(np.ones(4, np.uint32), (2,), algorithm=7), ValueError, "unknown algorithm"),
+    (lambda: lax.ragged_dot(np.ones((2, 3)), np.ones((3, 4)), np.array([2], np.int32)), ValueError,
+     r"rhs \(g, k, n\)"),
+    (lambda: lax.ragged_dot(np.ones((2, 3)), np.ones((1, 3, 4)), np.array([[2]], np.int32)), TypeError,
+     "group_sizes must be a 1-D integer array"),
+    (lambda: lax.ragged_dot(np.ones((2, 3)), np.ones((2, 3, 4)), np.array([2], np.int32)), ValueError,
+     "has size 2 but group_sizes has 1 groups"),
+    (lambda: lax.ragged_dot(np.ones((2, 3)), np.ones((1, 3, 4)), np.array([2], np.int32),
+                            group_offset=np.zeros(1, np.int32)), NotImplementedError, "group_offset"),
+    (lambda: lax.exp(np.ones(2), accuracy="high"), TypeError, "accuracy must be None, a kiln.lax.Tolerance"),
+    (lambda: lax.Tolerance(), ValueError, "at least one of atol"),
+    (lambda: lax.Tolerance(atol=-1.0), ValueError, "non-negative"),
+    (lambda: lax.composite(3, "x"), TypeError, "decomposition must be callable"),
+    (lambda: lax.platform_dependent(1.0, vulkan=lambda v: v), ValueError, "unknown platform 'vulkan'"),
+    (lambda: lax.platform_dependent(1.0), ValueError, "at least one platform"),
 ])
 def test_errors(call, exc, match):
     with pytest.raises(exc, match=match):
