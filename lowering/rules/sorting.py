@@ -68,3 +68,10 @@ def _sort(ctx, eqn, *operands):
             result = lt if result is None else _or(lt, _and(eq, result))
         ir.Operation.create("stablehlo.return", operands=[result])
     return list(sort_op.results)
+
+
+@register("top_k")
+def _top_k(ctx, eqn, x):
+    """XLA's TopK (``chlo.top_k``, legalised by XLA): the k largest along the last axis, ties by index."""
+    return op("chlo.top_k", [x], [tensor_type(v.aval) for v in eqn.outputs],
+              k=ir.IntegerAttr.get(ir.IntegerType.get_signless(64), eqn.params["k"]))

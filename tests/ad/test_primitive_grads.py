@@ -189,6 +189,7 @@ CASES: dict[str, list[Case]] = {
                     c(lambda x, u: lax.scatter_max(x, np.array([[1]], np.int32), u * 0 + x[1:2], SDN), X34,
                       a(1, 3), order=1)],
     # -- sorting --
+    "top_k": [c(lambda x: lax.top_k(x, 2)[0], a(3, 5), jit=True)],
     "sort": [c(lambda x: lax.sort(x, dimension=0), a(4, 3)),
              c(lambda k, v: lax.sort((k, v), dimension=1, num_keys=1), a(2, 5), a(2, 5))],
     # -- windowed --

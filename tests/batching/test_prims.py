@@ -211,6 +211,7 @@ case("scatter_add", lambda x, i, u: lax.scatter_add(x, i, u, _BATCHED_ROWS),
      [((0, 0, 0), 0), ((None, 1, None), 1), ((2, None, -1), -1), ((1, -1, 2), 0)], id="scatter_add-batching-dims")
 
 # -- sort, windows, convolutions ----------------------------------------------------------------------
+case("top_k", lambda x: lax.top_k(x, 2), lambda r: [f32(r, 3, 5)], [((0,), 0), ((1,), -1), ((-1,), 1)])
 case("sort", lambda x: lax.sort(x, dimension=0), lambda r: [f32(r, 4, 3)], [((0,), 0), ((1,), -1), ((-1,), 1)])
 case("sort", lambda k, v: lax.sort((k, v), dimension=1, num_keys=1),
      lambda r: [i32(r, 2, 5, lo=0, hi=3), f32(r, 2, 5)], [((0, 0), 0), ((None, 1), -1), ((-1, None), 1)],

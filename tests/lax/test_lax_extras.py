@@ -341,6 +341,15 @@ def test_platform_dependent():
             kiln.jit(lambda x: lax.platform_dependent(x, tpu=lambda v: v + 1, cuda=lambda v: v))(np.float32(2))
 
 
+def test_top_k_is_xla_topk():
+    x = np.array([[1, 3, 3, 0, -0.0, 0.0], [np.nan, 1, 2, np.inf, 5, 5]], np.float32)
+    x[1, 0] = -np.abs(x[1, 0])  # a NaN with its sign bit set still counts as the largest
+    v, i = kiln.jit(lambda x: lax.top_k(x, 5))(x)
+    np.testing.assert_array_equal(np.asarray(i), [[1, 2, 0, 3, 5], [0, 3, 4, 5, 2]])  # ties by index; -0.0 < 0.0
+    assert np.isnan(np.asarray(v)[1, 0])
+    assert "chlo.top_k" in kiln.jit(lambda x: lax.top_k(x, 2)).lower(x).as_text()
+
+
 # -- errors ----------------------------------------------------------------------------------------
 
 @pytest.mark.parametrize("call,exc,match", [
