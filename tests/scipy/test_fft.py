@@ -37,10 +37,13 @@ CALLS = [(name, dict(type=t, norm=norm, **kw))
 def test_match_scipy(dtype, shape, jit):
     x = RNG.standard_normal(shape).astype(dtype) if dtype != np.int32 else RNG.integers(-4, 5, shape).astype(dtype)
 
+    # eager dispatches every operation: a subset there, all of them under jit (one compilation)
+    calls = CALLS if jit else [c for c in CALLS if c[1]["norm"] in (None, "ortho") and "s" not in c[1]]
+
     def all_of(x):
-        return [getattr(kf, name)(x, **kw) for name, kw in CALLS]
+        return [getattr(kf, name)(x, **kw) for name, kw in calls]
     outs = (kiln.jit(all_of) if jit else all_of)(x)
-    for (name, kw), out in zip(CALLS, outs):
+    for (name, kw), out in zip(calls, outs):
         assert np.asarray(out).dtype == np.float32, (name, kw)
         _close(out, getattr(sf, name)(x.astype(np.float64), **kw))
 
