@@ -1,23 +1,38 @@
 """kiln.lax: the primitives as functions, without implicit promotion (as ``jax.lax``)."""
 from kiln.frontend.control.api import associative_scan as associative_scan
 from kiln.frontend.control.api import cond as cond
+from kiln.frontend.control.api import custom_linear_solve as custom_linear_solve
+from kiln.frontend.control.api import custom_root as custom_root
 from kiln.frontend.control.api import fori_loop as fori_loop
 from kiln.frontend.control.api import map as map
+from kiln.frontend.control.api import platform_dependent as platform_dependent
 from kiln.frontend.control.api import scan as scan
 from kiln.frontend.control.api import select_n as select_n
 from kiln.frontend.control.api import switch as switch
 from kiln.frontend.control.api import while_loop as while_loop
+from kiln.frontend.lax import AccuracyMode as AccuracyMode
 from kiln.frontend.lax import ConvDimensionNumbers as ConvDimensionNumbers
+from kiln.frontend.lax import ConvGeneralDilatedDimensionNumbers as ConvGeneralDilatedDimensionNumbers
+from kiln.frontend.lax import DotAlgorithm as DotAlgorithm
+from kiln.frontend.lax import DotAlgorithmPreset as DotAlgorithmPreset
+from kiln.frontend.lax import DotDimensionNumbers as DotDimensionNumbers
+from kiln.frontend.lax import FftType as FftType
 from kiln.frontend.lax import GatherDimensionNumbers as GatherDimensionNumbers
 from kiln.frontend.lax import GatherScatterMode as GatherScatterMode
 from kiln.frontend.lax import Precision as Precision
+from kiln.frontend.lax import PrecisionLike as PrecisionLike
+from kiln.frontend.lax import RaggedDotDimensionNumbers as RaggedDotDimensionNumbers
+from kiln.frontend.lax import RandomAlgorithm as RandomAlgorithm
 from kiln.frontend.lax import RoundingMethod as RoundingMethod
 from kiln.frontend.lax import ScatterDimensionNumbers as ScatterDimensionNumbers
+from kiln.frontend.lax import Tolerance as Tolerance
 from kiln.frontend.lax import abs as abs
 from kiln.frontend.lax import acos as acos
 from kiln.frontend.lax import acosh as acosh
 from kiln.frontend.lax import add as add
 from kiln.frontend.lax import all_gather as all_gather
+from kiln.frontend.lax import approx_max_k as approx_max_k
+from kiln.frontend.lax import approx_min_k as approx_min_k
 from kiln.frontend.lax import argmax as argmax
 from kiln.frontend.lax import argmin as argmin
 from kiln.frontend.lax import argsort as argsort
@@ -35,17 +50,29 @@ from kiln.frontend.lax import bitwise_or as bitwise_or
 from kiln.frontend.lax import bitwise_xor as bitwise_xor
 from kiln.frontend.lax import broadcast as broadcast
 from kiln.frontend.lax import broadcast_in_dim as broadcast_in_dim
+from kiln.frontend.lax import broadcast_like as broadcast_like
+from kiln.frontend.lax import broadcast_shapes as broadcast_shapes
+from kiln.frontend.lax import broadcast_to_rank as broadcast_to_rank
 from kiln.frontend.lax import broadcasted_iota as broadcasted_iota
 from kiln.frontend.lax import cbrt as cbrt
 from kiln.frontend.lax import ceil as ceil
 from kiln.frontend.lax import clamp as clamp
 from kiln.frontend.lax import clz as clz
+from kiln.frontend.lax import collapse as collapse
 from kiln.frontend.lax import complex as complex
+from kiln.frontend.lax import composite as composite
 from kiln.frontend.lax import concatenate as concatenate
 from kiln.frontend.lax import conj as conj
 from kiln.frontend.lax import conv as conv
 from kiln.frontend.lax import conv_dimension_numbers as conv_dimension_numbers
 from kiln.frontend.lax import conv_general_dilated as conv_general_dilated
+from kiln.frontend.lax import conv_general_dilated_local as conv_general_dilated_local
+from kiln.frontend.lax import conv_general_dilated_patches as conv_general_dilated_patches
+from kiln.frontend.lax import conv_general_permutations as conv_general_permutations
+from kiln.frontend.lax import conv_general_shape_tuple as conv_general_shape_tuple
+from kiln.frontend.lax import conv_shape_tuple as conv_shape_tuple
+from kiln.frontend.lax import conv_transpose as conv_transpose
+from kiln.frontend.lax import conv_transpose_shape_tuple as conv_transpose_shape_tuple
 from kiln.frontend.lax import conv_with_general_padding as conv_with_general_padding
 from kiln.frontend.lax import convert_element_type as convert_element_type
 from kiln.frontend.lax import cos as cos
@@ -59,20 +86,25 @@ from kiln.frontend.lax import digamma as digamma
 from kiln.frontend.lax import div as div
 from kiln.frontend.lax import dot as dot
 from kiln.frontend.lax import dot_general as dot_general
+from kiln.frontend.lax import dtype as dtype
 from kiln.frontend.lax import dynamic_index_in_dim as dynamic_index_in_dim
 from kiln.frontend.lax import dynamic_slice as dynamic_slice
 from kiln.frontend.lax import dynamic_slice_in_dim as dynamic_slice_in_dim
 from kiln.frontend.lax import dynamic_update_index_in_dim as dynamic_update_index_in_dim
 from kiln.frontend.lax import dynamic_update_slice as dynamic_update_slice
 from kiln.frontend.lax import dynamic_update_slice_in_dim as dynamic_update_slice_in_dim
+from kiln.frontend.lax import empty as empty
 from kiln.frontend.lax import eq as eq
 from kiln.frontend.lax import erf as erf
 from kiln.frontend.lax import erf_inv as erf_inv
 from kiln.frontend.lax import erfc as erfc
 from kiln.frontend.lax import exp as exp
 from kiln.frontend.lax import exp2 as exp2
+from kiln.frontend.lax import expand_dims as expand_dims
 from kiln.frontend.lax import expm1 as expm1
+from kiln.frontend.lax import fft as fft
 from kiln.frontend.lax import floor as floor
+from kiln.frontend.lax import full as full
 from kiln.frontend.lax import full_like as full_like
 from kiln.frontend.lax import gather as gather
 from kiln.frontend.lax import ge as ge
@@ -94,9 +126,11 @@ from kiln.frontend.lax import lt as lt
 from kiln.frontend.lax import max as max
 from kiln.frontend.lax import min as min
 from kiln.frontend.lax import mul as mul
+from kiln.frontend.lax import mulhi as mulhi
 from kiln.frontend.lax import ne as ne
 from kiln.frontend.lax import neg as neg
 from kiln.frontend.lax import nextafter as nextafter
+from kiln.frontend.lax import optimization_barrier as optimization_barrier
 from kiln.frontend.lax import pad as pad
 from kiln.frontend.lax import padtype_to_pads as padtype_to_pads
 from kiln.frontend.lax import pmax as pmax
@@ -105,21 +139,28 @@ from kiln.frontend.lax import pmin as pmin
 from kiln.frontend.lax import population_count as population_count
 from kiln.frontend.lax import pow as pow
 from kiln.frontend.lax import psum as psum
+from kiln.frontend.lax import ragged_dot as ragged_dot
+from kiln.frontend.lax import ragged_dot_general as ragged_dot_general
 from kiln.frontend.lax import real as real
 from kiln.frontend.lax import reciprocal as reciprocal
+from kiln.frontend.lax import reduce as reduce
 from kiln.frontend.lax import reduce_and as reduce_and
 from kiln.frontend.lax import reduce_max as reduce_max
 from kiln.frontend.lax import reduce_min as reduce_min
 from kiln.frontend.lax import reduce_or as reduce_or
+from kiln.frontend.lax import reduce_precision as reduce_precision
 from kiln.frontend.lax import reduce_prod as reduce_prod
 from kiln.frontend.lax import reduce_sum as reduce_sum
 from kiln.frontend.lax import reduce_window as reduce_window
 from kiln.frontend.lax import reduce_window_max as reduce_window_max
 from kiln.frontend.lax import reduce_window_min as reduce_window_min
+from kiln.frontend.lax import reduce_window_shape_tuple as reduce_window_shape_tuple
 from kiln.frontend.lax import reduce_window_sum as reduce_window_sum
+from kiln.frontend.lax import reduce_xor as reduce_xor
 from kiln.frontend.lax import rem as rem
 from kiln.frontend.lax import reshape as reshape
 from kiln.frontend.lax import rev as rev
+from kiln.frontend.lax import rng_bit_generator as rng_bit_generator
 from kiln.frontend.lax import round as round
 from kiln.frontend.lax import rsqrt as rsqrt
 from kiln.frontend.lax import scatter as scatter
@@ -128,7 +169,9 @@ from kiln.frontend.lax import scatter_apply as scatter_apply
 from kiln.frontend.lax import scatter_max as scatter_max
 from kiln.frontend.lax import scatter_min as scatter_min
 from kiln.frontend.lax import scatter_mul as scatter_mul
+from kiln.frontend.lax import scatter_sub as scatter_sub
 from kiln.frontend.lax import select as select
+from kiln.frontend.lax import shape_as_value as shape_as_value
 from kiln.frontend.lax import shift_left as shift_left
 from kiln.frontend.lax import shift_right_arithmetic as shift_right_arithmetic
 from kiln.frontend.lax import shift_right_logical as shift_right_logical
@@ -139,32 +182,46 @@ from kiln.frontend.lax import slice as slice
 from kiln.frontend.lax import slice_in_dim as slice_in_dim
 from kiln.frontend.lax import sort as sort
 from kiln.frontend.lax import sort_key_val as sort_key_val
+from kiln.frontend.lax import split as split
 from kiln.frontend.lax import sqrt as sqrt
 from kiln.frontend.lax import square as square
+from kiln.frontend.lax import squeeze as squeeze
+from kiln.frontend.lax import stack as stack
+from kiln.frontend.lax import stage as stage
 from kiln.frontend.lax import stop_gradient as stop_gradient
 from kiln.frontend.lax import sub as sub
 from kiln.frontend.lax import tan as tan
 from kiln.frontend.lax import tanh as tanh
+from kiln.frontend.lax import tile as tile
 from kiln.frontend.lax import top_k as top_k
 from kiln.frontend.lax import transpose as transpose
+from kiln.frontend.lax import unstack as unstack
 
 __all__ = [
-    "ConvDimensionNumbers", "GatherDimensionNumbers", "GatherScatterMode", "Precision", "RoundingMethod",
-    "ScatterDimensionNumbers", "abs", "acos", "acosh", "add", "all_gather", "argmax", "argmin", "argsort", "asin",
+    "AccuracyMode", "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm", "DotAlgorithmPreset",
+    "DotDimensionNumbers", "FftType", "GatherDimensionNumbers", "GatherScatterMode", "Precision", "PrecisionLike",
+    "RaggedDotDimensionNumbers", "RandomAlgorithm", "RoundingMethod", "ScatterDimensionNumbers", "Tolerance", "abs",
+    "acos", "acosh", "add", "all_gather", "approx_max_k", "approx_min_k", "argmax", "argmin", "argsort", "asin",
     "asinh", "associative_scan", "atan", "atan2", "atanh", "axis_index", "batch_matmul", "bitcast_convert_type",
-    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcasted_iota",
-    "cbrt", "ceil", "clamp", "clz", "complex", "concatenate", "cond", "conj", "conv", "conv_dimension_numbers",
-    "conv_general_dilated", "conv_with_general_padding", "convert_element_type", "cos", "cosh", "cumlogsumexp",
-    "cummax", "cummin", "cumprod", "cumsum", "digamma", "div", "dot", "dot_general", "dynamic_index_in_dim",
-    "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice",
-    "dynamic_update_slice_in_dim", "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expm1", "floor", "fori_loop",
-    "full_like", "gather", "ge", "gt", "imag", "index_in_dim", "index_take", "integer_pow", "iota", "is_finite", "le",
-    "lgamma", "linalg", "literal", "log", "log1p", "logistic", "lt", "map", "max", "min", "mul", "ne", "neg",
-    "nextafter", "pad", "padtype_to_pads", "pmax", "pmean", "pmin", "population_count", "pow", "psum", "real",
-    "reciprocal", "reduce_and", "reduce_max", "reduce_min", "reduce_or", "reduce_prod", "reduce_sum", "reduce_window",
-    "reduce_window_max", "reduce_window_min", "reduce_window_sum", "rem", "reshape", "rev", "round", "rsqrt", "scan",
-    "scatter", "scatter_add", "scatter_apply", "scatter_max", "scatter_min", "scatter_mul", "select", "select_n",
-    "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim",
-    "sort", "sort_key_val", "sqrt", "square", "stop_gradient", "sub", "switch", "tan", "tanh", "top_k", "transpose",
-    "while_loop",
+    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcast_like",
+    "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil", "clamp", "clz", "collapse", "complex",
+    "composite", "concatenate", "cond", "conj", "conv", "conv_dimension_numbers", "conv_general_dilated",
+    "conv_general_dilated_local", "conv_general_dilated_patches", "conv_general_permutations",
+    "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple",
+    "conv_with_general_padding", "convert_element_type", "cos", "cosh", "cumlogsumexp", "cummax", "cummin", "cumprod",
+    "cumsum", "custom_linear_solve", "custom_root", "digamma", "div", "dot", "dot_general", "dtype",
+    "dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
+    "dynamic_update_slice", "dynamic_update_slice_in_dim", "empty", "eq", "erf", "erf_inv", "erfc", "exp", "exp2",
+    "expand_dims", "expm1", "fft", "floor", "fori_loop", "full", "full_like", "gather", "ge", "gt", "imag",
+    "index_in_dim", "index_take", "integer_pow", "iota", "is_finite", "le", "lgamma", "linalg", "literal", "log",
+    "log1p", "logistic", "lt", "map", "max", "min", "mul", "mulhi", "ne", "neg", "nextafter", "optimization_barrier",
+    "pad", "padtype_to_pads", "platform_dependent", "pmax", "pmean", "pmin", "population_count", "pow", "psum",
+    "ragged_dot", "ragged_dot_general", "real", "reciprocal", "reduce", "reduce_and", "reduce_max", "reduce_min",
+    "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum", "reduce_window", "reduce_window_max",
+    "reduce_window_min", "reduce_window_shape_tuple", "reduce_window_sum", "reduce_xor", "rem", "reshape", "rev",
+    "rng_bit_generator", "round", "rsqrt", "scan", "scatter", "scatter_add", "scatter_apply", "scatter_max",
+    "scatter_min", "scatter_mul", "scatter_sub", "select", "select_n", "shape_as_value", "shift_left",
+    "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim", "sort",
+    "sort_key_val", "split", "sqrt", "square", "squeeze", "stack", "stage", "stop_gradient", "sub", "switch", "tan",
+    "tanh", "tile", "top_k", "transpose", "unstack", "while_loop",
 ]

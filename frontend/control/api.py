@@ -2,9 +2,12 @@
 from .associative import associative_scan  # noqa: F401
 from .cond import cond, switch  # noqa: F401
 from .loops import fori_loop, map, while_loop  # noqa: F401
+from .platform import platform_dependent  # noqa: F401
 from .scan import scan  # noqa: F401
+from .solves import custom_linear_solve, custom_root  # noqa: F401
 
-__all__ = ["associative_scan", "cond", "fori_loop", "map", "scan", "switch", "while_loop"]
+__all__ = ["associative_scan", "cond", "custom_linear_solve", "custom_root", "fori_loop", "map",
+           "platform_dependent", "scan", "switch", "while_loop"]
 
 
 def select_n(which, *cases):

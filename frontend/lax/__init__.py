@@ -15,9 +15,13 @@ from . import linalg  # noqa: F401  (kiln.lax.linalg, as jax.lax.linalg)
 from .api import *  # noqa: F401,F403  (elementwise, structural, reduction families)
 from .api import RoundingMethod, literal  # noqa: F401
 from .collectives import *  # noqa: F401,F403
+from .composed import *  # noqa: F401,F403
+from .conv_extras import *  # noqa: F401,F403
 from .convolution import *  # noqa: F401,F403
+from .fft import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
-from .precision import Precision  # noqa: F401
+from .misc import *  # noqa: F401,F403
+from .precision import AccuracyMode, DotAlgorithm, DotAlgorithmPreset, Precision, Tolerance  # noqa: F401
 from .sorting import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .windowed import *  # noqa: F401,F403

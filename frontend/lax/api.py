@@ -16,7 +16,7 @@ from ..core.tracing import abstractify, materialize
 from . import elementwise as ew
 from . import reduction as red
 from . import structural as st
-from .precision import Precision, canonicalize_precision  # noqa: F401  (kiln.lax.Precision)
+from .precision import Precision, canonicalize_precision, check_accuracy  # noqa: F401  (kiln.lax.Precision)
 
 
 def _is_py_scalar(x: Any) -> bool:
@@ -54,11 +54,21 @@ def _operands(*args: Any) -> list[Any]:
     return out
 
 
+# Functions that take JAX's ``accuracy=`` (a Tolerance or AccuracyMode): checked, then ignored.
+_ACCURACY = {"exp", "log", "log1p", "expm1", "sin", "cos", "tan", "tanh", "logistic", "sqrt", "rsqrt", "cbrt"}
+
+
 def _unary(name: str):
     prim = ew.unary_prims[name]
 
-    def fn(x):
-        return prim.bind(x)
+    if name in _ACCURACY:
+        def fn(x, *, accuracy=None):
+            if accuracy is not None:
+                check_accuracy(name, accuracy)
+            return prim.bind(x)
+    else:
+        def fn(x):
+            return prim.bind(x)
     fn.__name__ = name
     fn.__doc__ = f"Elementwise ``{name}`` (kiln primitive)."
     return fn

@@ -27,6 +27,8 @@ that is not positive definite, and ``eigh``/``svd`` when LAPACK reports no conve
 """
 from __future__ import annotations
 
+from typing import Any
+
 from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.errors import MatrixShapeError
@@ -34,7 +36,10 @@ from ..core.primitive import Primitive
 from ..core.tracing import abstractify
 from . import api
 
-__all__ = ["cholesky", "lu", "qr", "eigh", "svd", "triangular_solve"]
+__all__ = ["cholesky", "lu", "qr", "eigh", "svd", "triangular_solve", "cholesky_p", "lu_p", "qr_p", "eigh_p",
+           "svd_p", "triangular_solve_p", "EighImplementation", "SvdAlgorithm", "cholesky_update", "hessenberg",
+           "householder_product", "lu_pivots_to_permutation", "ormqr", "qdwh", "symmetric_product", "tridiagonal",
+           "tridiagonal_solve"]
 
 _SUPPORTED = (dtypes.float32, dtypes.float64, dtypes.complex64, dtypes.complex128)
 _REAL = {dtypes.float32: dtypes.float32, dtypes.float64: dtypes.float64,
@@ -152,20 +157,27 @@ def _eigh_rule(x: ShapedArray, *, lower: bool) -> list[ShapedArray]:
 eigh_p = Primitive("eigh", _eigh_rule, multiple_results=True)
 
 
-def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalues: bool = True):
+def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalues: bool = True,
+         subset_by_index: tuple[int, int] | None = None, implementation: Any = None):
     """Eigendecomposition of a Hermitian matrix: returns ``(v, w)`` with ``x @ v == v * w``.
 
     ``w`` (real, ascending) are the eigenvalues and the columns of ``v`` the eigenvectors. Only the
     ``lower`` (or upper) triangle is read, after symmetrizing with ``(x + x^H) / 2`` when
-    ``symmetrize_input`` (the default, as JAX).
+    ``symmetrize_input`` (the default, as JAX). ``subset_by_index=(lo, hi)`` keeps eigenpairs ``lo`` to
+    ``hi - 1`` (all are computed); ``implementation`` (an ``EighImplementation``) is accepted and ignored.
     """
+    _check_implementation("eigh", "implementation", implementation, "EighImplementation")
     if not sort_eigenvalues:
         raise NotImplementedError("kiln.lax.linalg.eigh: sort_eigenvalues=False is not supported (the "
                                   "eigenvalues always come in ascending order)")
     _check_matrix("eigh", abstractify(x), square=True)
     if symmetrize_input:
         x = _symmetrize(x)
-    return tuple(eigh_p.bind(x, lower=bool(lower)))
+    v, w = eigh_p.bind(x, lower=bool(lower))
+    if subset_by_index is not None:
+        lo, hi = _subset("eigh", subset_by_index, abstractify(w).shape[-1])
+        v, w = _take_last(v, lo, hi), _take_last(w, lo, hi)
+    return v, w
 
 
 # -- svd -----------------------------------------------------------------------------------------
@@ -185,17 +197,55 @@ def _svd_rule(x: ShapedArray, *, full_matrices: bool, compute_uv: bool) -> list[
 svd_p = Primitive("svd", _svd_rule, multiple_results=True)
 
 
-def svd(x, *, full_matrices: bool = True, compute_uv: bool = True):
+def svd(x, *, full_matrices: bool = True, compute_uv: bool = True, subset_by_index: tuple[int, int] | None = None,
+        algorithm: Any = None):
     """Singular value decomposition ``x = u @ diag(s) @ vh`` of a stack of ``m x n`` matrices.
 
     Returns ``(u, s, vh)`` (``s`` real and descending), or only ``s`` when ``compute_uv=False``.
     ``full_matrices=False`` gives the reduced ``u`` (``m x k``) and ``vh`` (``k x n``), ``k = min(m, n)``.
+    ``subset_by_index=(lo, hi)`` keeps singular triplets ``lo`` to ``hi - 1`` (all are computed; needs
+    ``full_matrices=False`` when computing vectors, as JAX); ``algorithm`` (an ``SvdAlgorithm``) is
+    accepted and ignored.
     """
+    _check_implementation("svd", "algorithm", algorithm, "SvdAlgorithm")
+    if subset_by_index is not None and compute_uv and full_matrices:
+        raise ValueError("kiln.lax.linalg.svd: subset_by_index needs full_matrices=False when compute_uv=True")
     outs = svd_p.bind(x, full_matrices=bool(full_matrices), compute_uv=bool(compute_uv))
+    if subset_by_index is not None:
+        lo, hi = _subset("svd", subset_by_index, abstractify(outs[0]).shape[-1])
+        outs = [_take_last(outs[0], lo, hi)] + ([_take_last(outs[1], lo, hi), _take_rows(outs[2], lo, hi)]
+                                                if compute_uv else [])
     if not compute_uv:
         return outs[0]
     s, u, vh = outs
     return u, s, vh
+
+
+def _check_implementation(fname: str, what: str, value: Any, enum_name: str) -> None:
+    from . import linalg_composed
+    if value is not None and not isinstance(value, getattr(linalg_composed, enum_name)):
+        raise TypeError(f"kiln.lax.linalg.{fname}: {what} must be None or a kiln.lax.linalg.{enum_name}, got "
+                        f"{value!r}")
+
+
+def _subset(fname: str, subset: Any, k: int) -> tuple[int, int]:
+    try:
+        lo, hi = (int(v) for v in subset)
+    except (TypeError, ValueError):
+        raise TypeError(f"kiln.lax.linalg.{fname}: subset_by_index must be a pair (lo, hi), got {subset!r}") from None
+    if not 0 <= lo <= hi <= k:
+        raise ValueError(f"kiln.lax.linalg.{fname}: subset_by_index {subset!r} must satisfy 0 <= lo <= hi <= {k}")
+    return lo, hi
+
+
+def _take_last(x, lo: int, hi: int):
+    s = abstractify(x).shape
+    return api.slice(x, (0,) * (len(s) - 1) + (lo,), s[:-1] + (hi,))
+
+
+def _take_rows(x, lo: int, hi: int):
+    s = abstractify(x).shape
+    return api.slice(x, (0,) * (len(s) - 2) + (lo, 0), s[:-2] + (hi, s[-1]))
 
 
 # -- triangular_solve ----------------------------------------------------------------------------
@@ -233,3 +283,18 @@ def triangular_solve(a, b, *, left_side: bool = False, lower: bool = False, tran
     return triangular_solve_p.bind(a, b, left_side=bool(left_side), lower=bool(lower),
                                    transpose_a=bool(transpose_a), conjugate_a=bool(conjugate_a),
                                    unit_diagonal=bool(unit_diagonal))
+
+
+from .linalg_composed import (  # noqa: E402  (functions over the primitives above)
+    EighImplementation,
+    SvdAlgorithm,
+    cholesky_update,
+    hessenberg,
+    householder_product,
+    lu_pivots_to_permutation,
+    ormqr,
+    qdwh,
+    symmetric_product,
+    tridiagonal,
+    tridiagonal_solve,
+)

@@ -93,10 +93,22 @@ def _sort_descending(operands: Sequence[Any], dim: int, is_stable: bool = True) 
     return tuple(api.rev(o, (dim,)) for o in out)
 
 
+def _top_k_rule(x: ShapedArray, *, k: int) -> list[ShapedArray]:
+    if x.ndim == 0 or not 0 <= k <= x.shape[-1]:
+        raise ValueError(f"kiln.lax.top_k: k={k} must be between 0 and the size of the last axis of {x.str_short()}")
+    shape = x.shape[:-1] + (k,)
+    return [ShapedArray(shape, x.dtype, x.weak_type), ShapedArray(shape, np.dtype(np.int32))]
+
+
+# The k largest along the last axis (XLA's TopK, ``chlo.top_k``): no full sort of the axis.
+top_k_p = Primitive("top_k", _top_k_rule, multiple_results=True)
+
+
 def top_k(operand: Any, k: int) -> tuple[Any, Any]:
     """The ``k`` largest entries along the last axis and their indices (int32).
 
-    Largest first; equal values in index order (lower index first); NaN counts as the largest.
+    Largest first; equal values in index order (lower index first); NaN counts as the largest; ``-0.0``
+    ranks below ``0.0`` (XLA's TopK order, as JAX). Booleans are ordered by a sort.
     """
     aval = abstractify(operand)
     if isinstance(k, bool) or not isinstance(k, (int, np.integer)):
@@ -108,12 +120,17 @@ def top_k(operand: Any, k: int) -> tuple[Any, Any]:
         raise ValueError(f"kiln.lax.top_k: k={k} must be between 0 and the size of the last axis ({n})")
     if aval.dtype.kind == "c":
         raise TypeError("kiln.lax.top_k: complex arrays have no order")
-    dim = aval.ndim - 1
-    idx = api.broadcasted_iota(np.int32, aval.shape, dim)
-    values, indices = _sort_descending((operand, idx), dim)
-    if k < n:
-        start, limit = (0,) * aval.ndim, aval.shape[:-1] + (k,)
-        values, indices = api.slice(values, start, limit), api.slice(indices, start, limit)
+    if aval.dtype == np.bool_:
+        dim = aval.ndim - 1
+        idx = api.broadcasted_iota(np.int32, aval.shape, dim)
+        values, indices = _sort_descending((operand, idx), dim)
+        if k < n:
+            start, limit = (0,) * aval.ndim, aval.shape[:-1] + (k,)
+            values, indices = api.slice(values, start, limit), api.slice(indices, start, limit)
+        return values, indices
+    if dtypes.is_inexact(aval.dtype):  # XLA ranks a NaN with its sign bit set lowest: make every NaN positive
+        operand = api.select(api.ne(operand, operand), api.full_like(operand, np.nan), operand)
+    values, indices = top_k_p.bind(operand, k=int(k))
     return values, indices
 
 

@@ -168,8 +168,10 @@ def _zeros_like(x):
     return _full_like(x, 0)
 
 
-def exp2(x):
-    """Elementwise ``2 ** x`` (floating or complex)."""
+def exp2(x, *, accuracy=None):
+    """Elementwise ``2 ** x`` (floating or complex). ``accuracy`` (as JAX's) is checked and ignored."""
+    from .precision import check_accuracy
+    check_accuracy("exp2", accuracy)
     _check_kind("exp2", abstractify(x), _INEXACT)
     return api.pow(_full_like(x, 2), x)
 

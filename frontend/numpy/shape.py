@@ -1074,7 +1074,7 @@ def trim_zeros(filt, trim: str = "fb", axis=None):
     nd = v.ndim
     if nd == 0:
         raise ValueError("kiln.numpy.trim_zeros: needs an array of at least one dimension, got a 0-d array")
-    axes = range(nd) if axis is None else _axis_list("trim_zeros", axis, nd)
+    axes = range(nd) if axis is None else canonical_axes("trim_zeros", axis, nd)
     nz = np.nonzero(v)
     index = [slice(None)] * nd
     for ax in axes:

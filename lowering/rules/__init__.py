@@ -5,8 +5,10 @@ from . import (  # noqa: F401
     convolution,  # noqa: F401
     custom,  # noqa: F401
     elementwise,
+    fft,  # noqa: F401
     indexing,  # noqa: F401
     linalg,  # noqa: F401
+    misc,  # noqa: F401
     reduction,
     sorting,  # noqa: F401
     special,  # noqa: F401

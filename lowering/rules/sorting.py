@@ -1,8 +1,9 @@
 """Emission rule for ``sort``: ``stablehlo.sort`` with a lexicographic "less than" comparator."""
 from __future__ import annotations
 
-from ..hlo import V, imag, logical_not, real, sort, wrap_inputs
+from ..hlo import V, i64_attr, imag, logical_not, op, real, sort, wrap_inputs
 from ..registry import register
+from ..types import tensor_type
 
 
 def _float_lt_eq(a: V, b: V, need_eq: bool) -> tuple[V, V | None]:
@@ -38,3 +39,10 @@ def _sort(ctx, eqn, *operands):
 
     out = sort(wrap_inputs(eqn, operands), eqn.params["dimension"], bool(eqn.params["is_stable"]), less)
     return [x.v for x in out]
+
+
+@register("top_k")
+def _top_k(ctx, eqn, x):
+    """XLA's TopK (``chlo.top_k``, legalised by XLA): the k largest along the last axis, ties by index."""
+    return op("chlo.top_k", [x], [tensor_type(v.aval) for v in eqn.outputs],
+              k=i64_attr(eqn.params["k"]))

@@ -189,6 +189,7 @@ CASES: dict[str, list[Case]] = {
                     c(lambda x, u: lax.scatter_max(x, np.array([[1]], np.int32), u * 0 + x[1:2], SDN), X34,
                       a(1, 3), order=1)],
     # -- sorting --
+    "top_k": [c(lambda x: lax.top_k(x, 2)[0], a(3, 5), jit=True)],
     "sort": [c(lambda x: lax.sort(x, dimension=0), a(4, 3)),
              c(lambda k, v: lax.sort((k, v), dimension=1, num_keys=1), a(2, 5), a(2, 5))],
     # -- windowed --
@@ -219,6 +220,24 @@ CASES: dict[str, list[Case]] = {
     "eigh": [c(lambda m: (lambda v, w: (w, v * v))(*lax.linalg.eigh(m)), sym(3), tol=1e-4)],
     "svd": [c(lambda m: (lambda u, s, vh: (s, knp.einsum("ik,k,kj->ij", u, s * s, vh)))(
         *lax.linalg.svd(m, full_matrices=False)), a(4, 3), tol=1e-4)],
+    # -- Fourier transforms (linear: FFT/IFFT transpose to themselves, RFFT/IRFFT to each other) --
+    "fft": [c(lambda z: lax.fft(z, "fft", (5,)), a(2, 5) + 1j * a(2, 5), order=1, jit=True),
+            c(lambda z: lax.fft(z, lax.FftType.IFFT, (3, 4)), a(3, 4) + 1j * a(3, 4), order=1),
+            c(lambda x: lax.fft(x, "rfft", (6,)), a(2, 6), jit=True),
+            c(lambda x: lax.fft(x, "rfft", (3, 5)), a(3, 5), order=1),
+            c(lambda z: lax.fft(z, "irfft", (6,)), a(2, 4) + 1j * a(2, 4), jit=True),
+            c(lambda z: lax.fft(z, "irfft", (2, 5)), a(2, 3) + 1j * a(2, 3), order=1),
+            c(lambda x: knp.abs(lax.fft(lax.fft(x, "rfft", (4,)) * x[:3], "irfft", (4,))), a(4) + 2)],
+    # -- misc --
+    "reduce_precision": [c(lambda x: lax.reduce_precision(x, 11, 52), a(3, 2))],
+    "optimization_barrier": [c(lambda x, y: (lambda p: p[0] * p[1])(lax.optimization_barrier((x, y))), a(3), a(3),
+                               jit=True)],
+    "reduce": [c(lambda x: lax.reduce(x, 1.0, lambda u, v: u * v * 1.0, (1,)), a(2, 5), jit=True),
+               c(lambda x: lax.reduce((x, x * x), (0.0, 0.0), lambda u, v: (u[0] + v[0], u[1] + v[1] * 1.0), (0,)),
+                 a(3, 2), order=1)],
+    "linear_solve": [c(lambda m, b: lax.custom_linear_solve(lambda x: m @ x, b, lambda mv, r: knp.linalg.solve(m, r),
+                                                          lambda vm, r: knp.linalg.solve(m.T, r)),
+                       a(3, 3) + 3 * np.eye(3), a(3), jit=True)],
     # -- calls, control flow, custom rules --
     "jit_call": [c(kiln.jit(lambda x, y: knp.sin(x) * y), a(3), a(3))],
     "remat": [c(kiln.checkpoint(lambda x, y: knp.sin(knp.sin(x)) * y), a(3), a(3))],

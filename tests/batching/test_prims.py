@@ -32,7 +32,7 @@ ELSEWHERE = {
     "custom_vjp_lin": "test_transforms.py::test_custom_vjp_lin_batches_and_transposes",
 }
 # iota has no operands, so its batching rule never runs: its cases only check it is in the function.
-NEVER_BATCHED = {"iota"}
+NEVER_BATCHED = {"iota", "platform_index"}
 
 
 @dataclass
@@ -211,6 +211,7 @@ case("scatter_add", lambda x, i, u: lax.scatter_add(x, i, u, _BATCHED_ROWS),
      [((0, 0, 0), 0), ((None, 1, None), 1), ((2, None, -1), -1), ((1, -1, 2), 0)], id="scatter_add-batching-dims")
 
 # -- sort, windows, convolutions ----------------------------------------------------------------------
+case("top_k", lambda x: lax.top_k(x, 2), lambda r: [f32(r, 3, 5)], [((0,), 0), ((1,), -1), ((-1,), 1)])
 case("sort", lambda x: lax.sort(x, dimension=0), lambda r: [f32(r, 4, 3)], [((0,), 0), ((1,), -1), ((-1,), 1)])
 case("sort", lambda k, v: lax.sort((k, v), dimension=1, num_keys=1),
      lambda r: [i32(r, 2, 5, lo=0, hi=3), f32(r, 2, 5)], [((0, 0), 0), ((None, 1), -1), ((-1, None), 1)],
@@ -250,6 +251,33 @@ case("svd", lambda x: lax.linalg.svd(x, full_matrices=False), lambda r: [f32(r, 
      tol=1e-4)
 case("triangular_solve", lambda a, b: lax.linalg.triangular_solve(a, b, left_side=True, lower=True),
      lambda r: [np.tril(_spd(r)), f32(r, 3, 2)], [((0, 0), 0), ((None, 1), -1), ((2, None), 1)], tol=1e-4)
+
+# -- Fourier transforms: the batch axis moves to the front of the transformed ones ---------------------
+case("fft", lambda z: lax.fft(z, "fft", (4,)), lambda r: [(f32(r, 2, 4) + 1j * f32(r, 2, 4)).astype(np.complex64)],
+     [((0,), 0), ((2,), 1), ((-1,), -1)], tol=1e-4, id="fft-fft")
+case("fft", lambda x: lax.fft(x, "rfft", (3, 4)), lambda r: [f32(r, 3, 4)], [((1,), 0), ((2,), -1)], tol=1e-4,
+     id="fft-rfft")
+case("fft", lambda z: lax.fft(z, "irfft", (4,)), lambda r: [(f32(r, 2, 3) + 1j * f32(r, 2, 3)).astype(np.complex64)],
+     [((0,), 0), ((1,), 2)], tol=1e-4, id="fft-irfft")
+
+# -- misc ---------------------------------------------------------------------------------------------
+case("reduce_precision", lambda x: lax.reduce_precision(x, 5, 10), lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
+case("optimization_barrier", lambda x, y: lax.optimization_barrier((x, y)), lambda r: [f32(r, 3, 2), f32(r, 2)],
+     [((0, None), 0), ((1, 0), -1)])
+case("reduce", lambda x: lax.reduce(x, 1.0, lambda u, v: u * v * 1.0, (1,)), lambda r: [f32(r, 3, 4)],
+     [((0,), 0), ((2,), -1)], tol=1e-4)
+case("reduce", lambda x, i: lax.reduce((x, i), (-np.inf, 0), lambda u, v: (lax.max(u[0], v[0]),
+                                                                            lax.max(u[1], v[1])), (0,)),
+     lambda r: [f32(r, 4, 3), i32(r, 4, 3)], [((1, None), 0), ((0, 1), -1)], id="reduce-variadic")
+case("rng_bit_generator", lambda k: lax.rng_bit_generator(k, (2, 3)),
+     lambda r: [r.integers(0, 2**31, (4,)).astype(np.uint32)], [((0,), 0), ((1,), 1)])
+
+case("linear_solve", lambda m, b: lax.custom_linear_solve(lambda x: m @ x, b, lambda mv, r: knp.linalg.solve(m, r)),
+     lambda r: [f32(r, 3, 3) + 4 * np.eye(3, dtype=np.float32), f32(r, 3)], [((0, 0), 0), ((None, 0), -1),
+                                                                           ((2, None), 0)], tol=1e-4)
+
+case("platform_index", lambda x: lax.platform_dependent(x, cpu=lambda v: v + 1, default=lambda v: v - 1),
+     lambda r: [f32(r, 3)], [((0,), 0)])
 
 # -- control flow and calls ---------------------------------------------------------------------------
 case("cond", lambda p, x: lax.cond(p, lambda v: v * 2.0, lambda v: -v, x),
