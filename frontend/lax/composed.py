@@ -213,7 +213,7 @@ def dtype(x: Any) -> np.dtype:
 
 def mulhi(x: Any, y: Any):
     """The high half of the double-width product of two integer arrays of one dtype (elementwise)."""
-    x, y = api._operands("mulhi", x, y)
+    x, y = api._operands(x, y)
     xa, ya = abstractify(x), abstractify(y)
     if xa.dtype != ya.dtype or xa.dtype.kind not in "iu":
         raise TypeError(f"kiln.lax.mulhi: operands must be integers of one dtype, got {xa.dtype.name} and "
