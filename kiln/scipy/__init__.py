@@ -1,4 +1,4 @@
 """kiln.scipy."""
-from . import special
+from . import special, stats
 
-__all__ = ["special"]
+__all__ = ["special", "stats"]
