@@ -1,4 +1,4 @@
 """kiln.scipy."""
-from . import special, stats
+from . import linalg, special, stats
 
-__all__ = ["special", "stats"]
+__all__ = ["linalg", "special", "stats"]
