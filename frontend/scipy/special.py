@@ -11,6 +11,7 @@ from .. import numpy as jnp
 from ..ad.api import jvp as _jvp
 from ..ad.custom import custom_jvp
 from ..control.loops import while_loop
+from ..core import dtypes
 from ..core.ir import Literal
 from ..core.tracing import abstractify, materialize
 from ..nn import functions as _nn
@@ -23,6 +24,7 @@ __all__ = [
     "gamma", "gammasgn", "loggamma", "betaln", "beta", "factorial", "comb", "poch", "gammainc", "gammaincc",
     "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "ndtri", "log_ndtr", "erfcx", "exp1", "expi",
     "expn", "kl_div", "rel_entr", "softmax", "log_softmax", "multigammaln", "boxcox", "boxcox1p", "bernoulli",
+    "bessel_jn", "spence", "owens_t",
 ]
 
 
@@ -893,3 +895,111 @@ def boxcox1p(x, lmbda):
 def _boxcox_core(logx, lmbda):
     safe = jnp.where(lmbda == 0, 1.0, lmbda)
     return jnp.where(lmbda == 0, logx, jnp.expm1(safe * logx) / safe)
+
+
+# ---------------------------------------------------------------------------------------------
+# Bessel J of integer order, the dilogarithm, Owen's T
+# ---------------------------------------------------------------------------------------------
+
+def bessel_jn(z, *, v: int, n_iter: int = 50):
+    """``J_0(z) .. J_v(z)`` (shape ``(v + 1, *z.shape)``) for real floating ``z``, by Miller's backward
+    recurrence from order ``max(n_iter, v + 20)`` (rescaled as it goes, so it cannot overflow), normalized
+    with ``J_0 + 2 (J_2 + J_4 + ...) = 1``. Accurate while ``n_iter`` comfortably exceeds ``|z|``."""
+    where = "kiln.scipy.special.bessel_jn"
+    if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 0:
+        raise TypeError(f"{where}: v must be a non-negative Python int (the largest order), got {v!r}")
+    if not isinstance(n_iter, (int, np.integer)) or n_iter < 1:
+        raise ValueError(f"{where}: n_iter must be a positive int, got {n_iter!r}")
+    z = jnp.asarray(z)
+    if not dtypes.is_inexact(z.dtype) or z.dtype.kind == "c":
+        raise ValueError(f"{where}: z must be real floating point, got {z.dtype.name}; convert it with "
+                         ".astype(float)")
+    top = max(int(n_iter), int(v) + 20)
+    top += top % 2
+    zs = jnp.where(z == 0, 1.0, z)
+    f_next, f = jnp.zeros_like(zs), jnp.full_like(zs, 1e-30)
+    total = jnp.zeros_like(zs)
+    kept: list[Any] = [None] * (v + 1)
+    for k in range(top, 0, -1):
+        if k <= v:
+            kept[k] = f
+        if k % 2 == 0:
+            total = total + 2 * f
+        f_next, f = f, (2 * k / zs) * f - f_next
+        scale = jnp.where(jnp.abs(f) > 1e10, 1 / jnp.abs(f), 1.0)
+        f, f_next, total = f * scale, f_next * scale, total * scale
+        kept = [None if x is None else x * scale for x in kept]
+    kept[0] = f
+    total = total + f
+    out = jnp.stack([x / total for x in kept])
+    at_zero = jnp.asarray((np.arange(v + 1) == 0).astype(np.float64), dtype=z.dtype)
+    return jnp.where(z == 0, jnp.reshape(at_zero, (v + 1,) + (1,) * z.ndim), out)
+
+
+def _dilog_series(w):
+    """Li2(w) for |w| <= 1/2 by its power series."""
+    total, term = jnp.zeros_like(w), jnp.ones_like(w)
+    for k in range(1, 60):
+        term = term * w
+        total = total + term / (k * k)
+    return total
+
+
+def _dilog(w):
+    """The dilogarithm Li2(w) for real w <= 1."""
+    pi2_6 = np.pi ** 2 / 6
+    a = jnp.abs(w) <= 0.5
+    hi = w > 0.5  # Li2(w) = pi^2/6 - log(w) log(1 - w) - Li2(1 - w)
+    mid = (w < -0.5) & (w >= -1)  # Li2(w) = -Li2(w / (w - 1)) - log(1 - w)^2 / 2
+    low = w < -1  # Li2(w) = -pi^2/6 - log(-w)^2 / 2 - Li2(1 / w), and 1/w in (-1, 0)
+    wh = jnp.where(hi, w, 0.75)
+    wm = jnp.where(mid, w, -0.75)
+    wl = jnp.where(low, w, -2.0)
+    inv = 1 / wl  # in (-1, 0): fold once more when below -1/2
+    inv_mid = inv < -0.5
+    li_inv = jnp.where(inv_mid, -_dilog_series(jnp.where(inv_mid, inv / (inv - 1), 0.0))
+                       - 0.5 * jnp.log1p(-inv) ** 2, _dilog_series(jnp.where(inv_mid, 0.0, inv)))
+    out = jnp.where(a, _dilog_series(jnp.where(a, w, 0.0)), 0.0)
+    out = jnp.where(hi, pi2_6 - jnp.log(wh) * jnp.log1p(-wh) - _dilog_series(1 - wh), out)
+    out = jnp.where(hi & (w == 1), pi2_6, out)
+    out = jnp.where(mid, -_dilog_series(wm / (wm - 1)) - 0.5 * jnp.log1p(-wm) ** 2, out)
+    return jnp.where(low, -pi2_6 - 0.5 * jnp.log(-wl) ** 2 - li_inv, out)
+
+
+def spence(x):
+    """Spence's function ``integral from 1 to x of log(t) / (1 - t) dt`` for ``x >= 0`` (``Li2(1 - x)``);
+    NaN for negative or infinite x (as SciPy)."""
+    (x,) = _args("kiln.scipy.special.spence", x)
+    out = _dilog(1 - jnp.where(x >= 0, x, 1.0))
+    return jnp.where((x < 0) | jnp.isnan(x) | jnp.isinf(x), np.nan, out)  # SciPy: spence(inf) is NaN
+
+
+_GL_NODES, _GL_WEIGHTS = np.polynomial.legendre.leggauss(48)
+
+
+def _owens_t_small_a(h, a):
+    """T(h, a) for 0 <= a <= 1 by 48-point Gauss-Legendre quadrature of its integral over [0, a]."""
+    t = (jnp.asarray(_GL_NODES, dtype=h.dtype) + 1) / 2  # nodes on [0, 1]
+    w = jnp.asarray(_GL_WEIGHTS / 2, dtype=h.dtype)
+    x = a[..., None] * t
+    f = jnp.exp(-0.5 * (h * h)[..., None] * (1 + x * x)) / (1 + x * x)
+    return a * jnp.sum(w * f, axis=-1) / (2 * np.pi)
+
+
+def owens_t(h, a):
+    """Owen's T function ``1/(2 pi) integral from 0 to a of exp(-h^2 (1 + x^2) / 2) / (1 + x^2) dx``.
+
+    Gauss-Legendre quadrature for ``|a| <= 1``; larger ``|a|`` use ``T(h, a) = (Phi(h) Q(ah) +
+    Phi(ah) Q(h)) / 2 - T(ah, 1/a)``.
+    """
+    h, a = _args("kiln.scipy.special.owens_t", h, a, broadcast=True)
+    ah, aa = jnp.abs(h), jnp.abs(a)
+    small = aa <= 1
+    t_small = _owens_t_small_a(ah, jnp.where(small, aa, 0.0))
+    ab = jnp.where(small, 2.0, aa)
+    p_h, q_h = ndtr(ah), ndtr(-ah)
+    p_ah, q_ah = ndtr(ab * ah), ndtr(-ab * ah)
+    t_big = 0.5 * (p_h * q_ah + p_ah * q_h) - _owens_t_small_a(ab * ah, 1 / ab)
+    out = jnp.sign(a) * jnp.where(small, t_small, t_big)
+    out = jnp.where(jnp.isinf(aa), jnp.sign(a) * 0.5 * ndtr(-ah), out)
+    return jnp.where(jnp.isnan(h) | jnp.isnan(a), np.nan, out)

@@ -49,6 +49,8 @@ CASES = {
     "kl_div": (ks.kl_div, sp.kl_div, [np.r_[0.0, 0.0, 1.0, _u(0, 2)], np.r_[0.0, 1.0, 0.0, _u(0, 2)]]),
     "boxcox": (ks.boxcox, sp.boxcox, [_u(0.1, 5), np.r_[0.0, _u(-2, 2, 11)]]),
     "boxcox1p": (ks.boxcox1p, sp.boxcox1p, [_u(-0.9, 5), np.r_[0.0, _u(-2, 2, 11)]]),
+    "spence": (ks.spence, sp.spence, [np.r_[_u(0, 5), 0.0, 0.5, 1.0, 2.0, 1e-6, 100.0, 1e4, np.inf, -1.0]]),
+    "owens_t": (ks.owens_t, sp.owens_t, [np.r_[_u(-5, 5), 0.0, 0.0], np.r_[_u(-5, 5), 0.5, 1e3]]),
 }
 
 
@@ -73,6 +75,24 @@ def test_values_against_scipy(dtype):
             finite = np.abs(expected) < np.finfo(np.float32).max
             expected = np.where(finite | np.isnan(expected), expected, np.copysign(np.inf, expected))
             _check(n, outs[n], expected.astype(np.float32), 3e-5, 1e-6)
+
+
+def test_bessel_jn():
+    z = np.r_[rng.uniform(-20, 20, 12), 0.0, 1e-3, 25.0]
+    ref = np.stack([sp.jv(n, z) for n in range(6)])
+    out = kiln.jit(lambda z: ks.bessel_jn(z, v=5))(z.astype(np.float32))
+    assert out.shape == (6, z.size) and out.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(out), ref, atol=1e-6)
+    with kiln.config.override("enable_x64", True):
+        np.testing.assert_allclose(np.asarray(ks.bessel_jn(z, v=5)), ref, atol=1e-12)
+        g = kiln.grad(lambda x: ks.bessel_jn(x, v=1)[0])(2.5)  # J0' = -J1
+        np.testing.assert_allclose(float(g), -sp.j1(2.5), rtol=1e-9)
+    out = ks.bessel_jn(np.float32([[1.0, 2.0]]), v=0)
+    assert out.shape == (1, 1, 2)
+    with pytest.raises(TypeError, match="bessel_jn: v must be a non-negative Python int"):
+        ks.bessel_jn(1.0, v=1.5)
+    with pytest.raises(ValueError, match="bessel_jn: z must be real floating point, got int32"):
+        ks.bessel_jn(np.int32(1), v=1)
 
 
 def test_eager_shapes_and_broadcasting():
@@ -111,6 +131,8 @@ GRADS = [  # (kiln fn, scipy fn, args, argnums): integer parameters included (fr
     (ks.expi, sp.expi, (1.5,), (0,)), (ks.expi, sp.expi, (-1.5,), (0,)), (ks.exp1, sp.exp1, (0.5,), (0,)),
     (ks.zeta, sp.zeta, (3.0, 2.0), (1,)), (ks.i0, sp.i0, (2.0,), (0,)), (ks.i1e, sp.i1e, (25.0,), (0,)),
     (ks.betaln, sp.betaln, (2.0, 30.0), (0, 1)), (ks.gamma, sp.gamma, (-1.5,), (0,)),
+    (ks.owens_t, sp.owens_t, (0.7, 0.4), (0, 1)), (ks.owens_t, sp.owens_t, (-1.2, 2.5), (0, 1)),
+    (ks.spence, sp.spence, (0.3,), (0,)), (ks.spence, sp.spence, (2.5,), (0,)),
 ]
 
 

@@ -1,5 +1,6 @@
 """kiln.scipy.special."""
 from kiln.frontend.scipy.special import bernoulli as bernoulli
+from kiln.frontend.scipy.special import bessel_jn as bessel_jn
 from kiln.frontend.scipy.special import beta as beta
 from kiln.frontend.scipy.special import betainc as betainc
 from kiln.frontend.scipy.special import betaln as betaln
@@ -35,18 +36,21 @@ from kiln.frontend.scipy.special import logsumexp as logsumexp
 from kiln.frontend.scipy.special import multigammaln as multigammaln
 from kiln.frontend.scipy.special import ndtr as ndtr
 from kiln.frontend.scipy.special import ndtri as ndtri
+from kiln.frontend.scipy.special import owens_t as owens_t
 from kiln.frontend.scipy.special import poch as poch
 from kiln.frontend.scipy.special import polygamma as polygamma
 from kiln.frontend.scipy.special import psi as psi
 from kiln.frontend.scipy.special import rel_entr as rel_entr
 from kiln.frontend.scipy.special import softmax as softmax
+from kiln.frontend.scipy.special import spence as spence
 from kiln.frontend.scipy.special import xlog1py as xlog1py
 from kiln.frontend.scipy.special import xlogy as xlogy
 from kiln.frontend.scipy.special import zeta as zeta
 
 __all__ = [
-    "bernoulli", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf", "erfc",
-    "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "gamma", "gammainc", "gammaincc", "gammaln",
-    "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit", "logsumexp",
-    "multigammaln", "ndtr", "ndtri", "poch", "polygamma", "psi", "rel_entr", "softmax", "xlog1py", "xlogy", "zeta"
+    "bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf",
+    "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "gamma", "gammainc", "gammaincc",
+    "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
+    "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "psi", "rel_entr", "softmax",
+    "spence", "xlog1py", "xlogy", "zeta"
 ]
