@@ -207,3 +207,50 @@ def test_errors():
         ks.dirichlet.logpdf(np.ones(5) / 5, np.ones(3))
     with pytest.raises(TypeError, match="kiln.scipy.stats.norm.logpdf: argument 0 of type list"):
         ks.norm.logpdf([1.0])
+
+
+@pytest.mark.parametrize("d", [1, 2])
+def test_gaussian_kde(d):
+    data = rng.standard_normal((d, 30))
+    w = rng.uniform(0.5, 2, 30)
+    pts = rng.standard_normal((d, 5))
+    with kiln.config.override("enable_x64", True):
+        for bw, weights in ((None, None), ("silverman", w), (0.4, None), (lambda k: 0.3, w)):
+            k, r = ks.gaussian_kde(data, bw, weights), ss.gaussian_kde(data, bw, weights)
+            np.testing.assert_allclose(np.asarray(k(pts)), r(pts), rtol=1e-10)
+            np.testing.assert_allclose(np.asarray(k.pdf(pts)), r.pdf(pts), rtol=1e-10)
+            np.testing.assert_allclose(np.asarray(k.logpdf(pts)), r.logpdf(pts), rtol=1e-10)
+            np.testing.assert_allclose(np.asarray(k.covariance), r.covariance, rtol=1e-10)
+            np.testing.assert_allclose(float(k.neff), r.neff, rtol=1e-10)
+            np.testing.assert_allclose(float(k.integrate_gaussian(np.zeros(d), np.eye(d))),
+                                       r.integrate_gaussian(np.zeros(d), np.eye(d)), rtol=1e-10)
+            np.testing.assert_allclose(float(k.integrate_kde(ks.gaussian_kde(pts))),
+                                       r.integrate_kde(ss.gaussian_kde(pts)), rtol=1e-10)
+            if d == 1:
+                np.testing.assert_allclose(float(k.integrate_box_1d(-0.5, 1.0)), r.integrate_box_1d(-0.5, 1.0),
+                                           rtol=1e-10)
+        assert (k.d, k.n) == (d, 30)
+    k = ks.gaussian_kde(data.astype(np.float32))
+    out = kiln.jit(lambda k, p: k(p))(k, pts.astype(np.float32))  # a pytree through jit
+    np.testing.assert_allclose(np.asarray(out), ss.gaussian_kde(data)(pts), rtol=1e-4)
+    s = k.resample(kiln.random.key(0), (4000,))
+    assert s.shape == (d, 4000) and s.dtype == np.float32
+    np.testing.assert_allclose(np.asarray(s).mean(axis=1), data.mean(axis=1), atol=0.1)
+
+
+def test_gaussian_kde_errors():
+    with pytest.raises(ValueError, match="dataset must have more than one element"):
+        ks.gaussian_kde(np.ones(1))
+    with pytest.raises(ValueError, match="weights must have one entry per point \\(3\\)"):
+        ks.gaussian_kde(np.arange(3.0), weights=np.ones(2))
+    with pytest.raises(ValueError, match="bw_method must be 'scott', 'silverman'"):
+        ks.gaussian_kde(np.arange(3.0), "wide")
+    k = ks.gaussian_kde(np.arange(4.0))
+    with pytest.raises(ValueError, match="points have dimension 2, the data has dimension 1"):
+        k(np.ones((2, 3)))
+    with pytest.raises(NotImplementedError, match="set_bandwidth is not supported"):
+        k.set_bandwidth("scott")
+    with pytest.raises(AttributeError, match="is immutable"):
+        k.factor = 2.0
+    with pytest.raises(ValueError, match="integrate_box_1d: only for one-dimensional data"):
+        ks.gaussian_kde(np.ones((2, 3)) + np.eye(2, 3)).integrate_box_1d(0, 1)
