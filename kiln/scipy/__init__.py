@@ -1,4 +1,4 @@
 """kiln.scipy."""
-from . import integrate, linalg, ndimage, optimize, signal, special, stats
+from . import integrate, linalg, ndimage, optimize, signal, spatial, special, stats
 
-__all__ = ["integrate", "linalg", "ndimage", "optimize", "signal", "special", "stats"]
+__all__ = ["integrate", "linalg", "ndimage", "optimize", "signal", "spatial", "special", "stats"]
