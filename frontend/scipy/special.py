@@ -16,6 +16,7 @@ from ..core.ir import Literal
 from ..core.tracing import abstractify, materialize
 from ..nn import functions as _nn
 from ..nn.functions import broadcast_args, float_args, logsumexp_impl
+from ..numpy._util import check_arraylike
 from ..numpy.ufuncs import full_like_
 
 __all__ = [
@@ -24,7 +25,7 @@ __all__ = [
     "gamma", "gammasgn", "loggamma", "betaln", "beta", "factorial", "comb", "poch", "gammainc", "gammaincc",
     "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "ndtri", "log_ndtr", "erfcx", "exp1", "expi",
     "expn", "kl_div", "rel_entr", "softmax", "log_softmax", "multigammaln", "boxcox", "boxcox1p", "bernoulli",
-    "bessel_jn", "spence", "owens_t",
+    "bessel_jn", "spence", "owens_t", "wofz", "dawsn", "fresnel",
 ]
 
 
@@ -1003,3 +1004,102 @@ def owens_t(h, a):
     out = jnp.sign(a) * jnp.where(small, t_small, t_big)
     out = jnp.where(jnp.isinf(aa), jnp.sign(a) * 0.5 * ndtr(-ah), out)
     return jnp.where(jnp.isnan(h) | jnp.isnan(a), np.nan, out)
+
+
+# ---------------------------------------------------------------------------------------------
+# The Faddeeva function and what follows from it: wofz, dawsn, fresnel
+# ---------------------------------------------------------------------------------------------
+
+def _weideman_coefficients(n: int) -> tuple[float, np.ndarray]:
+    """Weideman's (1994) rational approximation of w(z) in the upper half plane: the scale L and the
+    polynomial coefficients (highest degree first), from the FFT of exp(-t^2) (L^2 + t^2) sampled at
+    t = L tan(theta / 2) (computed here with NumPy, once, as constants)."""
+    m = 2 * n
+    L = np.sqrt(n / np.sqrt(2))
+    k = np.arange(-m + 1, m)
+    t = L * np.tan(k * np.pi / m / 2)
+    f = np.concatenate([[0.0], np.exp(-t * t) * (L * L + t * t)])
+    a = np.real(np.fft.fft(np.fft.fftshift(f))) / (2 * m)
+    return L, a[1:n + 1][::-1].copy()
+
+
+_WEIDEMAN = {np.dtype(np.float32): _weideman_coefficients(20), np.dtype(np.float64): _weideman_coefficients(44)}
+
+
+def _wofz_upper(z, real_dtype):
+    """w(z) for Im z >= 0."""
+    L, coef = _WEIDEMAN[np.dtype(real_dtype)]
+    denom = L - 1j * z
+    Z = (L + 1j * z) / denom
+    p = jnp.zeros_like(z)
+    for c in coef:
+        p = p * Z + c
+    return 2 * p / (denom * denom) + (1 / np.sqrt(np.pi)) / denom
+
+
+def _wofz(z):
+    real_dtype = np.float64 if z.dtype == np.complex128 else np.float32
+    upper = jnp.imag(z) >= 0
+    zu = jnp.where(upper, z, -z)
+    w = _wofz_upper(zu, real_dtype)
+    return jnp.where(upper, w, 2 * jnp.exp(-z * z) - w)
+
+
+def wofz(z):
+    """The Faddeeva function ``w(z) = exp(-z^2) erfc(-i z)`` (complex; real input is made complex), by
+    Weideman's rational approximation (``w(z) = 2 exp(-z^2) - w(-z)`` below the real axis)."""
+    check_arraylike("kiln.scipy.special.wofz", z)
+    z = jnp.asarray(z)
+    if z.dtype.kind != "c":
+        if not dtypes.is_inexact(z.dtype):
+            z = z.astype(dtypes.default_float_dtype())
+        z = z.astype(np.complex128 if z.dtype == np.float64 else np.complex64)
+    return _wofz(z)
+
+
+def _dawsn_impl(x):
+    c = jnp.asarray(x).astype(np.complex128 if x.dtype == np.float64 else np.complex64)
+    return (np.sqrt(np.pi) / 2) * jnp.imag(_wofz_upper(c, x.dtype)).astype(x.dtype)
+
+
+_dawsn = _with_partials(_dawsn_impl, {0: lambda out, x: 1 - 2 * x * out})
+
+
+def dawsn(x):
+    """Dawson's integral ``exp(-x^2) * integral from 0 to x of exp(t^2) dt`` (``sqrt(pi)/2 Im w(x)``)."""
+    (x,) = _args("kiln.scipy.special.dawsn", x)
+    return _dawsn(x)
+
+
+def _fresnel_impl(x):
+    ax = jnp.abs(x)
+    ctype = np.complex128 if x.dtype == np.float64 else np.complex64
+    # C + iS = (1 + i)/2 erf(z), z = sqrt(pi)/2 (1 - i) x, and erf(z) = 1 - exp(-z^2) w(iz) with
+    # exp(-z^2) = exp(i pi x^2 / 2) and iz = sqrt(pi)/2 (1 + i) x in the upper half plane.
+    iz = (np.sqrt(np.pi) / 2) * (1 + 1j) * ax.astype(ctype)
+    phase = (np.pi / 2) * ax * ax
+    e = jnp.cos(phase).astype(ctype) + 1j * jnp.sin(phase).astype(ctype)
+    erf = 1 - e * _wofz_upper(iz, x.dtype)
+    cs = (0.5 + 0.5j) * erf
+    sign = jnp.sign(x)
+    S, C = sign * jnp.imag(cs).astype(x.dtype), sign * jnp.real(cs).astype(x.dtype)
+    return jnp.where(jnp.isinf(x), sign * 0.5, S), jnp.where(jnp.isinf(x), sign * 0.5, C)
+
+
+@custom_jvp
+def _fresnel(x):
+    return _fresnel_impl(x)
+
+
+@_fresnel.defjvp
+def _fresnel_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    out = _fresnel_impl(x)
+    phase = (np.pi / 2) * x * x
+    return out, (jnp.sin(phase) * t, jnp.cos(phase) * t)
+
+
+def fresnel(x):
+    """The Fresnel integrals ``(S(x), C(x))``: integrals from 0 to x of ``sin(pi t^2 / 2)`` and ``cos(pi t^2 / 2)``."""
+    (x,) = _args("kiln.scipy.special.fresnel", x)
+    return _fresnel(x)

@@ -51,6 +51,9 @@ CASES = {
     "boxcox1p": (ks.boxcox1p, sp.boxcox1p, [_u(-0.9, 5), np.r_[0.0, _u(-2, 2, 11)]]),
     "spence": (ks.spence, sp.spence, [np.r_[_u(0, 5), 0.0, 0.5, 1.0, 2.0, 1e-6, 100.0, 1e4, np.inf, -1.0]]),
     "owens_t": (ks.owens_t, sp.owens_t, [np.r_[_u(-5, 5), 0.0, 0.0], np.r_[_u(-5, 5), 0.5, 1e3]]),
+    "dawsn": (ks.dawsn, sp.dawsn, [np.r_[_u(-10, 10), 0.0, 1e-4, 50.0, 1e3]]),
+    "fresnel_s": (lambda x: ks.fresnel(x)[0], lambda x: sp.fresnel(x)[0], [np.r_[_u(-10, 10), 0.0, np.inf]]),
+    "fresnel_c": (lambda x: ks.fresnel(x)[1], lambda x: sp.fresnel(x)[1], [np.r_[_u(-10, 10), 0.0, -np.inf]]),
 }
 
 
@@ -75,6 +78,18 @@ def test_values_against_scipy(dtype):
             finite = np.abs(expected) < np.finfo(np.float32).max
             expected = np.where(finite | np.isnan(expected), expected, np.copysign(np.inf, expected))
             _check(n, outs[n], expected.astype(np.float32), 3e-5, 1e-6)
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_wofz(dtype):
+    z = np.r_[rng.uniform(-8, 8, 40) + 1j * rng.uniform(-5, 5, 40), 0, 3.0, -2.0, 1e-3j, 30 + 1j, -20 - 0.5j]
+    z = z.astype(dtype)
+    with kiln.config.override("enable_x64", dtype == np.complex128):
+        out = kiln.jit(ks.wofz)(z)
+        assert out.dtype == dtype
+        ref = sp.wofz(z.astype(np.complex128))
+        np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-13 if dtype == np.complex128 else 3e-6)
+    assert ks.wofz(np.float32([1.0])).dtype == np.complex64
 
 
 def test_bessel_jn():
@@ -133,6 +148,8 @@ GRADS = [  # (kiln fn, scipy fn, args, argnums): integer parameters included (fr
     (ks.betaln, sp.betaln, (2.0, 30.0), (0, 1)), (ks.gamma, sp.gamma, (-1.5,), (0,)),
     (ks.owens_t, sp.owens_t, (0.7, 0.4), (0, 1)), (ks.owens_t, sp.owens_t, (-1.2, 2.5), (0, 1)),
     (ks.spence, sp.spence, (0.3,), (0,)), (ks.spence, sp.spence, (2.5,), (0,)),
+    (ks.dawsn, sp.dawsn, (1.3,), (0,)), (lambda x: ks.fresnel(x)[0], lambda x: sp.fresnel(x)[0], (1.3,), (0,)),
+    (lambda x: ks.fresnel(x)[1], lambda x: sp.fresnel(x)[1], (-0.7,), (0,)),
 ]
 
 
@@ -141,7 +158,7 @@ def test_grad_against_finite_differences():
         for f, ref, args, argnums in GRADS:
             for i in argnums:
                 g = kiln.jit(kiln.grad(f, argnums=i))(*args)
-                np.testing.assert_allclose(float(g), _fd(ref, args, i), rtol=1e-6, err_msg=f"{f.__name__} {i}")
+                np.testing.assert_allclose(float(g), _fd(ref, args, i), rtol=1e-6, err_msg=f"{ref.__name__} {i}")
 
 
 def test_vmap_matches_a_loop():

@@ -7,6 +7,7 @@ from kiln.frontend.scipy.special import betaln as betaln
 from kiln.frontend.scipy.special import boxcox as boxcox
 from kiln.frontend.scipy.special import boxcox1p as boxcox1p
 from kiln.frontend.scipy.special import comb as comb
+from kiln.frontend.scipy.special import dawsn as dawsn
 from kiln.frontend.scipy.special import digamma as digamma
 from kiln.frontend.scipy.special import entr as entr
 from kiln.frontend.scipy.special import erf as erf
@@ -18,6 +19,7 @@ from kiln.frontend.scipy.special import expi as expi
 from kiln.frontend.scipy.special import expit as expit
 from kiln.frontend.scipy.special import expn as expn
 from kiln.frontend.scipy.special import factorial as factorial
+from kiln.frontend.scipy.special import fresnel as fresnel
 from kiln.frontend.scipy.special import gamma as gamma
 from kiln.frontend.scipy.special import gammainc as gammainc
 from kiln.frontend.scipy.special import gammaincc as gammaincc
@@ -43,14 +45,15 @@ from kiln.frontend.scipy.special import psi as psi
 from kiln.frontend.scipy.special import rel_entr as rel_entr
 from kiln.frontend.scipy.special import softmax as softmax
 from kiln.frontend.scipy.special import spence as spence
+from kiln.frontend.scipy.special import wofz as wofz
 from kiln.frontend.scipy.special import xlog1py as xlog1py
 from kiln.frontend.scipy.special import xlogy as xlogy
 from kiln.frontend.scipy.special import zeta as zeta
 
 __all__ = [
-    "bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "digamma", "entr", "erf",
-    "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "gamma", "gammainc", "gammaincc",
-    "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma", "logit",
-    "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "psi", "rel_entr", "softmax",
-    "spence", "xlog1py", "xlogy", "zeta"
+    "bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn", "digamma", "entr",
+    "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "fresnel", "gamma", "gammainc",
+    "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma",
+    "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "psi", "rel_entr",
+    "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"
 ]
