@@ -10,7 +10,7 @@ from .. import lax
 from .. import numpy as jnp
 from ..ad.api import jvp as _jvp
 from ..ad.custom import custom_jvp
-from ..control.loops import while_loop
+from ..control.loops import fori_loop, while_loop
 from ..core import dtypes
 from ..core.ir import Literal
 from ..core.tracing import abstractify, materialize
@@ -25,7 +25,7 @@ __all__ = [
     "gamma", "gammasgn", "loggamma", "betaln", "beta", "factorial", "comb", "poch", "gammainc", "gammaincc",
     "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "ndtri", "log_ndtr", "erfcx", "exp1", "expi",
     "expn", "kl_div", "rel_entr", "softmax", "log_softmax", "multigammaln", "boxcox", "boxcox1p", "bernoulli",
-    "bessel_jn", "spence", "owens_t", "wofz", "dawsn", "fresnel",
+    "bessel_jn", "spence", "owens_t", "wofz", "dawsn", "fresnel", "sici",
 ]
 
 
@@ -569,9 +569,13 @@ def _hurwitz_neg_q(s, q):
     m = jnp.ceil(-q)
     total = _hurwitz_zeta(jnp.where(s > 1, s, 2.0), jnp.where(q <= 0, q + m + (q + m == 0), 1.0))
     total = jnp.where(q + m == 0, np.nan, total)
-    for k in range(64):
-        term = jnp.where(k < m, jnp.abs(q + k) ** -s * jnp.where(jnp.fmod(s, 2) == 0, 1.0, jnp.sign(q + k)), 0.0)
-        total = total + term
+    even = jnp.fmod(s, 2) == 0
+
+    def shift(k, total):
+        k = k.astype(q.dtype)
+        return total + jnp.where(k < m, jnp.abs(q + k) ** -s * jnp.where(even, 1.0, jnp.sign(q + k)), 0.0)
+
+    total = fori_loop(0, 64, shift, total)
     return jnp.where(m > 64, np.nan, total)
 
 
@@ -704,15 +708,25 @@ def _bessel_ie(x, nu: int):
     q = s * s / 4
     term = (s / 2) ** nu if nu else jnp.ones_like(s)
     total = term
-    for k in range(1, 70):
+
+    def series_step(k, c):
+        term, total = c
+        k = k.astype(s.dtype)
         term = term * q / (k * (k + nu))
-        total = total + term
+        return term, total + term
+
+    _, total = fori_loop(1, 70, series_step, (term, total))
     series = total * jnp.exp(-s)
     y = jnp.where(ax > T, ax, T)
     term, total = jnp.ones_like(y), jnp.ones_like(y)
-    for k in range(1, 30):
+
+    def asym_step(k, c):
+        term, total = c
+        k = k.astype(y.dtype)
         term = -term * (4 * nu * nu - (2 * k - 1) ** 2) / (8 * k * y)
-        total = total + term
+        return term, total + term
+
+    _, total = fori_loop(1, 30, asym_step, (term, total))
     asym = total / jnp.sqrt(2 * np.pi * y)
     out = jnp.where(ax <= T, series, asym)
     return out if nu == 0 else jnp.sign(x) * out
@@ -779,11 +793,16 @@ def _expn_impl(n, x):
     psi = lax.digamma(jnp.maximum(n, 1.0))
     total = jnp.where(n == 1, -jnp.log(xs) - _EULER, 1 / jnp.where(n == 1, 1.0, n - 1))
     fact = jnp.ones_like(xs)
-    for i in range(1, 40):
+
+    def series_step(i, c):
+        fact, total = c
+        i = i.astype(xs.dtype)
         fact = -fact * xs / i
         at_pole = (n - 1) == i
         delta = jnp.where(at_pole, fact * (-jnp.log(xs) + psi), -fact / jnp.where(at_pole, 1.0, i - n + 1))
-        total = total + delta
+        return fact, total + delta
+
+    _, total = fori_loop(1, 40, series_step, (fact, total))
     out = jnp.where(small, total, cf)
     out = jnp.where(n == 0, jnp.exp(-x) / x, out)
     out = jnp.where((x == 0) & (n > 0), jnp.where(n > 1, 1 / jnp.maximum(n - 1, 1.0), np.inf), out)
@@ -829,9 +848,13 @@ def _expi_impl(x):
     series = _EULER + jnp.log(ax) + s
     y = jnp.where(x > big, x, big)
     term, total = jnp.ones_like(y), jnp.ones_like(y)
-    for k in range(1, 40):
-        term = term * k / y
-        total = total + term
+
+    def asym_step(k, c):
+        term, total = c
+        term = term * k.astype(y.dtype) / y
+        return term, total + term
+
+    _, total = fori_loop(1, 40, asym_step, (term, total))
     asym = jnp.exp(y) / y * total
     pos = jnp.where(x <= big, series, asym)
     neg = -_expn_impl(jnp.ones_like(x), jnp.where(x < 0, -x, 1.0))
@@ -939,11 +962,14 @@ def bessel_jn(z, *, v: int, n_iter: int = 50):
 
 def _dilog_series(w):
     """Li2(w) for |w| <= 1/2 by its power series."""
-    total, term = jnp.zeros_like(w), jnp.ones_like(w)
-    for k in range(1, 60):
+
+    def step(k, c):
+        term, total = c
         term = term * w
-        total = total + term / (k * k)
-    return total
+        k = k.astype(w.dtype)
+        return term, total + term / (k * k)
+
+    return fori_loop(1, 60, step, (jnp.ones_like(w), jnp.zeros_like(w)))[1]
 
 
 def _dilog(w):
@@ -1103,3 +1129,69 @@ def fresnel(x):
     """The Fresnel integrals ``(S(x), C(x))``: integrals from 0 to x of ``sin(pi t^2 / 2)`` and ``cos(pi t^2 / 2)``."""
     (x,) = _args("kiln.scipy.special.fresnel", x)
     return _fresnel(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sine and cosine integrals
+# ---------------------------------------------------------------------------------------------
+
+def _sici_impl(x):
+    ax = jnp.abs(x)
+    small = ax <= 2
+    # Power series for |x| <= 2.
+    xs = jnp.where(small, ax, 1.0)
+    si, ci = jnp.zeros_like(xs), jnp.zeros_like(xs)
+    term = xs  # (-1)^k x^(2k+1) / (2k+1)!
+    for k in range(20):
+        si = si + term / (2 * k + 1)
+        term_c = -term * xs / (2 * k + 2)  # (-1)^(k+1) x^(2k+2) / (2k+2)!
+        ci = ci + term_c / (2 * k + 2)
+        term = term_c * xs / (2 * k + 3)
+    ci = ci + _EULER + jnp.log(xs)
+    # Continued fraction of E1(ix) = -Ci(x) + i (Si(x) - pi/2) for x > 2 (modified Lentz, complex).
+    xl = jnp.where(small | ~jnp.isfinite(ax), 3.0, ax)
+    ctype = np.complex128 if x.dtype == np.float64 else np.complex64
+    eps, tiny = _eps(x), _tiny(x) * 16
+    b = 1 + 1j * xl.astype(ctype)
+    d = 1 / b
+
+    def cond(c):
+        return (c[0] < 500) & jnp.any(jnp.abs(c[5] - 1) > eps)
+
+    def body(c):
+        i, b, c_, d, h, _ = c
+        a = -(i - 1) ** 2
+        b = b + 2
+        d = 1 / (a * d + b)
+        c_ = b + a / c_
+        delta = c_ * d
+        return i + 1, b, c_, d, h * delta, delta
+
+    init = (jnp.full((), 2.0, x.dtype), b, jnp.full_like(b, 1 / tiny), d, d, jnp.full_like(b, 2.0))
+    h = while_loop(cond, body, init)[4]
+    h = (jnp.cos(xl) - 1j * jnp.sin(xl)).astype(ctype) * h
+    si_big, ci_big = np.pi / 2 + jnp.imag(h).astype(x.dtype), -jnp.real(h).astype(x.dtype)
+    si = jnp.where(small, si, jnp.where(jnp.isinf(ax), np.pi / 2, si_big))
+    ci = jnp.where(small, ci, jnp.where(jnp.isinf(ax), 0.0, ci_big))
+    si = jnp.sign(x) * si
+    ci = jnp.where(x == 0, -np.inf, jnp.where(jnp.isneginf(x), np.nan, ci))
+    return si, ci
+
+
+@custom_jvp
+def _sici(x):
+    return _sici_impl(x)
+
+
+@_sici.defjvp
+def _sici_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    out = _sici_impl(x)
+    return out, (jnp.where(x == 0, 1.0, jnp.sin(x) / x) * t, jnp.cos(x) / x * t)
+
+
+def sici(x):
+    """The sine and cosine integrals ``(Si(x), Ci(x))``: power series for ``|x| <= 2``, a continued
+    fraction of ``E1(ix)`` above. ``Ci(-x) = Ci(x)`` (the real part, as SciPy)."""
+    (x,) = _args("kiln.scipy.special.sici", x)
+    return _sici(x)

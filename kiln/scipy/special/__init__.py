@@ -43,6 +43,7 @@ from kiln.frontend.scipy.special import poch as poch
 from kiln.frontend.scipy.special import polygamma as polygamma
 from kiln.frontend.scipy.special import psi as psi
 from kiln.frontend.scipy.special import rel_entr as rel_entr
+from kiln.frontend.scipy.special import sici as sici
 from kiln.frontend.scipy.special import softmax as softmax
 from kiln.frontend.scipy.special import spence as spence
 from kiln.frontend.scipy.special import wofz as wofz
@@ -55,5 +56,5 @@ __all__ = [
     "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "fresnel", "gamma", "gammainc",
     "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma",
     "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "psi", "rel_entr",
-    "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"
+    "sici", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"
 ]
