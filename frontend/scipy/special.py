@@ -25,7 +25,7 @@ __all__ = [
     "gamma", "gammasgn", "loggamma", "betaln", "beta", "factorial", "comb", "poch", "gammainc", "gammaincc",
     "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "ndtri", "log_ndtr", "erfcx", "exp1", "expi",
     "expn", "kl_div", "rel_entr", "softmax", "log_softmax", "multigammaln", "boxcox", "boxcox1p", "bernoulli",
-    "bessel_jn", "spence", "owens_t", "wofz", "dawsn", "fresnel", "sici",
+    "bessel_jn", "spence", "owens_t", "wofz", "dawsn", "fresnel", "sici", "hyp1f1", "hyp2f1",
 ]
 
 
@@ -1195,3 +1195,111 @@ def sici(x):
     fraction of ``E1(ix)`` above. ``Ci(-x) = Ci(x)`` (the real part, as SciPy)."""
     (x,) = _args("kiln.scipy.special.sici", x)
     return _sici(x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hypergeometric functions 1F1 and 2F1
+# ---------------------------------------------------------------------------------------------
+
+def _hyp_series(nums: list, dens: list, z, tangents=None):
+    """``sum_k prod (num)_k / prod (den)_k z^k / k!`` in a while loop until every term is negligible, and
+    its derivative along ``tangents`` (one per parameter, nums then dens) when given."""
+    eps = _eps(z)
+    limit = 20000 if _is64(z) else 5000
+
+    def cond(c):
+        k, term, total = c
+        return (k < limit) & jnp.any(jnp.abs(term) > eps * jnp.abs(total))
+
+    def body(p, c):
+        k, term, total = c
+        ratio = z / (k + 1)
+        for v in p[:len(nums)]:
+            ratio = ratio * (v + k)
+        for v in p[len(nums):]:
+            ratio = ratio / (v + k)
+        term = term * ratio
+        return k + 1, term, total + term
+
+    one = jnp.ones_like(z)
+    init = (jnp.zeros((), z.dtype), one, one)
+    params = tuple(nums) + tuple(dens)
+    if tangents is None:
+        return _loop(cond, body, init, params, watch=2, limit=limit)[0][2], None
+    st, ts = _loop_from(cond, body, init, (None, None, None), params, tuple(tangents), watch=2, limit=limit)
+    return st[2], ts[2]
+
+
+def _nonpositive_int(v):
+    return (v <= 0) & (v == jnp.floor(v))
+
+
+def _hyp1f1_impl(a, b, x, wrt=None):
+    neg = x < 0  # Kummer's transformation: 1F1(a; b; x) = exp(x) 1F1(b - a; b; -x), no cancellation
+    a2 = jnp.where(neg, b - a, a)
+    tangents = None
+    if wrt == 0:
+        tangents = (jnp.where(neg, -1.0, 1.0).astype(x.dtype), jnp.zeros_like(x))
+    elif wrt == 1:
+        tangents = (jnp.where(neg, 1.0, 0.0).astype(x.dtype), jnp.ones_like(x))
+    bad_b = _nonpositive_int(b)
+    val, dval = _hyp_series([a2], [jnp.where(bad_b, 1.0, b)], jnp.abs(x), tangents)
+    scale = jnp.where(neg, jnp.exp(x), 1.0)
+    if wrt is None:
+        out = scale * val
+        out = jnp.where(a == 0, 1.0, jnp.where(a == b, jnp.exp(x), out))
+        return jnp.where(bad_b & (a != 0), np.inf, out)
+    return jnp.where(bad_b, np.nan, scale * dval)
+
+
+_hyp1f1 = _with_partials(_hyp1f1_impl, {
+    0: lambda out, a, b, x: _hyp1f1_impl(a, b, x, 0),
+    1: lambda out, a, b, x: _hyp1f1_impl(a, b, x, 1),
+    2: lambda out, a, b, x: a / b * _hyp1f1_impl(a + 1, b + 1, x)})
+
+
+def hyp1f1(a, b, x):
+    """Kummer's confluent hypergeometric function ``1F1(a; b; x)`` (real arguments): its power series in a
+    while loop (Kummer's transformation for negative x). Differentiable in all three arguments."""
+    a, b, x = _args("kiln.scipy.special.hyp1f1", a, b, x, broadcast=True)
+    return _hyp1f1(a, b, x)
+
+
+def _hyp2f1_impl(a, b, c, x, wrt=None):
+    neg = x < 0  # Pfaff's transformation: (1 - x)^-a 2F1(a, c - b; c; x / (x - 1)), the argument in [0, 1)
+    z = jnp.where(neg, x / (x - 1), x)
+    b2 = jnp.where(neg, c - b, b)
+    one, zero = jnp.ones_like(x), jnp.zeros_like(x)
+    sgn = jnp.where(neg, -1.0, 1.0).astype(x.dtype)
+    tangents = {None: None, 0: (one, zero, zero), 1: (zero, sgn, zero),
+                2: (zero, jnp.where(neg, 1.0, 0.0).astype(x.dtype), one)}[wrt]
+    inside = (z >= 0) & (z < 1)
+    bad_c = _nonpositive_int(c)
+    val, dval = _hyp_series([a, b2], [jnp.where(bad_c, 1.0, c)], jnp.where(inside, z, 0.0), tangents)
+    pref = jnp.where(neg, jnp.exp(-a * jnp.log1p(-jnp.where(neg, x, 0.0))), 1.0)
+    if wrt is None:
+        out = pref * val
+        # x == 1: Gauss's theorem where it converges.
+        gauss = jnp.exp(lax.lgamma(c) + lax.lgamma(c - a - b) - lax.lgamma(c - a) - lax.lgamma(c - b)) * \
+            gammasgn(c) * gammasgn(c - a - b) * gammasgn(c - a) * gammasgn(c - b)
+        out = jnp.where(x == 1, jnp.where(c - a - b > 0, gauss, np.inf), out)
+        out = jnp.where(x > 1, np.inf, out)  # as SciPy's real 2F1
+        out = jnp.where((a == 0) | (b == 0), 1.0, out)
+        return jnp.where(bad_c, np.inf, out)
+    dpref = jnp.where(neg & (wrt == 0), -jnp.log1p(-jnp.where(neg, x, 0.0)) * pref, 0.0)
+    return jnp.where(bad_c | (x >= 1), np.nan, pref * dval + dpref * val)
+
+
+_hyp2f1 = _with_partials(_hyp2f1_impl, {
+    0: lambda out, a, b, c, x: _hyp2f1_impl(a, b, c, x, 0),
+    1: lambda out, a, b, c, x: _hyp2f1_impl(a, b, c, x, 1),
+    2: lambda out, a, b, c, x: _hyp2f1_impl(a, b, c, x, 2),
+    3: lambda out, a, b, c, x: a * b / c * _hyp2f1_impl(a + 1, b + 1, c + 1, x)})
+
+
+def hyp2f1(a, b, c, x):
+    """The Gauss hypergeometric function ``2F1(a, b; c; x)`` for real ``x <= 1``: its power series in a
+    while loop (Pfaff's transformation for negative x, Gauss's theorem at 1; inf above 1, as SciPy). Convergence
+    slows as ``x`` (or ``x / (x - 1)``) nears 1. Differentiable in all four arguments."""
+    a, b, c, x = _args("kiln.scipy.special.hyp2f1", a, b, c, x, broadcast=True)
+    return _hyp2f1(a, b, c, x)

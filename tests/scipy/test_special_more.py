@@ -56,6 +56,11 @@ CASES = {
     "fresnel_c": (lambda x: ks.fresnel(x)[1], lambda x: sp.fresnel(x)[1], [np.r_[_u(-10, 10), 0.0, -np.inf]]),
     "sici_s": (lambda x: ks.sici(x)[0], lambda x: sp.sici(x)[0], [np.r_[_u(-30, 30), 0.0, 2.0, 1e4, np.inf]]),
     "sici_c": (lambda x: ks.sici(x)[1], lambda x: sp.sici(x)[1], [np.r_[_u(-30, 30), 0.0, 2.0, 1e4, -np.inf]]),
+    "hyp1f1": (ks.hyp1f1, sp.hyp1f1, [np.r_[_u(-3, 5), 0.0, 2.0, -2.0, 1.5], np.r_[_u(0.5, 6), 3.0, 2.0, 3.0, -1.0],
+                                      np.r_[_u(-30, 30), 1.0, 4.0, -3.0, 1.0]]),
+    "hyp2f1": (ks.hyp2f1, sp.hyp2f1, [np.r_[_u(-3, 3), -2.0, 1.0, 1.0], np.r_[_u(-3, 3), 1.0, 1.0, 1.0],
+                                      np.r_[_u(0.5, 5), 2.0, 3.5, 1.0],
+                                      np.r_[_u(-5, 0.9), 0.5, 1.0, 0.7]]),
 }
 
 
@@ -154,6 +159,9 @@ GRADS = [  # (kiln fn, scipy fn, args, argnums): integer parameters included (fr
     (lambda x: ks.fresnel(x)[1], lambda x: sp.fresnel(x)[1], (-0.7,), (0,)),
     (lambda x: ks.sici(x)[0], lambda x: sp.sici(x)[0], (3.3,), (0,)),
     (lambda x: ks.sici(x)[1], lambda x: sp.sici(x)[1], (1.1,), (0,)),
+    (ks.hyp1f1, sp.hyp1f1, (1.5, 2.5, 3.0), (0, 1, 2)), (ks.hyp1f1, sp.hyp1f1, (-2.0, 3.0, -4.0), (0, 1, 2)),
+    (ks.hyp2f1, sp.hyp2f1, (1.5, 2.5, 3.0, 0.4), (0, 1, 2, 3)), (ks.hyp2f1, sp.hyp2f1, (1.0, -2.0, 3.0, -0.7),
+                                                                  (0, 1, 2, 3)),
 ]
 
 

@@ -25,6 +25,8 @@ from kiln.frontend.scipy.special import gammainc as gammainc
 from kiln.frontend.scipy.special import gammaincc as gammaincc
 from kiln.frontend.scipy.special import gammaln as gammaln
 from kiln.frontend.scipy.special import gammasgn as gammasgn
+from kiln.frontend.scipy.special import hyp1f1 as hyp1f1
+from kiln.frontend.scipy.special import hyp2f1 as hyp2f1
 from kiln.frontend.scipy.special import i0 as i0
 from kiln.frontend.scipy.special import i0e as i0e
 from kiln.frontend.scipy.special import i1 as i1
@@ -54,7 +56,7 @@ from kiln.frontend.scipy.special import zeta as zeta
 __all__ = [
     "bernoulli", "bessel_jn", "beta", "betainc", "betaln", "boxcox", "boxcox1p", "comb", "dawsn", "digamma", "entr",
     "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "fresnel", "gamma", "gammainc",
-    "gammaincc", "gammaln", "gammasgn", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr", "log_softmax", "loggamma",
-    "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch", "polygamma", "psi", "rel_entr",
-    "sici", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"
+    "gammaincc", "gammaln", "gammasgn", "hyp1f1", "hyp2f1", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr",
+    "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch",
+    "polygamma", "psi", "rel_entr", "sici", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"
 ]
