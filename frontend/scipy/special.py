@@ -25,7 +25,7 @@ __all__ = [
     "gamma", "gammasgn", "loggamma", "betaln", "beta", "factorial", "comb", "poch", "gammainc", "gammaincc",
     "betainc", "polygamma", "zeta", "i0", "i0e", "i1", "i1e", "ndtri", "log_ndtr", "erfcx", "exp1", "expi",
     "expn", "kl_div", "rel_entr", "softmax", "log_softmax", "multigammaln", "boxcox", "boxcox1p", "bernoulli",
-    "bessel_jn", "spence", "owens_t", "wofz", "dawsn", "fresnel", "sici", "hyp1f1", "hyp2f1",
+    "bessel_jn", "spence", "owens_t", "wofz", "dawsn", "fresnel", "sici", "hyp1f1", "hyp2f1", "sph_harm_y",
 ]
 
 
@@ -1303,3 +1303,54 @@ def hyp2f1(a, b, c, x):
     slows as ``x`` (or ``x / (x - 1)``) nears 1. Differentiable in all four arguments."""
     a, b, c, x = _args("kiln.scipy.special.hyp2f1", a, b, c, x, broadcast=True)
     return _hyp2f1(a, b, c, x)
+
+
+# ---------------------------------------------------------------------------------------------
+# Spherical harmonics
+# ---------------------------------------------------------------------------------------------
+
+def sph_harm_y(n, m, theta, phi, diff_n: int | None = None, n_max: int | None = None):
+    """The spherical harmonic ``Y_n^m(theta, phi)`` (``theta`` the polar angle in [0, pi], ``phi`` the
+    azimuth; SciPy's normalization and Condon-Shortley phase), complex.
+
+    ``n_max`` (static; by default the largest ``n``, which must then be concrete) bounds the degree
+    recurrence (a degree above it is computed as ``n_max``, as JAX); ``|m| > n`` gives 0. The normalized
+    associated Legendre functions come from the stable three-term recurrence in the degree.
+    """
+    where = "kiln.scipy.special.sph_harm_y"
+    if diff_n is not None:
+        raise NotImplementedError(f"{where}: diff_n (derivatives) is not supported, as in JAX")
+    if n_max is None:
+        try:
+            n_max = int(np.max(np.asarray(n)))
+        except Exception:
+            raise TypeError(f"{where}: n is traced, so pass n_max (the largest degree) as a static int") from None
+    n_max = int(n_max)
+    check_arraylike(where, n, m, theta, phi)
+    theta_f, phi_f = _args(where, theta, phi, broadcast=True)
+    n_arr, m_arr, theta_f, phi_f = jnp.broadcast_arrays(jnp.asarray(n), jnp.asarray(m), theta_f, phi_f)
+    if theta_f.ndim == 0:
+        n_arr, m_arr, theta_f, phi_f = (v[None] for v in (n_arr, m_arr, theta_f, phi_f))
+    dtype = theta_f.dtype
+    nn = jnp.minimum(n_arr, n_max).astype(dtype)
+    mm = m_arr.astype(dtype)
+    am = jnp.abs(mm)
+    x, s = jnp.cos(theta_f), jnp.sin(theta_f)
+    # Q_m^m = (-1)^m sqrt((2m + 1)/(4 pi) * Gamma(m + 1/2) / (sqrt(pi) m!)) sin(theta)^m
+    log_mm = 0.5 * (jnp.log((2 * am + 1) / (4 * np.pi)) + lax.lgamma(am + 0.5) - 0.5 * np.log(np.pi)
+                    - lax.lgamma(am + 1))
+    sign_m = jnp.where(jnp.fmod(am, 2) == 1, -1.0, 1.0)
+    q_prev = sign_m * jnp.exp(log_mm) * s ** am  # degree m
+    q = x * jnp.sqrt(2 * am + 3) * q_prev  # degree m + 1
+    result = jnp.where(nn == am, q_prev, jnp.where(nn == am + 1, q, 0.0))
+    for j in range(2, n_max + 1):
+        d = am + j
+        a = jnp.sqrt((4 * d * d - 1) / jnp.maximum(d * d - am * am, 1.0))
+        b = jnp.sqrt(((d - 1) ** 2 - am * am) / (4 * (d - 1) ** 2 - 1))
+        q_prev, q = q, a * (x * q - b * q_prev)
+        result = jnp.where(nn == d, q, result)
+    result = jnp.where(am > nn, 0.0, result)
+    # Y_n^{-m} = (-1)^m conj(Y_n^m): the same Legendre factor times (-1)^|m| and exp(i m phi).
+    result = jnp.where(mm < 0, sign_m * result, result)
+    ctype = np.complex128 if dtype == np.float64 else np.complex64
+    return result.astype(ctype) * (jnp.cos(mm * phi_f) + 1j * jnp.sin(mm * phi_f)).astype(ctype)

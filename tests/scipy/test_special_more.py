@@ -99,6 +99,25 @@ def test_wofz(dtype):
     assert ks.wofz(np.float32([1.0])).dtype == np.complex64
 
 
+def test_sph_harm_y():
+    n = rng.integers(0, 8, 20)
+    m = np.array([rng.integers(-k, k + 1) for k in n])
+    th, ph = rng.uniform(0, np.pi, 20), rng.uniform(0, 2 * np.pi, 20)
+    out = kiln.jit(lambda n, m, t, p: ks.sph_harm_y(n, m, t, p, n_max=7))(n, m, th.astype(np.float32),
+                                                                          ph.astype(np.float32))
+    assert out.dtype == np.complex64 and out.shape == (20,)
+    np.testing.assert_allclose(np.asarray(out), sp.sph_harm_y(n, m, th, ph), atol=2e-6)
+    with kiln.config.override("enable_x64", True):
+        n30, m30 = np.full(5, 30), np.array([0, 5, -12, 30, -29])
+        np.testing.assert_allclose(np.asarray(ks.sph_harm_y(n30, m30, th[:5], ph[:5])),
+                                   sp.sph_harm_y(n30, m30, th[:5], ph[:5]), atol=1e-13)
+    assert complex(ks.sph_harm_y(1, 2, 0.3, 0.2)[0]) == 0  # |m| > n
+    with pytest.raises(NotImplementedError, match="sph_harm_y: diff_n"):
+        ks.sph_harm_y(1, 0, 0.3, 0.2, diff_n=1)
+    with pytest.raises(TypeError, match="sph_harm_y: n is traced, so pass n_max"):
+        kiln.jit(lambda n: ks.sph_harm_y(n, 0, 0.3, 0.2))(np.int32(2))
+
+
 def test_bessel_jn():
     z = np.r_[rng.uniform(-20, 20, 12), 0.0, 1e-3, 25.0]
     ref = np.stack([sp.jv(n, z) for n in range(6)])

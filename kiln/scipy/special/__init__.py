@@ -48,6 +48,7 @@ from kiln.frontend.scipy.special import rel_entr as rel_entr
 from kiln.frontend.scipy.special import sici as sici
 from kiln.frontend.scipy.special import softmax as softmax
 from kiln.frontend.scipy.special import spence as spence
+from kiln.frontend.scipy.special import sph_harm_y as sph_harm_y
 from kiln.frontend.scipy.special import wofz as wofz
 from kiln.frontend.scipy.special import xlog1py as xlog1py
 from kiln.frontend.scipy.special import xlogy as xlogy
@@ -58,5 +59,5 @@ __all__ = [
     "erf", "erfc", "erfcx", "erfinv", "exp1", "expi", "expit", "expn", "factorial", "fresnel", "gamma", "gammainc",
     "gammaincc", "gammaln", "gammasgn", "hyp1f1", "hyp2f1", "i0", "i0e", "i1", "i1e", "kl_div", "log_ndtr",
     "log_softmax", "loggamma", "logit", "logsumexp", "multigammaln", "ndtr", "ndtri", "owens_t", "poch",
-    "polygamma", "psi", "rel_entr", "sici", "softmax", "spence", "wofz", "xlog1py", "xlogy", "zeta"
+    "polygamma", "psi", "rel_entr", "sici", "softmax", "spence", "sph_harm_y", "wofz", "xlog1py", "xlogy", "zeta"
 ]
