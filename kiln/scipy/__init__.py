@@ -1,4 +1,4 @@
 """kiln.scipy."""
-from . import integrate, linalg, ndimage, optimize, signal, spatial, special, stats
+from . import fft, integrate, linalg, ndimage, optimize, signal, spatial, special, stats
 
-__all__ = ["integrate", "linalg", "ndimage", "optimize", "signal", "spatial", "special", "stats"]
+__all__ = ["fft", "integrate", "linalg", "ndimage", "optimize", "signal", "spatial", "special", "stats"]
