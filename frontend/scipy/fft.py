@@ -92,23 +92,22 @@ def _axes_and_sizes(fname: str, x, s, axes):
     return axes, (None,) * len(axes) if s is None else tuple(s)
 
 
+def _nd(fname: str, x, type: int, s, axes, norm, inverse: bool):
+    _check(fname, type, norm)
+    x = _operand(fname, x)
+    axes, sizes = _axes_and_sizes(fname, x, s, axes)
+    for a, size in zip(axes, sizes):
+        x = _apply(_resize(x, size, a), a, norm, inverse)
+    return x
+
+
 def dctn(x, type: int = 2, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
          norm: str | None = None):
     """The type-2 discrete cosine transform over ``axes`` (default: all, or the last ``len(s)``)."""
-    _check("dctn", type, norm)
-    x = _operand("dctn", x)
-    axes, sizes = _axes_and_sizes("dctn", x, s, axes)
-    for a, size in zip(axes, sizes):
-        x = _apply(_resize(x, size, a), a, norm, False)
-    return x
+    return _nd("dctn", x, type, s, axes, norm, False)
 
 
 def idctn(x, type: int = 2, s: Sequence[int] | None = None, axes: Sequence[int] | None = None,
           norm: str | None = None):
     """The inverse of :func:`dctn` over ``axes``."""
-    _check("idctn", type, norm)
-    x = _operand("idctn", x)
-    axes, sizes = _axes_and_sizes("idctn", x, s, axes)
-    for a, size in zip(axes, sizes):
-        x = _apply(_resize(x, size, a), a, norm, True)
-    return x
+    return _nd("idctn", x, type, s, axes, norm, True)

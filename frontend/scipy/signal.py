@@ -27,6 +27,13 @@ def _operands(fname: str, in1, in2):
     return a, v
 
 
+def _check_method(fname: str, method: str) -> None:
+    if method not in ("auto", "direct", "fft"):
+        raise ValueError(f"{_where(fname)}: method must be 'auto', 'direct' or 'fft', got {method!r}")
+    if method == "fft":
+        raise NotImplementedError(f"{_where(fname)}: method='fft' is not supported yet; use 'direct' (or 'auto')")
+
+
 def _conv(fname: str, a, v, mode: str, precision, same_start=lambda k: (k - 1) // 2):
     """Convolution of ``a`` and ``v`` (``v`` already flipped for a correlation's sake or not). Mode 'same'
     takes ``a``'s shape from the full result, from offset ``same_start(kernel size)`` in each dimension."""
@@ -58,22 +65,14 @@ def _conv(fname: str, a, v, mode: str, precision, same_start=lambda k: (k - 1) /
 def convolve(in1, in2, mode: str = "full", method: str = "auto", precision=None):
     """The N-d convolution of ``in1`` and ``in2`` (direct, as one XLA convolution); ``mode``: 'full',
     'same' (``in1``'s shape, centred) or 'valid'. ``method='fft'`` is not supported yet."""
-    if method not in ("auto", "direct", "fft"):
-        raise ValueError(f"kiln.scipy.signal.convolve: method must be 'auto', 'direct' or 'fft', got {method!r}")
-    if method == "fft":
-        raise NotImplementedError("kiln.scipy.signal.convolve: method='fft' is not supported yet; use 'direct' "
-                                  "(or 'auto')")
+    _check_method("convolve", method)
     a, v = _operands("convolve", in1, in2)
     return _conv("convolve", a, v, mode, precision)
 
 
 def correlate(in1, in2, mode: str = "full", method: str = "auto", precision=None):
     """The N-d cross-correlation of ``in1`` and ``in2``: ``convolve(in1, flip(conj(in2)))``."""
-    if method not in ("auto", "direct", "fft"):
-        raise ValueError(f"kiln.scipy.signal.correlate: method must be 'auto', 'direct' or 'fft', got {method!r}")
-    if method == "fft":
-        raise NotImplementedError("kiln.scipy.signal.correlate: method='fft' is not supported yet; use 'direct' "
-                                  "(or 'auto')")
+    _check_method("correlate", method)
     a, v = _operands("correlate", in1, in2)
     if mode == "valid" and a.ndim and not all(x >= y for x, y in zip(a.shape, v.shape)) \
             and all(x <= y for x, y in zip(a.shape, v.shape)):

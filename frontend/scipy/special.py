@@ -264,26 +264,11 @@ def multigammaln(a, d):
 
 def _loop(cond, body, init, params, tparams=None, *, watch: int, limit: int):
     """``while cond(state): state = body(params, state)``; with ``tparams``, also the state's derivative
-    along ``tparams`` (forward mode, carried beside it), and the loop then also runs until the derivative
-    of ``state[watch]`` has converged (a fraction that terminates early, e.g. at an integer parameter,
-    still has a moving derivative). Returns ``(state, tangent_state or None)``; ``state[0]`` counts."""
+    along ``tparams`` (see :func:`_loop_from`, starting from a constant initial state). Returns
+    ``(state, tangent_state or None)``; ``state[0]`` counts."""
     if tparams is None:
         return while_loop(cond, lambda st: body(params, st), init), None
-    eps = _eps(init[watch])
-
-    def dbody(c):
-        st, ts, _ = c
-        st2, ts2 = _jvp(body, (params, st), (tparams, ts))
-        return st2, ts2, ts[watch]
-
-    def dcond(c):
-        st, ts, prev = c
-        moving = jnp.any(jnp.abs(ts[watch] - prev) > eps * jnp.abs(ts[watch]))
-        return cond(st) | ((st[0] < limit) & moving)
-
-    zeros = tuple(jnp.zeros_like(v) for v in init)
-    st, ts, _ = while_loop(dcond, dbody, (init, zeros, jnp.full_like(init[watch], np.inf)))
-    return st, ts
+    return _loop_from(cond, body, init, (None,) * len(init), params, tparams, watch=watch, limit=limit)
 
 
 def _igamma_series(a, x, da):
@@ -348,7 +333,10 @@ def _igammac_cf(a, x, da):
 
 
 def _loop_from(cond, body, init, tinit, params, tparams, *, watch: int, limit: int):
-    """:func:`_loop` with derivatives, starting from the tangent ``tinit`` of the initial state."""
+    """The loop of :func:`_loop` with the derivative of its state along ``tparams`` carried beside it
+    (forward mode), starting from the tangent ``tinit`` of the initial state (None entries: zero). It
+    also runs until the derivative of ``state[watch]`` has converged: a fraction that terminates early
+    (e.g. at an integer parameter) still has a moving derivative."""
     eps = _eps(init[watch])
 
     def dbody(c):
