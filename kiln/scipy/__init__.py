@@ -1,4 +1,4 @@
 """kiln.scipy."""
-from . import fft, special
+from . import fft, integrate, linalg, ndimage, optimize, signal, spatial, special, stats
 
-__all__ = ["fft", "special"]
+__all__ = ["fft", "integrate", "linalg", "ndimage", "optimize", "signal", "spatial", "special", "stats"]

@@ -1,0 +1,1 @@
+"""kiln.scipy.stats implementation: one module per distribution (as ``jax.scipy.stats``)."""

@@ -1,0 +1,4 @@
+"""kiln.scipy.spatial."""
+from . import transform
+
+__all__ = ["transform"]

@@ -1,0 +1,220 @@
+"""kiln.scipy.linalg against scipy.linalg: decompositions, solvers, expm, special matrices; float64 and
+float32, jit, grad and vmap; error messages."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+import scipy.linalg as sl
+
+import kiln
+from kiln.scipy import linalg as kl
+
+rng = np.random.default_rng(5)
+A = rng.standard_normal((4, 4))
+SPD = A @ A.T + 4 * np.eye(4)
+b = rng.standard_normal(4)
+B = rng.standard_normal((4, 2))
+WIDE = rng.standard_normal((3, 5))
+TALL = rng.standard_normal((5, 3))
+T = np.triu(A) + 4 * np.eye(4)
+
+
+def close(x, y, tol=1e-9, msg=""):
+    np.testing.assert_allclose(np.asarray(x), y, rtol=tol, atol=tol, err_msg=msg)
+
+
+@pytest.fixture
+def x64():
+    with kiln.config.override("enable_x64", True):
+        yield
+
+
+def test_cholesky_family(x64):
+    close(kl.cholesky(SPD), sl.cholesky(SPD))
+    close(kl.cholesky(SPD, lower=True), sl.cholesky(SPD, lower=True))
+    for lower in (False, True):
+        c = kl.cho_factor(SPD, lower)
+        assert c[1] is lower
+        close(kl.cho_solve(c, B), sl.cho_solve(sl.cho_factor(SPD, lower), B))
+        close(kl.cho_solve(c, b), sl.cho_solve(sl.cho_factor(SPD, lower), b))
+
+
+def test_lu_family(x64):
+    for M in (A, WIDE, TALL):
+        for got, want in zip(kl.lu(M), sl.lu(M)):
+            close(got, want)
+    for got, want in zip(kl.lu(A, permute_l=True), sl.lu(A, permute_l=True)):
+        close(got, want)
+    lu, piv = kl.lu_factor(A)
+    LU, PIV = sl.lu_factor(A)
+    close(lu, LU)
+    np.testing.assert_array_equal(np.asarray(piv), PIV)
+    for trans in (0, 1, 2):
+        close(kl.lu_solve((lu, piv), B, trans=trans), sl.lu_solve((LU, PIV), B, trans=trans))
+        close(kl.lu_solve((lu, piv), b, trans=trans), sl.lu_solve((LU, PIV), b, trans=trans))
+
+
+def test_qr_svd_eigh_inv_det(x64):
+    q, r = kl.qr(TALL)
+    assert q.shape == (5, 5) and r.shape == (5, 3)
+    close(np.asarray(q) @ np.asarray(r), TALL)
+    q, r = kl.qr(TALL, mode="economic")
+    assert q.shape == (5, 3) and r.shape == (3, 3)
+    (r,) = kl.qr(TALL, mode="r")
+    close(np.abs(np.asarray(r)), np.abs(sl.qr(TALL, mode="r")[0]))
+    c = rng.standard_normal((2, 5))
+    cq, r = kl.qr_multiply(TALL, c)
+    q, _ = sl.qr(TALL, mode="economic")
+    close(np.abs(np.asarray(cq)), np.abs(c @ q))
+    w, v = kl.eigh(SPD)
+    close(w, sl.eigh(SPD)[0])
+    close(np.asarray(v) @ np.diag(np.asarray(w)) @ np.asarray(v).T, SPD)
+    close(kl.eigh(SPD, eigvals_only=True), sl.eigh(SPD, eigvals_only=True))
+    close(kl.svd(A, compute_uv=False), sl.svd(A, compute_uv=False))
+    u, s, vh = kl.svd(WIDE, full_matrices=False)
+    close(np.asarray(u) * np.asarray(s) @ np.asarray(vh), WIDE)
+    close(kl.inv(A), sl.inv(A))
+    close(kl.det(A), sl.det(A))
+    d, e = rng.standard_normal(5), rng.standard_normal(4)
+    close(kl.eigh_tridiagonal(d, e, eigvals_only=True), sl.eigh_tridiagonal(d, e, eigvals_only=True))
+    close(kl.eigh_tridiagonal(d, e, eigvals_only=True, select="i", select_range=(1, 3)),
+          sl.eigh_tridiagonal(d, e, eigvals_only=True, select="i", select_range=(1, 3)))
+
+
+def test_solvers(x64):
+    for assume_a in ("gen", "sym", "her", "pos"):
+        close(kl.solve(SPD, B, assume_a=assume_a), sl.solve(SPD, B, assume_a=assume_a), msg=assume_a)
+        close(kl.solve(SPD, b, assume_a=assume_a), sl.solve(SPD, b, assume_a=assume_a), msg=assume_a)
+    for trans in (0, 1, 2, "N", "T", "C"):
+        for lower in (False, True):
+            M = T.T if lower else T
+            close(kl.solve_triangular(M, B, trans=trans, lower=lower),
+                  sl.solve_triangular(M, B, trans=trans, lower=lower))
+    close(kl.solve_triangular(T, b, unit_diagonal=True), sl.solve_triangular(T, b, unit_diagonal=True))
+
+
+def test_expm(x64):
+    for scale in (0.0, 0.001, 0.1, 1.0, 3.0, 10.0, 50.0):
+        close(kl.expm(A * scale), sl.expm(A * scale), 1e-10, msg=str(scale))
+    E = rng.standard_normal((4, 4))
+    e1, L1 = kl.expm_frechet(A, E)
+    e2, L2 = sl.expm_frechet(A, E)
+    close(e1, e2)
+    close(L1, L2)
+    close(kl.expm_frechet(A, E, compute_expm=False), L2)
+    # Beyond max_squarings the result is NaN rather than wrong.
+    assert np.isnan(np.asarray(kl.expm(A * 1e6, max_squarings=4))).all()
+
+
+def test_expm_float32_batched_jit_grad():
+    M = rng.standard_normal((3, 4, 4)).astype(np.float32)
+    for s in (0.01, 0.5, 2.0, 8.0):
+        out = kiln.jit(kl.expm)(M * np.float32(s))
+        assert out.dtype == np.float32
+        ref = np.stack([sl.expm(m.astype(np.float64) * s) for m in M])
+        np.testing.assert_allclose(np.asarray(out), ref, rtol=2e-5, atol=2e-5 * np.abs(ref).max())
+    g = kiln.grad(lambda a: kl.expm(a).sum())(M[0])
+    h, a, fd = 1e-4, M[0].astype(np.float64), np.zeros((4, 4))
+    for i in range(4):
+        for j in range(4):
+            d = np.zeros((4, 4))
+            d[i, j] = h
+            fd[i, j] = (sl.expm(a + d).sum() - sl.expm(a - d).sum()) / (2 * h)
+    np.testing.assert_allclose(np.asarray(g), fd, rtol=1e-4, atol=1e-4)
+
+
+def test_vmap_and_batches():
+    M = rng.standard_normal((3, 4, 4)).astype(np.float32) + 4 * np.eye(4, dtype=np.float32)
+    rhs = rng.standard_normal((3, 4)).astype(np.float32)
+    lu, piv = kl.lu_factor(M)
+    x = kiln.vmap(lambda l_, p, r: kl.lu_solve((l_, p), r))(lu, piv, rhs)
+    np.testing.assert_allclose(np.einsum("bij,bj->bi", M, np.asarray(x)), rhs, rtol=1e-4, atol=1e-4)
+    x = kl.lu_solve((lu, piv), rhs)  # a stack of vectors
+    np.testing.assert_allclose(np.einsum("bij,bj->bi", M, np.asarray(x)), rhs, rtol=1e-4, atol=1e-4)
+    x = kiln.jit(lambda m, r: kl.solve(m, r, assume_a="pos"))(M @ np.swapaxes(M, 1, 2), rhs)
+    np.testing.assert_allclose(np.einsum("bij,bj->bi", M @ np.swapaxes(M, 1, 2), np.asarray(x)), rhs, rtol=1e-3,
+                               atol=1e-3)
+    g = kiln.grad(lambda m: kl.solve_triangular(m, rhs[0], lower=False).sum())(np.triu(M[0]))
+    assert g.shape == (4, 4) and np.isfinite(np.asarray(g)).all()
+
+
+def test_polar(x64):
+    for M, side in ((TALL, "right"), (A, "left"), (A, "right")):
+        for got, want in zip(kl.polar(M, side), sl.polar(M, side)):
+            close(got, want)
+
+
+def test_special_matrices(x64):
+    close(kl.block_diag(A[:2, :3], b, 3.0), sl.block_diag(A[:2, :3], b, 3.0))
+    assert kl.block_diag().shape == (1, 0)
+    close(kl.toeplitz(b, B[:3, 0]), sl.toeplitz(b, B[:3, 0]))
+    close(kl.toeplitz(b), sl.toeplitz(b))
+    close(kl.toeplitz(np.stack([b, 2 * b]))[1], sl.toeplitz(2 * b))  # batched over leading dimensions
+    close(kl.hankel(b, B[:3, 0]), sl.hankel(b, B[:3, 0]))
+    close(kl.hankel(b), sl.hankel(b))
+    close(kl.circulant(b), sl.circulant(b))
+    close(kl.companion(b), sl.companion(b))
+    close(kl.fiedler(b), sl.fiedler(b))
+    for n in range(2, 8):
+        a = np.r_[2.0, rng.standard_normal(n - 1)]
+        close(kl.fiedler_companion(a), sl.fiedler_companion(a), msg=str(n))
+    close(kl.leslie(b, b[:3]), sl.leslie(b, b[:3]))
+    for mode in ("full", "same", "valid"):
+        for n in (2, 6):
+            close(kl.convolution_matrix(b, n, mode), sl.convolution_matrix(b, n, mode), msg=f"{mode} {n}")
+    close(kl.hilbert(5), sl.hilbert(5))
+    close(kl.invhilbert(5), sl.invhilbert(5), 1e-7)
+    for kind in ("symmetric", "lower", "upper"):
+        close(kl.pascal(5, kind), sl.pascal(5, kind))
+        close(kl.invpascal(5, kind), sl.invpascal(5, kind))
+    close(kl.helmert(5), sl.helmert(5))
+    close(kl.helmert(5, full=True), sl.helmert(5, full=True))
+    close(kl.hadamard(8), sl.hadamard(8))
+    close(kl.dft(5), sl.dft(5))
+    close(kl.dft(5, "sqrtn"), sl.dft(5, "sqrtn"))
+
+
+def test_float32_defaults():
+    assert kl.hilbert(3).dtype == np.float32
+    assert kl.cholesky(SPD.astype(np.float32)).dtype == np.float32
+    assert kl.solve(np.eye(2, dtype=np.int32), np.ones(2, np.int32)).dtype == np.float32
+    assert kl.dft(4).dtype == np.complex64
+
+
+def test_errors():
+    with pytest.raises(kiln.MatrixShapeError, match="cholesky: a must be a square matrix"):
+        kl.cholesky(np.ones((2, 3)))
+    with pytest.raises(ValueError, match="solve: b must have 4 rows to match a of shape"):
+        kl.solve(SPD, np.ones(3))
+    with pytest.raises(ValueError, match="solve: assume_a must be"):
+        kl.solve(SPD, b, assume_a="banded")
+    with pytest.raises(ValueError, match="solve_triangular: trans must be"):
+        kl.solve_triangular(T, b, trans=3)
+    with pytest.raises(ValueError, match="lu_solve: trans must be 0, 1 or 2"):
+        kl.lu_solve(kl.lu_factor(A), b, trans="T")
+    with pytest.raises(ValueError, match="qr: mode must be .*'raw' is not supported"):
+        kl.qr(A, mode="raw")
+    with pytest.raises(NotImplementedError, match="qr: pivoting=True"):
+        kl.qr(A, pivoting=True)
+    with pytest.raises(NotImplementedError, match="eigh: the generalized problem"):
+        kl.eigh(SPD, SPD)
+    with pytest.raises(NotImplementedError, match="eigh_tridiagonal: only eigvals_only=True"):
+        kl.eigh_tridiagonal(b, b[:3])
+    with pytest.raises(ValueError, match="svd: lapack_driver must be"):
+        kl.svd(A, lapack_driver="x")
+    with pytest.raises(ValueError, match="expm_frechet: E must have A's shape"):
+        kl.expm_frechet(A, np.ones((3, 3)))
+    with pytest.raises(ValueError, match="block_diag: arguments \\[1\\] have more than two dimensions"):
+        kl.block_diag(A, np.ones((2, 2, 2)))
+    with pytest.raises(ValueError, match="hadamard: n must be a positive power of 2"):
+        kl.hadamard(6)
+    with pytest.raises(ValueError, match="pascal: kind must be"):
+        kl.pascal(3, "diag")
+    with pytest.raises(ValueError, match="convolution_matrix: mode must be"):
+        kl.convolution_matrix(b, 3, "circular")
+    with pytest.raises(ValueError, match="leslie: s must have 3 entries"):
+        kl.leslie(b, b)
+    with pytest.raises(ValueError, match="polar: side must be"):
+        kl.polar(A, "up")
+    with pytest.raises(TypeError, match="hilbert: n must be a static Python int"):
+        kiln.jit(kl.hilbert)(3)
