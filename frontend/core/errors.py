@@ -78,3 +78,31 @@ def describe_origin(builder) -> str:
     """Where a traced value came from, for error messages."""
     fun = getattr(builder, "fun_name", None) or "a traced function"
     return f"while tracing {fun}"
+
+
+class TypePromotionError(KilnError, ValueError):
+    """Operands whose dtypes have no implicit promotion under ``numpy_dtype_promotion='strict'``
+    (``kiln.dtypes.TypePromotionError``; a ``ValueError``, as JAX's)."""
+
+
+class KilnTypeError(KilnError, TypeError):
+    """A ``TypeError`` of kiln's own (``kiln.errors.JAXTypeError``)."""
+
+
+class KilnIndexError(KilnError, IndexError):
+    """An ``IndexError`` of kiln's own (``kiln.errors.JAXIndexError``)."""
+
+
+class IRTypeError(KilnError, TypeError):
+    """An ill-typed kiln IR (``kiln.errors.JaxprTypeError``)."""
+
+
+class InconclusiveDimensionOperation(KilnError, TypeError):
+    """JAX raises it for comparisons of symbolic dimensions (shape polymorphism). kiln's shapes are
+    always concrete, so kiln never raises it; it exists so that ``except`` clauses of ported programs
+    work."""
+
+
+class KeyReuseError(KilnError, RuntimeError):
+    """JAX raises it for a PRNG key used twice under ``debug_key_reuse``. kiln does not check key reuse,
+    so it never raises it; it exists so that ``except`` clauses of ported programs work."""
