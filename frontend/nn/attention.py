@@ -12,7 +12,7 @@ from ..ad.custom import custom_jvp
 from ..core import dtypes
 from ..core.tracing import abstractify
 from ..lax.api import stop_gradient
-from .functions import _axes, _mask, float_args, logsumexp, softmax
+from .functions import _axes, _mask, float_args, logsumexp, logsumexp_impl, softmax
 
 __all__ = ["dot_product_attention", "identity", "log1mexp", "logmeanexp", "sparse_plus", "sparse_sigmoid", "tanh"]
 
@@ -58,7 +58,7 @@ def logmeanexp(x, axis: Any = None, where: Any = None, keepdims: bool = False):
     ``where`` selects."""
     (x,) = float_args("kiln.nn.logmeanexp", x)
     aval = abstractify(x)
-    lse = logsumexp(x, axis=axis, keepdims=keepdims, where=where)
+    lse = logsumexp_impl("kiln.nn.logmeanexp", x, axis, None, keepdims, False, where)
     axes = _axes("kiln.nn.logmeanexp", axis, aval.ndim)
     if where is None:
         count = jnp.asarray(float(np.prod([aval.shape[a] for a in axes])) if axes else 1.0, lse.dtype)

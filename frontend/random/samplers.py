@@ -1083,8 +1083,9 @@ def _f(data, dfnum, dfden, shape, dtype):
 
 def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Double-sided Maxwell values with ``loc`` and ``scale``: a Maxwell value with a random sign. As JAX, the
-    result has shape ``shape + broadcast(loc, scale).shape`` (just the parameters' shape when ``shape`` is
-    empty)."""
+    result has shape ``shape + broadcast(loc, scale).shape``, where an empty ``shape`` stands for the
+    parameters' shape (so scalar parameters give ``shape``, parameters of shape ``(2,)`` and ``shape=()``
+    give ``(2, 2)``)."""
     data, _ = K.check_key("double_sided_maxwell", key)
     dtype = _float_dtype("double_sided_maxwell", dtype)
     shape = K.canonical_shape("double_sided_maxwell", shape)
