@@ -544,17 +544,20 @@ def custom_gradient(fun: Callable) -> Callable:
     ``vjp(ct)`` returns one cotangent per argument (as ``jax.custom_gradient``). Reverse mode only."""
     from .custom import custom_vjp
 
-    def primal(*args):
-        return fun(*args)[0]
-    primal.__name__ = _fun_name(fun)
-    wrapped = custom_vjp(primal)
-
-    def fwd(*args):
+    def call(*args):
         res = fun(*args)
         if not (isinstance(res, tuple) and len(res) == 2 and callable(res[1])):
             raise TypeError(f"kiln.custom_gradient: {_fun_name(fun)} must return a pair (value, vjp_function), "
                             f"got {type(res).__name__}")
-        ans, rule = res
+        return res
+
+    def primal(*args):
+        return call(*args)[0]
+    primal.__name__ = _fun_name(fun)
+    wrapped = custom_vjp(primal)
+
+    def fwd(*args):
+        ans, rule = call(*args)
         cts = tree_util.tree_map(lambda a: ShapedArray(abstractify(a).shape, abstractify(a).dtype), ans)
         converted, consts, _ = _convert(lambda ct: rule(ct), (cts,), lambda c: True)
         return ans, _RuleResiduals(converted, consts)
