@@ -6,6 +6,7 @@ This module only re-exports; the implementation lives in ``kiln.frontend``, ``ki
 and ``kiln.runtime``.
 """
 from kiln import (  # the public sub-modules
+    custom_batching,
     custom_derivatives,
     dtypes,
     errors,
@@ -102,17 +103,17 @@ from kiln.runtime import DeviceError as DeviceError
 
 __all__ = [
     "allow_f16_reductions", "Array", "AxisError", "BackendError", "block_until_ready", "BroadcastError", "checkpoint",
-    "checkpoint_policies", "closure_convert", "ConcretizationTypeError", "config", "custom_derivatives",
-    "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug_key_reuse", "default_backend",
-    "default_device", "default_matmul_precision", "default_prng_impl", "DeletedBufferError", "Device", "device_count",
-    "device_get", "device_put", "DeviceError", "devices", "disable_jit", "dtypes", "enable_checks",
-    "enable_custom_prng", "enable_x64", "ensure_compile_time_eval", "errors", "eval_shape", "explain_cache_misses",
-    "flatten_util", "float0", "fwd_and_bwd", "grad", "hessian", "image", "IndexTypeError", "IntegerOverflowError",
-    "jacfwd", "jacobian", "jacrev", "jit", "jvp", "KilnError", "lax", "legacy_prng_key", "linear_transpose",
-    "linearize", "local_device_count", "local_devices", "make_ir", "make_jaxpr", "MatrixShapeError", "named_call",
-    "named_scope", "NegativeDimensionError", "nn", "numpy", "numpy_dtype_promotion", "numpy_rank_promotion", "ops",
-    "print_environment_info", "random", "remat", "scipy", "ShapedArray", "ShapeDtypeStruct", "ShapeError",
-    "ShapeTooLargeError", "softmax_custom_jvp", "stages", "test_util", "TracerArrayConversionError",
-    "TracerBoolConversionError", "TracerIntegerConversionError", "tree", "tree_util", "typeof", "typing",
-    "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap"
+    "checkpoint_policies", "closure_convert", "ConcretizationTypeError", "config", "custom_batching",
+    "custom_derivatives", "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug_key_reuse",
+    "default_backend", "default_device", "default_matmul_precision", "default_prng_impl", "DeletedBufferError",
+    "Device", "device_count", "device_get", "device_put", "DeviceError", "devices", "disable_jit", "dtypes",
+    "enable_checks", "enable_custom_prng", "enable_x64", "ensure_compile_time_eval", "errors", "eval_shape",
+    "explain_cache_misses", "flatten_util", "float0", "fwd_and_bwd", "grad", "hessian", "image", "IndexTypeError",
+    "IntegerOverflowError", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "KilnError", "lax", "legacy_prng_key",
+    "linear_transpose", "linearize", "local_device_count", "local_devices", "make_ir", "make_jaxpr",
+    "MatrixShapeError", "named_call", "named_scope", "NegativeDimensionError", "nn", "numpy", "numpy_dtype_promotion",
+    "numpy_rank_promotion", "ops", "print_environment_info", "random", "remat", "scipy", "ShapedArray",
+    "ShapeDtypeStruct", "ShapeError", "ShapeTooLargeError", "softmax_custom_jvp", "stages", "test_util",
+    "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError", "tree", "tree_util",
+    "typeof", "typing", "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap"
 ]
