@@ -5,7 +5,16 @@ import numpy as np
 from kiln.runtime.errors import KilnError  # noqa: F401  (the base of every kiln error: the lowest floor's)
 
 
-class ConcretizationTypeError(KilnError, TypeError):
+class KilnTypeError(KilnError, TypeError):
+    """A ``TypeError`` of kiln's own (``kiln.errors.JAXTypeError``): the base of the tracer errors below,
+    as JAX's ``JAXTypeError`` is of its."""
+
+
+class KilnIndexError(KilnError, IndexError):
+    """An ``IndexError`` of kiln's own (``kiln.errors.JAXIndexError``)."""
+
+
+class ConcretizationTypeError(KilnTypeError):
     """A traced value was used where Python needs a concrete one (``int(x)``, a shape, ...)."""
 
 
@@ -17,11 +26,11 @@ class TracerIntegerConversionError(ConcretizationTypeError):
     """``int()``/``__index__`` of a traced value."""
 
 
-class TracerArrayConversionError(KilnError, TypeError):
+class TracerArrayConversionError(KilnTypeError):
     """``np.asarray`` of a traced value."""
 
 
-class UnexpectedTracerError(KilnError):
+class UnexpectedTracerError(KilnTypeError):
     """A tracer escaped the function that was being traced (stored in a global, say)."""
 
 
@@ -85,14 +94,6 @@ class TypePromotionError(KilnError, ValueError):
     (``kiln.dtypes.TypePromotionError``; a ``ValueError``, as JAX's)."""
 
 
-class KilnTypeError(KilnError, TypeError):
-    """A ``TypeError`` of kiln's own (``kiln.errors.JAXTypeError``)."""
-
-
-class KilnIndexError(KilnError, IndexError):
-    """An ``IndexError`` of kiln's own (``kiln.errors.JAXIndexError``)."""
-
-
 class IRTypeError(KilnError, TypeError):
     """An ill-typed kiln IR (``kiln.errors.JaxprTypeError``)."""
 
@@ -103,6 +104,6 @@ class InconclusiveDimensionOperation(KilnError, TypeError):
     work."""
 
 
-class KeyReuseError(KilnError, RuntimeError):
+class KeyReuseError(KilnTypeError):
     """JAX raises it for a PRNG key used twice under ``debug_key_reuse``. kiln does not check key reuse,
     so it never raises it; it exists so that ``except`` clauses of ported programs work."""

@@ -118,6 +118,9 @@ def test_float0_and_small_modules():
     assert e.ConcretizationTypeError is kiln.ConcretizationTypeError
     assert issubclass(e.TracerBoolConversionError, e.ConcretizationTypeError)
     assert issubclass(e.JAXTypeError, TypeError) and issubclass(e.JAXIndexError, IndexError)
+    for cls in (e.ConcretizationTypeError, e.TracerArrayConversionError, e.TracerIntegerConversionError,
+                e.UnexpectedTracerError, e.KeyReuseError):
+        assert issubclass(cls, e.JAXTypeError), cls  # as in JAX
     assert issubclass(e.JaxRuntimeError, kiln.KilnError) and issubclass(e.KeyReuseError, kiln.KilnError)
     assert issubclass(e.NonConcreteBooleanIndexError, IndexError)
     with pytest.raises(e.TracerBoolConversionError):
