@@ -5,12 +5,36 @@ with XLA on CPU, GPU or TPU. The vocabulary is JAX's: ``kiln.jit``, ``kiln.numpy
 This module only re-exports; the implementation lives in ``kiln.frontend``, ``kiln.lowering``
 and ``kiln.runtime``.
 """
-from kiln import lax, nn, numpy, random, scipy, tree_util  # the public sub-modules
+from kiln import (  # the public sub-modules
+    custom_batching,
+    custom_derivatives,
+    dtypes,
+    errors,
+    flatten_util,
+    image,
+    lax,
+    nn,
+    numpy,
+    ops,
+    random,
+    scipy,
+    stages,
+    test_util,
+    tree,
+    tree_util,
+    typing,
+    version,
+)
+from kiln.frontend.ad.api import closure_convert as closure_convert
+from kiln.frontend.ad.api import custom_gradient as custom_gradient
+from kiln.frontend.ad.api import fwd_and_bwd as fwd_and_bwd
 from kiln.frontend.ad.api import grad as grad
 from kiln.frontend.ad.api import hessian as hessian
 from kiln.frontend.ad.api import jacfwd as jacfwd
+from kiln.frontend.ad.api import jacobian as jacobian
 from kiln.frontend.ad.api import jacrev as jacrev
 from kiln.frontend.ad.api import jvp as jvp
+from kiln.frontend.ad.api import linear_transpose as linear_transpose
 from kiln.frontend.ad.api import linearize as linearize
 from kiln.frontend.ad.api import value_and_grad as value_and_grad
 from kiln.frontend.ad.api import vjp as vjp
@@ -18,10 +42,25 @@ from kiln.frontend.ad.custom import CustomDerivativeError as CustomDerivativeErr
 from kiln.frontend.ad.custom import custom_jvp as custom_jvp
 from kiln.frontend.ad.custom import custom_vjp as custom_vjp
 from kiln.frontend.ad.remat import checkpoint as checkpoint
+from kiln.frontend.ad.remat import checkpoint_policies as checkpoint_policies
 from kiln.frontend.ad.remat import remat as remat
+from kiln.frontend.ad.tangents import float0 as float0
 from kiln.frontend.batching.api import vmap as vmap
 from kiln.frontend.core.avals import ShapedArray as ShapedArray
+from kiln.frontend.core.avals import ShapeDtypeStruct as ShapeDtypeStruct
+from kiln.frontend.core.config import allow_f16_reductions as allow_f16_reductions
 from kiln.frontend.core.config import config as config
+from kiln.frontend.core.config import debug_key_reuse as debug_key_reuse
+from kiln.frontend.core.config import default_device as default_device
+from kiln.frontend.core.config import default_matmul_precision as default_matmul_precision
+from kiln.frontend.core.config import default_prng_impl as default_prng_impl
+from kiln.frontend.core.config import enable_checks as enable_checks
+from kiln.frontend.core.config import enable_custom_prng as enable_custom_prng
+from kiln.frontend.core.config import enable_x64 as enable_x64
+from kiln.frontend.core.config import legacy_prng_key as legacy_prng_key
+from kiln.frontend.core.config import numpy_dtype_promotion as numpy_dtype_promotion
+from kiln.frontend.core.config import numpy_rank_promotion as numpy_rank_promotion
+from kiln.frontend.core.config import softmax_custom_jvp as softmax_custom_jvp
 from kiln.frontend.core.errors import AxisError as AxisError
 from kiln.frontend.core.errors import BroadcastError as BroadcastError
 from kiln.frontend.core.errors import ConcretizationTypeError as ConcretizationTypeError
@@ -36,6 +75,8 @@ from kiln.frontend.core.errors import TracerArrayConversionError as TracerArrayC
 from kiln.frontend.core.errors import TracerBoolConversionError as TracerBoolConversionError
 from kiln.frontend.core.errors import TracerIntegerConversionError as TracerIntegerConversionError
 from kiln.frontend.core.errors import UnexpectedTracerError as UnexpectedTracerError
+from kiln.frontend.core.tracing import ensure_compile_time_eval as ensure_compile_time_eval
+from kiln.frontend.core.version import __version__ as __version__  # noqa: F401  (not in __all__, as in JAX)
 from kiln.frontend.driver.array import Array as Array
 from kiln.frontend.driver.jit import explain_cache_misses as explain_cache_misses
 from kiln.frontend.driver.jit import jit as jit
@@ -47,21 +88,32 @@ from kiln.frontend.driver.placement import device_get as device_get
 from kiln.frontend.driver.placement import device_put as device_put
 from kiln.frontend.driver.placement import devices as devices
 from kiln.frontend.driver.placement import local_devices as local_devices
+from kiln.frontend.driver.tools import disable_jit as disable_jit
+from kiln.frontend.driver.tools import eval_shape as eval_shape
+from kiln.frontend.driver.tools import local_device_count as local_device_count
+from kiln.frontend.driver.tools import make_jaxpr as make_jaxpr
+from kiln.frontend.driver.tools import named_call as named_call
+from kiln.frontend.driver.tools import named_scope as named_scope
+from kiln.frontend.driver.tools import print_environment_info as print_environment_info
+from kiln.frontend.driver.tools import typeof as typeof
 from kiln.runtime import BackendError as BackendError
 from kiln.runtime import DeletedBufferError as DeletedBufferError
 from kiln.runtime import Device as Device
 from kiln.runtime import DeviceError as DeviceError
 
-__version__ = "0.1.0"
-
 __all__ = [
-    "Array", "AxisError", "BackendError", "BroadcastError", "ConcretizationTypeError", "CustomDerivativeError",
-    "DeletedBufferError", "Device", "DeviceError", "IndexTypeError", "IntegerOverflowError", "KilnError",
-    "MatrixShapeError", "NegativeDimensionError", "ShapeError", "ShapeTooLargeError", "ShapedArray",
-    "TracerArrayConversionError",
-    "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError", "block_until_ready",
-    "checkpoint", "config", "custom_jvp", "custom_vjp", "default_backend", "device_count", "device_get", "device_put",
-    "devices", "explain_cache_misses", "grad", "hessian", "jacfwd", "jacrev", "jit", "jvp", "lax", "linearize",
-    "local_devices", "make_ir", "nn", "numpy", "random", "remat", "scipy", "tree_util", "value_and_grad", "vjp",
-    "vmap",
+    "allow_f16_reductions", "Array", "AxisError", "BackendError", "block_until_ready", "BroadcastError", "checkpoint",
+    "checkpoint_policies", "closure_convert", "ConcretizationTypeError", "config", "custom_batching",
+    "custom_derivatives", "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug_key_reuse",
+    "default_backend", "default_device", "default_matmul_precision", "default_prng_impl", "DeletedBufferError",
+    "Device", "device_count", "device_get", "device_put", "DeviceError", "devices", "disable_jit", "dtypes",
+    "enable_checks", "enable_custom_prng", "enable_x64", "ensure_compile_time_eval", "errors", "eval_shape",
+    "explain_cache_misses", "flatten_util", "float0", "fwd_and_bwd", "grad", "hessian", "image", "IndexTypeError",
+    "IntegerOverflowError", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "KilnError", "lax", "legacy_prng_key",
+    "linear_transpose", "linearize", "local_device_count", "local_devices", "make_ir", "make_jaxpr",
+    "MatrixShapeError", "named_call", "named_scope", "NegativeDimensionError", "nn", "numpy", "numpy_dtype_promotion",
+    "numpy_rank_promotion", "ops", "print_environment_info", "random", "remat", "scipy", "ShapedArray",
+    "ShapeDtypeStruct", "ShapeError", "ShapeTooLargeError", "softmax_custom_jvp", "stages", "test_util",
+    "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError", "tree", "tree_util",
+    "typeof", "typing", "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap"
 ]

@@ -2,8 +2,10 @@
 from kiln.frontend.random import KeyArray as KeyArray
 from kiln.frontend.random import KeyDtype as KeyDtype
 from kiln.frontend.random import PRNGKey as PRNGKey
+from kiln.frontend.random import ball as ball
 from kiln.frontend.random import bernoulli as bernoulli
 from kiln.frontend.random import beta as beta
+from kiln.frontend.random import binomial as binomial
 from kiln.frontend.random import bits as bits
 from kiln.frontend.random import categorical as categorical
 from kiln.frontend.random import cauchy as cauchy
@@ -11,9 +13,12 @@ from kiln.frontend.random import chisquare as chisquare
 from kiln.frontend.random import choice as choice
 from kiln.frontend.random import clone as clone
 from kiln.frontend.random import dirichlet as dirichlet
+from kiln.frontend.random import double_sided_maxwell as double_sided_maxwell
 from kiln.frontend.random import exponential as exponential
+from kiln.frontend.random import f as f
 from kiln.frontend.random import fold_in as fold_in
 from kiln.frontend.random import gamma as gamma
+from kiln.frontend.random import generalized_normal as generalized_normal
 from kiln.frontend.random import geometric as geometric
 from kiln.frontend.random import gumbel as gumbel
 from kiln.frontend.random import key as key
@@ -25,6 +30,7 @@ from kiln.frontend.random import loggamma as loggamma
 from kiln.frontend.random import logistic as logistic
 from kiln.frontend.random import lognormal as lognormal
 from kiln.frontend.random import maxwell as maxwell
+from kiln.frontend.random import multinomial as multinomial
 from kiln.frontend.random import multivariate_normal as multivariate_normal
 from kiln.frontend.random import normal as normal
 from kiln.frontend.random import orthogonal as orthogonal
@@ -44,9 +50,10 @@ from kiln.frontend.random import weibull_min as weibull_min
 from kiln.frontend.random import wrap_key_data as wrap_key_data
 
 __all__ = [
-    "KeyArray", "KeyDtype", "PRNGKey", "bernoulli", "beta", "bits", "categorical", "cauchy", "chisquare", "choice",
-    "clone", "dirichlet", "exponential", "fold_in", "gamma", "geometric", "gumbel", "key", "key_data", "key_dtype",
-    "key_impl", "laplace", "loggamma", "logistic", "lognormal", "maxwell", "multivariate_normal", "normal",
-    "orthogonal", "pareto", "permutation", "poisson", "rademacher", "randint", "rayleigh", "split", "t", "triangular",
-    "truncated_normal", "uniform", "wald", "weibull_min", "wrap_key_data",
+    "KeyArray", "KeyDtype", "PRNGKey", "ball", "bernoulli", "beta", "binomial", "bits", "categorical", "cauchy",
+    "chisquare", "choice", "clone", "dirichlet", "double_sided_maxwell", "exponential", "f", "fold_in", "gamma",
+    "generalized_normal", "geometric", "gumbel", "key", "key_data", "key_dtype", "key_impl", "laplace", "loggamma",
+    "logistic", "lognormal", "maxwell", "multinomial", "multivariate_normal", "normal", "orthogonal", "pareto",
+    "permutation", "poisson", "rademacher", "randint", "rayleigh", "split", "t", "triangular", "truncated_normal",
+    "uniform", "wald", "weibull_min", "wrap_key_data"
 ]

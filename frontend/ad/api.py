@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core import dtypes, tree_util
 from ..core.avals import ShapedArray
-from ..core.ir import ClosedIR
+from ..core.ir import IR, ClosedIR, Var
 from ..core.tracing import Tracer, abstractify, eval_ir, trace_to_ir
 from ..driver.array import Array
 from ..lax import api as lax
@@ -186,27 +186,52 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
     else:
         main_tree, n_main = out_tree, len(out_primals)
 
+    info = _VjpInfo(lin, nonzero, out_nonzero, in_tree, main_tree, n_main,
+                    [abstractify(p) for p in flat_p], [abstractify(p) for p in out_primals[:n_main]])
+
     def f_vjp(ct):
-        flat_ct, ct_tree = tree_util.tree_flatten(ct)
-        if ct_tree != main_tree:
-            raise TypeError(f"kiln.vjp: the cotangent has structure {ct_tree}, but the function's output has "
-                            f"structure {main_tree}")
-        for c, p in zip(flat_ct, out_primals[:n_main]):
-            c_shape = np.shape(c) if _is_zero_tangent(c) else abstractify(c).shape  # float0 for integer outputs
-            p_shape = abstractify(p).shape
-            if c_shape != p_shape:
-                raise ValueError(f"kiln.vjp: cotangent shape {c_shape} does not match output shape {p_shape}")
-        lin_out_cts = [c for c, nz in zip(flat_ct, out_nonzero[:n_main]) if nz]
-        args = list(residuals) + [UndefinedPrimal(a) for a in lin.ir.in_avals[len(residuals):]]
-        cts = backward_pass(lin.ir, lin.consts, args, lin_out_cts)[len(residuals):]
-        it = iter(cts)
-        full = [next(it) if nz else Zero(tangent_aval(abstractify(p))) for p, nz in zip(flat_p, nonzero)]
-        return tree_util.tree_unflatten(in_tree, [_external(c, p) for c, p in zip(full, flat_p)])
+        return _apply_vjp(info, residuals, ct)
 
     main = tree_util.tree_unflatten(main_tree, out_primals[:n_main])
     if has_aux:
         return main, f_vjp, aux
     return main, f_vjp
+
+
+class _VjpInfo:
+    """The static part of a VJP: the linear IR and the trees and avals around it."""
+
+    def __init__(self, lin, nonzero, out_nonzero, in_tree, main_tree, n_main, in_avals, out_avals):
+        self.lin, self.nonzero, self.out_nonzero = lin, nonzero, out_nonzero
+        self.in_tree, self.main_tree, self.n_main = in_tree, main_tree, n_main
+        self.in_avals, self.out_avals = in_avals, out_avals
+
+
+def _external_aval(t, aval: ShapedArray):
+    if isinstance(t, Zero):
+        if not dtypes.is_inexact(aval.dtype):
+            return np.zeros(aval.shape, float0)
+        return instantiate(t)
+    return t
+
+
+def _apply_vjp(info: _VjpInfo, residuals: list, ct):
+    """The cotangents of the inputs for the output cotangent ``ct``."""
+    flat_ct, ct_tree = tree_util.tree_flatten(ct)
+    if ct_tree != info.main_tree:
+        raise TypeError(f"kiln.vjp: the cotangent has structure {ct_tree}, but the function's output has "
+                        f"structure {info.main_tree}")
+    for c, a in zip(flat_ct, info.out_avals):
+        c_shape = np.shape(c) if _is_zero_tangent(c) else abstractify(c).shape  # float0 for integer outputs
+        if c_shape != a.shape:
+            raise ValueError(f"kiln.vjp: cotangent shape {c_shape} does not match output shape {a.shape}")
+    lin = info.lin
+    lin_out_cts = [c for c, nz in zip(flat_ct, info.out_nonzero[:info.n_main]) if nz]
+    args = list(residuals) + [UndefinedPrimal(a) for a in lin.ir.in_avals[len(residuals):]]
+    cts = backward_pass(lin.ir, lin.consts, args, lin_out_cts)[len(residuals):]
+    it = iter(cts)
+    full = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(info.in_avals, info.nonzero)]
+    return tree_util.tree_unflatten(info.in_tree, [_external_aval(c, a) for c, a in zip(full, info.in_avals)])
 
 
 def _aux_split_tree(out_tree, out_primals):
@@ -410,3 +435,191 @@ def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fal
     """The Hessian: ``jacfwd(jacrev(fun))``."""
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
                   holomorphic=holomorphic)
+
+
+jacobian = jacrev  # JAX's alias
+
+
+# -- linear transposition, closure conversion, custom_gradient -----------------------------------------
+def _flat_trace(fun: Callable, in_tree, avals: list[ShapedArray], name: str) -> tuple[ClosedIR, Any]:
+    """Trace ``fun`` abstractly (argument values unknown) on flat avals; the IR and the output tree."""
+    out_tree_box = []
+
+    def flat_fun(*tracers):
+        args = tree_util.tree_unflatten(in_tree, list(tracers))
+        leaves, tree = tree_util.tree_flatten(fun(*args))
+        out_tree_box.append(tree)
+        return leaves
+    closed, _ = trace_to_ir(flat_fun, avals, name=name)
+    return closed, out_tree_box[0]
+
+
+def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
+    """The transpose of the linear function ``fun``: ``linear_transpose(f, *primals)(ct)`` is the tuple of
+    cotangents of ``f``'s arguments (one per primal) for the output cotangent ``ct``.
+
+    ``primals`` give only the arguments' shapes and dtypes (arrays or ``ShapeDtypeStruct``); ``fun`` must
+    be linear in them (a non-linear operation on an argument raises ``TypeError``).
+    """
+    from .transpose import transpose_rules
+    if reduce_axes:
+        raise NotImplementedError("kiln.linear_transpose: reduce_axes is not supported (JAX removed it too); "
+                                  "reduce the cotangents explicitly")
+    flat_p, in_tree = tree_util.tree_flatten(primals)
+    _check_arrays("linear_transpose", flat_p)
+    in_avals = [abstractify(p) for p in flat_p]
+    for a in in_avals:
+        if not dtypes.is_inexact(a.dtype):
+            raise TypeError(f"kiln.linear_transpose: arguments must be real or complex floating-point arrays, got "
+                            f"{a.str_short()}")
+    name = _fun_name(fun)
+    closed, out_tree = _flat_trace(fun, in_tree, [a.strengthen() if a.weak_type else a for a in in_avals], name)
+    linear = set(closed.ir.invars)
+    for eqn in closed.ir.eqns:
+        if any(isinstance(v, Var) and v in linear for v in eqn.inputs):
+            if eqn.prim not in transpose_rules:
+                raise TypeError(f"kiln.linear_transpose({name}): the function is not linear in its arguments: it "
+                                f"applies {eqn.prim.name!r} to a value that depends on them")
+            linear.update(eqn.outputs)
+    out_avals = closed.ir.out_avals
+
+    def transposed(out_cotangent):
+        flat_ct, ct_tree = tree_util.tree_flatten(out_cotangent)
+        if ct_tree != out_tree:
+            raise TypeError(f"kiln.linear_transpose({name}): the cotangent has structure {ct_tree}, but the "
+                            f"function's output has structure {out_tree}")
+        for c, a in zip(flat_ct, out_avals):
+            ca = abstractify(c)
+            if ca.shape != a.shape or ca.dtype != a.dtype:
+                raise TypeError(f"kiln.linear_transpose({name}): cotangent {ca.str_short()} does not match the "
+                                f"output {a.str_short()}")
+        args = [UndefinedPrimal(a) for a in closed.ir.in_avals]
+        cts = backward_pass(closed.ir, closed.consts, args, list(flat_ct))
+        outs = [instantiate(Zero(a)) if c is None or isinstance(c, Zero) else c
+                for c, a in zip(cts, in_avals)]
+        return tree_util.tree_unflatten(in_tree, [lax.convert_element_type(o, a.dtype) for o, a in
+                                                  zip(outs, in_avals)])
+    return transposed
+
+
+def _convert(fun: Callable, example_args: tuple, hoist: Callable[[Any], bool]) -> tuple[Callable, list, Any]:
+    """Trace ``fun`` on the avals of ``example_args``; the captured values for which ``hoist`` holds become
+    trailing arguments. Returns (converted function, hoisted values, output tree)."""
+    flat, in_tree = tree_util.tree_flatten(example_args)
+    avals = []
+    for x in flat:
+        if not isinstance(x, ShapedArray):
+            _check_arrays("closure_convert", [x])
+        avals.append(x if isinstance(x, ShapedArray) else abstractify(x))
+    closed, out_tree = _flat_trace(fun, in_tree, avals, _fun_name(fun))
+    ir = closed.ir
+    kept = [(v, c) for v, c in zip(ir.constvars, closed.consts) if not hoist(c)]
+    hoisted = [(v, c) for v, c in zip(ir.constvars, closed.consts) if hoist(c)]
+    new = ClosedIR(IR([v for v, _ in kept], list(ir.invars) + [v for v, _ in hoisted], ir.eqns, ir.outvars),
+                   [c for _, c in kept])
+
+    def converted(*args):
+        args_part, consts = args[:len(args) - len(hoisted)], args[len(args) - len(hoisted):]
+        flat_args, tree = tree_util.tree_flatten(tuple(args_part))
+        if tree != in_tree:
+            raise TypeError(f"kiln.closure_convert: the converted function of {_fun_name(fun)} expects arguments "
+                            f"of structure {in_tree} followed by {len(hoisted)} constant(s), got {tree}")
+        return tree_util.tree_unflatten(out_tree, eval_ir(new.ir, new.consts, list(flat_args) + list(consts)))
+    converted.__name__ = _fun_name(fun)
+    return converted, [c for _, c in hoisted], out_tree
+
+
+def closure_convert(fun: Callable, *example_args) -> tuple[Callable, list]:
+    """``(converted, consts)``: ``converted(*args, *consts)`` computes ``fun(*args)``, where ``consts`` are the
+    traced values ``fun`` closes over (hoisted out, so that e.g. a ``custom_vjp`` rule can take them as
+    explicit arguments). ``example_args`` give the arguments' shapes and dtypes."""
+    converted, consts, _ = _convert(fun, example_args, lambda c: isinstance(c, Tracer))
+    return converted, consts
+
+
+def custom_gradient(fun: Callable) -> Callable:
+    """A function with a gradient given by ``fun`` itself: ``fun(*args)`` returns ``(value, vjp)`` where
+    ``vjp(ct)`` returns one cotangent per argument (as ``jax.custom_gradient``). Reverse mode only."""
+    from .custom import custom_vjp
+
+    def call(*args):
+        res = fun(*args)
+        if not (isinstance(res, tuple) and len(res) == 2 and callable(res[1])):
+            raise TypeError(f"kiln.custom_gradient: {_fun_name(fun)} must return a pair (value, vjp_function), "
+                            f"got {type(res).__name__}")
+        return res
+
+    def primal(*args):
+        return call(*args)[0]
+    primal.__name__ = _fun_name(fun)
+    wrapped = custom_vjp(primal)
+
+    def fwd(*args):
+        ans, rule = call(*args)
+        cts = tree_util.tree_map(lambda a: ShapedArray(abstractify(a).shape, abstractify(a).dtype), ans)
+        converted, consts, _ = _convert(lambda ct: rule(ct), (cts,), lambda c: True)
+        return ans, _RuleResiduals(converted, consts)
+
+    def bwd(res, ct):
+        out = res.fun(ct, *res.consts)
+        return tuple(out) if isinstance(out, (tuple, list)) else (out,)
+    wrapped.defvjp(fwd, bwd)
+    functools.update_wrapper(wrapped, fun)
+    return wrapped
+
+
+class _RuleResiduals:
+    """custom_gradient's residuals: the closure-converted vjp function (static) and its captured values."""
+
+    def __init__(self, fun: Callable, consts: list):
+        self.fun, self.consts = fun, consts
+
+
+tree_util.register_pytree_node(_RuleResiduals, lambda r: (r.consts, r.fun), lambda f, c: _RuleResiduals(f, list(c)))
+
+
+class _Residuals:
+    """fwd_and_bwd's residuals: arrays (the children) and the static VJP information (node data)."""
+
+    def __init__(self, values: list, info: _VjpInfo):
+        self.values, self.info = values, info
+
+
+tree_util.register_pytree_node(_Residuals, lambda r: (r.values, r.info), lambda info, v: _Residuals(list(v), info))
+
+
+def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = False, jitted: bool = True):
+    """``(fwd, bwd)``: ``fwd(*args)`` returns ``(out, residuals)`` (``(out, residuals, aux)`` with
+    ``has_aux``) and ``bwd(residuals, ct)`` the cotangents of the arguments ``argnums``, as
+    ``jax.fwd_and_bwd``. The residuals are a pytree of arrays, so both can be jitted (the default) and
+    ``bwd`` compiles once."""
+    from ..driver.jit import jit
+
+    def fwd(*args):
+        nums = _normalize_argnums("fwd_and_bwd", argnums, len(args))
+        diff = tuple(args[i] for i in nums)
+        flat_p, in_tree = tree_util.tree_flatten(diff)
+        _check_arrays("fwd_and_bwd", flat_p)
+        closed, out_tree = _trace_flat(_aux_wrapper(_partial(fun, args, nums), has_aux), flat_p, in_tree,
+                                       _fun_name(fun))
+        out_primals, residuals, lin, nonzero, out_nonzero = _linearize_flat(closed, flat_p)
+        if has_aux:
+            main_tree, aux = _aux_split_tree(out_tree, out_primals)
+            n_main = main_tree.num_leaves
+        else:
+            main_tree, n_main = out_tree, len(out_primals)
+        info = _VjpInfo(lin, nonzero, out_nonzero, in_tree, main_tree, n_main,
+                        [abstractify(p) for p in flat_p], [abstractify(p) for p in out_primals[:n_main]])
+        main = tree_util.tree_unflatten(main_tree, out_primals[:n_main])
+        res = _Residuals(list(residuals), info)
+        return (main, res, aux) if has_aux else (main, res)
+
+    def bwd(res, ct):
+        if not isinstance(res, _Residuals):
+            raise TypeError(f"kiln.fwd_and_bwd: bwd's first argument must be the residuals returned by fwd, got "
+                            f"{type(res).__name__}")
+        cts = _apply_vjp(res.info, res.values, ct)
+        return cts[0] if isinstance(argnums, int) else cts
+    if jitted:
+        return jit(fwd), jit(bwd)
+    return fwd, bwd

@@ -33,14 +33,78 @@ def _remat_rule(*avals, body: ClosedIR, prevent_cse: bool, name: str):
 remat_p = Primitive("remat", _remat_rule, multiple_results=True)
 
 
+class _Policies:
+    """``kiln.checkpoint_policies``: JAX's rematerialization policies, by name. A policy is a predicate
+    ``policy(prim, *avals, **params) -> bool`` (save this value?); kiln's checkpoint distinguishes only
+    ``everything_saveable`` (no recomputation) from the rest (save the inputs only)."""
+
+    @staticmethod
+    def everything_saveable(*_, **__) -> bool:
+        return True
+
+    @staticmethod
+    def nothing_saveable(*_, **__) -> bool:
+        return False
+
+    @staticmethod
+    def dots_saveable(prim, *_, **__) -> bool:
+        return getattr(prim, "name", "") in ("dot_general", "conv_general_dilated")
+
+    checkpoint_dots = dots_saveable
+
+    @staticmethod
+    def dots_with_no_batch_dims_saveable(prim, *_, **params) -> bool:
+        if getattr(prim, "name", "") != "dot_general":
+            return False
+        dims = params.get("dimension_numbers")
+        return not (dims and dims[1] and (dims[1][0] or dims[1][1]))
+
+    checkpoint_dots_with_no_batch_dims = dots_with_no_batch_dims_saveable
+
+    @staticmethod
+    def save_only_these_names(*names: str) -> Callable:
+        return _Policies.nothing_saveable
+
+    @staticmethod
+    def save_any_names_but_these(*names: str) -> Callable:
+        return _Policies.nothing_saveable
+
+    save_anything_except_these_names = save_any_names_but_these
+
+    @staticmethod
+    def save_and_offload_only_these_names(*, names_which_can_be_saved=(), names_which_can_be_offloaded=(),
+                                          offload_src="device", offload_dst="pinned_host") -> Callable:
+        return _Policies.nothing_saveable
+
+    @staticmethod
+    def save_from_both_policies(policy_1: Callable, policy_2: Callable) -> Callable:
+        def policy(*args, **params):
+            return policy_1(*args, **params) or policy_2(*args, **params)
+        return policy
+
+    @staticmethod
+    def offload_dot_with_no_batch_dims(offload_src: str = "device", offload_dst: str = "pinned_host") -> Callable:
+        return _Policies.dots_with_no_batch_dims_saveable
+
+    def __repr__(self) -> str:
+        return "kiln.checkpoint_policies"
+
+
+checkpoint_policies = _Policies()
+
+
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_argnums: Sequence[int] = ()):
     """Wrap ``fun`` so that reverse-mode differentiation recomputes its intermediates.
 
-    ``policy`` (JAX's checkpoint policies) is accepted only as None: nothing is saved but the inputs.
+    ``policy`` (one of ``kiln.checkpoint_policies``): ``everything_saveable`` saves everything (no
+    recomputation); every other policy saves only the inputs and recomputes the rest, as ``None``. The
+    numbers are the same whatever the policy; only memory and time differ from JAX's.
     """
-    if policy is not None:
-        raise NotImplementedError("kiln.checkpoint: policies are not supported yet (only policy=None: "
-                                  "save the inputs, recompute everything else)")
+    if policy is not None and not callable(policy):
+        raise TypeError(f"kiln.checkpoint: policy must be one of kiln.checkpoint_policies (a callable) or None, "
+                        f"got {type(policy).__name__} {policy!r:.60}")
+    if policy is checkpoint_policies.everything_saveable:
+        return fun
     static_argnums = tuple(static_argnums)
 
     @functools.wraps(fun)

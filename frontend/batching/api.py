@@ -195,4 +195,4 @@ def _batch_size(name: str, flat: list, dims: list, labels: list[str], axis_size:
     return sizes[0]
 
 
-from . import transform_rules  # noqa: E402,F401  (batching rules of remat and custom derivatives)
+from . import custom_vmap, transform_rules  # noqa: E402,F401  (batching rules of remat, custom derivatives, custom_vmap)

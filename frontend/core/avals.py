@@ -107,3 +107,52 @@ class ShapedArray:
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
         return f"ShapedArray({self.str_short()}{weak})"
+
+
+class ShapeDtypeStruct:
+    """A shape and dtype standing for an array that does not exist (``jax.ShapeDtypeStruct``): what
+    :func:`kiln.eval_shape` returns, and what ``eval_shape``, ``jit(f).lower`` / ``.trace`` and
+    ``linear_transpose`` accept in place of an array."""
+
+    __slots__ = ("shape", "dtype", "sharding", "weak_type")
+
+    def __init__(self, shape, dtype, *, sharding=None, weak_type: bool = False):
+        try:
+            self.shape = tuple(int(d) for d in shape)
+        except TypeError:
+            raise TypeError(f"kiln.ShapeDtypeStruct: shape must be a sequence of ints, got {shape!r}") from None
+        if dtype is None:
+            raise TypeError("kiln.ShapeDtypeStruct: dtype must be given (e.g. 'float32')")
+        self.dtype = dtype if hasattr(dtype, "impl") else np.dtype(dtype)  # a PRNG key dtype stays as it is
+        self.sharding = sharding
+        self.weak_type = bool(weak_type)
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def aval(self) -> ShapedArray:
+        """The abstract value kiln traces with (the dtype canonicalized for the x64 setting)."""
+        from .dtypes import canonicalize_dtype
+        return ShapedArray(self.shape, canonicalize_dtype(self.dtype), self.weak_type)
+
+    def __len__(self) -> int:
+        if not self.shape:
+            raise TypeError("len() of unsized object")
+        return self.shape[0]
+
+    def __eq__(self, other) -> bool:
+        return (isinstance(other, ShapeDtypeStruct) and self.shape == other.shape and self.dtype == other.dtype
+                and self.sharding == other.sharding and self.weak_type == other.weak_type)
+
+    def __hash__(self) -> int:
+        return hash((self.shape, self.dtype, self.weak_type))
+
+    def __repr__(self) -> str:
+        weak = ", weak_type=True" if self.weak_type else ""
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={getattr(self.dtype, 'name', self.dtype)}{weak})"

@@ -6,10 +6,13 @@ key through :func:`Config.trace_key`, so flipping one never reuses a stale execu
 from __future__ import annotations
 
 import contextlib
+import difflib
 import os
+import warnings
 from typing import Any, Iterator
 
 from .errors import KilnError
+from .jax_flags import JAX_FLAG_NAMES
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -39,10 +42,57 @@ class Config:
         "cpu_lapack": (_env_bool("KILN_CPU_LAPACK", False), bool, True),
         # Print why a jit cache missed (see kiln.explain_cache_misses).
         "explain_cache_misses": (_env_bool("KILN_EXPLAIN_CACHE_MISSES", False), bool, False),
+        # JAX's promotion modes: "standard" (the lattice) or "strict" (no implicit promotion between
+        # different dtypes; only Python scalars adapt). See kiln.numpy_dtype_promotion.
+        "numpy_dtype_promotion": ("standard", str, True),
+        # Where uncommitted arrays and computations on them go (None: the default backend's first
+        # device). A kiln Device or a backend name. See kiln.default_device.
+        "default_device": (None, object, True),
+        # PRNG implementation of new keys: kiln implements threefry2x32 only (JAX's default).
+        "default_prng_impl": ("threefry2x32", str, True),
+        # JAX flags kiln accepts and keeps but does not act on (see _NOT_ENFORCED): setting another
+        # value than the default warns once.
+        "numpy_rank_promotion": ("allow", str, True),
+        "default_matmul_precision": (None, str, True),
+        "legacy_prng_key": ("allow", str, False),
+        "debug_key_reuse": (False, bool, False),
+        "enable_checks": (False, bool, False),
+        "enable_custom_prng": (False, bool, False),
+        "allow_f16_reductions": (True, bool, False),
+        "softmax_custom_jvp": (False, bool, False),
     }
+
+    # Flags with a fixed set of values.
+    _CHOICES: dict[str, tuple] = {
+        "numpy_dtype_promotion": ("standard", "strict"),
+        "numpy_rank_promotion": ("allow", "warn", "raise"),
+        "legacy_prng_key": ("allow", "warn", "error"),
+        "default_prng_impl": ("threefry2x32",),
+        "default_matmul_precision": (None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
+                                     "fastest", "bfloat16_3x", "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM",
+                                     "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16",
+                                     "F16_F16_F32", "BF16_BF16_BF16", "BF16_BF16_F32", "BF16_BF16_F32_X3",
+                                     "BF16_BF16_F32_X6", "BF16_BF16_F32_X9", "TF32_TF32_F32", "TF32_TF32_F32_X3",
+                                     "F32_F32_F32", "F64_F64_F64"),
+    }
+
+    # Flags kept for JAX programs but not acted on: why, said once when one is set to a non-default value.
+    _NOT_ENFORCED: dict[str, str] = {
+        "numpy_rank_promotion": "kiln always allows NumPy rank promotion (broadcasting arrays of different ranks)",
+        "default_matmul_precision": "kiln's matrix products use the precision given to each operation (XLA's "
+                                    "default otherwise)",
+        "legacy_prng_key": "kiln accepts raw uint32 keys (kiln.random.PRNGKey) without a warning",
+        "debug_key_reuse": "kiln does not check PRNG key reuse",
+        "allow_f16_reductions": "kiln always allows float16 reductions",
+    }
+
+    # JAX flag names (JAX_FLAG_NAMES) that are spelled differently in kiln; the others drop "jax_".
+    JAX_TO_KILN: dict[str, str] = {"jax_platform_name": "default_backend", "jax_platforms": "default_backend"}
 
     def __init__(self) -> None:
         object.__setattr__(self, "_values", {})
+        object.__setattr__(self, "_jax_only", {})  # JAX flags kiln does not implement: the values set
+        object.__setattr__(self, "_warned", set())
         for name, (default, _, _) in self._FLAGS.items():
             self._set(name, default)
 
@@ -53,20 +103,70 @@ class Config:
         object.__setattr__(self, "_trace_key", self._compute_trace_key())
 
     def __getattr__(self, name: str) -> Any:  # only called for names that are not flags
-        raise AttributeError(f"kiln.config has no flag {name!r}; known flags: {', '.join(sorted(self._FLAGS))}")
+        kiln_name = self._kiln_name(name)
+        if kiln_name is not None:  # config.jax_enable_x64
+            return self._values[kiln_name]
+        if name in JAX_FLAG_NAMES:
+            if name in self._jax_only:
+                return self._jax_only[name]
+            raise AttributeError(f"kiln.config: JAX's flag {name!r} is not implemented by kiln and was not set; "
+                                 f"kiln's flags: {', '.join(sorted(self._FLAGS))}")
+        raise AttributeError(f"kiln.config has no flag {name!r}; known flags: {', '.join(sorted(self._FLAGS))}"
+                             + self._did_you_mean(name))
+
+    def _kiln_name(self, name: str) -> str | None:
+        """kiln's flag for ``name`` (kiln's spelling or JAX's ``jax_...``), or None."""
+        if name in self._FLAGS:
+            return name
+        if name in self.JAX_TO_KILN:
+            return self.JAX_TO_KILN[name]
+        if name.startswith("jax_") and name[4:] in self._FLAGS:
+            return name[4:]
+        return None
+
+    def _did_you_mean(self, name: str) -> str:
+        close = difflib.get_close_matches(name, list(self._FLAGS) + sorted(JAX_FLAG_NAMES), n=3, cutoff=0.7)
+        return f". Did you mean {' or '.join(repr(c) for c in close)}?" if close else ""
+
+    def _warn_once(self, key: str, message: str) -> None:
+        if key not in self._warned:
+            self._warned.add(key)
+            warnings.warn(message, stacklevel=3)
 
     def __setattr__(self, name: str, value: Any) -> None:
         self.update(name, value)
 
     def update(self, name: str, value: Any) -> None:
-        """Set flag ``name`` to ``value`` (``kiln.config.update("enable_x64", True)``)."""
-        if name.startswith("jax_"):  # JAX spells its flags jax_enable_x64; accept both
-            name = name[4:]
-        if name not in self._FLAGS:
+        """Set flag ``name`` to ``value`` (``kiln.config.update("enable_x64", True)``).
+
+        ``name`` is kiln's spelling or JAX's (``"jax_enable_x64"``). A JAX flag that kiln does not
+        implement is accepted with a warning (once per flag) and has no effect; any other unknown
+        name raises :class:`ConfigError`.
+        """
+        jax_name = name
+        kiln_name = self._kiln_name(name)
+        if kiln_name is None:
+            if name in JAX_FLAG_NAMES:
+                self._jax_only[name] = value
+                self._warn_once(name, f"kiln.config.update({name!r}, ...): kiln does not implement JAX's flag "
+                                      f"{name!r}; the setting is recorded but has no effect")
+                return
             raise ConfigError(f"kiln.config.update: unknown flag {name!r}; known flags: "
-                              f"{', '.join(sorted(self._FLAGS))}")
+                              f"{', '.join(sorted(self._FLAGS))}" + self._did_you_mean(name))
+        name = kiln_name
+        if jax_name == "jax_platforms" and isinstance(value, str):  # "cuda,cpu": the first is the default
+            value = value.split(",")[0].strip() or None
         default, typ, _ = self._FLAGS[name]
-        if value is not None and not isinstance(value, typ):
+        choices = self._CHOICES.get(name)
+        if choices is not None and value not in choices:
+            if name == "default_prng_impl":
+                raise ConfigError(f"kiln.config.update({jax_name!r}, {value!r}): kiln implements only the "
+                                  "'threefry2x32' PRNG (JAX's default)")
+            raise ConfigError(f"kiln.config.update({jax_name!r}, {value!r}): expected one of "
+                              f"{', '.join(repr(c) for c in choices)}")
+        if name == "default_device":
+            value = self._check_device(value)
+        elif value is not None and not isinstance(value, typ):
             raise ConfigError(f"kiln.config.update({name!r}, {value!r}): expected a {typ.__name__}, "
                               f"got {type(value).__name__}")
         if value is None and default is not None and typ is bool:
@@ -77,12 +177,26 @@ class Config:
         if name == "cpu_lapack":
             from kiln.runtime import lapack
             lapack.set_enabled(value)
+        if name in self._NOT_ENFORCED and value != default:
+            self._warn_once(name, f"kiln.config: {jax_name}={value!r} is accepted but has no effect: "
+                                  f"{self._NOT_ENFORCED[name]}")
         changed = self._values.get(name) != value
         self._set(name, value)
         if changed and self._FLAGS[name][2]:
             # Programs change with this flag: the C++ dispatch caches (keyed without kiln's flags) are dropped.
             from kiln import runtime
             runtime.fastpath.set_x64(self.enable_x64)
+
+    @staticmethod
+    def _check_device(value: Any) -> Any:
+        from kiln import runtime
+        if value is None or isinstance(value, runtime.Device):
+            return value
+        if isinstance(value, str):
+            runtime.get_backend(value)  # an unknown backend fails here, listing the available ones
+            return value
+        raise ConfigError(f"kiln.config default_device: expected a kiln device (from kiln.devices()), a backend "
+                          f"name or None, got {type(value).__name__} {value!r:.60}")
 
     def _compute_trace_key(self) -> tuple:
         return tuple(self._values.get(k) for k, (_, _, traced) in self._FLAGS.items() if traced)
@@ -94,15 +208,83 @@ class Config:
     @contextlib.contextmanager
     def override(self, name: str, value: Any) -> Iterator[None]:
         """Temporarily set a flag: ``with kiln.config.override("enable_x64", True): ...``."""
-        old = getattr(self, name)
+        kiln_name = self._kiln_name(name)
+        if kiln_name is None and name in JAX_FLAG_NAMES:
+            had, old = name in self._jax_only, self._jax_only.get(name)
+            self.update(name, value)
+            try:
+                yield
+            finally:
+                if had:
+                    self._jax_only[name] = old
+                else:
+                    self._jax_only.pop(name, None)
+            return
+        old = getattr(self, kiln_name or name)
         self.update(name, value)
         try:
             yield
         finally:
-            self.update(name, old)
+            self._restore(kiln_name or name, old)
+
+    def _restore(self, name: str, value: Any) -> None:
+        """Set a flag back to a value it had (no validation, no warning)."""
+        changed = self._values.get(name) != value
+        if name == "cpu_lapack":
+            from kiln.runtime import lapack
+            lapack.set_enabled(value)
+        self._set(name, value)
+        if changed and self._FLAGS[name][2]:
+            from kiln import runtime
+            runtime.fastpath.set_x64(self.enable_x64)
 
     def __repr__(self) -> str:
         return "kiln.config(" + ", ".join(f"{k}={v!r}" for k, v in self._values.items()) + ")"
 
 
 config = Config()
+
+
+class FlagContext:
+    """A flag as JAX exposes it at top level (``jax.enable_x64``): calling it gives a context manager
+    that sets the flag inside the ``with`` block; ``.value`` is the current value."""
+
+    def __init__(self, name: str, doc: str, bool_default: bool = False):
+        self._name, self._bool_default = name, bool_default
+        self.__name__ = self.__qualname__ = name
+        self.__doc__ = doc
+
+    def __call__(self, new_val: Any = ...) -> contextlib.AbstractContextManager:
+        if new_val is ...:
+            if not self._bool_default:
+                raise TypeError(f"kiln.{self._name}() needs a value: with kiln.{self._name}(value): ...")
+            new_val = True
+        return config.override(self._name, new_val)
+
+    @property
+    def value(self) -> Any:
+        return getattr(config, self._name)
+
+    def __repr__(self) -> str:
+        return f"<kiln flag {self._name}={self.value!r}>"
+
+
+def _ctx(name: str, what: str, bool_flag: bool = False) -> FlagContext:
+    call = f"kiln.{name}({'True' if bool_flag else 'value'})"
+    return FlagContext(name, f"``with {call}:`` sets the ``{name}`` flag in the block ({what}). "
+                             f"``kiln.{name}.value`` is the current value.", bool_flag)
+
+
+enable_x64 = _ctx("enable_x64", "64-bit types", True)
+numpy_dtype_promotion = _ctx("numpy_dtype_promotion", "'standard' or 'strict' type promotion")
+numpy_rank_promotion = _ctx("numpy_rank_promotion", "accepted; kiln always allows rank promotion")
+default_matmul_precision = _ctx("default_matmul_precision", "accepted; not applied by kiln")
+default_prng_impl = _ctx("default_prng_impl", "kiln implements 'threefry2x32' only")
+enable_checks = _ctx("enable_checks", "no effect in kiln", True)
+enable_custom_prng = _ctx("enable_custom_prng", "no effect in kiln", True)
+legacy_prng_key = _ctx("legacy_prng_key", "accepted; kiln always allows raw uint32 keys")
+debug_key_reuse = _ctx("debug_key_reuse", "accepted; kiln does not check key reuse", True)
+allow_f16_reductions = _ctx("allow_f16_reductions", "kiln always allows them", True)
+softmax_custom_jvp = _ctx("softmax_custom_jvp", "no effect on kiln's numbers", True)
+default_device = _ctx("default_device", "where uncommitted arrays and computations go: a device, a backend "
+                                        "name, or None")

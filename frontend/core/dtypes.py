@@ -110,7 +110,7 @@ def _to_supported_dtype(spec: Any) -> np.dtype:
     return dt
 
 
-def canonicalize_dtype(dtype: Any) -> np.dtype:
+def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dtype:
     """Return the :class:`numpy.dtype` kiln uses for ``dtype`` under the current x64 setting.
 
     Parameters
@@ -129,7 +129,50 @@ def canonicalize_dtype(dtype: Any) -> np.dtype:
         For a name or object that is not a dtype, or for a dtype kiln does not support
         (object, string, datetime, ...). The message lists the valid dtypes.
     """
+    if _is_extended(dtype):
+        if allow_extended_dtype:
+            return dtype
+        raise TypeError(f"kiln: dtype {dtype} is an extended dtype (a PRNG key type); pass "
+                        "allow_extended_dtype=True to accept it")
     return _canonicalize(dtype, config.enable_x64)
+
+
+class extended(np.generic):
+    """The abstract scalar type of kiln's extended dtypes (PRNG key dtypes):
+    ``issubdtype(keys.dtype, kiln.dtypes.extended)`` is True for typed key arrays."""
+
+
+class prng_key(extended):
+    """The abstract scalar type of PRNG key dtypes (``issubdtype(keys.dtype, kiln.dtypes.prng_key)``)."""
+
+
+def _is_extended(dtype: Any) -> bool:
+    """A dtype object whose scalar type is under :class:`extended` (kiln's PRNG key dtype)."""
+    t = getattr(dtype, "type", None)
+    return not isinstance(dtype, (np.dtype, type)) and isinstance(t, type) and issubclass(t, extended)
+
+
+def itemsize_bits(dtype: Any) -> int:
+    """The size in bits of one element of ``dtype`` (``8 * itemsize``; 0 for float0)."""
+    if _is_extended(dtype):
+        return 8 * dtype.itemsize
+    dt = np.dtype(dtype)
+    return 8 * dt.itemsize
+
+
+def scalar_type_of(x: Any) -> type:
+    """The Python scalar type (bool, int, float or complex) matching the dtype of ``x``."""
+    dt = _spec_of(x)
+    dt = dtype_of_value(dt)[0] if isinstance(dt, (bool, int, float, complex)) else dt
+    if issubdtype(dt, np.bool_):
+        return bool
+    if issubdtype(dt, np.integer):
+        return int
+    if issubdtype(dt, np.floating):
+        return float
+    if issubdtype(dt, np.complexfloating):
+        return complex
+    raise TypeError(f"kiln.dtypes.scalar_type_of: {x!r:.60} has no scalar type (dtype {dt})")
 
 
 def _canonicalize(dtype: Any, x64: bool) -> np.dtype:
@@ -333,7 +376,31 @@ def _join_table(x64: bool) -> dict[tuple[Any, Any], Any]:
     return table
 
 
-_JOIN = {True: _join_table(True), False: _join_table(False)}
+def _strict_lattice() -> dict[Any, list[Any]]:
+    """JAX's strict lattice (``numpy_dtype_promotion='strict'``): no two different strong dtypes meet;
+    a weak int fits any integer or inexact type, a weak float any inexact type, a weak complex any
+    complex type."""
+    ints = [d for d in _SUPPORTED if d.kind in "iu"]
+    floats = [d for d in _SUPPORTED if d.kind == "f"]
+    complexes = [d for d in _SUPPORTED if d.kind == "c"]
+    up: dict[Any, list[Any]] = {d: [] for d in _SUPPORTED}
+    up.update({_I: [_F] + ints, _F: [_C] + floats, _C: complexes})
+    return up
+
+
+def _strict_join_table() -> dict[tuple[Any, Any], Any]:
+    ub = _upper_bounds(_strict_lattice())
+    table = {}
+    for a in ub:
+        for b in ub:
+            common = ub[a] & ub[b]
+            least = [c for c in common if common <= ub[c]]
+            if least:
+                table[a, b] = least[0]
+    return table
+
+
+_JOIN = {True: _join_table(True), False: _join_table(False), "strict": _strict_join_table()}
 
 
 def _node(dt: np.dtype, weak: bool) -> Any:
@@ -357,14 +424,20 @@ def _node_to_dtype(node: Any, x64: bool) -> np.dtype:
     return complex128 if x64 else complex64
 
 
-def _join(nodes: Any, x64: bool) -> Any:
-    table = _JOIN[x64]
+def _join(nodes: Any, x64: bool, strict: bool = False) -> Any:
+    table = _JOIN["strict" if strict else x64]
     it = iter(nodes)
     acc = next(it)
     for n in it:
         try:
             acc = table[acc, n]
         except KeyError:
+            if strict:
+                from .errors import TypePromotionError
+                raise TypePromotionError(
+                    f"kiln: no implicit type promotion between {acc} and {n} with numpy_dtype_promotion='strict'; "
+                    "cast the operands explicitly (x.astype(...)), or use kiln.numpy_dtype_promotion('standard')"
+                ) from None
             raise TypeError(f"kiln: no type promotion is defined between {acc} and {n}; cast "
                             "one of the operands explicitly.") from None
     return acc
@@ -405,16 +478,20 @@ def result_type(*args: Any, return_weak_type_flag: bool = False) -> np.dtype | t
     if not args:
         raise ValueError("kiln.result_type: at least one array or dtype is required")
     x64 = config.enable_x64
-    out, weak = _promote(tuple([_dtype_and_weak(a, x64) for a in args]), x64)
+    strict = config.numpy_dtype_promotion == "strict"
+    out, weak = _promote(tuple([_dtype_and_weak(a, x64) for a in args]), x64, strict)
     return (out, weak) if return_weak_type_flag else out
 
 
 @functools.lru_cache(maxsize=2048)
-def _promote(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool) -> tuple[np.dtype, bool]:
+def _promote(pairs: tuple[tuple[np.dtype, bool], ...], x64: bool, strict: bool = False) -> tuple[np.dtype, bool]:
     """result_type's promotion of ``(dtype, weak)`` pairs; cached, as it is on the eager path."""
     dtypes = {d for d, _ in pairs}
     all_weak = all(w for _, w in pairs)
-    if len(dtypes) == 1 and not all_weak:
+    if strict and not (len(dtypes) == 1 and not all_weak):
+        node = _join({_node(d, w) for d, w in pairs}, x64, strict=True)
+        out, weak = _node_to_dtype(node, x64), isinstance(node, str)
+    elif len(dtypes) == 1 and not all_weak:
         # Same dtype everywhere and at least one strong input: nothing to promote.
         out, weak = next(iter(dtypes)), False
     elif all_weak:
@@ -446,7 +523,7 @@ def promote_types(a: Any, b: Any) -> np.dtype:
         else:
             nodes.append(_to_supported_dtype(x))
     x64 = config.enable_x64
-    return _node_to_dtype(_join(nodes, x64), x64)
+    return _node_to_dtype(_join(nodes, x64, strict=config.numpy_dtype_promotion == "strict"), x64)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -486,6 +563,11 @@ def issubdtype(a: Any, b: Any) -> bool:
     ``np.bool_``) or a concrete dtype specifier.
     """
     a = _spec_of(a)
+    if _is_extended(a) or _is_extended(b):  # PRNG key dtypes: by their scalar types
+        a_t = a.type if _is_extended(a) else _scalar_type(a)
+        if _is_extended(b):
+            return a == b
+        return isinstance(b, type) and issubclass(a_t, b)
     try:
         return _issubdtype_cached(a, b)
     except TypeError as e:

@@ -5,7 +5,16 @@ import numpy as np
 from kiln.runtime.errors import KilnError  # noqa: F401  (the base of every kiln error: the lowest floor's)
 
 
-class ConcretizationTypeError(KilnError, TypeError):
+class KilnTypeError(KilnError, TypeError):
+    """A ``TypeError`` of kiln's own (``kiln.errors.JAXTypeError``): the base of the tracer errors below,
+    as JAX's ``JAXTypeError`` is of its."""
+
+
+class KilnIndexError(KilnError, IndexError):
+    """An ``IndexError`` of kiln's own (``kiln.errors.JAXIndexError``)."""
+
+
+class ConcretizationTypeError(KilnTypeError):
     """A traced value was used where Python needs a concrete one (``int(x)``, a shape, ...)."""
 
 
@@ -17,11 +26,11 @@ class TracerIntegerConversionError(ConcretizationTypeError):
     """``int()``/``__index__`` of a traced value."""
 
 
-class TracerArrayConversionError(KilnError, TypeError):
+class TracerArrayConversionError(KilnTypeError):
     """``np.asarray`` of a traced value."""
 
 
-class UnexpectedTracerError(KilnError):
+class UnexpectedTracerError(KilnTypeError):
     """A tracer escaped the function that was being traced (stored in a global, say)."""
 
 
@@ -72,3 +81,24 @@ class IndexTypeError(KilnError, TypeError, IndexError):
 
 class IntegerOverflowError(KilnError, OverflowError):
     """A Python integer too large for any integer dtype kiln can give it (int32 or int64/uint64)."""
+
+
+
+class TypePromotionError(KilnError, ValueError):
+    """Operands whose dtypes have no implicit promotion under ``numpy_dtype_promotion='strict'``
+    (``kiln.dtypes.TypePromotionError``; a ``ValueError``, as JAX's)."""
+
+
+class IRTypeError(KilnError, TypeError):
+    """An ill-typed kiln IR (``kiln.errors.JaxprTypeError``)."""
+
+
+class InconclusiveDimensionOperation(KilnError, TypeError):
+    """JAX raises it for comparisons of symbolic dimensions (shape polymorphism). kiln's shapes are
+    always concrete, so kiln never raises it; it exists so that ``except`` clauses of ported programs
+    work."""
+
+
+class KeyReuseError(KilnTypeError):
+    """JAX raises it for a PRNG key used twice under ``debug_key_reuse``. kiln does not check key reuse,
+    so it never raises it; it exists so that ``except`` clauses of ported programs work."""

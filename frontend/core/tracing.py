@@ -12,8 +12,9 @@ how a Python ``if x < 3`` works under eager ``grad`` while ``jit`` raises
 """
 from __future__ import annotations
 
+import contextlib
 import contextvars
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -33,6 +34,8 @@ from .ir import IR, Atom, ClosedIR, Eqn, Literal, Var
 # (``Context.run``): leaving that context restores the outer stack in C, so no exception, not even
 # a KeyboardInterrupt between two Python lines, can leave a builder pushed. Each thread has its own.
 _stack: contextvars.ContextVar[tuple] = contextvars.ContextVar("kiln_trace_stack", default=())
+# Inside kiln.ensure_compile_time_eval(): operations on concrete values run eagerly even under a trace.
+_compile_time_eval: contextvars.ContextVar[bool] = contextvars.ContextVar("kiln_compile_time_eval", default=False)
 
 
 class _EagerHooks:
@@ -305,13 +308,25 @@ def _short_repr(x: Any) -> str:
 def bind(prim, args: Sequence[Any], params: dict) -> Any:
     """Apply ``prim``: record it in the innermost trace, or run it eagerly if none is active."""
     stack = _stack.get()
-    if not stack:
+    if not stack or (_compile_time_eval.get() and not any(isinstance(x, Tracer) for x in args)):
         return _eager.apply(prim, args, params)
     builder = stack[-1]
     atoms = [builder.atom(x) for x in args]
     out_avals = prim.out_avals([a.aval for a in atoms], params)
     outs = builder.emit(prim, atoms, params, out_avals)
     return outs if prim.multiple_results else outs[0]
+
+
+@contextlib.contextmanager
+def ensure_compile_time_eval() -> Iterator[None]:
+    """``with kiln.ensure_compile_time_eval(): ...`` computes operations whose operands are all concrete
+    (not traced) eagerly, even inside ``jit``: their results are concrete arrays usable where Python needs
+    values (shapes, ``if``). Operations on traced values are traced as usual."""
+    token = _compile_time_eval.set(True)
+    try:
+        yield
+    finally:
+        _compile_time_eval.reset(token)
 
 
 def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "",

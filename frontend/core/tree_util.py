@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import collections
 import collections.abc
+import dataclasses
 import functools
 import operator
 from dataclasses import dataclass
@@ -23,7 +24,10 @@ __all__ = [
     "tree_unflatten", "tree_leaves", "tree_structure", "tree_map", "tree_all", "tree_reduce",
     "tree_transpose", "treedef_is_leaf", "all_leaves", "tree_flatten_with_path",
     "tree_leaves_with_path", "tree_map_with_path", "keystr", "SequenceKey", "DictKey",
-    "GetAttrKey", "FlattenedIndexKey", "KeyEntry", "KeyPath",
+    "GetAttrKey", "FlattenedIndexKey", "KeyEntry", "KeyPath", "Partial", "register_dataclass",
+    "register_pytree_with_keys", "register_pytree_with_keys_class", "register_static", "tree_broadcast",
+    "tree_reduce_associative", "flatten_one_level", "flatten_one_level_with_keys", "is_tree_node",
+    "treedef_children", "treedef_tuple", "default_registry", "static_field",
 ]
 
 
@@ -551,9 +555,16 @@ def _compose(outer: PyTreeDef, inner: PyTreeDef) -> PyTreeDef:
     return PyTreeDef(sub(outer._node), outer.num_leaves * inner.num_leaves)
 
 
-def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef, pytree_to_transpose: Any) -> Any:
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree_to_transpose: Any) -> Any:
     """Turn a tree of structure outer-of-inner into one of inner-of-outer
-    (e.g. a list of pairs into a pair of lists)."""
+    (e.g. a list of pairs into a pair of lists). ``inner_treedef=None`` takes the structure of the
+    first subtree at a leaf position of ``outer_treedef``."""
+    if inner_treedef is None:
+        subtrees = outer_treedef.flatten_up_to(pytree_to_transpose)
+        if not subtrees:
+            raise ValueError("tree_transpose: inner_treedef=None needs an outer structure with at least one "
+                             "leaf to infer the inner structure from; pass inner_treedef explicitly")
+        inner_treedef = tree_structure(subtrees[0])
     flat, treedef = tree_flatten(pytree_to_transpose)
     expected = _compose(outer_treedef, inner_treedef)
     if treedef != expected:
@@ -568,7 +579,8 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef, pytree_to
 # ---------------------------------------------------------------------------------------------
 
 def _flatten_with_path(x: Any, path: KeyPath, out: list, is_leaf: Callable | None) -> Any:
-    nt = None if (is_leaf is not None and is_leaf(x)) else _node_type_of(x)
+    """``is_leaf`` here takes ``(path, x)``."""
+    nt = None if (is_leaf is not None and is_leaf(path, x)) else _node_type_of(x)
     if nt is None:
         out.append((path, x))
         return _LEAF
@@ -580,24 +592,259 @@ def _flatten_with_path(x: Any, path: KeyPath, out: list, is_leaf: Callable | Non
     return (nt, aux, tuple(_flatten_with_path(c, path + (k,), out, is_leaf) for k, c in keyed))
 
 
-def tree_flatten_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
                            ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
     """As :func:`tree_flatten`, with each leaf paired with its key path:
-    ``([((DictKey('a'), SequenceKey(0)), leaf), ...], treedef)``."""
+    ``([((DictKey('a'), SequenceKey(0)), leaf), ...], treedef)``. With ``is_leaf_takes_path=True``,
+    ``is_leaf`` is called as ``is_leaf(key_path, subtree)``."""
     out: list = []
-    node = _flatten_with_path(tree, (), out, is_leaf)
+    pred = None
+    if is_leaf is not None:
+        pred = is_leaf if is_leaf_takes_path else (lambda _, x: is_leaf(x))
+    node = _flatten_with_path(tree, (), out, pred)
     return out, PyTreeDef(node, len(out))
 
 
-def tree_leaves_with_path(tree: Any, is_leaf: Callable[[Any], bool] | None = None
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
                           ) -> list[tuple[KeyPath, Any]]:
     """The ``(key path, leaf)`` pairs of ``tree``."""
-    return tree_flatten_with_path(tree, is_leaf)[0]
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
 
 
 def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any,
-                       is_leaf: Callable[[Any], bool] | None = None) -> Any:
+                       is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False) -> Any:
     """As :func:`tree_map`, calling ``f(key_path, leaf, *rest_leaves)``."""
-    pairs, treedef = tree_flatten_with_path(tree, is_leaf)
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
     others = _leaves_of_rest("tree_map_with_path", treedef, rest)
     return treedef.unflatten([f(p, x, *xs) for (p, x), *xs in zip(pairs, *others, strict=True)])
+
+
+# ---------------------------------------------------------------------------------------------
+# Registration helpers: keyed nodes, dataclasses, static classes
+# ---------------------------------------------------------------------------------------------
+
+def register_pytree_with_keys(nodetype: type, flatten_with_keys: Callable[[Any], tuple[Iterable, Any]],
+                              unflatten_func: Callable[[Any, Iterable], Any],
+                              flatten_func: Callable[[Any], tuple[Iterable, Any]] | None = None) -> None:
+    """Register ``nodetype`` by its keyed flattening ``x -> (((key, child), ...), aux_data)``.
+
+    ``flatten_func`` (``x -> (children, aux_data)``), when given, is the faster flattening used where no
+    key paths are needed; by default the children are taken from ``flatten_with_keys``.
+    """
+    if flatten_func is None:
+        def flatten_func(x):
+            keyed, aux = flatten_with_keys(x)
+            return [c for _, c in keyed], aux
+    register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys)
+
+
+def register_pytree_with_keys_class(cls: type) -> type:
+    """Class decorator: register ``cls`` by its ``tree_flatten_with_keys`` method and its
+    ``tree_unflatten(aux_data, children)`` classmethod (and ``tree_flatten`` when defined)."""
+    if not hasattr(cls, "tree_flatten_with_keys") or not hasattr(cls, "tree_unflatten"):
+        raise TypeError(f"register_pytree_with_keys_class: {cls.__qualname__} must define a "
+                        "tree_flatten_with_keys method and a tree_unflatten classmethod")
+    flatten = operator.methodcaller("tree_flatten") if hasattr(cls, "tree_flatten") else None
+    register_pytree_with_keys(cls, operator.methodcaller("tree_flatten_with_keys"), cls.tree_unflatten, flatten)
+    return cls
+
+
+def static_field(**kwargs: Any) -> Any:
+    """``dataclasses.field(...)`` marked static (``metadata={'static': True}``), for
+    :func:`register_dataclass`: the field becomes node data instead of a child (``kiln.tree.static``)."""
+    metadata = dict(kwargs.pop("metadata", None) or {})
+    metadata["static"] = True
+    return dataclasses.field(metadata=metadata, **kwargs)
+
+
+def register_dataclass(nodetype: type, data_fields: Iterable[str] | None = None,
+                       meta_fields: Iterable[str] | None = None, drop_fields: Iterable[str] = ()) -> type:
+    """Register a (data)class whose ``data_fields`` are children and whose ``meta_fields`` are static
+    node data (hashable values, part of jit's cache key). For a dataclass both lists may be left out:
+    fields marked with ``kiln.tree.static()`` (``metadata={'static': True}``) are meta, the others data.
+    Returns ``nodetype``, so it works as a decorator."""
+    if (data_fields is None) != (meta_fields is None):
+        raise TypeError(f"register_dataclass: data_fields and meta_fields must both be given or both left out "
+                        f"(got data_fields={data_fields!r}, meta_fields={meta_fields!r})")
+    if data_fields is None:
+        if not dataclasses.is_dataclass(nodetype):
+            raise TypeError(f"register_dataclass: {getattr(nodetype, '__qualname__', nodetype)!r} is not a "
+                            "dataclass, so data_fields and meta_fields must be given")
+        fields = [f for f in dataclasses.fields(nodetype) if f.name not in set(drop_fields)]
+        data_fields = [f.name for f in fields if not f.metadata.get("static", False)]
+        meta_fields = [f.name for f in fields if f.metadata.get("static", False)]
+    data_fields, meta_fields = tuple(data_fields), tuple(meta_fields)
+    if dataclasses.is_dataclass(nodetype):
+        init_fields = {f.name for f in dataclasses.fields(nodetype) if f.init} - set(drop_fields)
+        given = set(data_fields) | set(meta_fields)
+        if given != init_fields:
+            parts = []
+            if init_fields - given:
+                parts.append(f"missing fields {sorted(init_fields - given)} (list them, or put them in "
+                             "drop_fields)")
+            if given - init_fields:
+                parts.append(f"unexpected fields {sorted(given - init_fields)} (not init fields of the dataclass)")
+            raise ValueError(f"register_dataclass({nodetype.__qualname__}): data_fields and meta_fields must name "
+                             f"exactly the dataclass's init fields: {'; '.join(parts)}")
+    overlap = set(data_fields) & set(meta_fields)
+    if overlap:
+        raise ValueError(f"register_dataclass({nodetype.__qualname__}): fields {sorted(overlap)} are both data "
+                         "and meta fields")
+
+    def flatten(x):
+        return [getattr(x, n) for n in data_fields], tuple(getattr(x, n) for n in meta_fields)
+
+    def flatten_with_keys(x):
+        return [(GetAttrKey(n), getattr(x, n)) for n in data_fields], tuple(getattr(x, n) for n in meta_fields)
+
+    def unflatten(meta, data):
+        return nodetype(**dict(zip(meta_fields, meta, strict=True)), **dict(zip(data_fields, data, strict=True)))
+
+    register_pytree_node(nodetype, flatten, unflatten, flatten_with_keys)
+    return nodetype
+
+
+def register_static(cls: type) -> type:
+    """Register ``cls`` as a pytree with no leaves: its instances are node data (static under ``jit``,
+    so they must be hashable). Returns ``cls``, so it works as a decorator."""
+    register_pytree_with_keys(cls, lambda x: ((), x), lambda x, _: x, lambda x: ((), x))
+    return cls
+
+
+class Partial(functools.partial):
+    """``functools.partial`` that is a pytree: the bound arguments are its children, the function is
+    static node data. So a ``Partial`` can be passed to, and returned from, jitted functions."""
+
+    def __new__(cls, func: Callable, *args: Any, **kwargs: Any):
+        if isinstance(func, functools.partial):
+            # functools.partial would merge func's own arguments into this one's; keep them in func
+            # (static), so that only the arguments given here are children.
+            func = _PartialShim(func)
+        return super().__new__(cls, func, *args, **kwargs)
+
+
+class _PartialShim:
+    """A ``functools.partial`` held as one opaque callable (compared and hashed as the partial)."""
+    __slots__ = ("partial", "func", "args", "keywords")
+
+    def __init__(self, partial: functools.partial):
+        self.partial, self.func, self.args, self.keywords = partial, partial.func, partial.args, partial.keywords
+
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        return self.partial(*args, **kwargs)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _PartialShim) and self.partial == other.partial
+
+    def __hash__(self) -> int:
+        return hash(self.partial)
+
+
+register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
+                     lambda func, ch: Partial(func, *ch[0], **ch[1]))
+
+
+# ---------------------------------------------------------------------------------------------
+# One level, broadcasting, associative reduction, treedef helpers
+# ---------------------------------------------------------------------------------------------
+
+def is_tree_node(typ: type) -> bool:
+    """True when instances of the class ``typ`` are pytree nodes (not leaves)."""
+    if not isinstance(typ, type):
+        raise TypeError(f"is_tree_node: expected a class, got {type(typ).__name__} {typ!r:.60}; "
+                        "pass type(x) to ask about a value")
+    return typ in _registry or (issubclass(typ, tuple) and hasattr(typ, "_fields"))
+
+
+def flatten_one_level(tree: Any) -> tuple[list, Any]:
+    """``(children, aux_data)`` of the root node of ``tree``; a leaf raises ValueError."""
+    nt = _node_type_of(tree)
+    if nt is None:
+        raise ValueError(f"flatten_one_level: a {type(tree).__name__} is a leaf, not a pytree node")
+    children, aux = nt.flatten(tree)
+    return list(children), aux
+
+
+def flatten_one_level_with_keys(tree: Any) -> tuple[list, Any]:
+    """``([(key, child), ...], aux_data)`` of the root node of ``tree``; a leaf raises ValueError."""
+    nt = _node_type_of(tree)
+    if nt is None:
+        raise ValueError(f"flatten_one_level_with_keys: a {type(tree).__name__} is a leaf, not a pytree node")
+    if nt.flatten_with_keys is not None:
+        keyed, aux = nt.flatten_with_keys(tree)
+        return list(keyed), aux
+    children, aux = nt.flatten(tree)
+    return [(FlattenedIndexKey(i), c) for i, c in enumerate(children)], aux
+
+
+def treedef_children(treedef: PyTreeDef) -> list[PyTreeDef]:
+    """The structures of the root's children."""
+    return treedef.children()
+
+
+def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
+    """The structure of a tuple whose children have the structures ``treedefs``."""
+    treedefs = list(treedefs)
+    for t in treedefs:
+        if not isinstance(t, PyTreeDef):
+            raise TypeError(f"treedef_tuple: expected PyTreeDefs, got a {type(t).__name__}")
+    return PyTreeDef((_TUPLE, None, tuple(t._node for t in treedefs)), sum(t.num_leaves for t in treedefs))
+
+
+def tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Repeat each leaf of ``prefix_tree`` over the subtree of ``full_tree`` at its position: the
+    result has ``full_tree``'s structure (``tree_broadcast([1, 2], [(3, 4), 5]) == [(1, 1), 2]``)."""
+    leaves, treedef = tree_flatten(prefix_tree, is_leaf)
+    subtrees = _leaves_of_rest("tree_broadcast", treedef, (full_tree,))[0]
+    return treedef.unflatten([tree_map(lambda _: x, sub, is_leaf=is_leaf) for x, sub in zip(leaves, subtrees)])
+
+
+def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree: Any, *, identity: Any = _NO_INITIALIZER,
+                            is_leaf: Callable[[Any], bool] | None = None) -> Any:
+    """Reduce the leaves with an associative ``operation`` in a balanced tree of calls (depth log2 of the
+    number of leaves): adjacent pairs first, then pairs of those. An empty tree needs ``identity``."""
+    leaves = tree_leaves(tree, is_leaf)
+    if not leaves:
+        if identity is _NO_INITIALIZER:
+            raise TypeError("tree_reduce_associative: the tree has no leaves; pass identity=... to reduce an "
+                            "empty tree")
+        return identity
+    while len(leaves) > 1:
+        paired = [operation(a, b) for a, b in zip(leaves[0::2], leaves[1::2])]
+        if len(leaves) % 2:
+            paired.append(leaves[-1])
+        leaves = paired
+    return leaves[0]
+
+
+class _DefaultRegistry:
+    """kiln's pytree registry (``kiln.tree_util.default_registry``), with the methods of JAX's."""
+
+    def flatten(self, tree: Any, leaf_predicate: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:
+        return tree_flatten(tree, leaf_predicate)
+
+    def flatten_one_level(self, tree: Any):
+        """``(children, aux_data)``, or None for a leaf."""
+        return None if _node_type_of(tree) is None else flatten_one_level(tree)
+
+    def flatten_one_level_with_keys(self, tree: Any):
+        return None if _node_type_of(tree) is None else flatten_one_level_with_keys(tree)
+
+    def flatten_with_path(self, tree: Any, leaf_predicate: Callable[[Any, Any], bool] | None = None):
+        return tree_flatten_with_path(tree, leaf_predicate, is_leaf_takes_path=True)
+
+    def is_node(self, typ: type) -> bool:
+        return is_tree_node(typ)
+
+    def register_node(self, nodetype: type, flatten_func: Callable, unflatten_func: Callable,
+                      flatten_with_keys_func: Callable | None = None) -> None:
+        register_pytree_node(nodetype, flatten_func, unflatten_func, flatten_with_keys_func)
+
+    def register_dataclass_node(self, nodetype: type, data_fields: list, meta_fields: list) -> None:
+        register_dataclass(nodetype, data_fields, meta_fields)
+
+    def __repr__(self) -> str:
+        return "<kiln pytree registry>"
+
+
+default_registry = _DefaultRegistry()

@@ -28,8 +28,15 @@ _default_device_cache: dict[Any, runtime.Device] = {}
 
 
 def default_device() -> runtime.Device:
-    """The first device of the default backend (``kiln.config.default_backend`` or the best one)."""
-    name = config.default_backend
+    """``kiln.config.default_device`` (set with ``kiln.default_device``) when set, else the first device of
+    the default backend (``kiln.config.default_backend`` or the best one)."""
+    chosen = config.default_device
+    if chosen is not None:
+        if isinstance(chosen, runtime.Device):
+            return chosen
+        name = chosen  # a backend name: its first device
+    else:
+        name = config.default_backend
     dev = _default_device_cache.get(name)
     if dev is None:
         dev = _default_device_cache[name] = runtime.get_backend(name).devices()[0]

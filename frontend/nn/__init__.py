@@ -1,4 +1,8 @@
 """kiln.nn implementation: activations and other neural-network helpers (as ``jax.nn``)."""
 from . import initializers  # noqa: F401,E402  (kiln.nn.initializers)
+from .attention import *  # noqa: F401,F403
+from .attention import __all__ as _attention_all
 from .functions import *  # noqa: F401,F403
-from .functions import __all__  # noqa: F401
+from .functions import __all__ as _functions_all
+
+__all__ = list(_functions_all) + list(_attention_all)

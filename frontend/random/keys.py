@@ -45,6 +45,11 @@ class KeyDtype:
     def itemsize(self) -> int:
         return 8  # two uint32 words
 
+    @property
+    def type(self) -> type:
+        """The scalar type: ``kiln.dtypes.prng_key`` (so ``issubdtype(dt, kiln.dtypes.extended)``)."""
+        return dtypes.prng_key
+
     def __repr__(self) -> str:
         return self.name
 

@@ -29,7 +29,8 @@ __all__ = [
     "uniform", "normal", "truncated_normal", "bernoulli", "randint", "permutation", "choice", "categorical",
     "gumbel", "exponential", "laplace", "logistic", "rademacher", "multivariate_normal", "orthogonal", "gamma",
     "loggamma", "beta", "dirichlet", "poisson", "cauchy", "lognormal", "chisquare", "t", "pareto", "maxwell",
-    "rayleigh", "weibull_min", "geometric", "triangular", "wald",
+    "rayleigh", "weibull_min", "geometric", "triangular", "wald", "f", "double_sided_maxwell", "generalized_normal",
+    "ball", "binomial", "multinomial",
 ]
 
 _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
@@ -1040,3 +1041,274 @@ def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None, dtype: Any =
     shape = _sample_shape("poisson", shape, lam)
     lam = knp.broadcast_to(knp.asarray(lam), shape).astype(dtypes.float32)
     return _poisson(data, lam, shape, dtype)
+
+
+# -- F, double-sided Maxwell, generalized normal, ball -------------------------------------------------
+
+def _check_castable(fname: str, dtype: np.dtype, *args: Any) -> None:
+    """As JAX: a parameter whose dtype would widen ``dtype`` cannot be cast to it silently."""
+    for a in args:
+        if dtypes.result_type(a, dtype) != dtype:
+            from ..core.errors import TypePromotionError
+            raise TypePromotionError(f"kiln.random.{fname}: cannot safely cast a parameter of dtype "
+                                     f"{dtypes.result_type(a).name} to {dtype.name}; pass dtype= accordingly or "
+                                     "cast the parameter")
+
+
+def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
+    """F-distributed values with ``dfnum`` and ``dfden`` degrees of freedom (a ratio of scaled chi-squares)."""
+    data, _ = K.check_key("f", key)
+    dtype = _float_dtype("f", dtype)
+    shape = _sample_shape("f", shape, dfnum, dfden)
+    _check_castable("f", dtype, dfnum, dfden)
+    return _f(data, dfnum, dfden, shape, dtype)
+
+
+@partial(jit, static_argnums=(3, 4))
+def _f(data, dfnum, dfden, shape, dtype):
+    dfden = lax.convert_element_type(dfden, dtype)
+    dfnum = lax.convert_element_type(dfnum, dtype)
+    key_den, key_num = _split(data)
+    chi2_num = _chisquare(key_num, dfnum, shape, dtype)
+    chi2_den = _chisquare(key_den, dfden, shape, dtype)
+    return knp.divide(knp.divide(chi2_num, dfnum), knp.divide(chi2_den, dfden))
+
+
+def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
+    """Double-sided Maxwell values with ``loc`` and ``scale``: a Maxwell value with a random sign. As JAX, the
+    result has shape ``shape + broadcast(loc, scale).shape``, where an empty ``shape`` stands for the
+    parameters' shape (so scalar parameters give ``shape``, parameters of shape ``(2,)`` and ``shape=()``
+    give ``(2, 2)``)."""
+    data, _ = K.check_key("double_sided_maxwell", key)
+    dtype = _float_dtype("double_sided_maxwell", dtype)
+    shape = K.canonical_shape("double_sided_maxwell", shape)
+    params = _broadcast_shapes("double_sided_maxwell", _shape_of(loc), _shape_of(scale))
+    return _double_sided_maxwell(data, loc, scale, (shape or params) + params, dtype)
+
+
+@partial(jit, static_argnums=(3, 4))
+def _double_sided_maxwell(data, loc, scale, shape, dtype):
+    key_maxwell, key_sign = _split(data)
+    rvs = _maxwell_body(key_maxwell, shape, dtype)
+    sign = _rademacher(key_sign, shape, dtype)
+    return knp.add(knp.multiply(knp.multiply(sign, rvs), scale), loc)
+
+
+def generalized_normal(key: Any, p: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
+    """Generalized normal values with shape parameter ``p`` (density proportional to ``exp(-|x|**p)``):
+    ``sign * gamma(1/p) ** (1/p)``. ``p = 2`` is a normal with variance 1/2, ``p = 1`` a Laplace."""
+    data, _ = K.check_key("generalized_normal", key)
+    dtype = _float_dtype("generalized_normal", dtype)
+    shape = K.canonical_shape("generalized_normal", shape)
+    return _generalized_normal(data, p, shape, dtype)
+
+
+@partial(jit, static_argnums=(2, 3))
+def _generalized_normal(data, p, shape, dtype):
+    key_g, key_r = _split(data)
+    inv_p = knp.divide(1, p)
+    g = _gamma(key_g, inv_p, shape, dtype, False)
+    r = _rademacher(key_r, shape, dtype)
+    return knp.multiply(r, knp.power(g, inv_p))
+
+
+def ball(key: Any, d: int, p: float = 2, shape: Sequence[int] = (), dtype: Any = None) -> Any:
+    """Points uniformly distributed in the ``d``-dimensional unit ``p``-norm ball: shape ``shape + (d,)``."""
+    data, _ = K.check_key("ball", key)
+    dtype = _float_dtype("ball", dtype)
+    shape = K.canonical_shape("ball", shape)
+    d = _static_int("ball", d, "d")
+    if d < 0:
+        raise ValueError(f"kiln.random.ball: the dimension d must be non-negative, got {d}")
+    return _ball(data, p, d, shape, dtype)
+
+
+@partial(jit, static_argnums=(2, 3, 4))
+def _ball(data, p, d, shape, dtype):
+    k1, k2 = _split(data)
+    g = _generalized_normal(k1, p, shape + (d,), dtype)
+    e = _exponential_body(k2, shape, dtype)
+    radius = knp.power(knp.add(knp.sum(knp.power(knp.abs(g), p), axis=-1), e), knp.divide(1, p))
+    return knp.divide(g, radius[..., None])
+
+
+# -- binomial and multinomial ---------------------------------------------------------------------------
+
+def binomial(key: Any, n: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
+    """Binomial values: successes in ``n`` trials of probability ``p`` (a float ``dtype``, as JAX). Inversion
+    for ``n * min(p, 1 - p) <= 10``, Hörmann's BTRS rejection above; NaN for a NaN or negative ``n`` or an
+    invalid ``p``, inf for ``n = inf``."""
+    data, _ = K.check_key("binomial", key)
+    dtype = _float_dtype("binomial", dtype)
+    shape = _sample_shape("binomial", shape, n, p)
+    p = knp.asarray(p)
+    if not dtypes.is_inexact(p.dtype):
+        p = p.astype(dtypes.default_float_dtype())
+    return _binomial(data, n, p, shape, dtype)
+
+
+def _binomial_impl(data, count, prob, shape, dtype):
+    count = lax.convert_element_type(count, abstractify(prob).dtype)
+    count = knp.broadcast_to(count, shape)
+    prob = knp.broadcast_to(prob, shape)
+    p_lt_half = knp.less(prob, 0.5)
+    q = lax.select(p_lt_half, prob, knp.subtract(1.0, prob))
+    count_nan_or_neg = knp.logical_or(knp.isnan(count), knp.less(count, 0.0))
+    count_inf = knp.isinf(count)
+    q_is_nan = knp.isnan(q)
+    q_lt_0 = knp.less(q, 0.0)
+    q = lax.select(knp.logical_or(q_is_nan, q_lt_0), knp.full_like(q, 0.01), q)
+    use_inversion = knp.logical_or(count_nan_or_neg, knp.less_equal(knp.multiply(count, q), 10.0))
+    count = knp.floor(count)
+    count_inv = lax.select(use_inversion, count, knp.full_like(count, 0.0))
+    count_btrs = lax.select(use_inversion, knp.full_like(count, 1e4), count)
+    q_btrs = lax.select(use_inversion, knp.full_like(q, 0.5), q)
+    max_iters = np.array(dtypes.finfo(dtype).max, dtype)
+    samples = lax.select(use_inversion, _binomial_inversion(data, count_inv, q, shape, dtype, max_iters),
+                         _btrs(data, count_btrs, q_btrs, shape, dtype, max_iters))
+    invalid = knp.logical_or(knp.logical_or(q_lt_0, q_is_nan), count_nan_or_neg)
+    samples = lax.select(invalid, knp.full_like(samples, np.nan), samples)
+    samples = lax.select(knp.logical_and(count_inf, knp.logical_not(invalid)), knp.full_like(samples, np.inf),
+                         samples)
+    keep = knp.logical_or(knp.logical_or(p_lt_half, count_nan_or_neg), knp.logical_or(q_is_nan, count_inf))
+    return lax.select(keep, samples, knp.subtract(count.astype(dtype), samples))
+
+
+_binomial = partial(jit, static_argnums=(3, 4))(_binomial_impl)
+
+
+def _binomial_inversion(data, count, prob, shape, dtype, max_iters):
+    """Count geometric waiting times until they pass ``count`` (for small means)."""
+    from ..control.api import while_loop
+    ft = abstractify(prob).dtype
+    log1minusprob = knp.log1p(knp.negative(prob))
+
+    def body_fn(carry):
+        i, num_geom, geom_sum, rng = carry
+        subkey, rng = _split(rng)
+        num_geom_out = lax.select(knp.less_equal(geom_sum, count), knp.add(num_geom, 1), num_geom)
+        u = _uniform(subkey, 0.0, 1.0, shape, ft)
+        geom = knp.ceil(knp.divide(knp.log(u), log1minusprob))
+        return knp.add(i, 1), num_geom_out, knp.add(geom_sum, geom), rng
+
+    def cond_fn(carry):
+        i, geom_sum = carry[0], carry[2]
+        return knp.logical_and(knp.any(knp.less_equal(geom_sum, count)), knp.less(i, max_iters))
+
+    zeros = knp.zeros(shape, ft)
+    k = while_loop(cond_fn, body_fn, (_const(0, dtypes.int32), zeros, zeros, data))[1]
+    return knp.subtract(k, 1).astype(dtype)
+
+
+_STIRLING_TAIL = (0.0810614667953272, 0.0413406959554092, 0.0276779256849983, 0.02079067210376509,
+                  0.0166446911898211, 0.0138761288230707, 0.0118967099458917, 0.0104112652619720,
+                  0.00925546218271273, 0.00833056343336287)
+
+
+def _stirling_approx_tail(k):
+    """``log(k!) - (Stirling's approximation)``: tabulated for ``k <= 9``, its series above."""
+    ft = abstractify(k).dtype
+    table = knp.asarray(np.array(_STIRLING_TAIL, ft))
+    use_table = knp.less_equal(k, 9)
+    # As JAX (bit for bit): the series is evaluated at k clamped to [0, 9].
+    kc = knp.clip(k, 0.0, 9.0).astype(ft)
+    kp1sq = knp.multiply(knp.add(kc, 1), knp.add(kc, 1))
+    approx = knp.divide(knp.subtract(1.0 / 12, knp.divide(knp.subtract(1.0 / 360, knp.divide(1.0 / 1260, kp1sq)),
+                                                           kp1sq)), knp.add(kc, 1))
+    return lax.select(use_table, table[knp.floor(kc).astype(dtypes.int32)], approx)
+
+
+def _btrs(data, count, prob, shape, dtype, max_iters):
+    """Hörmann's transformed rejection with squeeze (BTRS) for large means."""
+    from ..control.api import while_loop
+    ft = abstractify(prob).dtype
+    stddev = knp.sqrt(knp.multiply(knp.multiply(count, prob), knp.subtract(1, prob)))
+    b = knp.add(1.15, knp.multiply(2.53, stddev))
+    a = knp.add(knp.add(-0.0873, knp.multiply(0.0248, b)), knp.multiply(0.01, prob))
+    c = knp.add(knp.multiply(count, prob), 0.5)
+    v_r = knp.subtract(0.92, knp.divide(4.2, b))
+    r = knp.divide(prob, knp.subtract(1, prob))
+    alpha = knp.multiply(knp.add(2.83, knp.divide(5.1, b)), stddev)
+    m = knp.floor(knp.multiply(knp.add(count, 1), prob))
+
+    def body_fn(carry):
+        i, k_out, accepted, rng = carry
+        rng, subkey_0, subkey_1 = _split(rng, 3)
+        u = _uniform(subkey_0, 0.0, 1.0, shape, ft)
+        v = _uniform(subkey_1, 0.0, 1.0, shape, ft)
+        u = knp.subtract(u, 0.5)
+        us = knp.subtract(0.5, knp.abs(u))
+        accept1 = knp.logical_and(knp.greater_equal(us, 0.07), knp.less_equal(v, v_r))
+        k = knp.floor(knp.add(knp.multiply(knp.add(knp.divide(knp.multiply(2, a), us), b), u), c))
+        reject = knp.logical_or(knp.less(k, 0), knp.greater(k, count))
+        v = knp.log(knp.divide(knp.multiply(v, alpha), knp.add(knp.divide(a, knp.multiply(us, us)), b)))
+        ub = (knp.multiply(knp.add(m, 0.5), knp.log(knp.divide(knp.add(m, 1),
+                                                               knp.multiply(r, knp.add(knp.subtract(count, m), 1)))))
+              + knp.multiply(knp.add(count, 1), knp.log(knp.divide(knp.add(knp.subtract(count, m), 1),
+                                                                   knp.add(knp.subtract(count, k), 1))))
+              + knp.multiply(knp.add(k, 0.5), knp.log(knp.divide(knp.multiply(r, knp.add(knp.subtract(count, k), 1)),
+                                                                 knp.add(k, 1))))
+              + _stirling_approx_tail(m)
+              + _stirling_approx_tail(knp.subtract(count, m))
+              - _stirling_approx_tail(k)
+              - _stirling_approx_tail(knp.subtract(count, k)))
+        accept2 = knp.less_equal(v, ub)
+        accept = knp.logical_or(accept1, knp.logical_and(knp.logical_not(reject), accept2))
+        return knp.add(i, 1), lax.select(accept, k, k_out), knp.logical_or(accepted, accept), rng
+
+    def cond_fn(carry):
+        i, accepted = carry[0], carry[2]
+        return knp.logical_and(knp.any(knp.logical_not(accepted)), knp.less(i, max_iters))
+
+    k_init = knp.full(shape, -1, ft)
+    k = while_loop(cond_fn, body_fn, (_const(0, dtypes.int32), k_init, knp.zeros(shape, dtypes.bool_), data))[1]
+    return k.astype(dtype)
+
+
+def multinomial(key: Any, n: Any, p: Any, *, shape: Sequence[int] | None = None, dtype: Any = None,
+                unroll: int | bool = 1) -> Any:
+    """Multinomial counts of ``n`` trials over the categories of ``p`` (last axis): shape ``shape`` (default
+    ``p``'s), each category drawn as a binomial of the trials left (float ``dtype``, default ``p``'s)."""
+    data, _ = K.check_key("multinomial", key)
+    n, p = knp.asarray(n), knp.asarray(p)
+    common = dtypes.result_type(n, p)
+    if not dtypes.is_inexact(common):
+        common = dtypes.result_type(common, dtypes.default_float_dtype())
+    n, p = n.astype(common), p.astype(common)
+    shape = _opt_shape("multinomial", shape)
+    if shape is None:
+        shape = tuple(p.shape)
+    if len(shape) < 1:
+        raise ValueError("kiln.random.multinomial: p (or shape) needs at least one dimension: the categories")
+    out_dtype = common if dtype is None else dtypes.canonicalize_dtype(dtype)
+    try:
+        n = knp.broadcast_to(n, shape[:-1])
+        p = knp.broadcast_to(p, shape)
+    except ValueError:
+        raise ValueError(f"kiln.random.multinomial: n of shape {n.shape} and p of shape {p.shape} do not broadcast "
+                         f"to the shape {shape} (n to {shape[:-1]})") from None
+    return _multinomial(data, n, p, unroll, out_dtype)
+
+
+@partial(jit, static_argnums=(3, 4))
+def _multinomial(data, n, p, unroll, dtype):
+    from ..control.api import scan
+    from ..lax.windowed import reduce_window_sum
+    ft = abstractify(p).dtype
+    p = knp.moveaxis(p, -1, 0)
+    cats = abstractify(p).shape[0]
+    # The probability mass from each category on (a reversed cumulative sum, as a window sum like JAX's).
+    window = (cats,) + (1,) * (p.ndim - 1)
+    pads = [(0, cats - 1)] + [(0, 0)] * (p.ndim - 1)
+    remaining = reduce_window_sum(p, window, (1,) * p.ndim, pads)
+    ratios = knp.divide(p, knp.where(knp.equal(remaining, 0), np.array(1, ft), remaining))
+    keys = K.split_data(data, cats)
+
+    def step(remainder, ratio_key):
+        ratio, k = ratio_key
+        prob = knp.clip(ratio, 0, 1)
+        count = _binomial_impl(k, remainder, prob, tuple(abstractify(remainder).shape), ft)
+        return knp.subtract(remainder, count), count
+
+    _, counts = scan(step, n, (ratios, keys), unroll=unroll)
+    return knp.moveaxis(counts, 0, -1).astype(dtype)

@@ -90,6 +90,10 @@ def _custom_vjp_fn():
     return f
 
 
+
+CUSTOM_VMAP = kiln.custom_batching.custom_vmap(lambda x, y: knp.sin(x) * y)  # differentiated through its body
+CUSTOM_VMAP.def_vmap(lambda axis_size, in_batched, x, y: (x, True))
+
 CUSTOM_JVP = _custom_jvp_fn()
 CUSTOM_VJP = _custom_vjp_fn()
 
@@ -243,6 +247,7 @@ CASES: dict[str, list[Case]] = {
     "remat": [c(kiln.checkpoint(lambda x, y: knp.sin(knp.sin(x)) * y), a(3), a(3))],
     "custom_jvp_call": [c(CUSTOM_JVP, a(3))],
     "custom_vjp_call": [c(CUSTOM_VJP, a(3), a(3), modes=("rev",))],
+    "custom_vmap_call": [c(CUSTOM_VMAP, a(3), a(3))],
     "custom_vjp_lin": [c(CUSTOM_VJP, a(3), a(3), modes=("rev",))],
     "cond": [c(_cond, a(3, lo=0.1), a(3)), c(_cond, a(3, lo=-1, hi=-0.1), a(3))],
     "while": [c(_while, a(3), modes=("fwd",))],

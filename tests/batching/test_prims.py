@@ -305,6 +305,22 @@ _clip_grad.defvjp(lambda x, y: (x * y, (x, y)), lambda res, g: (knp.clip(g * res
 
 case("custom_jvp_call", lambda x: _softplus(x) * 2.0, lambda r: [f32(r, 3)], [((0,), 0), ((-1,), 1)])
 case("custom_vjp_call", _clip_grad, lambda r: [f32(r, 2, 3), f32(r, 2, 3)], [((0, None), 0), ((1, -1), -1)])
+
+
+@kiln.custom_batching.custom_vmap
+def _cv_scale(x, y):
+    return x * y
+
+
+@_cv_scale.def_vmap
+def _cv_scale_rule(axis_size, in_batched, x, y):  # the same values, batched by hand: x and y at axis 0
+    x = x if in_batched[0] else knp.broadcast_to(x, (axis_size,) + x.shape)
+    y = y if in_batched[1] else knp.broadcast_to(y, (axis_size,) + y.shape)
+    return x * y, True
+
+
+case("custom_vmap_call", lambda x, y: _cv_scale(x, y) + 1.0, lambda r: [f32(r, 2, 3), f32(r, 2, 3)],
+     [((0, None), 0), ((1, -1), -1)])
 case("remat", kiln.checkpoint(lambda x, y: knp.sin(x) @ y), lambda r: [f32(r, 2, 3), f32(r, 3, 2)],
      [((0, None), 0), ((None, 1), -1)])
 case("jit_call", kiln.jit(lambda x, y: knp.tanh(x) * y + 1.0), lambda r: [f32(r, 2, 3), f32(r, 3)],

@@ -158,6 +158,16 @@ def _sin_custom_jvp_rule(primals, tangents):
     return _sin_custom_jvp(primals[0]), tangents[0] * 2.0  # a deliberately "wrong" derivative: 2
 
 
+
+@kiln.custom_batching.custom_vmap
+def _sin_custom_vmap(x):
+    return knp.sin(x)
+
+
+@_sin_custom_vmap.def_vmap
+def _sin_custom_vmap_rule(axis_size, in_batched, x):
+    return knp.sin(x) + 1.0, True  # distinguishable from the body
+
 @kiln.custom_vjp
 def _sin_custom_vjp(x):
     return knp.sin(x)
@@ -481,6 +491,9 @@ CASES: dict[str, list[Case]] = {
                         Case(kiln.grad(lambda x: _sin_custom_jvp(x).sum()), (A23,), lambda x: np.full_like(x, 2),
                              label="grad uses the custom rule")],
     "custom_vjp_call": [Case(_sin_custom_vjp, (A23,), np.sin, rtol=1e-6, atol=1e-6)],
+    "custom_vmap_call": [Case(kiln.jit(_sin_custom_vmap), (A23,), np.sin, rtol=1e-6, atol=1e-6),
+                         Case(kiln.vmap(_sin_custom_vmap), (A23,), lambda x: np.sin(x) + 1, rtol=1e-6, atol=1e-6,
+                              label="vmap runs the rule")],
     "custom_vjp_lin": [Case(kiln.grad(lambda x: _sin_custom_vjp(x).sum()), (A23,), lambda x: np.full_like(x, 3),
                             label="grad runs the custom bwd")],
     "stop_gradient": [Case(lax.stop_gradient, (A23,), lambda x: x),

@@ -1,0 +1,7 @@
+"""kiln.custom_derivatives: functions with user-defined derivatives (as ``jax.custom_derivatives``)."""
+from kiln.frontend.ad.api import closure_convert as closure_convert
+from kiln.frontend.ad.api import custom_gradient as custom_gradient
+from kiln.frontend.ad.custom import custom_jvp as custom_jvp
+from kiln.frontend.ad.custom import custom_vjp as custom_vjp
+
+__all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_vjp"]

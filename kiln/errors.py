@@ -1,0 +1,25 @@
+"""kiln.errors: the error classes JAX names in ``jax.errors``, as kiln's own classes that mean the same.
+
+``JAXTypeError`` and ``JAXIndexError`` are kiln's bases ``KilnTypeError`` and ``KilnIndexError``;
+``JaxRuntimeError`` is ``KilnRuntimeError`` (errors from the XLA runtime); ``JaxprTypeError`` is
+``IRTypeError`` (kiln's IR stands for jaxprs). ``InconclusiveDimensionOperation`` and ``KeyReuseError``
+exist for ``except`` clauses only: kiln has no symbolic shapes and does not check key reuse.
+"""
+from kiln.frontend.core.errors import ConcretizationTypeError as ConcretizationTypeError
+from kiln.frontend.core.errors import InconclusiveDimensionOperation as InconclusiveDimensionOperation
+from kiln.frontend.core.errors import IRTypeError as JaxprTypeError
+from kiln.frontend.core.errors import KeyReuseError as KeyReuseError
+from kiln.frontend.core.errors import KilnIndexError as JAXIndexError
+from kiln.frontend.core.errors import KilnTypeError as JAXTypeError
+from kiln.frontend.core.errors import TracerArrayConversionError as TracerArrayConversionError
+from kiln.frontend.core.errors import TracerBoolConversionError as TracerBoolConversionError
+from kiln.frontend.core.errors import TracerIntegerConversionError as TracerIntegerConversionError
+from kiln.frontend.core.errors import UnexpectedTracerError as UnexpectedTracerError
+from kiln.frontend.numpy.indexing import NonConcreteBooleanIndexError as NonConcreteBooleanIndexError
+from kiln.runtime import KilnRuntimeError as JaxRuntimeError
+
+__all__ = [
+    "ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError", "JAXTypeError", "JaxRuntimeError",
+    "JaxprTypeError", "KeyReuseError", "NonConcreteBooleanIndexError", "TracerArrayConversionError",
+    "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError",
+]

@@ -1,0 +1,120 @@
+"""kiln.config with JAX's flag names, the top-level flag context managers (kiln.enable_x64, ...), strict
+dtype promotion, and kiln.default_device."""
+from __future__ import annotations
+
+import warnings
+
+import numpy as np
+import pytest
+from kiln.frontend.core.jax_flags import JAX_FLAG_NAMES
+
+import kiln
+import kiln.numpy as knp
+from kiln import config
+
+
+def test_the_flag_list_says_where_it_came_from():
+    import kiln.frontend.core.jax_flags as jf
+    assert "Generated from JAX 0.10.2's ``jax.config.values``" in jf.__doc__
+    assert len(JAX_FLAG_NAMES) > 100 and "jax_enable_x64" in JAX_FLAG_NAMES
+
+
+def test_every_jax_flag_is_accepted():
+    for name in sorted(JAX_FLAG_NAMES):
+        kiln_name = config._kiln_name(name)
+        value = getattr(config, kiln_name) if kiln_name else None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            with config.override(name, value):  # applied, or recorded with a warning; never an error
+                pass
+
+
+def test_jax_names_of_kiln_flags_apply():
+    with config.override("jax_enable_x64", True):
+        assert config.enable_x64 and config.jax_enable_x64
+        assert knp.arange(3.0).dtype == np.float64
+    assert not config.enable_x64
+    with config.override("jax_platforms", "cpu,cuda"):
+        assert config.default_backend == "cpu"
+    with config.override("jax_disable_jit", True):
+        assert config.disable_jit
+
+
+def test_a_jax_flag_kiln_lacks_warns_once_and_is_recorded():
+    name = "jax_compilation_cache_dir"
+    config._warned.discard(name)
+    with pytest.warns(UserWarning, match=r"kiln does not implement JAX's flag 'jax_compilation_cache_dir'"):
+        with config.override(name, "/tmp/x"):
+            assert config.jax_compilation_cache_dir == "/tmp/x"
+            with warnings.catch_warnings():
+                warnings.simplefilter("error")  # the second time: no warning
+                config.update(name, "/tmp/y")
+    with pytest.raises(AttributeError, match=r"JAX's flag 'jax_compilation_cache_dir' is not implemented by kiln"):
+        _ = config.jax_compilation_cache_dir
+
+
+def test_unknown_names_raise_with_a_suggestion():
+    with pytest.raises(ValueError, match=r"unknown flag 'jax_enable_x46'.*Did you mean 'jax_enable_x64'"):
+        config.update("jax_enable_x46", True)
+    with pytest.raises(AttributeError, match=r"kiln.config has no flag 'enabel_x64'.*Did you mean 'enable_x64'"):
+        _ = config.enabel_x64
+    with pytest.raises(ValueError, match=r"expected one of 'standard', 'strict'"):
+        config.update("jax_numpy_dtype_promotion", "loose")
+    with pytest.raises(ValueError, match=r"kiln implements only the 'threefry2x32' PRNG"):
+        config.update("jax_default_prng_impl", "rbg")
+
+
+def test_flags_kiln_keeps_but_does_not_enforce_warn_once():
+    config._warned.discard("numpy_rank_promotion")
+    with pytest.warns(UserWarning, match=r"numpy_rank_promotion='raise' is accepted but has no effect"):
+        with kiln.numpy_rank_promotion("raise"):
+            assert kiln.numpy_rank_promotion.value == "raise"
+            assert (knp.ones(2) + knp.ones((3, 2))).shape == (3, 2)
+    assert kiln.numpy_rank_promotion.value == "allow"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with kiln.enable_checks(True), kiln.softmax_custom_jvp(True), kiln.enable_custom_prng():
+            pass  # no effect on kiln's numbers, and nothing to warn about
+
+
+def test_top_level_context_managers():
+    with kiln.enable_x64():
+        assert kiln.enable_x64.value and knp.ones(1).dtype == np.float64
+    with kiln.enable_x64(False):
+        assert knp.ones(1).dtype == np.float32
+    assert not kiln.enable_x64.value
+    with pytest.raises(TypeError, match=r"kiln.numpy_dtype_promotion\(\) needs a value"):
+        kiln.numpy_dtype_promotion()
+    assert "kiln flag default_prng_impl='threefry2x32'" in repr(kiln.default_prng_impl)
+    with pytest.raises(ValueError, match=r"expected one of 'allow', 'warn', 'error'"):
+        with kiln.legacy_prng_key("sometimes"):
+            pass
+
+
+def test_strict_dtype_promotion():
+    x, i = knp.ones(3, np.float32), knp.ones(3, np.int32)
+    with kiln.numpy_dtype_promotion("strict"):
+        assert (x + 1).dtype == np.float32 and (i * 2).dtype == np.int32 and (x * 2.5).dtype == np.float32
+        assert kiln.jit(lambda a: a + a)(x).dtype == np.float32
+        with pytest.raises(kiln.dtypes.TypePromotionError, match=r"no implicit type promotion between .* "
+                                                                 r"numpy_dtype_promotion='strict'"):
+            x + i
+        with pytest.raises(ValueError, match=r"cast the operands explicitly"):
+            knp.ones(2, np.float16) + knp.ones(2, np.float32)
+        with pytest.raises(kiln.dtypes.TypePromotionError):
+            knp.promote_types(np.int8, np.int16)
+    assert (x + i).dtype == np.float32  # standard again
+
+
+def test_default_device():
+    dev = kiln.devices()[0]
+    with kiln.default_device(dev):
+        assert config.default_device is dev
+        a = knp.ones(2)
+        assert a.devices() == {dev} and not a.committed
+        assert kiln.jit(lambda v: v * 2)(np.ones(2)).devices() == {dev}
+    with kiln.default_device("cpu"):
+        assert knp.zeros(1).devices() == {kiln.devices("cpu")[0]}
+    assert config.default_device is None
+    with pytest.raises(ValueError, match=r"default_device: expected a kiln device .*, a backend name or None"):
+        config.update("jax_default_device", 3)
