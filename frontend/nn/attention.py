@@ -10,9 +10,10 @@ import numpy as np
 from .. import numpy as jnp
 from ..ad.custom import custom_jvp
 from ..core import dtypes
+from ..core.axes import sorted_axes
 from ..core.tracing import abstractify
 from ..lax.api import stop_gradient
-from .functions import _axes, _mask, float_args, logsumexp, logsumexp_impl, softmax
+from .functions import _mask, float_args, logsumexp, logsumexp_impl, softmax
 
 __all__ = ["dot_product_attention", "identity", "log1mexp", "logmeanexp", "sparse_plus", "sparse_sigmoid", "tanh"]
 
@@ -59,7 +60,7 @@ def logmeanexp(x, axis: Any = None, where: Any = None, keepdims: bool = False):
     (x,) = float_args("kiln.nn.logmeanexp", x)
     aval = abstractify(x)
     lse = logsumexp_impl("kiln.nn.logmeanexp", x, axis, None, keepdims, False, where)
-    axes = _axes("kiln.nn.logmeanexp", axis, aval.ndim)
+    axes = sorted_axes("kiln.nn.logmeanexp", axis, aval.ndim)
     if where is None:
         count = jnp.asarray(float(np.prod([aval.shape[a] for a in axes])) if axes else 1.0, lse.dtype)
     else:
