@@ -14,9 +14,10 @@ per process, lazily (the first time a module needs them):
 The interface for the rest of kiln is :func:`custom_call_targets` (the target names a module may
 call on a platform) and :func:`ensure_lapack_registered`.
 
-Because step 1 makes jaxlib import SciPy, and kiln imports nothing but jaxlib, NumPy and ml_dtypes at
-run time, the LAPACK path is opt-in: ``KILN_CPU_LAPACK=1`` or ``kiln.config.update("cpu_lapack",
-True)``. By default CPU uses kiln's portable implementation, like every other platform.
+Step 1 makes jaxlib import SciPy (a dependency of jaxlib itself), on the first CPU lowering that needs
+a decomposition. As in JAX, CPU linear algebra uses these kernels by default (fast, accurate, complex-
+capable); ``KILN_CPU_LAPACK=0`` or ``kiln.config.update("cpu_lapack", False)`` selects kiln's portable
+StableHLO algorithms instead, the ones other platforms use.
 """
 from __future__ import annotations
 
@@ -29,11 +30,11 @@ from ._jaxlib import xc
 _lock = threading.Lock()
 _lapack_targets: frozenset[str] | None = None  # None: not tried yet
 _lapack_error: str | None = None
-_enabled: bool = os.environ.get("KILN_CPU_LAPACK", "0").strip().lower() in ("1", "true", "yes", "on")
+_enabled: bool = os.environ.get("KILN_CPU_LAPACK", "1").strip().lower() not in ("0", "false", "no", "off")
 
 
 def set_enabled(enabled: bool) -> None:
-    """Opt in to (or out of) jaxlib's LAPACK kernels for CPU linear algebra."""
+    """Use (or stop using) jaxlib's LAPACK kernels for CPU linear algebra."""
     global _enabled
     _enabled = bool(enabled)
 

@@ -38,8 +38,8 @@ class Config:
         "threefry_partitionable": (_env_bool("KILN_THREEFRY_PARTITIONABLE", True), bool, True),
         # Run every jit-decorated function eagerly, op by op (debugging aid, as JAX's disable_jit).
         "disable_jit": (_env_bool("KILN_DISABLE_JIT", False), bool, False),
-        # CPU linear algebra through jaxlib's LAPACK kernels (they make jaxlib import SciPy): opt-in.
-        "cpu_lapack": (_env_bool("KILN_CPU_LAPACK", False), bool, True),
+        # CPU linear algebra through jaxlib's LAPACK kernels (as JAX); False: kiln's portable algorithms.
+        "cpu_lapack": (_env_bool("KILN_CPU_LAPACK", True), bool, True),
         # Print why a jit cache missed (see kiln.explain_cache_misses).
         "explain_cache_misses": (_env_bool("KILN_EXPLAIN_CACHE_MISSES", False), bool, False),
         # JAX's promotion modes: "standard" (the lattice) or "strict" (no implicit promotion between

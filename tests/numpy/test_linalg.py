@@ -144,7 +144,7 @@ CASES = [((4, 4), np.float32), ((2, 3, 3), np.float32), ((5, 3), np.float32), ((
 
 @pytest.fixture
 def lapack():
-    """CPU linear algebra through jaxlib's LAPACK kernels (opt-in: they make jaxlib import SciPy)."""
+    """CPU linear algebra through jaxlib's LAPACK kernels (the default; explicit for tests that need it)."""
     with kiln.config.override("cpu_lapack", True):
         yield
 
@@ -575,13 +575,30 @@ def test_portable_rejects_complex():
 # -- the LAPACK custom calls ---------------------------------------------------------------------
 
 @pytest.mark.backend("cpu")
-def test_cpu_lapack_is_opt_in():
-    """LAPACK makes jaxlib import SciPy, so kiln uses it on CPU only when asked (cpu_lapack)."""
+def test_cpu_lapack_is_the_default_and_can_be_turned_off():
+    """As JAX, CPU linear algebra uses jaxlib's LAPACK kernels by default; cpu_lapack=False gives kiln's
+    portable algorithms (no custom calls)."""
     x = np.eye(3, dtype=np.float32)
     f = lambda a: [LA.inv(a), LA.eigh(a)[0]]  # noqa: E731
-    assert not kiln.config.cpu_lapack
-    assert "custom_call" not in kiln.jit(f).lower(x).as_text()
-    assert runtime.custom_call_targets("cpu") == frozenset()
+    assert kiln.config.cpu_lapack
+    assert "lapack_sgetrf_ffi" in kiln.jit(f).lower(x).as_text()
+    with kiln.config.override("cpu_lapack", False):
+        assert "custom_call" not in kiln.jit(f).lower(x).as_text()
+        assert runtime.custom_call_targets("cpu") == frozenset()
+        np.testing.assert_allclose(np.asarray(kiln.jit(f)(x)[0]), np.eye(3), atol=1e-6)
+
+
+@pytest.mark.backend("cpu")
+def test_complex_linear_algebra_works_by_default():
+    rng = np.random.default_rng(3)
+    a = (rng.standard_normal((4, 4)) + 1j * rng.standard_normal((4, 4))).astype(np.complex64)
+    h = a @ a.conj().T + 4 * np.eye(4, dtype=np.complex64)
+    np.testing.assert_allclose(np.asarray(LA.inv(a)), np.linalg.inv(a), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(LA.eigvalsh(h)), np.linalg.eigvalsh(h), rtol=1e-4, atol=1e-4)
+    np.testing.assert_allclose(np.asarray(LA.svd(a, compute_uv=False)), np.linalg.svd(a, compute_uv=False),
+                               rtol=1e-4, atol=1e-4)
+    l_ = np.asarray(kiln.jit(LA.cholesky)(h))
+    np.testing.assert_allclose(l_ @ l_.conj().T, h, rtol=1e-4, atol=1e-4)
 
 
 @pytest.mark.backend("cpu")
