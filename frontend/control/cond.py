@@ -15,6 +15,7 @@ from .. import lax
 from ..core import dtypes, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import call_body
+from ..core.config import config
 from ..core.ir import IR, ClosedIR, Eqn, Var
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify, current_builder
@@ -36,8 +37,10 @@ def _index_dtype():
 
 
 def _concrete(x) -> Any:
-    """The concrete value of ``x`` when no trace is active (eager), else None."""
-    if current_builder() is not None or isinstance(x, Tracer):
+    """The concrete value of ``x`` under ``disable_jit`` with no trace active, else None. Otherwise, as in
+    JAX, both branches are traced (so their output types are checked) and the conditional runs as one
+    program, even when the predicate is known."""
+    if not config.disable_jit or current_builder() is not None or isinstance(x, Tracer):
         return None
     return np.asarray(x)
 
@@ -111,7 +114,8 @@ def _with_extra_inputs(closed: ClosedIR, const_avals, offset: int, n: int, weak:
 def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     """``true_fun(*operands)`` if ``pred`` else ``false_fun(*operands)``, as one compiled conditional.
 
-    Outside any transformation with a concrete predicate, only the chosen function runs.
+    Both functions are traced and must return the same types, even for a concrete predicate (as JAX);
+    under ``kiln.disable_jit()`` a concrete predicate runs only the chosen function, eagerly.
     """
     if not callable(true_fun) or not callable(false_fun):
         raise ControlFlowError("kiln.lax.cond: true_fun and false_fun must be callables")

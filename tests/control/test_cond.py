@@ -83,7 +83,9 @@ def test_cond_weak_types():
     assert not out.weak_type and out.dtype == np.float32 and float(out) == 2.0
 
 
-def test_eager_cond_runs_only_the_chosen_branch():
+def test_eager_cond_traces_both_branches_as_jax():
+    """As JAX: a concrete predicate still traces both branches (their types are checked) and runs one
+    program; only under disable_jit does it run just the chosen branch, eagerly."""
     calls = []
 
     def t(x):
@@ -95,15 +97,27 @@ def test_eager_cond_runs_only_the_chosen_branch():
         return x - 1
 
     assert float(lax.cond(True, t, f, 1.0)) == 2.0
-    assert calls == ["true"]
+    assert sorted(calls) == ["false", "true"]
     calls.clear()
     assert float(lax.cond(knp.array(False), t, f, 1.0)) == 0.0
-    assert calls == ["false"]
+    assert sorted(calls) == ["false", "true"]
+    calls.clear()
+    with kiln.disable_jit():
+        assert float(lax.cond(True, t, f, 1.0)) == 2.0
+    assert calls == ["true"]
     # Under jit both branches are traced (once each), and the choice happens at run time.
     calls.clear()
     jf = kiln.jit(lambda p, x: lax.cond(p, t, f, x))
     assert float(jf(True, 1.0)) == 2.0 and float(jf(False, 1.0)) == 0.0
     assert sorted(calls) == ["false", "true"]
+
+
+def test_concrete_predicate_still_checks_branch_types():
+    with pytest.raises(TypeError, match=r"kiln.lax.cond: branches must return the same shapes and dtypes, but "
+                                        r"false_fun \(<lambda>\) returned \(i32\[\]\) and true_fun"):
+        lax.cond(True, lambda: np.float32(1), lambda: np.int32(1))
+    with pytest.raises(TypeError, match=r"kiln.lax.switch: branches must return the same shapes and dtypes"):
+        lax.switch(0, [lambda: np.float32(1), lambda: np.ones(2, np.float32)])
 
 
 # -- switch ------------------------------------------------------------------------------------------------
@@ -124,10 +138,14 @@ def test_switch_clamps_index_eager_and_jit():
         assert float(jf(i, 1.5)) == expected
 
 
-def test_eager_switch_runs_only_the_chosen_branch():
+def test_eager_switch_traces_every_branch_and_disable_jit_runs_one():
     calls = []
-    branches = [lambda k=k: (calls.append(k), float(k))[1] for k in range(3)]
+    branches = [lambda k=k: (calls.append(k), np.float32(k))[1] for k in range(3)]
     assert float(lax.switch(7, branches)) == 2.0
+    assert sorted(calls) == [0, 1, 2]
+    calls.clear()
+    with kiln.disable_jit():
+        assert float(lax.switch(7, branches)) == 2.0
     assert calls == [2]
 
 
