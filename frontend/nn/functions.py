@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from .. import lax
+from ..ad.custom import custom_jvp
 from ..core import dtypes
 from ..core.axes import canonical_axis, sorted_axes
 from ..core.errors import BroadcastError, NegativeDimensionError
@@ -78,15 +79,36 @@ def _const(x: Any, value: Any) -> Any:
 # ---------------------------------------------------------------------------------------------
 
 def relu(x):
-    """Rectified linear unit, ``max(x, 0)`` (integers stay integers)."""
-    x = _numeric_arg("kiln.nn.relu", x)
+    """Rectified linear unit, ``max(x, 0)`` (integers stay integers). Its derivative at 0 is 0, as JAX's."""
+    return _relu(_numeric_arg("kiln.nn.relu", x))
+
+
+@custom_jvp
+def _relu(x):
     return lax.max(x, _const(x, 0))
 
 
+@_relu.defjvp
+def _relu_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    return _relu(x), lax.select(lax.gt(x, _const(x, 0)), t, lax.full_like(t, 0))
+
+
 def relu6(x):
-    """``min(max(x, 0), 6)``."""
-    x = _numeric_arg("kiln.nn.relu6", x)
+    """``min(max(x, 0), 6)``; its derivative is 0 at 0 and at 6, as JAX's."""
+    return _relu6(_numeric_arg("kiln.nn.relu6", x))
+
+
+@custom_jvp
+def _relu6(x):
     return lax.min(lax.max(x, _const(x, 0)), _const(x, 6))
+
+
+@_relu6.defjvp
+def _relu6_jvp(primals, tangents):
+    (x,), (t,) = primals, tangents
+    inside = lax.bitwise_and(lax.gt(x, _const(x, 0)), lax.lt(x, _const(x, 6)))
+    return _relu6(x), lax.select(inside, t, lax.full_like(t, 0))
 
 
 def sigmoid(x):
