@@ -112,6 +112,13 @@ def _contains_kiln(obj: Any) -> bool:
     return _is_kiln(obj)
 
 
+def _has_non_array_entry(seq: list) -> bool:
+    """Whether a list index holds a slice, None or Ellipsis (at any depth): a non-tuple sequence meant as a
+    multi-dimensional index, which JAX rejects."""
+    return any(e is None or e is Ellipsis or isinstance(e, slice)
+               or (isinstance(e, (list, tuple)) and _has_non_array_entry(list(e))) for e in seq)
+
+
 def _convert_entry(fname: str, i: Any) -> Any:
     """One entry of the index tuple: None, Ellipsis, slice, an int scalar, or a bool/int array."""
     if i is None or i is Ellipsis or isinstance(i, slice):
@@ -153,6 +160,10 @@ def _parse(fname: str, index: Any, ndim: int, shape: tuple[int, ...]) -> list[An
     Boolean masks are expanded into one integer array per dimension they cover.
     """
     if isinstance(index, list):
+        if _has_non_array_entry(index):
+            raise IndexTypeError(f"kiln.numpy.{fname}: a list containing slices, None or Ellipsis cannot be a "
+                                 "multi-dimensional index (as in JAX and NumPy >= 1.23): use arr[tuple(seq)] "
+                                 "instead of arr[seq]")
         index = (index,)
     elif not isinstance(index, tuple):
         index = (index,)

@@ -418,3 +418,15 @@ def test_nonzero_errors():
         knp.nonzero(knp.ones(3), size=2.5)
     with pytest.raises(TypeError, match=r"flatnonzero: argument 0 is a list"):
         knp.flatnonzero([1, 0])
+
+
+def test_non_tuple_sequence_index_is_rejected_as_jax():
+    x = knp.arange(12.0).reshape(3, 4)
+    for idx in ([0, slice(None)], [slice(None), None], [None, 0], [Ellipsis], [[0, 1], slice(1, 3)]):
+        with pytest.raises(TypeError, match=r"kiln.numpy.__getitem__: a list containing slices, None or Ellipsis "
+                                            r"cannot be a multi-dimensional index .* use arr\[tuple\(seq\)\]"):
+            x[idx]
+    # A list of integers or booleans is an index array, as in NumPy and JAX.
+    np.testing.assert_array_equal(np.asarray(x[[0, 2]]), np.arange(12.0).reshape(3, 4)[[0, 2]])
+    np.testing.assert_array_equal(np.asarray(x[[True, False, True]]), np.arange(12.0).reshape(3, 4)[[0, 2]])
+    np.testing.assert_array_equal(np.asarray(x[tuple([0, slice(None)])]), np.arange(4.0))
