@@ -196,6 +196,15 @@ from kiln.frontend.lax import tile as tile
 from kiln.frontend.lax import top_k as top_k
 from kiln.frontend.lax import transpose as transpose
 from kiln.frontend.lax import unstack as unstack
+from kiln.frontend.special_functions import bessel_i0e as bessel_i0e
+from kiln.frontend.special_functions import bessel_i1e as bessel_i1e
+from kiln.frontend.special_functions import betainc as betainc
+from kiln.frontend.special_functions import igamma as igamma
+from kiln.frontend.special_functions import igamma_grad_a as igamma_grad_a
+from kiln.frontend.special_functions import igammac as igammac
+from kiln.frontend.special_functions import polygamma as polygamma
+from kiln.frontend.special_functions import random_gamma_grad as random_gamma_grad
+from kiln.frontend.special_functions import zeta as zeta
 
 __all__ = [
     "AccuracyMode", "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm", "DotAlgorithmPreset",
@@ -224,4 +233,6 @@ __all__ = [
     "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim", "sort",
     "sort_key_val", "split", "sqrt", "square", "squeeze", "stack", "stage", "stop_gradient", "sub", "switch", "tan",
     "tanh", "tile", "top_k", "transpose", "unstack", "while_loop",
+    "bessel_i0e", "bessel_i1e", "betainc", "igamma", "igamma_grad_a", "igammac", "polygamma", "random_gamma_grad",
+    "zeta",
 ]
