@@ -176,26 +176,32 @@ def _linearize_flat(closed: ClosedIR, flat_p: list):
 # -- reverse mode -----------------------------------------------------------------------------------
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_vjp)`` where ``f_vjp(ct)`` is the vector-Jacobian product ``ct @ J``."""
-    flat_p, in_tree = tree_util.tree_flatten(tuple(primals))
-    _check_arrays("vjp", flat_p)
+    main, info, residuals, aux = _forward("vjp", fun, tuple(primals), has_aux)
+
+    def f_vjp(ct):
+        return _apply_vjp(info, residuals, ct)
+
+    if has_aux:
+        return main, f_vjp, aux
+    return main, f_vjp
+
+
+def _forward(fname: str, fun: Callable, primals: tuple, has_aux: bool):
+    """Run ``fun(*primals)`` and linearize it: ``(main output, _VjpInfo, residuals, aux or None)`` (shared by
+    ``vjp`` and ``fwd_and_bwd``)."""
+    flat_p, in_tree = tree_util.tree_flatten(primals)
+    _check_arrays(fname, flat_p)
     closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun))
     out_primals, residuals, lin, nonzero, out_nonzero = _linearize_flat(closed, flat_p)
+    aux = None
     if has_aux:
         main_tree, aux = _aux_split_tree(out_tree, out_primals)
         n_main = main_tree.num_leaves
     else:
         main_tree, n_main = out_tree, len(out_primals)
-
     info = _VjpInfo(lin, nonzero, out_nonzero, in_tree, main_tree, n_main,
                     [abstractify(p) for p in flat_p], [abstractify(p) for p in out_primals[:n_main]])
-
-    def f_vjp(ct):
-        return _apply_vjp(info, residuals, ct)
-
-    main = tree_util.tree_unflatten(main_tree, out_primals[:n_main])
-    if has_aux:
-        return main, f_vjp, aux
-    return main, f_vjp
+    return tree_util.tree_unflatten(main_tree, out_primals[:n_main]), info, residuals, aux
 
 
 class _VjpInfo:
@@ -598,19 +604,7 @@ def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = Fal
     def fwd(*args):
         nums = _normalize_argnums("fwd_and_bwd", argnums, len(args))
         diff = tuple(args[i] for i in nums)
-        flat_p, in_tree = tree_util.tree_flatten(diff)
-        _check_arrays("fwd_and_bwd", flat_p)
-        closed, out_tree = _trace_flat(_aux_wrapper(_partial(fun, args, nums), has_aux), flat_p, in_tree,
-                                       _fun_name(fun))
-        out_primals, residuals, lin, nonzero, out_nonzero = _linearize_flat(closed, flat_p)
-        if has_aux:
-            main_tree, aux = _aux_split_tree(out_tree, out_primals)
-            n_main = main_tree.num_leaves
-        else:
-            main_tree, n_main = out_tree, len(out_primals)
-        info = _VjpInfo(lin, nonzero, out_nonzero, in_tree, main_tree, n_main,
-                        [abstractify(p) for p in flat_p], [abstractify(p) for p in out_primals[:n_main]])
-        main = tree_util.tree_unflatten(main_tree, out_primals[:n_main])
+        main, info, residuals, aux = _forward("fwd_and_bwd", _partial(fun, args, nums), diff, has_aux)
         res = _Residuals(list(residuals), info)
         return (main, res, aux) if has_aux else (main, res)
 
