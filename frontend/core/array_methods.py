@@ -21,6 +21,12 @@ def install_array_methods(numpy_namespace: Any, index_update_helper: type) -> No
     _knp, _index_update_helper = numpy_namespace, index_update_helper
 
 
+def check_to_device_stream(stream: Any) -> None:
+    if stream is not None:
+        raise NotImplementedError("x.to_device: the stream argument is not supported (kiln orders transfers "
+                                  "itself); call x.to_device(device) without it")
+
+
 def _np():
     if _knp is None:
         raise RuntimeError("kiln: array operators need kiln.numpy, which is not loaded; import kiln first")
@@ -152,6 +158,17 @@ class ArrayMethods:
     def __getitem__(self, index: Any):
         return _np()._getitem(self, index)
 
+    # -- the array API standard --------------------------------------------------------------
+    def __array_namespace__(self, *, api_version: str | None = None):
+        """The array API namespace of kiln arrays: the ``kiln.numpy`` module."""
+        return _np().array_namespace(api_version)
+
+    def to_device(self, device: Any, /, *, stream: Any = None):
+        """The array on ``device``. Inside a trace placement is the enclosing computation's, so a traced
+        value comes back unchanged (concrete arrays override this with a copy to ``device``)."""
+        check_to_device_stream(stream)
+        return self
+
     @property
     def at(self):
         """Functional updates, JAX style: ``x.at[idx].set(v)``, ``.add(v)``, ``.get()``, ..."""
@@ -170,7 +187,7 @@ class ArrayMethods:
 
     @property
     def mT(self):
-        return _np().swapaxes(self, -1, -2)
+        return _np().matrix_transpose(self)
 
     def reshape(self, *shape, order: str = "C"):
         if len(shape) == 1 and not isinstance(shape[0], int):

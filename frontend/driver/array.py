@@ -9,7 +9,7 @@ from kiln.runtime import fastpath
 
 from kiln import runtime
 
-from ..core.array_methods import ArrayMethods
+from ..core.array_methods import ArrayMethods, check_to_device_stream
 from ..core.avals import ShapedArray
 
 
@@ -44,6 +44,12 @@ class Array(ArrayMethods):
 
     def devices(self) -> set[runtime.Device]:
         return {self._device}
+
+    def to_device(self, device: Any, /, *, stream: Any = None) -> Array:
+        """A copy committed to ``device`` (the array API's spelling of ``kiln.device_put(x, device)``)."""
+        from .placement import device_put  # placement builds on this module
+        check_to_device_stream(stream)
+        return device_put(self, device)
 
     @property
     def committed(self) -> bool:

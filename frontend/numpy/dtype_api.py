@@ -138,7 +138,8 @@ def can_cast(from_: Any, to: Any, casting: str = "safe") -> builtins.bool:
     return builtins.bool(np.can_cast(_dtype_arg("can_cast", from_), _dtype_arg("can_cast", to), casting))
 
 
-_KINDS = {
+# The kind names of the array API standard (isdtype, __array_namespace_info__().dtypes).
+DTYPE_KINDS = {
     "bool": lambda d: d == np.bool_,
     "signed integer": dtypes.is_signed,
     "unsigned integer": dtypes.is_unsigned,
@@ -157,10 +158,10 @@ def isdtype(dtype: Any, kind: Any) -> builtins.bool:  # noqa: A002 - the array A
     kinds = kind if isinstance(kind, tuple) else (kind,)
     for k in kinds:
         if isinstance(k, str):
-            if k not in _KINDS:
+            if k not in DTYPE_KINDS:
                 raise ValueError(f"kiln.numpy.isdtype: unknown kind {k!r}; expected a dtype or one of "
-                                 f"{', '.join(map(repr, _KINDS))}")
-            if _KINDS[k](dt):
+                                 f"{', '.join(map(repr, DTYPE_KINDS))}")
+            if DTYPE_KINDS[k](dt):
                 return True
         elif dt == _dtype_arg("isdtype", k):
             return True

@@ -1,6 +1,10 @@
 """kiln.numpy: NumPy's API with JAX's semantics (immutable arrays, float32 default)."""
+import sys as _sys
+
 from kiln.frontend.driver.array import Array as ndarray
 from kiln.frontend.numpy import ComplexWarning as ComplexWarning
+from kiln.frontend.numpy import __array_api_version__ as __array_api_version__
+from kiln.frontend.numpy import __array_namespace_info__ as __array_namespace_info__
 from kiln.frontend.numpy import abs as abs
 from kiln.frontend.numpy import absolute as absolute
 from kiln.frontend.numpy import acos as acos
@@ -397,8 +401,11 @@ from kiln.frontend.numpy import vstack as vstack
 from kiln.frontend.numpy import where as where
 from kiln.frontend.numpy import zeros as zeros
 from kiln.frontend.numpy import zeros_like as zeros_like
+from kiln.frontend.numpy.array_api import register_public_namespace as _register_public_namespace
 
 from . import fft, linalg
+
+_register_public_namespace(_sys.modules[__name__])  # x.__array_namespace__() returns this module
 
 __all__ = [
     "ComplexWarning", "abs", "absolute", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "angle", "any",
