@@ -247,7 +247,7 @@ def _var(fname: str, a, axis, dtype, ddof, keepdims, where, correction, nan: boo
     a = _operand(fname, a)
     aval = abstractify(a)
     if aval.dtype.kind == "c":
-        raise NotImplementedError(f"kiln.numpy.{fname} of complex arrays is not supported yet")
+        return _complex_var(fname, a, axis, dtype, ddof, keepdims, where, nan)
     axes = sorted_axes(fname, axis, aval.ndim)
     result = dtypes.canonicalize_dtype(dtype) if dtype is not None else _inexact(aval.dtype)
     compute = _upcast(_inexact(result))
@@ -275,6 +275,18 @@ def _var(fname: str, a, axis, dtype, ddof, keepdims, where, correction, nan: boo
     norm = lax.max(lax.sub(count, broadcast_to_shape(convert(ddof_v, compute, False), ca.shape)), _full(0, ca))
     out = lax.convert_element_type(lax.div(ss, norm), result)
     return _keepdims(out, axes, aval.shape) if keepdims else out
+
+
+def _complex_var(fname: str, a, axis, dtype, ddof, keepdims, where, nan: bool):
+    """The variance of complex data, mean |x - mean|², is the sum of its real and imaginary parts'
+    variances; it is real, as NumPy's and JAX's."""
+    if nan:
+        raise NotImplementedError(f"kiln.numpy.{fname} of complex arrays is not supported yet (a NaN in either "
+                                  "part must drop the whole sample); use var/std with where=~isnan(x)")
+    if dtype is not None:
+        dtype = np.finfo(dtypes.canonicalize_dtype(dtype)).dtype  # complex64 -> float32, float32 stays
+    parts = [_var(fname, part(a), axis, dtype, ddof, keepdims, where, None, False) for part in (lax.real, lax.imag)]
+    return lax.add(*parts)
 
 
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):

@@ -161,3 +161,17 @@ def test_product_errors():
         knp.trace(f32(3))
     with pytest.raises(TypeError, match="kiln.numpy.matmul: argument 0 is a list"):
         knp.matmul([[1.0]], f32(1, 1))
+
+
+@pytest.mark.parametrize("dtype", [np.complex64, np.complex128])
+def test_vdot_and_vecdot_conjugate_the_first_complex_argument(dtype):
+    r = np.random.default_rng(1)
+    x = (r.normal(size=(3, 4)) + 1j * r.normal(size=(3, 4))).astype(dtype)
+    y = (r.normal(size=(2, 3, 4)) + 1j * r.normal(size=(2, 3, 4))).astype(dtype)
+    tol = 1e-5 if dtype == np.complex64 else 1e-12
+    with kiln.enable_x64(dtype == np.complex128):
+        np.testing.assert_allclose(np.asarray(knp.vecdot(x, y)), np.vecdot(x, y), rtol=tol, atol=tol)
+        got = kiln.jit(lambda a, b: knp.vecdot(a, b, axis=0))(x, y[1])
+        np.testing.assert_allclose(np.asarray(got), np.vecdot(x, y[1], axis=0), rtol=tol, atol=tol)
+        np.testing.assert_allclose(np.asarray(knp.vdot(x, y[0])), np.vdot(x, y[0]), rtol=tol, atol=tol)
+        np.testing.assert_allclose(np.asarray(knp.vdot(x, x.real)), np.vdot(x, x.real), rtol=tol, atol=tol)

@@ -281,3 +281,18 @@ def test_reduction_errors():
         knp.average(x, axis=1, weights=np.ones((4, 5)))
     with pytest.raises(TypeError, match="kiln.numpy.sum: argument 0 is a list"):
         knp.sum([1, 2])
+
+
+@pytest.mark.parametrize("fname", ["var", "std"])
+def test_var_and_std_of_complex_data_are_real(fname):
+    r = np.random.default_rng(2)
+    x = (r.normal(size=(3, 4)) + 1j * r.normal(size=(3, 4))).astype(np.complex64)
+    for kw in ({}, {"axis": 0}, {"axis": 1, "ddof": 1}, {"axis": 0, "keepdims": True},
+               {"where": np.arange(12).reshape(3, 4) % 3 > 0}):
+        want = getattr(np, fname)(x, **kw)
+        for fn in (getattr(knp, fname), kiln.jit(lambda a, f=getattr(knp, fname), kw=kw: f(a, **kw))):
+            got = fn(x, **kw) if fn is getattr(knp, fname) else fn(x)
+            assert got.dtype == want.dtype == np.float32 and got.shape == want.shape
+            np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
+    with pytest.raises(NotImplementedError, match=r"nanvar of complex arrays is not supported yet .*where=~isnan"):
+        knp.nanvar(x)
