@@ -1,6 +1,7 @@
 """JAX's public names (``jax_public_names.txt``, a snapshot made by ``tools/jax_api_snapshot.py``) against
 kiln's counterparts (``jax.X`` -> ``kiln.X``), minus the exclusions (``exclusions.txt``: one
-``qualified.name: reason`` per line). ``python tests/api/api_coverage.py`` prints the coverage per module."""
+``qualified.name: reason`` per line). ``python tests/api/api_coverage.py`` prints the coverage per module;
+``--readme`` prints the body of README.md's "API coverage" section (tests/api/test_coverage.py checks it)."""
 from __future__ import annotations
 
 import importlib
@@ -67,18 +68,62 @@ def missing(jax_module: str, names: list[str]) -> list[str]:
     return [n for n in names if mod is None or not hasattr(mod, n)]
 
 
-def main() -> None:
+STATS = "jax.scipy.stats."  # its distribution submodules share one row of the README's table
+
+
+def coverage_rows() -> list[tuple[str, int, int]]:
+    """(JAX module, names kiln has, names in JAX) per module of the snapshot."""
+    return [(m, len(names) - len(missing(m, names)), len(names)) for m, names in snapshot().items()]
+
+
+def _group(reason: str) -> str:
+    """The README's heading for an exclusion's reason."""
+    if reason.startswith("other issue:"):
+        what, _, issue = reason[len("other issue:"):].strip().rpartition(" (")
+        return f"owned by {issue.rstrip(')')} ({what})"
+    if reason.startswith("not yet (issue 14)"):
+        return "not yet (issue 14)"
+    if "internal" in reason.lower() or "there is no" in reason and "primitive to bind" in reason:
+        return "JAX internals (primitive objects, implementation modules)"
+    return "other reasons (see exclusions.txt)"
+
+
+def readme_section() -> str:
+    """The body of README.md's "API coverage" section: the table per module and the excluded names by reason."""
+    rows, stats, n_stats = [], [0, 0], 0
+    for m, have, total in coverage_rows():
+        if m.startswith(STATS):
+            stats, n_stats = [stats[0] + have, stats[1] + total], n_stats + 1
+        else:
+            rows.append(f"| `{m}` | {have} / {total} |")
+    rows.append(f"| `jax.scipy.stats.*` ({n_stats} distributions) | {stats[0]} / {stats[1]} |")
+    have_all = sum(r[1] for r in coverage_rows())
+    total_all = sum(r[2] for r in coverage_rows())
+    rows.append(f"| all | {have_all} / {total_all} |")
     excl = exclusions()
-    rows, have_all, total_all = [], 0, 0
+    groups: dict[str, list[str]] = {}
     for m, names in snapshot().items():
-        lacking = missing(m, names)
-        excluded = sum(1 for n in lacking if f"{m}.{n}" in excl)
-        have = len(names) - len(lacking)
-        have_all, total_all = have_all + have, total_all + len(names)
-        rows.append(f"| `{m}` | {have} / {len(names)} | {excluded} |")
+        for n in missing(m, names):
+            reason = excl.get(f"{m}.{n}", ("(not excluded: tests/api/test_coverage.py fails)", 0))[0]
+            groups.setdefault(_group(reason), []).append(f"{m}.{n}")
+    lines = ["| JAX module | kiln has |", "| --- | --- |", *rows, "", "What is left out, by reason:", ""]
+    for group, names in sorted(groups.items(), key=lambda kv: (-len(kv[1]), kv[0])):
+        lines.append(f"- {group} ({len(names)}): {', '.join(f'`{n}`' for n in sorted(names))}")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    import sys
+    if sys.argv[1:] == ["--readme"]:
+        print(readme_section())
+        return
+    excl = exclusions()
     print("| JAX module | kiln has | excluded |\n| --- | --- | --- |")
-    print("\n".join(rows))
-    print(f"| all | {have_all} / {total_all} | |")
+    for m, have, total in coverage_rows():
+        names = snapshot()[m]
+        excluded = sum(1 for n in missing(m, names) if f"{m}.{n}" in excl)
+        print(f"| `{m}` | {have} / {total} | {excluded} |")
+    print(f"| all | {sum(r[1] for r in coverage_rows())} / {sum(r[2] for r in coverage_rows())} | |")
 
 
 if __name__ == "__main__":
