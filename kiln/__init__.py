@@ -18,6 +18,7 @@ from kiln import (  # the public sub-modules
     ops,
     random,
     scipy,
+    sharding,
     stages,
     test_util,
     tree,
@@ -88,6 +89,10 @@ from kiln.frontend.driver.placement import device_get as device_get
 from kiln.frontend.driver.placement import device_put as device_put
 from kiln.frontend.driver.placement import devices as devices
 from kiln.frontend.driver.placement import local_devices as local_devices
+from kiln.frontend.driver.sharding import NamedSharding as NamedSharding
+from kiln.frontend.driver.sharding import PartitionSpec as P
+from kiln.frontend.driver.sharding import Shard as Shard
+from kiln.frontend.driver.sharding import make_mesh as make_mesh
 from kiln.frontend.driver.tools import disable_jit as disable_jit
 from kiln.frontend.driver.tools import eval_shape as eval_shape
 from kiln.frontend.driver.tools import local_device_count as local_device_count
@@ -110,10 +115,10 @@ __all__ = [
     "enable_checks", "enable_custom_prng", "enable_x64", "ensure_compile_time_eval", "errors", "eval_shape",
     "explain_cache_misses", "flatten_util", "float0", "fwd_and_bwd", "grad", "hessian", "image", "IndexTypeError",
     "IntegerOverflowError", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "KilnError", "lax", "legacy_prng_key",
-    "linear_transpose", "linearize", "local_device_count", "local_devices", "make_ir", "make_jaxpr",
-    "MatrixShapeError", "named_call", "named_scope", "NegativeDimensionError", "nn", "numpy", "numpy_dtype_promotion",
-    "numpy_rank_promotion", "ops", "print_environment_info", "random", "remat", "scipy", "ShapedArray",
-    "ShapeDtypeStruct", "ShapeError", "ShapeTooLargeError", "softmax_custom_jvp", "stages", "test_util",
-    "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError", "tree", "tree_util",
-    "typeof", "typing", "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap"
+    "linear_transpose", "linearize", "local_device_count", "local_devices", "make_ir", "make_jaxpr", "make_mesh",
+    "MatrixShapeError", "named_call", "named_scope", "NamedSharding", "NegativeDimensionError", "nn", "numpy",
+    "numpy_dtype_promotion", "numpy_rank_promotion", "ops", "P", "print_environment_info", "random", "remat", "scipy",
+    "ShapedArray", "ShapeDtypeStruct", "ShapeError", "ShapeTooLargeError", "Shard", "sharding", "softmax_custom_jvp",
+    "stages", "test_util", "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
+    "tree", "tree_util", "typeof", "typing", "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap"
 ]

@@ -21,17 +21,19 @@ class Array(ArrayMethods):
     arrays live on the default device and follow committed ones.
     """
 
-    __slots__ = ("_buf", "aval", "_device", "_committed", "_npy", "_flat")
+    __slots__ = ("_buf", "aval", "_device", "_committed", "_npy", "_flat", "_sharding")
     __array_priority__ = 100
 
-    def __init__(self, buf: Any, aval: ShapedArray, device: runtime.Device, committed: bool = False):
+    def __init__(self, buf: Any, aval: ShapedArray, device: runtime.Device | None, committed: bool = False,
+                 sharding: Any = None):
         self._buf = buf
         self.aval = aval
-        self._device = device
+        self._device = device  # None when the array is laid out over several devices (by ``sharding``)
         self._committed = committed
         self._npy = None
+        self._sharding = sharding  # a kiln.sharding.Sharding over several devices, or None
         # (children, aux) for the C++ pytree registry: the buffer is the leaf jaxlib's dispatch sees.
-        self._flat = ((buf,), (aval, device, committed))
+        self._flat = ((buf,), (aval, device, committed, sharding))
 
     @staticmethod
     def _from_flat(aux: tuple, children: tuple) -> Array:
@@ -39,11 +41,40 @@ class Array(ArrayMethods):
 
     # -- device -------------------------------------------------------------------------------
     @property
-    def device(self) -> runtime.Device:
-        return self._device
+    def device(self) -> Any:
+        """The device holding the array; for an array over several devices, its sharding (as JAX's)."""
+        return self._device if self._device is not None else self._sharding
 
     def devices(self) -> set[runtime.Device]:
-        return {self._device}
+        return {self._device} if self._device is not None else self._sharding.device_set
+
+    @property
+    def sharding(self) -> Any:
+        """The array's layout over devices (a ``kiln.sharding.Sharding``)."""
+        if self._sharding is not None:
+            return self._sharding
+        from .sharding import SingleDeviceSharding  # sharding builds on placement, which builds on this module
+        return SingleDeviceSharding(self._device)
+
+    @property
+    def addressable_shards(self) -> list[Any]:
+        """The pieces of the array on this process's devices, one per device (``.device``, ``.index``,
+        ``.replica_id``, ``.data``: a single-device array)."""
+        from .sharding import Shard
+        if self._device is not None:
+            return [Shard(self._device, self.sharding, self.aval.shape, self)]
+        shape = self._sharding.shard_shape(self.aval.shape)
+        aval = self.aval.update(shape=shape)
+        return [Shard(d, self._sharding, self.aval.shape, Array(b, aval, d, True))
+                for d, b in zip(runtime.devices_of(self._buf), runtime.shards_of(self._buf))]
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self._sharding is None or self._sharding.is_fully_replicated
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return True
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> Array:
         """A copy committed to ``device`` (the array API's spelling of ``kiln.device_put(x, device)``)."""
@@ -77,8 +108,17 @@ class Array(ArrayMethods):
     # -- conversion to host values ------------------------------------------------------------
     def _value(self) -> np.ndarray:
         if self._npy is None:
-            self._npy = runtime.to_numpy(self._buf)
+            self._npy = runtime.to_numpy(self._buf) if self._device is not None else self._gather()
         return self._npy
+
+    def _gather(self) -> np.ndarray:
+        """The value of an array over several devices, assembled on the host from its shards."""
+        out = np.empty(self.aval.shape, self.aval.dtype)
+        for shard in self.addressable_shards:
+            if shard.replica_id == 0:
+                out[shard.index] = runtime.to_numpy(shard.data._buf)
+        out.flags.writeable = False
+        return out
 
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         value = self._value()

@@ -66,6 +66,8 @@ def pick_device(values: Sequence[Any], names: Sequence[str] | None = None,
     device = None
     for v in values:
         if type(v) is Array and v._committed:
+            if v._device is None:
+                raise several_devices_unsupported(v)
             if device is None:
                 device = v._device
             elif v._device != device:
@@ -73,6 +75,13 @@ def pick_device(values: Sequence[Any], names: Sequence[str] | None = None,
     if device is None:
         return default_device(), False
     return device, True
+
+
+def several_devices_unsupported(x: Array) -> NotImplementedError:
+    return NotImplementedError(
+        f"kiln: computations on arrays laid out over several devices ({x.sharding}) are not supported yet "
+        "(issue 15: jit with shardings comes next). Gather the array onto one device first: "
+        "kiln.device_put(x, kiln.devices()[0]).")
 
 
 def device_mismatch(values: Sequence[Any], names: Sequence[str] | None = None,
@@ -105,6 +114,8 @@ def to_buffer(x: Any, device: runtime.Device) -> Any:
     if type(x) is Array:
         if x._device == device:
             return x._buf
+        if x._device is None:
+            raise several_devices_unsupported(x)
         return runtime.copy_to(x._buf, device)
     from ..core.tracing import Tracer
     if isinstance(x, Tracer):  # outside any trace: it escaped the function that was traced
@@ -123,6 +134,8 @@ def put(x: Any, device: runtime.Device | None = None, committed: bool = True) ->
     aval = abstractify(x)
     target = device or default_device()
     if type(x) is Array:
+        if x._device is None:  # laid out over several devices: gather through the host
+            return Array(runtime.put(np.ascontiguousarray(x._value()), target), x.aval, target, committed)
         if x.is_deleted():
             raise runtime.DeletedBufferError("kiln.device_put: the array was deleted or donated to an earlier "
                                              "computation; it has no value to place")

@@ -8,9 +8,10 @@ import numpy as np
 from kiln import runtime
 
 from ..core import tree_util
-from ..core.tracing import Tracer
+from ..core.tracing import Tracer, abstractify
 from . import dispatch
 from .array import Array
+from .sharding import NamedSharding, Sharding, runtime_sharding
 
 
 def devices(backend: str | None = None) -> list[runtime.Device]:
@@ -33,19 +34,23 @@ def default_backend() -> str:
     return config.default_backend or runtime.default_backend()
 
 
-def _resolve_device(device: Any) -> runtime.Device | None:
+def _resolve_device(device: Any) -> runtime.Device | Sharding | None:
     if device is None or isinstance(device, runtime.Device):
         return device
     if isinstance(device, str):  # a backend name: its first device
         return runtime.get_backend(device).devices()[0]
-    raise TypeError(f"kiln.device_put: device must be a kiln device (from kiln.devices()) or a backend name, "
-                    f"got {type(device).__name__} {device!r:.60}")
+    if isinstance(device, Sharding):
+        devices = device._device_assignment
+        return devices[0] if len(devices) == 1 and not isinstance(device, NamedSharding) else device
+    raise TypeError(f"kiln.device_put: device must be a kiln device (from kiln.devices()), a kiln.sharding "
+                    f"Sharding or a backend name, got {type(device).__name__} {device!r:.60}")
 
 
 def device_put(x: Any, device: Any = None) -> Any:
-    """Copy ``x`` (an array, NumPy array, scalar or pytree of them) to ``device``.
+    """Copy ``x`` (an array, NumPy array, scalar or pytree of them) to ``device``: a device, or a
+    ``kiln.sharding`` Sharding that lays each array out over several devices (``NamedSharding``).
 
-    With a device the result is *committed*: computations on it run on that device. Without
+    With a device or sharding the result is *committed*: computations on it run there. Without
     one, arrays go to the default device uncommitted.
     """
     target = _resolve_device(device)
@@ -53,8 +58,25 @@ def device_put(x: Any, device: Any = None) -> Any:
     def put_leaf(leaf):
         if isinstance(leaf, Tracer):
             return leaf  # inside a trace placement is decided by the enclosing computation
+        if isinstance(target, Sharding):
+            return _put_sharded(leaf, target)
         return dispatch.put(leaf, target, committed=target is not None)
     return tree_util.tree_map(put_leaf, x)
+
+
+def _put_sharded(x: Any, sharding: Sharding) -> Array:
+    """``x`` laid out by ``sharding``: each device gets its piece (through the host)."""
+    if type(x) is Array and x._sharding is sharding:
+        return x
+    value = np.asarray(x) if type(x) is Array else dispatch.canonical_host_array(x)
+    aval = abstractify(x)
+    indices = sharding.devices_indices_map(value.shape)  # checks that the pieces divide the shape
+    devices = sharding._device_assignment
+    if len(devices) == 1:
+        return Array(runtime.put(np.ascontiguousarray(value), devices[0]), aval, devices[0], True, sharding)
+    pieces = [value[indices[d]] for d in devices]
+    buf = runtime.put_sharded(pieces, runtime_sharding(sharding, value.ndim), value.shape, value.dtype)
+    return Array(buf, aval, None, True, sharding)
 
 
 def device_get(x: Any) -> Any:

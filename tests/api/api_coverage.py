@@ -1,7 +1,8 @@
 """JAX's public names (``jax_public_names.txt``, a snapshot made by ``tools/jax_api_snapshot.py``) against
 kiln's counterparts (``jax.X`` -> ``kiln.X``), minus the exclusions (``exclusions.txt``: one
 ``qualified.name: reason`` per line). ``python tests/api/api_coverage.py`` prints the coverage per module;
-``--readme`` prints the body of README.md's "API coverage" section (tests/api/test_coverage.py checks it)."""
+``--readme`` prints the generated part of README.md's "API coverage" section and ``--write-readme`` puts it
+there (tests/api/test_coverage.py checks that it is current)."""
 from __future__ import annotations
 
 import importlib
@@ -112,10 +113,30 @@ def readme_section() -> str:
     return "\n".join(lines)
 
 
+BEGIN, END = "<!-- api_coverage.py --write-readme: begin -->", "<!-- api_coverage.py --write-readme: end -->"
+README = os.path.join(HERE, "..", "..", "README.md")
+
+
+def readme_block(readme: str) -> str:
+    """The generated part of README.md (between the BEGIN and END markers)."""
+    return readme.split(BEGIN + "\n", 1)[1].split("\n" + END, 1)[0]
+
+
+def write_readme() -> None:
+    with open(README) as f:
+        readme = f.read()
+    readme = readme.replace(readme_block(readme), readme_section())
+    with open(README, "w") as f:
+        f.write(readme)
+
+
 def main() -> None:
     import sys
     if sys.argv[1:] == ["--readme"]:
         print(readme_section())
+        return
+    if sys.argv[1:] == ["--write-readme"]:
+        write_readme()
         return
     excl = exclusions()
     print("| JAX module | kiln has | excluded |\n| --- | --- | --- |")

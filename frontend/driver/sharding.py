@@ -1,0 +1,465 @@
+"""How an array is laid out over devices: ``Mesh``, ``PartitionSpec``, ``NamedSharding``, ``SingleDeviceSharding``.
+
+JAX's vocabulary (``kiln.sharding``). A mesh is an n-d array of devices with a name per axis; a
+``PartitionSpec`` says, per array dimension, which mesh axes split it (``None``: not split); a
+``NamedSharding`` pairs the two. Mesh axes that split no dimension replicate the array. kiln hands
+these layouts to XLA's partitioner as Shardy attributes (``sdy.sharding``) and never schedules devices
+itself. All mesh axes behave as JAX's ``AxisType.Auto`` axes (the partitioner chooses intermediate
+layouts); ``Explicit`` and ``Manual`` types are accepted and recorded.
+"""
+from __future__ import annotations
+
+import enum
+import math
+import weakref
+from collections import OrderedDict
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from kiln import runtime
+
+from ..core.config import config
+
+
+class AxisType(enum.Enum):
+    """How a mesh axis is partitioned (JAX's ``jax.sharding.AxisType``); kiln treats all three as Auto."""
+    Auto = enum.auto()
+    Explicit = enum.auto()
+    Manual = enum.auto()
+
+    def __repr__(self) -> str:
+        return self.name
+
+
+class _Unconstrained:
+    """``PartitionSpec.UNCONSTRAINED``: the partitioner may split this dimension as it likes."""
+
+    def __repr__(self) -> str:
+        return "UNCONSTRAINED"
+
+    def __reduce__(self) -> str:
+        return "UNCONSTRAINED"
+
+
+UNCONSTRAINED = _Unconstrained()
+
+
+def _canonical_entry(entry: Any) -> Any:
+    """One dimension's entry: None, an axis name, or a tuple of two or more axis names."""
+    if entry is None or entry is UNCONSTRAINED or isinstance(entry, str):
+        return entry
+    if isinstance(entry, (tuple, list)):
+        names = tuple(entry)
+        for n in names:
+            if not isinstance(n, str):
+                raise TypeError(f"kiln.sharding.PartitionSpec: a dimension's entry must be None, a mesh axis name "
+                                f"or a tuple of names; got {n!r} in {entry!r}")
+        return None if not names else names[0] if len(names) == 1 else names
+    raise TypeError(f"kiln.sharding.PartitionSpec: a dimension's entry must be None, a mesh axis name (str) or a "
+                    f"tuple of names; got {type(entry).__name__} {entry!r}")
+
+
+class PartitionSpec:
+    """Per array dimension, the mesh axes that split it: ``P('data', None)`` splits dimension 0 over
+    mesh axis ``data`` and leaves dimension 1 whole; missing trailing entries are ``None``.
+
+    Specs are interned (``P('x') is P('x')``) and compare by identity, as JAX's; ``P('x')`` and
+    ``P('x', None)`` are different specs that describe the same layout of a 2-d array.
+    """
+    __slots__ = ("_partitions", "__weakref__")
+    UNCONSTRAINED = UNCONSTRAINED
+    _interned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+
+    def __new__(cls, *partitions: Any) -> PartitionSpec:
+        key = tuple(_canonical_entry(p) for p in partitions)
+        spec = cls._interned.get(key)
+        if spec is None:
+            spec = object.__new__(cls)
+            object.__setattr__(spec, "_partitions", key)
+            spec = cls._interned.setdefault(key, spec)
+        return spec
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("kiln.sharding.PartitionSpec is immutable")
+
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        raise TypeError("kiln.sharding.PartitionSpec cannot be subclassed")
+
+    def __reduce__(self) -> Any:
+        return (PartitionSpec, self._partitions)
+
+    @property
+    def partitions(self) -> tuple[Any, ...]:
+        return self._partitions
+
+    def __repr__(self) -> str:
+        return f"P({repr(self._partitions)[1:-1]})"
+
+    def __getitem__(self, i: Any) -> Any:
+        return self._partitions[i]
+
+    def __iter__(self):
+        return iter(self._partitions)
+
+    def __len__(self) -> int:
+        return len(self._partitions)
+
+    def __add__(self, other: Any) -> PartitionSpec:
+        if isinstance(other, (PartitionSpec, tuple)):
+            return PartitionSpec(*self._partitions, *other)
+        return NotImplemented
+
+    def __radd__(self, other: Any) -> PartitionSpec:
+        if isinstance(other, tuple):
+            return PartitionSpec(*other, *self._partitions)
+        return NotImplemented
+
+    def index(self, value: Any) -> int:
+        return self._partitions.index(_canonical_entry(value))
+
+    def count(self, value: Any) -> int:
+        return self._partitions.count(_canonical_entry(value))
+
+    def axis_names_of(self, dim: int) -> tuple[str, ...]:
+        """The mesh axes splitting dimension ``dim`` (major to minor)."""
+        entry = self._partitions[dim] if dim < len(self._partitions) else None
+        return () if entry is None or entry is UNCONSTRAINED else (entry,) if isinstance(entry, str) else entry
+
+
+P = PartitionSpec
+
+
+class Mesh:
+    """An n-d array of devices with a name per axis: ``Mesh(np.array(devices).reshape(4, 2), ('data', 'model'))``.
+
+    Usable as a context manager (``with mesh:``) for JAX compatibility; kiln's functions take the mesh
+    from the sharding they are given, so the context only records the mesh (``kiln.sharding.get_mesh``).
+    """
+
+    def __init__(self, devices: Any, axis_names: Any, axis_types: Any = None) -> None:
+        devs = np.array(devices, dtype=object)
+        names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if devs.ndim != len(names):
+            raise ValueError(f"kiln.sharding.Mesh: the device array has {devs.ndim} dimensions {devs.shape} but "
+                             f"{len(names)} axis names {names} were given; give one name per dimension")
+        for n in names:
+            if not isinstance(n, str):
+                raise TypeError(f"kiln.sharding.Mesh: axis names must be strings, got {n!r}")
+        if len(set(names)) != len(names):
+            raise ValueError(f"kiln.sharding.Mesh: axis names must be distinct, got {names}")
+        flat = list(devs.flat)
+        for d in flat:
+            if not isinstance(d, runtime.Device):
+                raise TypeError(f"kiln.sharding.Mesh: devices must be kiln devices (kiln.devices()), got "
+                                f"{type(d).__name__} {d!r:.60}")
+        if len(set(flat)) != len(flat):
+            raise ValueError("kiln.sharding.Mesh: a device appears more than once in the mesh")
+        if len({d.platform for d in flat}) > 1:
+            raise ValueError(f"kiln.sharding.Mesh: all devices must be on one platform, got "
+                             f"{sorted({d.platform for d in flat})}")
+        self.devices = devs
+        self.axis_names = names
+        self.axis_types = _axis_types(axis_types, len(names))
+
+    @property
+    def shape(self) -> OrderedDict[str, int]:
+        return OrderedDict(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def axis_sizes(self) -> tuple[int, ...]:
+        return tuple(self.devices.shape)
+
+    @property
+    def shape_tuple(self) -> tuple[tuple[str, int], ...]:
+        return tuple(zip(self.axis_names, self.devices.shape))
+
+    @property
+    def size(self) -> int:
+        return int(self.devices.size)
+
+    @property
+    def empty(self) -> bool:
+        return self.size == 0
+
+    @property
+    def device_ids(self) -> np.ndarray:
+        return np.vectorize(lambda d: d.id, otypes=[int])(self.devices)
+
+    @property
+    def local_devices(self) -> list[runtime.Device]:
+        return list(self.devices.flat)
+
+    @property
+    def platform(self) -> str:
+        return self.devices.flat[0].platform
+
+    def _key(self) -> tuple:
+        return (self.axis_names, self.devices.shape, tuple(self.devices.flat), self.axis_types)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, Mesh) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        axes = ", ".join(f"'{n}': {s}" for n, s in self.shape_tuple)
+        return f"Mesh({axes}, axis_types={self.axis_types})"
+
+    def __enter__(self) -> Mesh:
+        _mesh_stack.append(self)
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        _mesh_stack.pop()
+
+
+_mesh_stack: list[Mesh] = []
+
+
+def get_mesh() -> Mesh | None:
+    """The mesh of the innermost ``with mesh:`` block, or None."""
+    return _mesh_stack[-1] if _mesh_stack else None
+
+
+def _axis_types(axis_types: Any, n: int) -> tuple[AxisType, ...]:
+    if axis_types is None:
+        return (AxisType.Auto,) * n
+    types = (axis_types,) if isinstance(axis_types, AxisType) else tuple(axis_types)
+    if len(types) != n or not all(isinstance(t, AxisType) for t in types):
+        raise ValueError(f"kiln.sharding: axis_types must be {n} kiln.sharding.AxisType values (one per mesh "
+                         f"axis), got {axis_types!r}")
+    return types
+
+
+def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types: Any = None, *,
+              devices: Sequence[runtime.Device] | None = None) -> Mesh:
+    """A mesh of ``axis_shapes`` over the first ``prod(axis_shapes)`` devices (default: the default
+    backend's), in device order: ``kiln.make_mesh((4, 2), ('data', 'model'))``."""
+    shape = tuple(axis_shapes)
+    if any(not isinstance(s, (int, np.integer)) or s < 1 for s in shape):
+        raise ValueError(f"kiln.make_mesh: axis_shapes must be positive integers, got {axis_shapes!r}")
+    devs = list(runtime.devices(config.default_backend) if devices is None else devices)
+    need = math.prod(shape)
+    if need > len(devs):
+        hint = (" (set KILN_NUM_CPU_DEVICES=N before kiln starts for N CPU devices)"
+                if devs and devs[0].platform == "cpu" else "")
+        raise ValueError(f"kiln.make_mesh: a mesh of shape {shape} needs {need} devices but only {len(devs)} "
+                         f"are available{hint}")
+    return Mesh(np.array(devs[:need], dtype=object).reshape(shape), axis_names, axis_types)
+
+
+class Sharding:
+    """The layout of an array over devices (base of ``NamedSharding`` and ``SingleDeviceSharding``)."""
+
+    memory_kind = "device"
+
+    @property
+    def _device_assignment(self) -> tuple[runtime.Device, ...]:
+        raise NotImplementedError
+
+    @property
+    def device_set(self) -> set[runtime.Device]:
+        return set(self._device_assignment)
+
+    @property
+    def addressable_devices(self) -> set[runtime.Device]:
+        return self.device_set  # one process: every device is addressable
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return True
+
+    @property
+    def num_devices(self) -> int:
+        return len(self._device_assignment)
+
+    def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
+        """The shape of one device's piece of an array of ``global_shape``."""
+        shape = tuple(global_shape)
+        cuts = self._cuts(len(shape))
+        for dim, (size, n) in enumerate(zip(shape, cuts)):
+            if size % n:
+                raise ValueError(f"kiln.sharding: {self!r} splits dimension {dim} of shape {shape} into {n} pieces, "
+                                 f"which does not divide its size {size}; pad the array or choose a spec whose mesh "
+                                 "axes divide it")
+        return tuple(size // n for size, n in zip(shape, cuts))
+
+    def devices_indices_map(self, global_shape: Sequence[int]) -> dict[runtime.Device, tuple[slice, ...]]:
+        """For each device, the slice of an array of ``global_shape`` it holds."""
+        shape = tuple(global_shape)
+        piece = self.shard_shape(shape)
+        out = {}
+        for device, coords in zip(self._device_assignment, self._coords(len(shape))):
+            out[device] = tuple(slice(None) if n == 1 else slice(c * p, (c + 1) * p)
+                                for c, p, n in zip(coords, piece, self._cuts(len(shape))))
+        return out
+
+    addressable_devices_indices_map = devices_indices_map
+
+    def is_equivalent_to(self, other: Sharding, ndim: int) -> bool:
+        """Whether ``other`` puts the same pieces of an ``ndim``-d array on the same devices."""
+        if not isinstance(other, Sharding) or self._device_assignment != other._device_assignment:
+            return False
+        return self._cuts(ndim) == other._cuts(ndim) and self._coords(ndim) == other._coords(ndim)
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return all(n == 1 for n in self._cuts(self._max_rank()))
+
+    def _max_rank(self) -> int:
+        return 0
+
+    def _cuts(self, ndim: int) -> tuple[int, ...]:
+        raise NotImplementedError
+
+    def _coords(self, ndim: int) -> list[tuple[int, ...]]:
+        raise NotImplementedError
+
+
+class SingleDeviceSharding(Sharding):
+    """The whole array on one device."""
+
+    def __init__(self, device: runtime.Device, *, memory_kind: str | None = None) -> None:
+        if not isinstance(device, runtime.Device):
+            raise TypeError(f"kiln.sharding.SingleDeviceSharding: expected a kiln device, got {device!r:.60}")
+        self._device = device
+
+    @property
+    def _device_assignment(self) -> tuple[runtime.Device, ...]:
+        return (self._device,)
+
+    def _cuts(self, ndim: int) -> tuple[int, ...]:
+        return (1,) * ndim
+
+    def _coords(self, ndim: int) -> list[tuple[int, ...]]:
+        return [(0,) * ndim]
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, SingleDeviceSharding) and other._device == self._device
+
+    def __hash__(self) -> int:
+        return hash(("single", self._device))
+
+    def __repr__(self) -> str:
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
+
+
+class NamedSharding(Sharding):
+    """An array laid out over ``mesh`` by ``spec``: ``NamedSharding(mesh, P('data', None))``."""
+
+    def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec(), *, memory_kind: str | None = None) -> None:
+        if not isinstance(mesh, Mesh):
+            raise TypeError(f"kiln.sharding.NamedSharding: mesh must be a kiln.sharding.Mesh, got "
+                            f"{type(mesh).__name__}")
+        if isinstance(spec, tuple) or spec is None:
+            spec = PartitionSpec(*(spec or ()))
+        if not isinstance(spec, PartitionSpec):
+            raise TypeError(f"kiln.sharding.NamedSharding: spec must be a kiln.sharding.PartitionSpec (P(...)), got "
+                            f"{type(spec).__name__} {spec!r:.60}")
+        used: list[str] = []
+        for dim in range(len(spec)):
+            for name in spec.axis_names_of(dim):
+                if name not in mesh.axis_names:
+                    raise ValueError(f"kiln.sharding.NamedSharding: {spec} names mesh axis {name!r}, which the mesh "
+                                     f"does not have (its axes: {mesh.axis_names})")
+                if name in used:
+                    raise ValueError(f"kiln.sharding.NamedSharding: {spec} uses mesh axis {name!r} more than once; "
+                                     "a mesh axis can split one dimension only")
+                used.append(name)
+        if memory_kind not in (None, "device"):
+            raise ValueError(f"kiln.sharding.NamedSharding: memory_kind={memory_kind!r} is not supported; kiln "
+                             "arrays live in device memory (memory_kind=None or 'device')")
+        self.mesh = mesh
+        self.spec = spec
+
+    @property
+    def _device_assignment(self) -> tuple[runtime.Device, ...]:
+        return tuple(self.mesh.devices.flat)
+
+    def _max_rank(self) -> int:
+        return len(self.spec)
+
+    def _cuts(self, ndim: int) -> tuple[int, ...]:
+        if len(self.spec) > ndim:
+            extra = " (for a scalar the spec must be P())" if ndim == 0 else ""
+            raise ValueError(f"kiln.sharding: {self.spec} has {len(self.spec)} entries, so it applies to arrays of "
+                             f"rank {len(self.spec)} or more; this array has rank {ndim}{extra}")
+        sizes = self.mesh.shape
+        return tuple(math.prod(sizes[n] for n in self.spec.axis_names_of(d)) for d in range(ndim))
+
+    def _coords(self, ndim: int) -> list[tuple[int, ...]]:
+        """Each device's piece number along each dimension, in mesh order."""
+        self._cuts(ndim)
+        sizes = self.mesh.shape
+        out = []
+        for index in np.ndindex(*self.mesh.devices.shape):
+            where = dict(zip(self.mesh.axis_names, index))
+            coords = []
+            for d in range(ndim):
+                c = 0
+                for name in self.spec.axis_names_of(d):  # major to minor
+                    c = c * sizes[name] + where[name]
+                coords.append(c)
+            out.append(tuple(coords))
+        return out
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, NamedSharding) and other.mesh == self.mesh and other.spec is self.spec
+
+    def __hash__(self) -> int:
+        return hash((self.mesh, self.spec))
+
+    def __repr__(self) -> str:
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, memory_kind=device)"
+
+
+class Shard:
+    """One device's piece of an array (``x.addressable_shards``): ``device``, ``index`` (the slices of
+    the whole array it holds), ``replica_id`` (which copy, when the piece is replicated) and ``data``."""
+
+    def __init__(self, device: runtime.Device, sharding: Sharding, global_shape: tuple[int, ...], data: Any) -> None:
+        self.device = device
+        self.sharding = sharding
+        self.global_shape = global_shape
+        self.data = data
+
+    @property
+    def index(self) -> tuple[slice, ...]:
+        return self.sharding.devices_indices_map(self.global_shape)[self.device]
+
+    @property
+    def replica_id(self) -> int:
+        index = self.index
+        same = [d for d, i in self.sharding.devices_indices_map(self.global_shape).items() if i == index]
+        return same.index(self.device)
+
+    def __repr__(self) -> str:
+        return f"Shard(device={self.device!r}, index={self.index}, replica_id={self.replica_id}, data={self.data})"
+
+
+def hlo_sharding_string(sharding: Sharding, ndim: int) -> str:
+    """XLA's ``HloSharding`` text for an ``ndim``-d array laid out by ``sharding``; tile numbers index
+    ``sharding._device_assignment``."""
+    cuts = sharding._cuts(ndim)
+    if all(n == 1 for n in cuts):
+        return "{replicated}"
+    replicas = sharding.num_devices // math.prod(cuts)
+    tiles = np.full(cuts + (replicas,), -1, dtype=np.int64)
+    for position, coords in enumerate(sharding._coords(ndim)):
+        slot = tiles[coords]
+        slot[np.argmax(slot < 0)] = position  # replicas of one piece in device order
+    dims = cuts + ((replicas,) if replicas > 1 else ())
+    last = " last_tile_dim_replicate" if replicas > 1 else ""
+    return f"{{devices=[{','.join(map(str, dims))}]{','.join(map(str, tiles.flat))}{last}}}"
+
+
+def runtime_sharding(sharding: Sharding, ndim: int) -> runtime.SpmdSharding:
+    """The runtime's (jaxlib's) form of ``sharding`` for an ``ndim``-d array."""
+    return runtime.spmd_sharding(sharding._device_assignment, hlo_sharding_string(sharding, ndim))
+
+
+def make_single_device_sharding(device: runtime.Device) -> SingleDeviceSharding:
+    return SingleDeviceSharding(device)
