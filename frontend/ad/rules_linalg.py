@@ -217,10 +217,6 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     return [s, u, vh], [ds, du, _H(dv)]
 
 
-class EigenvectorDerivativeError(DifferentiationError, NotImplementedError):
-    """Derivatives of eig's eigenvectors were asked for without ``enable_eigvec_derivs=True``."""
-
-
 def _inverse(v):
     """``v^-1`` of a stack of square matrices (a primal value: LU with partial pivoting and two solves)."""
     lu_, _, perm = lu_p.bind(v)
@@ -266,13 +262,15 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
     (x,), (dx,) = primals, tangents
     vectors = compute_left_eigenvectors or compute_right_eigenvectors
     if vectors and not enable_eigvec_derivs:
-        raise EigenvectorDerivativeError(
+        raise NotImplementedError(
             "kiln.lax.linalg.eig: derivatives of nonsymmetric eigenvectors are valid only for distinct eigenvalues, "
             "which kiln cannot check; pass enable_eigvec_derivs=True to kiln.lax.linalg.eig to opt in (as in JAX), "
             "or differentiate only the eigenvalues (compute_left_eigenvectors=False, "
             "compute_right_eigenvectors=False; kiln.numpy.linalg.eigvals)")
+    # The eigenvalues' tangent does not depend on how the eigenvectors are scaled, so their own derivatives
+    # (needed for higher orders) are enabled here whatever the caller chose.
     outs = eig_p.bind(x, compute_left_eigenvectors=compute_left_eigenvectors, compute_right_eigenvectors=True,
-                      enable_eigvec_derivs=enable_eigvec_derivs, implementation=implementation)
+                      enable_eigvec_derivs=enable_eigvec_derivs or not vectors, implementation=implementation)
     w, vr = outs[0], outs[-1]
     cdt = _dtype(w)
     da = _as(dx, cdt)
@@ -294,7 +292,7 @@ def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eige
 
 
 def _schur_jvp(primals, tangents, **params):
-    raise DifferentiationError("kiln.lax.linalg.schur is not differentiable (as in JAX, which has no derivative "
+    raise NotImplementedError("kiln.lax.linalg.schur is not differentiable (as in JAX, which has no derivative "
                                "rule for the Schur decomposition); so neither are kiln.scipy.linalg.schur, sqrtm, "
                                "funm, rsf2csf of its output, or solve_sylvester(method='schur')")
 

@@ -198,14 +198,10 @@ class EigImplementation(enum.Enum):
     LAPACK = "lapack"
 
 
-_COMPLEX = {dtypes.float32: dtypes.complex64, dtypes.float64: dtypes.complex128,
-            dtypes.complex64: dtypes.complex64, dtypes.complex128: dtypes.complex128}
-
-
 def _eig_rule(x: ShapedArray, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: bool,
               enable_eigvec_derivs: bool, implementation: Any) -> list[ShapedArray]:
     _check_matrix("eig", x, square=True)
-    c = _COMPLEX[x.dtype]
+    c = dtypes.to_complex_dtype(x.dtype)
     count = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
     return [ShapedArray(x.shape[:-1], c)] + [ShapedArray(x.shape, c) for _ in range(count)]
 

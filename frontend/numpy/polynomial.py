@@ -237,7 +237,7 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
     p = atleast_1d(p)
     _coefficients("roots", p)
     n = abstractify(p).shape[0]
-    cdt = _complex_dtype(abstractify(p).dtype)
+    cdt = dtypes.to_complex_dtype(abstractify(p).dtype)
     if n < 2:
         return zeros((0,), cdt)
     if strip_zeros:
@@ -254,18 +254,13 @@ def roots(p: Any, *, strip_zeros: bool = True) -> Any:
     return _roots_with_zeros(p)
 
 
-def _complex_dtype(dtype) -> np.dtype:
-    wide = np.dtype(dtype) in (np.dtype(np.float64), np.dtype(np.complex128))
-    return np.dtype(np.complex128 if wide else np.complex64)
-
-
 def _roots_no_zeros(p: Any) -> Any:
     from .creation import eye
     from .linalg import eigvals
     n = abstractify(p).shape[0]
     dtype = abstractify(p).dtype
     if n < 2:
-        return zeros((0,), _complex_dtype(dtype))
+        return zeros((0,), dtypes.to_complex_dtype(dtype))
     a = eye(n - 1, k=-1, dtype=dtype)
     a = a.at[0, :].set(-p[1:] / p[0])
     return eigvals(a)

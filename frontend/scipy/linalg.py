@@ -418,11 +418,6 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps: float | None = N
 
 # -- Schur-based functions (LAPACK gees/geev on the CPU) ---------------------------------------------
 
-def _complex_dtype(dtype) -> np.dtype:
-    wide = np.dtype(dtype) in (np.dtype(np.float64), np.dtype(np.complex128))
-    return np.dtype(np.complex128 if wide else np.complex64)
-
-
 def schur(a, output: str = "real"):
     """The Schur decomposition ``a = Z T Z^H``: returns ``(T, Z)``, ``Z`` unitary.
 
@@ -435,7 +430,7 @@ def schur(a, output: str = "real"):
     (a,) = _inexact("schur", a)
     _square("schur", a)
     if output == "complex":
-        a = a.astype(_complex_dtype(a.dtype))
+        a = a.astype(dtypes.to_complex_dtype(a.dtype))
     return lax_linalg.schur(a)
 
 
@@ -467,7 +462,7 @@ def rsf2csf(T, Z, check_finite: bool = True):
 
 @eager_jit()
 def _rsf2csf(T, Z):
-    cdt = _complex_dtype(T.dtype)
+    cdt = dtypes.to_complex_dtype(T.dtype)
     T, Z = T.astype(cdt), Z.astype(cdt)
     batch = np.broadcast_shapes(T.shape[:-2], Z.shape[:-2])
     n = T.shape[-1]
@@ -644,7 +639,7 @@ def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
 
 @eager_jit("method")
 def _solve_sylvester(A, B, C, method, tol):
-    cdt = _complex_dtype(A.dtype)
+    cdt = dtypes.to_complex_dtype(A.dtype)
     if method == "schur":
         R, U = schur(A, output="complex")
         S, V = schur(_mH(B), output="complex")
