@@ -5,8 +5,9 @@ from __future__ import annotations
 from ..core import dtypes
 from ..core.tracing import abstractify
 from ..lax import api
-from ..lax.linalg import cholesky_p, eigh_p, lu_p, qr_p, svd_p, triangular_solve_p
-from ..lax.special import conj, real
+from ..lax.linalg import cholesky_p, eig_p, eigh_p, lu_p, qr_p, schur_p, svd_p, triangular_solve_p
+from ..lax.special import complex as _complex
+from ..lax.special import conj, imag, real
 from .jvp import DifferentiationError, jvp_rules
 from .tangents import Zero, instantiate, tangent_aval
 from .transpose import is_undefined, transpose_rules
@@ -216,6 +217,86 @@ def _svd_jvp(primals, tangents, *, full_matrices, compute_uv):
     return [s, u, vh], [ds, du, _H(dv)]
 
 
+def _inverse(v):
+    """``v^-1`` of a stack of square matrices (a primal value: LU with partial pivoting and two solves)."""
+    lu_, _, perm = lu_p.bind(v)
+    *batch, n, _ = _shape(v)
+    batch = tuple(batch)
+    nb = len(batch)
+    dtype = _dtype(v)
+    perm_rows = api.broadcast_in_dim(perm, batch + (n, n), tuple(range(nb + 1)))
+    p = _as(api.eq(perm_rows, api.broadcasted_iota(dtypes.int32, batch + (n, n), nb + 1)), dtype)  # P[i, perm[i]]
+    y = triangular_solve_p.bind(lu_, p, left_side=True, lower=True, transpose_a=False, conjugate_a=False,
+                                unit_diagonal=True)
+    return triangular_solve_p.bind(lu_, y, left_side=True, lower=False, transpose_a=False, conjugate_a=False,
+                                   unit_diagonal=False)
+
+
+def _diag_vector(x):
+    return api.reduce_sum(_diag_part(x), (len(_shape(x)) - 1,))
+
+
+def _eigvec_tangent(w, v, vinv, da):
+    """Tangents of the eigenvalues and of the LAPACK-normalised eigenvectors ``v`` (columns) of ``a``
+    (``a v = v diag(w)``) along ``da``, for distinct eigenvalues. First-order perturbation theory gives
+    ``dv = v (F * P) + v diag(c)`` with ``P = v^-1 da v`` and ``F[i, j] = 1 / (w_j - w_i)``; ``c`` keeps
+    each column at unit norm with its largest-magnitude component real (the normalisation of geev)."""
+    p = _mm(_mm(vinv, da), v)
+    dw = _diag_vector(p)
+    u = _mm(v, api.mul(_inv_gaps(w), p))
+    shape = _shape(v)
+    nd = len(shape)
+    k = api.argmax(api.abs(v), nd - 2)  # the row of each column's largest component (a primal choice)
+    kk = api.broadcast_in_dim(k, shape, tuple(range(nd - 2)) + (nd - 1,))
+    mask = api.eq(api.broadcasted_iota(dtypes.int32, shape, nd - 2), kk)
+    u_k = api.reduce_sum(api.select(mask, u, _zeros(u)), (nd - 2,))
+    v_k = real(api.reduce_sum(api.select(mask, v, _zeros(v)), (nd - 2,)))
+    re = api.neg(real(api.reduce_sum(api.mul(conj(v), u), (nd - 2,))))
+    im = api.neg(api.div(imag(u_k), v_k))
+    c = _complex(re, im)
+    return dw, api.add(u, api.mul(v, _row_vector(c, shape[-2])))
+
+
+def _eig_jvp(primals, tangents, *, compute_left_eigenvectors, compute_right_eigenvectors, enable_eigvec_derivs,
+             implementation):
+    (x,), (dx,) = primals, tangents
+    vectors = compute_left_eigenvectors or compute_right_eigenvectors
+    if vectors and not enable_eigvec_derivs:
+        raise NotImplementedError(
+            "kiln.lax.linalg.eig: derivatives of nonsymmetric eigenvectors are valid only for distinct eigenvalues, "
+            "which kiln cannot check; pass enable_eigvec_derivs=True to kiln.lax.linalg.eig to opt in (as in JAX), "
+            "or differentiate only the eigenvalues (compute_left_eigenvectors=False, "
+            "compute_right_eigenvectors=False; kiln.numpy.linalg.eigvals)")
+    # The eigenvalues' tangent does not depend on how the eigenvectors are scaled, so their own derivatives
+    # (needed for higher orders) are enabled here whatever the caller chose.
+    outs = eig_p.bind(x, compute_left_eigenvectors=compute_left_eigenvectors, compute_right_eigenvectors=True,
+                      enable_eigvec_derivs=enable_eigvec_derivs or not vectors, implementation=implementation)
+    w, vr = outs[0], outs[-1]
+    cdt = _dtype(w)
+    da = _as(dx, cdt)
+    vinv = _inverse(vr)
+    if not vectors:
+        # dw_j = (vr^-1 da vr)_jj
+        return [w], [api.reduce_sum(api.mul(_mm(vinv, da), _mT(vr)), (len(_shape(vr)) - 1,))]
+    dw, dvr = _eigvec_tangent(w, vr, vinv, da)
+    primal_out, tangent_out = [w], [dw]
+    if compute_left_eigenvectors:
+        vl = outs[1]  # the right eigenvectors of a^H, eigenvalues conj(w)
+        _, dvl = _eigvec_tangent(conj(w), vl, _inverse(vl), _H(da))
+        primal_out.append(vl)
+        tangent_out.append(dvl)
+    if compute_right_eigenvectors:
+        primal_out.append(vr)
+        tangent_out.append(dvr)
+    return primal_out, tangent_out
+
+
+def _schur_jvp(primals, tangents, **params):
+    raise NotImplementedError("kiln.lax.linalg.schur is not differentiable (as in JAX, which has no derivative "
+                               "rule for the Schur decomposition); so neither are kiln.scipy.linalg.schur, sqrtm, "
+                               "funm, rsf2csf of its output, or solve_sylvester(method='schur')")
+
+
 def _triangular_solve_jvp(primals, tangents, **params):
     (a, b), (da, db) = primals, tangents
     x = triangular_solve_p.bind(a, b, **params)
@@ -247,5 +328,7 @@ jvp_rules[lu_p] = _lu_jvp
 jvp_rules[qr_p] = _qr_jvp
 jvp_rules[eigh_p] = _eigh_jvp
 jvp_rules[svd_p] = _svd_jvp
+jvp_rules[eig_p] = _eig_jvp
+jvp_rules[schur_p] = _schur_jvp
 jvp_rules[triangular_solve_p] = _triangular_solve_jvp
 transpose_rules[triangular_solve_p] = _triangular_solve_transpose

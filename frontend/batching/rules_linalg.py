@@ -3,7 +3,7 @@ batch dimensions, so vmap moves the batch axis of every operand to the front."""
 from __future__ import annotations
 
 from ..core.primitive import Primitive
-from ..lax.linalg import cholesky_p, eigh_p, lu_p, qr_p, svd_p, triangular_solve_p
+from ..lax.linalg import cholesky_p, eig_p, eigh_p, lu_p, qr_p, schur_p, svd_p, triangular_solve_p
 from .core import batch_rules, move_dim
 
 
@@ -16,5 +16,5 @@ def _batch_rule(prim: Primitive):
     return rule
 
 
-for _prim in (cholesky_p, lu_p, qr_p, eigh_p, svd_p, triangular_solve_p):
+for _prim in (cholesky_p, lu_p, qr_p, eigh_p, svd_p, triangular_solve_p, eig_p, schur_p):
     batch_rules[_prim] = _batch_rule(_prim)

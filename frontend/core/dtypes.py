@@ -31,7 +31,7 @@ __all__ = [
     "bool_", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
     "canonicalize_dtype", "dtype_of_value", "default_int_dtype", "default_uint_dtype",
-    "default_float_dtype", "default_complex_dtype", "promote_types", "result_type",
+    "default_float_dtype", "default_complex_dtype", "to_complex_dtype", "promote_types", "result_type",
     "is_weakly_typed", "issubdtype", "is_float", "is_int", "is_signed", "is_unsigned",
     "is_complex", "is_bool", "is_inexact", "finfo", "iinfo", "short_dtype_name",
 ]
@@ -82,6 +82,12 @@ def default_float_dtype() -> np.dtype:
 def default_complex_dtype() -> np.dtype:
     """The dtype of a Python ``complex``: complex64, or complex128 with ``enable_x64``."""
     return complex128 if config.enable_x64 else complex64
+
+
+def to_complex_dtype(dtype: Any) -> np.dtype:
+    """The complex dtype holding ``dtype``'s values: complex128 for float64/complex128, else complex64
+    (the dtype of ``eig``'s results and of other real-to-complex decompositions)."""
+    return complex128 if np.dtype(dtype) in (float64, complex128) else complex64
 
 
 @functools.lru_cache(maxsize=512)

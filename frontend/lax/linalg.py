@@ -7,6 +7,8 @@ Primitives (each takes a stack of matrices: any leading batch dimensions, the ma
 - ``qr``: Householder QR, ``(q, r)``, complete or reduced.
 - ``eigh``: eigenvalues (ascending) and eigenvectors of a Hermitian matrix (reads one triangle).
 - ``svd``: singular values (descending) and optionally the singular vectors.
+- ``eig``: eigenvalues and left/right eigenvectors of a general (nonsymmetric) matrix (complex results).
+- ``schur``: the Schur form ``T`` (and the Schur vectors ``Q``) with ``x = Q T Q^H``.
 - ``triangular_solve``: solves ``op(a) @ x = b`` or ``x @ op(a) = b`` for triangular ``a``.
 
 How they run (chosen when the program is lowered for a device; see ``kiln.lowering.rules.linalg``):
@@ -19,7 +21,9 @@ How they run (chosen when the program is lowered for a device; see ``kiln.loweri
   right-looking LU with partial pivoting, Cholesky, row-by-row substitution, Householder QR, parallel
   (round-robin) two-sided Jacobi for ``eigh``, one-sided Jacobi for ``svd``. They are meant for small
   and medium matrices (the Jacobi methods cost O(n^3) per sweep and take ~10 sweeps) and support real
-  dtypes only.
+  dtypes only. ``eig`` and ``schur`` have no portable implementation: they need LAPACK (``geev``,
+  ``gees``) on CPU, and lowering them for another backend raises an error saying how to move the
+  computation to the CPU.
 
 Failures follow JAX, not NumPy: nothing raises at run time. A singular matrix gives an LU factor with a
 zero on the diagonal (so ``det`` is 0 and ``inv``/``solve`` give inf/NaN); ``cholesky`` of a matrix
@@ -27,7 +31,9 @@ that is not positive definite, and ``eigh``/``svd`` when LAPACK reports no conve
 """
 from __future__ import annotations
 
-from typing import Any
+import enum
+import warnings
+from typing import Any, Callable
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
@@ -37,7 +43,8 @@ from ..core.tracing import abstractify
 from . import api
 
 __all__ = ["cholesky", "lu", "qr", "eigh", "svd", "triangular_solve", "cholesky_p", "lu_p", "qr_p", "eigh_p",
-           "svd_p", "triangular_solve_p", "EighImplementation", "SvdAlgorithm", "cholesky_update", "hessenberg",
+           "svd_p", "triangular_solve_p", "eig", "eig_p", "EigImplementation", "schur", "schur_p",
+           "EighImplementation", "SvdAlgorithm", "cholesky_update", "hessenberg",
            "householder_product", "lu_pivots_to_permutation", "ormqr", "qdwh", "symmetric_product", "tridiagonal",
            "tridiagonal_solve"]
 
@@ -178,6 +185,103 @@ def eigh(x, *, lower: bool = True, symmetrize_input: bool = True, sort_eigenvalu
         lo, hi = _subset("eigh", subset_by_index, abstractify(w).shape[-1])
         v, w = _take_last(v, lo, hi), _take_last(w, lo, hi)
     return v, w
+
+
+# -- eig -----------------------------------------------------------------------------------------
+
+class EigImplementation(enum.Enum):
+    """The implementation of ``eig`` (as ``jax.lax.linalg.EigImplementation``). kiln has LAPACK only
+    (``geev`` on the CPU); ``CUSOLVER`` and ``MAGMA`` (JAX's GPU kernels) raise an error."""
+
+    CUSOLVER = "cusolver"
+    MAGMA = "magma"
+    LAPACK = "lapack"
+
+
+def _eig_rule(x: ShapedArray, *, compute_left_eigenvectors: bool, compute_right_eigenvectors: bool,
+              enable_eigvec_derivs: bool, implementation: Any) -> list[ShapedArray]:
+    _check_matrix("eig", x, square=True)
+    c = dtypes.to_complex_dtype(x.dtype)
+    count = int(compute_left_eigenvectors) + int(compute_right_eigenvectors)
+    return [ShapedArray(x.shape[:-1], c)] + [ShapedArray(x.shape, c) for _ in range(count)]
+
+
+eig_p = Primitive("eig", _eig_rule, multiple_results=True)
+
+
+def eig(x, *, compute_left_eigenvectors: bool = True, compute_right_eigenvectors: bool = True,
+        enable_eigvec_derivs: bool = False, implementation: EigImplementation | None = None,
+        use_magma: bool | None = None) -> list:
+    """Eigendecomposition of a general (nonsymmetric) square matrix (stack), by LAPACK's ``geev`` on CPU.
+
+    Returns a list ``[w, vl, vr]``: the eigenvalues ``w`` (``(..., n)``), then the left eigenvectors
+    ``vl`` (``vl[..., :, j]^H x = w[j] vl[..., :, j]^H``) if ``compute_left_eigenvectors`` and the right
+    eigenvectors ``vr`` (``x vr[..., :, j] = w[j] vr[..., :, j]``) if ``compute_right_eigenvectors``. All
+    are complex (complex64 for float32 input, complex128 for float64). Eigenvectors are normalised as
+    LAPACK does: unit 2-norm, largest component real. A failed decomposition gives NaNs (no exception).
+
+    Derivatives: the eigenvalues are differentiable; eigenvectors only with ``enable_eigvec_derivs=True``
+    (valid for distinct eigenvalues, as JAX). There is no GPU/TPU implementation: on another backend
+    the lowering raises an error saying how to run it on the CPU.
+    """
+    if use_magma is not None:
+        warnings.warn("kiln.lax.linalg.eig: use_magma is deprecated (as in JAX); use implementation= instead",
+                      DeprecationWarning, stacklevel=2)
+        if use_magma:
+            implementation = EigImplementation.MAGMA
+    _check_eig_implementation(implementation)
+    _check_matrix("eig", abstractify(x), square=True)
+    return list(eig_p.bind(x, compute_left_eigenvectors=bool(compute_left_eigenvectors),
+                           compute_right_eigenvectors=bool(compute_right_eigenvectors),
+                           enable_eigvec_derivs=bool(enable_eigvec_derivs), implementation=None))
+
+
+def _check_eig_implementation(implementation: Any) -> None:
+    if implementation is None or implementation is EigImplementation.LAPACK:
+        return
+    if isinstance(implementation, EigImplementation):
+        raise ValueError(f"kiln.lax.linalg.eig: implementation={implementation} is not available in kiln (JAX's "
+                         "GPU kernels); kiln computes eig with LAPACK on the CPU only: pass None or "
+                         "EigImplementation.LAPACK")
+    raise TypeError(f"kiln.lax.linalg.eig: implementation must be None or a kiln.lax.linalg.EigImplementation, "
+                    f"got {implementation!r}")
+
+
+# -- schur ---------------------------------------------------------------------------------------
+
+def _schur_rule(x: ShapedArray, *, compute_schur_vectors: bool, sort_eig_vals: bool,
+                select_callable: Any) -> list[ShapedArray]:
+    _check_matrix("schur", x, square=True)
+    if sort_eig_vals:
+        raise NotImplementedError(_SCHUR_SORT)
+    return [_matrix(x)] * (2 if compute_schur_vectors else 1)
+
+
+_SCHUR_SORT = ("kiln.lax.linalg.schur: sort_eig_vals=True (LAPACK gees's eigenvalue ordering with a "
+               "select_callable) is not supported, as in JAX; sort the eigenvalues afterwards, or reorder with "
+               "scipy.linalg.schur(sort=...) outside kiln")
+
+schur_p = Primitive("schur", _schur_rule, multiple_results=True)
+
+
+def schur(x, *, compute_schur_vectors: bool = True, sort_eig_vals: bool = False,
+          select_callable: Callable[..., Any] | None = None):
+    """Schur decomposition ``x = Q T Q^H`` of a square matrix (stack), by LAPACK's ``gees`` on CPU.
+
+    Returns ``(T, Q)``, or only ``T`` when ``compute_schur_vectors=False``. For real input ``T`` is
+    quasi-upper-triangular (2x2 blocks on the diagonal for complex-conjugate eigenvalue pairs); for
+    complex input it is upper triangular. ``sort_eig_vals=True`` raises (as JAX, whose gees lowering has no
+    sorting); ``select_callable`` is only meaningful with sorting and is otherwise ignored, as in JAX.
+    Not differentiable (as JAX). CPU only: on another backend the lowering raises an error saying how to
+    run it on the CPU.
+    """
+    if sort_eig_vals:
+        raise NotImplementedError(_SCHUR_SORT)
+    if select_callable is not None and not callable(select_callable):
+        raise TypeError(f"kiln.lax.linalg.schur: select_callable must be None or a callable, got {select_callable!r}")
+    outs = schur_p.bind(x, compute_schur_vectors=bool(compute_schur_vectors), sort_eig_vals=False,
+                        select_callable=None)
+    return tuple(outs) if compute_schur_vectors else outs[0]
 
 
 # -- svd -----------------------------------------------------------------------------------------

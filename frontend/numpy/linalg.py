@@ -8,6 +8,7 @@ The decompositions are kiln primitives (``kiln.lax.linalg``: ``lu``, ``cholesky`
   gather);
 - ``norm`` (``ord`` 2, -2, 'nuc'), ``cond``, ``pinv``, ``lstsq``, ``matrix_rank``, ``svdvals``: ``svd``;
 - ``matrix_power``: repeated squaring with matrix products.
+- ``eig``, ``eigvals``: ``kiln.lax.linalg.eig`` (LAPACK ``geev``; CPU only, no portable version).
 
 Implementation of the primitives: on CPU, jaxlib's LAPACK kernels (``getrf``, ``potrf``, ``geqrf`` +
 ``orgqr``, ``syevd``/``heevd``, ``gesdd``, ``trsm``) called from the compiled program as XLA custom calls
@@ -47,8 +48,13 @@ __all__ = [
     "cholesky", "cond", "cross", "det", "diagonal", "outer", "tensorinv", "tensorsolve", "trace", "eigh", "eigvalsh",
     "inv", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot", "norm",
     "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "vecdot", "vector_norm", "EighResult",
-    "QRResult", "SlogdetResult", "SVDResult",
+    "QRResult", "SlogdetResult", "SVDResult", "eig", "eigvals", "EigResult",
 ]
+
+
+class EigResult(NamedTuple):
+    eigenvalues: Any
+    eigenvectors: Any
 
 
 class EighResult(NamedTuple):
@@ -253,6 +259,28 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
     _square("eigh", a)
     v, w = lax_linalg.eigh(a, lower=UPLO != "U", symmetrize_input=symmetrize_input)
     return EighResult(w, v)
+
+
+def eig(a):
+    """Eigenvalues and right eigenvectors of a general square matrix (stack): ``EigResult(eigenvalues,
+    eigenvectors)`` with ``a @ v[..., :, j] == w[..., j] * v[..., :, j]``.
+
+    As JAX (unlike NumPy), the results are always complex (complex64 for 32-bit input, complex128 for
+    64-bit); eigenvectors have unit norm and their largest component real (LAPACK's ``geev``). CPU only
+    (LAPACK); the eigenvectors are not differentiable (use ``kiln.lax.linalg.eig(...,
+    enable_eigvec_derivs=True)``), the eigenvalues are.
+    """
+    (a,) = _inexact("eig", a)
+    _square("eig", a)
+    w, v = lax_linalg.eig(a, compute_left_eigenvectors=False)
+    return EigResult(w, v)
+
+
+def eigvals(a):
+    """Eigenvalues of a general square matrix (stack), always complex as in JAX (see ``eig``)."""
+    (a,) = _inexact("eigvals", a)
+    _square("eigvals", a)
+    return lax_linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
 def eigvalsh(a, UPLO: str | None = "L"):

@@ -1,9 +1,9 @@
 """Polynomials of kiln.numpy as coefficient arrays, highest power first: poly, polyadd, polysub,
-polymul, polydiv, polyder, polyint, polyval, polyfit.
+polymul, polydiv, polyder, polyint, polyval, polyfit, roots.
 
 Shapes stay static, as in JAX: results keep leading zeros (``trim_leading_zeros=True`` removes them
 from ``polymul``/``polydiv``'s results, which needs concrete values). ``roots`` (and ``poly`` of a
-square matrix) need the eigenvalues of a general matrix, which kiln's linalg does not have yet.
+square matrix) use the eigenvalues of a general matrix (``kiln.numpy.linalg.eigvals``: LAPACK on CPU).
 """
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from .reductions import sum as _sum
 from .shape import atleast_1d, concatenate, pad, trim_zeros
 from .ufuncs import maximum, sqrt
 
-__all__ = ["poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub", "polyval"]
+__all__ = ["poly", "polyadd", "polyder", "polydiv", "polyfit", "polyint", "polymul", "polysub", "polyval", "roots"]
 
 
 def _promote(fname: str, *args: Any, inexact: bool) -> list[Any]:
@@ -41,15 +41,18 @@ def _coefficients(fname: str, p: Any, what: str = "the coefficients") -> None:
 
 
 def poly(seq_of_zeros: Any) -> Any:
-    """The coefficients of the monic polynomial whose roots are ``seq_of_zeros`` (1-D)."""
+    """The coefficients of the monic polynomial whose roots are ``seq_of_zeros`` (1-D), or the
+    characteristic polynomial of a non-empty square matrix (from its eigenvalues: complex, as JAX)."""
     (z,) = _promote("poly", seq_of_zeros, inexact=True)
     z = atleast_1d(z)
     shape = abstractify(z).shape
     if len(shape) == 2 and shape[0] == shape[1] and shape[0]:
-        raise NotImplementedError("kiln.numpy.poly: the characteristic polynomial of a matrix needs its eigenvalues "
-                                  "(kiln.numpy.linalg.eigvals), which kiln does not have yet; pass the roots instead")
+        from .linalg import eigvals
+        z = eigvals(z)
+        shape = abstractify(z).shape
     if len(shape) != 1:
-        raise ValueError(f"kiln.numpy.poly: needs a 1-D array of roots, got shape {shape}")
+        raise ValueError(f"kiln.numpy.poly: needs a 1-D array of roots or a non-empty square matrix, got shape "
+                         f"{shape}")
     dtype = abstractify(z).dtype
     if shape[0] == 0:
         return ones((), dtype)
@@ -219,3 +222,61 @@ def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = F
             return c, base * fac
         return c, base[:, :, None] * fac
     return c
+
+
+def roots(p: Any, *, strip_zeros: bool = True) -> Any:
+    """The roots of the polynomial with coefficients ``p`` (1-D, highest power first), as the eigenvalues
+    of its companion matrix; always complex (as JAX, unlike NumPy).
+
+    ``strip_zeros=True`` (the default) drops leading zero coefficients as NumPy does: the result's length
+    depends on the values, so it needs concrete ``p`` (not under ``jit``). With ``strip_zeros=False`` the
+    result has ``len(p) - 1`` entries and the roots lost to leading zeros are NaN (works under ``jit``).
+    CPU only (LAPACK's ``geev``).
+    """
+    (p,) = _promote("roots", p, inexact=True)
+    p = atleast_1d(p)
+    _coefficients("roots", p)
+    n = abstractify(p).shape[0]
+    cdt = dtypes.to_complex_dtype(abstractify(p).dtype)
+    if n < 2:
+        return zeros((0,), cdt)
+    if strip_zeros:
+        from ..core.tracing import Tracer, concrete
+        value = concrete(p) if isinstance(p, Tracer) else p
+        if value is None:
+            from ..core.errors import ConcretizationTypeError
+            raise ConcretizationTypeError(
+                "kiln.numpy.roots: strip_zeros=True needs concrete coefficients (the number of roots depends on the "
+                "leading zeros); under jit pass strip_zeros=False, which gives NaN for the roots lost to leading "
+                "zeros")
+        nonzero = np.nonzero(np.asarray(value) != 0)[0]
+        return _roots_no_zeros(p[int(nonzero[0]) if nonzero.size else n:])
+    return _roots_with_zeros(p)
+
+
+def _roots_no_zeros(p: Any) -> Any:
+    from .creation import eye
+    from .linalg import eigvals
+    n = abstractify(p).shape[0]
+    dtype = abstractify(p).dtype
+    if n < 2:
+        return zeros((0,), dtypes.to_complex_dtype(dtype))
+    a = eye(n - 1, k=-1, dtype=dtype)
+    a = a.at[0, :].set(-p[1:] / p[0])
+    return eigvals(a)
+
+
+def _roots_with_zeros(p: Any) -> Any:
+    from ..lax.sorting import sort_key_val
+    from .reductions import all as _all
+    from .reductions import argmin
+    from .ufuncs import equal, where
+    n = abstractify(p).shape[0]
+    is_zero = equal(p, 0)
+    leading = where(_all(is_zero), n, argmin(is_zero))
+    p = where(leading == n, ones((), abstractify(p).dtype), p)  # all zero: any polynomial (all roots NaN)
+    rolled = p[(arange(n) + leading) % n]  # the leading zeros become trailing ones: zero roots
+    r = _roots_no_zeros(rolled)
+    _, r = sort_key_val(equal(r, 0), r)  # the zero roots last (stable)
+    nan = np.array(complex(np.nan, np.nan), abstractify(r).dtype)
+    return where(arange(n - 1) < n - 1 - leading, r, nan)

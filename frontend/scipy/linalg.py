@@ -12,6 +12,7 @@ from .. import numpy as jnp
 from ..control.loops import fori_loop
 from ..core import dtypes
 from ..core.errors import MatrixShapeError
+from ..driver.jit import eager_jit
 from ..lax import linalg as lax_linalg
 from ..numpy import linalg as _nla
 from ..numpy._util import check_arraylike
@@ -20,7 +21,8 @@ __all__ = [
     "cholesky", "cho_factor", "cho_solve", "lu", "lu_factor", "lu_solve", "qr", "qr_multiply", "svd", "eigh",
     "eigh_tridiagonal", "inv", "det", "solve", "solve_triangular", "expm", "expm_frechet", "polar", "block_diag",
     "toeplitz", "hankel", "circulant", "companion", "fiedler", "fiedler_companion", "leslie", "convolution_matrix",
-    "hilbert", "invhilbert", "pascal", "invpascal", "helmert", "hadamard", "dft",
+    "hilbert", "invhilbert", "pascal", "invpascal", "helmert", "hadamard", "dft", "schur", "rsf2csf", "sqrtm",
+    "funm", "solve_sylvester", "hessenberg",
 ]
 
 
@@ -412,6 +414,273 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps: float | None = N
     else:
         p = jnp.matmul(u * s, _mH(u))
     return unitary, p
+
+
+# -- Schur-based functions (LAPACK gees/geev on the CPU) ---------------------------------------------
+
+def schur(a, output: str = "real"):
+    """The Schur decomposition ``a = Z T Z^H``: returns ``(T, Z)``, ``Z`` unitary.
+
+    ``output='real'`` (for real ``a``): ``T`` is quasi-upper-triangular (a 2x2 block on the diagonal for
+    each complex-conjugate eigenvalue pair); ``output='complex'``: ``T`` is upper triangular and complex.
+    LAPACK's ``gees`` on the CPU (no GPU implementation, as JAX); not differentiable (as JAX).
+    """
+    if output not in ("real", "complex"):
+        raise ValueError(f"kiln.scipy.linalg.schur: output must be 'real' or 'complex', got {output!r}")
+    (a,) = _inexact("schur", a)
+    _square("schur", a)
+    if output == "complex":
+        a = a.astype(dtypes.to_complex_dtype(a.dtype))
+    return lax_linalg.schur(a)
+
+
+def _check_tz(fname: str, T, Z) -> None:
+    for name, x in (("T", T), ("Z", Z)):
+        if x.ndim < 2 or x.shape[-1] != x.shape[-2]:
+            raise MatrixShapeError(f"{_where(fname)}: {name} must be a square matrix (or a stack of them), got "
+                                   f"shape {x.shape}")
+    if T.shape[-1] != Z.shape[-1]:
+        raise MatrixShapeError(f"{_where(fname)}: T and Z must have the same matrix size, got shapes {T.shape} and "
+                               f"{Z.shape}")
+
+
+def rsf2csf(T, Z, check_finite: bool = True):
+    """Convert a real Schur form ``(T, Z)`` (from ``schur(a)``) to the complex one: returns complex
+    ``(T, Z)`` with ``T`` upper triangular and the same ``Z T Z^H``.
+
+    Each 2x2 diagonal block (a complex-conjugate eigenvalue pair) is triangularised by a complex Givens
+    rotation, from the bottom right up (SciPy's algorithm); the rotation uses the block's eigenvalue with
+    the principal square root (the one with positive imaginary part for a standardised block). Batch
+    dimensions of ``T`` and ``Z`` broadcast. The loop over the diagonal is unrolled (the program grows
+    with the matrix size).
+    """
+    del check_finite
+    T, Z = _inexact("rsf2csf", T, Z)
+    _check_tz("rsf2csf", T, Z)
+    return _rsf2csf(T, Z)
+
+
+@eager_jit()
+def _rsf2csf(T, Z):
+    cdt = dtypes.to_complex_dtype(T.dtype)
+    T, Z = T.astype(cdt), Z.astype(cdt)
+    batch = np.broadcast_shapes(T.shape[:-2], Z.shape[:-2])
+    n = T.shape[-1]
+    T = jnp.broadcast_to(T, batch + (n, n))
+    Z = jnp.broadcast_to(Z, batch + (n, n))
+    eps = float(np.finfo(cdt).eps)
+    for m in range(n - 1, 0, -1):
+        a, b = T[..., m - 1, m - 1], T[..., m - 1, m]
+        c, d = T[..., m, m - 1], T[..., m, m]
+        # An eigenvalue of the 2x2 block [[a, b], [c, d]], minus d.
+        half = (a - d) / 2
+        mu = half + jnp.sqrt(half * half + b * c)
+        r = jnp.sqrt(jnp.abs(mu) ** 2 + jnp.abs(c) ** 2).astype(cdt)
+        split = jnp.abs(c) > eps * (jnp.abs(a) + jnp.abs(d))
+        r = jnp.where(split, r, 1)
+        cs, sn = mu / r, c / r
+        # G = [[conj(cs), sn], [-sn, cs]]: rows m-1, m of T (columns m-1:) from the left, columns m-1, m of
+        # T (rows :m+1) and of Z by G^H from the right.
+        g = jnp.stack([jnp.stack([jnp.conj(cs), sn], -1), jnp.stack([-sn, cs], -1)], -2)
+        gh = _mH(g)
+        rows = jnp.matmul(g, T[..., m - 1:m + 1, m - 1:])
+        t_new = T.at[..., m - 1:m + 1, m - 1:].set(rows)
+        cols = jnp.matmul(t_new[..., :m + 1, m - 1:m + 1], gh)
+        t_new = t_new.at[..., :m + 1, m - 1:m + 1].set(cols)
+        z_new = Z.at[..., :, m - 1:m + 1].set(jnp.matmul(Z[..., :, m - 1:m + 1], gh))
+        keep = split[..., None, None]
+        T = jnp.where(keep, t_new, T)
+        Z = jnp.where(keep, z_new, Z)
+        T = T.at[..., m, m - 1].set(0)
+    return T, Z
+
+
+def _superdiagonal_mask(n: int, d):
+    """``(n, n)`` booleans: the ``d``-th superdiagonal (``d`` may be traced)."""
+    i = jnp.arange(n)
+    return (i[None, :] - i[:, None]) == d
+
+
+def _sqrtm_triu(T):
+    """The principal square root of an upper triangular ``T`` (Björck and Hammarling's recurrence), one
+    superdiagonal per step: with the diagonals below ``d`` filled, ``(U @ U)[i, i + d]`` is exactly the sum
+    the recurrence subtracts."""
+    n = T.shape[-1]
+    diag = jnp.sqrt(jnp.diagonal(T, axis1=-2, axis2=-1))
+    U = jnp.where(jnp.eye(n, dtype=bool), diag[..., None, :], 0).astype(T.dtype)
+    den = diag[..., :, None] + diag[..., None, :]
+
+    def body(d, U):
+        num = T - jnp.matmul(U, U)
+        step = jnp.where(num == 0, 0, num / jnp.where(num == 0, 1, den))
+        return jnp.where(_superdiagonal_mask(n, d), step, U)
+
+    return fori_loop(1, n, body, U)
+
+
+def sqrtm(A, blocksize: int = 1):
+    """The principal matrix square root, from the complex Schur form (Björck and Hammarling's method):
+    always complex, as JAX (SciPy returns a real result when it can). ``blocksize > 1`` raises, as JAX.
+
+    LAPACK's ``gees`` on the CPU; not differentiable (as JAX).
+    """
+    if blocksize > 1:
+        raise NotImplementedError("kiln.scipy.linalg.sqrtm: blocksize > 1 (the blocked algorithm) is not "
+                                  "implemented, as in JAX; use blocksize=1")
+    (A,) = _inexact("sqrtm", A)
+    _square("sqrtm", A, "A")
+    return _sqrtm(A)
+
+
+@eager_jit()
+def _sqrtm(A):
+    T, Z = schur(A, output="complex")
+    return jnp.matmul(jnp.matmul(Z, _sqrtm_triu(T)), _mH(Z))
+
+
+def _parlett(F, T):
+    """Parlett's recurrence (Golub & Van Loan, Algorithm 11.1.1) for ``f(T)`` of an upper triangular ``T``
+    given its diagonal ``F``: one superdiagonal per step, where ``(T @ F - F @ T)[i, j]`` is exactly the
+    recurrence's numerator. Returns ``(F, smallest |T_jj - T_ii| used)``."""
+    n = T.shape[-1]
+    tdiag = jnp.diagonal(T, axis1=-2, axis2=-1)
+    den = tdiag[..., None, :] - tdiag[..., :, None]  # T_jj - T_ii
+
+    def body(d, carry):
+        F, minden = carry
+        mask = _superdiagonal_mask(n, d)
+        s = jnp.matmul(T, F) - jnp.matmul(F, T)
+        step = jnp.where(den != 0, s / jnp.where(den != 0, den, 1), s)
+        used = jnp.min(jnp.where(mask, jnp.abs(den), jnp.inf), axis=(-2, -1))
+        return jnp.where(mask, step, F), jnp.minimum(minden, used)
+
+    minden0 = jnp.abs(T[..., 0, 0])
+    return fori_loop(1, n, body, (F, minden0))
+
+
+def funm(A, func, disp: bool = True):
+    """The matrix function ``func(A)`` for a scalar function ``func`` (applied elementwise to kiln arrays),
+    by Parlett's recurrence on the complex Schur form (as SciPy and JAX). Always complex, as JAX.
+
+    ``disp=False`` returns ``(F, errest)`` with SciPy's error estimate. Meant for matrices with distinct
+    eigenvalues (repeated ones make the recurrence divide by zero; that entry is then left undivided, as
+    JAX). LAPACK's ``gees`` on the CPU; not differentiable (as JAX).
+    """
+    (A,) = _inexact("funm", A)
+    if A.ndim != 2 or A.shape[0] != A.shape[1]:
+        raise MatrixShapeError(f"kiln.scipy.linalg.funm: A must be a square matrix, got shape {A.shape}")
+    if not callable(func):
+        raise TypeError(f"kiln.scipy.linalg.funm: func must be a callable, got {type(func).__name__}")
+    return _funm(A, func, bool(disp))
+
+
+@eager_jit("func", "disp")
+def _funm(A, func, disp):
+    T, Z = schur(A)
+    T, Z = rsf2csf(T, Z)
+    n = A.shape[-1]
+    if n == 0:
+        return (T, jnp.zeros((), T.real.dtype)) if not disp else T
+    fd = jnp.asarray(func(jnp.diagonal(T))).astype(T.dtype)
+    F = jnp.where(jnp.eye(n, dtype=bool), fd[None, :], 0).astype(T.dtype)
+    F, minden = _parlett(F, T)
+    F = jnp.matmul(jnp.matmul(Z, F), _mH(Z))
+    if disp:
+        return F
+    tol = float(np.finfo(T.real.dtype).eps)
+    minden = jnp.where(minden == 0, tol, minden)
+    err = jnp.where(jnp.any(jnp.isinf(F)), np.inf,
+                    jnp.minimum(1, jnp.maximum(tol, (tol / minden) * _nla.norm(jnp.triu(T, 1), 1))))
+    return F, err
+
+
+def _sylvester_triangular(R, L, F):
+    """``Y`` with ``R Y + Y L = F`` for upper triangular ``R`` (m x m) and lower triangular ``L`` (n x n): one
+    anti-diagonal level ``(m-1-i) + (n-1-j)`` per step, from the bottom right; with the finished levels
+    filled and the rest zero, ``(R @ Y + Y @ L)[i, j]`` is exactly what the equation subtracts."""
+    m, n = F.shape[-2:]
+    i = jnp.arange(m)[:, None]
+    j = jnp.arange(n)[None, :]
+    level = (m - 1 - i) + (n - 1 - j)
+    den = jnp.diagonal(R, axis1=-2, axis2=-1)[..., :, None] + jnp.diagonal(L, axis1=-2, axis2=-1)[..., None, :]
+
+    def body(k, Y):
+        step = (F - jnp.matmul(R, Y) - jnp.matmul(Y, L)) / den
+        return jnp.where(level == k, step, Y)
+
+    return fori_loop(0, m + n - 1, body, jnp.zeros_like(F))
+
+
+def solve_sylvester(A, B, C, *, method: str = "schur", tol: float = 1e-8):
+    """The solution ``X`` of ``A X + X B = C`` (``A`` m x m, ``B`` n x n, ``C`` m x n; batch dimensions
+    broadcast).
+
+    ``method='schur'`` (default): Bartels-Stewart on the complex Schur forms of ``A`` and ``B^H`` (LAPACK
+    ``gees``); ``'eigen'``: from the eigendecompositions (LAPACK ``geev``; faster, less accurate for
+    non-normal matrices). As JAX, the result is NaN when some ``|eig(A)_i + eig(B)_j| < tol`` (no unique
+    solution), and real when ``C`` is real. CPU only; not differentiable (as JAX).
+    """
+    if method not in ("schur", "eigen"):
+        raise ValueError(f"kiln.scipy.linalg.solve_sylvester: method must be 'schur' or 'eigen', got {method!r}")
+    A, B, C = _inexact("solve_sylvester", A, B, C)
+    if C.ndim < 2 or A.ndim < 2 or B.ndim < 2:
+        raise MatrixShapeError(f"kiln.scipy.linalg.solve_sylvester: A, B and C must be matrices (or stacks), got "
+                               f"shapes {A.shape}, {B.shape}, {C.shape}")
+    m, n = C.shape[-2:]
+    if A.shape[-2:] != (m, m) or B.shape[-2:] != (n, n):
+        raise MatrixShapeError(f"kiln.scipy.linalg.solve_sylvester: incompatible shapes: A {A.shape} must be "
+                               f"(..., m, m), B {B.shape} (..., n, n) and C {C.shape} (..., m, n)")
+    batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2], C.shape[:-2])
+    A = jnp.broadcast_to(A, batch + (m, m))
+    B = jnp.broadcast_to(B, batch + (n, n))
+    C = jnp.broadcast_to(C, batch + (m, n))
+    return _solve_sylvester(A, B, C, method, tol)
+
+
+@eager_jit("method")
+def _solve_sylvester(A, B, C, method, tol):
+    cdt = dtypes.to_complex_dtype(A.dtype)
+    if method == "schur":
+        R, U = schur(A, output="complex")
+        S, V = schur(_mH(B), output="complex")
+        L = _mH(S)
+        F = jnp.matmul(jnp.matmul(_mH(U), C.astype(cdt)), V)
+        X = jnp.matmul(jnp.matmul(U, _sylvester_triangular(R, L, F)), _mH(V))
+        wa, wb = jnp.diagonal(R, axis1=-2, axis2=-1), jnp.diagonal(L, axis1=-2, axis2=-1)
+    else:
+        wa, ua = _nla.eig(A)
+        wb, ub = _nla.eig(B)
+        F = _nla.solve(ua, jnp.matmul(C.astype(cdt), ub))
+        X = jnp.matmul(jnp.matmul(ua, F / (wa[..., :, None] + wb[..., None, :])), _nla.inv(ub))
+    if not jnp.iscomplexobj(C):
+        X = X.real
+    singular = jnp.any(jnp.abs(wa[..., :, None] + wb[..., None, :]) < tol, axis=(-2, -1))
+    return jnp.where(singular[..., None, None], np.nan, X)
+
+
+def hessenberg(a, *, calc_q: bool = False, overwrite_a: bool = False, check_finite: bool = True):
+    """The Hessenberg form ``a = Q H Q^H`` (``H`` zero below the first subdiagonal): ``H``, or ``(H, Q)``
+    when ``calc_q``. Householder reflections with LAPACK ``gehrd``'s conventions, built from kiln
+    operations (``kiln.lax.linalg.hessenberg``): it runs on every backend and is differentiable, unlike
+    JAX's (a CPU-only LAPACK call); the program grows with the matrix size (meant for small and medium
+    matrices)."""
+    del overwrite_a, check_finite
+    (a,) = _inexact("hessenberg", a)
+    _square("hessenberg", a)
+    if a.shape[-1] <= 1:
+        return (a, jnp.ones_like(a)) if calc_q else a
+    return _hessenberg(a, bool(calc_q))
+
+
+@eager_jit("calc_q")
+def _hessenberg(a, calc_q):
+    packed, taus = lax_linalg.hessenberg(a)
+    h = jnp.triu(packed, -1)
+    if not calc_q:
+        return h
+    q = lax_linalg.householder_product(packed[..., 1:, :-1], taus)
+    q = jnp.pad(q, [(0, 0)] * (a.ndim - 2) + [(1, 0), (1, 0)])
+    return h, q.at[..., 0, 0].set(1)
 
 
 # -- Special matrices -------------------------------------------------------------------------------

@@ -322,6 +322,7 @@ from kiln.frontend.numpy import right_shift as right_shift
 from kiln.frontend.numpy import rint as rint
 from kiln.frontend.numpy import roll as roll
 from kiln.frontend.numpy import rollaxis as rollaxis
+from kiln.frontend.numpy import roots as roots
 from kiln.frontend.numpy import rot90 as rot90
 from kiln.frontend.numpy import round as round
 from kiln.frontend.numpy import row_stack as row_stack
@@ -441,7 +442,8 @@ __all__ = [
     "polymul", "polysub", "polyval", "positive", "pow", "power", "printoptions", "prod", "promote_types", "ptp",
     "put", "put_along_axis", "quantile", "r_", "rad2deg", "radians", "ravel", "ravel_multi_index", "real",
     "reciprocal", "remainder", "repeat", "reshape", "resize", "result_type", "right_shift", "rint", "roll",
-    "rollaxis", "rot90", "round", "row_stack", "s_", "save", "savez", "searchsorted", "select", "set_printoptions",
+    "rollaxis", "roots", "rot90", "round", "row_stack", "s_", "save", "savez", "searchsorted", "select",
+    "set_printoptions",
     "setdiff1d", "setxor1d", "shape", "sign", "signbit", "signedinteger", "sin", "sinc", "single", "sinh", "size",
     "sort", "sort_complex", "spacing", "split", "sqrt", "square", "squeeze", "stack", "std", "subtract", "sum",
     "swapaxes", "take", "take_along_axis", "tan", "tanh", "tensordot", "tile", "trace", "transpose", "trapezoid",

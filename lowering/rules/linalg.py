@@ -577,3 +577,70 @@ def _svd_portable(x: V, full_matrices: bool, compute_uv: bool) -> list[V]:
     if swap:  # x^T = u s vh  =>  x = vh^T s u^T
         u, vh = mT(vh), mT(u)
     return [s_sorted, u, vh]
+
+
+# == eig and schur: LAPACK only ==================================================================
+
+def _lapack_only(ctx, fname: str, dtype, real_name: str) -> str:
+    """The LAPACK target of a routine kiln has no portable implementation of, or a clear error."""
+    target = _lapack(ctx, dtype, real_name)
+    if target is not None:
+        return target
+    platform = getattr(ctx, "platform", None)
+    if platform == "cpu":
+        from kiln.frontend.core.config import config
+        reason = ("jaxlib's LAPACK kernels are turned off (kiln.config 'cpu_lapack' is False or KILN_CPU_LAPACK=0); "
+                  "turn them on with kiln.config.update('cpu_lapack', True)" if not config.cpu_lapack else
+                  "jaxlib could not load its LAPACK kernels (they need SciPy installed)")
+    else:
+        reason = (f"this computation is compiled for {platform!r}, and kiln has no {fname} for it; move it to the "
+                  "CPU: put the operands there with kiln.device_put(x, kiln.devices('cpu')[0]), or compile the "
+                  "function with kiln.jit(f, backend='cpu')")
+    raise LoweringError(f"kiln.lax.linalg.{fname}: needs LAPACK on the CPU (there is no portable implementation "
+                        f"of this nonsymmetric eigensolver); {reason}")
+
+
+@register("eig")
+def _eig(ctx, eqn, x_):
+    (x,) = wrap_inputs(eqn, [x_])
+    p = eqn.params
+    left, right = p["compute_left_eigenvectors"], p["compute_right_eigenvectors"]
+    *batch, n, _ = x.shape
+    batch = tuple(batch)
+    cdt = np.dtype(np.complex64 if x.dtype in (np.float32, np.complex64) else np.complex128)
+    target = _lapack_only(ctx, "eig", x.dtype, "geev")
+    if n == 0:
+        outs = [full(0, (*batch, 0), cdt)] + [full(0, x.shape, cdt)] * (int(left) + int(right))
+        return [o.v for o in outs]
+    real = x.dtype.kind != "c"
+    vec = ((*batch, n), x.dtype, False)
+    results = ([vec, vec] if real else [vec]) + [(x.shape, cdt, True), (x.shape, cdt, True), (batch, np.int32, False)]
+    *w, vl, vr, info = custom_call(target, [x], [True], results,
+                                   {"compute_left": "V" if left else "N", "compute_right": "V" if right else "N"})
+    w = V(op("stablehlo.complex", [w[0].v, w[1].v], [ranked_type(w[0].shape, cdt)])[0], w[0].shape, cdt) \
+        if real else w[0]
+    ok = info.eq(0)
+    outs = [nan_where_not(ok, w)]
+    if left:
+        outs.append(nan_where_not(ok, vl))
+    if right:
+        outs.append(nan_where_not(ok, vr))
+    return [o.v for o in outs]
+
+
+@register("schur")
+def _schur(ctx, eqn, x_):
+    (x,) = wrap_inputs(eqn, [x_])
+    vectors = eqn.params["compute_schur_vectors"]
+    *batch, n, _ = x.shape
+    batch = tuple(batch)
+    target = _lapack_only(ctx, "schur", x.dtype, "gees")
+    if n == 0:
+        return [x.v] * (2 if vectors else 1)
+    vec = ((*batch, n), x.dtype, False)
+    ints = [(batch, np.int32, False), (batch, np.int32, False)]  # sdim, info
+    results = [(x.shape, x.dtype, True), (x.shape, x.dtype, True)] + \
+        ([vec, vec] if x.dtype.kind != "c" else [vec]) + ints
+    t, q, *_, info = custom_call(target, [x], [True], results, {"mode": "V" if vectors else "N", "sort": "N"})
+    ok = info.eq(0)
+    return [nan_where_not(ok, t).v] + ([nan_where_not(ok, q).v] if vectors else [])

@@ -51,6 +51,7 @@ def sym(n):
     return m + m.T + np.diag(np.arange(n) * 2.0)  # well-separated eigenvalues
 
 
+NONSYM = a(3, 3) + np.diag([0.0, 2.0, 4.0])  # nonsymmetric, well-separated real eigenvalues
 IDX = np.array([[2], [0], [5], [2]], np.int32)  # a repeated index and one out of bounds (for a length-4 axis)
 X34, U43 = a(4, 3), a(4, 3)
 GDN = lax.GatherDimensionNumbers(offset_dims=(1,), collapsed_slice_dims=(0,), start_index_map=(0,))
@@ -222,6 +223,10 @@ CASES: dict[str, list[Case]] = {
     "qr": [c(lambda m: lax.linalg.qr(m, full_matrices=False), a(4, 3))],
     # eigenvectors and singular vectors are defined up to sign: check sign-invariant products
     "eigh": [c(lambda m: (lambda v, w: (w, v * v))(*lax.linalg.eigh(m)), sym(3), tol=1e-4)],
+    "eig": [c(lambda m: (lambda w: (knp.real(w), knp.imag(w)))(*lax.linalg.eig(
+                m, compute_left_eigenvectors=False, compute_right_eigenvectors=False)), NONSYM, tol=1e-4),
+            c(lambda m: (lambda w, vl, vr: (knp.real(w), knp.abs(vl), knp.real(vr), knp.imag(vr)))(
+                *lax.linalg.eig(m, enable_eigvec_derivs=True)), NONSYM, tol=1e-4)],
     "svd": [c(lambda m: (lambda u, s, vh: (s, knp.einsum("ik,k,kj->ij", u, s * s, vh)))(
         *lax.linalg.svd(m, full_matrices=False)), a(4, 3), tol=1e-4)],
     # -- Fourier transforms (linear: FFT/IFFT transpose to themselves, RFFT/IRFFT to each other) --
@@ -261,6 +266,7 @@ CASES: dict[str, list[Case]] = {
 UNSUPPORTED: dict[str, tuple[Callable, tuple, str]] = {
     "scatter_apply": (lambda x: lax.scatter_apply(x, UNIQUE, knp.sin, SDN, update_shape=(3, 3)), (X34,),
                       "scatter_apply.*not implemented"),
+    "schur": (lambda x: lax.linalg.schur(x)[0], (X34[:3],), "schur is not differentiable"),
 }
 
 
@@ -283,8 +289,18 @@ def test_unsupported_derivatives_raise(name: str):
         kiln.grad(lambda *a: knp.sum(fn(*a)))(*args)
 
 
+# LAPACK only (no portable implementation): checked on the CPU only.
+CPU_ONLY = {"eig"}
+
+
+def _skip_unless_supported(name: str) -> None:
+    if name in CPU_ONLY and kiln.devices()[0].platform != "cpu":
+        pytest.skip(f"{name} is LAPACK-only (CPU): kiln has no implementation for this backend")
+
+
 @pytest.mark.parametrize("name,case", list(_cases()))
 def test_check_grads(name: str, case: Case):
+    _skip_unless_supported(name)
     check_grads(case.fn, case.args, order=case.order, modes=case.modes, eps=case.eps, atol=case.tol,
                 rtol=case.tol)
 
@@ -293,11 +309,12 @@ def test_check_grads(name: str, case: Case):
 # under jit the families whose rules emit more than elementwise arithmetic.
 JIT_FAMILIES = {"pow", "max", "pad", "dynamic_update_slice", "reduce_prod", "dot_general", "gather", "scatter_add",
                 "scatter", "scatter_mul", "scatter_max", "sort", "reduce_window", "conv_general_dilated", "cholesky",
-                "qr", "eigh", "svd", "jit_call", "remat", "custom_vjp_call", "cond", "while", "scan"}
+                "qr", "eigh", "eig", "svd", "jit_call", "remat", "custom_vjp_call", "cond", "while", "scan"}
 
 
 @pytest.mark.parametrize("name,case", [p for p in _cases() if p.values[0] in JIT_FAMILIES or p.values[1].jit])
 def test_check_grads_jit(name: str, case: Case):
+    _skip_unless_supported(name)
     check_grads(case.fn, case.args, order=1, modes=case.modes, eps=case.eps, atol=case.tol, rtol=case.tol,
                 jit=True)
 

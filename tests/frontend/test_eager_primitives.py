@@ -35,7 +35,7 @@ class Case:
     rtol: float = 0.0               # 0: exact comparison
     atol: float = 0.0
     label: str = ""
-    extra: dict = field(default_factory=dict)
+    extra: dict = field(default_factory=dict)  # "cpu_only": True for LAPACK-only primitives (eig, schur)
 
 
 def f32(*v):
@@ -117,6 +117,7 @@ def _pad_np(x, value, config):
 
 
 _SQ = _rng.standard_normal((3, 3)).astype(np.float32)
+_ROT = np.array([[1, 2, 0], [-2, 1, 0], [0, 0, 3]], np.float32)  # eigenvalues 1 +- 2i, 3
 _SPD = np.stack([m @ m.T + 3 * np.eye(3, dtype=np.float32)
                  for m in _rng.standard_normal((2, 3, 3)).astype(np.float32)])
 
@@ -424,6 +425,13 @@ CASES: dict[str, list[Case]] = {
                  (A23,), lambda x: tuple(np.abs(a) if a.ndim == 2 else a
                                          for a in np.linalg.svd(x, full_matrices=False)),
                  rtol=1e-5, atol=1e-6, label="|singular vectors|")],
+    "eig": [Case(lambda x: (lambda w, v: (knp.sort_complex(w), knp.abs(x @ v - v * w)))(
+                     *lax.linalg.eig(x, compute_left_eigenvectors=False)), (_ROT,),
+                 lambda x: (np.sort_complex(np.linalg.eigvals(x)).astype(np.complex64), np.zeros((3, 3), np.float32)),
+                 rtol=1e-5, atol=1e-5, label="sorted eigenvalues, residual", extra={"cpu_only": True})],
+    "schur": [Case(lambda x: (lambda t, q: (q @ t @ q.T, knp.sort(knp.diagonal(t))))(*lax.linalg.schur(x)),
+                   (_SPD[0],), lambda x: (x, np.linalg.eigvalsh(x)), rtol=1e-4, atol=1e-4,
+                   label="reconstruction, eigenvalues", extra={"cpu_only": True})],
     "triangular_solve": [Case(lambda a, y: lax.linalg.triangular_solve(a, y, left_side=True, lower=True),
                               (np.tril(_SPD[0]), B23.T.copy()), lambda a, y: np.linalg.solve(a, y), rtol=1e-5,
                               atol=1e-6)],
@@ -546,6 +554,11 @@ def _case_id(name, i, case):
 ALL = [(name, i, c) for name, cases in CASES.items() for i, c in enumerate(cases)]
 
 
+def _skip_unless_supported(cases):
+    if any(c.extra.get("cpu_only") for c in cases) and kiln.devices()[0].platform != "cpu":
+        pytest.skip("LAPACK-only primitive (CPU): kiln has no implementation for this backend")
+
+
 def _check(out, expected, case, where):
     outs = out if isinstance(out, tuple) else (out,)
     exps = expected if isinstance(expected, tuple) else (expected,)
@@ -591,6 +604,7 @@ def test_case_uses_its_primitive(name, monkeypatch):
 
 @pytest.mark.parametrize("name,i,case", ALL, ids=[_case_id(*x) for x in ALL])
 def test_eager(name, i, case):
+    _skip_unless_supported([case])
     args = [knp.asarray(a) for a in case.args]
     with np.errstate(all="ignore"):
         expected = case.expected(*case.args)
@@ -601,6 +615,7 @@ def test_eager(name, i, case):
 def test_jit(name):
     """All cases of one primitive in one jitted function (one compilation)."""
     cases = CASES[name]
+    _skip_unless_supported(cases)
 
     def all_cases(arg_lists):
         return [c.fn(*args) for c, args in zip(cases, arg_lists)]

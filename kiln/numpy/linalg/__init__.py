@@ -1,5 +1,6 @@
 """kiln.numpy.linalg."""
 from kiln.frontend.numpy.linalg import EighResult as EighResult
+from kiln.frontend.numpy.linalg import EigResult as EigResult
 from kiln.frontend.numpy.linalg import QRResult as QRResult
 from kiln.frontend.numpy.linalg import SlogdetResult as SlogdetResult
 from kiln.frontend.numpy.linalg import SVDResult as SVDResult
@@ -8,7 +9,9 @@ from kiln.frontend.numpy.linalg import cond as cond
 from kiln.frontend.numpy.linalg import cross as cross
 from kiln.frontend.numpy.linalg import det as det
 from kiln.frontend.numpy.linalg import diagonal as diagonal
+from kiln.frontend.numpy.linalg import eig as eig
 from kiln.frontend.numpy.linalg import eigh as eigh
+from kiln.frontend.numpy.linalg import eigvals as eigvals
 from kiln.frontend.numpy.linalg import eigvalsh as eigvalsh
 from kiln.frontend.numpy.linalg import inv as inv
 from kiln.frontend.numpy.linalg import lstsq as lstsq
@@ -34,8 +37,8 @@ from kiln.frontend.numpy.linalg import vecdot as vecdot
 from kiln.frontend.numpy.linalg import vector_norm as vector_norm
 
 __all__ = [
-    "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "cross", "det", "diagonal", "eigh",
-    "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm", "matrix_power", "matrix_rank", "matrix_transpose", "multi_dot",
-    "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd", "svdvals", "tensordot", "tensorinv", "tensorsolve",
-    "trace", "vecdot", "vector_norm",
+    "EigResult", "EighResult", "QRResult", "SVDResult", "SlogdetResult", "cholesky", "cond", "cross", "det",
+    "diagonal", "eig", "eigh", "eigvals", "eigvalsh", "inv", "lstsq", "matmul", "matrix_norm", "matrix_power",
+    "matrix_rank", "matrix_transpose", "multi_dot", "norm", "outer", "pinv", "qr", "slogdet", "solve", "svd",
+    "svdvals", "tensordot", "tensorinv", "tensorsolve", "trace", "vecdot", "vector_norm",
 ]
