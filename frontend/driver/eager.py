@@ -10,6 +10,7 @@ from kiln.runtime import fastpath
 from kiln import runtime
 
 from ..core import tracing
+from ..core.config import config
 from ..core.errors import KilnError
 from ..core.ir import IR, Eqn, Var
 from ..core.tracing import abstractify
@@ -27,7 +28,7 @@ def _evicted(key: Any, compiled: dispatch.CompiledIR) -> None:
         fn._clear_cache()
 
 
-# (primitive, parameters, argument avals, device) -> CompiledIR, bounded in bytes: parameters that hold
+# (primitive, parameters, argument avals, device, flags) -> CompiledIR, bounded in bytes: parameters that hold
 # sub-IRs (a scan of a fresh lambda, say) make new keys on every call.
 _cache = runtime.ExecutableCache(EAGER_CACHE_BYTES, size_of=lambda c: c.executable.size_estimate,
                                  on_evict=_evicted)
@@ -98,7 +99,8 @@ def _apply(prim, args: Sequence[Any], params: dict) -> tuple[Any, dispatch.Compi
         device, committed = dispatch.pick_device(args)
     except dispatch.DeviceMismatchError:
         raise dispatch.device_mismatch(args, None, f"kiln.lax.{prim.name}") from None
-    key = (prim, _params_key(params), avals, device)
+    # The flags that change programs (cpu_lapack, ...) are in the key: flipping one must not reuse a program.
+    key = (prim, _params_key(params), avals, device, config.trace_key())
     compiled = _cache.get(key)
     if compiled is None:
         compiled = _cache.put(key, _compile(prim, avals, params, device))

@@ -300,3 +300,15 @@ def test_lapack_off_and_other_backends_raise_a_clear_error():
             lowering.lower(closed.ir, context=runtime.mlir_context(), platform="cuda")
     # the advice works: a function compiled for the CPU runs there
     np.testing.assert_allclose(np.asarray(kiln.jit(knp.linalg.eigvals, backend="cpu")(a)), [1, 1, 1])
+
+
+def test_eager_cache_follows_cpu_lapack():
+    """An eager eig compiled with LAPACK is not reused after cpu_lapack is turned off (the flag is part of the
+    eager cache's key), and turning it back on reuses it."""
+    a = np.array([[2.0, 1.0], [0.5, 3.0]], np.float32)
+    w = LA.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
+    np.testing.assert_allclose(np.sort(np.asarray(w).real), np.sort(np.linalg.eigvals(a).real), rtol=1e-5)
+    with kiln.config.override("cpu_lapack", False):
+        with pytest.raises(lowering.LoweringError, match="needs LAPACK on the CPU"):
+            LA.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
+    LA.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)
