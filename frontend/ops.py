@@ -21,13 +21,8 @@ def _identity(op: str, dtype: np.dtype) -> Any:
         return 0
     if op == "multiply":
         return 1
-    if dtype.kind == "b":
-        return op == "min"
-    if dtype.kind == "f" or dtype == dtypes.bfloat16:
-        return -np.inf if op == "max" else np.inf
-    if dtype.kind in "iu":
-        info = np.iinfo(dtype)
-        return int(info.min if op == "max" else info.max)
+    if dtypes.kind(dtype) in "biuf":
+        return dtypes.lowest(dtype) if op == "max" else dtypes.highest(dtype)
     raise TypeError(f"kiln.ops.segment_{op}: {dtype.name} data has no ordering (max/min need a real dtype)")
 
 

@@ -22,6 +22,7 @@ from typing import Callable, Sequence
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
+from kiln.frontend.core import dtypes
 
 from .types import ranked_type, scalar_type, tensor_type
 
@@ -67,9 +68,10 @@ def real_dtype(dtype) -> np.dtype:
 
 def compare_type(dtype: np.dtype) -> str:
     """The ``compare_type`` of ``stablehlo.compare`` for operands of ``dtype``."""
-    if dtype.kind in "fcV":
+    kind = dtypes.kind(dtype)
+    if kind in "fc":
         return "FLOAT"
-    if dtype.kind in "ub":
+    if kind in "ub":
         return "UNSIGNED"
     return "SIGNED"
 
@@ -366,13 +368,8 @@ def identity(kind: str, dtype):
     if kind == "multiply":
         return 1
     if kind == "and":
-        return True if dtype == np.bool_ else -1 if dtype.kind == "i" else np.iinfo(dtype).max
-    if dtype.kind in "fV":  # (V: bfloat16)
-        return -np.inf if kind == "maximum" else np.inf
-    if dtype.kind == "b":
-        return kind == "minimum"
-    info = np.iinfo(dtype)
-    return info.min if kind == "maximum" else info.max
+        return dtypes.highest(dtype) if dtypes.kind(dtype) in "bu" else -1
+    return dtypes.lowest(dtype) if kind == "maximum" else dtypes.highest(dtype)
 
 
 def reduce_general(operands: Sequence[V], inits: Sequence[V], axes: Sequence[int], body: Callable) -> list[V]:

@@ -42,6 +42,10 @@ def put(x: np.ndarray, device: Device) -> Buffer:
         return device_put(aval_for(x.shape, dtype), device._sharding, [x], [device._raw])
     except JaxRuntimeError as e:
         if "Unknown NumPy dtype" in str(e):
+            if dtype.type.__module__ == "ml_dtypes":  # e.g. float6_e2m3fn on jaxlib 0.10.x
+                raise TypeError(f"runtime.put: jaxlib cannot transfer arrays of dtype {dtype} to a device (its "
+                                "runtime does not know this ml_dtypes type); convert on the host first, e.g. "
+                                "x.astype(numpy.float32).") from e
             raise TypeError(f"runtime.put: dtype {dtype} cannot be stored on a device; use a numeric, "
                             "bool or ml_dtypes dtype.") from e
         raise KilnRuntimeError(f"Transfer of a {dtype}{list(x.shape)} array to {device!r} failed: "

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import re
 from typing import Any, Sequence
 
 import numpy as np
@@ -187,6 +188,25 @@ class ExecutableCache:
         return iter(list(self._entries))
 
 
+# XLA's names of ml_dtypes' narrow types, as they appear in its error messages.
+_NARROW_XLA_NAMES = {"S2": "int2", "S4": "int4", "U2": "uint2", "U4": "uint4", "F4E2M1FN": "float4_e2m1fn",
+                     "F8E3M4": "float8_e3m4", "F8E4M3": "float8_e4m3", "F8E4M3FN": "float8_e4m3fn",
+                     "F8E4M3FNUZ": "float8_e4m3fnuz", "F8E4M3B11FNUZ": "float8_e4m3b11fnuz",
+                     "F8E5M2": "float8_e5m2", "F8E5M2FNUZ": "float8_e5m2fnuz", "F8E8M0FNU": "float8_e8m0fnu"}
+_NARROW_XLA_TYPE = re.compile(r"\b(S2|S4|U2|U4|F4E2M1FN|F8E[0-9A-Z]+)\b")
+# The same types as StableHLO element types (tensor<2x3xi4>, tensor<f8E4M3FN>).
+_NARROW_MLIR_TYPE = re.compile(r"[<x](i2|ui2|i4|ui4|f4E2M1FN|f8E[0-9A-Z]+)>")
+_NARROW_MLIR_NAMES = {"i2": "int2", "ui2": "uint2", "i4": "int4", "ui4": "uint4",
+                      **{"f" + k[1:]: v for k, v in _NARROW_XLA_NAMES.items() if k.startswith("F")}}
+
+
+def _narrow_dtypes_in(msg: str, text: str) -> list[str]:
+    """The narrow ml_dtypes types an XLA error message names or, failing that, the module uses."""
+    found = [_NARROW_XLA_NAMES.get(m, m) for m in _NARROW_XLA_TYPE.findall(msg)]
+    if not found:
+        found = [_NARROW_MLIR_NAMES.get(m, m) for m in _NARROW_MLIR_TYPE.findall(text)]
+    return sorted(set(found))
+
 def _module_text(module: Any) -> str:
     if isinstance(module, str):
         return module
@@ -233,6 +253,11 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
         msg = f"XLA failed to compile the module for {device!r}:\n{jaxlib_message(e)}"
         if needs_lapack and lapack_unavailable_reason():
             msg += f"\n(kiln could not register jaxlib's LAPACK kernels: {lapack_unavailable_reason()})"
+        narrow = _narrow_dtypes_in(msg, text)
+        if narrow:
+            msg += (f"\n(the module computes on the narrow dtype{'s' if len(narrow) > 1 else ''} {', '.join(narrow)}, "
+                    f"and XLA's {device.platform.upper()} backend does not support every operation on them: cast "
+                    "the operands to a wider dtype first, e.g. x.astype('float32') or x.astype('int8'))")
         raise CompileError(msg) from e
     _check_outputs(exe, out_avals)
     # Only the text is kept, not the ir.Module: an executable should not keep MLIR objects alive.

@@ -2,9 +2,8 @@
 select, convert; the JVPs and the transposes of the linear ones."""
 from __future__ import annotations
 
-import numpy as np
-
 from .. import lax
+from ..core import dtypes
 from ..core.tracing import abstractify
 from ..lax import elementwise as ew
 from .jvp import jvp_rules, non_differentiable
@@ -218,7 +217,7 @@ transpose_rules[ew.select_p] = _select_transpose
 def _convert_jvp(primals, tangents, *, new_dtype, weak_type):
     (x,), (t,) = primals, tangents
     out = ew.convert_p.bind(x, new_dtype=new_dtype, weak_type=weak_type)
-    if not np.issubdtype(new_dtype, np.inexact) and new_dtype.name != "bfloat16":
+    if not dtypes.is_inexact(new_dtype):
         return out, Zero(abstractify(out))
     return out, ew.convert_p.bind(t, new_dtype=new_dtype, weak_type=weak_type)
 

@@ -16,8 +16,13 @@ _SHORT_NAMES = {
 
 
 def short_dtype_name(dtype: np.dtype) -> str:
-    """``f32``, ``i32``, ``bf16``... as kiln IR prints them."""
-    return _SHORT_NAMES.get(np.dtype(dtype).name, np.dtype(dtype).name)
+    """``f32``, ``i32``, ``bf16``... as kiln IR prints them (``i4``, ``f8_e4m3fn``... for ml_dtypes' narrow
+    types, as JAX prints them)."""
+    name = np.dtype(dtype).name
+    short = _SHORT_NAMES.get(name)
+    if short is None:
+        short = name.replace("float", "f").replace("uint", "u").replace("int", "i")
+    return short
 
 
 # XLA computes an array's byte size as itemsize * d0 * d1 * ... in int64, left to right, and rejects (by

@@ -11,6 +11,12 @@ weak only when the join of the inputs is a weak node.
 
 With ``enable_x64`` off (the default), 64-bit dtypes canonicalize to their 32-bit counterparts
 (``int64 -> int32``, ``uint64 -> uint32``, ``float64 -> float32``, ``complex128 -> complex64``).
+
+The narrow dtypes of ml_dtypes (the 8-, 6- and 4-bit floats ``float8_e4m3fn``, ..., ``float4_e2m1fn``
+and the 1-, 2- and 4-bit integers ``int1``..``uint4``) sit on the lattice as in JAX: a weak float
+(resp. weak int) promotes to each of them, and nothing else does: two different narrow dtypes, or a
+narrow dtype and any other strong dtype, have no implicit promotion (:class:`TypePromotionError`).
+Their NumPy ``kind`` is ``'V'`` (as bfloat16's); :func:`kind` gives the kind kiln treats them as.
 """
 from __future__ import annotations
 
@@ -33,7 +39,11 @@ __all__ = [
     "canonicalize_dtype", "dtype_of_value", "default_int_dtype", "default_uint_dtype",
     "default_float_dtype", "default_complex_dtype", "to_complex_dtype", "promote_types", "result_type",
     "is_weakly_typed", "issubdtype", "is_float", "is_int", "is_signed", "is_unsigned",
-    "is_complex", "is_bool", "is_inexact", "finfo", "iinfo", "short_dtype_name",
+    "is_complex", "is_bool", "is_inexact", "finfo", "iinfo", "short_dtype_name", "kind", "is_narrow",
+    "supports_inf", "lowest", "highest",
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+    "float8_e5m2fnuz", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn",
+    "int1", "int2", "int4", "uint1", "uint2", "uint4", "NARROW_FLOATS", "NARROW_INTS",
 ]
 
 bool_ = np.dtype(np.bool_)
@@ -52,12 +62,57 @@ float64 = np.dtype(np.float64)
 complex64 = np.dtype(np.complex64)
 complex128 = np.dtype(np.complex128)
 
+# The narrow dtypes of ml_dtypes (JAX's "custom floats" and sub-byte integers).
+float8_e3m4 = np.dtype(ml_dtypes.float8_e3m4)
+float8_e4m3 = np.dtype(ml_dtypes.float8_e4m3)
+float8_e4m3b11fnuz = np.dtype(ml_dtypes.float8_e4m3b11fnuz)
+float8_e4m3fn = np.dtype(ml_dtypes.float8_e4m3fn)
+float8_e4m3fnuz = np.dtype(ml_dtypes.float8_e4m3fnuz)
+float8_e5m2 = np.dtype(ml_dtypes.float8_e5m2)
+float8_e5m2fnuz = np.dtype(ml_dtypes.float8_e5m2fnuz)
+float8_e8m0fnu = np.dtype(ml_dtypes.float8_e8m0fnu)
+float6_e2m3fn = np.dtype(ml_dtypes.float6_e2m3fn)
+float6_e3m2fn = np.dtype(ml_dtypes.float6_e3m2fn)
+float4_e2m1fn = np.dtype(ml_dtypes.float4_e2m1fn)
+int1 = np.dtype(ml_dtypes.int1)
+int2 = np.dtype(ml_dtypes.int2)
+int4 = np.dtype(ml_dtypes.int4)
+uint1 = np.dtype(ml_dtypes.uint1)
+uint2 = np.dtype(ml_dtypes.uint2)
+uint4 = np.dtype(ml_dtypes.uint4)
+
+_FLOAT8 = (float8_e3m4, float8_e4m3, float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2,
+           float8_e5m2fnuz, float8_e8m0fnu)
+_FLOAT6 = (float6_e2m3fn, float6_e3m2fn)
+_FLOAT4 = (float4_e2m1fn,)
+NARROW_FLOATS = _FLOAT8 + _FLOAT6 + _FLOAT4
+_NARROW_SIGNED = (int1, int2, int4)
+_NARROW_UNSIGNED = (uint1, uint2, uint4)
+NARROW_INTS = _NARROW_SIGNED + _NARROW_UNSIGNED
+
 _SUPPORTED = (bool_, uint8, uint16, uint32, uint64, int8, int16, int32, int64,
-              bfloat16, float16, float32, float64, complex64, complex128)
+              bfloat16, float16, float32, float64, complex64, complex128, *NARROW_FLOATS, *NARROW_INTS)
 _SUPPORTED_SET = frozenset(_SUPPORTED)
 _VALID_NAMES = tuple(d.name for d in _SUPPORTED)
 
 _TO_32BIT = {int64: int32, uint64: uint32, float64: float32, complex128: complex64}
+
+# The kind of ml_dtypes' types (NumPy says 'V', or 'f' for float8_e5m2) as kiln treats them.
+_ML_KINDS = {bfloat16: "f", **{d: "f" for d in NARROW_FLOATS}, **{d: "i" for d in _NARROW_SIGNED},
+             **{d: "u" for d in _NARROW_UNSIGNED}}
+
+
+def kind(dtype: Any) -> str:
+    """NumPy's kind letter of a kiln dtype (``'b'``, ``'i'``, ``'u'``, ``'f'``, ``'c'``), with ml_dtypes'
+    types put where they belong: bfloat16 and the 8-, 6- and 4-bit floats are ``'f'``, int1/int2/int4
+    ``'i'`` and uint1/uint2/uint4 ``'u'`` (NumPy gives most of them ``'V'``)."""
+    dt = dtype if isinstance(dtype, np.dtype) else np.dtype(dtype)
+    return _ML_KINDS.get(dt, dt.kind)
+
+
+def is_narrow(dtype: Any) -> bool:
+    """True for the 8-, 6- and 4-bit floats and the 1-, 2- and 4-bit integers of ml_dtypes."""
+    return isinstance(dtype, np.dtype) and (dtype in NARROW_FLOATS or dtype in NARROW_INTS)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -159,10 +214,15 @@ def _is_extended(dtype: Any) -> bool:
 
 
 def itemsize_bits(dtype: Any) -> int:
-    """The size in bits of one element of ``dtype`` (``8 * itemsize``; 0 for float0)."""
+    """The size in bits of one element of ``dtype`` (``8 * itemsize``; 0 for float0; the width of the
+    type for the narrow dtypes of ml_dtypes: 4 for int4 and float4_e2m1fn, 6 for float6_e2m3fn, ...)."""
     if _is_extended(dtype):
         return 8 * dtype.itemsize
     dt = np.dtype(dtype)
+    if dt in _NARROW_SIGNED or dt in _NARROW_UNSIGNED:
+        return int(ml_dtypes.iinfo(dt).bits)
+    if dt in NARROW_FLOATS:
+        return int(ml_dtypes.finfo(dt).bits)
     return 8 * dt.itemsize
 
 
@@ -326,11 +386,13 @@ def _lattice(x64: bool) -> dict[Any, list[Any]]:
 
     Reading it: bool < i* < {u8, i8}; unsigned widths also promote to the next wider signed type
     (u8 -> i16, u16 -> i32, u32 -> i64); the widest integers (u64, i64) meet only at f*, so
-    uint64 + int64 is a (weak) float; f* < {bf16, f16, c*}; bf16 and f16 meet at f32.
+    uint64 + int64 is a (weak) float; f* < {bf16, f16, c*}; bf16 and f16 meet at f32. The narrow
+    types of ml_dtypes are leaves: i* < {int1, ..., uint4}, f* < {float8_*, float6_*, float4_e2m1fn},
+    and nothing is above them, so they meet no other strong type.
     """
     up: dict[Any, list[Any]] = {
         bool_: [_I],
-        _I: [uint8, int8],
+        _I: [uint8, int8, *NARROW_INTS],
         uint8: [int16, uint16],
         uint16: [int32, uint32],
         uint32: [int64, uint64],
@@ -339,7 +401,7 @@ def _lattice(x64: bool) -> dict[Any, list[Any]]:
         int16: [int32],
         int32: [int64],
         int64: [_F],
-        _F: [bfloat16, float16, _C],
+        _F: [*NARROW_FLOATS, bfloat16, float16, _C],
         bfloat16: [float32],
         float16: [float32],
         float32: [float64, complex64],
@@ -347,6 +409,8 @@ def _lattice(x64: bool) -> dict[Any, list[Any]]:
         _C: [complex64],
         complex64: [complex128],
         complex128: [],
+        # The narrow types: only weak values of their kind (and bool) promote to them.
+        **{d: [] for d in NARROW_FLOATS + NARROW_INTS},
     }
     if not x64:
         # Without x64, no promotion may form a 64-bit type from narrower inputs; the only place
@@ -370,15 +434,17 @@ def _upper_bounds(lattice: dict[Any, list[Any]]) -> dict[Any, frozenset]:
 
 
 def _join_table(x64: bool) -> dict[tuple[Any, Any], Any]:
-    """The least upper bound of every pair of nodes, precomputed once."""
+    """The least upper bound of every pair of nodes that has one, precomputed once (pairs with a narrow
+    type of ml_dtypes may have none)."""
     ub = _upper_bounds(_lattice(x64))
     table = {}
     for a in ub:
         for b in ub:
             common = ub[a] & ub[b]
             least = [c for c in common if common <= ub[c]]
-            assert len(least) == 1, (a, b, least)  # the lattice is well formed
-            table[a, b] = least[0]
+            assert len(least) <= 1, (a, b, least)  # the lattice is well formed
+            if least:
+                table[a, b] = least[0]
     return table
 
 
@@ -386,9 +452,9 @@ def _strict_lattice() -> dict[Any, list[Any]]:
     """JAX's strict lattice (``numpy_dtype_promotion='strict'``): no two different strong dtypes meet;
     a weak int fits any integer or inexact type, a weak float any inexact type, a weak complex any
     complex type."""
-    ints = [d for d in _SUPPORTED if d.kind in "iu"]
-    floats = [d for d in _SUPPORTED if d.kind == "f"]
-    complexes = [d for d in _SUPPORTED if d.kind == "c"]
+    ints = [d for d in _SUPPORTED if kind(d) in "iu"]
+    floats = [d for d in _SUPPORTED if kind(d) == "f"]
+    complexes = [d for d in _SUPPORTED if kind(d) == "c"]
     up: dict[Any, list[Any]] = {d: [] for d in _SUPPORTED}
     up.update({_I: [_F] + ints, _F: [_C] + floats, _C: complexes})
     return up
@@ -413,10 +479,9 @@ def _node(dt: np.dtype, weak: bool) -> Any:
     """The lattice node of a (dtype, weak_type) pair. Weak bool is just bool."""
     if not weak or dt == bool_:
         return dt
-    if dt == bfloat16:
-        return _F
-    # A weak unsigned value joins as a weak int (JAX maps it through its Python scalar type).
-    return {"i": _I, "u": _I, "f": _F, "c": _C}.get(dt.kind, dt)
+    # A weak unsigned value joins as a weak int (JAX maps it through its Python scalar type), a weak
+    # bfloat16 or narrow float as a weak float.
+    return {"i": _I, "u": _I, "f": _F, "c": _C}.get(kind(dt), dt)
 
 
 def _node_to_dtype(node: Any, x64: bool) -> np.dtype:
@@ -428,6 +493,33 @@ def _node_to_dtype(node: Any, x64: bool) -> np.dtype:
     if node == _F:
         return float64 if x64 else float32
     return complex128 if x64 else complex64
+
+
+_WEAK_NAMES = {_I: "a Python int (weakly typed int)", _F: "a Python float (weakly typed float)",
+               _C: "a Python complex (weakly typed complex)"}
+
+
+def _no_promotion_error(a: Any, b: Any) -> Exception:
+    """The error for two lattice nodes with no join (one of them a narrow type of ml_dtypes), worded
+    as JAX's: narrow types do not promote implicitly, to avoid unintended promotion."""
+    from .errors import TypePromotionError
+    names = [_WEAK_NAMES.get(n, getattr(n, "name", str(n))) for n in (a, b)]
+    nodes = [n for n in (a, b) if not isinstance(n, str)]
+    if any(n in _FLOAT8 for n in nodes):
+        what, to = "8-bit floats", "float32"
+    elif any(n in _FLOAT6 for n in nodes):
+        what, to = "6-bit floats", "float32"
+    elif any(n in _FLOAT4 for n in nodes):
+        what, to = "4-bit floats", "float32"
+    elif any(n in NARROW_INTS for n in nodes):
+        what, to = "1-bit, 2-bit and 4-bit integers", "int32"
+    else:
+        return TypePromotionError(f"kiln: no implicit type promotion between {names[0]} and {names[1]}; "
+                                  "cast the operands explicitly.")
+    return TypePromotionError(
+        f"kiln: no implicit type promotion between {names[0]} and {names[1]}: to avoid unintended "
+        f"promotion, {what} do not promote implicitly (as in JAX). Cast explicitly to the dtype you "
+        f"want, e.g. x.astype('{to}').")
 
 
 def _join(nodes: Any, x64: bool, strict: bool = False) -> Any:
@@ -444,8 +536,7 @@ def _join(nodes: Any, x64: bool, strict: bool = False) -> Any:
                     f"kiln: no implicit type promotion between {acc} and {n} with numpy_dtype_promotion='strict'; "
                     "cast the operands explicitly (x.astype(...)), or use kiln.numpy_dtype_promotion('standard')"
                 ) from None
-            raise TypeError(f"kiln: no type promotion is defined between {acc} and {n}; cast "
-                            "one of the operands explicitly.") from None
+            raise _no_promotion_error(acc, n) from None
     return acc
 
 
@@ -536,8 +627,13 @@ def promote_types(a: Any, b: Any) -> np.dtype:
 # Dtype predicates and info
 # ---------------------------------------------------------------------------------------------
 
-# bfloat16's scalar type is not under np.floating in NumPy's hierarchy; these are its parents.
-_BFLOAT16_PARENTS = frozenset({ml_dtypes.bfloat16, np.floating, np.inexact, np.number, np.generic})
+# ml_dtypes' scalar types are not under np.floating / np.integer in NumPy's hierarchy (their only base
+# is np.generic); these are the abstract types kiln puts above them, as JAX does.
+_FLOAT_PARENTS = frozenset({np.floating, np.inexact, np.number, np.generic})
+_SIGNED_PARENTS = frozenset({np.signedinteger, np.integer, np.number, np.generic})
+_UNSIGNED_PARENTS = frozenset({np.unsignedinteger, np.integer, np.number, np.generic})
+_ML_PARENTS = {d.type: {"f": _FLOAT_PARENTS, "i": _SIGNED_PARENTS, "u": _UNSIGNED_PARENTS}[k]
+               for d, k in _ML_KINDS.items()}
 
 
 def _spec_of(x: Any) -> Any:
@@ -556,13 +652,15 @@ def _scalar_type(x: Any) -> type:
 @functools.lru_cache(maxsize=1024)
 def _issubdtype_cached(a: Any, b: Any) -> bool:
     a_t, b_t = _scalar_type(a), _scalar_type(b)
-    if a_t is ml_dtypes.bfloat16:
-        return b_t in _BFLOAT16_PARENTS
+    parents = _ML_PARENTS.get(a_t)
+    if parents is not None:
+        return b_t is a_t or b_t in parents
     return bool(np.issubdtype(a_t, b_t))
 
 
 def issubdtype(a: Any, b: Any) -> bool:
-    """``numpy.issubdtype`` that also knows bfloat16 is a floating type.
+    """``numpy.issubdtype`` that also knows where ml_dtypes' types sit: bfloat16 and the narrow floats
+    are floating, int1/int2/int4 signed and uint1/uint2/uint4 unsigned integers.
 
     ``b`` may be an abstract NumPy type (``np.floating``, ``np.integer``, ``np.inexact``,
     ``np.number``, ``np.complexfloating``, ``np.signedinteger``, ``np.unsignedinteger``,
@@ -618,7 +716,8 @@ def is_inexact(dtype: Any) -> bool:
 
 
 def finfo(dtype: Any) -> ml_dtypes.finfo:
-    """Machine limits of a floating (or complex) dtype, bfloat16 included (``ml_dtypes.finfo``)."""
+    """Machine limits of a floating (or complex) dtype, bfloat16 and the 8-, 6- and 4-bit floats
+    included (``ml_dtypes.finfo``)."""
     dt = _to_supported_dtype(_spec_of(dtype))
     if not is_inexact(dt):
         raise TypeError(f"kiln.finfo: {dt.name} is not a floating-point or complex dtype; "
@@ -626,22 +725,58 @@ def finfo(dtype: Any) -> ml_dtypes.finfo:
     return ml_dtypes.finfo(dt)
 
 
-def iinfo(dtype: Any) -> np.iinfo:
-    """Machine limits of an integer dtype (``numpy.iinfo``)."""
+def iinfo(dtype: Any) -> np.iinfo | ml_dtypes.iinfo:
+    """Machine limits of an integer dtype (``numpy.iinfo``; ``ml_dtypes.iinfo`` for int1..uint4)."""
     dt = _to_supported_dtype(_spec_of(dtype))
     if not is_int(dt):
         raise TypeError(f"kiln.iinfo: {dt.name} is not an integer dtype; "
                         "use kiln's finfo for floating-point dtypes.")
-    return np.iinfo(dt)
+    return ml_dtypes.iinfo(dt) if dt in NARROW_INTS else np.iinfo(dt)
+
+
+_NO_INF = frozenset({float8_e4m3b11fnuz, float8_e4m3fn, float8_e4m3fnuz, float8_e5m2fnuz, float8_e8m0fnu,
+                     float6_e2m3fn, float6_e3m2fn, float4_e2m1fn})
+
+
+def supports_inf(dtype: Any) -> bool:
+    """True for inexact dtypes that have infinities (not the ``fn``/``fnuz`` narrow floats)."""
+    dt = np.dtype(dtype)
+    return is_inexact(dt) and dt not in _NO_INF
+
+
+def lowest(dtype: Any) -> Any:
+    """The least value of a real dtype, as the identity of ``max``: ``-inf`` for floats that have it,
+    else the most negative finite value; ``iinfo.min`` for integers; False for bool."""
+    dt = np.dtype(dtype)
+    k = kind(dt)
+    if k == "b":
+        return False
+    if k == "f":
+        return -np.inf if supports_inf(dt) else float(finfo(dt).min)
+    return int(iinfo(dt).min)
+
+
+def highest(dtype: Any) -> Any:
+    """The greatest value of a real dtype, as the identity of ``min`` (see :func:`lowest`)."""
+    dt = np.dtype(dtype)
+    k = kind(dt)
+    if k == "b":
+        return True
+    if k == "f":
+        return np.inf if supports_inf(dt) else float(finfo(dt).max)
+    return int(iinfo(dt).max)
 
 
 _SHORT_NAMES = {bool_: "bool", bfloat16: "bf16"}
 
 
 def short_dtype_name(dtype: Any) -> str:
-    """A compact name for printing IR types: ``f32``, ``i8``, ``u32``, ``bf16``, ``c64``, ``bool``."""
+    """A compact name for printing IR types: ``f32``, ``i8``, ``u32``, ``bf16``, ``c64``, ``bool``;
+    ``i4``, ``u2``, ``f8_e4m3fn``, ... for the narrow types of ml_dtypes."""
     dt = np.dtype(dtype)
     short = _SHORT_NAMES.get(dt)
     if short is None:
+        if dt in _ML_KINDS:
+            return dt.name.replace("float", "f").replace("uint", "u").replace("int", "i")
         short = f"{dt.kind}{dt.itemsize * 8}"
     return short

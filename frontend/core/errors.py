@@ -85,7 +85,8 @@ class IntegerOverflowError(KilnError, OverflowError):
 
 
 class TypePromotionError(KilnError, ValueError):
-    """Operands whose dtypes have no implicit promotion under ``numpy_dtype_promotion='strict'``
+    """Operands whose dtypes have no implicit promotion: under ``numpy_dtype_promotion='strict'``, or
+    with a narrow dtype of ml_dtypes (``float8_*``, ``int4``, ...), which promotes to nothing else
     (``kiln.dtypes.TypePromotionError``; a ``ValueError``, as JAX's)."""
 
 

@@ -182,7 +182,7 @@ def _index_operands(fname: str, indices: Sequence[Any], shape: tuple[int, ...]) 
             out.append(literal(i + dim if i < 0 else i, dtypes.canonicalize_dtype(np.int32)))
             continue
         aval = abstractify(i)
-        if aval.dtype.kind == "i":
+        if dtypes.kind(aval.dtype) == "i":
             zero, n = literal(0, aval.dtype), literal(dim, aval.dtype)
             i = select(lt(i, zero), add(i, n), i)
         out.append(i)

@@ -22,7 +22,7 @@ _ANY = "biufc"
 
 
 def _kind(dtype: np.dtype) -> str:
-    return "f" if dtype.kind == "V" or dtype == dtypes.bfloat16 else dtype.kind
+    return dtypes.kind(dtype)
 
 
 def _check_kind(name: str, aval: ShapedArray, kinds: str) -> None:

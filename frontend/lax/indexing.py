@@ -150,7 +150,7 @@ def _check_dims(fname: str, what: str, dims: tuple[int, ...], rank: int, *, sort
 
 
 def _check_indices_aval(fname: str, indices: ShapedArray) -> None:
-    if indices.dtype.kind not in "iu":
+    if dtypes.kind(indices.dtype) not in "iu":
         raise TypeError(f"kiln.lax.{fname}: indices must have an integer dtype, got {indices.str_short()}")
     if indices.ndim < 1:
         raise ValueError(f"kiln.lax.{fname}: indices must have at least one dimension (the index vector is "
@@ -304,7 +304,7 @@ def _clamp_indices(indices, operand_shape, dims, window):
         return indices
     hi = _last_axis_table(bounds, aval.shape)
     out = api.min(indices, hi)
-    if aval.dtype.kind == "i":
+    if dtypes.kind(aval.dtype) == "i":
         out = api.max(out, api.broadcast_in_dim(api.literal(0, aval.dtype), aval.shape, ()))
     return out
 
@@ -314,7 +314,7 @@ def _in_bounds_mask(indices, operand_shape, dims, window):
     aval = abstractify(indices)
     bounds = _index_bounds(aval, operand_shape, dims, window)
     ok = api.le(indices, _last_axis_table(bounds, aval.shape))
-    if aval.dtype.kind == "i":
+    if dtypes.kind(aval.dtype) == "i":
         ok = api.bitwise_and(ok, api.ge(indices, api.broadcast_in_dim(api.literal(0, aval.dtype), aval.shape, ())))
     return api.reduce_and(ok, (aval.ndim - 1,))
 
@@ -326,9 +326,9 @@ def default_fill_value(dtype: np.dtype) -> Any:
         return True
     if dtypes.is_inexact(dtype):
         return np.nan
-    if dtype.kind == "i":
-        return int(np.iinfo(dtype).min)
-    return int(np.iinfo(dtype).max)
+    if dtypes.kind(dtype) == "i":
+        return int(dtypes.iinfo(dtype).min)
+    return int(dtypes.iinfo(dtype).max)
 
 
 def _fill_scalar(fname: str, fill_value: Any, dtype: np.dtype):
@@ -342,10 +342,10 @@ def _fill_scalar(fname: str, fill_value: Any, dtype: np.dtype):
     value = np.asarray(fill_value)
     if value.ndim != 0:
         raise ValueError(f"kiln.lax.{fname}: fill_value must be a scalar, got shape {value.shape}")
-    if value.dtype.kind not in "biufc":
+    if dtypes.kind(value.dtype) not in "biufc":
         raise TypeError(f"kiln.lax.{fname}: fill_value must be a number, got {fill_value!r:.40}")
     with np.errstate(all="ignore"):
-        return api.literal(value.astype(dtype) if dtype.kind != "b" else value.astype(bool), dtype)
+        return api.literal(value.astype(dtype) if dtypes.kind(dtype) != "b" else value.astype(bool), dtype)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -528,9 +528,9 @@ def _wrap_dynamic(index, size: int):
         i = int(index)
         return i + size if i < 0 else i
     aval = abstractify(index)
-    if aval.ndim != 0 or aval.dtype.kind not in "iu":
+    if aval.ndim != 0 or dtypes.kind(aval.dtype) not in "iu":
         raise TypeError(f"kiln.lax: a start index must be an integer scalar, got {aval.str_short()}")
-    if aval.dtype.kind == "u":
+    if dtypes.kind(aval.dtype) == "u":
         return index
     zero, n = api.literal(0, aval.dtype), api.literal(size, aval.dtype)
     return api.select(api.lt(index, zero), api.add(index, n), index)

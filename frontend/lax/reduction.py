@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core import dtypes
 from ..core.avals import ShapedArray
 from ..core.errors import ShapeError
 from ..core.primitive import Primitive
@@ -16,7 +17,7 @@ def _check_axes(name: str, x: ShapedArray, axes: tuple[int, ...]) -> None:
 def _reduce_rule(name: str, kinds: str):
     def rule(x: ShapedArray, *, axes: tuple[int, ...]) -> ShapedArray:
         _check_axes(name, x, axes)
-        kind = "f" if x.dtype.kind == "V" else x.dtype.kind
+        kind = dtypes.kind(x.dtype)
         if kind not in kinds:
             raise TypeError(f"kiln.lax.{name}: does not accept dtype {x.dtype.name}")
         shape = tuple(d for i, d in enumerate(x.shape) if i not in axes)

@@ -32,7 +32,7 @@ MONOIDS = {"add": "iufc", "mul": "iufc", "max": "biuf", "min": "biuf", "and": "b
 
 
 def _kind(dtype: np.dtype) -> str:
-    return "f" if dtype.kind == "V" or dtype == dtypes.bfloat16 else dtype.kind
+    return dtypes.kind(dtype)
 
 
 def dilate_dim(d: int, dilation: int) -> int:
@@ -196,13 +196,8 @@ def _identity(monoid: str, dtype: np.dtype) -> Any:
     if monoid == "mul":
         return 1
     if monoid == "and":
-        return True if kind == "b" else -1 if kind == "i" else np.iinfo(dtype).max
-    if kind == "b":
-        return monoid == "min"
-    if kind == "f":
-        return -np.inf if monoid == "max" else np.inf
-    info = np.iinfo(dtype)
-    return info.min if monoid == "max" else info.max
+        return dtypes.highest(dtype) if kind in "bu" else -1
+    return dtypes.lowest(dtype) if monoid == "max" else dtypes.highest(dtype)
 
 
 def _windowed(monoid: str):

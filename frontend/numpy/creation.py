@@ -89,7 +89,7 @@ def array(object: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0
         except ValueError as e:
             raise ValueError(f"kiln.numpy.array: cannot make an array from {type(object).__name__} "
                              f"({object!r:.60}): {e}") from None
-        if host.dtype.kind in "OSUMmV" and host.dtype.name != "bfloat16":
+        if dtypes.kind(host.dtype) in "OSUMmV":  # (ml_dtypes' types are kind V in NumPy)
             if host.dtype.kind == "O":
                 _check_huge_ints("array", object)
             raise TypeError(f"kiln.numpy.array: cannot make an array from {type(object).__name__} "
@@ -239,7 +239,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None) -> Any:
         raise ZeroDivisionError("kiln.numpy.arange: step must not be zero (division by zero computing the length)")
     if dtype is None:
         is_float = builtins_any(isinstance(v, (float, np.floating)) or
-                                (is_array(v) and abstractify(v).dtype.kind in "fV") or
+                                (is_array(v) and dtypes.kind(abstractify(v).dtype) == "f") or
                                 (isinstance(v, np.ndarray) and v.dtype.kind == "f") for v in raw)
         dtype = dtypes.default_float_dtype() if is_float else dtypes.default_int_dtype()
     dtype = dtypes.canonicalize_dtype(dtype)

@@ -20,6 +20,9 @@ from ..core.tracing import abstractify
 __all__ = [
     "bool_", "bool", "int8", "int16", "int32", "int64", "uint8", "uint16", "uint32", "uint64",
     "float16", "bfloat16", "float32", "float64", "complex64", "complex128",
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+    "float8_e5m2fnuz", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn",
+    "int1", "int2", "int4", "uint1", "uint2", "uint4",
     "int_", "uint", "half", "single", "double", "csingle", "cdouble",
     "generic", "number", "inexact", "floating", "complexfloating", "integer", "signedinteger",
     "unsignedinteger", "complex_", "float_", "object_", "character", "flexible",
@@ -73,6 +76,24 @@ float32 = _scalar_type("float32", dtypes.float32)
 float64 = _scalar_type("float64", dtypes.float64)
 complex64 = _scalar_type("complex64", dtypes.complex64)
 complex128 = _scalar_type("complex128", dtypes.complex128)
+# The narrow types of ml_dtypes: 8-, 6- and 4-bit floats, 1-, 2- and 4-bit integers.
+float8_e3m4 = _scalar_type("float8_e3m4", dtypes.float8_e3m4)
+float8_e4m3 = _scalar_type("float8_e4m3", dtypes.float8_e4m3)
+float8_e4m3b11fnuz = _scalar_type("float8_e4m3b11fnuz", dtypes.float8_e4m3b11fnuz)
+float8_e4m3fn = _scalar_type("float8_e4m3fn", dtypes.float8_e4m3fn)
+float8_e4m3fnuz = _scalar_type("float8_e4m3fnuz", dtypes.float8_e4m3fnuz)
+float8_e5m2 = _scalar_type("float8_e5m2", dtypes.float8_e5m2)
+float8_e5m2fnuz = _scalar_type("float8_e5m2fnuz", dtypes.float8_e5m2fnuz)
+float8_e8m0fnu = _scalar_type("float8_e8m0fnu", dtypes.float8_e8m0fnu)
+float6_e2m3fn = _scalar_type("float6_e2m3fn", dtypes.float6_e2m3fn)
+float6_e3m2fn = _scalar_type("float6_e3m2fn", dtypes.float6_e3m2fn)
+float4_e2m1fn = _scalar_type("float4_e2m1fn", dtypes.float4_e2m1fn)
+int1 = _scalar_type("int1", dtypes.int1)
+int2 = _scalar_type("int2", dtypes.int2)
+int4 = _scalar_type("int4", dtypes.int4)
+uint1 = _scalar_type("uint1", dtypes.uint1)
+uint2 = _scalar_type("uint2", dtypes.uint2)
+uint4 = _scalar_type("uint4", dtypes.uint4)
 # NumPy's aliases (64-bit ones become 32-bit unless enable_x64 is on, as every dtype does).
 int_, uint = int64, uint64
 half, single, double = float16, float32, float64
@@ -80,7 +101,8 @@ csingle, cdouble = complex64, complex128
 # NumPy 1's names, kept by JAX: the 64-bit types (32-bit unless enable_x64 is on).
 complex_, float_ = complex128, float64
 
-# Abstract types of the hierarchy, for issubdtype: NumPy's own (bfloat16 counts as floating).
+# Abstract types of the hierarchy, for issubdtype: NumPy's own (bfloat16 and the narrow floats count
+# as floating, int1..int4 as signed and uint1..uint4 as unsigned integers).
 generic = np.generic
 number = np.number
 inexact = np.inexact

@@ -53,11 +53,11 @@ def _to_index_dtype(x: Any, size: int, wrap: bool) -> Any:
     if wrap:
         return _as_index(x, size, dtype)
     if isinstance(x, np.ndarray):
-        info = np.iinfo(dtype)
+        info = dtypes.iinfo(dtype)
         return np.clip(x, info.min, info.max).astype(dtype)
     aval = abstractify(x)
     if aval.dtype.kind == "u" and aval.dtype.itemsize >= dtype.itemsize:
-        x = lax.min(x, lax.broadcast_in_dim(lax.literal(np.iinfo(dtype).max, aval.dtype), aval.shape, ()))
+        x = lax.min(x, lax.broadcast_in_dim(lax.literal(dtypes.iinfo(dtype).max, aval.dtype), aval.shape, ()))
     return lax.convert_element_type(x, dtype)
 
 

@@ -141,8 +141,8 @@ def _convert_entry(fname: str, i: Any) -> Any:
             if i.size == 0:
                 i = i.astype(np.int32)
     if isinstance(i, np.ndarray) or _is_kiln(i):
-        kind = i.dtype.kind
-        if kind in "fc" or (kind == "V" and i.dtype.itemsize == 2):
+        kind = dtypes.kind(i.dtype)
+        if kind in "fc":
             raise _float_error(fname, i)
         if kind not in "biu":
             raise IndexTypeError(f"kiln.numpy.{fname}: unsupported index array of dtype {i.dtype}")
@@ -369,12 +369,12 @@ def _as_index(c: Any, size: int, dtype: np.dtype) -> Any:
     if not _is_kiln(c):
         arr = np.asarray(c)
         arr = np.where(arr < 0, arr + size, arr) if arr.dtype.kind == "i" else arr
-        info = np.iinfo(dtype)
+        info = dtypes.iinfo(dtype)
         return np.clip(arr, info.min, info.max).astype(dtype)
     aval = abstractify(c)
     if aval.dtype.kind == "u":
         if aval.dtype.itemsize >= dtype.itemsize:  # keep huge values out of bounds, not negative
-            c = lax.min(c, lax.broadcast_in_dim(lax.literal(np.iinfo(dtype).max, aval.dtype), aval.shape, ()))
+            c = lax.min(c, lax.broadcast_in_dim(lax.literal(dtypes.iinfo(dtype).max, aval.dtype), aval.shape, ()))
         return lax.convert_element_type(c, dtype)
     c = lax.convert_element_type(c, dtype)
     zero = lax.broadcast_in_dim(lax.literal(0, dtype), aval.shape, ())

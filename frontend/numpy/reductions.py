@@ -79,9 +79,9 @@ def _isnan(x):
 
 def _promote_int(dtype: np.dtype) -> np.dtype | None:
     """The accumulation dtype of sum/prod of bool and narrow integers (as JAX)."""
-    if dtype == np.bool_ or (dtype.kind == "i" and dtype.itemsize < dtypes.default_int_dtype().itemsize):
+    if dtype == np.bool_ or (dtypes.kind(dtype) == "i" and dtype.itemsize < dtypes.default_int_dtype().itemsize):
         return dtypes.default_int_dtype()
-    if dtype.kind == "u" and dtype.itemsize < dtypes.default_uint_dtype().itemsize:
+    if dtypes.kind(dtype) == "u" and dtype.itemsize < dtypes.default_uint_dtype().itemsize:
         return dtypes.default_uint_dtype()
     return None
 
@@ -246,7 +246,7 @@ def _var(fname: str, a, axis, dtype, ddof, keepdims, where, correction, nan: boo
         ddof = correction
     a = _operand(fname, a)
     aval = abstractify(a)
-    if aval.dtype.kind == "c":
+    if dtypes.kind(aval.dtype) == "c":
         return _complex_var(fname, a, axis, dtype, ddof, keepdims, where, nan)
     axes = sorted_axes(fname, axis, aval.ndim)
     result = dtypes.canonicalize_dtype(dtype) if dtype is not None else _inexact(aval.dtype)
@@ -312,7 +312,7 @@ def _sqrt(v):
 def _arg(fname: str, lax_fn, a, axis, keepdims: bool):
     a = _operand(fname, a)
     aval = abstractify(a)
-    if aval.dtype.kind == "c":
+    if dtypes.kind(aval.dtype) == "c":
         raise TypeError(f"kiln.numpy.{fname}: complex arrays have no order")
     idx_dtype = dtypes.default_int_dtype()
     if axis is None:

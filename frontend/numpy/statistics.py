@@ -43,7 +43,7 @@ def _quantile(fname: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool
     (a,) = promote_dtypes(fname, a)
     a = as_operand(a)
     aval = abstractify(a)
-    if aval.dtype.kind == "c":
+    if dtypes.kind(aval.dtype) == "c":
         raise TypeError(f"kiln.numpy.{fname}: complex arrays have no order (got {aval.dtype.name})")
     if not dtypes.is_inexact(aval.dtype):
         a = convert(a, dtypes.default_float_dtype(), False)
@@ -61,7 +61,7 @@ def _quantile(fname: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool
         q_op = np.asarray(q_host, idx_float)
     else:
         q_aval = abstractify(q)
-        if q_aval.dtype.kind == "c":
+        if dtypes.kind(q_aval.dtype) == "c":
             raise TypeError(f"kiln.numpy.{fname}: q must be real, got {q_aval.dtype.name}")
         q_shape = q_aval.shape
         q_op = lax.convert_element_type(as_operand(q), idx_float)
@@ -217,9 +217,9 @@ def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool =
 # -- cumulative reductions -------------------------------------------------------------------------
 def _accumulation_dtype(dtype: np.dtype) -> np.dtype | None:
     """Small integers and bools accumulate in the default integer (as JAX and NumPy)."""
-    if dtype == np.bool_ or (dtype.kind == "i" and dtype.itemsize < dtypes.default_int_dtype().itemsize):
+    if dtype == np.bool_ or (dtypes.kind(dtype) == "i" and dtype.itemsize < dtypes.default_int_dtype().itemsize):
         return dtypes.default_int_dtype()
-    if dtype.kind == "u" and dtype.itemsize < dtypes.default_uint_dtype().itemsize:
+    if dtypes.kind(dtype) == "u" and dtype.itemsize < dtypes.default_uint_dtype().itemsize:
         return dtypes.default_uint_dtype()
     return None
 
@@ -348,7 +348,7 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: in
         if fweights.ndim != 1 or fweights.shape[0] != n:
             raise ValueError(f"kiln.numpy.cov: fweights must be 1-D with one weight per observation ({n}), got "
                              f"shape {fweights.shape}")
-        if fweights.dtype.kind not in "iu":
+        if dtypes.kind(fweights.dtype) not in "iu":
             raise TypeError(f"kiln.numpy.cov: fweights must be integers, got {fweights.dtype.name}")
         w = _abs(fweights)
     if aweights is not None:

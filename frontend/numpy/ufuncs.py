@@ -130,9 +130,9 @@ def right_shift(x, y, /):
     """Elementwise ``x >> y`` (arithmetic for signed, logical for unsigned integers)."""
     x, y = promote_and_broadcast("right_shift", x, y)
     dtype = abstractify(x).dtype
-    if dtype.kind not in "iu":
+    if dtypes.kind(dtype) not in "iu":
         raise TypeError(f"kiln.numpy.right_shift: needs integer inputs, got {dtype.name}")
-    return (lax.shift_right_logical if dtype.kind == "u" else lax.shift_right_arithmetic)(x, y)
+    return (lax.shift_right_logical if dtypes.kind(dtype) == "u" else lax.shift_right_arithmetic)(x, y)
 
 
 def true_divide(x, y, /):
@@ -152,14 +152,14 @@ def floor_divide(x, y, /):
     """Elementwise ``x // y``, rounding toward minus infinity as Python does."""
     x, y = promote_and_broadcast("floor_divide", x, y)
     dtype = abstractify(x).dtype
-    if dtype.kind == "u" or dtype == np.bool_:
+    if dtypes.kind(dtype) == "u" or dtype == np.bool_:
         return lax.div(x, y) if dtype != np.bool_ else lax.bitwise_and(x, y)
-    if dtype.kind in "iu":
+    if dtypes.kind(dtype) in "iu":
         q = lax.div(x, y)  # truncates toward zero
         # Step down where the signs differ and the division was inexact.
         fix = lax.bitwise_and(lax.ne(lax.lt(x, 0), lax.lt(y, 0)), lax.ne(lax.rem(x, y), 0))
         return lax.select(fix, lax.sub(q, 1), q)
-    return lax.floor(lax.div(x, y)) if dtype.kind != "c" else _complex_unsupported("floor_divide")
+    return lax.floor(lax.div(x, y)) if dtypes.kind(dtype) != "c" else _complex_unsupported("floor_divide")
 
 
 def _complex_unsupported(fname: str):
@@ -170,10 +170,10 @@ def remainder(x, y, /):
     """Elementwise remainder with the sign of the divisor (Python's ``%``)."""
     x, y = promote_and_broadcast("remainder", x, y)
     dtype = abstractify(x).dtype
-    if dtype.kind == "c":
+    if dtypes.kind(dtype) == "c":
         _complex_unsupported("remainder")
     r = lax.rem(x, y)  # sign of the dividend
-    if dtype.kind == "u" or dtype == np.bool_:
+    if dtypes.kind(dtype) == "u" or dtype == np.bool_:
         return r
     fix = lax.bitwise_and(lax.ne(r, 0), lax.ne(lax.lt(r, 0), lax.lt(y, 0)))
     return lax.select(fix, lax.add(r, y), r)
@@ -200,7 +200,7 @@ def power(x, y, /):
     if type(y) is int:
         return _integer_power(x, y)
     x, y = promote_and_broadcast("power", x, y)
-    if abstractify(x).dtype.kind in "iub":
+    if dtypes.kind(abstractify(x).dtype) in "iub":
         return _int_pow_traced(x, y)
     return lax.pow(x, y)
 
@@ -250,7 +250,7 @@ def abs(x, /):  # noqa: A001
     """Elementwise absolute value (complex: the modulus)."""
     (x,) = promote_dtypes("abs", x)
     dtype = abstractify(x).dtype
-    if dtype == np.bool_ or dtype.kind == "u":
+    if dtype == np.bool_ or dtypes.kind(dtype) == "u":
         return _as_array(x)
     return lax.abs(x)
 
@@ -262,7 +262,7 @@ def sign(x, /):
     """Elementwise sign: -1, 0 or 1 (NaN for NaN)."""
     (x,) = promote_dtypes("sign", x)
     dtype = abstractify(x).dtype
-    if dtype.kind == "u":
+    if dtypes.kind(dtype) == "u":
         return lax.convert_element_type(lax.ne(x, 0), dtype)
     return lax.sign(x)
 
@@ -380,7 +380,7 @@ def clip(arr=None, /, min=None, max=None, *, a=_UNSET, a_min=_UNSET, a_max=_UNSE
 
 
 def _kind(x) -> str:
-    return abstractify(x).dtype.kind
+    return dtypes.kind(abstractify(x).dtype)
 
 
 def _zeros_bool(x):
@@ -422,7 +422,7 @@ def isinf(x, /):
 
 def _isinf(x):
     aval = abstractify(x)
-    if aval.dtype.kind == "c":
+    if dtypes.kind(aval.dtype) == "c":
         return lax.bitwise_or(_isinf(lax.real(x)), _isinf(lax.imag(x)))
     if not dtypes.is_inexact(aval.dtype):
         return _zeros_bool(x)
@@ -433,7 +433,7 @@ def _isinf_signed(fname: str, value: float):
     def fn(x, /):
         (x,) = promote_dtypes(fname, x)
         aval = abstractify(x)
-        if aval.dtype.kind == "c":
+        if dtypes.kind(aval.dtype) == "c":
             raise TypeError(f"kiln.numpy.{fname}: not supported for complex inputs ({aval.dtype.name})")
         if not dtypes.is_inexact(aval.dtype):
             return _zeros_bool(x)
@@ -497,7 +497,7 @@ def iscomplex(x, /):
 
 def iscomplexobj(x, /) -> bool:
     """Whether ``x`` has a complex dtype (static)."""
-    return abstractify(x).dtype.kind == "c"
+    return dtypes.kind(abstractify(x).dtype) == "c"
 
 
 def isrealobj(x, /) -> bool:
@@ -541,7 +541,7 @@ def _real_float_args(fname: str, *args, promoted: bool = False):
     """Promote to a real floating dtype (integers as the default float); complex is an error."""
     args = _inexact(list(args)) if promoted else _float_dtype_args(fname, *args)
     dtype = abstractify(args[0]).dtype
-    if dtype.kind == "c":
+    if dtypes.kind(dtype) == "c":
         raise TypeError(f"kiln.numpy.{fname}: not supported for complex inputs ({dtype.name})")
     return args
 
@@ -654,7 +654,7 @@ def trunc(x, /):
     """Round toward zero (integers are returned as they are)."""
     (x,) = promote_dtypes("trunc", x)
     aval = abstractify(x)
-    if aval.dtype.kind == "c":
+    if dtypes.kind(aval.dtype) == "c":
         _complex_unsupported("trunc")
     if not dtypes.is_inexact(aval.dtype):
         return _as_array(x)
@@ -690,7 +690,7 @@ def signbit(x, /):
 
 def _signbit(x):
     aval = abstractify(x)
-    kind = "f" if aval.dtype == dtypes.bfloat16 else aval.dtype.kind
+    kind = dtypes.kind(aval.dtype)
     if kind == "c":
         _complex_unsupported("signbit")
     if kind == "f":
@@ -722,7 +722,7 @@ def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
     check_arraylike("nan_to_num", x)
     (x,) = promote_dtypes("nan_to_num", x)
     aval = abstractify(x)
-    if aval.dtype.kind == "c":
+    if dtypes.kind(aval.dtype) == "c":
         return lax.complex(nan_to_num(lax.real(x), nan=nan, posinf=posinf, neginf=neginf),
                            nan_to_num(lax.imag(x), nan=nan, posinf=posinf, neginf=neginf))
     if not dtypes.is_inexact(aval.dtype):
@@ -785,7 +785,7 @@ def ldexp(x1, x2, /):
     """``x1 * 2**x2`` elementwise, for integer ``x2``, without overflow in the power of two."""
     check_arraylike("ldexp", x1, x2)
     (n,) = promote_dtypes("ldexp", x2)
-    if abstractify(n).dtype.kind not in "iu":
+    if dtypes.kind(abstractify(n).dtype) not in "iu":
         raise TypeError(f"kiln.numpy.ldexp: the exponent must be an integer array, got {abstractify(n).dtype.name}")
     (x,) = _real_float_args("ldexp", x1)
     x, n = _broadcast_pair("ldexp", x, n)
@@ -837,11 +837,11 @@ def bitwise_count(x, /):
     """Elementwise number of set bits in ``|x|`` (as NumPy's ``bitwise_count``; uint8 result)."""
     (x,) = promote_dtypes("bitwise_count", x)
     dtype = abstractify(x).dtype
-    if dtype.kind not in "iub":
+    if dtypes.kind(dtype) not in "iub":
         raise TypeError(f"kiln.numpy.bitwise_count: needs integer or boolean inputs, got {dtype.name}")
     if dtype == np.bool_:
         return lax.convert_element_type(x, np.uint8)
-    if dtype.kind == "i":
+    if dtypes.kind(dtype) == "i":
         x = lax.abs(x)
     return lax.convert_element_type(lax.population_count(x), np.uint8)
 
@@ -923,7 +923,7 @@ fmin = _nan_ignoring("fmin", lambda a, b: minimum(a, b))
 def _integer_operands(fname: str, x1, x2):
     x1, x2 = promote_and_broadcast(fname, x1, x2)
     dtype = abstractify(x1).dtype
-    if dtype.kind not in "iu":
+    if dtypes.kind(dtype) not in "iu":
         raise TypeError(f"kiln.numpy.{fname}: needs integer inputs, got {dtype.name}")
     return x1, x2
 

@@ -43,6 +43,10 @@ def _float_dtype(fname: str, dtype: Any, allow_complex: bool = False) -> np.dtyp
     if not (dtypes.is_float(dt) or (allow_complex and dtypes.is_complex(dt))):
         kinds = "a float or complex" if allow_complex else "a float"
         raise ValueError(f"kiln.random.{fname}: dtype must be {kinds} dtype, got {dt.name}")
+    if dtypes.itemsize_bits(dt) not in _UINT and dtypes.is_float(dt):  # float4_e2m1fn, float6_*: as JAX
+        raise TypeError(f"kiln.random.{fname}: random floats are drawn for 8-, 16-, 32- or 64-bit dtypes only, "
+                        f"got {dt.name} ({dtypes.itemsize_bits(dt)} bits); draw float8_e4m3fn or float32 "
+                        f"values and cast them with .astype('{dt.name}')")
     return dt
 
 

@@ -141,6 +141,17 @@ from kiln.frontend.numpy import flexible as flexible
 from kiln.frontend.numpy import flip as flip
 from kiln.frontend.numpy import fliplr as fliplr
 from kiln.frontend.numpy import flipud as flipud
+from kiln.frontend.numpy import float4_e2m1fn as float4_e2m1fn
+from kiln.frontend.numpy import float6_e2m3fn as float6_e2m3fn
+from kiln.frontend.numpy import float6_e3m2fn as float6_e3m2fn
+from kiln.frontend.numpy import float8_e3m4 as float8_e3m4
+from kiln.frontend.numpy import float8_e4m3 as float8_e4m3
+from kiln.frontend.numpy import float8_e4m3b11fnuz as float8_e4m3b11fnuz
+from kiln.frontend.numpy import float8_e4m3fn as float8_e4m3fn
+from kiln.frontend.numpy import float8_e4m3fnuz as float8_e4m3fnuz
+from kiln.frontend.numpy import float8_e5m2 as float8_e5m2
+from kiln.frontend.numpy import float8_e5m2fnuz as float8_e5m2fnuz
+from kiln.frontend.numpy import float8_e8m0fnu as float8_e8m0fnu
 from kiln.frontend.numpy import float16 as float16
 from kiln.frontend.numpy import float32 as float32
 from kiln.frontend.numpy import float64 as float64
@@ -189,6 +200,9 @@ from kiln.frontend.numpy import inexact as inexact
 from kiln.frontend.numpy import inf as inf
 from kiln.frontend.numpy import inner as inner
 from kiln.frontend.numpy import insert as insert
+from kiln.frontend.numpy import int1 as int1
+from kiln.frontend.numpy import int2 as int2
+from kiln.frontend.numpy import int4 as int4
 from kiln.frontend.numpy import int8 as int8
 from kiln.frontend.numpy import int16 as int16
 from kiln.frontend.numpy import int32 as int32
@@ -376,6 +390,9 @@ from kiln.frontend.numpy import true_divide as true_divide
 from kiln.frontend.numpy import trunc as trunc
 from kiln.frontend.numpy import ufunc as ufunc
 from kiln.frontend.numpy import uint as uint
+from kiln.frontend.numpy import uint1 as uint1
+from kiln.frontend.numpy import uint2 as uint2
+from kiln.frontend.numpy import uint4 as uint4
 from kiln.frontend.numpy import uint8 as uint8
 from kiln.frontend.numpy import uint16 as uint16
 from kiln.frontend.numpy import uint32 as uint32
@@ -409,6 +426,10 @@ from . import fft, linalg
 _register_public_namespace(_sys.modules[__name__])  # x.__array_namespace__() returns this module
 
 __all__ = [
+    # the narrow dtypes of ml_dtypes
+    "float8_e3m4", "float8_e4m3", "float8_e4m3b11fnuz", "float8_e4m3fn", "float8_e4m3fnuz", "float8_e5m2",
+    "float8_e5m2fnuz", "float8_e8m0fnu", "float6_e2m3fn", "float6_e3m2fn", "float4_e2m1fn", "int1",
+    "int2", "int4", "uint1", "uint2", "uint4",
     "ComplexWarning", "abs", "absolute", "acos", "acosh", "add", "all", "allclose", "amax", "amin", "angle", "any",
     "append", "apply_along_axis", "apply_over_axes", "arange", "arccos", "arccosh", "arcsin", "arcsinh", "arctan",
     "arctan2", "arctanh", "argmax", "argmin", "argpartition", "argsort", "argwhere", "around", "array", "array_equal",

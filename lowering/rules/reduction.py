@@ -1,6 +1,8 @@
 """Emission rules for reductions (stablehlo.reduce with a body region) and dot_general."""
 from __future__ import annotations
 
+from kiln.frontend.core import dtypes
+
 from ..hlo import const, dot, identity, iota, logical_not, monoid, reduce, reduce_general, select, wrap_inputs
 from ..registry import register
 
@@ -27,7 +29,7 @@ def _make_arg_reduce(direction: str):
         idx = iota(x.shape, axis, index_dtype)
         init_v = const(identity("maximum" if direction == "GT" else "minimum", x.dtype), x.dtype)
         init_i = const(0, index_dtype)
-        is_float = x.dtype.kind in "fV"
+        is_float = dtypes.kind(x.dtype) == "f"
 
         def body(acc_v, acc_i, v, i):
             better = v.compare(acc_v, direction)

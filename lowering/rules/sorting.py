@@ -1,6 +1,8 @@
 """Emission rule for ``sort``: ``stablehlo.sort`` with a lexicographic "less than" comparator."""
 from __future__ import annotations
 
+from kiln.frontend.core import dtypes
+
 from ..hlo import V, i64_attr, imag, logical_not, op, real, sort, wrap_inputs
 from ..registry import register
 from ..types import tensor_type
@@ -20,7 +22,7 @@ def lt_eq(a: V, b: V, need_eq: bool = True) -> tuple[V, V | None]:
         re_lt, re_eq = _float_lt_eq(real(a), real(b), True)
         im_lt, im_eq = _float_lt_eq(imag(a), imag(b), need_eq)
         return re_lt | (re_eq & im_lt), ((re_eq & im_eq) if need_eq else None)
-    if a.dtype.kind in "fV":
+    if dtypes.kind(a.dtype) == "f":
         return _float_lt_eq(a, b, need_eq)
     return a < b, (a.eq(b) if need_eq else None)
 

@@ -1,10 +1,12 @@
 """Emission rules for data-movement primitives."""
 from __future__ import annotations
 
+import ml_dtypes
 import numpy as np
 
-from ..hlo import V, convert, i64_array, i64_attr, op, out_type
+from ..hlo import V, convert, i64_array, i64_attr, op, out_type, wrap_inputs
 from ..registry import register
+from ..types import ranked_type
 
 
 @register("broadcast_in_dim")
@@ -48,9 +50,21 @@ def _dynamic_update_slice(ctx, eqn, x, update, *indices):
     return op("stablehlo.dynamic_update_slice", [x, update, *unify_indices(eqn, indices, 2)], out_type(eqn))
 
 
+# XLA's CPU backend aborts the process compiling a concatenate of 2-bit integers (jaxlib 0.10.x): kiln
+# concatenates them as 8-bit integers (an exact round trip) instead.
+_WIDEN_FOR_CONCAT = {np.dtype(ml_dtypes.int2): np.dtype(np.int8), np.dtype(ml_dtypes.uint2): np.dtype(np.uint8)}
+
+
 @register("concatenate")
 def _concatenate(ctx, eqn, *xs):
-    return op("stablehlo.concatenate", xs, out_type(eqn), dimension=i64_attr(eqn.params["dimension"]))
+    dim = i64_attr(eqn.params["dimension"])
+    dtype, shape = eqn.outputs[0].aval.dtype, eqn.outputs[0].aval.shape
+    wide = _WIDEN_FOR_CONCAT.get(dtype)
+    if wide is None:
+        return op("stablehlo.concatenate", xs, out_type(eqn), dimension=dim)
+    vs = [convert(v, wide) for v in wrap_inputs(eqn, xs)]
+    out = V(op("stablehlo.concatenate", [v.v for v in vs], ranked_type(shape, wide), dimension=dim), shape, wide)
+    return convert(out, dtype).v
 
 
 @register("pad")
