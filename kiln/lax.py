@@ -163,6 +163,7 @@ from kiln.frontend.lax import rev as rev
 from kiln.frontend.lax import rng_bit_generator as rng_bit_generator
 from kiln.frontend.lax import round as round
 from kiln.frontend.lax import rsqrt as rsqrt
+from kiln.frontend.lax import scaled_dot as scaled_dot
 from kiln.frontend.lax import scatter as scatter
 from kiln.frontend.lax import scatter_add as scatter_add
 from kiln.frontend.lax import scatter_apply as scatter_apply
@@ -207,32 +208,31 @@ from kiln.frontend.special_functions import random_gamma_grad as random_gamma_gr
 from kiln.frontend.special_functions import zeta as zeta
 
 __all__ = [
-    "AccuracyMode", "ConvDimensionNumbers", "ConvGeneralDilatedDimensionNumbers", "DotAlgorithm", "DotAlgorithmPreset",
-    "DotDimensionNumbers", "FftType", "GatherDimensionNumbers", "GatherScatterMode", "Precision", "PrecisionLike",
-    "RaggedDotDimensionNumbers", "RandomAlgorithm", "RoundingMethod", "ScatterDimensionNumbers", "Tolerance", "abs",
-    "acos", "acosh", "add", "all_gather", "approx_max_k", "approx_min_k", "argmax", "argmin", "argsort", "asin",
-    "asinh", "associative_scan", "atan", "atan2", "atanh", "axis_index", "batch_matmul", "bitcast_convert_type",
-    "bitwise_and", "bitwise_not", "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcast_like",
-    "broadcast_shapes", "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil", "clamp", "clz", "collapse", "complex",
-    "composite", "concatenate", "cond", "conj", "conv", "conv_dimension_numbers", "conv_general_dilated",
-    "conv_general_dilated_local", "conv_general_dilated_patches", "conv_general_permutations",
-    "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple",
-    "conv_with_general_padding", "convert_element_type", "cos", "cosh", "cumlogsumexp", "cummax", "cummin", "cumprod",
-    "cumsum", "custom_linear_solve", "custom_root", "digamma", "div", "dot", "dot_general", "dtype",
-    "dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
-    "dynamic_update_slice", "dynamic_update_slice_in_dim", "empty", "eq", "erf", "erf_inv", "erfc", "exp", "exp2",
-    "expand_dims", "expm1", "fft", "floor", "fori_loop", "full", "full_like", "gather", "ge", "gt", "imag",
-    "index_in_dim", "index_take", "integer_pow", "iota", "is_finite", "le", "lgamma", "linalg", "literal", "log",
-    "log1p", "logistic", "lt", "map", "max", "min", "mul", "mulhi", "ne", "neg", "nextafter", "optimization_barrier",
-    "pad", "padtype_to_pads", "platform_dependent", "pmax", "pmean", "pmin", "population_count", "pow", "psum",
-    "ragged_dot", "ragged_dot_general", "real", "reciprocal", "reduce", "reduce_and", "reduce_max", "reduce_min",
-    "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum", "reduce_window", "reduce_window_max",
-    "reduce_window_min", "reduce_window_shape_tuple", "reduce_window_sum", "reduce_xor", "rem", "reshape", "rev",
-    "rng_bit_generator", "round", "rsqrt", "scan", "scatter", "scatter_add", "scatter_apply", "scatter_max",
-    "scatter_min", "scatter_mul", "scatter_sub", "select", "select_n", "shape_as_value", "shift_left",
-    "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim", "sort",
-    "sort_key_val", "split", "sqrt", "square", "squeeze", "stack", "stage", "stop_gradient", "sub", "switch", "tan",
-    "tanh", "tile", "top_k", "transpose", "unstack", "while_loop",
-    "bessel_i0e", "bessel_i1e", "betainc", "igamma", "igamma_grad_a", "igammac", "polygamma", "random_gamma_grad",
-    "zeta",
+    "abs", "AccuracyMode", "acos", "acosh", "add", "all_gather", "approx_max_k", "approx_min_k", "argmax", "argmin",
+    "argsort", "asin", "asinh", "associative_scan", "atan", "atan2", "atanh", "axis_index", "batch_matmul",
+    "bessel_i0e", "bessel_i1e", "betainc", "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or",
+    "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcast_like", "broadcast_shapes", "broadcast_to_rank",
+    "broadcasted_iota", "cbrt", "ceil", "clamp", "clz", "collapse", "complex", "composite", "concatenate", "cond",
+    "conj", "conv", "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_local",
+    "conv_general_dilated_patches", "conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple",
+    "conv_transpose", "conv_transpose_shape_tuple", "conv_with_general_padding", "ConvDimensionNumbers",
+    "convert_element_type", "ConvGeneralDilatedDimensionNumbers", "cos", "cosh", "cumlogsumexp", "cummax", "cummin",
+    "cumprod", "cumsum", "custom_linear_solve", "custom_root", "digamma", "div", "dot", "dot_general", "DotAlgorithm",
+    "DotAlgorithmPreset", "DotDimensionNumbers", "dtype", "dynamic_index_in_dim", "dynamic_slice",
+    "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
+    "empty", "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expand_dims", "expm1", "fft", "FftType", "floor",
+    "fori_loop", "full", "full_like", "gather", "GatherDimensionNumbers", "GatherScatterMode", "ge", "gt", "igamma",
+    "igamma_grad_a", "igammac", "imag", "index_in_dim", "index_take", "integer_pow", "iota", "is_finite", "le",
+    "lgamma", "linalg", "literal", "log", "log1p", "logistic", "lt", "map", "max", "min", "mul", "mulhi", "ne", "neg",
+    "nextafter", "optimization_barrier", "pad", "padtype_to_pads", "platform_dependent", "pmax", "pmean", "pmin",
+    "polygamma", "population_count", "pow", "Precision", "PrecisionLike", "psum", "ragged_dot", "ragged_dot_general",
+    "RaggedDotDimensionNumbers", "random_gamma_grad", "RandomAlgorithm", "real", "reciprocal", "reduce", "reduce_and",
+    "reduce_max", "reduce_min", "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum", "reduce_window",
+    "reduce_window_max", "reduce_window_min", "reduce_window_shape_tuple", "reduce_window_sum", "reduce_xor", "rem",
+    "reshape", "rev", "rng_bit_generator", "round", "RoundingMethod", "rsqrt", "scaled_dot", "scan", "scatter",
+    "scatter_add", "scatter_apply", "scatter_max", "scatter_min", "scatter_mul", "scatter_sub",
+    "ScatterDimensionNumbers", "select", "select_n", "shape_as_value", "shift_left", "shift_right_arithmetic",
+    "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim", "sort", "sort_key_val", "split", "sqrt",
+    "square", "squeeze", "stack", "stage", "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "Tolerance",
+    "top_k", "transpose", "unstack", "while_loop", "zeta",
 ]

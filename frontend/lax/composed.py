@@ -23,9 +23,9 @@ from .sorting import _sort_descending, sort
 
 __all__ = [
     "DotDimensionNumbers", "PrecisionLike", "RaggedDotDimensionNumbers", "approx_max_k", "approx_min_k",
-    "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "collapse", "composite", "dtype", "empty",
-    "expand_dims", "full", "mulhi", "ragged_dot", "ragged_dot_general", "scatter_sub", "shape_as_value", "split",
-    "squeeze", "stack", "stage", "tile", "unstack",
+    "broadcast_block_scale", "broadcast_like", "broadcast_shapes", "broadcast_to_rank", "collapse", "composite",
+    "dtype", "empty", "expand_dims", "full", "mulhi", "ragged_dot", "ragged_dot_general", "scaled_dot", "scatter_sub",
+    "shape_as_value", "split", "squeeze", "stack", "stage", "tile", "unstack",
 ]
 
 # Type aliases (as ``jax.lax``'s), for annotations.
@@ -448,3 +448,52 @@ def stage(x: Any, /):
         dt, weak = dtypes.dtype_of_value(x)
         return api.convert_element_type(x, dt, weak_type=weak)
     return device_put(np.asarray(x, dtypes.canonicalize_dtype(np.asarray(x).dtype)))
+
+
+def broadcast_block_scale(fname: str, scale: Any, operand_shape: tuple[int, ...], contracting: Sequence[int]):
+    """``scale`` repeated blockwise along the ``contracting`` dimensions to ``operand_shape`` (each scale entry
+    covers ``operand_size // scale_size`` consecutive elements); the other dimensions must match."""
+    shape = tuple(abstractify(scale).shape)
+    if len(shape) != len(operand_shape):
+        raise ShapeError(f"kiln.{fname}: a scale has shape {shape} for an operand of shape {operand_shape}; it must "
+                         "have the operand's rank")
+    for i, (s, n) in enumerate(zip(shape, operand_shape)):
+        if i in contracting and (s < 1 or n % s):
+            raise ShapeError(f"kiln.{fname}: contracting dimension {i} of the operand ({n}) is not a multiple of the "
+                             f"scale's ({s}); shapes {operand_shape} and {shape}")
+        if i not in contracting and s != n:
+            raise ShapeError(f"kiln.{fname}: dimension {i} of the scale ({s}) differs from the operand's ({n}); only "
+                             f"contracting dimensions may be blocked. Shapes {operand_shape} and {shape}")
+    # Each blocked dimension gains a block axis right after it (broadcast), then the two merge (reshape).
+    blocked, out_dims = [], []
+    for s, n in zip(shape, operand_shape):
+        out_dims.append(len(blocked))
+        blocked += [s, n // s] if s != n else [s]
+    return api.reshape(api.broadcast_in_dim(scale, tuple(blocked), tuple(out_dims)), operand_shape)
+
+
+def scaled_dot(lhs: Any, rhs: Any, *, lhs_scale: Any = None, rhs_scale: Any = None,
+               dimension_numbers: Any = None, preferred_element_type: Any = None):
+    """``(lhs * lhs_scale) @ (rhs * rhs_scale)`` by ``dot_general``: block-scaled operands (MX formats: float8
+    data, float8_e8m0fnu scales), each scale entry covering a block of a contracting dimension. As JAX's
+    reference decomposition, the operands are scaled in bfloat16; the result has ``preferred_element_type``
+    (default bfloat16)."""
+    lhs_shape, rhs_shape = tuple(abstractify(lhs).shape), tuple(abstractify(rhs).shape)
+    if dimension_numbers is None:
+        n = len(lhs_shape)
+        if n < 2:
+            raise TypeError("kiln.lax.scaled_dot: 0-d and 1-d operands need explicit dimension_numbers")
+        dimension_numbers = (((n - 1,), (n - 2,)), (tuple(range(n - 2)), tuple(range(n - 2))))
+    (lhs_contracting, rhs_contracting), _ = dimension_numbers
+    out_type = dtypes.bfloat16 if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
+
+    def scaled(x, scale, shape, contracting):
+        x = api.convert_element_type(x, dtypes.bfloat16)
+        if scale is None:
+            return x
+        scale = broadcast_block_scale("lax.scaled_dot", scale, shape, tuple(contracting))
+        return api.mul(x, api.convert_element_type(scale, dtypes.bfloat16))
+
+    return api.dot_general(scaled(lhs, lhs_scale, lhs_shape, lhs_contracting),
+                           scaled(rhs, rhs_scale, rhs_shape, rhs_contracting),
+                           dimension_numbers, preferred_element_type=out_type)

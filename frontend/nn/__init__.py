@@ -4,5 +4,6 @@ from .attention import *  # noqa: F401,F403
 from .attention import __all__ as _attention_all
 from .functions import *  # noqa: F401,F403
 from .functions import __all__ as _functions_all
+from .scaled import scaled_matmul  # noqa: F401
 
-__all__ = list(_functions_all) + list(_attention_all)
+__all__ = list(_functions_all) + list(_attention_all) + ["scaled_matmul"]

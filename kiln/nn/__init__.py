@@ -19,6 +19,7 @@ from kiln.frontend.nn import mish as mish
 from kiln.frontend.nn import one_hot as one_hot
 from kiln.frontend.nn import relu as relu
 from kiln.frontend.nn import relu6 as relu6
+from kiln.frontend.nn import scaled_matmul as scaled_matmul
 from kiln.frontend.nn import selu as selu
 from kiln.frontend.nn import sigmoid as sigmoid
 from kiln.frontend.nn import silu as silu
@@ -36,6 +37,6 @@ from kiln.nn import initializers
 __all__ = [
     "celu", "dot_product_attention", "elu", "gelu", "glu", "hard_sigmoid", "hard_silu", "hard_swish", "hard_tanh",
     "identity", "initializers", "leaky_relu", "log1mexp", "log_sigmoid", "log_softmax", "logmeanexp", "logsumexp",
-    "mish", "one_hot", "relu", "relu6", "selu", "sigmoid", "silu", "soft_sign", "softmax", "softplus", "sparse_plus",
-    "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh"
+    "mish", "one_hot", "relu", "relu6", "scaled_matmul", "selu", "sigmoid", "silu", "soft_sign", "softmax",
+    "softplus", "sparse_plus", "sparse_sigmoid", "squareplus", "standardize", "swish", "tanh",
 ]
