@@ -1,11 +1,12 @@
 """Build a StableHLO module from kiln IR with jaxlib's MLIR bindings."""
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Sequence
 
 from jaxlib.mlir import ir
-from jaxlib.mlir.dialects import func
+from jaxlib.mlir.dialects import func, sdy
 from kiln.frontend.core import passes
 from kiln.frontend.core.errors import KilnError
 from kiln.frontend.core.ir import IR, Literal, Var
@@ -84,9 +85,41 @@ class LoweredModule:
         return self._text
 
 
+@dataclass(frozen=True)
+class MeshLayout:
+    """A program partitioned over a device mesh by XLA's SPMD partitioner (Shardy): the mesh's axes, and for
+    each input (constvars + invars) and output the mesh axes splitting each dimension (major to minor), or
+    None to let the partitioner choose."""
+    axes: tuple[tuple[str, int], ...]
+    in_specs: tuple[tuple[tuple[str, ...], ...] | None, ...]
+    out_specs: tuple[tuple[tuple[str, ...], ...] | None, ...]
+
+    @property
+    def num_partitions(self) -> int:
+        return math.prod(size for _, size in self.axes)
+
+
+def _sdy_mesh(layout: MeshLayout) -> None:
+    axes = ", ".join(f'"{n}"={s}' for n, s in layout.axes)
+    sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh<[{axes}]>"))
+
+
+def _sdy_sharding(spec: tuple[tuple[str, ...], ...]) -> ir.Attribute:
+    dims = ", ".join("{" + ", ".join(f'"{a}"' for a in names) + "}" for names in spec)
+    return ir.Attribute.parse(f"#sdy.sharding<@mesh, [{dims}]>")
+
+
+def _with_sharding(attrs: ir.DictAttr | None, spec) -> ir.DictAttr:
+    entries = {} if attrs is None else {a.name: a.attr for a in attrs}
+    if spec is not None:
+        entries["sdy.sharding"] = _sdy_sharding(spec)
+    return ir.DictAttr.get(entries)
+
+
 def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_unused: bool = False,
           name: str = "main", platform: str | None = None,
-          custom_call_targets: Callable[[], Collection[str]] | None = None) -> LoweredModule:
+          custom_call_targets: Callable[[], Collection[str]] | None = None,
+          mesh: MeshLayout | None = None) -> LoweredModule:
     """Optimise ``ir_`` and emit it as the ``@main`` function of a StableHLO module.
 
     ``donated`` flags, for each of constvars + invars, an input whose buffer the program may reuse
@@ -103,14 +136,21 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
     params = [v for v, k in zip(all_inputs, kept) if k]
     with context, ir.Location.unknown():
         module = ir.Module.create()
-        module.operation.attributes["mhlo.num_partitions"] = i32_attr(1)
+        module.operation.attributes["mhlo.num_partitions"] = i32_attr(1 if mesh is None else mesh.num_partitions)
         module.operation.attributes["mhlo.num_replicas"] = i32_attr(1)
         in_types = [tensor_type(v.aval) for v in params]
         out_types = [tensor_type(a.aval) for a in body.outvars]
         with ir.InsertionPoint(module.body):
+            arg_attrs = _donation_attrs(params, kept, donated, body)
+            if mesh is not None:
+                _sdy_mesh(mesh)
+                in_specs = [spec for spec, k in zip(mesh.in_specs, kept) if k]
+                arg_attrs = [_with_sharding(a, spec) for a, spec in zip(arg_attrs, in_specs)]
             fn = func.FuncOp(name, ir.FunctionType.get(in_types, out_types))
             fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
-            fn.arg_attrs = ir.ArrayAttr.get(_donation_attrs(params, kept, donated, body))
+            fn.arg_attrs = ir.ArrayAttr.get(arg_attrs)
+            if mesh is not None:
+                fn.result_attrs = ir.ArrayAttr.get([_with_sharding(None, spec) for spec in mesh.out_specs])
             block = fn.add_entry_block()
             with ir.InsertionPoint(block):
                 args = iter(block.arguments)
@@ -140,4 +180,4 @@ def _donation_attrs(params, kept, donated, body: IR) -> list[ir.DictAttr]:
     return attrs
 
 
-__all__ = ["lower", "LoweredModule", "EmitContext", "LoweringError", "element_type", "tensor_type"]
+__all__ = ["lower", "LoweredModule", "MeshLayout", "EmitContext", "LoweringError", "element_type", "tensor_type"]

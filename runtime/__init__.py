@@ -48,7 +48,16 @@ from .errors import (  # noqa: E402
 from .executable import Executable, ExecutableCache, compile  # noqa: E402
 from .lapack import custom_call_targets, ensure_lapack_registered, lapack_unavailable_reason  # noqa: E402
 from .mlir import drop_stale_scopes, mlir_context  # noqa: E402
-from .sharded import SpmdSharding, devices_of, put_sharded, shards_of, spmd_sharding  # noqa: E402
+from .sharded import (  # noqa: E402
+    SpmdExecutable,
+    SpmdSharding,
+    compile_spmd,
+    devices_of,
+    put_sharded,
+    shards_of,
+    spmd_sharding,
+    tile_layout,
+)
 
 
 def jaxlib_version() -> str:
@@ -72,5 +81,6 @@ __all__ = [
     "default_backend", "ensure_lapack_registered", "lapack_unavailable_reason",
     "delete", "devices", "get_backend", "is_deleted", "is_ready", "jaxlib_version", "local_device",
     "drop_stale_scopes", "mlir_context", "nbytes", "put", "set_default_backend", "to_numpy",
-    "SpmdSharding", "devices_of", "put_sharded", "shards_of", "spmd_sharding",
+    "SpmdExecutable", "SpmdSharding", "compile_spmd", "devices_of", "put_sharded", "shards_of", "spmd_sharding",
+    "tile_layout",
 ]

@@ -216,15 +216,19 @@ def _module_text(module: Any) -> str:
                     f"got {type(module).__name__}.")
 
 
-def _compile_options(device: Device) -> Any:
-    opts = xc.CompileOptions()
-    opts.device_assignment = xc.DeviceAssignment.create(np.array([[device._raw.id]]))
-    debug = opts.executable_build_options.debug_options
+def apply_debug_options(debug: Any, device: Device) -> None:
+    """Set the backend's XLA debug options on ``debug`` (a CompileOptions' ``debug_options``)."""
     for name, value in device.backend.debug_options.items():
         try:
             setattr(debug, name, value)
         except AttributeError:  # option renamed or removed in this jaxlib
             pass
+
+
+def _compile_options(device: Device) -> Any:
+    opts = xc.CompileOptions()
+    opts.device_assignment = xc.DeviceAssignment.create(np.array([[device._raw.id]]))
+    apply_debug_options(opts.executable_build_options.debug_options, device)
     return opts
 
 

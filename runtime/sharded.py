@@ -6,16 +6,20 @@ does the rest.
 """
 from __future__ import annotations
 
+import collections
+import threading
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 
-from ._jaxlib import JaxRuntimeError, device_put, xc
+from ._jaxlib import JaxRuntimeError, device_put, result_handler, xc
 from .avals import aval_for
 from .backends import Device, device_of_raw
 from .buffers import Buffer, _check_alive
-from .errors import KilnRuntimeError, jaxlib_message
+from .errors import CompileError, ExecutionError, KilnRuntimeError, deleted_error, jaxlib_message
+from .executable import Executable, apply_debug_options
+from .lapack import ensure_lapack_registered
 
 
 class SpmdSharding(xc.GSPMDSharding):
@@ -87,3 +91,105 @@ def shards_of(buf: Buffer) -> list[Buffer]:
 def devices_of(buf: Buffer) -> list[Device]:
     """The devices holding ``buf``'s shards, in its sharding's device order."""
     return [device_of_raw(d) for d in buf._sharding._internal_device_list]
+
+
+class SpmdExecutable(Executable):
+    """A module compiled for a mesh of devices: XLA's SPMD partitioner split it, one program per device.
+    Arguments and results are arrays laid out over ``devices``; ``out_shardings`` are the results' layouts
+    (the ones the module asked for, or the ones the partitioner chose)."""
+
+    __slots__ = ("devices", "out_shardings")
+
+    def __init__(self, exe: Any, devices: tuple[Device, ...], out_avals: list, num_donated: int, text: str) -> None:
+        self.device = devices[0]
+        self.devices = devices
+        self.out_avals = out_avals
+        self.num_donated = num_donated
+        self._exe = exe
+        self._text = text
+        self._size = None
+        protos = exe.get_output_shardings()  # None for a one-device program
+        hlo = ([xc.HloSharding.from_proto(s) for s in protos] if protos is not None
+               else [xc.HloSharding.replicate()] * len(out_avals))
+        self.out_shardings = [spmd_sharding(devices, str(h)) for h in hlo]
+        self._handlers = [result_handler(av, s) for av, s in zip(out_avals, self.out_shardings)]
+
+    def execute(self, args: list[Buffer]) -> list[Buffer]:
+        """Launch on every device; at most :data:`MAX_IN_FLIGHT` mesh executions run ahead of the host."""
+        outs = super().execute(args)
+        _bound_in_flight(outs)
+        return outs
+
+    def _argument_error(self, e: BaseException, args: Sequence[Any]) -> Exception:
+        for i, a in enumerate(args):
+            if isinstance(a, Buffer) and a.is_deleted():
+                return deleted_error(f"argument {i} of the computation")
+        return ExecutionError(f"Executing the computation on {len(self.devices)} devices failed: {jaxlib_message(e)}")
+
+    def __repr__(self) -> str:
+        return f"SpmdExecutable(devices={[d.id for d in self.devices]}, outputs={len(self.out_avals)})"
+
+
+# XLA's CPU collectives rendezvous with a timeout: thousands of queued multi-device executions make the later
+# ones wait past it and abort the process (NOTES §6). Waiting for the execution MAX_IN_FLIGHT launches back
+# keeps the queue short (the cost measured there: about 138 µs a step against 179 µs blocking every call).
+MAX_IN_FLIGHT = 16
+_in_flight: collections.deque = collections.deque()
+_in_flight_lock = threading.Lock()
+
+
+def _bound_in_flight(outs: list[Buffer]) -> None:
+    # Holds the first result of each of the last MAX_IN_FLIGHT executions (a strong reference: a loop that
+    # drops its results must be bounded too).
+    if not outs:
+        return
+    with _in_flight_lock:
+        _in_flight.append(outs[0])
+        oldest = _in_flight.popleft() if len(_in_flight) > MAX_IN_FLIGHT else None
+    if oldest is not None and not oldest.is_deleted():
+        try:
+            oldest.block_until_ready()
+        except JaxRuntimeError:
+            pass  # that execution's own error surfaces where its result is used
+
+
+def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tuple[tuple[int, ...], Any]],
+                 num_donated: int = 0, text: str | None = None) -> SpmdExecutable:
+    """Compile a StableHLO module carrying Shardy shardings (``sdy.mesh``, ``sdy.sharding``) for ``devices``
+    (logical device i of the mesh is ``devices[i]``); results without a sharding get the partitioner's."""
+    devices = tuple(devices)
+    text = str(module) if text is None else text
+    out_avals = [aval_for(tuple(shape), np.dtype(dtype)) for shape, dtype in out_types]
+    opts = xc.CompileOptions()
+    opts.num_replicas, opts.num_partitions = 1, len(devices)
+    opts.device_assignment = xc.DeviceAssignment.create(np.array([[d._raw.id for d in devices]]))
+    build = opts.executable_build_options
+    build.use_spmd_partitioning = True
+    build.use_shardy_partitioner = True
+    build.allow_spmd_sharding_propagation_to_output = [True] * len(out_avals)
+    apply_debug_options(build.debug_options, devices[0])
+    if devices[0].platform == "cpu" and "lapack_" in text:
+        ensure_lapack_registered()
+    try:
+        exe = devices[0].backend._client.compile_and_load(module, xc.DeviceList(tuple(d._raw for d in devices)), opts)
+    except (JaxRuntimeError, ValueError, RuntimeError) as e:
+        raise CompileError(f"XLA failed to compile the module for {len(devices)} devices:\n{jaxlib_message(e)}") from e
+    return SpmdExecutable(exe, devices, out_avals, num_donated, text)
+
+
+def tile_layout(sharding: SpmdSharding, ndim: int) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """How ``sharding`` cuts an ``ndim``-d array: the number of pieces per dimension, and for each of its
+    devices (in order) the piece it holds, as coordinates."""
+    hlo = sharding._hlo
+    n = len(sharding.kiln_devices)
+    if hlo.is_replicated():
+        return (1,) * ndim, [(0,) * ndim] * n
+    if not hlo.is_tiled() or hlo.is_manual() or hlo.is_maximal() or hlo.subgroup_types() and not (
+            hlo.replicate_on_last_tile_dim()):
+        raise KilnRuntimeError(f"runtime.tile_layout: {sharding.hlo_text} is not a tiled layout kiln can describe")
+    dims = tuple(hlo.tile_assignment_dimensions())
+    tiles = np.array(hlo.tile_assignment_devices()).reshape(dims)
+    coords: list[tuple[int, ...]] = [()] * n
+    for index in np.ndindex(*dims):
+        coords[int(tiles[index])] = tuple(int(i) for i in index[:ndim])
+    return dims[:ndim], coords

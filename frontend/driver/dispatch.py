@@ -79,9 +79,9 @@ def pick_device(values: Sequence[Any], names: Sequence[str] | None = None,
 
 def several_devices_unsupported(x: Array) -> NotImplementedError:
     return NotImplementedError(
-        f"kiln: computations on arrays laid out over several devices ({x.sharding}) are not supported yet "
-        "(issue 15: jit with shardings comes next). Gather the array onto one device first: "
-        "kiln.device_put(x, kiln.devices()[0]).")
+        f"kiln: an array laid out over several devices ({x.sharding}) reached a one-device computation; "
+        "run it under kiln.jit (which partitions it over the mesh), or gather it first with "
+        "kiln.device_put(x, device).")
 
 
 def device_mismatch(values: Sequence[Any], names: Sequence[str] | None = None,
@@ -114,8 +114,8 @@ def to_buffer(x: Any, device: runtime.Device) -> Any:
     if type(x) is Array:
         if x._device == device:
             return x._buf
-        if x._device is None:
-            raise several_devices_unsupported(x)
+        if x._device is None:  # laid out over several devices: gathered through the host
+            return runtime.put(np.ascontiguousarray(x._value()), device)
         return runtime.copy_to(x._buf, device)
     from ..core.tracing import Tracer
     if isinstance(x, Tracer):  # outside any trace: it escaped the function that was traced
@@ -166,21 +166,24 @@ _lowering: contextvars.ContextVar[bool] = contextvars.ContextVar("kiln_lowering"
 
 
 def lower_ir(ir: IR, *, donated: Sequence[bool] = (), keep_unused: bool = False,
-             device: runtime.Device | None = None) -> lowering.LoweredModule:
-    """Lower ``ir`` for ``device``'s platform (rules may then use its custom calls, e.g. LAPACK on CPU)."""
+             device: runtime.Device | None = None, mesh: lowering.MeshLayout | None = None) -> lowering.LoweredModule:
+    """Lower ``ir`` for ``device``'s platform (rules may then use its custom calls, e.g. LAPACK on CPU);
+    ``mesh`` states the layouts of a program partitioned over a device mesh."""
     if not _lowering.get():
         runtime.drop_stale_scopes()  # MLIR scopes an interrupted lowering left entered
-    return contextvars.copy_context().run(_lower, ir, donated, keep_unused, device)
+    return contextvars.copy_context().run(_lower, ir, donated, keep_unused, device, mesh)
 
 
-def _lower(ir: IR, donated: Sequence[bool], keep_unused: bool,
-           device: runtime.Device | None) -> lowering.LoweredModule:
+def _lower(ir: IR, donated: Sequence[bool], keep_unused: bool, device: runtime.Device | None,
+           mesh: lowering.MeshLayout | None) -> lowering.LoweredModule:
     _lowering.set(True)
     if device is None:
-        return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused)
+        return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused,
+                              mesh=mesh)
     platform = device.platform
     return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused,
-                          platform=platform, custom_call_targets=lambda: runtime.custom_call_targets(platform))
+                          platform=platform, custom_call_targets=lambda: runtime.custom_call_targets(platform),
+                          mesh=mesh)
 
 
 def compile_ir(ir: IR, device: runtime.Device, *, donated: Sequence[bool] = (),

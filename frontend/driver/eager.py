@@ -85,8 +85,8 @@ def apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
 
 def _cpp_miss(prim, params: dict, *args):
     out, compiled, committed = _apply(prim, args, params)
-    device = compiled.device
-    if not all(type(a) is Array and a._device is device for a in args):
+    device = None if compiled is None else compiled.device
+    if device is None or not all(type(a) is Array and a._device is device for a in args):
         return out, None
     _, out_treedef = fastpath.flatten(out)
     return out, fastpath.record(compiled.executable, out_treedef, (), [True] * len(args))
@@ -94,6 +94,8 @@ def _cpp_miss(prim, params: dict, *args):
 
 def _apply(prim, args: Sequence[Any], params: dict) -> tuple[Any, dispatch.CompiledIR, bool]:
     """The Python path: returns the result, the executable that computed it, and its committed flag."""
+    if any(type(a) is Array and a._device is None for a in args):
+        return _apply_over_mesh(prim, args, params)
     avals = tuple([a.aval if type(a) is Array else abstractify(a) for a in args])
     try:
         device, committed = dispatch.pick_device(args)
@@ -107,6 +109,21 @@ def _apply(prim, args: Sequence[Any], params: dict) -> tuple[Any, dispatch.Compi
     outs = compiled.run([a._buf if type(a) is Array and a._device is device else dispatch.to_buffer(a, device)
                          for a in args], committed)
     return (outs if prim.multiple_results else outs[0]), compiled, committed
+
+
+def _apply_over_mesh(prim, args: Sequence[Any], params: dict) -> tuple[Any, None, bool]:
+    """A primitive on arrays laid out over a device mesh runs as a jitted one-primitive program (as JAX's
+    eager ops do): the partitioner splits it over the mesh, and the result keeps a mesh layout."""
+    key = (prim, _params_key(params))
+    fn = _over_mesh.get(key)
+    if fn is None:
+        from .jit import jit  # jit builds on dispatch, as this module does
+        fn = _over_mesh[key] = jit(functools.partial(prim.bind, **params))
+    return fn(*args), None, True  # no CompiledIR: these calls stay off the C++ fast path
+
+
+# (primitive, parameters) -> the jitted primitive that runs it over a mesh.
+_over_mesh: dict[Any, Any] = {}
 
 
 def _compile(prim, avals, params: dict, device) -> dispatch.CompiledIR:
@@ -126,6 +143,7 @@ def _compile(prim, avals, params: dict, device) -> dispatch.CompiledIR:
 def clear_cache() -> None:
     _cache.clear()
     _cpp.clear()
+    _over_mesh.clear()
 
 
 tracing.install_eager(apply_eagerly, dispatch.put)  # the core floor's bind runs primitives through here

@@ -23,7 +23,7 @@ from ..core.config import config
 from ..core.errors import KilnError
 from ..core.ir import IR, ClosedIR
 from ..core.tracing import Tracer, abstractify, current_builder, trace_to_ir
-from . import dispatch
+from . import dispatch, spmd
 from .array import Array
 
 
@@ -142,7 +142,8 @@ class JittedFunction:
     """A function compiled with :func:`jit`. Call it like the original function."""
 
     def __init__(self, fun: Callable, *, static_argnums=None, static_argnames=None, donate_argnums=None,
-                 donate_argnames=None, keep_unused: bool = False, device=None, backend: str | None = None):
+                 donate_argnames=None, keep_unused: bool = False, device=None, backend: str | None = None,
+                 in_shardings=None, out_shardings=None):
         if not callable(fun):
             raise TypeError(f"kiln.jit: expected a function, got {type(fun).__name__}: {fun!r}")
         self.fun = fun
@@ -161,10 +162,12 @@ class JittedFunction:
         if both:
             raise JitError(f"kiln.jit({self.__name__}): argument {sorted(both)} cannot be both static and donated")
         self.keep_unused = keep_unused
+        self.in_shardings, self.out_shardings = _check_shardings(self.__name__, in_shardings, out_shardings)
         # Resolved lazily so that jit(f, backend="gpu") can be created before backends load.
         self._device_spec = (backend, device)
         self._signatures = _signatures_for(fun, (self.static_argnums, self.static_argnames, self.donate_argnums,
-                                                 self.donate_argnames, keep_unused, self._device_spec))
+                                                 self.donate_argnames, keep_unused, self._device_spec,
+                                                 self.in_shardings, self.out_shardings))
         self._last_key: Any = None
         # jaxlib's C++ dispatch: repeated calls of a signature whose arguments are all kiln arrays skip
         # Python entirely. Not with donation (the Python path must drop host views of donated arrays).
@@ -320,8 +323,14 @@ class JittedFunction:
         except TypeError:
             raise self._bad_leaf_error(leaves, dyn_args, dyn_kwargs, static) from None
         explicit = self._explicit_device()
+        placement = None
+        if explicit is None:
+            placement = spmd.placement_for(leaves, lambda: self._leaf_names(dyn_args, dyn_kwargs, static),
+                                           self._leaf_in_shardings(dyn_args, len(leaves)), self.out_shardings,
+                                           f"kiln.jit({self.__name__})")
         try:
-            device, committed = dispatch.pick_device(leaves, None, explicit)
+            device, committed = (placement, True) if placement is not None else dispatch.pick_device(
+                leaves, None, explicit)
         except dispatch.DeviceMismatchError:
             names = self._leaf_names(dyn_args, dyn_kwargs, static)
             raise dispatch.device_mismatch(leaves, names, f"kiln.jit({self.__name__})") from None
@@ -343,6 +352,22 @@ class JittedFunction:
             sigs.put(key, entry)
             return entry
         return sigs.once.get(("trace", key), lambda: sigs.get(key), trace)
+
+    def _leaf_in_shardings(self, dyn_args: tuple, n_leaves: int) -> list | None:
+        """``in_shardings`` per input leaf: one sharding for every leaf, or one per positional argument."""
+        given = self.in_shardings
+        if given is None:
+            return None
+        if not isinstance(given, tuple):
+            return [given] * n_leaves
+        if len(given) != len(dyn_args):
+            raise JitError(f"kiln.jit({self.__name__}): in_shardings has {len(given)} entries but the function was "
+                           f"called with {len(dyn_args)} positional arguments; give one sharding (or None) per "
+                           "positional argument")
+        out = []
+        for s, a in zip(given, dyn_args):
+            out += [s] * len(tree_util.tree_leaves(a))
+        return out + [None] * (n_leaves - len(out))  # keyword arguments: as their values are laid out
 
     def _explicit_device(self) -> runtime.Device | None:
         backend, device = self._device_spec
@@ -406,11 +431,17 @@ class JittedFunction:
     def _compile(self, entry: _Entry) -> dispatch.CompiledIR:
         ir = entry.closed.ir
         donated = [False] * len(ir.constvars) + entry.donated
-        compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused)
+        if isinstance(entry.device, spmd.MeshPlacement):
+            compiled = spmd.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
+                                       n_consts=len(ir.constvars))
+            replicated = spmd.NamedSharding(entry.device.mesh, spmd.PartitionSpec())
+            put = functools.partial(spmd.to_buffer, sharding=replicated)
+        else:
+            compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused)
+            put = functools.partial(dispatch.to_buffer, device=entry.device)
         kept_consts = compiled.kept[:len(ir.constvars)]
         # Published together, compiled last: an interrupted compile leaves the entry untouched.
-        entry.const_buffers = [dispatch.to_buffer(c, entry.device)
-                               for c, k in zip(entry.closed.consts, kept_consts) if k]
+        entry.const_buffers = [put(c) for c, k in zip(entry.closed.consts, kept_consts) if k]
         entry.compiled = compiled
         return compiled
 
@@ -425,8 +456,10 @@ class JittedFunction:
         kept = compiled.kept[len(entry.closed.ir.constvars):]
         buffers = list(entry.const_buffers)
         try:
+            if isinstance(device, spmd.MeshPlacement):
+                buffers += [spmd.to_buffer(leaf, s) for leaf, s, k in zip(leaves, device.in_shardings, kept) if k]
             for leaf, k in zip(leaves, kept):
-                if k:
+                if k and not isinstance(device, spmd.MeshPlacement):
                     buffers.append(leaf._buf if type(leaf) is Array and leaf._device is device
                                    else dispatch.to_buffer(leaf, device))
             # Committed-ness is per call, not per entry: one signature serves committed and uncommitted inputs.
@@ -516,8 +549,12 @@ class Lowered:
     def __init__(self, jitted: JittedFunction, entry: _Entry):
         self.jitted, self.entry = jitted, entry
         ir = entry.closed.ir
-        self._lowered = dispatch.lower_ir(ir, donated=[False] * len(ir.constvars) + entry.donated,
-                                          keep_unused=jitted.keep_unused, device=entry.device)
+        donated = [False] * len(ir.constvars) + entry.donated
+        if isinstance(entry.device, spmd.MeshPlacement):
+            self._lowered = spmd.lower_ir(ir, entry.device, donated=donated, keep_unused=jitted.keep_unused,
+                                          n_consts=len(ir.constvars))
+        else:
+            self._lowered = dispatch.lower_ir(ir, donated=donated, keep_unused=jitted.keep_unused, device=entry.device)
 
     def as_text(self) -> str:
         """The StableHLO module as MLIR text."""
@@ -627,7 +664,8 @@ def _explain_miss(name: str, old: tuple, new: tuple) -> None:
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,
         static_argnames: str | Sequence[str] | None = None, donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
-        device: runtime.Device | None = None, backend: str | None = None):
+        device: runtime.Device | None = None, backend: str | None = None, in_shardings: Any = None,
+        out_shardings: Any = None):
     """Compile ``fun`` with XLA: trace it once per argument signature, then call the executable.
 
     Parameters
@@ -643,6 +681,10 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         Keep arguments the function does not use as parameters of the compiled program.
     device, backend :
         Run on this device / the first device of this backend instead of following the inputs.
+    in_shardings, out_shardings : kiln.sharding.NamedSharding, a tuple of them, or None
+        Lay the inputs (one sharding for all, or one per positional argument) and the outputs (one for all,
+        or one per output leaf) out over a device mesh; XLA's SPMD partitioner splits the program. None:
+        inputs keep their own layouts, outputs get the partitioner's choice.
 
     Returns
     -------
@@ -651,10 +693,23 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     """
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
                    donate_argnums=donate_argnums, donate_argnames=donate_argnames,
-                   keep_unused=keep_unused, device=device, backend=backend)
+                   keep_unused=keep_unused, device=device, backend=backend, in_shardings=in_shardings,
+                   out_shardings=out_shardings)
     if fun is None:
         return lambda f: JittedFunction(f, **options)
     return JittedFunction(fun, **options)
+
+
+def _check_shardings(name: str, in_shardings: Any, out_shardings: Any) -> tuple[Any, Any]:
+    """``in_shardings``/``out_shardings`` as jit keeps them: None, a NamedSharding, or a tuple of those."""
+    def check(value: Any, what: str) -> Any:
+        if value is None or isinstance(value, spmd.NamedSharding):
+            return value
+        if isinstance(value, (tuple, list)) and all(v is None or isinstance(v, spmd.NamedSharding) for v in value):
+            return tuple(value)
+        raise JitError(f"kiln.jit({name}): {what} must be a kiln.sharding.NamedSharding, a tuple of them (None "
+                       f"entries allowed) or None; got {value!r:.80}")
+    return check(in_shardings, "in_shardings"), check(out_shardings, "out_shardings")
 
 
 def make_ir(fun: Callable, *, static_argnums=None, static_argnames=None) -> Callable[..., ClosedIR]:

@@ -1,0 +1,169 @@
+"""Programs over a device mesh: a jitted function whose inputs are laid out over several devices (or that
+was given ``in_shardings``/``out_shardings``) is compiled once for the whole mesh; XLA's SPMD partitioner
+(Shardy) splits it, inserting the collectives. kiln only states the layouts."""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from kiln import lowering, runtime
+
+from ..core.errors import KilnError
+from ..core.ir import IR
+from . import dispatch
+from .array import Array
+from .sharding import Mesh, NamedSharding, PartitionSpec, Sharding, runtime_sharding
+
+
+@dataclass(frozen=True)
+class MeshPlacement:
+    """Where a jitted program runs when it spans a mesh: the mesh, each input leaf's sharding and each
+    output's (None: the partitioner chooses). Hashable: part of the jit cache key."""
+    mesh: Mesh
+    in_shardings: tuple[NamedSharding, ...]
+    out_shardings: tuple[NamedSharding | None, ...] | NamedSharding | None
+
+    @property
+    def devices(self) -> tuple[runtime.Device, ...]:
+        return tuple(self.mesh.devices.flat)
+
+
+class MeshMismatchError(KilnError, ValueError):
+    """Inputs or outputs of one computation laid out over different meshes."""
+
+
+def _mesh_of(sharding: Sharding) -> Mesh:
+    if isinstance(sharding, NamedSharding):
+        return sharding.mesh
+    raise TypeError(f"kiln.jit: shardings must be kiln.sharding.NamedSharding here, got {sharding!r}")
+
+
+def placement_for(leaves: Sequence[Any], leaf_names: Callable[[], Sequence[str]], in_shardings: Sequence[Any] | None,
+                  out_shardings: Any, where: str) -> MeshPlacement | None:
+    """The mesh placement of a call with ``leaves``, or None when it runs on one device. Inputs laid out
+    over a mesh (or given ``in_shardings``) fix the mesh; the other inputs are replicated over it."""
+    given = list(in_shardings) if in_shardings is not None else [None] * len(leaves)
+    found = []
+    for i, leaf in enumerate(leaves):
+        s = given[i]
+        if s is None and type(leaf) is Array and isinstance(leaf._sharding, NamedSharding) and leaf._committed:
+            s = leaf._sharding
+        found.append(s)
+    meshes = [(i, _mesh_of(s)) for i, s in enumerate(found) if s is not None]
+    if out_shardings is not None:
+        outs = out_shardings if isinstance(out_shardings, tuple) else (out_shardings,)
+        meshes += [(None, _mesh_of(s)) for s in outs if s is not None]
+    if not meshes:
+        return None
+    mesh, names = meshes[0][1], leaf_names()
+    for i, m in meshes:
+        if m != mesh:
+            what = f"argument {names[i]}" if i is not None else "out_shardings"
+            first = f"argument {names[meshes[0][0]]}" if meshes[0][0] is not None else "out_shardings"
+            raise MeshMismatchError(f"{where}: {first} is laid out over {mesh} but {what} over {m}; every input and "
+                                    "output of one computation must use the same mesh. Move the values with "
+                                    "kiln.device_put(x, NamedSharding(mesh, spec)) onto one mesh.")
+    for leaf, name in zip(leaves, names):
+        if type(leaf) is Array and leaf._committed and leaf._device is not None and leaf._device not in \
+                mesh.devices.flat:
+            raise MeshMismatchError(f"{where}: argument {name} is committed to {leaf._device}, which is not in the "
+                                    f"mesh {mesh} the other arguments use; move it with kiln.device_put first")
+    replicated = NamedSharding(mesh, PartitionSpec())
+    return MeshPlacement(mesh, tuple(s if s is not None else replicated for s in found), out_shardings)
+
+
+def spec_dims(sharding: NamedSharding, ndim: int) -> tuple[tuple[str, ...], ...]:
+    """Per dimension, the mesh axes splitting it (what the lowering writes as ``sdy.sharding``)."""
+    sharding._cuts(ndim)  # checks the spec's rank against the array's
+    return tuple(sharding.spec.axis_names_of(d) for d in range(ndim))
+
+
+def named_from_runtime(mesh: Mesh, layout: runtime.SpmdSharding, ndim: int) -> Sharding:
+    """The ``NamedSharding`` over ``mesh`` that cuts an ``ndim``-d array as ``layout`` does (the partitioner's
+    choice for an output), preferring the shortest spec."""
+    cuts, coords = runtime.tile_layout(layout, ndim)
+    sizes = mesh.shape
+    options = []
+    for n in cuts:
+        dim_options = [()] if n == 1 else []
+        if n > 1:
+            for k in range(1, len(mesh.axis_names) + 1):
+                for axes in itertools.permutations(mesh.axis_names, k):
+                    if math.prod(sizes[a] for a in axes) == n:
+                        dim_options.append(axes)
+        options.append(dim_options)
+    for choice in itertools.product(*options):
+        used = [a for axes in choice for a in axes]
+        if len(used) != len(set(used)):
+            continue
+        spec_entries = [None if not axes else axes[0] if len(axes) == 1 else axes for axes in choice]
+        while spec_entries and spec_entries[-1] is None:
+            spec_entries.pop()
+        candidate = NamedSharding(mesh, PartitionSpec(*spec_entries))
+        if candidate._coords(ndim) == coords:
+            return candidate
+    raise NotImplementedError(f"kiln.jit: the partitioner laid an output out as {layout.hlo_text}, which no "
+                              f"PartitionSpec over {mesh} describes; pass out_shardings to choose the layout")
+
+
+@dataclass
+class CompiledSPMD:
+    """An IR compiled for a mesh."""
+    executable: runtime.SpmdExecutable
+    lowered: lowering.LoweredModule
+    out_avals: list
+    kept: list[bool]
+    placement: MeshPlacement
+    out_shardings: list[Sharding]
+
+    def run(self, buffers: Sequence[Any], committed: bool) -> list[Array]:
+        outs = self.executable.execute(list(buffers))
+        return [Array(b, a, s._device_assignment[0] if s.num_devices == 1 else None, True, s)
+                for b, a, s in zip(outs, self.out_avals, self.out_shardings)]
+
+
+def _out_specs(placement: MeshPlacement, out_avals: list) -> tuple:
+    outs = placement.out_shardings
+    if outs is None:
+        return (None,) * len(out_avals)
+    if isinstance(outs, NamedSharding):
+        outs = (outs,) * len(out_avals)
+    return tuple(None if s is None else spec_dims(s, len(a.shape)) for s, a in zip(outs, out_avals))
+
+
+def lower_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], keep_unused: bool,
+             n_consts: int) -> lowering.LoweredModule:
+    """Lower ``ir`` with its inputs' and outputs' layouts over ``placement``'s mesh (consts replicated)."""
+    mesh = placement.mesh
+    replicated = NamedSharding(mesh, PartitionSpec())
+    in_shardings = [replicated] * n_consts + list(placement.in_shardings)
+    in_specs = tuple(spec_dims(s, len(v.aval.shape)) for s, v in zip(in_shardings, ir.constvars + ir.invars))
+    layout = lowering.MeshLayout(tuple(mesh.shape_tuple), in_specs,
+                                 _out_specs(placement, [v.aval for v in ir.outvars]))
+    return dispatch.lower_ir(ir, donated=donated, keep_unused=keep_unused, device=placement.devices[0], mesh=layout)
+
+
+def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], keep_unused: bool,
+               n_consts: int) -> CompiledSPMD:
+    """Lower ``ir`` for ``placement``'s mesh and compile it; XLA's partitioner splits it over the devices."""
+    lowered = lower_ir(ir, placement, donated=donated, keep_unused=keep_unused, n_consts=n_consts)
+    exe = runtime.compile_spmd(lowered.module, placement.devices, [(a.shape, a.dtype) for a in lowered.out_avals],
+                               num_donated=sum(bool(d) for d in donated), text=lowered.as_text())
+    out_avals = [v.aval for v in ir.outvars]
+    outs = [named_from_runtime(placement.mesh, s, len(a.shape)) for s, a in zip(exe.out_shardings, out_avals)]
+    return CompiledSPMD(exe, lowered, out_avals, lowered.kept_inputs, placement, outs)
+
+
+def to_buffer(x: Any, sharding: NamedSharding) -> Any:
+    """The buffer of argument ``x`` laid out by ``sharding`` (transferring or re-laying it out as needed)."""
+    if type(x) is Array and x._sharding == sharding and x._device is None:
+        return x._buf
+    value = np.asarray(x) if type(x) is Array else dispatch.canonical_host_array(x)
+    indices = sharding.devices_indices_map(value.shape)
+    devices = sharding._device_assignment
+    return runtime.put_sharded([value[indices[d]] for d in devices], runtime_sharding(sharding, value.ndim),
+                               value.shape, value.dtype)

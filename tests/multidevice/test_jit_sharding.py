@@ -1,0 +1,123 @@
+"""jit over a device mesh (issue 15): computation follows inputs laid out by NamedShardings, in_shardings and
+out_shardings, XLA's partitioner choosing the other layouts (Shardy attributes in the StableHLO); values against
+NumPy on the unsharded data."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.numpy as knp
+from kiln.sharding import NamedSharding, PartitionSpec
+
+P = PartitionSpec
+
+
+@pytest.fixture
+def mesh():
+    return kiln.make_mesh((4, 2), ("data", "model"))
+
+
+def _put(x, mesh, *spec):
+    return kiln.device_put(x, NamedSharding(mesh, P(*spec)))
+
+
+def test_computation_follows_sharded_inputs(mesh):
+    xs, ws = np.arange(32.0, dtype=np.float32).reshape(8, 4), np.linspace(-1, 1, 24, dtype=np.float32).reshape(4, 6)
+    x, w = _put(xs, mesh, "data", None), _put(ws, mesh, None, "model")
+    f = kiln.jit(lambda x, w: knp.tanh(x @ w))
+    y = f(x, w)
+    np.testing.assert_allclose(np.asarray(y), np.tanh(xs @ ws), rtol=1e-6)
+    assert y.sharding == NamedSharding(mesh, P("data", "model")) and y.committed  # the partitioner's choice
+    total = kiln.jit(lambda x: (x * x).sum())(x)
+    assert total.sharding.spec is P() and total.is_fully_replicated
+    np.testing.assert_allclose(float(total), (xs * xs).sum(), rtol=1e-6)
+    # A NumPy or uncommitted input joins the mesh replicated.
+    z = kiln.jit(lambda x, b: x + b)(x, np.ones(4, np.float32))
+    np.testing.assert_array_equal(np.asarray(z), xs + 1)
+    assert z.sharding.mesh == mesh
+
+
+def test_stablehlo_states_the_layouts(mesh):
+    x = _put(np.ones((8, 4), np.float32), mesh, "data", "model")
+    text = kiln.jit(lambda x: x * 2, out_shardings=NamedSharding(mesh, P())).lower(x).as_text()
+    assert 'sdy.mesh @mesh = <["data"=4, "model"=2]>' in text and "mhlo.num_partitions = 8" in text
+    assert '#sdy.sharding<@mesh, [{"data"}, {"model"}]>' in text and "#sdy.sharding<@mesh, [{}, {}]>" in text
+
+
+def test_in_and_out_shardings(mesh):
+    a, b = np.arange(8.0, dtype=np.float32), np.ones(8, np.float32)
+    f = kiln.jit(lambda a, b: (a + b, a * b), in_shardings=NamedSharding(mesh, P("data")),
+                 out_shardings=(NamedSharding(mesh, P()), None))
+    s, p = f(a, b)
+    np.testing.assert_array_equal(np.asarray(s), a + b)
+    np.testing.assert_array_equal(np.asarray(p), a * b)
+    assert s.sharding.spec is P() and p.sharding.spec is P("data")
+    g = kiln.jit(lambda a, b: a - b, in_shardings=(NamedSharding(mesh, P("model")), None))
+    d = g(a, _put(b, mesh, "data"))
+    np.testing.assert_array_equal(np.asarray(d), a - b)
+    h = kiln.jit(lambda a: a * 3, out_shardings=NamedSharding(mesh, P(("data", "model"))))(a)
+    assert h.sharding.spec is P(("data", "model")) and len({str(s.index) for s in h.addressable_shards}) == 8
+
+
+def test_eager_ops_grad_and_vmap_on_sharded_arrays(mesh):
+    xs = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+    x = _put(xs, mesh, "data")
+    y = knp.sin(x) + 1
+    assert y.sharding.spec is P("data")
+    np.testing.assert_allclose(np.asarray(y), np.sin(xs) + 1, rtol=1e-6)
+    g = kiln.grad(lambda v: (v ** 2).sum())(x)
+    np.testing.assert_allclose(np.asarray(g), 2 * xs)
+    np.testing.assert_allclose(np.asarray(kiln.vmap(lambda r: r @ r)(x)), (xs * xs).sum(1), rtol=1e-6)
+    # A jitted training step: parameters stay laid out step after step.
+    w = _put(np.zeros(4, np.float32), mesh)
+    step = kiln.jit(lambda w, x: w - 0.01 * kiln.grad(lambda w: ((x @ w - 1.0) ** 2).mean())(w))
+    for _ in range(3):
+        w = step(w, x)
+    ref = np.zeros(4, np.float32)
+    for _ in range(3):
+        ref = ref - 0.01 * (2 * xs.T @ (xs @ ref - 1.0) / 8)
+    np.testing.assert_allclose(np.asarray(w), ref, rtol=1e-5)
+
+
+def test_one_device_mesh_and_explicit_device(mesh):
+    one = kiln.make_mesh((1,), ("i",))
+    x = kiln.jit(lambda v: v + 1, in_shardings=NamedSharding(one, P("i")))(np.arange(4.0, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(x), np.arange(4.0) + 1)
+    s = _put(np.arange(8.0, dtype=np.float32), mesh, "data")
+    on3 = kiln.jit(lambda v: v * 2, device=kiln.devices()[3])(s)  # an explicit device gathers the input
+    assert on3.device == kiln.devices()[3]
+    np.testing.assert_array_equal(np.asarray(on3), np.arange(8.0) * 2)
+
+
+def test_many_mesh_steps_without_waiting_do_not_crash():
+    """XLA's CPU collectives abort the process when thousands of mesh executions queue up (NOTES §6); kiln
+    bounds the executions in flight. Runs in tests/multidevice's subprocess."""
+    mesh = kiln.make_mesh((8,), ("i",))
+    x = _put(np.ones(8, np.float32), mesh, "i")
+    f = kiln.jit(lambda x: x * 0.5 + x.sum() / 16)  # an all-reduce every step
+    for _ in range(2000):
+        x = f(x)
+    f(x).sum()  # the results are discarded as they come, too
+    for _ in range(500):
+        f(x)
+    np.testing.assert_allclose(np.asarray(x), np.ones(8), rtol=1e-5)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda m: kiln.jit(lambda a, b: a + b)(_put(np.ones(8), m, "data"),
+                                            _put(np.ones(8), kiln.make_mesh((8,), ("i",)), "i")),
+     ValueError, r"argument a is laid out over Mesh\('data': 4, 'model': 2.* but argument b over Mesh\('i': 8"),
+    (lambda m: kiln.jit(lambda a, b: a + b)(_put(np.ones(8), kiln.make_mesh((2,), ("i",)), "i"),
+                                            kiln.device_put(np.ones(8), kiln.devices()[5])),
+     ValueError, r"argument b is committed to .*id=5.*, which is not in the mesh"),
+    (lambda m: kiln.jit(lambda a: a, in_shardings=(NamedSharding(m, P()),) * 2)(np.ones(2)),
+     TypeError, "in_shardings has 2 entries but the function was called with 1 positional arguments"),
+    (lambda m: kiln.jit(lambda a: a, out_shardings="data"), TypeError,
+     "out_shardings must be a kiln.sharding.NamedSharding, a tuple of them"),
+    (lambda m: kiln.jit(lambda a: a, in_shardings=NamedSharding(m, P("data")))(np.ones(6)), ValueError,
+     r"splits dimension 0 of shape \(6,\) into 4 pieces"),
+])
+def test_errors(mesh, call, error, message):
+    with pytest.raises(error, match=message):
+        call(mesh)
