@@ -197,6 +197,7 @@ from kiln.frontend.lax import tile as tile
 from kiln.frontend.lax import top_k as top_k
 from kiln.frontend.lax import transpose as transpose
 from kiln.frontend.lax import unstack as unstack
+from kiln.frontend.lax import with_sharding_constraint as with_sharding_constraint
 from kiln.frontend.special_functions import bessel_i0e as bessel_i0e
 from kiln.frontend.special_functions import bessel_i1e as bessel_i1e
 from kiln.frontend.special_functions import betainc as betainc
@@ -234,5 +235,5 @@ __all__ = [
     "ScatterDimensionNumbers", "select", "select_n", "shape_as_value", "shift_left", "shift_right_arithmetic",
     "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim", "sort", "sort_key_val", "split", "sqrt",
     "square", "squeeze", "stack", "stage", "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "Tolerance",
-    "top_k", "transpose", "unstack", "while_loop", "zeta",
+    "top_k", "transpose", "unstack", "while_loop", "with_sharding_constraint", "zeta",
 ]

@@ -37,6 +37,12 @@ def op(name: str, operands: Sequence[ir.Value], result_types, **attributes) -> i
     return list(created.results) if many else created.result
 
 
+def sdy_sharding(dims: Sequence[Sequence[str]]) -> ir.Attribute:
+    """Shardy's layout attribute over the module's ``@mesh``: per dimension, the mesh axes splitting it."""
+    text = ", ".join("{" + ", ".join(f'"{a}"' for a in names) + "}" for names in dims)
+    return ir.Attribute.parse(f"#sdy.sharding<@mesh, [{text}]>")
+
+
 def i64_attr(value: int) -> ir.IntegerAttr:
     """A 64-bit integer attribute (``dimension``, ``iota_dimension``, ...)."""
     return ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(value))

@@ -11,7 +11,7 @@ from kiln.frontend.core import passes
 from kiln.frontend.core.errors import KilnError
 from kiln.frontend.core.ir import IR, Literal, Var
 
-from .hlo import const, i32_attr
+from .hlo import const, i32_attr, sdy_sharding
 from .registry import rules
 from .types import element_type, tensor_type
 
@@ -30,8 +30,10 @@ class EmitContext:
     """
 
     def __init__(self, platform: str | None = None,
-                 custom_call_targets: Callable[[], Collection[str]] | None = None) -> None:
+                 custom_call_targets: Callable[[], Collection[str]] | None = None,
+                 mesh: MeshLayout | None = None) -> None:
         self.platform = platform
+        self.mesh = mesh  # the device mesh of a partitioned program, else None
         self._targets_provider = custom_call_targets
         self._targets: Collection[str] | None = None
 
@@ -104,15 +106,10 @@ def _sdy_mesh(layout: MeshLayout) -> None:
     sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh<[{axes}]>"))
 
 
-def _sdy_sharding(spec: tuple[tuple[str, ...], ...]) -> ir.Attribute:
-    dims = ", ".join("{" + ", ".join(f'"{a}"' for a in names) + "}" for names in spec)
-    return ir.Attribute.parse(f"#sdy.sharding<@mesh, [{dims}]>")
-
-
 def _with_sharding(attrs: ir.DictAttr | None, spec) -> ir.DictAttr:
     entries = {} if attrs is None else {a.name: a.attr for a in attrs}
     if spec is not None:
-        entries["sdy.sharding"] = _sdy_sharding(spec)
+        entries["sdy.sharding"] = sdy_sharding(spec)
     return ir.DictAttr.get(entries)
 
 
@@ -156,7 +153,7 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
                 args = iter(block.arguments)
                 # Unused inputs that were dropped still need a placeholder for emit_ir's binding.
                 values = [next(args) if k else None for k in kept]
-                outs = EmitContext(platform, custom_call_targets).emit_ir(body, values)
+                outs = EmitContext(platform, custom_call_targets, mesh).emit_ir(body, values)
                 func.ReturnOp(outs)
     return LoweredModule(module, kept, [a.aval for a in body.outvars])
 

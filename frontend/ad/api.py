@@ -27,6 +27,7 @@ from . import (  # noqa: F401  (each registers the derivative rules of its famil
     rules_linalg,
     rules_misc,
     rules_reduction,
+    rules_sharding,
     rules_sorting,
     rules_special,
     rules_structural,

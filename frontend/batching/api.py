@@ -18,6 +18,7 @@ from . import (  # noqa: F401  (each registers the batching rules of its family)
     rules_linalg,
     rules_misc,
     rules_reduction,
+    rules_sharding,
     rules_sorting,
     rules_special,
     rules_structural,

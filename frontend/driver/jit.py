@@ -404,6 +404,11 @@ class JittedFunction:
         names = self._leaf_names(dyn_args, dyn_kwargs, static)
         closed, _ = trace_to_ir(flat_fun, avals, name=self.__name__, arg_names=names)
         donated = self._donated_leaves(dyn_args, dyn_kwargs, static, len(avals))
+        if isinstance(device, runtime.Device) and self._explicit_device() is None:
+            mesh = spmd.constraint_mesh(closed.ir)  # a with_sharding_constraint: the program runs over its mesh
+            if mesh is not None:
+                replicated = spmd.NamedSharding(mesh, spmd.PartitionSpec())
+                device, committed = spmd.MeshPlacement(mesh, (replicated,) * len(avals), self.out_shardings), True
         return _Entry(closed, out_tree_box[0], device, committed, donated, names)
 
     def _donated_leaves(self, dyn_args, dyn_kwargs, static, n: int) -> list[bool]:

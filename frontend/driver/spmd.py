@@ -76,6 +76,21 @@ def placement_for(leaves: Sequence[Any], leaf_names: Callable[[], Sequence[str]]
     return MeshPlacement(mesh, tuple(s if s is not None else replicated for s in found), out_shardings)
 
 
+def constraint_mesh(ir: IR) -> Mesh | None:
+    """The mesh of the first sharding constraint in ``ir`` (sub-programs included), or None."""
+    for eqn in ir.eqns:
+        if eqn.prim.name == "sharding_constraint":
+            return eqn.params["sharding"].mesh
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (tuple, list)) else (value,):
+                inner = getattr(sub, "ir", sub)
+                if isinstance(inner, IR):
+                    mesh = constraint_mesh(inner)
+                    if mesh is not None:
+                        return mesh
+    return None
+
+
 def spec_dims(sharding: NamedSharding, ndim: int) -> tuple[tuple[str, ...], ...]:
     """Per dimension, the mesh axes splitting it (what the lowering writes as ``sdy.sharding``)."""
     sharding._cuts(ndim)  # checks the spec's rank against the array's

@@ -22,6 +22,7 @@ from .fft import *  # noqa: F401,F403
 from .indexing import *  # noqa: F401,F403
 from .misc import *  # noqa: F401,F403
 from .precision import AccuracyMode, DotAlgorithm, DotAlgorithmPreset, Precision, Tolerance  # noqa: F401
+from .sharding import *  # noqa: F401,F403
 from .sorting import *  # noqa: F401,F403
 from .special import *  # noqa: F401,F403
 from .windowed import *  # noqa: F401,F403

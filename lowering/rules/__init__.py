@@ -10,6 +10,7 @@ from . import (  # noqa: F401
     linalg,  # noqa: F401
     misc,  # noqa: F401
     reduction,
+    sharding,  # noqa: F401
     sorting,  # noqa: F401
     special,  # noqa: F401
     structural,

@@ -19,6 +19,9 @@ import kiln
 import kiln.numpy as knp
 from kiln import lax
 
+# with_sharding_constraint's cases: rows laid out over a one-device mesh (any session has one device).
+_ONE_DEVICE_ROWS = kiln.sharding.NamedSharding(kiln.make_mesh((1,), ("i",)), kiln.P("i"))
+
 
 class Case(NamedTuple):
     fn: Callable
@@ -239,6 +242,7 @@ CASES: dict[str, list[Case]] = {
             c(lambda x: knp.abs(lax.fft(lax.fft(x, "rfft", (4,)) * x[:3], "irfft", (4,))), a(4) + 2)],
     # -- misc --
     "reduce_precision": [c(lambda x: lax.reduce_precision(x, 11, 52), a(3, 2))],
+    "sharding_constraint": [c(lambda x: lax.with_sharding_constraint(x * x, _ONE_DEVICE_ROWS), a(3, 2), jit=True)],
     "optimization_barrier": [c(lambda x, y: (lambda p: p[0] * p[1])(lax.optimization_barrier((x, y))), a(3), a(3),
                                jit=True)],
     "reduce": [c(lambda x: lax.reduce(x, 1.0, lambda u, v: u * v * 1.0, (1,)), a(2, 5), jit=True),

@@ -23,6 +23,9 @@ import kiln
 import kiln.numpy as knp
 from kiln import lax
 
+# with_sharding_constraint's cases: rows laid out over a one-device mesh (any session has one device).
+_ONE_DEVICE_ROWS = kiln.sharding.NamedSharding(kiln.make_mesh((1,), ("i",)), kiln.P("i"))
+
 B = 3  # batch size
 
 # Primitives that are checked in other files of this directory.
@@ -263,6 +266,8 @@ case("fft", lambda z: lax.fft(z, "irfft", (4,)), lambda r: [(f32(r, 2, 3) + 1j *
      [((0,), 0), ((1,), 2)], tol=1e-4, id="fft-irfft")
 
 # -- misc ---------------------------------------------------------------------------------------------
+case("sharding_constraint", lambda x: lax.with_sharding_constraint(x * 2, _ONE_DEVICE_ROWS),
+     lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
 case("reduce_precision", lambda x: lax.reduce_precision(x, 5, 10), lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
 case("optimization_barrier", lambda x, y: lax.optimization_barrier((x, y)), lambda r: [f32(r, 3, 2), f32(r, 2)],
      [((0, None), 0), ((1, 0), -1)])

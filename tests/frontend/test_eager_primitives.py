@@ -23,6 +23,9 @@ import kiln
 import kiln.numpy as knp
 from kiln import lax, runtime
 
+# with_sharding_constraint's cases: rows laid out over a one-device mesh (any session has one device).
+_ONE_DEVICE_ROWS = kiln.sharding.NamedSharding(kiln.make_mesh((1,), ("i",)), kiln.P("i"))
+
 BF16 = np.dtype(ml_dtypes.bfloat16)
 INF, NAN = np.inf, np.nan
 
@@ -478,6 +481,9 @@ CASES: dict[str, list[Case]] = {
     "reduce_precision": [Case(lambda x: lax.reduce_precision(x, 5, 10), (A23,),
                               lambda x: x.astype(np.float16).astype(np.float32))],
     "optimization_barrier": [Case(lambda x, y: lax.optimization_barrier((x, y)), (A23, IA), lambda x, y: (x, y))],
+    # A one-device mesh (this session's devices); tests/multidevice covers eight.
+    "sharding_constraint": [Case(lambda x: kiln.jit(lambda v: lax.with_sharding_constraint(v, _ONE_DEVICE_ROWS))(x),
+                                 (A23,), lambda x: x)],
     "reduce": [Case(lambda x: lax.reduce(x, np.float32(1), lambda a, b: a * b * 1.0, (1,)), (A23,),
                     lambda x: np.prod(x, axis=1), rtol=1e-6)],
     "rng_bit_generator": [Case(lambda k: (lambda nk, b: (nk - nk, b - b))(*lax.rng_bit_generator(k, (4,))),

@@ -121,3 +121,40 @@ def test_many_mesh_steps_without_waiting_do_not_crash():
 def test_errors(mesh, call, error, message):
     with pytest.raises(error, match=message):
         call(mesh)
+
+
+def test_with_sharding_constraint(mesh):
+    s = NamedSharding(mesh, P("data"))
+    xs = np.arange(8.0, dtype=np.float32)
+    f = kiln.jit(lambda x: kiln.lax.with_sharding_constraint(x * 2, s) + 1)
+    y = f(xs)  # a one-device input: the constraint's mesh runs the program
+    np.testing.assert_array_equal(np.asarray(y), xs * 2 + 1)
+    assert y.sharding == s
+    assert '%2 = sdy.sharding_constraint %1 <@mesh, [{"data"}]>' in f.lower(xs).as_text()
+    # Outside jit it lays the value out; a pytree with a PartitionSpec under `with mesh:`.
+    assert kiln.lax.with_sharding_constraint(xs, s).sharding == s
+    with mesh:
+        out = kiln.jit(lambda t: kiln.lax.with_sharding_constraint(t, P("model")))({"a": xs, "b": xs[:2]})
+    assert out["a"].sharding.spec is P("model") and out["b"].sharding.spec is P("model")
+    # Derivatives and batching keep the constraint.
+    g = kiln.jit(kiln.grad(lambda x: (kiln.lax.with_sharding_constraint(x, s) ** 2).sum()))(xs)
+    np.testing.assert_array_equal(np.asarray(g), 2 * xs)
+    v = kiln.jit(kiln.vmap(lambda x: kiln.lax.with_sharding_constraint(x, s) * 2))(np.ones((3, 8), np.float32))
+    assert v.sharding.spec is P(None, "data")
+    np.testing.assert_array_equal(np.asarray(v), np.full((3, 8), 2.0))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda m: kiln.lax.with_sharding_constraint(np.ones(8), P("data")), ValueError,
+     r"a PartitionSpec \(P\('data',\)\) needs a mesh"),
+    (lambda m: kiln.lax.with_sharding_constraint(np.ones(8), "data"), TypeError,
+     "shardings must be kiln.sharding.NamedSharding"),
+    (lambda m: kiln.jit(lambda x: kiln.lax.with_sharding_constraint(x, NamedSharding(m, P("data"))))(np.ones(6)),
+     ValueError, r"splits dimension 0 of shape \(6,\) into 4 pieces"),
+    (lambda m: kiln.jit(lambda x: kiln.lax.with_sharding_constraint(
+        x, NamedSharding(kiln.make_mesh((8,), ("i",)), P("i"))))(_put(np.ones(8), m, "data")),
+     Exception, r"the constraint's mesh \{'i': 8\} differs from the mesh the program runs on"),
+])
+def test_constraint_errors(mesh, call, error, message):
+    with pytest.raises(error, match=message):
+        call(mesh)
