@@ -89,6 +89,12 @@ from kiln.frontend.driver.placement import device_get as device_get
 from kiln.frontend.driver.placement import device_put as device_put
 from kiln.frontend.driver.placement import devices as devices
 from kiln.frontend.driver.placement import local_devices as local_devices
+from kiln.frontend.driver.placement import make_array_from_callback as make_array_from_callback
+from kiln.frontend.driver.placement import make_array_from_process_local_data as make_array_from_process_local_data
+from kiln.frontend.driver.placement import make_array_from_single_device_arrays as make_array_from_single_device_arrays
+from kiln.frontend.driver.placement import process_count as process_count
+from kiln.frontend.driver.placement import process_index as process_index
+from kiln.frontend.driver.placement import process_indices as process_indices
 from kiln.frontend.driver.sharding import NamedSharding as NamedSharding
 from kiln.frontend.driver.sharding import PartitionSpec as P
 from kiln.frontend.driver.sharding import Shard as Shard
@@ -115,10 +121,12 @@ __all__ = [
     "enable_checks", "enable_custom_prng", "enable_x64", "ensure_compile_time_eval", "errors", "eval_shape",
     "explain_cache_misses", "flatten_util", "float0", "fwd_and_bwd", "grad", "hessian", "image", "IndexTypeError",
     "IntegerOverflowError", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "KilnError", "lax", "legacy_prng_key",
-    "linear_transpose", "linearize", "local_device_count", "local_devices", "make_ir", "make_jaxpr", "make_mesh",
-    "MatrixShapeError", "named_call", "named_scope", "NamedSharding", "NegativeDimensionError", "nn", "numpy",
-    "numpy_dtype_promotion", "numpy_rank_promotion", "ops", "P", "print_environment_info", "random", "remat", "scipy",
-    "ShapedArray", "ShapeDtypeStruct", "ShapeError", "ShapeTooLargeError", "Shard", "sharding", "softmax_custom_jvp",
-    "stages", "test_util", "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
-    "tree", "tree_util", "typeof", "typing", "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap"
+    "linear_transpose", "linearize", "local_device_count", "local_devices", "make_array_from_callback",
+    "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_ir", "make_jaxpr",
+    "make_mesh", "MatrixShapeError", "named_call", "named_scope", "NamedSharding", "NegativeDimensionError", "nn",
+    "numpy", "numpy_dtype_promotion", "numpy_rank_promotion", "ops", "P", "print_environment_info", "process_count",
+    "process_index", "process_indices", "random", "remat", "scipy", "ShapedArray", "ShapeDtypeStruct", "ShapeError",
+    "ShapeTooLargeError", "Shard", "sharding", "softmax_custom_jvp", "stages", "test_util",
+    "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError", "tree", "tree_util",
+    "typeof", "typing", "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
 ]

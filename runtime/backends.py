@@ -83,6 +83,16 @@ class Backend:
     def platform_version(self) -> str:
         return str(self._client.platform_version)
 
+    @property
+    def process_index(self) -> int:
+        """This process's index among the processes sharing the backend (0 when there is one)."""
+        return int(self._client.process_index())
+
+    @property
+    def process_indices(self) -> list[int]:
+        """The indices of every process with devices of this backend."""
+        return sorted({int(d.process_index) for d in self._client.devices()})
+
     def __repr__(self) -> str:
         return f"Backend({self.platform!r}, devices={len(self._devices)})"
 

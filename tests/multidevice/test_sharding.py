@@ -125,3 +125,32 @@ def test_errors(call, error, message):
     mesh = kiln.make_mesh((4, 2), ("a", "b"))
     with pytest.raises(error, match=message):
         call(mesh)
+
+
+def test_processes_and_making_arrays_from_pieces():
+    assert kiln.process_index() == 0 and kiln.process_count() == 1 and kiln.process_indices() == [0]
+    mesh = kiln.make_mesh((4, 2), ("a", "b"))
+    s = NamedSharding(mesh, P("a", "b"))
+    x = np.arange(48, dtype=np.float32).reshape(8, 6)
+    seen = []
+
+    def piece(index):
+        seen.append(index)
+        return x[index]
+    a = kiln.make_array_from_callback(x.shape, s, piece)
+    assert len(seen) == 8 and a.sharding == s
+    np.testing.assert_array_equal(np.asarray(a), x)
+    pieces = [kiln.device_put(x[s.devices_indices_map(x.shape)[d]], d) for d in mesh.devices.flat]
+    b = kiln.make_array_from_single_device_arrays(x.shape, s, pieces)
+    np.testing.assert_array_equal(np.asarray(b), x)
+    c = kiln.make_array_from_process_local_data(s, x)
+    assert c.sharding == s
+    np.testing.assert_array_equal(np.asarray(c), x)
+    with pytest.raises(ValueError, match=r"the piece for .* has shape \(1, 3\), but .* a piece of shape \(2, 3\)"):
+        kiln.make_array_from_callback(x.shape, s, lambda idx: x[:1, :3])
+    with pytest.raises(ValueError, match="7 arrays for the 8 devices"):
+        kiln.make_array_from_single_device_arrays(x.shape, s, pieces[:7])
+    with pytest.raises(ValueError, match=r"the array for .*id=0.* is on .*id=1"):
+        kiln.make_array_from_single_device_arrays(x.shape, s, pieces[1:2] + pieces[1:])
+    with pytest.raises(ValueError, match=r"with one process the local data is the whole array"):
+        kiln.make_array_from_process_local_data(s, x[:4], global_shape=(8, 6))
