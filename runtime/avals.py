@@ -44,21 +44,18 @@ def aval_for(shape: tuple[int, ...], dtype: Any) -> Aval:
     return av
 
 
-class DeviceSharding(xc.GSPMDSharding):
-    """A fully replicated sharding over one device.
+class KilnSharding(xc.GSPMDSharding):
+    """An ``HloSharding`` over an ordered tuple of jaxlib devices, with the attributes jaxlib's C++ reads.
 
     Subclassing the C++ ``GSPMDSharding`` keeps jaxlib on its C++ fast paths (a plain Python
     ``xc.Sharding`` subclass makes every argument go through a Python fallback).
-    ``kiln_device`` points back to kiln's :class:`~kiln.runtime.Device`.
     """
 
-    def __init__(self, raw_device: Any, kiln_device: Any) -> None:
-        hlo = xc.HloSharding.replicate()
-        super().__init__(xc.DeviceList((raw_device,)), hlo)
+    def __init__(self, raw_devices: tuple[Any, ...], hlo: Any) -> None:
+        super().__init__(xc.DeviceList(raw_devices), hlo)
         self._hlo = hlo
-        self._devs = (raw_device,)
-        self.kiln_device = kiln_device
-        self.is_fully_replicated = True
+        self._devs = raw_devices
+        self.is_fully_replicated = hlo.is_replicated()
         self.is_fully_addressable = True
 
     def _to_xla_hlo_sharding(self, ndim: int) -> Any:  # read by batched_device_put
@@ -71,6 +68,15 @@ class DeviceSharding(xc.GSPMDSharding):
     @property
     def memory_kind(self) -> None:  # read by batched_device_put / copies; None = default memory
         return None
+
+
+class DeviceSharding(KilnSharding):
+    """A fully replicated sharding over one device; ``kiln_device`` points back to kiln's
+    :class:`~kiln.runtime.Device`."""
+
+    def __init__(self, raw_device: Any, kiln_device: Any) -> None:
+        super().__init__((raw_device,), xc.HloSharding.replicate())
+        self.kiln_device = kiln_device
 
     def __repr__(self) -> str:
         return f"DeviceSharding({self.kiln_device!r})"

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from ._jaxlib import JaxRuntimeError, device_put, result_handler, xc
-from .avals import aval_for
+from .avals import KilnSharding, aval_for
 from .backends import Device, device_of_raw
 from .buffers import Buffer, _check_alive
 from .errors import CompileError, ExecutionError, KilnRuntimeError, deleted_error, jaxlib_message
@@ -22,32 +22,14 @@ from .executable import Executable, apply_debug_options
 from .lapack import ensure_lapack_registered
 
 
-class SpmdSharding(xc.GSPMDSharding):
-    """An ``HloSharding`` over an ordered tuple of devices, as jaxlib's C++ reads it from an array.
-
-    Interned per (devices, sharding string), like :class:`~kiln.runtime.avals.DeviceSharding`: jaxlib
-    compares shardings by identity.
-    """
+class SpmdSharding(KilnSharding):
+    """An ``HloSharding`` over an ordered tuple of kiln devices. Interned per (devices, sharding string),
+    like :class:`~kiln.runtime.avals.DeviceSharding`: jaxlib compares shardings by identity."""
 
     def __init__(self, devices: tuple[Device, ...], hlo: str) -> None:
-        self._hlo = xc.HloSharding.from_string(hlo)
-        self._devs = tuple(d._raw for d in devices)
-        super().__init__(xc.DeviceList(self._devs), self._hlo)
+        super().__init__(tuple(d._raw for d in devices), xc.HloSharding.from_string(hlo))
         self.kiln_devices = devices
         self.hlo_text = hlo
-        self.is_fully_replicated = self._hlo.is_replicated()
-        self.is_fully_addressable = True
-
-    def _to_xla_hlo_sharding(self, ndim: int) -> Any:  # read by batched_device_put
-        return self._hlo
-
-    @property
-    def _device_assignment(self) -> tuple[Any, ...]:
-        return self._devs
-
-    @property
-    def memory_kind(self) -> None:
-        return None
 
     def __repr__(self) -> str:
         return f"SpmdSharding({self.hlo_text}, devices={[d.id for d in self.kiln_devices]})"
