@@ -202,7 +202,7 @@ def _custom_vjp_rule(primals, tangents, *, body: ClosedIR, rule: _Call, name: st
     owner = rule.owner
     n_consts = len(primals) - rule.in_tree.num_leaves
     p = tree_util.tree_unflatten(rule.in_tree, [materialize(x) for x in primals[n_consts:]])
-    res = owner.fwd(*rule.nondiff, *p)
+    res = owner.fwd(*_merge_nondiff(rule.nondiff, p, owner.nondiff_argnums))  # as the primal: JAX's convention
     if not (isinstance(res, (tuple, list)) and len(res) == 2):
         raise CustomDerivativeError(f"kiln.custom_vjp fwd of {name} must return a pair (output, residuals), "
                                     f"got {type(res).__name__}")

@@ -425,6 +425,28 @@ def test_custom_vjp_nondiff_argnums_and_nesting():
         kiln.jvp(lambda x: apply(knp.sin, x), (2.0,), (1.0,))
 
 
+def test_custom_vjp_fwd_takes_the_arguments_in_their_places():
+    """As JAX: fwd gets the primal function's arguments in their positions, bwd the non-differentiable ones
+    first, then the residuals and the cotangent."""
+    seen = {}
+
+    @partial(kiln.custom_vjp, nondiff_argnums=(1,))
+    def scale(x, n, y):
+        return x * n + y
+
+    def fwd(x, n, y):
+        seen["fwd"] = (type(x).__name__, n, type(y).__name__)
+        return scale(x, n, y), None
+
+    def bwd(n, res, g):
+        seen["bwd"] = (n, res)
+        return (g * n, g)
+    scale.defvjp(fwd, bwd)
+    gx, gy = kiln.grad(lambda x, y: scale(x, 3, y), argnums=(0, 1))(2.0, 5.0)
+    assert (float(gx), float(gy)) == (3.0, 1.0)
+    assert seen["fwd"][1] == 3 and seen["bwd"] == (3, None)
+
+
 # -- errors ---------------------------------------------------------------------------------------------------
 def test_error_grad_of_non_scalar_output():
     with pytest.raises(TypeError, match=r"must return a scalar.*shape \(3,\).*kiln\.vjp or kiln\.jacrev"):
