@@ -48,7 +48,7 @@ def _split_nondiff(args: tuple, nondiff_argnums: tuple[int, ...]):
     return nondiff, diff
 
 
-def _merge_nondiff(nondiff: list, diff: Sequence, nondiff_argnums: tuple[int, ...]) -> list:
+def merge_nondiff(nondiff: list, diff: Sequence, nondiff_argnums: tuple[int, ...]) -> list:
     out, d, n = [], iter(diff), iter(nondiff)
     for i in range(len(nondiff) + len(diff)):
         out.append(next(n) if i in nondiff_argnums else next(d))
@@ -69,7 +69,7 @@ def _trace_body(owner, args: tuple, nondiff_argnums: tuple[int, ...]):
 
     def flat_fun(*tracers):
         diff_args = tree_util.tree_unflatten(in_tree, list(tracers))
-        out = owner.fun(*_merge_nondiff(nondiff, diff_args, nondiff_argnums))
+        out = owner.fun(*merge_nondiff(nondiff, diff_args, nondiff_argnums))
         leaves, tree = tree_util.tree_flatten(out)
         out_tree_box.append(tree)
         return leaves
@@ -202,7 +202,7 @@ def _custom_vjp_rule(primals, tangents, *, body: ClosedIR, rule: _Call, name: st
     owner = rule.owner
     n_consts = len(primals) - rule.in_tree.num_leaves
     p = tree_util.tree_unflatten(rule.in_tree, [materialize(x) for x in primals[n_consts:]])
-    res = owner.fwd(*_merge_nondiff(rule.nondiff, p, owner.nondiff_argnums))  # as the primal: JAX's convention
+    res = owner.fwd(*merge_nondiff(rule.nondiff, p, owner.nondiff_argnums))  # as the primal: JAX's convention
     if not (isinstance(res, (tuple, list)) and len(res) == 2):
         raise CustomDerivativeError(f"kiln.custom_vjp fwd of {name} must return a pair (output, residuals), "
                                     f"got {type(res).__name__}")

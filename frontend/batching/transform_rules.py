@@ -62,6 +62,8 @@ batch_rules[custom.custom_jvp_call_p] = _custom_jvp_batch
 class _BatchedVJP:
     """The user's fwd and bwd, vmapped over axis 0 (residuals are batched along axis 0 too)."""
 
+    nondiff_argnums = ()  # as an owner of custom_vjp rules: takes every argument flattened, all differentiable
+
     def __init__(self, rule: custom._Call, name: str, n_consts: int, example_avals: list):
         self.rule, self.name, self.n_consts, self.example_avals = rule, name, n_consts, example_avals
         self.res_tree = None
@@ -71,7 +73,7 @@ class _BatchedVJP:
 
         def per_example(*p):
             tree_args = tree_util.tree_unflatten(rule.in_tree, list(p[n_consts:]))
-            out, res = owner.fwd(*rule.nondiff, *tree_args)
+            out, res = owner.fwd(*custom.merge_nondiff(rule.nondiff, tree_args, owner.nondiff_argnums))
             flat_res, self.res_tree = tree_util.tree_flatten(res)
             return tuple(tree_util.tree_leaves(out)), tuple(flat_res)
         outs, res = vmap(per_example)(*primals)

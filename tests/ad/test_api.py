@@ -445,6 +445,9 @@ def test_custom_vjp_fwd_takes_the_arguments_in_their_places():
     gx, gy = kiln.grad(lambda x, y: scale(x, 3, y), argnums=(0, 1))(2.0, 5.0)
     assert (float(gx), float(gy)) == (3.0, 1.0)
     assert seen["fwd"][1] == 3 and seen["bwd"] == (3, None)
+    # Under vmap the rules run per example, with the same convention.
+    g = kiln.vmap(kiln.grad(lambda x: scale(x, 3, 1.0)))(np.arange(3.0, dtype=np.float32))
+    np.testing.assert_array_equal(np.asarray(g), [3.0, 3.0, 3.0])
 
 
 # -- errors ---------------------------------------------------------------------------------------------------
