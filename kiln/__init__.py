@@ -47,6 +47,8 @@ from kiln.frontend.ad.remat import checkpoint_policies as checkpoint_policies
 from kiln.frontend.ad.remat import remat as remat
 from kiln.frontend.ad.tangents import float0 as float0
 from kiln.frontend.batching.api import vmap as vmap
+from kiln.frontend.control.pmap import pmap as pmap
+from kiln.frontend.control.shard_map import shard_map as shard_map
 from kiln.frontend.core.avals import ShapedArray as ShapedArray
 from kiln.frontend.core.avals import ShapeDtypeStruct as ShapeDtypeStruct
 from kiln.frontend.core.config import allow_f16_reductions as allow_f16_reductions
@@ -124,9 +126,9 @@ __all__ = [
     "linear_transpose", "linearize", "local_device_count", "local_devices", "make_array_from_callback",
     "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_ir", "make_jaxpr",
     "make_mesh", "MatrixShapeError", "named_call", "named_scope", "NamedSharding", "NegativeDimensionError", "nn",
-    "numpy", "numpy_dtype_promotion", "numpy_rank_promotion", "ops", "P", "print_environment_info", "process_count",
-    "process_index", "process_indices", "random", "remat", "scipy", "ShapedArray", "ShapeDtypeStruct", "ShapeError",
-    "ShapeTooLargeError", "Shard", "sharding", "softmax_custom_jvp", "stages", "test_util",
+    "numpy", "numpy_dtype_promotion", "numpy_rank_promotion", "ops", "P", "pmap", "print_environment_info",
+    "process_count", "process_index", "process_indices", "random", "remat", "scipy", "ShapedArray", "ShapeDtypeStruct", "ShapeError",
+    "ShapeTooLargeError", "Shard", "shard_map", "sharding", "softmax_custom_jvp", "stages", "test_util",
     "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError", "tree", "tree_util",
     "typeof", "typing", "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
 ]

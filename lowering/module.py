@@ -34,6 +34,8 @@ class EmitContext:
                  mesh: MeshLayout | None = None) -> None:
         self.platform = platform
         self.mesh = mesh  # the device mesh of a partitioned program, else None
+        # Inside a shard_map body: the mesh's ((name, size), ...), all manual; collectives name these axes.
+        self.manual_axes: tuple[tuple[str, int], ...] | None = None
         self._targets_provider = custom_call_targets
         self._targets: Collection[str] | None = None
 

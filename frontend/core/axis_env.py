@@ -26,6 +26,11 @@ def run_with_axis(name: Any, size: int, fun: Callable, *args: Any) -> Any:
     return contextvars.copy_context().run(_run_with_axes, _axes.get() + ((name, size),), fun, args)
 
 
+def run_with_axes(axes: tuple, fun: Callable, *args: Any) -> Any:
+    """``fun(*args)`` with every ``(name, size)`` of ``axes`` bound (``shard_map`` binds its mesh's axes)."""
+    return contextvars.copy_context().run(_run_with_axes, _axes.get() + tuple(axes), fun, args)
+
+
 def bound_names() -> tuple:
     return tuple(n for n, _ in _axes.get())
 

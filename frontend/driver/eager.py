@@ -14,7 +14,7 @@ from ..core.config import config
 from ..core.errors import KilnError
 from ..core.ir import IR, Eqn, Var
 from ..core.tracing import abstractify
-from . import dispatch
+from . import dispatch, spmd
 from .array import Array
 
 # Bytes of executables the eager caches may keep (least recently used go first).
@@ -94,7 +94,7 @@ def _cpp_miss(prim, params: dict, *args):
 
 def _apply(prim, args: Sequence[Any], params: dict) -> tuple[Any, dispatch.CompiledIR, bool]:
     """The Python path: returns the result, the executable that computed it, and its committed flag."""
-    if any(type(a) is Array and a._device is None for a in args):
+    if any(type(a) is Array and a._device is None for a in args) or spmd.params_mesh(params) is not None:
         return _apply_over_mesh(prim, args, params)
     avals = tuple([a.aval if type(a) is Array else abstractify(a) for a in args])
     try:

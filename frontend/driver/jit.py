@@ -404,12 +404,21 @@ class JittedFunction:
         names = self._leaf_names(dyn_args, dyn_kwargs, static)
         closed, _ = trace_to_ir(flat_fun, avals, name=self.__name__, arg_names=names)
         donated = self._donated_leaves(dyn_args, dyn_kwargs, static, len(avals))
-        if isinstance(device, runtime.Device) and self._explicit_device() is None:
-            mesh = spmd.constraint_mesh(closed.ir)  # a with_sharding_constraint: the program runs over its mesh
-            if mesh is not None:
-                replicated = spmd.NamedSharding(mesh, spmd.PartitionSpec())
-                device, committed = spmd.MeshPlacement(mesh, (replicated,) * len(avals), self.out_shardings), True
+        if self._explicit_device() is None:
+            mesh = spmd.program_mesh(closed.ir)  # a sharding constraint or a shard_map: it runs over that mesh
+            if mesh is not None and self._follows_program_mesh(device, mesh):
+                device, committed = spmd.MeshPlacement(mesh, spmd.program_in_shardings(closed.ir, mesh),
+                                                       self.out_shardings), True
         return _Entry(closed, out_tree_box[0], device, committed, donated, names)
+
+    def _follows_program_mesh(self, device: Any, mesh: spmd.Mesh) -> bool:
+        """Whether a program that names ``mesh`` runs over it rather than where its inputs put it: always from
+        one device; from another mesh of the same devices (a pmap's result fed to another pmap) when no
+        in/out_shardings tie it there (its inputs are then re-laid out, without a copy where the layout agrees)."""
+        if isinstance(device, runtime.Device):
+            return True
+        return (device.mesh != mesh and self.in_shardings is None and self.out_shardings is None
+                and sorted(d.id for d in device.devices) == sorted(d.id for d in mesh.devices.flat))
 
     def _donated_leaves(self, dyn_args, dyn_kwargs, static, n: int) -> list[bool]:
         if not self.donate_argnums and not self.donate_argnames:

@@ -76,19 +76,52 @@ def placement_for(leaves: Sequence[Any], leaf_names: Callable[[], Sequence[str]]
     return MeshPlacement(mesh, tuple(s if s is not None else replicated for s in found), out_shardings)
 
 
-def constraint_mesh(ir: IR) -> Mesh | None:
-    """The mesh of the first sharding constraint in ``ir`` (sub-programs included), or None."""
-    for eqn in ir.eqns:
-        if eqn.prim.name == "sharding_constraint":
-            return eqn.params["sharding"].mesh
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (tuple, list)) else (value,):
-                inner = getattr(sub, "ir", sub)
-                if isinstance(inner, IR):
-                    mesh = constraint_mesh(inner)
-                    if mesh is not None:
-                        return mesh
+def _mesh_in_params(params: dict) -> Mesh | None:
+    for value in params.values():
+        for sub in value if isinstance(value, (tuple, list)) else (value,):
+            if isinstance(sub, Mesh):
+                return sub
+            if isinstance(sub, NamedSharding):
+                return sub.mesh
+            inner = getattr(sub, "ir", sub)
+            if isinstance(inner, IR):
+                mesh = program_mesh(inner)
+                if mesh is not None:
+                    return mesh
     return None
+
+
+def program_mesh(ir: IR) -> Mesh | None:
+    """The mesh a program must run over because an equation names one (a sharding constraint, a shard_map;
+    sub-programs included), or None."""
+    for eqn in ir.eqns:
+        mesh = _mesh_in_params(eqn.params)
+        if mesh is not None:
+            return mesh
+    return None
+
+
+def params_mesh(params: dict) -> Mesh | None:
+    """The mesh one equation with ``params`` must run over, or None (eager ops ask this)."""
+    return _mesh_in_params(params) if params else None
+
+
+def program_in_shardings(ir: IR, mesh: Mesh) -> tuple[NamedSharding, ...]:
+    """Layouts for the inputs of a program that runs over ``mesh`` though its inputs are not laid out: an input
+    that a shard_map takes directly gets that shard_map's layout (so each device receives only its block),
+    any other is replicated."""
+    replicated = NamedSharding(mesh, PartitionSpec())
+    chosen: dict = {}
+    for eqn in ir.eqns:
+        if eqn.prim.name == "shard_map" and eqn.params["mesh"] == mesh:
+            for v, dims in zip(eqn.inputs, eqn.params["in_specs"]):
+                if v not in chosen:
+                    chosen[v] = NamedSharding(mesh, PartitionSpec(*[None if not a else a[0] if len(a) == 1 else a
+                                                                    for a in dims]))
+        else:
+            for v in eqn.inputs:
+                chosen.setdefault(v, replicated)
+    return tuple(chosen.get(v, replicated) for v in ir.invars)
 
 
 def spec_dims(sharding: NamedSharding, ndim: int) -> tuple[tuple[str, ...], ...]:
@@ -175,8 +208,9 @@ def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], kee
 
 def to_buffer(x: Any, sharding: NamedSharding) -> Any:
     """The buffer of argument ``x`` laid out by ``sharding`` (transferring or re-laying it out as needed)."""
-    if type(x) is Array and x._sharding == sharding and x._device is None:
-        return x._buf
+    if type(x) is Array and x._device is None and (x._sharding == sharding or runtime_sharding(
+            x._sharding, len(x.aval.shape)) is runtime_sharding(sharding, len(x.aval.shape))):
+        return x._buf  # already laid out so (perhaps described over another mesh of the same devices)
     value = np.asarray(x) if type(x) is Array else dispatch.canonical_host_array(x)
     indices = sharding.devices_indices_map(value.shape)
     devices = sharding._device_assignment

@@ -243,6 +243,9 @@ CASES: dict[str, list[Case]] = {
     # -- misc --
     "reduce_precision": [c(lambda x: lax.reduce_precision(x, 11, 52), a(3, 2))],
     "sharding_constraint": [c(lambda x: lax.with_sharding_constraint(x * x, _ONE_DEVICE_ROWS), a(3, 2), jit=True)],
+    "shard_map": [c(lambda x, w: kiln.shard_map(lambda b, v: lax.psum(knp.sin(b) * v, "i"), mesh=_ONE_DEVICE_ROWS.mesh,
+                                                in_specs=(kiln.P("i"), kiln.P()), out_specs=kiln.P())(x, w),
+                    a(3, 2), a(2), jit=True)],
     "optimization_barrier": [c(lambda x, y: (lambda p: p[0] * p[1])(lax.optimization_barrier((x, y))), a(3), a(3),
                                jit=True)],
     "reduce": [c(lambda x: lax.reduce(x, 1.0, lambda u, v: u * v * 1.0, (1,)), a(2, 5), jit=True),

@@ -268,6 +268,9 @@ case("fft", lambda z: lax.fft(z, "irfft", (4,)), lambda r: [(f32(r, 2, 3) + 1j *
 # -- misc ---------------------------------------------------------------------------------------------
 case("sharding_constraint", lambda x: lax.with_sharding_constraint(x * 2, _ONE_DEVICE_ROWS),
      lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
+case("shard_map", lambda x: kiln.shard_map(lambda b: lax.psum(b * 2, "i"), mesh=_ONE_DEVICE_ROWS.mesh,
+                                          in_specs=kiln.P("i"), out_specs=kiln.P())(x),
+     lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
 case("reduce_precision", lambda x: lax.reduce_precision(x, 5, 10), lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
 case("optimization_barrier", lambda x, y: lax.optimization_barrier((x, y)), lambda r: [f32(r, 3, 2), f32(r, 2)],
      [((0, None), 0), ((1, 0), -1)])

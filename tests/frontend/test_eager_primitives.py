@@ -484,6 +484,8 @@ CASES: dict[str, list[Case]] = {
     # A one-device mesh (this session's devices); tests/multidevice covers eight.
     "sharding_constraint": [Case(lambda x: kiln.jit(lambda v: lax.with_sharding_constraint(v, _ONE_DEVICE_ROWS))(x),
                                  (A23,), lambda x: x)],
+    "shard_map": [Case(kiln.shard_map(lambda b: b * 2 + lax.axis_index("i"), mesh=_ONE_DEVICE_ROWS.mesh,
+                                      in_specs=kiln.P("i"), out_specs=kiln.P("i")), (A23,), lambda x: x * 2)],
     "reduce": [Case(lambda x: lax.reduce(x, np.float32(1), lambda a, b: a * b * 1.0, (1,)), (A23,),
                     lambda x: np.prod(x, axis=1), rtol=1e-6)],
     "rng_bit_generator": [Case(lambda k: (lambda nk, b: (nk - nk, b - b))(*lax.rng_bit_generator(k, (4,))),

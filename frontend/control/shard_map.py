@@ -1,0 +1,445 @@
+"""``shard_map``: a function of one device's block of each argument, run on every device of a mesh at once.
+
+``shard_map(f, mesh=mesh, in_specs=P("data"), out_specs=P())(x)`` traces ``f`` once on the blocks' types with
+the mesh's axis names bound (so collectives such as ``kiln.lax.psum(v, "data")`` can name them) and records one
+``shard_map`` equation. It lowers to Shardy's ``sdy.manual_computation`` over all the mesh's axes; inside it the
+collectives are explicit (``lowering/rules/collectives.py``), and XLA's SPMD partitioner places the blocks.
+
+Specs: ``in_specs``/``out_specs`` are pytree prefixes of the arguments/results (a ``None`` leaf of ``in_specs``
+passes that argument to ``f`` unchanged, as a static value). An output's spec not naming a mesh axis promises
+that the output is the same on every device along it; ``check_vma`` (on by default, as JAX's) proves it by
+following which mesh axes each value varies over, and refuses what it cannot prove.
+
+Derivatives and batching transform the body. Transposition works with per-device *partial* cotangents: an
+output that is the same along a mesh axis contributes its cotangent once (device 0 of that axis), and an input
+that is the same along a mesh axis gets the sum of its partial cotangents (a ``psum``); ``psum``'s transpose is
+then ``psum``. The results equal JAX's varying-axes typing without tracking types in the avals.
+"""
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Callable, Sequence
+
+from .. import lax
+from ..core import axis_env, tree_util
+from ..core.avals import ShapedArray
+from ..core.call import call_body
+from ..core.errors import KilnError
+from ..core.ir import IR, ClosedIR, Literal
+from ..core.primitive import Primitive
+from ..core.tracing import abstractify, eval_ir, trace_to_ir
+from ..driver.sharding import Mesh, PartitionSpec, get_mesh
+from ..lax.collectives import axis_index_p, psum_p
+from .common import fun_name, trace_callable
+
+__all__ = ["shard_map", "shard_map_p", "ShardMapError"]
+
+# Per dimension of a value, the mesh axes splitting it: ``(("data",), ())`` is ``P("data", None)``.
+SpecDims = tuple[tuple[str, ...], ...]
+
+
+class ShardMapError(KilnError, ValueError):
+    """A spec that does not fit its argument or result, or an output that is not provably replicated."""
+
+
+def _block_shape(shape: tuple[int, ...], spec: SpecDims, sizes: dict[str, int]) -> tuple[int, ...]:
+    return tuple(n // math.prod(sizes[a] for a in axes) for n, axes in zip(shape, spec))
+
+
+def _global_shape(shape: tuple[int, ...], spec: SpecDims, sizes: dict[str, int]) -> tuple[int, ...]:
+    return tuple(n * math.prod(sizes[a] for a in axes) for n, axes in zip(shape, spec))
+
+
+def _shard_map_rule(*in_avals: ShapedArray, body: ClosedIR, mesh: Mesh, mesh_axes: tuple, in_specs: tuple,
+                    out_specs: tuple, check_vma: bool, name: str) -> list[ShapedArray]:
+    sizes = dict(mesh_axes)
+    for i, (a, spec, b) in enumerate(zip(in_avals, in_specs, body.in_avals)):
+        if len(spec) != a.ndim or _block_shape(a.shape, spec, sizes) != b.shape or a.dtype != b.dtype:
+            raise ShardMapError(f"kiln.shard_map({name}): internal error: input {i} is {a.str_short()}, whose "
+                                f"blocks by {spec} do not match the body's {b.str_short()}")
+    return [a.update(shape=_global_shape(a.shape, spec, sizes)) for a, spec in zip(body.out_avals, out_specs)]
+
+
+# ``body`` takes and returns blocks; ``mesh`` is the kiln Mesh (the driver runs the program over it);
+# ``mesh_axes`` its ((name, size), ...) for the lowering; ``in_specs``/``out_specs`` a SpecDims per value.
+shard_map_p = Primitive("shard_map", _shard_map_rule, multiple_results=True)
+
+
+# -- specs -------------------------------------------------------------------------------------------------
+def _spec_dims(spec: Any, aval: ShapedArray, mesh: Mesh, what: str, where: str, block: bool = False) -> SpecDims:
+    """The SpecDims of ``spec`` for a value of ``aval`` (a whole argument; ``block``: one device's block of a
+    result), checked against the mesh and the shape."""
+    if not isinstance(spec, PartitionSpec):
+        raise ShardMapError(f"{where}: {what} must be a kiln.sharding.PartitionSpec (P(...)), got {spec!r:.80}")
+    if len(spec) > aval.ndim:
+        raise ShardMapError(f"{where}: {what} is {spec}, which has {len(spec)} entries, but the value is "
+                            f"{aval.str_short()} with {aval.ndim} dimensions; give at most one entry per dimension")
+    sizes = mesh.shape
+    dims = tuple(spec.axis_names_of(d) for d in range(aval.ndim))
+    seen: set[str] = set()
+    for d, axes in enumerate(dims):
+        for a in axes:
+            if a not in sizes:
+                raise ShardMapError(f"{where}: {what} is {spec}, which names mesh axis {a!r}, but the mesh has axes "
+                                    f"{tuple(sizes)}")
+            if a in seen:
+                raise ShardMapError(f"{where}: {what} is {spec}, which uses mesh axis {a!r} twice; a mesh axis "
+                                    "can split only one dimension")
+            seen.add(a)
+        n = math.prod(sizes[a] for a in axes)
+        if not block and aval.shape[d] % n:
+            raise ShardMapError(f"{where}: {what} is {spec}, which splits dimension {d} of {aval.str_short()} into "
+                                f"{n} blocks, but {n} does not divide {aval.shape[d]}; pad the array or choose "
+                                "mesh axes whose sizes divide it")
+    return dims
+
+
+def _broadcast_prefix(specs: Any, tree: Any, n_leaves: int, what: str, where: str) -> list:
+    """``specs`` (a pytree prefix of the values with treedef ``tree``) repeated for every leaf."""
+    if isinstance(specs, PartitionSpec) or specs is None:
+        return [specs] * n_leaves
+    dummy = tree_util.tree_unflatten(tree, list(range(n_leaves)))
+    out: list = [None] * n_leaves
+
+    def fill(spec, sub):
+        for i in tree_util.tree_leaves(sub):
+            out[i] = spec
+    try:
+        tree_util.tree_map(fill, specs, dummy, is_leaf=lambda s: isinstance(s, PartitionSpec) or s is None)
+    except (ValueError, TypeError) as e:
+        of = "arguments (a tuple, one entry per positional argument)" if what == "in_specs" else "results"
+        raise ShardMapError(f"{where}: {what} must be a PartitionSpec or a pytree prefix of the {of}; its structure "
+                            f"does not match ({e})") from None
+    return out
+
+
+# -- varying mesh axes: which outputs may differ between the devices along each axis --------------------------
+_INTRODUCES = {"axis_index", "ppermute", "all_to_all", "psum_scatter"}
+_REMOVES = {"psum", "pmax", "pmin"}
+
+
+def _names(axis_name: Any) -> frozenset:
+    return frozenset(axis_name if isinstance(axis_name, tuple) else (axis_name,))
+
+
+def _introduced_inside(ir: IR, mesh_names: frozenset) -> frozenset:
+    found: frozenset = frozenset()
+    for eqn in ir.eqns:
+        if eqn.prim.name in _INTRODUCES:
+            found |= _names(eqn.params["axis_name"]) & mesh_names
+        for sub in _sub_irs(eqn.params):
+            found |= _introduced_inside(sub, mesh_names)
+    return found
+
+
+def _sub_irs(params: dict):
+    for value in params.values():
+        for v in value if isinstance(value, (tuple, list)) else (value,):
+            inner = getattr(v, "ir", v)
+            if isinstance(inner, IR):
+                yield inner
+
+
+def varying_axes(ir: IR, in_vma: Sequence[frozenset], mesh_names: frozenset) -> list[frozenset]:
+    """For each output of ``ir``, the mesh axes along which it may differ between devices, given those of the
+    inputs (constvars: none). Conservative inside loops and branches: what varies in goes out varying."""
+    env: dict = {v: frozenset() for v in ir.constvars}
+    env.update(zip(ir.invars, in_vma))
+
+    def read(a):
+        return frozenset() if isinstance(a, Literal) else env[a]
+
+    for eqn in ir.eqns:
+        ins = frozenset().union(*[read(a) for a in eqn.inputs])
+        name = eqn.prim.name
+        if name in _REMOVES:
+            outs = [ins - _names(eqn.params["axis_name"])]
+        elif name in _INTRODUCES:
+            outs = [ins | (_names(eqn.params["axis_name"]) & mesh_names)] * len(eqn.outputs)
+        elif eqn.prim.inline_param:
+            sub = eqn.params[eqn.prim.inline_param]
+            sub_ir = getattr(sub, "ir", sub)
+            outs = varying_axes(sub_ir, [read(a) for a in eqn.inputs], mesh_names)
+        elif name in _STRUCTURED:
+            outs = _STRUCTURED[name](eqn.params, [read(a) for a in eqn.inputs], mesh_names)
+        else:
+            extra = frozenset().union(*[_introduced_inside(s, mesh_names) for s in _sub_irs(eqn.params)])
+            outs = [ins | extra] * len(eqn.outputs)
+        env.update(zip(eqn.outputs, outs))
+    return [read(a) for a in ir.outvars]
+
+
+def _cond_vma(params: dict, ins: list, names: frozenset) -> list[frozenset]:
+    index, ops = ins[0], ins[1:]
+    per_branch = [varying_axes(b.ir, ops, names) for b in params["branches"]]
+    return [index.union(*outs) for outs in zip(*per_branch)]
+
+
+def _carry_fixed_point(step: Callable, carry: list) -> list:
+    """Loop carries vary along what they start with and whatever an iteration adds: iterate to the fixed point."""
+    while True:
+        new = [c | n for c, n in zip(carry, step(carry))]
+        if new == carry:
+            return carry
+        carry = new
+
+
+def _scan_vma(params: dict, ins: list, names: frozenset) -> list[frozenset]:
+    nc, ncarry = params["num_consts"], params["num_carry"]
+    consts, xs = ins[:nc], ins[nc + ncarry:]
+    body = params["body"].ir
+
+    def step(carry):
+        return varying_axes(body, consts + carry + xs, names)[:ncarry]
+    carry = _carry_fixed_point(step, ins[nc:nc + ncarry])
+    return carry + varying_axes(body, consts + carry + xs, names)[ncarry:]
+
+
+def _while_vma(params: dict, ins: list, names: frozenset) -> list[frozenset]:
+    cn, bn = params["cond_nconsts"], params["body_nconsts"]
+    cond_consts, body_consts, init = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
+
+    def step(carry):
+        (pred,) = varying_axes(params["cond"].ir, cond_consts + carry, names)
+        # Where the predicate varies, the number of iterations does: every carry varies along it too.
+        return [v | pred for v in varying_axes(params["body"].ir, body_consts + carry, names)]
+    return _carry_fixed_point(step, list(init))
+
+
+# Structured primitives whose outputs' varying axes follow their bodies (others: see varying_axes).
+_STRUCTURED: dict[str, Callable] = {"cond": _cond_vma, "scan": _scan_vma, "while": _while_vma}
+
+
+def _check_replication(closed: ClosedIR, in_specs: Sequence[SpecDims], out_specs: Sequence[SpecDims],
+                       mesh: Mesh, out_paths: Sequence[str], where: str) -> None:
+    names = frozenset(mesh.axis_names)
+    in_vma = [frozenset(a for axes in spec for a in axes) for spec in in_specs]
+    body = call_body(closed)
+    vma = varying_axes(body.ir, [frozenset()] * len(closed.consts) + in_vma, names)
+    problems = []
+    for path, spec, v in zip(out_paths, out_specs, vma):
+        mentioned = frozenset(a for axes in spec for a in axes)
+        extra = v - mentioned
+        if extra:
+            spec_text = PartitionSpec(*[None if not a else a[0] if len(a) == 1 else a for a in spec])
+            problems.append(f"  {path}: out_specs entry {spec_text} promises the value is the same along mesh "
+                            f"axes {sorted(names - mentioned)}, but it may differ along {sorted(extra)}")
+    if problems:
+        raise ShardMapError(
+            f"{where}: out_specs ask for outputs replicated along mesh axes they may vary over:\n" + "\n".join(problems)
+            + "\nReduce them first (e.g. kiln.lax.psum(x, axis)), or name the axes in out_specs to concatenate the "
+              "blocks; if the values are equal for a reason kiln cannot see, pass check_vma=False (then each output "
+              "is taken from the first device along those axes).")
+
+
+# -- the user function -----------------------------------------------------------------------------------------
+def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = None, mesh: Mesh | None = None,
+              axis_names: Any = frozenset(), check_vma: bool = True, check_rep: bool | None = None) -> Any:
+    """Run ``f`` on each device's block of the arguments at once (JAX's ``jax.shard_map``).
+
+    ``in_specs``/``out_specs``: PartitionSpecs, pytree prefixes of the positional arguments / the results
+    (an ``in_specs`` leaf ``None`` passes that argument whole and static). ``mesh`` defaults to the one of
+    ``with mesh:``. All mesh axes are manual inside ``f`` (``axis_names`` must name all of them or none).
+    ``check_rep`` is the older name of ``check_vma``.
+    """
+    if f is None:
+        return functools.partial(shard_map, out_specs=out_specs, in_specs=in_specs, mesh=mesh, axis_names=axis_names,
+                                 check_vma=check_vma, check_rep=check_rep)
+    if not callable(f):
+        raise TypeError(f"kiln.shard_map: the first argument must be a callable, got {type(f).__name__}")
+    check = check_vma if check_rep is None else bool(check_rep)
+
+    @functools.wraps(f)
+    def mapped(*args):
+        m = mesh if mesh is not None else get_mesh()
+        where = f"kiln.shard_map({fun_name(f)})"
+        if m is None:
+            raise ShardMapError(f"{where}: no mesh: pass mesh=kiln.make_mesh(...) or call it inside `with mesh:`")
+        if not isinstance(m, Mesh):
+            raise TypeError(f"{where}: mesh must be a kiln.sharding.Mesh, got {type(m).__name__}")
+        if axis_names and frozenset(axis_names) != frozenset(m.axis_names):
+            raise NotImplementedError(f"{where}: axis_names={set(axis_names)} makes only some mesh axes manual; kiln's "
+                                      f"shard_map is manual over all of the mesh's axes {m.axis_names}. Use a mesh "
+                                      "with just those axes.")
+        return _apply(f, m, args, in_specs, out_specs, check, where)
+    return mapped
+
+
+def _apply(f: Callable, mesh: Mesh, args: tuple, in_specs: Any, out_specs: Any, check: bool, where: str) -> Any:
+    leaves, in_tree = tree_util.tree_flatten(args)
+    if in_specs is None:
+        raise ShardMapError(f"{where}: in_specs is required: a PartitionSpec per positional argument (or one for "
+                            "all)")
+    leaf_specs = _broadcast_prefix(in_specs if isinstance(in_specs, (PartitionSpec, tuple)) or in_specs is None
+                                   else (in_specs,), in_tree, len(leaves), "in_specs", where)
+    dynamic = [i for i, s in enumerate(leaf_specs) if s is not None]
+    avals = [abstractify(leaves[i]) for i in dynamic]
+    specs = [_spec_dims(leaf_specs[i], a, mesh, f"in_specs entry for argument leaf {i}", where)
+             for i, a in zip(dynamic, avals)]
+    sizes = mesh.shape
+    block_avals = [a.update(shape=_block_shape(a.shape, s, sizes)) for a, s in zip(avals, specs)]
+
+    def body(*blocks):
+        full = list(leaves)
+        for i, b in zip(dynamic, blocks):
+            full[i] = b
+        return f(*tree_util.tree_unflatten(in_tree, full))
+
+    flat_in = tree_util.tree_structure(tuple(range(len(dynamic))))
+    closed, out_tree = axis_env.run_with_axes(tuple(mesh.shape_tuple), trace_callable, lambda *b: body(*b), flat_in,
+                                              block_avals, fun_name(f))
+    n_out = len(closed.out_avals)
+    out_leaf_specs = _broadcast_prefix(out_specs, out_tree, n_out, "out_specs", where)
+    paths = [f"output {i}" for i in range(n_out)]
+    o_specs = []
+    for path, s, a in zip(paths, out_leaf_specs, closed.out_avals):
+        if s is None:
+            raise ShardMapError(f"{where}: out_specs has None for {path}; every output needs a PartitionSpec")
+        o_specs.append(_spec_dims(s, a, mesh, f"out_specs entry for {path}", where, block=True))
+    if check:
+        _check_replication(closed, specs, o_specs, mesh, paths, where)
+    const_specs = [((),) * abstractify(c).ndim for c in closed.consts]
+    outs = bind_shard_map(call_body(closed), [*closed.consts, *[leaves[i] for i in dynamic]], mesh,
+                          [*const_specs, *specs], o_specs, check, fun_name(f))
+    return tree_util.tree_unflatten(out_tree, outs)
+
+
+def bind_shard_map(body: ClosedIR, args: Sequence[Any], mesh: Mesh, in_specs: Sequence[SpecDims],
+                   out_specs: Sequence[SpecDims], check_vma: bool, name: str) -> list:
+    return shard_map_p.bind(*args, body=body, mesh=mesh, mesh_axes=tuple(mesh.shape_tuple), in_specs=tuple(in_specs),
+                            out_specs=tuple(out_specs), check_vma=check_vma, name=name)
+
+
+# -- transformation rules -------------------------------------------------------------------------------------
+def _all_axes(mesh_axes: tuple) -> tuple[str, ...]:
+    return tuple(n for n, _ in mesh_axes)
+
+
+def _unmentioned(spec: SpecDims, mesh_axes: tuple) -> tuple[str, ...]:
+    used = {a for axes in spec for a in axes}
+    return tuple(a for a in _all_axes(mesh_axes) if a not in used)
+
+
+def _shard_map_jvp(primals, tangents, *, body, mesh, mesh_axes, in_specs, out_specs, check_vma, name):
+    from ..ad.jvp import jvp_ir
+    from ..ad.tangents import Zero, tangent_aval
+    nonzero = [not isinstance(t, Zero) for t in tangents]
+    new, out_nz = jvp_ir(body, nonzero)
+    t_specs = [s for s, nz in zip(in_specs, nonzero) if nz]
+    t_out_specs = [s for s, nz in zip(out_specs, out_nz) if nz]
+    outs = bind_shard_map(call_body(new), [*primals, *[t for t in tangents if not isinstance(t, Zero)]], mesh,
+                          [*in_specs, *t_specs], [*out_specs, *t_out_specs], check_vma, f"jvp({name})")
+    n = len(out_specs)
+    it = iter(outs[n:])
+    touts = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(body.out_avals, out_nz)]
+    return outs[:n], touts
+
+
+def _residual_spec(aval: ShapedArray, mesh_axes: tuple) -> SpecDims:
+    # A residual is whatever each device computed: stacked along a new leading dimension split over every axis.
+    return (_all_axes(mesh_axes),) + ((),) * aval.ndim
+
+
+def _shard_map_partial_eval(eqn, unknown_inputs: list[bool]):
+    from ..ad.partial_eval import partial_eval
+    from ..core.ir import Eqn, Var
+    p = eqn.params
+    split = partial_eval(p["body"].ir, list(unknown_inputs))
+    n_known_out = len(split.known.outvars) - split.num_residuals
+    res_avals = [v.aval for v in split.known.outvars[n_known_out:]]
+    known_in = [a.aval for a in split.known.invars]
+
+    def known_fun(*xs):
+        outs = eval_ir(split.known, [], xs)
+        return outs[:n_known_out] + [lax.expand_dims(r, (0,)) for r in outs[n_known_out:]]
+    known_body, _ = trace_to_ir(known_fun, known_in, name="shard_map_known")
+
+    def unknown_fun(*xs):
+        res = [lax.squeeze(r, (0,)) for r in xs[:len(res_avals)]]
+        return eval_ir(split.unknown, [], [*res, *xs[len(res_avals):]])
+    stacked = [a.update(shape=(1,) + a.shape) for a in res_avals]
+    unknown_in = stacked + [v.aval for v in split.unknown.invars[len(res_avals):]]
+    unknown_body, _ = trace_to_ir(unknown_fun, unknown_in, name="shard_map_unknown")
+
+    out_unknown = split.out_unknown
+    res_specs = tuple(_residual_spec(a, p["mesh_axes"]) for a in res_avals)
+    sizes = dict(p["mesh_axes"])
+    res_vars = [Var(a.update(shape=_global_shape(a.shape, s, sizes))) for a, s in zip(stacked, res_specs)]
+    ins_k = [a for a, u in zip(eqn.inputs, unknown_inputs) if not u]
+    ins_u = [a for a, u in zip(eqn.inputs, unknown_inputs) if u]
+    spec_k = tuple(s for s, u in zip(p["in_specs"], unknown_inputs) if not u)
+    spec_u = tuple(s for s, u in zip(p["in_specs"], unknown_inputs) if u)
+    out_k = tuple(s for s, u in zip(p["out_specs"], out_unknown) if not u)
+    out_u = tuple(s for s, u in zip(p["out_specs"], out_unknown) if u)
+    common = {"mesh": p["mesh"], "mesh_axes": p["mesh_axes"], "check_vma": p["check_vma"]}
+    known_eqn = Eqn(shard_map_p, ins_k, [v for v, u in zip(eqn.outputs, out_unknown) if not u] + res_vars,
+                    {"body": call_body(known_body), "in_specs": spec_k, "out_specs": out_k + res_specs,
+                     "name": p["name"], **common})
+    unknown_eqn = Eqn(shard_map_p, res_vars + ins_u, [v for v, u in zip(eqn.outputs, out_unknown) if u],
+                      {"body": call_body(unknown_body), "in_specs": res_specs + spec_u, "out_specs": out_u,
+                       "name": f"{p['name']}_lin", **common})
+    return [known_eqn], [unknown_eqn], out_unknown
+
+
+def _first_along(x, axes: tuple[str, ...]):
+    """``x`` on the devices at index 0 along ``axes``, zeros elsewhere."""
+    aval = abstractify(x)
+    first = None
+    for a in axes:
+        idx = axis_index_p.bind(axis_name=a)
+        at0 = lax.eq(idx, lax.full_like(idx, 0))
+        first = at0 if first is None else lax.bitwise_and(first, at0)
+    return lax.select(lax.broadcast_in_dim(first, aval.shape, ()), x, lax.full_like(x, 0))
+
+
+def _shard_map_transpose(cts, *args, body, mesh, mesh_axes, in_specs, out_specs, check_vma, name):
+    from ..ad.tangents import instantiate
+    from ..ad.transpose import is_undefined, transpose_closed
+    linear = [is_undefined(a) for a in args]
+    t = transpose_closed(body, linear)
+    nonlin = [a for a in args if not is_undefined(a)]
+    lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
+
+    def fun(*xs):
+        xs = list(xs)
+        ct_in = xs[len(nonlin):]
+        ct_in = [_first_along(c, _unmentioned(s, mesh_axes)) if _unmentioned(s, mesh_axes) else c
+                 for c, s in zip(ct_in, out_specs)]
+        outs = eval_ir(t.ir, t.consts, xs[:len(nonlin)] + ct_in)
+        return [psum_p.bind(o, axis_name=_unmentioned(s, mesh_axes)) if _unmentioned(s, mesh_axes) else o
+                for o, s in zip(outs, lin_specs)]
+
+    sizes = dict(mesh_axes)
+    nonlin_specs = [s for s, lin in zip(in_specs, linear) if not lin]
+    in_avals = [a.update(shape=_block_shape(abstractify(a_).shape, s, sizes)) for a, a_, s in
+                zip([abstractify(x) for x in nonlin], nonlin, nonlin_specs)] + list(body.out_avals)
+    new, _ = trace_to_ir(fun, in_avals, name=f"transpose({name})")
+    outs = iter(bind_shard_map(call_body(new), [*nonlin, *[instantiate(c) for c in cts]], mesh,
+                               [*nonlin_specs, *out_specs], lin_specs, check_vma, f"transpose({name})"))
+    return [next(outs) if lin else None for lin in linear]
+
+
+def _shard_map_batch(ctx, args, dims, *, body, mesh, mesh_axes, in_specs, out_specs, check_vma, name):
+    from ..batching.core import batch_closed, move_dim
+    moved = [a if d is None else move_dim(a, d, 0, ctx.size) for a, d in zip(args, dims)]
+    in_dims = [None if d is None else 0 for d in dims]
+    new, _ = batch_closed(body, in_dims, ctx, out_dims_wanted=[0] * len(out_specs))
+    new_in = [s if d is None else ((),) + s for s, d in zip(in_specs, dims)]
+    new_out = [((),) + s for s in out_specs]
+    outs = bind_shard_map(call_body(new), moved, mesh, new_in, new_out, check_vma, f"vmap({name})")
+    return outs, [0] * len(outs)
+
+
+def _register_rules() -> None:
+    from ..ad.jvp import jvp_rules
+    from ..ad.partial_eval import pe_rules
+    from ..ad.transpose import transpose_rules
+    from ..batching.core import batch_rules
+    jvp_rules[shard_map_p] = _shard_map_jvp
+    pe_rules[shard_map_p] = _shard_map_partial_eval
+    transpose_rules[shard_map_p] = _shard_map_transpose
+    batch_rules[shard_map_p] = _shard_map_batch
+
+
+_register_rules()
