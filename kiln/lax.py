@@ -31,6 +31,7 @@ from kiln.frontend.lax import acos as acos
 from kiln.frontend.lax import acosh as acosh
 from kiln.frontend.lax import add as add
 from kiln.frontend.lax import all_gather as all_gather
+from kiln.frontend.lax import all_to_all as all_to_all
 from kiln.frontend.lax import approx_max_k as approx_max_k
 from kiln.frontend.lax import approx_min_k as approx_min_k
 from kiln.frontend.lax import argmax as argmax
@@ -42,6 +43,7 @@ from kiln.frontend.lax import atan as atan
 from kiln.frontend.lax import atan2 as atan2
 from kiln.frontend.lax import atanh as atanh
 from kiln.frontend.lax import axis_index as axis_index
+from kiln.frontend.lax import axis_size as axis_size
 from kiln.frontend.lax import batch_matmul as batch_matmul
 from kiln.frontend.lax import bitcast_convert_type as bitcast_convert_type
 from kiln.frontend.lax import bitwise_and as bitwise_and
@@ -133,12 +135,18 @@ from kiln.frontend.lax import nextafter as nextafter
 from kiln.frontend.lax import optimization_barrier as optimization_barrier
 from kiln.frontend.lax import pad as pad
 from kiln.frontend.lax import padtype_to_pads as padtype_to_pads
+from kiln.frontend.lax import pbroadcast as pbroadcast
+from kiln.frontend.lax import pcast as pcast
 from kiln.frontend.lax import pmax as pmax
 from kiln.frontend.lax import pmean as pmean
 from kiln.frontend.lax import pmin as pmin
 from kiln.frontend.lax import population_count as population_count
 from kiln.frontend.lax import pow as pow
+from kiln.frontend.lax import ppermute as ppermute
+from kiln.frontend.lax import pshuffle as pshuffle
 from kiln.frontend.lax import psum as psum
+from kiln.frontend.lax import psum_scatter as psum_scatter
+from kiln.frontend.lax import pswapaxes as pswapaxes
 from kiln.frontend.lax import ragged_dot as ragged_dot
 from kiln.frontend.lax import ragged_dot_general as ragged_dot_general
 from kiln.frontend.lax import real as real
@@ -209,31 +217,33 @@ from kiln.frontend.special_functions import random_gamma_grad as random_gamma_gr
 from kiln.frontend.special_functions import zeta as zeta
 
 __all__ = [
-    "abs", "AccuracyMode", "acos", "acosh", "add", "all_gather", "approx_max_k", "approx_min_k", "argmax", "argmin",
-    "argsort", "asin", "asinh", "associative_scan", "atan", "atan2", "atanh", "axis_index", "batch_matmul",
-    "bessel_i0e", "bessel_i1e", "betainc", "bitcast_convert_type", "bitwise_and", "bitwise_not", "bitwise_or",
-    "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcast_like", "broadcast_shapes", "broadcast_to_rank",
-    "broadcasted_iota", "cbrt", "ceil", "clamp", "clz", "collapse", "complex", "composite", "concatenate", "cond",
-    "conj", "conv", "conv_dimension_numbers", "conv_general_dilated", "conv_general_dilated_local",
-    "conv_general_dilated_patches", "conv_general_permutations", "conv_general_shape_tuple", "conv_shape_tuple",
-    "conv_transpose", "conv_transpose_shape_tuple", "conv_with_general_padding", "ConvDimensionNumbers",
-    "convert_element_type", "ConvGeneralDilatedDimensionNumbers", "cos", "cosh", "cumlogsumexp", "cummax", "cummin",
-    "cumprod", "cumsum", "custom_linear_solve", "custom_root", "digamma", "div", "dot", "dot_general", "DotAlgorithm",
-    "DotAlgorithmPreset", "DotDimensionNumbers", "dtype", "dynamic_index_in_dim", "dynamic_slice",
-    "dynamic_slice_in_dim", "dynamic_update_index_in_dim", "dynamic_update_slice", "dynamic_update_slice_in_dim",
-    "empty", "eq", "erf", "erf_inv", "erfc", "exp", "exp2", "expand_dims", "expm1", "fft", "FftType", "floor",
-    "fori_loop", "full", "full_like", "gather", "GatherDimensionNumbers", "GatherScatterMode", "ge", "gt", "igamma",
-    "igamma_grad_a", "igammac", "imag", "index_in_dim", "index_take", "integer_pow", "iota", "is_finite", "le",
-    "lgamma", "linalg", "literal", "log", "log1p", "logistic", "lt", "map", "max", "min", "mul", "mulhi", "ne", "neg",
-    "nextafter", "optimization_barrier", "pad", "padtype_to_pads", "platform_dependent", "pmax", "pmean", "pmin",
-    "polygamma", "population_count", "pow", "Precision", "PrecisionLike", "psum", "ragged_dot", "ragged_dot_general",
-    "RaggedDotDimensionNumbers", "random_gamma_grad", "RandomAlgorithm", "real", "reciprocal", "reduce", "reduce_and",
-    "reduce_max", "reduce_min", "reduce_or", "reduce_precision", "reduce_prod", "reduce_sum", "reduce_window",
-    "reduce_window_max", "reduce_window_min", "reduce_window_shape_tuple", "reduce_window_sum", "reduce_xor", "rem",
-    "reshape", "rev", "rng_bit_generator", "round", "RoundingMethod", "rsqrt", "scaled_dot", "scan", "scatter",
-    "scatter_add", "scatter_apply", "scatter_max", "scatter_min", "scatter_mul", "scatter_sub",
-    "ScatterDimensionNumbers", "select", "select_n", "shape_as_value", "shift_left", "shift_right_arithmetic",
-    "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim", "sort", "sort_key_val", "split", "sqrt",
-    "square", "squeeze", "stack", "stage", "stop_gradient", "sub", "switch", "tan", "tanh", "tile", "Tolerance",
-    "top_k", "transpose", "unstack", "while_loop", "with_sharding_constraint", "zeta",
+    "abs", "AccuracyMode", "acos", "acosh", "add", "all_gather", "all_to_all", "approx_max_k", "approx_min_k", "argmax",
+    "argmin", "argsort", "asin", "asinh", "associative_scan", "atan", "atan2", "atanh", "axis_index", "axis_size",
+    "batch_matmul", "bessel_i0e", "bessel_i1e", "betainc", "bitcast_convert_type", "bitwise_and", "bitwise_not",
+    "bitwise_or", "bitwise_xor", "broadcast", "broadcast_in_dim", "broadcast_like", "broadcast_shapes",
+    "broadcast_to_rank", "broadcasted_iota", "cbrt", "ceil", "clamp", "clz", "collapse", "complex", "composite",
+    "concatenate", "cond", "conj", "conv", "conv_dimension_numbers", "conv_general_dilated",
+    "conv_general_dilated_local", "conv_general_dilated_patches", "conv_general_permutations",
+    "conv_general_shape_tuple", "conv_shape_tuple", "conv_transpose", "conv_transpose_shape_tuple",
+    "conv_with_general_padding", "ConvDimensionNumbers", "convert_element_type", "ConvGeneralDilatedDimensionNumbers",
+    "cos", "cosh", "cumlogsumexp", "cummax", "cummin", "cumprod", "cumsum", "custom_linear_solve", "custom_root",
+    "digamma", "div", "dot", "dot_general", "DotAlgorithm", "DotAlgorithmPreset", "DotDimensionNumbers", "dtype",
+    "dynamic_index_in_dim", "dynamic_slice", "dynamic_slice_in_dim", "dynamic_update_index_in_dim",
+    "dynamic_update_slice", "dynamic_update_slice_in_dim", "empty", "eq", "erf", "erf_inv", "erfc", "exp", "exp2",
+    "expand_dims", "expm1", "fft", "FftType", "floor", "fori_loop", "full", "full_like", "gather",
+    "GatherDimensionNumbers", "GatherScatterMode", "ge", "gt", "igamma", "igamma_grad_a", "igammac", "imag",
+    "index_in_dim", "index_take", "integer_pow", "iota", "is_finite", "le", "lgamma", "linalg", "literal", "log",
+    "log1p", "logistic", "lt", "map", "max", "min", "mul", "mulhi", "ne", "neg", "nextafter", "optimization_barrier",
+    "pad", "padtype_to_pads", "platform_dependent", "pbroadcast", "pcast", "pmax", "pmean", "pmin", "ppermute",
+    "pshuffle", "polygamma", "population_count", "pow", "Precision", "PrecisionLike", "psum", "psum_scatter",
+    "pswapaxes", "ragged_dot", "ragged_dot_general", "RaggedDotDimensionNumbers", "random_gamma_grad",
+    "RandomAlgorithm", "real", "reciprocal", "reduce", "reduce_and", "reduce_max", "reduce_min", "reduce_or",
+    "reduce_precision", "reduce_prod", "reduce_sum", "reduce_window", "reduce_window_max", "reduce_window_min",
+    "reduce_window_shape_tuple", "reduce_window_sum", "reduce_xor", "rem", "reshape", "rev", "rng_bit_generator",
+    "round", "RoundingMethod", "rsqrt", "scaled_dot", "scan", "scatter", "scatter_add", "scatter_apply", "scatter_max",
+    "scatter_min", "scatter_mul", "scatter_sub", "ScatterDimensionNumbers", "select", "select_n", "shape_as_value",
+    "shift_left", "shift_right_arithmetic", "shift_right_logical", "sign", "sin", "sinh", "slice", "slice_in_dim",
+    "sort", "sort_key_val", "split", "sqrt", "square", "squeeze", "stack", "stage", "stop_gradient", "sub", "switch",
+    "tan", "tanh", "tile", "Tolerance", "top_k", "transpose", "unstack", "while_loop", "with_sharding_constraint",
+    "zeta",
 ]

@@ -1,10 +1,21 @@
 """Derivative rules of the collectives (``lax/collectives.py``): psum is linear (its transpose is psum:
-every element's cotangent gathers all of them); all_gather is linear in its operand; pmax, pmin and
+every element's cotangent gathers all of them); all_gather and psum_scatter are linear and each
+other's transposes; ppermute is linear (its transpose sends back: the inverted permutation);
+all_to_all is linear (its transpose exchanges back: split and concat axes swapped); pmax, pmin and
 axis_index are not differentiable."""
 from __future__ import annotations
 
-from ..lax.collectives import all_gather_p, axis_index_p, pmax_p, pmin_p, psum_p
-from .jvp import jvp_rules, non_differentiable
+from ..lax.collectives import (
+    all_gather_p,
+    all_to_all_p,
+    axis_index_p,
+    pmax_p,
+    pmin_p,
+    ppermute_p,
+    psum_p,
+    psum_scatter_p,
+)
+from .jvp import jvp_rules, linear_jvp, non_differentiable
 from .tangents import Zero
 from .transpose import transpose_rules
 
@@ -14,12 +25,17 @@ def _psum_jvp(primals, tangents, *, axis_name):
     return psum_p.bind(x, axis_name=axis_name), (t if isinstance(t, Zero) else psum_p.bind(t, axis_name=axis_name))
 
 
-def _all_gather_jvp(primals, tangents, **params):
-    (x,), (t,) = primals, tangents
-    return all_gather_p.bind(x, **params), all_gather_p.bind(t, **params)
-
-
 jvp_rules[psum_p] = _psum_jvp
 transpose_rules[psum_p] = lambda ct, x, *, axis_name: [psum_p.bind(ct, axis_name=axis_name)]
-jvp_rules[all_gather_p] = _all_gather_jvp
+for _prim in (all_gather_p, psum_scatter_p, ppermute_p, all_to_all_p):
+    linear_jvp(_prim)
+transpose_rules[all_gather_p] = lambda ct, x, *, axis_name, axis, tiled, axis_size: [
+    psum_scatter_p.bind(ct, axis_name=axis_name, scatter_dimension=axis, axis_size=axis_size, tiled=tiled)]
+transpose_rules[psum_scatter_p] = lambda ct, x, *, axis_name, scatter_dimension, axis_size, tiled: [
+    all_gather_p.bind(ct, axis_name=axis_name, axis=scatter_dimension, tiled=tiled, axis_size=axis_size)]
+transpose_rules[ppermute_p] = lambda ct, x, *, axis_name, perm: [
+    ppermute_p.bind(ct, axis_name=axis_name, perm=tuple((dst, src) for src, dst in perm))]
+transpose_rules[all_to_all_p] = lambda ct, x, *, axis_name, split_axis, concat_axis, axis_size, tiled: [
+    all_to_all_p.bind(ct, axis_name=axis_name, split_axis=concat_axis, concat_axis=split_axis, axis_size=axis_size,
+                      tiled=tiled)]
 non_differentiable.update({axis_index_p, pmax_p, pmin_p})

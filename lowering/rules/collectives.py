@@ -148,12 +148,9 @@ def _psum_scatter(ctx, eqn, x):
 def _all_to_all(ctx, eqn, x):
     axes = _manual_axes(ctx, eqn)
     p = eqn.params
+    # all_to_all_p keeps the rank (the untiled form adds and drops a unit dimension around it, in lax).
     split, concat, size = p["split_axis"], p["concat_axis"], p["axis_size"]
     v = V.of(x, eqn.inputs[0].aval)
-    if not p["tiled"]:
-        # The split dimension (of the axis' size) leaves; a new one of that size appears at concat_axis.
-        v = _insert_unit_dim(v, concat)
-        split += concat <= split
     shape = list(v.shape)
     shape[split] //= size
     shape[concat] *= size

@@ -265,7 +265,11 @@ CASES: dict[str, list[Case]] = {
     "while": [c(_while, a(3), modes=("fwd",))],
     "scan": [c(_scan, a(2), a(3, 2))],
     "psum": [c(kiln.vmap(lambda x: x * lax.psum(x, "i"), axis_name="i"), a(3, 2))],
-    "all_gather": [c(kiln.vmap(lambda x: x * lax.all_gather(x, "i"), axis_name="i"), a(3))],
+    "all_gather": [c(kiln.vmap(lambda x: x * lax.all_gather(x, "i"), axis_name="i"), a(3)),
+                   c(kiln.vmap(lambda x: x * lax.all_gather(x, "i", tiled=True), axis_name="i"), a(3, 1))],
+    "ppermute": [c(kiln.vmap(lambda x: x * lax.ppermute(x, "i", [(0, 1), (1, 2)]), axis_name="i"), a(3, 2))],
+    "all_to_all": [c(kiln.vmap(lambda x: x * lax.all_to_all(x, "i", 0, 1), axis_name="i"), a(3, 3, 3))],
+    "psum_scatter": [c(kiln.vmap(lambda x: lax.psum_scatter(x * x, "i", tiled=True), axis_name="i"), a(3, 6))],
 }
 
 

@@ -29,7 +29,7 @@ LINEAR = ["add", "sub", "neg", "mul", "div", "select", "convert_element_type", "
           "transpose", "rev", "slice", "pad", "concatenate", "dynamic_slice", "dynamic_update_slice", "reduce_sum",
           "dot_general", "gather", "scatter_add", "scatter", "scatter_mul", "reduce_window", "conv_general_dilated",
           "real", "imag", "complex", "triangular_solve", "jit_call", "remat", "cond", "scan", "psum",
-          "custom_vjp_lin"]
+          "all_gather", "psum_scatter", "ppermute", "all_to_all", "custom_vjp_lin"]
 
 
 def test_linear_primitives_have_transpose_rules():

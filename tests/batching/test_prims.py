@@ -32,6 +32,8 @@ B = 3  # batch size
 ELSEWHERE = {
     "psum": "test_collectives.py", "pmax": "test_collectives.py", "pmin": "test_collectives.py",
     "all_gather": "test_collectives.py", "axis_index": "test_collectives.py",
+    "ppermute": "test_collectives_more.py", "all_to_all": "test_collectives_more.py",
+    "psum_scatter": "test_collectives_more.py",
     "custom_vjp_lin": "test_transforms.py::test_custom_vjp_lin_batches_and_transposes",
 }
 # iota has no operands, so its batching rule never runs: its cases only check it is in the function.

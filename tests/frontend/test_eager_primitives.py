@@ -522,6 +522,12 @@ CASES: dict[str, list[Case]] = {
     "pmin": [Case(_vmapped(lambda v: lax.pmin(v, "i")), (A23,), lambda x: np.broadcast_to(x.min(0), x.shape))],
     "all_gather": [Case(_vmapped(lambda v: lax.all_gather(v, "i")), (A23,),
                         lambda x: np.broadcast_to(x, (2,) + x.shape))],
+    "ppermute": [Case(_vmapped(lambda v: lax.ppermute(v, "i", [(0, 1)])), (A23,),
+                      lambda x: np.stack([np.zeros_like(x[0]), x[0]]))],
+    "all_to_all": [Case(_vmapped(lambda v: lax.all_to_all(v, "i", 0, 0, tiled=True)), (B23[:, :2],),
+                        lambda x: x.T)],
+    "psum_scatter": [Case(_vmapped(lambda v: lax.psum_scatter(v, "i", tiled=True)),
+                          (A23[:, :2],), lambda x: x.sum(0)[:, None], rtol=1e-6)],
     "axis_index": [Case(_vmapped(lambda v: v + lax.axis_index("i")), (np.zeros((3, 2), np.int32),),
                         lambda x: np.broadcast_to(np.arange(3, dtype=np.int32)[:, None], (3, 2)))],
     # -- control flow -------------------------------------------------------------------------
