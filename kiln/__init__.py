@@ -8,6 +8,7 @@ and ``kiln.runtime``.
 from kiln import (  # the public sub-modules
     custom_batching,
     custom_derivatives,
+    debug,
     dtypes,
     errors,
     flatten_util,
@@ -62,6 +63,7 @@ from kiln.frontend.core.config import legacy_prng_key as legacy_prng_key
 from kiln.frontend.core.config import numpy_dtype_promotion as numpy_dtype_promotion
 from kiln.frontend.core.config import numpy_rank_promotion as numpy_rank_promotion
 from kiln.frontend.core.config import softmax_custom_jvp as softmax_custom_jvp
+from kiln.frontend.core.config import threefry_partitionable as threefry_partitionable
 from kiln.frontend.core.errors import AxisError as AxisError
 from kiln.frontend.core.errors import BroadcastError as BroadcastError
 from kiln.frontend.core.errors import ConcretizationTypeError as ConcretizationTypeError
@@ -99,6 +101,7 @@ from kiln.frontend.driver.sharding import NamedSharding as NamedSharding
 from kiln.frontend.driver.sharding import PartitionSpec as P
 from kiln.frontend.driver.sharding import Shard as Shard
 from kiln.frontend.driver.sharding import make_mesh as make_mesh
+from kiln.frontend.driver.sharding import set_mesh as set_mesh
 from kiln.frontend.driver.tools import disable_jit as disable_jit
 from kiln.frontend.driver.tools import eval_shape as eval_shape
 from kiln.frontend.driver.tools import local_device_count as local_device_count
@@ -107,6 +110,7 @@ from kiln.frontend.driver.tools import named_call as named_call
 from kiln.frontend.driver.tools import named_scope as named_scope
 from kiln.frontend.driver.tools import print_environment_info as print_environment_info
 from kiln.frontend.driver.tools import typeof as typeof
+from kiln.frontend.lax.sharding import reshard as reshard
 from kiln.runtime import BackendError as BackendError
 from kiln.runtime import DeletedBufferError as DeletedBufferError
 from kiln.runtime import Device as Device
@@ -129,4 +133,5 @@ __all__ = [
     "ShapeTooLargeError", "Shard", "sharding", "softmax_custom_jvp", "stages", "test_util",
     "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError", "tree", "tree_util",
     "typeof", "typing", "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
+    "debug", "reshard", "set_mesh", "threefry_partitionable",  # issue 15's sharding API
 ]
