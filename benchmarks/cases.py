@@ -420,6 +420,15 @@ def bench_per_example_grads(fw: Framework, quick: bool) -> float | None:
     return per_call(lambda: step(params, x, labels), fw.block, number=5 if quick else 20, repeat=3 if quick else 15)
 
 
+def bench_data_parallel_mlp(fw: Framework, quick: bool) -> float | None:
+    """A data-parallel training step on 8 CPU devices: the MLP train step above on a batch of 1024 split over
+    a mesh axis, parameters replicated, in a fresh process per framework (the device count is fixed when a
+    framework starts; multidevice.py). Both wait for the loss every 8 steps: JAX's CPU collectives abort the
+    process when many executions queue up unsynchronised."""
+    import multidevice
+    return multidevice.run(fw.name, quick)
+
+
 SELU_STREAM = "jit SELU f32[{stream}]"
 COPY_STREAM = "jit copy f32[{stream}] (device to device)"
 MATMUL = "jit matmul bf16[{matmul},{matmul}] @ bf16[{matmul},{matmul}]"
@@ -445,6 +454,8 @@ CASES: list[Case] = [
     Case(f"compile: {RANDOM_CALLS} random calls", "ms", bench_compile_random_calls),
     Case(f"per-example grads: jit(vmap(grad)) MLP 64-128-128-10, batch {PEG_BATCH}", "us", bench_per_example_grads,
          gpu=True),
+    Case("data-parallel MLP step, 8 CPU devices (batch 1024 split, sync every 8 steps)", "ms",
+         bench_data_parallel_mlp),
     Case(f"jit SELU f32[{SELU_SIZE:,}] (seed 004)", "us", _jit_on_stream(lambda fw: _selu(fw.np), SELU_SIZE), gpu=True),
     Case(SELU_STREAM, "ms", _jit_on_stream(lambda fw: _selu(fw.np)), gpu=True),
     Case(COPY_STREAM, "ms", _jit_on_stream(_copy), gpu=True),

@@ -286,5 +286,7 @@ legacy_prng_key = _ctx("legacy_prng_key", "accepted; kiln always allows raw uint
 debug_key_reuse = _ctx("debug_key_reuse", "accepted; kiln does not check key reuse", True)
 allow_f16_reductions = _ctx("allow_f16_reductions", "kiln always allows them", True)
 softmax_custom_jvp = _ctx("softmax_custom_jvp", "no effect on kiln's numbers", True)
+threefry_partitionable = _ctx("threefry_partitionable", "the PRNG's bits: True (the default, as current JAX) "
+                                                        "or JAX's older non-partitionable threefry bits", True)
 default_device = _ctx("default_device", "where uncommitted arrays and computations go: a device, a backend "
                                         "name, or None")

@@ -7,6 +7,7 @@ flags that affect tracing, and the target device.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import inspect
 import threading
@@ -25,6 +26,7 @@ from ..core.ir import IR, ClosedIR
 from ..core.tracing import Tracer, abstractify, current_builder, trace_to_ir
 from . import dispatch, spmd
 from .array import Array
+from .sharding import flatten_shardings, resolve_spec, shardings_per_leaf
 
 
 class JitError(KilnError, TypeError):
@@ -163,11 +165,13 @@ class JittedFunction:
             raise JitError(f"kiln.jit({self.__name__}): argument {sorted(both)} cannot be both static and donated")
         self.keep_unused = keep_unused
         self.in_shardings, self.out_shardings = _check_shardings(self.__name__, in_shardings, out_shardings)
+        self._in_prefix = _ShardingPrefix.of(self.in_shardings)
+        self._out_prefix = _ShardingPrefix.of(self.out_shardings)
         # Resolved lazily so that jit(f, backend="gpu") can be created before backends load.
         self._device_spec = (backend, device)
         self._signatures = _signatures_for(fun, (self.static_argnums, self.static_argnames, self.donate_argnums,
                                                  self.donate_argnames, keep_unused, self._device_spec,
-                                                 self.in_shardings, self.out_shardings))
+                                                 self._in_prefix, self._out_prefix))
         self._last_key: Any = None
         # jaxlib's C++ dispatch: repeated calls of a signature whose arguments are all kiln arrays skip
         # Python entirely. Not with donation (the Python path must drop host views of donated arrays).
@@ -244,19 +248,21 @@ class JittedFunction:
 
     def _leaf_names(self, dyn_args: tuple, dyn_kwargs: dict, static: tuple) -> list[str]:
         """Readable argument paths (``params['w'][0]``) of every dynamic leaf, for error messages."""
-        static_positions = [w for w, _ in static if isinstance(w, int)]
         names = []
         for path, _ in tree_util.tree_flatten_with_path((dyn_args, dyn_kwargs))[0]:
             if path[0].idx == 0:  # positional
-                i = path[1].idx
-                for s in sorted(static_positions):  # map back to the original position
-                    if s <= i:
-                        i += 1
-                head = self._param_name(i)
+                head = self._dyn_arg_name(path[1].idx, static)
             else:
                 head = str(path[1].key)
             names.append(head + tree_util.keystr(path[2:]))
         return names
+
+    def _dyn_arg_name(self, i: int, static: tuple) -> str:
+        """The parameter name of dynamic positional argument ``i`` (static arguments taken out)."""
+        for s in sorted(w for w, _ in static if isinstance(w, int)):  # map back to the original position
+            if s <= i:
+                i += 1
+        return self._param_name(i)
 
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
@@ -326,8 +332,8 @@ class JittedFunction:
         placement = None
         if explicit is None:
             placement = spmd.placement_for(leaves, lambda: self._leaf_names(dyn_args, dyn_kwargs, static),
-                                           self._leaf_in_shardings(dyn_args, len(leaves)), self.out_shardings,
-                                           f"kiln.jit({self.__name__})")
+                                           self._leaf_in_shardings(dyn_args, static, len(leaves)),
+                                           self._out_leaves(), f"kiln.jit({self.__name__})")
         try:
             device, committed = (placement, True) if placement is not None else dispatch.pick_device(
                 leaves, None, explicit)
@@ -353,21 +359,51 @@ class JittedFunction:
             return entry
         return sigs.once.get(("trace", key), lambda: sigs.get(key), trace)
 
-    def _leaf_in_shardings(self, dyn_args: tuple, n_leaves: int) -> list | None:
-        """``in_shardings`` per input leaf: one sharding for every leaf, or one per positional argument."""
-        given = self.in_shardings
-        if given is None:
+    def _leaf_in_shardings(self, dyn_args: tuple, static: tuple, n_leaves: int) -> list | None:
+        """``in_shardings`` per input leaf: a pytree prefix of the tuple of (dynamic) positional arguments, as
+        JAX's: one sharding for every leaf, or a tuple with an entry per positional argument, each a sharding
+        (or None) for the whole argument or a pytree of them matching its structure. PartitionSpecs take the
+        mesh in context."""
+        prefix = self._in_prefix
+        if prefix is None:
             return None
-        if not isinstance(given, tuple):
-            return [given] * n_leaves
-        if len(given) != len(dyn_args):
-            raise JitError(f"kiln.jit({self.__name__}): in_shardings has {len(given)} entries but the function was "
-                           f"called with {len(dyn_args)} positional arguments; give one sharding (or None) per "
-                           "positional argument")
-        out = []
-        for s, a in zip(given, dyn_args):
-            out += [s] * len(tree_util.tree_leaves(a))
+        where = f"kiln.jit({self.__name__})"
+        leaves = [resolve_spec(s, f"{where}: in_shardings") for s in prefix.leaves]
+        if prefix.is_leaf:
+            return leaves * n_leaves
+        if not isinstance(self.in_shardings, tuple):
+            raise JitArgumentError(
+                f"{where}: in_shardings must be one sharding (for all arguments) or a tuple with one entry per "
+                f"positional argument, got a {type(self.in_shardings).__name__}; wrap it in a tuple: "
+                "in_shardings=(shardings,) for a function of one argument")
+        if len(self.in_shardings) != len(dyn_args):
+            raise JitArgumentError(
+                f"{where}: in_shardings has {len(self.in_shardings)} entries but the function was called with "
+                f"{len(dyn_args)} positional arguments; in_shardings must be one sharding (for all arguments) or "
+                "a tuple with one entry (a sharding, None, or a pytree of them) per positional argument")
+
+        def name(path: tuple) -> str:
+            return "argument " + self._dyn_arg_name(path[0].idx, static) + tree_util.keystr(path[1:])
+        out = shardings_per_leaf(leaves, prefix.treedef, tuple(dyn_args), f"{where}: in_shardings", name)
         return out + [None] * (n_leaves - len(out))  # keyword arguments: as their values are laid out
+
+    def _out_leaves(self) -> tuple | None:
+        """The leaves of ``out_shardings`` (PartitionSpecs resolved), or None."""
+        prefix = self._out_prefix
+        if prefix is None:
+            return None
+        return tuple(resolve_spec(s, f"kiln.jit({self.__name__}): out_shardings") for s in prefix.leaves)
+
+    def _out_shardings_per_leaf(self, out_leaves: tuple, out_tree: Any) -> tuple:
+        """One sharding (or None) per output leaf: ``out_shardings`` is a pytree prefix of the output."""
+        prefix = self._out_prefix
+        n = out_tree.num_leaves
+        if prefix.is_leaf:
+            return out_leaves * n
+        dummy = tree_util.tree_unflatten(out_tree, [0] * n)
+        return tuple(shardings_per_leaf(out_leaves, prefix.treedef, dummy,
+                                             f"kiln.jit({self.__name__}): out_shardings",
+                                             lambda path: "output" + tree_util.keystr(path)))
 
     def _explicit_device(self) -> runtime.Device | None:
         backend, device = self._device_spec
@@ -404,12 +440,16 @@ class JittedFunction:
         names = self._leaf_names(dyn_args, dyn_kwargs, static)
         closed, _ = trace_to_ir(flat_fun, avals, name=self.__name__, arg_names=names)
         donated = self._donated_leaves(dyn_args, dyn_kwargs, static, len(avals))
+        out_tree = out_tree_box[0]
         if self._explicit_device() is None:
             mesh = spmd.program_mesh(closed.ir)  # a sharding constraint or a shard_map: it runs over that mesh
             if mesh is not None and self._follows_program_mesh(device, mesh):
                 device, committed = spmd.MeshPlacement(mesh, spmd.program_in_shardings(closed.ir, mesh),
-                                                       self.out_shardings), True
-        return _Entry(closed, out_tree_box[0], device, committed, donated, names)
+                                                       self._out_leaves()), True
+        if isinstance(device, spmd.MeshPlacement) and device.out_shardings is not None:
+            device = dataclasses.replace(device, out_shardings=self._out_shardings_per_leaf(device.out_shardings,
+                                                                                          out_tree))
+        return _Entry(closed, out_tree, device, committed, donated, names)
 
     def _follows_program_mesh(self, device: Any, mesh: spmd.Mesh) -> bool:
         """Whether a program that names ``mesh`` runs over it rather than where its inputs put it: always from
@@ -695,10 +735,13 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         Keep arguments the function does not use as parameters of the compiled program.
     device, backend :
         Run on this device / the first device of this backend instead of following the inputs.
-    in_shardings, out_shardings : kiln.sharding.NamedSharding, a tuple of them, or None
-        Lay the inputs (one sharding for all, or one per positional argument) and the outputs (one for all,
-        or one per output leaf) out over a device mesh; XLA's SPMD partitioner splits the program. None:
-        inputs keep their own layouts, outputs get the partitioner's choice.
+    in_shardings, out_shardings : kiln.sharding.NamedSharding, PartitionSpec, None, or a pytree of them
+        Lay the inputs and the outputs out over a device mesh; XLA's SPMD partitioner splits the program.
+        As in JAX, ``in_shardings`` is a pytree prefix of the tuple of positional arguments (one sharding for
+        all of them, or a tuple with an entry per argument, itself a sharding or a pytree matching the
+        argument, e.g. a dict of parameters) and ``out_shardings`` a pytree prefix of the output. None:
+        inputs keep their own layouts, outputs get the partitioner's choice. A ``PartitionSpec`` takes the
+        mesh in context (``kiln.set_mesh(mesh)``).
 
     Returns
     -------
@@ -715,15 +758,37 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
 
 
 def _check_shardings(name: str, in_shardings: Any, out_shardings: Any) -> tuple[Any, Any]:
-    """``in_shardings``/``out_shardings`` as jit keeps them: None, a NamedSharding, or a tuple of those."""
+    """``in_shardings``/``out_shardings`` as jit keeps them: pytrees whose leaves are NamedShardings,
+    PartitionSpecs or None (a top-level list becomes a tuple, as in JAX)."""
     def check(value: Any, what: str) -> Any:
-        if value is None or isinstance(value, spmd.NamedSharding):
-            return value
-        if isinstance(value, (tuple, list)) and all(v is None or isinstance(v, spmd.NamedSharding) for v in value):
-            return tuple(value)
-        raise JitError(f"kiln.jit({name}): {what} must be a kiln.sharding.NamedSharding, a tuple of them (None "
-                       f"entries allowed) or None; got {value!r:.80}")
+        if isinstance(value, list):
+            value = tuple(value)
+        leaves, _ = flatten_shardings(value)
+        for leaf in leaves:
+            if not (leaf is None or isinstance(leaf, (spmd.NamedSharding, spmd.PartitionSpec))):
+                raise JitError(f"kiln.jit({name}): {what} must be a kiln.sharding.NamedSharding, a PartitionSpec "
+                               f"(with a mesh in context), None, or a pytree of them; got {leaf!r:.80}"
+                               + (f" in {value!r:.80}" if leaf is not value else ""))
+        return value
     return check(in_shardings, "in_shardings"), check(out_shardings, "out_shardings")
+
+
+@dataclass(frozen=True)
+class _ShardingPrefix:
+    """A pytree of shardings, flattened (hashable: part of the jit cache's options)."""
+    leaves: tuple
+    treedef: Any
+
+    @property
+    def is_leaf(self) -> bool:
+        return tree_util.treedef_is_leaf(self.treedef)
+
+    @staticmethod
+    def of(value: Any) -> _ShardingPrefix | None:
+        if value is None:
+            return None
+        leaves, treedef = flatten_shardings(value)
+        return _ShardingPrefix(tuple(leaves), treedef)
 
 
 def make_ir(fun: Callable, *, static_argnums=None, static_argnames=None) -> Callable[..., ClosedIR]:

@@ -11,7 +11,7 @@ from ..core import dtypes, tree_util
 from ..core.tracing import Tracer, abstractify
 from . import dispatch
 from .array import Array
-from .sharding import NamedSharding, Sharding, runtime_sharding
+from .sharding import NamedSharding, PartitionSpec, Sharding, resolve_spec, runtime_sharding
 
 
 def devices(backend: str | None = None) -> list[runtime.Device]:
@@ -107,13 +107,16 @@ def _assemble(shape: tuple[int, ...], sharding: Sharding, pieces: dict, dtype: A
 def _resolve_device(device: Any) -> runtime.Device | Sharding | None:
     if device is None or isinstance(device, runtime.Device):
         return device
+    if isinstance(device, PartitionSpec):  # with the mesh in context (kiln.set_mesh)
+        device = resolve_spec(device, "kiln.device_put")
     if isinstance(device, str):  # a backend name: its first device
         return runtime.get_backend(device).devices()[0]
     if isinstance(device, Sharding):
         devices = device._device_assignment
         return devices[0] if len(devices) == 1 and not isinstance(device, NamedSharding) else device
     raise TypeError(f"kiln.device_put: device must be a kiln device (from kiln.devices()), a kiln.sharding "
-                    f"Sharding or a backend name, got {type(device).__name__} {device!r:.60}")
+                    "Sharding (or a PartitionSpec with a mesh in context) "
+                    f"or a backend name, got {type(device).__name__} {device!r:.60}")
 
 
 def device_put(x: Any, device: Any = None) -> Any:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import enum
 import math
+import threading
 import weakref
 from collections import OrderedDict
 from collections.abc import Sequence
@@ -31,6 +32,16 @@ class AxisType(enum.Enum):
 
     def __repr__(self) -> str:
         return self.name
+
+
+def _axis_types(axis_types: Any, n: int) -> tuple[AxisType, ...]:
+    if axis_types is None:
+        return (AxisType.Auto,) * n
+    types = (axis_types,) if isinstance(axis_types, AxisType) else tuple(axis_types)
+    if len(types) != n or not all(isinstance(t, AxisType) for t in types):
+        raise ValueError(f"kiln.sharding: axis_types must be {n} kiln.sharding.AxisType values (one per mesh "
+                         f"axis), got {axis_types!r}")
+    return types
 
 
 class _Unconstrained:
@@ -208,30 +219,207 @@ class Mesh:
         axes = ", ".join(f"'{n}': {s}" for n, s in self.shape_tuple)
         return f"Mesh({axes}, axis_types={self.axis_types})"
 
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        """The mesh's axis names, sizes and types without its devices."""
+        d = self.devices.flat[0]
+        device = AbstractDevice(device_kind=d.device_kind, num_cores=getattr(d, "core_count", None),
+                                platform=d.platform)
+        return AbstractMesh(self.axis_sizes, self.axis_names, self.axis_types, abstract_device=device)
+
     def __enter__(self) -> Mesh:
-        _mesh_stack.append(self)
+        _context.saved.append(_swap_context(self, self.abstract_mesh))
         return self
 
     def __exit__(self, *exc: Any) -> None:
-        _mesh_stack.pop()
+        _swap_context(*_context.saved.pop())
 
 
-_mesh_stack: list[Mesh] = []
+class AbstractDevice:
+    """The kind of device a mesh is made of, without a device (JAX's ``jax.sharding.AbstractDevice``)."""
+    __slots__ = ("device_kind", "num_cores", "platform")
+
+    def __init__(self, device_kind: str, num_cores: int | None, platform: str) -> None:
+        object.__setattr__(self, "device_kind", device_kind)
+        object.__setattr__(self, "num_cores", num_cores)
+        object.__setattr__(self, "platform", platform)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("kiln.sharding.AbstractDevice is immutable")
+
+    def _key(self) -> tuple:
+        return (self.device_kind, self.num_cores, self.platform)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, AbstractDevice) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def _repr(self) -> str:
+        return f"device_kind={self.device_kind}, num_cores={self.num_cores}, platform={self.platform}"
+
+    def __repr__(self) -> str:
+        return f"AbstractDevice({self._repr()})"
+
+
+class AbstractMesh:
+    """A mesh's axis sizes, names and types without devices (JAX's ``jax.sharding.AbstractMesh``):
+    ``AbstractMesh((4, 2), ('data', 'model'))``. ``mesh.abstract_mesh`` is a concrete mesh's;
+    ``kiln.sharding.get_abstract_mesh()`` the one in context. It has no ``devices``."""
+    __slots__ = ("axis_sizes", "axis_names", "axis_types", "abstract_device", "size")
+
+    def __init__(self, axis_sizes: Sequence[int], axis_names: Sequence[str], axis_types: Any = None, *,
+                 abstract_device: AbstractDevice | None = None) -> None:
+        sizes = tuple(axis_sizes)
+        names = (axis_names,) if isinstance(axis_names, str) else tuple(axis_names)
+        if len(sizes) != len(names):
+            raise ValueError(f"kiln.sharding.AbstractMesh: {len(sizes)} axis sizes {sizes} but {len(names)} axis "
+                             f"names {names}; give one name per axis")
+        if any(not isinstance(n, (int, np.integer)) or n < 1 for n in sizes):
+            raise ValueError(f"kiln.sharding.AbstractMesh: axis sizes must be positive integers, got {sizes}")
+        if any(not isinstance(n, str) for n in names) or len(set(names)) != len(names):
+            raise ValueError(f"kiln.sharding.AbstractMesh: axis names must be distinct strings, got {names}")
+        if abstract_device is not None and not isinstance(abstract_device, AbstractDevice):
+            raise TypeError(f"kiln.sharding.AbstractMesh: abstract_device must be a kiln.sharding.AbstractDevice, "
+                            f"got {abstract_device!r:.60}")
+        for name, value in (("axis_sizes", tuple(int(n) for n in sizes)), ("axis_names", names),
+                            ("axis_types", _axis_types(axis_types, len(names))),
+                            ("abstract_device", abstract_device), ("size", math.prod(sizes) if sizes else 0)):
+            object.__setattr__(self, name, value)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError("kiln.sharding.AbstractMesh is immutable")
+
+    @property
+    def shape_tuple(self) -> tuple[tuple[str, int], ...]:
+        return tuple(zip(self.axis_names, self.axis_sizes))
+
+    @property
+    def shape(self) -> OrderedDict[str, int]:
+        return OrderedDict(self.shape_tuple)
+
+    @property
+    def empty(self) -> bool:
+        return self.size == 0
+
+    @property
+    def abstract_mesh(self) -> AbstractMesh:
+        return self
+
+    def update(self, axis_sizes: Any = None, axis_names: Any = None, axis_types: Any = None,
+               **kwargs: Any) -> AbstractMesh:
+        """A copy with the given fields replaced."""
+        return AbstractMesh(self.axis_sizes if axis_sizes is None else axis_sizes,
+                            self.axis_names if axis_names is None else axis_names,
+                            self.axis_types if axis_types is None else axis_types,
+                            abstract_device=kwargs.get("abstract_device", self.abstract_device))
+
+    def _no(self, what: str) -> Any:
+        raise ValueError(f"AbstractMesh does not implement {what}: it has no devices (use a kiln.sharding.Mesh)")
+
+    devices = property(lambda self: self._no("devices"))
+    device_ids = property(lambda self: self._no("device_ids"))
+    local_devices = property(lambda self: self._no("local_devices"))
+
+    def __enter__(self) -> Any:
+        self._no("__enter__")
+
+    def __exit__(self, *exc: Any) -> None:
+        self._no("__exit__")
+
+    def _key(self) -> tuple:
+        return (self.axis_sizes, self.axis_names, self.axis_types, self.abstract_device)
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, AbstractMesh) and self._key() == other._key()
+
+    def __hash__(self) -> int:
+        return hash(self._key())
+
+    def __repr__(self) -> str:
+        axes = ", ".join(f"'{n}': {s}" for n, s in self.shape_tuple) or "()"
+        device = "" if self.abstract_device is None else f", {self.abstract_device._repr()}"
+        return f"AbstractMesh({axes}, axis_types={self.axis_types}{device})"
+
+
+_EMPTY_ABSTRACT_MESH = AbstractMesh((), ())
+
+
+class _Context(threading.local):
+    """This thread's mesh context: the concrete mesh (``set_mesh``, ``with mesh:``), the abstract one, and
+    what ``with`` blocks restore."""
+
+    def __init__(self) -> None:
+        self.mesh: Mesh | None = None
+        self.abstract: AbstractMesh = _EMPTY_ABSTRACT_MESH
+        self.saved: list[tuple[Mesh | None, AbstractMesh]] = []
+
+
+_context = _Context()
+
+
+def _swap_context(mesh: Mesh | None, abstract: AbstractMesh) -> tuple[Mesh | None, AbstractMesh]:
+    previous = (_context.mesh, _context.abstract)
+    _context.mesh, _context.abstract = mesh, abstract
+    return previous
 
 
 def get_mesh() -> Mesh | None:
-    """The mesh of the innermost ``with mesh:`` block, or None."""
-    return _mesh_stack[-1] if _mesh_stack else None
+    """The mesh in context (``kiln.set_mesh(mesh)``, ``with kiln.set_mesh(mesh):`` or ``with mesh:``), or None."""
+    return _context.mesh
 
 
-def _axis_types(axis_types: Any, n: int) -> tuple[AxisType, ...]:
-    if axis_types is None:
-        return (AxisType.Auto,) * n
-    types = (axis_types,) if isinstance(axis_types, AxisType) else tuple(axis_types)
-    if len(types) != n or not all(isinstance(t, AxisType) for t in types):
-        raise ValueError(f"kiln.sharding: axis_types must be {n} kiln.sharding.AxisType values (one per mesh "
-                         f"axis), got {axis_types!r}")
-    return types
+def get_abstract_mesh() -> AbstractMesh:
+    """The abstract mesh in context (``use_abstract_mesh``, or the abstract mesh of the mesh in context); an
+    empty ``AbstractMesh`` when there is none. Usable inside a jitted function."""
+    return _context.abstract
+
+
+class set_mesh:  # noqa: N801  (JAX's name: a function-like class)
+    """Make ``mesh`` the mesh in context for this thread: ``kiln.set_mesh(mesh)`` sets it from now on (``None``
+    unsets it); ``with kiln.set_mesh(mesh): ...`` sets it inside the block only. Where a mesh is in context,
+    a ``PartitionSpec`` stands for ``NamedSharding(mesh, spec)`` in ``jit``'s ``in_shardings``/``out_shardings``,
+    ``device_put``, ``reshard`` and ``with_sharding_constraint``. Only outside a jitted function."""
+    __slots__ = ("_previous",)
+
+    def __init__(self, mesh: Mesh | None) -> None:
+        if mesh is not None and not isinstance(mesh, Mesh):
+            raise ValueError(f"kiln.set_mesh: expected a kiln.sharding.Mesh (or None), got {type(mesh).__name__} "
+                             f"{mesh!r:.60}")
+        from ..core.tracing import current_builder
+        if current_builder() is not None:
+            raise ValueError("kiln.set_mesh can only be used outside of kiln.jit (and other transformations); "
+                             "set the mesh before calling the jitted function")
+        self._previous = _swap_context(mesh, _EMPTY_ABSTRACT_MESH if mesh is None else mesh.abstract_mesh)
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, *exc: Any) -> None:
+        _swap_context(*self._previous)
+
+
+class use_abstract_mesh:  # noqa: N801
+    """``with kiln.sharding.use_abstract_mesh(abstract_mesh):`` makes ``get_abstract_mesh()`` return it inside the
+    block; the concrete mesh in context does not change, and the size must match its size when one is set."""
+    __slots__ = ("mesh", "_previous")
+
+    def __init__(self, mesh: AbstractMesh) -> None:
+        if not isinstance(mesh, AbstractMesh):
+            raise ValueError(f"kiln.sharding.use_abstract_mesh: expected a kiln.sharding.AbstractMesh, got "
+                             f"{type(mesh).__name__} {mesh!r:.60}")
+        self.mesh = mesh
+
+    def __enter__(self) -> None:
+        previous = _context.abstract
+        if not previous.empty and not self.mesh.empty and previous.size != self.mesh.size:
+            raise ValueError(f"kiln.sharding.use_abstract_mesh cannot change the size of the mesh: got {self.mesh} "
+                             f"of size {self.mesh.size} inside {previous} of size {previous.size}")
+        self._previous = _swap_context(_context.mesh, self.mesh)
+
+    def __exit__(self, *exc: Any) -> None:
+        _swap_context(*self._previous)
 
 
 def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types: Any = None, *,
@@ -463,3 +651,44 @@ def runtime_sharding(sharding: Sharding, ndim: int) -> runtime.SpmdSharding:
 
 def make_single_device_sharding(device: runtime.Device) -> SingleDeviceSharding:
     return SingleDeviceSharding(device)
+
+
+def resolve_spec(sharding: Any, where: str) -> Any:
+    """``sharding`` with a ``PartitionSpec`` turned into ``NamedSharding(mesh in context, spec)``; other values
+    as they are."""
+    if not isinstance(sharding, PartitionSpec):
+        return sharding
+    mesh = get_mesh()
+    if mesh is None:
+        raise ValueError(f"{where}: a PartitionSpec ({sharding}) needs a mesh in context: call it under "
+                         "`with kiln.set_mesh(mesh):` (or after kiln.set_mesh(mesh)), or pass "
+                         "NamedSharding(mesh, spec)")
+    return NamedSharding(mesh, sharding)
+
+
+def _is_sharding_leaf(x: Any) -> bool:
+    return x is None or isinstance(x, (Sharding, PartitionSpec))
+
+
+def flatten_shardings(tree: Any) -> tuple[list, Any]:
+    """The leaves (shardings, PartitionSpecs, None) and structure of a pytree of shardings."""
+    from ..core import tree_util
+    return tree_util.tree_flatten(tree, is_leaf=_is_sharding_leaf)
+
+
+def shardings_per_leaf(prefix_leaves: Sequence[Any], prefix_tree: Any, tree: Any, where: str,
+                       path_name: Any = None) -> list:
+    """For each leaf of ``tree``, the entry of the pytree prefix (``prefix_leaves`` of structure
+    ``prefix_tree``, from :func:`flatten_shardings`) above it. A prefix that does not fit raises ValueError
+    naming the path (``path_name(keypath)`` spells it; default: ``keystr``)."""
+    from ..core import tree_util
+    try:
+        subtrees = prefix_tree.flatten_up_to(tree)
+    except tree_util._Mismatch as e:
+        at = path_name(e.path) if path_name is not None else (tree_util.keystr(e.path) or "the root")
+        raise ValueError(f"{where}: the shardings are not a pytree prefix of the values: at {at}, {e.detail}. "
+                         "Give one sharding (or None) for each value, or one for a whole subtree") from None
+    out: list = []
+    for s, sub in zip(prefix_leaves, subtrees):
+        out += [s] * len(tree_util.tree_leaves(sub))
+    return out

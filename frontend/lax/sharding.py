@@ -9,9 +9,9 @@ from ..core import tree_util
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer
-from ..driver.sharding import NamedSharding, PartitionSpec
+from ..driver.sharding import NamedSharding, flatten_shardings, resolve_spec, shardings_per_leaf
 
-__all__ = ["with_sharding_constraint"]
+__all__ = ["reshard", "with_sharding_constraint"]
 
 
 def _constraint_rule(x: ShapedArray, *, sharding: NamedSharding, spec_dims: tuple, mesh_axes: tuple) -> ShapedArray:
@@ -31,28 +31,35 @@ def constrain(x: Any, sharding: NamedSharding) -> Any:
     return sharding_constraint_p.bind(x, sharding=sharding, spec_dims=spec_dims, mesh_axes=mesh_axes)
 
 
-def with_sharding_constraint(x: Any, shardings: Any) -> Any:
-    """``x`` (a pytree) laid out by ``shardings`` (a NamedSharding, or a pytree prefix of them, or a
-    PartitionSpec under ``with mesh:``) at this point of the program."""
+def _lay_out(x: Any, shardings: Any, where: str) -> Any:
+    """``x`` (a pytree) laid out by ``shardings`` (a pytree prefix of NamedShardings, or PartitionSpecs with a
+    mesh in context): a constraint on traced values, a ``device_put`` of concrete ones."""
     from ..driver.placement import device_put
-    from ..driver.sharding import get_mesh
     leaves, tree = tree_util.tree_flatten(x)
-    if isinstance(shardings, (NamedSharding, PartitionSpec)):
-        per_leaf = [shardings] * len(leaves)
-    else:
-        per_leaf = tree_util.tree_leaves(tree_util.tree_map(
-            lambda s, v: [s] * len(tree_util.tree_leaves(v)), shardings, x,
-            is_leaf=lambda s: isinstance(s, (NamedSharding, PartitionSpec)) or s is None))
+    prefix_leaves, prefix_tree = flatten_shardings(shardings)
+    per_leaf = shardings_per_leaf(prefix_leaves, prefix_tree, x, where)
     out = []
     for leaf, s in zip(leaves, per_leaf):
-        if isinstance(s, PartitionSpec):
-            mesh = get_mesh()
-            if mesh is None:
-                raise ValueError(f"kiln.lax.with_sharding_constraint: a PartitionSpec ({s}) needs a mesh: pass a "
-                                 "NamedSharding(mesh, spec), or call it inside `with mesh:`")
-            s = NamedSharding(mesh, s)
+        if s is None:
+            raise ValueError(f"{where}: the sharding of a value is None; give a NamedSharding (or a PartitionSpec "
+                             "with a mesh in context) for every value")
+        s = resolve_spec(s, where)
         if not isinstance(s, NamedSharding):
-            raise TypeError(f"kiln.lax.with_sharding_constraint: shardings must be kiln.sharding.NamedSharding (or "
-                            f"PartitionSpec under `with mesh:`), got {s!r:.60}")
+            raise TypeError(f"{where}: shardings must be kiln.sharding.NamedSharding (or PartitionSpec with a mesh "
+                            f"in context), got {s!r:.60}")
         out.append(constrain(leaf, s) if isinstance(leaf, Tracer) else device_put(leaf, s))
     return tree_util.tree_unflatten(tree, out)
+
+
+def with_sharding_constraint(x: Any, shardings: Any) -> Any:
+    """``x`` (a pytree) laid out by ``shardings`` (a NamedSharding, or a pytree prefix of them, or a
+    PartitionSpec with a mesh in context: ``kiln.set_mesh(mesh)`` or ``with mesh:``) at this point of the
+    program. Outside a trace it lays the values out (``device_put``)."""
+    return _lay_out(x, shardings, "kiln.lax.with_sharding_constraint")
+
+
+def reshard(xs: Any, out_shardings: Any) -> Any:
+    """``xs`` (a pytree) laid out by ``out_shardings`` (a pytree prefix of NamedShardings, or PartitionSpecs
+    with a mesh in context): outside a trace a ``device_put``, inside a sharding constraint. kiln's mesh axes
+    are all Auto, so inside a program this is ``with_sharding_constraint``."""
+    return _lay_out(xs, out_shardings, "kiln.reshard")

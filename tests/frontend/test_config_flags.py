@@ -118,3 +118,18 @@ def test_default_device():
     assert config.default_device is None
     with pytest.raises(ValueError, match=r"default_device: expected a kiln device .*, a backend name or None"):
         config.update("jax_default_device", 3)
+
+
+def test_threefry_partitionable_context():
+    """``kiln.threefry_partitionable`` (JAX's top-level flag): the PRNG mode inside the block."""
+    key = kiln.random.key(7)
+    default = np.asarray(kiln.random.bits(key, (6,)))
+    assert kiln.threefry_partitionable.value is True
+    with kiln.threefry_partitionable(False):
+        assert kiln.config.threefry_partitionable is False
+        legacy = np.asarray(kiln.random.bits(key, (6,)))
+    with kiln.config.override("threefry_partitionable", False):
+        np.testing.assert_array_equal(np.asarray(kiln.random.bits(key, (6,))), legacy)
+    assert not np.array_equal(default, legacy) and kiln.threefry_partitionable.value is True
+    with kiln.threefry_partitionable():  # no value: True, as JAX's boolean flags
+        np.testing.assert_array_equal(np.asarray(kiln.random.bits(key, (6,))), default)

@@ -114,7 +114,7 @@ def test_many_mesh_steps_without_waiting_do_not_crash():
     (lambda m: kiln.jit(lambda a: a, in_shardings=(NamedSharding(m, P()),) * 2)(np.ones(2)),
      TypeError, "in_shardings has 2 entries but the function was called with 1 positional arguments"),
     (lambda m: kiln.jit(lambda a: a, out_shardings="data"), TypeError,
-     "out_shardings must be a kiln.sharding.NamedSharding, a tuple of them"),
+     "out_shardings must be a kiln.sharding.NamedSharding, a PartitionSpec .*, None, or a pytree of them; got 'data'"),
     (lambda m: kiln.jit(lambda a: a, in_shardings=NamedSharding(m, P("data")))(np.ones(6)), ValueError,
      r"splits dimension 0 of shape \(6,\) into 4 pieces"),
 ])

@@ -224,3 +224,70 @@ def test_inputs_on_another_mesh(mesh):
     y = kiln.device_put(_x(8), NamedSharding(half, P("data")))
     with pytest.raises(Exception, match="cannot run in a program over the mesh \\{'data': 4\\}"):
         f(y)
+
+
+def test_exchanges_against_numpy(mesh):
+    x = _x(8, 8)
+    b = _blocks(x)  # b[i][j]: (2, 4) block of device (data i, model j)
+    perm = [(0, 1), (1, 2), (2, 3), (3, 0)]
+
+    def body(v):
+        return (lax.ppermute(v, "data", perm), lax.ppermute(v, "data", [(0, 2)]),
+                lax.all_to_all(v, "model", 1, 0, tiled=True), lax.psum_scatter(v, "data", scatter_dimension=1,
+                                                                                 tiled=True),
+                lax.pbroadcast(v, "data", 2), v * 0 + lax.axis_size("data") * 10 + lax.axis_size(("data", "model")))
+    f = kiln.jit(kiln.shard_map(body, mesh=mesh, in_specs=P("data", "model"), out_specs=P("data", "model"),
+                                check_vma=False))
+    shifted, sparse, a2a, scattered, bcast, sizes = [np.asarray(o) for o in f(x)]
+    grid = lambda blocks: np.concatenate([np.concatenate(r, axis=1) for r in blocks], axis=0)  # noqa: E731
+    zero = np.zeros_like(b[0][0])
+    np.testing.assert_array_equal(shifted, grid([b[(i - 1) % 4] for i in range(4)]))
+    np.testing.assert_array_equal(sparse, grid([b[0] if i == 2 else [zero, zero] for i in range(4)]))
+    # all_to_all over model, tiled: device (i, j) splits its columns in 2, sends piece k to (i, k), stacks rows.
+    want = [[np.concatenate([np.split(b[i][src], 2, axis=1)[j] for src in range(2)], axis=0) for j in range(2)]
+            for i in range(4)]
+    np.testing.assert_array_equal(a2a, np.concatenate([np.concatenate(r, axis=1) for r in want], axis=0))
+    total = [sum(b[i][j] for i in range(4)) for j in range(2)]  # psum over data, per model column
+    want = [[np.split(total[j], 4, axis=1)[i] for j in range(2)] for i in range(4)]
+    np.testing.assert_allclose(scattered, np.concatenate([np.concatenate(r, axis=1) for r in want], axis=0),
+                               rtol=1e-5)
+    np.testing.assert_array_equal(bcast, grid([b[2] for _ in range(4)]))
+    np.testing.assert_array_equal(sizes, np.full((8, 8), 48.0))
+    text = f.lower(x).as_text()
+    for name in ("collective_permute", "all_to_all", "reduce_scatter"):
+        assert f"stablehlo.{name}" in text
+
+
+def test_untiled_all_to_all_and_psum_scatter(mesh):
+    x = _x(4, 8, 3)  # rows over data: each device's block is (1, 8, 3)
+
+    def body(v):
+        w = v[0, :4]                                              # (4, 3): split axis 0 has the data axis' size
+        return (lax.all_to_all(w, "data", 0, 1)[None],            # (1, 3, 4): element k of device i -> device k
+                lax.psum_scatter(w, "data", scatter_dimension=0)[None, None])   # (1, 1, 3)
+    f = kiln.jit(kiln.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=(P("data"), P("data")),
+                                check_vma=False))
+    a2a, scat = (np.asarray(o) for o in f(x))
+    w = x[:, :4]  # w[i]: device i's (4, 3)
+    np.testing.assert_array_equal(a2a, np.stack([np.stack([w[src, i] for src in range(4)], axis=1)
+                                                 for i in range(4)]))
+    np.testing.assert_allclose(scat[:, 0], w.sum(0), rtol=1e-5)
+
+
+def test_grad_of_the_exchanges(mesh):
+    x = _x(8, 8) / 10
+    perm = [(0, 1), (1, 2), (2, 3), (3, 0)]
+
+    def f(x):
+        def local(v):
+            y = lax.ppermute(v, "data", perm) * v
+            z = lax.all_to_all(v, "model", 1, 0, tiled=True)
+            s = lax.psum_scatter(v * v, "data", scatter_dimension=1, tiled=True)
+            return lax.psum((y * y).sum() + (z ** 3).sum() + s.sum(), ("data", "model"))
+        return kiln.shard_map(local, mesh=mesh, in_specs=P("data", "model"), out_specs=P())(x)
+    rolled = np.roll(x, 2, axis=0)  # the block above (data - 1) sits 2 rows up
+    np.testing.assert_allclose(float(kiln.jit(f)(x)), ((rolled * x) ** 2).sum() + (x ** 3).sum() + (x * x).sum(),
+                               rtol=1e-5)
+    # d/dx of sum((r(x) x)^2) = 2 x r(x)^2 + r^-1(2 r(x) x^2); the permutation's transpose is its inverse.
+    want = 2 * x * rolled ** 2 + np.roll(2 * rolled * x * x, -2, axis=0) + 3 * x ** 2 + 2 * x
+    np.testing.assert_allclose(np.asarray(kiln.jit(kiln.grad(f))(x)), want, rtol=1e-4, atol=1e-6)

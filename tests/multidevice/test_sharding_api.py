@@ -1,0 +1,282 @@
+"""The rest of the sharding API on 8 devices (issue 15): visualize_array_sharding's grids, jit's
+in_shardings/out_shardings as pytree prefixes, PartitionSpecs under set_mesh, set_mesh/get_abstract_mesh/
+AbstractMesh/use_abstract_mesh and reshard. Values against NumPy on the unsharded data."""
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+import pytest
+
+import kiln
+from kiln.sharding import AbstractDevice, AbstractMesh, AxisType, NamedSharding, PartitionSpec
+
+P = PartitionSpec
+
+
+@pytest.fixture
+def mesh():
+    return kiln.make_mesh((4, 2), ("data", "model"))
+
+
+def _put(x, mesh, *spec):
+    return kiln.device_put(x, NamedSharding(mesh, P(*spec)))
+
+
+def _shown(capsys, x, **kw):
+    kiln.debug.visualize_array_sharding(x, use_color=False, **kw)
+    return capsys.readouterr().out
+
+
+# -- visualize_array_sharding ------------------------------------------------------------------
+
+def test_visualize_1d_split_over_data(capsys, mesh):
+    assert _shown(capsys, _put(np.zeros(8), mesh, "data")) == (
+        "┌───────┬───────┬───────┬───────┐\n"
+        "│CPU 0,1│CPU 2,3│CPU 4,5│CPU 6,7│\n"
+        "└───────┴───────┴───────┴───────┘\n")
+    assert _shown(capsys, _put(np.zeros(16), mesh, ("data", "model"))) == (
+        "┌" + "┬".join(["───────"] * 8) + "┐\n│" + "│".join(f" CPU {i} " for i in range(8)) + "│\n└"
+        + "┴".join(["───────"] * 8) + "┘\n")
+
+
+def test_visualize_2d_layouts(capsys, mesh):
+    blank = "│           │           │\n"
+    assert _shown(capsys, _put(np.zeros((8, 4)), mesh, None, "model")) == (
+        "┌───────────┬───────────┐\n" + blank * 4 + "│CPU 0,2,4,6│CPU 1,3,5,7│\n" + blank * 4
+        + "└───────────┴───────────┘\n")
+    assert _shown(capsys, _put(np.zeros((8, 4)), mesh, "data", "model")) == (
+        "┌───────┬───────┐\n"
+        "│ CPU 0 │ CPU 1 │\n"
+        "├───────┼───────┤\n"
+        "│ CPU 2 │ CPU 3 │\n"
+        "├───────┼───────┤\n"
+        "│ CPU 4 │ CPU 5 │\n"
+        "├───────┼───────┤\n"
+        "│ CPU 6 │ CPU 7 │\n"
+        "└───────┴───────┘\n")
+    assert _shown(capsys, _put(np.zeros((8, 4)), mesh, "data")) == (
+        "┌──────────┐\n│ CPU 0,1  │\n├──────────┤\n│ CPU 2,3  │\n├──────────┤\n│ CPU 4,5  │\n├──────────┤\n"
+        "│ CPU 6,7  │\n└──────────┘\n")
+    # Transposed axes: taller blocks (the label on the second of four lines).
+    lines = _shown(capsys, _put(np.zeros((8, 4)), mesh, "model", "data")).splitlines()
+    assert lines[0] == "┌───────┬───────┬───────┬───────┐" and lines[5] == "├───────┼───────┼───────┼───────┤"
+    assert lines[2] == "│ CPU 0 │ CPU 2 │ CPU 4 │ CPU 6 │" and lines[7] == "│ CPU 1 │ CPU 3 │ CPU 5 │ CPU 7 │"
+    assert lines[1] == lines[3] == lines[4] == "│       │       │       │       │" and len(lines) == 11
+
+
+def test_visualize_replicated(capsys, mesh):
+    blank = "│                   │\n"
+    assert _shown(capsys, _put(np.zeros((8, 4)), mesh)) == (
+        "┌───────────────────┐\n" + blank * 4 + "│CPU 0,1,2,3,4,5,6,7│\n" + blank * 4 + "└───────────────────┘\n")
+    assert _shown(capsys, _put(np.zeros(8), mesh)) == (
+        "┌───────────────────┐\n│CPU 0,1,2,3,4,5,6,7│\n└───────────────────┘\n")
+    # A jitted function's output, laid out by the partitioner.
+    y = kiln.jit(lambda x: x * 2)(_put(np.zeros((8, 4)), mesh, "data", "model"))
+    assert _shown(capsys, y).count("CPU") == 8
+
+
+def test_visualize_scale_and_widths(capsys, mesh):
+    x = _put(np.zeros((8, 4)), mesh, "data", "model")
+    assert _shown(capsys, x, scale=0.5, min_width=4, max_width=40).splitlines()[:3] == [
+        "┌─────┬─────┐", "│CPU 0│CPU 1│", "├─────┼─────┤"]
+    wide = _shown(capsys, _put(np.zeros((4, 16)), mesh, "data")).splitlines()
+    assert all(len(line) == 80 for line in wide) and len(wide) == 9  # capped at max_width
+    assert wide[1] == "│" + " " * 35 + "CPU 0,1" + " " * 36 + "│"
+
+
+# -- jit: in_shardings / out_shardings as pytree prefixes ----------------------------------------
+
+def test_in_shardings_pytree_prefix(mesh):
+    w, b = np.arange(32.0, dtype=np.float32).reshape(4, 8), np.arange(8.0, dtype=np.float32)
+    x = np.linspace(-1, 1, 32, dtype=np.float32).reshape(8, 4)
+    rows, cols = NamedSharding(mesh, P("data")), NamedSharding(mesh, P(None, "model"))
+
+    def layer(params, x):
+        return {"h": x @ params["w"] + params["b"], "w": params["w"], "b": params["b"], "x": x}
+    f = kiln.jit(layer, in_shardings=({"w": cols, "b": None}, rows))
+    out = f({"w": w, "b": b}, x)
+    np.testing.assert_allclose(np.asarray(out["h"]), x @ w + b, rtol=1e-6)
+    assert out["w"].sharding.spec is P(None, "model") and out["x"].sharding.spec is P("data")
+    # A sharding for a whole argument covers every leaf under it; a list is a tuple (as in JAX).
+    g = kiln.jit(lambda p, x: (p[0] + p[1], x), in_shardings=[NamedSharding(mesh, P("model")), None])
+    s, same = g((b, b), _put(x, mesh, "data", "model"))
+    np.testing.assert_array_equal(np.asarray(s), 2 * b)
+    assert same.sharding.spec is P("data", "model")
+    # Static arguments are not in in_shardings (JAX's convention).
+    h = kiln.jit(lambda n, v: v * n, static_argnums=0, in_shardings=(rows,))
+    assert h(3, b).sharding.spec is P("data")
+    np.testing.assert_array_equal(np.asarray(h(3, b)), 3 * b)
+
+
+def test_out_shardings_pytree_prefix(mesh):
+    a = np.arange(8.0, dtype=np.float32)
+    rows, rep = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+    f = kiln.jit(lambda a: {"s": (a + 1, a * 2), "t": a - 1}, out_shardings={"s": rows, "t": rep})
+    out = f(a)
+    assert [o.sharding.spec for o in (*out["s"], out["t"])] == [P("data"), P("data"), P()]
+    np.testing.assert_array_equal(np.asarray(out["s"][1]), a * 2)
+    g = kiln.jit(lambda a: (a, (a + 1, a + 2)), out_shardings=(rep, (None, NamedSharding(mesh, P("model")))))
+    x, (y, z) = g(_put(a, mesh, "data"))
+    assert x.sharding.spec is P() and z.sharding.spec is P("model") and y.sharding.mesh == mesh
+    np.testing.assert_array_equal(np.asarray(z), a + 2)
+
+
+def test_partition_specs_take_the_mesh_in_context(mesh):
+    a = np.arange(8.0, dtype=np.float32)
+    f = kiln.jit(lambda a: (a * 2, a + 1), in_shardings=P("data"), out_shardings=(P(), None))
+    with kiln.set_mesh(mesh):
+        doubled, plus = f(a)
+    assert doubled.sharding == NamedSharding(mesh, P()) and plus.sharding.spec is P("data")
+    np.testing.assert_array_equal(np.asarray(doubled), 2 * a)
+    with mesh:  # kiln also takes `with mesh:` (JAX 0.10 wants set_mesh)
+        assert f(a)[1].sharding == NamedSharding(mesh, P("data"))
+    other = kiln.make_mesh((8,), ("data",))
+    with kiln.set_mesh(other):  # a new mesh in context: a new signature
+        assert f(a)[1].sharding == NamedSharding(other, P("data"))
+    with kiln.set_mesh(mesh):
+        assert kiln.device_put(a, P("model")).sharding == NamedSharding(mesh, P("model"))
+    with pytest.raises(ValueError, match=r"kiln.device_put: a PartitionSpec \(P\('model',\)\) needs a mesh"):
+        kiln.device_put(a, P("model"))
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda m: kiln.jit(lambda p, x: x, in_shardings=({"w": NamedSharding(m, P()), "b": None}, None))(
+        {"w": np.ones(2), "c": np.ones(2)}, np.ones(2)),
+     ValueError, r"kiln.jit\(<lambda>\): in_shardings: the shardings are not a pytree prefix of the values: at "
+                 r"argument p, expected dict keys \['b', 'w'\], got \['c', 'w'\]"),
+    (lambda m: kiln.jit(lambda p, x: x, in_shardings=(None, (NamedSharding(m, P()),) * 2))(np.ones(2), [1.0, 2.0]),
+     ValueError, r"at argument x, expected a tuple, got a list"),
+    (lambda m: kiln.jit(lambda p: p, in_shardings=({"a": (None, NamedSharding(m, P()))},))({"a": (1.0,)}),
+     ValueError, r"at argument p\['a'\], expected a tuple of 2 children, got one of 1"),
+    (lambda m: kiln.jit(lambda a: {"a": a, "b": a}, out_shardings={"a": NamedSharding(m, P()), "c": None})(
+        np.ones(8)), ValueError, r"out_shardings: .* at output, expected dict keys \['a', 'c'\], got \['a', 'b'\]"),
+    (lambda m: kiln.jit(lambda a: a, in_shardings={"a": NamedSharding(m, P())})(np.ones(8)), TypeError,
+     r"in_shardings must be one sharding \(for all arguments\) or a tuple .* got a dict"),
+    (lambda m: kiln.jit(lambda a: a, in_shardings=(NamedSharding(m, P()),) * 2)(np.ones(8)), ValueError,
+     "in_shardings has 2 entries but the function was called with 1 positional arguments"),
+    (lambda m: kiln.jit(lambda a: a, in_shardings=P("data"))(np.ones(8)), ValueError,
+     r"kiln.jit\(<lambda>\): in_shardings: a PartitionSpec \(P\('data',\)\) needs a mesh in context: call it "
+     r"under `with kiln.set_mesh\(mesh\):`"),
+    (lambda m: kiln.jit(lambda a: a, out_shardings=(P(), {"x": "data"})), TypeError,
+     r"out_shardings must be a kiln.sharding.NamedSharding, a PartitionSpec .* got 'data' in \(P\(\), "),
+])
+def test_prefix_errors(mesh, call, error, message):
+    with pytest.raises(error, match=message):
+        call(mesh)
+
+
+# -- set_mesh, get_abstract_mesh, AbstractMesh, use_abstract_mesh --------------------------------
+
+def test_set_mesh_as_setter_and_context(mesh):
+    get = kiln.sharding.get_mesh
+    assert get() is None and kiln.sharding.get_abstract_mesh().empty
+    with kiln.set_mesh(mesh) as value:
+        assert value is None and get() is mesh and kiln.sharding.get_abstract_mesh() == mesh.abstract_mesh
+        with kiln.sharding.set_mesh(None):
+            assert get() is None
+        with mesh:
+            assert get() is mesh
+        assert get() is mesh
+    assert get() is None
+    kiln.set_mesh(mesh)  # the global setter
+    try:
+        assert get() is mesh
+        seen = []
+        t = threading.Thread(target=lambda: seen.append(get()))
+        t.start(), t.join()
+        assert seen == [None]  # per thread, as JAX's
+        assert kiln.jit(lambda: kiln.sharding.get_abstract_mesh().size)() == 8  # readable inside jit
+    finally:
+        kiln.set_mesh(None)
+    assert get() is None
+
+
+def test_abstract_mesh(mesh):
+    am = mesh.abstract_mesh
+    assert am == AbstractMesh((4, 2), ("data", "model"), abstract_device=AbstractDevice("cpu", None, "cpu"))
+    assert am.axis_sizes == (4, 2) and am.axis_names == ("data", "model") and am.size == 8 and not am.empty
+    assert am.shape == {"data": 4, "model": 2} and am.axis_types == (AxisType.Auto, AxisType.Auto)
+    assert repr(am) == ("AbstractMesh('data': 4, 'model': 2, axis_types=(Auto, Auto), device_kind=cpu, "
+                        "num_cores=None, platform=cpu)")
+    plain = AbstractMesh((2, 4), ("x", "y"), (AxisType.Explicit,) * 2)
+    assert repr(plain) == "AbstractMesh('x': 2, 'y': 4, axis_types=(Explicit, Explicit))"
+    assert hash(plain) == hash(AbstractMesh((2, 4), ("x", "y"), (AxisType.Explicit,) * 2)) and plain != am
+    assert plain.update(axis_names=("a", "b")).axis_names == ("a", "b") and plain.abstract_mesh is plain
+    assert repr(kiln.sharding.get_abstract_mesh()) == "AbstractMesh((), axis_types=())"
+    assert repr(AbstractDevice("cpu", None, "cpu")) == "AbstractDevice(device_kind=cpu, num_cores=None, platform=cpu)"
+    with pytest.raises(ValueError, match="AbstractMesh does not implement devices"):
+        _ = am.devices
+    with pytest.raises(ValueError, match="AbstractMesh does not implement __enter__"):
+        with am:
+            pass
+    with pytest.raises(AttributeError, match="immutable"):
+        am.size = 3
+
+
+def test_use_abstract_mesh(mesh):
+    other = AbstractMesh((8,), ("i",))
+    with kiln.sharding.use_abstract_mesh(other):
+        assert kiln.sharding.get_abstract_mesh() is other and kiln.sharding.get_mesh() is None
+    assert kiln.sharding.get_abstract_mesh().empty
+    with kiln.set_mesh(mesh), kiln.sharding.use_abstract_mesh(other):
+        assert kiln.sharding.get_abstract_mesh() is other and kiln.sharding.get_mesh() is mesh
+    with kiln.set_mesh(mesh):
+        with pytest.raises(ValueError, match="use_abstract_mesh cannot change the size of the mesh"):
+            with kiln.sharding.use_abstract_mesh(AbstractMesh((2,), ("i",))):
+                pass
+        assert kiln.sharding.get_abstract_mesh() == mesh.abstract_mesh
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda m: kiln.set_mesh("mesh"), ValueError, "kiln.set_mesh: expected a kiln.sharding.Mesh .*got str"),
+    (lambda m: kiln.jit(lambda x: kiln.set_mesh(m) and x)(1.0), ValueError,
+     "kiln.set_mesh can only be used outside of kiln.jit"),
+    (lambda m: kiln.sharding.use_abstract_mesh(m), ValueError, "expected a kiln.sharding.AbstractMesh, got Mesh"),
+    (lambda m: AbstractMesh((2, 4), ("x",)), ValueError, r"2 axis sizes \(2, 4\) but 1 axis names"),
+    (lambda m: AbstractMesh((0,), ("x",)), ValueError, "axis sizes must be positive integers"),
+    (lambda m: AbstractMesh((2, 2), ("x", "x")), ValueError, "axis names must be distinct strings"),
+    (lambda m: AbstractMesh((2,), ("x",), abstract_device="cpu"), TypeError,
+     "abstract_device must be a kiln.sharding.AbstractDevice"),
+])
+def test_mesh_context_errors(mesh, call, error, message):
+    with pytest.raises(error, match=message):
+        call(mesh)
+    assert kiln.sharding.get_mesh() is None
+
+
+# -- reshard ----------------------------------------------------------------------------------
+
+def test_reshard(mesh):
+    xs = np.arange(16.0, dtype=np.float32).reshape(8, 2)
+    x = _put(xs, mesh, "data")
+    y = kiln.reshard(x, NamedSharding(mesh, P("model")))  # outside a trace: a device_put
+    assert y.sharding == NamedSharding(mesh, P("model")) and kiln.sharding.reshard is kiln.reshard
+    np.testing.assert_array_equal(np.asarray(y), xs)
+    with kiln.set_mesh(mesh):
+        tree = kiln.reshard({"a": x, "b": (xs, xs[0])}, {"a": P(), "b": P("model")})
+        assert [t.sharding.spec for t in kiln.tree_util.tree_leaves(tree)] == [P(), P("model"), P("model")]
+        f = kiln.jit(lambda v: kiln.reshard(v * 2, P(None, "model")) + 1)  # inside: a sharding constraint
+        out = f(x)
+        assert 'sdy.sharding_constraint' in f.lower(x).as_text() and out.sharding.spec is P(None, "model")
+        np.testing.assert_array_equal(np.asarray(out), xs * 2 + 1)
+        g = kiln.grad(lambda v: (kiln.reshard(v, P("data")) ** 2).sum())(xs)
+        np.testing.assert_array_equal(np.asarray(g), 2 * xs)
+        v = kiln.jit(kiln.vmap(lambda r: kiln.reshard(r, P("model")) * 3))(xs)
+        assert v.sharding.spec is P(None, "model")
+        np.testing.assert_array_equal(np.asarray(v), 3 * xs)
+
+
+@pytest.mark.parametrize("call, error, message", [
+    (lambda m: kiln.reshard(np.ones(8), None), ValueError, "kiln.reshard: the sharding of a value is None"),
+    (lambda m: kiln.reshard(np.ones(8), P("data")), ValueError,
+     r"kiln.reshard: a PartitionSpec \(P\('data',\)\) needs a mesh in context"),
+    (lambda m: kiln.reshard({"a": np.ones(8)}, {"b": NamedSharding(m, P())}), ValueError,
+     r"kiln.reshard: the shardings are not a pytree prefix of the values: at the root, expected dict keys \['b'\]"),
+    (lambda m: kiln.reshard(np.ones(8), "data"), TypeError, "shardings must be kiln.sharding.NamedSharding"),
+    (lambda m: kiln.reshard(np.ones(6), NamedSharding(m, P("data"))), ValueError,
+     r"splits dimension 0 of shape \(6,\) into 4 pieces"),
+])
+def test_reshard_errors(mesh, call, error, message):
+    with pytest.raises(error, match=message):
+        call(mesh)
