@@ -7,6 +7,7 @@ flags that affect tracing, and the target device.
 from __future__ import annotations
 
 import collections
+import dataclasses
 import functools
 import inspect
 import threading
@@ -409,7 +410,23 @@ class JittedFunction:
             if mesh is not None:
                 replicated = spmd.NamedSharding(mesh, spmd.PartitionSpec())
                 device, committed = spmd.MeshPlacement(mesh, (replicated,) * len(avals), self.out_shardings), True
+        if isinstance(device, spmd.MeshPlacement) and isinstance(device.out_shardings, tuple):
+            device = dataclasses.replace(device, out_shardings=self._leaf_out_shardings(out_tree_box[0]))
         return _Entry(closed, out_tree_box[0], device, committed, donated, names)
+
+    def _leaf_out_shardings(self, out_tree: Any) -> tuple:
+        """``out_shardings`` (a tuple) per output leaf: one entry per element of the returned tuple (each
+        applying to all the leaves of that element), or one per leaf."""
+        given = self.out_shardings
+        children = out_tree.children()
+        if out_tree.node_data() is not None and out_tree.node_data()[0] in (tuple, list) and \
+                len(children) == len(given):
+            return tuple(s for s, c in zip(given, children) for _ in range(c.num_leaves))
+        if len(given) == out_tree.num_leaves:
+            return given
+        raise JitError(f"kiln.jit({self.__name__}): out_shardings has {len(given)} entries but the function returns "
+                       f"{out_tree} ({out_tree.num_leaves} arrays); give one sharding per element of the returned "
+                       "tuple, one per array, or a single sharding for all")
 
     def _donated_leaves(self, dyn_args, dyn_kwargs, static, n: int) -> list[bool]:
         if not self.donate_argnums and not self.donate_argnames:
