@@ -8,6 +8,7 @@ and ``kiln.runtime``.
 from kiln import (  # the public sub-modules
     custom_batching,
     custom_derivatives,
+    distributed,
     dtypes,
     errors,
     flatten_util,
@@ -117,7 +118,8 @@ __all__ = [
     "checkpoint_policies", "closure_convert", "ConcretizationTypeError", "config", "custom_batching",
     "custom_derivatives", "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug_key_reuse",
     "default_backend", "default_device", "default_matmul_precision", "default_prng_impl", "DeletedBufferError",
-    "Device", "device_count", "device_get", "device_put", "DeviceError", "devices", "disable_jit", "dtypes",
+    "Device", "device_count", "device_get", "device_put", "DeviceError", "devices", "disable_jit", "distributed",
+    "dtypes",
     "enable_checks", "enable_custom_prng", "enable_x64", "ensure_compile_time_eval", "errors", "eval_shape",
     "explain_cache_misses", "flatten_util", "float0", "fwd_and_bwd", "grad", "hessian", "image", "IndexTypeError",
     "IntegerOverflowError", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "KilnError", "lax", "legacy_prng_key",
