@@ -12,7 +12,10 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 
 import gc  # noqa: E402
 
-from . import fastpath  # noqa: E402,F401  (the C++ jit dispatch path)
+from . import (
+    distributed,  # noqa: E402
+    fastpath,  # noqa: E402,F401  (the C++ jit dispatch path)
+)
 from ._jaxlib import JAXLIB_VERSION, _jax  # noqa: E402
 from .avals import Aval  # noqa: E402
 from .backends import (  # noqa: E402
@@ -22,6 +25,7 @@ from .backends import (  # noqa: E402
     default_backend,
     devices,
     get_backend,
+    global_devices,
     local_device,
     set_default_backend,
 )
@@ -79,7 +83,8 @@ __all__ = [
     "DeviceError", "Executable", "ExecutableCache", "ExecutionError", "KilnRuntimeError", "available_backends",
     "block_until_ready", "buffer_device", "compile", "copy_to", "custom_call_targets",
     "default_backend", "ensure_lapack_registered", "lapack_unavailable_reason",
-    "delete", "devices", "get_backend", "is_deleted", "is_ready", "jaxlib_version", "local_device",
+    "delete", "devices", "distributed", "get_backend", "global_devices", "is_deleted", "is_ready", "jaxlib_version",
+    "local_device",
     "drop_stale_scopes", "mlir_context", "nbytes", "put", "set_default_backend", "to_numpy",
     "SpmdExecutable", "SpmdSharding", "compile_spmd", "devices_of", "put_sharded", "shards_of", "spmd_sharding",
     "tile_layout",

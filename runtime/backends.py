@@ -11,7 +11,7 @@ import threading
 import warnings
 from typing import Any
 
-from . import plugins
+from . import distributed, plugins
 from ._jaxlib import xc
 from .avals import DeviceSharding
 from .errors import BackendError, DeviceError, jaxlib_message
@@ -66,8 +66,11 @@ class Backend:
         self._client = client
         self._spec = spec
         self._devices = [Device(d, self) for d in client.local_devices()]
-        self._by_id = {d.id: d for d in self._devices}
-        self._by_raw = {d._raw: d for d in self._devices}
+        local = {d._raw: d for d in self._devices}
+        # Every process's devices (the same as the local ones unless kiln.distributed was initialised).
+        self._global = [local.get(d) or Device(d, self) for d in client.devices()]
+        self._by_id = {d.id: d for d in self._global}
+        self._by_raw = {d._raw: d for d in self._global}
         # Extra XLA debug options applied at compile (the CUDA data dir, as jax sets it).
         self.debug_options: dict[str, Any] = {}
         if platform == "cuda":
@@ -78,6 +81,10 @@ class Backend:
     def devices(self) -> list[Device]:
         """This process's devices of the backend, in the client's order."""
         return list(self._devices)
+
+    def global_devices(self) -> list[Device]:
+        """The devices of every process (this process's only, unless kiln.distributed was initialised)."""
+        return list(self._global)
 
     @property
     def platform_version(self) -> str:
@@ -125,7 +132,7 @@ def _num_cpu_devices() -> int:
 
 
 def _make_cpu() -> Backend:
-    client = xc.make_cpu_client(asynchronous=True, num_devices=_num_cpu_devices())
+    client = xc.make_cpu_client(asynchronous=True, num_devices=_num_cpu_devices(), **distributed.cpu_client_kwargs())
     return Backend("cpu", client, plugins.CPU_PRIORITY)
 
 
@@ -217,6 +224,11 @@ def _get_state() -> _State:
         return _state
 
 
+def started() -> bool:
+    """Whether the backends were created (or their creation was attempted)."""
+    return _state is not None or _init_error is not None
+
+
 def available_backends() -> list[str]:
     """Canonical names of the backends that initialised, best first (the default is first)."""
     return list(_get_state().backends)
@@ -270,6 +282,11 @@ def set_default_backend(name: str | None) -> None:
 def devices(backend: str | None = None) -> list[Device]:
     """The devices of ``backend`` (default backend if None)."""
     return get_backend(backend).devices()
+
+
+def global_devices(backend: str | None = None) -> list[Device]:
+    """The devices of ``backend`` (default backend if None) on every process of a distributed run."""
+    return get_backend(backend).global_devices()
 
 
 def local_device(backend: str | None, index: int) -> Device:

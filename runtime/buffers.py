@@ -13,6 +13,7 @@ from typing import Callable, TypeVar
 import ml_dtypes
 import numpy as np
 
+from . import distributed
 from ._jaxlib import ALWAYS_COPY, JaxRuntimeError, device_put, xc
 from .avals import DeviceSharding, aval_for
 from .backends import Device, device_of_raw
@@ -101,6 +102,9 @@ def _runtime_error(e: BaseException, where: str) -> KilnRuntimeError:
     msg = jaxlib_message(e)
     if "deleted or donated" in msg:
         return deleted_error(where)
+    hint = distributed.peer_failure_hint(msg)
+    if hint:
+        return distributed.DistributedError(f"{where} failed: {msg}.{hint}")
     return KilnRuntimeError(f"{where} failed: {msg}")
 
 

@@ -22,6 +22,7 @@ import os
 import re
 from typing import Any, Callable
 
+from . import distributed
 from ._jaxlib import xc
 
 # Default-backend priorities (same as JAX's): accelerators first, CPU last.
@@ -290,4 +291,6 @@ def make_client(spec: PluginSpec, load_extension: Callable[[str], tuple[Any, Any
     if spec.name in ("cuda", "rocm"):
         options = dict(xc.generate_pjrt_gpu_plugin_options())
         options["platform_name"] = spec.name
-    return xc.make_c_api_client(spec.name, options, None)
+    extra, distributed_client = distributed.plugin_client_options(spec.name)
+    options.update(extra)
+    return xc.make_c_api_client(spec.name, options, distributed_client)

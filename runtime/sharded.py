@@ -13,6 +13,7 @@ from typing import Any
 
 import numpy as np
 
+from . import distributed
 from ._jaxlib import JaxRuntimeError, device_put, result_handler, xc
 from .avals import KilnSharding, aval_for
 from .backends import Device, device_of_raw
@@ -30,6 +31,10 @@ class SpmdSharding(KilnSharding):
         super().__init__(tuple(d._raw for d in devices), xc.HloSharding.from_string(hlo))
         self.kiln_devices = devices
         self.hlo_text = hlo
+        here = devices[0].backend.process_index if devices else 0
+        # The devices of this process (all of them, unless the mesh spans several processes).
+        self.addressable_devices = tuple(d for d in devices if d.process_index == here)
+        self.is_fully_addressable = len(self.addressable_devices) == len(devices)
 
     def __repr__(self) -> str:
         return f"SpmdSharding({self.hlo_text}, devices={[d.id for d in self.kiln_devices]})"
@@ -51,28 +56,35 @@ def spmd_sharding(devices: Sequence[Device], hlo: str) -> SpmdSharding:
 
 
 def put_sharded(pieces: Sequence[np.ndarray], sharding: SpmdSharding, shape: tuple[int, ...], dtype: Any) -> Buffer:
-    """One array of ``shape`` made of ``pieces[i]`` on ``sharding``'s i-th device (copied, never aliased)."""
+    """One array of ``shape`` made of ``pieces[i]`` on the i-th of ``sharding.addressable_devices`` (copied,
+    never aliased). In a multi-process run each process puts the pieces of its own devices (NOTES §10)."""
     dtype = np.dtype(dtype)
-    if len(pieces) != len(sharding.kiln_devices):
-        raise ValueError(f"runtime.put_sharded: {len(pieces)} pieces for {len(sharding.kiln_devices)} devices")
+    local = sharding.addressable_devices
+    if len(pieces) != len(local):
+        raise ValueError(f"runtime.put_sharded: {len(pieces)} pieces for {len(local)} addressable devices")
     # A fresh contiguous copy per device: jaxlib 0.10 fails (bad_function_call) when two pieces share memory.
     host = [np.array(p, dtype=dtype, copy=True, order="C") for p in pieces]
     try:
-        return device_put(aval_for(tuple(shape), dtype), sharding, host, list(sharding._devs))
+        return device_put(aval_for(tuple(shape), dtype), sharding, host, [d._raw for d in local])
     except JaxRuntimeError as e:
         raise KilnRuntimeError(f"Transfer of a {dtype}{list(shape)} array to {sharding!r} failed: "
                                f"{jaxlib_message(e)}") from e
 
 
 def shards_of(buf: Buffer) -> list[Buffer]:
-    """The single-device buffers making up ``buf``, in its sharding's device order."""
+    """The single-device buffers making up ``buf`` on this process's devices, in its sharding's device order."""
     _check_alive(buf, "shards_of")
     return list(buf._arrays)
 
 
 def devices_of(buf: Buffer) -> list[Device]:
-    """The devices holding ``buf``'s shards, in its sharding's device order."""
-    return [device_of_raw(d) for d in buf._sharding._internal_device_list]
+    """This process's devices holding ``buf``'s shards, in its sharding's device order."""
+    sharding = buf._sharding
+    if isinstance(sharding, SpmdSharding):
+        return list(sharding.addressable_devices)
+    devices = [device_of_raw(d) for d in sharding._internal_device_list]
+    here = devices[0].backend.process_index if devices else 0
+    return [d for d in devices if d.process_index == here]
 
 
 class SpmdExecutable(Executable):
@@ -106,7 +118,12 @@ class SpmdExecutable(Executable):
         for i, a in enumerate(args):
             if isinstance(a, Buffer) and a.is_deleted():
                 return deleted_error(f"argument {i} of the computation")
-        return ExecutionError(f"Executing the computation on {len(self.devices)} devices failed: {jaxlib_message(e)}")
+        msg = jaxlib_message(e)
+        hint = distributed.peer_failure_hint(msg)
+        if hint:
+            return distributed.DistributedError(f"Executing the computation on {len(self.devices)} devices "
+                                                f"failed: {msg}.{hint}")
+        return ExecutionError(f"Executing the computation on {len(self.devices)} devices failed: {msg}")
 
     def __repr__(self) -> str:
         return f"SpmdExecutable(devices={[d.id for d in self.devices]}, outputs={len(self.out_avals)})"

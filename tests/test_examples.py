@@ -50,3 +50,29 @@ def test_benchmarks_smoke():
                 "compile: 1,000-op chain", "MLP forward+loss"):
         assert row in out, row
     assert ("jax not installed" in out) == jax_missing
+
+
+def _run_data_parallel(*args: str, devices: str = "2") -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
+    env.update(KILN_NUM_CPU_DEVICES=devices, KILN_PLATFORMS="cpu")
+    return subprocess.run([sys.executable, str(REPO / "examples" / "data_parallel.py"), *args], cwd=REPO, env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+def test_data_parallel_matches_one_device():
+    """Two devices in one process, then two processes on localhost (one device each): the losses equal the
+    single-device run's to 1e-5 (the example's --check)."""
+    for args, where in ((("--steps", "12", "--check"), "1 process(es) x 2 device(s)"),
+                        (("--steps", "12", "--check", "--processes", "2", "--timeout", "120"),
+                         "2 process(es) x 1 device(s)")):
+        proc = _run_data_parallel(*args)
+        assert proc.returncode == 0, f"{args}: rc={proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+        assert "step    11  loss" in proc.stdout and where in proc.stdout, proc.stdout
+        assert "OK: the losses equal the single-device run's" in proc.stdout, proc.stdout
+
+
+def test_data_parallel_bad_arguments():
+    proc = _run_data_parallel("--batch", "7")
+    assert proc.returncode == 2 and "--batch 7 must be a multiple of the 2 devices" in proc.stderr, proc.stderr
+    proc = _run_data_parallel("--processes", "0")
+    assert proc.returncode == 2 and "--processes must be positive, got 0" in proc.stderr, proc.stderr

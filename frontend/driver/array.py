@@ -74,7 +74,9 @@ class Array(ArrayMethods):
 
     @property
     def is_fully_addressable(self) -> bool:
-        return True
+        """Whether every device holding the array belongs to this process (False for arrays spanning the
+        processes of a distributed run)."""
+        return self._sharding is None or self._sharding.is_fully_addressable
 
     def to_device(self, device: Any, /, *, stream: Any = None) -> Array:
         """A copy committed to ``device`` (the array API's spelling of ``kiln.device_put(x, device)``)."""
@@ -111,11 +113,29 @@ class Array(ArrayMethods):
             self._npy = runtime.to_numpy(self._buf) if self._device is not None else self._gather()
         return self._npy
 
+    def _holds_value(self) -> bool:
+        """Whether this process's devices hold every piece of the array (always, unless it spans processes)."""
+        if self.is_fully_addressable:
+            return True
+        shape = self.aval.shape
+        every = {str(i) for i in self._sharding.devices_indices_map(shape).values()}
+        return every == {str(i) for i in self._sharding.addressable_devices_indices_map(shape).values()}
+
     def _gather(self) -> np.ndarray:
         """The value of an array over several devices, assembled on the host from its shards."""
+        shards = self.addressable_shards
+        if not self._holds_value():
+            raise RuntimeError(
+                f"Fetching the value of a kiln.Array that spans devices of other processes is not possible "
+                f"(shape {self.shape}, {self.sharding}): this process holds only some of its pieces. Read "
+                "those with x.addressable_shards, or replicate the array first, e.g. kiln.jit(lambda x: x, "
+                "out_shardings=NamedSharding(mesh, P()))(x); every process can read a replicated array.")
         out = np.empty(self.aval.shape, self.aval.dtype)
-        for shard in self.addressable_shards:
-            if shard.replica_id == 0:
+        done = set()
+        for shard in shards:
+            key = str(shard.index)
+            if key not in done:  # one copy of each piece (the first replica this process holds)
+                done.add(key)
                 out[shard.index] = runtime.to_numpy(shard.data._buf)
         out.flags.writeable = False
         return out
@@ -167,6 +187,8 @@ class Array(ArrayMethods):
     def __repr__(self) -> str:
         if self.is_deleted():
             return f"Array(<deleted>, shape={self.shape}, dtype={self.dtype.name})"
+        if not self._holds_value():  # the array spans processes and this one lacks some pieces
+            return f"Array(shape={self.shape}, dtype={self.dtype.name}{', weak_type=True' if self.weak_type else ''})"
         suffix = f", dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "") + ")"
         value = self._value()
         if value.size == 0 and value.shape != (0,):

@@ -8,6 +8,7 @@ import numpy as np
 from kiln import runtime
 
 from ..core import dtypes, tree_util
+from ..core.avals import ShapedArray
 from ..core.tracing import Tracer, abstractify
 from . import dispatch
 from .array import Array
@@ -15,16 +16,26 @@ from .sharding import NamedSharding, PartitionSpec, Sharding, resolve_spec, runt
 
 
 def devices(backend: str | None = None) -> list[runtime.Device]:
-    """The devices of ``backend`` (default: the default backend), e.g. ``[CpuDevice(id=0)]``."""
+    """The devices of ``backend`` (default: the default backend), e.g. ``[CpuDevice(id=0)]``; in a
+    multi-process run (``kiln.distributed``) every process's devices."""
     from ..core.config import config
-    return runtime.devices(backend or config.default_backend)
+    return runtime.global_devices(backend or config.default_backend)
 
 
-local_devices = devices
+def local_devices(process_index: int | None = None, backend: str | None = None,
+                  host_id: int | None = None) -> list[runtime.Device]:
+    """This process's devices of ``backend`` (default: the default backend); with ``process_index``, that
+    process's."""
+    from ..core.config import config
+    if process_index is None and host_id is not None:
+        process_index = host_id
+    if process_index is None:
+        return runtime.devices(backend or config.default_backend)
+    return [d for d in devices(backend) if d.process_index == process_index]
 
 
 def device_count(backend: str | None = None) -> int:
-    """The number of devices of ``backend`` (default: the default backend)."""
+    """The number of devices of ``backend`` (default: the default backend), of every process."""
     return len(devices(backend))
 
 
@@ -56,22 +67,24 @@ def _backend(backend: str | None) -> runtime.Backend:
 def make_array_from_callback(shape: Sequence[int], sharding: Sharding, data_callback: Callable[[Any], Any],
                              dtype: Any = None) -> Array:
     """An array of ``shape`` laid out by ``sharding`` whose pieces come from ``data_callback(index)`` (the
-    slices of the whole array each device holds)."""
+    slices of the whole array each device holds). In a multi-process run each process asks only for the
+    pieces of its own devices."""
     shape = tuple(int(d) for d in shape)
-    indices = sharding.devices_indices_map(shape)
+    indices = sharding.addressable_devices_indices_map(shape)
     pieces = {d: np.asarray(data_callback(idx)) for d, idx in indices.items()}
     return _assemble(shape, sharding, pieces, dtype, "make_array_from_callback")
 
 
 def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Sharding, arrays: Sequence[Any], *,
                                          dtype: Any = None) -> Array:
-    """An array of ``shape`` laid out by ``sharding`` from one array per device (each on its device, in the
-    order of ``sharding``'s devices, holding that device's piece). The pieces go through the host."""
+    """An array of ``shape`` laid out by ``sharding`` from one array per device of this process (in the order
+    of ``sharding``'s devices, each holding that device's piece). The pieces go through the host."""
     shape = tuple(int(d) for d in shape)
-    devices = sharding._device_assignment
+    devices = _addressable(sharding)
     if len(arrays) != len(devices):
-        raise ValueError(f"kiln.make_array_from_single_device_arrays: {len(arrays)} arrays for the {len(devices)} "
-                         f"devices of {sharding}; give one per device")
+        scope = "" if len(devices) == sharding.num_devices else " addressable (this process's)"
+        raise ValueError(f"kiln.make_array_from_single_device_arrays: {len(arrays)} arrays for the {len(devices)}"
+                         f"{scope} devices of {sharding}; give one per device")
     for a, d in zip(arrays, devices):
         if type(a) is Array and a._device is not None and a._device != d:
             raise ValueError(f"kiln.make_array_from_single_device_arrays: the array for {d} is on {a._device}; "
@@ -81,16 +94,58 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Shardin
 
 
 def make_array_from_process_local_data(sharding: Sharding, local_data: Any, global_shape: Any = None) -> Array:
-    """The global array whose part on this process's devices is ``local_data``. With one process the local
-    data is the whole array."""
+    """The global array whose part on this process's devices is ``local_data``: the block of the global array
+    those devices hold (with one process, the whole array). ``global_shape`` defaults to the local shape
+    scaled by the number of processes' blocks along each dimension."""
+    where = "kiln.make_array_from_process_local_data"
     local = np.asarray(local_data)
-    if global_shape is not None and tuple(global_shape) != local.shape and process_count() == 1:
-        raise ValueError(f"kiln.make_array_from_process_local_data: with one process the local data is the whole "
-                         f"array, but its shape {local.shape} differs from global_shape {tuple(global_shape)}")
-    return device_put(local, sharding)
+    if sharding.is_fully_addressable:
+        if global_shape is not None and tuple(global_shape) != local.shape:
+            raise ValueError(f"{where}: the sharding's devices all belong to this process, so the local data is "
+                             f"the whole array, but its shape {local.shape} differs from global_shape "
+                             f"{tuple(global_shape)}")
+        return device_put(local, sharding)
+    ndim = local.ndim
+    cuts = sharding._cuts(ndim)
+    mine = [c for d, c in zip(sharding._device_assignment, sharding._coords(ndim)) if d in _addressable_set(sharding)]
+    lows, counts = [], []
+    for dim in range(ndim):
+        held = sorted({c[dim] for c in mine})
+        if held != list(range(held[0], held[0] + len(held))):
+            raise ValueError(f"{where}: this process's devices hold pieces {held} along dimension {dim} of "
+                             f"{sharding}, which are not contiguous, so one local block cannot describe them; "
+                             "order the mesh's devices by process (kiln.make_mesh does) or use "
+                             "kiln.make_array_from_callback")
+        lows.append(held[0])
+        counts.append(len(held))
+        if local.shape[dim] % len(held):
+            raise ValueError(f"{where}: dimension {dim} of the local data ({local.shape[dim]}) does not split into "
+                             f"the {len(held)} pieces this process's devices hold along it")
+    inferred = tuple(n * cut // k for n, cut, k in zip(local.shape, cuts, counts))
+    shape = inferred if global_shape is None else tuple(int(n) for n in global_shape)
+    if len(shape) != ndim or any(g * k != n * cut for g, n, cut, k in zip(shape, local.shape, cuts, counts)):
+        raise ValueError(f"{where}: local data of shape {local.shape} is this process's block of an array of shape "
+                         f"{inferred} under {sharding}, not of global_shape {shape}")
+    piece = sharding.shard_shape(shape)
+    pieces = {}
+    for d, c in zip(sharding._device_assignment, sharding._coords(ndim)):
+        if d in _addressable_set(sharding):
+            pieces[d] = local[tuple(slice((ci - lo) * p, (ci - lo + 1) * p) for ci, lo, p in zip(c, lows, piece))]
+    return _assemble(shape, sharding, pieces, None, where.split(".", 1)[1])
+
+
+def _addressable(sharding: Sharding) -> list[runtime.Device]:
+    """The sharding's devices that belong to this process, in its device order."""
+    here = _addressable_set(sharding)
+    return [d for d in sharding._device_assignment if d in here]
+
+
+def _addressable_set(sharding: Sharding) -> set[runtime.Device]:
+    return sharding.addressable_devices
 
 
 def _assemble(shape: tuple[int, ...], sharding: Sharding, pieces: dict, dtype: Any, where: str) -> Array:
+    """The array of ``shape`` laid out by ``sharding`` from ``pieces`` (one per addressable device)."""
     want = sharding.shard_shape(shape)
     for d, p in pieces.items():
         if p.shape != want:
@@ -98,10 +153,14 @@ def _assemble(shape: tuple[int, ...], sharding: Sharding, pieces: dict, dtype: A
                              f"a piece of shape {want} of the shape {shape}")
     first = next(iter(pieces.values()))
     target = dtypes.canonicalize_dtype(dtype if dtype is not None else first.dtype)
-    whole = np.empty(shape, target)
-    for d, idx in sharding.devices_indices_map(shape).items():
-        whole[idx] = pieces[d]
-    return device_put(whole, sharding)
+    if sharding.is_fully_addressable:
+        whole = np.empty(shape, target)
+        for d, idx in sharding.devices_indices_map(shape).items():
+            whole[idx] = pieces[d]
+        return device_put(whole, sharding)
+    devices = _addressable(sharding)
+    buf = runtime.put_sharded([pieces[d] for d in devices], runtime_sharding(sharding, len(shape)), shape, target)
+    return Array(buf, ShapedArray(shape, target), None, True, sharding)
 
 
 def _resolve_device(device: Any) -> runtime.Device | Sharding | None:
@@ -141,13 +200,19 @@ def _put_sharded(x: Any, sharding: Sharding) -> Array:
     """``x`` laid out by ``sharding``: each device gets its piece (through the host)."""
     if type(x) is Array and x._sharding is sharding:
         return x
+    if type(x) is Array and not x.is_fully_addressable:
+        if x._sharding is not None and x._sharding.is_equivalent_to(sharding, x.ndim):
+            return Array(x._buf, x.aval, None, True, sharding)
+        raise ValueError(f"kiln.device_put: the array spans devices of other processes ({x.sharding}); kiln cannot "
+                         f"move it to {sharding} outside a computation. Pass it to a kiln.jit function with "
+                         "out_shardings=... to re-lay it out")
     value = np.asarray(x) if type(x) is Array else dispatch.canonical_host_array(x)
     aval = abstractify(x)
     indices = sharding.devices_indices_map(value.shape)  # checks that the pieces divide the shape
     devices = sharding._device_assignment
     if len(devices) == 1:
         return Array(runtime.put(np.ascontiguousarray(value), devices[0]), aval, devices[0], True, sharding)
-    pieces = [value[indices[d]] for d in devices]
+    pieces = [value[indices[d]] for d in _addressable(sharding)]
     buf = runtime.put_sharded(pieces, runtime_sharding(sharding, value.ndim), value.shape, value.dtype)
     return Array(buf, aval, None, True, sharding)
 

@@ -200,7 +200,12 @@ class Mesh:
 
     @property
     def local_devices(self) -> list[runtime.Device]:
-        return list(self.devices.flat)
+        """The mesh's devices that belong to this process."""
+        return [d for d in self.devices.flat if d.process_index == d.backend.process_index]
+
+    @property
+    def is_multi_process(self) -> bool:
+        return len({d.process_index for d in self.devices.flat}) > 1
 
     @property
     def platform(self) -> str:
@@ -429,7 +434,7 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types:
     shape = tuple(axis_shapes)
     if any(not isinstance(s, (int, np.integer)) or s < 1 for s in shape):
         raise ValueError(f"kiln.make_mesh: axis_shapes must be positive integers, got {axis_shapes!r}")
-    devs = list(runtime.devices(config.default_backend) if devices is None else devices)
+    devs = list(runtime.global_devices(config.default_backend) if devices is None else devices)
     need = math.prod(shape)
     if need > len(devs):
         hint = (" (set KILN_NUM_CPU_DEVICES=N before kiln starts for N CPU devices)"
@@ -454,11 +459,13 @@ class Sharding:
 
     @property
     def addressable_devices(self) -> set[runtime.Device]:
-        return self.device_set  # one process: every device is addressable
+        """The devices of this process (all of them unless the program runs as several processes)."""
+        return {d for d in self._device_assignment if d.process_index == d.backend.process_index}
 
     @property
     def is_fully_addressable(self) -> bool:
-        return True
+        """Whether every device belongs to this process."""
+        return all(d.process_index == d.backend.process_index for d in self._device_assignment)
 
     @property
     def num_devices(self) -> int:
@@ -485,7 +492,10 @@ class Sharding:
                                 for c, p, n in zip(coords, piece, self._cuts(len(shape))))
         return out
 
-    addressable_devices_indices_map = devices_indices_map
+    def addressable_devices_indices_map(self, global_shape: Sequence[int]) -> dict[runtime.Device, tuple[slice, ...]]:
+        """For each device of this process, the slice of an array of ``global_shape`` it holds."""
+        here = self.addressable_devices
+        return {d: idx for d, idx in self.devices_indices_map(global_shape).items() if d in here}
 
     def is_equivalent_to(self, other: Sharding, ndim: int) -> bool:
         """Whether ``other`` puts the same pieces of an ``ndim``-d array on the same devices."""

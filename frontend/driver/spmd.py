@@ -208,11 +208,16 @@ def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], kee
 
 def to_buffer(x: Any, sharding: NamedSharding) -> Any:
     """The buffer of argument ``x`` laid out by ``sharding`` (transferring or re-laying it out as needed)."""
-    if type(x) is Array and x._device is None and (x._sharding == sharding or runtime_sharding(
-            x._sharding, len(x.aval.shape)) is runtime_sharding(sharding, len(x.aval.shape))):
+    if type(x) is Array and x._device is None and (x._sharding == sharding or x._sharding.is_equivalent_to(
+            sharding, x.ndim)):
         return x._buf  # already laid out so (perhaps described over another mesh of the same devices)
+    if type(x) is Array and not x._holds_value():
+        raise MeshMismatchError(f"kiln.jit: an argument spans devices of other processes laid out as {x.sharding}, "
+                                f"but the computation wants it as {sharding}; kiln cannot re-lay out such an array "
+                                "on its way in. Pass in_shardings matching its layout (or leave them unspecified)")
     value = np.asarray(x) if type(x) is Array else dispatch.canonical_host_array(x)
-    indices = sharding.devices_indices_map(value.shape)
-    devices = sharding._device_assignment
+    # Each process puts the pieces of its own devices (all of them in a single-process program).
+    indices = sharding.addressable_devices_indices_map(value.shape)
+    devices = [d for d in sharding._device_assignment if d in indices]
     return runtime.put_sharded([value[indices[d]] for d in devices], runtime_sharding(sharding, value.ndim),
                                value.shape, value.dtype)

@@ -159,3 +159,25 @@ def test_with_sharding_constraint(mesh):
 def test_constraint_errors(mesh, call, error, message):
     with pytest.raises(error, match=message):
         call(mesh)
+
+
+def test_out_shardings_per_element_of_the_returned_tuple(mesh):
+    """A tuple of out_shardings gives one sharding per element of the returned tuple (a dict of parameters and a
+    loss here: five arrays), as JAX's pytree prefix; before, kiln zipped it with the arrays and built a module XLA
+    crashed on."""
+    rows, repl = NamedSharding(mesh, P(("data", "model"))), NamedSharding(mesh, P())
+    x = np.arange(16 * 3, dtype=np.float32).reshape(16, 3) / 10
+    params = {"w": np.ones((3, 2), np.float32), "b": np.zeros(2, np.float32)}
+
+    def step(p, x):
+        loss, g = kiln.value_and_grad(lambda p: knp.mean((x @ p["w"] + p["b"]) ** 2))(p)
+        return kiln.tree_util.tree_map(lambda a, b: a - 0.1 * b, p, g), loss
+
+    new, loss = kiln.jit(step, in_shardings=(repl, rows), out_shardings=(repl, repl))(params, x)
+    assert new["w"].sharding == repl and loss.sharding == repl
+    pred = x @ params["w"]
+    np.testing.assert_allclose(float(loss), np.mean(pred ** 2), rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(new["b"]), -0.1 * pred.mean(axis=0), rtol=1e-5)  # d mean(pred²)/db
+    with pytest.raises(ValueError, match=r"out_shardings: the shardings are not a pytree prefix of the values: at "
+                                         r"output, expected a tuple of 4 children, got one of 2"):
+        kiln.jit(step, in_shardings=(repl, rows), out_shardings=(repl,) * 4)(params, x)

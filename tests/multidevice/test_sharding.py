@@ -152,5 +152,5 @@ def test_processes_and_making_arrays_from_pieces():
         kiln.make_array_from_single_device_arrays(x.shape, s, pieces[:7])
     with pytest.raises(ValueError, match=r"the array for .*id=0.* is on .*id=1"):
         kiln.make_array_from_single_device_arrays(x.shape, s, pieces[1:2] + pieces[1:])
-    with pytest.raises(ValueError, match=r"with one process the local data is the whole array"):
+    with pytest.raises(ValueError, match=r"belong to this process, so the local data is the whole array"):
         kiln.make_array_from_process_local_data(s, x[:4], global_shape=(8, 6))
