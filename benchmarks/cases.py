@@ -161,14 +161,20 @@ def bench_compile(fw: Framework, quick: bool) -> float:
 
 # -- an MLP ---------------------------------------------------------------------------------------
 
-def _mlp_data(fw: Framework):
+def mlp_host_data(batch: int = MLP_BATCH) -> tuple[list, np.ndarray, np.ndarray]:
+    """The MLP's parameters (He-initialised), a batch of inputs and one-hot labels, as NumPy arrays."""
     rng = _host_rng()
     params = []
     for n_in, n_out in zip(MLP_SIZES[:-1], MLP_SIZES[1:]):
         w = rng.standard_normal((n_in, n_out), dtype=np.float32) * np.float32(np.sqrt(2.0 / n_in))
         params.append((w, np.zeros(n_out, np.float32)))
-    x = rng.standard_normal((MLP_BATCH, MLP_SIZES[0]), dtype=np.float32)
-    labels = np.eye(MLP_SIZES[-1], dtype=np.float32)[rng.integers(0, MLP_SIZES[-1], MLP_BATCH)]
+    x = rng.standard_normal((batch, MLP_SIZES[0]), dtype=np.float32)
+    labels = np.eye(MLP_SIZES[-1], dtype=np.float32)[rng.integers(0, MLP_SIZES[-1], batch)]
+    return params, x, labels
+
+
+def _mlp_data(fw: Framework):
+    params, x, labels = mlp_host_data()
     return fw.put(params), fw.put(x), fw.put(labels)
 
 
@@ -426,7 +432,14 @@ def bench_data_parallel_mlp(fw: Framework, quick: bool) -> float | None:
     framework starts; multidevice.py). Both wait for the loss every 8 steps: JAX's CPU collectives abort the
     process when many executions queue up unsynchronised."""
     import multidevice
-    return multidevice.run(fw.name, quick)
+    return multidevice.run(fw.name, "dp_mlp", quick)
+
+
+def bench_shard_map_psum_loop(fw: Framework, quick: bool) -> float | None:
+    """A jitted shard_map on 8 CPU devices looping over 100 psums of a 1024-float block per device, in a fresh
+    process per framework (multidevice.py)."""
+    import multidevice
+    return multidevice.run(fw.name, "psum_loop", quick)
 
 
 SELU_STREAM = "jit SELU f32[{stream}]"
@@ -456,6 +469,7 @@ CASES: list[Case] = [
          gpu=True),
     Case("data-parallel MLP step, 8 CPU devices (batch 1024 split, sync every 8 steps)", "ms",
          bench_data_parallel_mlp),
+    Case("shard_map: 100 psums in a fori_loop, 8 CPU devices", "ms", bench_shard_map_psum_loop),
     Case(f"jit SELU f32[{SELU_SIZE:,}] (seed 004)", "us", _jit_on_stream(lambda fw: _selu(fw.np), SELU_SIZE), gpu=True),
     Case(SELU_STREAM, "ms", _jit_on_stream(lambda fw: _selu(fw.np)), gpu=True),
     Case(COPY_STREAM, "ms", _jit_on_stream(_copy), gpu=True),

@@ -1,5 +1,6 @@
 """Benchmarks that need 8 CPU devices, one framework per process: ``python benchmarks/multidevice.py kiln|jax
-[--quick]`` prints the seconds per step as one JSON object on its last line.
+CASE [--quick]`` (CASE: ``dp_mlp`` or ``psum_loop``) prints the seconds per step as one JSON object on its last
+line.
 
 The device count is fixed when a framework starts its CPU backend, so ``cases.py`` runs this script in a
 fresh interpreter per framework with ``KILN_NUM_CPU_DEVICES=8`` (kiln) or
@@ -33,9 +34,9 @@ def _env(framework: str) -> dict[str, str]:
     return env
 
 
-def run(framework: str, quick: bool) -> float | None:
-    """Seconds per data-parallel MLP step of ``framework`` ("kiln" or "jax"), measured in a fresh process."""
-    cmd = [sys.executable, os.path.join(HERE, "multidevice.py"), framework] + (["--quick"] if quick else [])
+def run(framework: str, case: str, quick: bool) -> float | None:
+    """Seconds per step of ``case`` in ``framework`` ("kiln" or "jax"), measured in a fresh process."""
+    cmd = [sys.executable, os.path.join(HERE, "multidevice.py"), framework, case] + (["--quick"] if quick else [])
     proc = subprocess.run(cmd, env=_env(framework), capture_output=True, text=True, timeout=600)
     if proc.returncode != 0:
         raise RuntimeError(f"benchmarks/multidevice.py {framework} failed (rc={proc.returncode}):\n"
@@ -47,8 +48,7 @@ def _data_parallel_mlp_step(top, quick: bool) -> float:
     """The MLP train step of cases.py (784-512-512-10, value_and_grad + SGD) on a batch of 1024 split over 8
     devices (mesh axis 'data'); the parameters replicated on every device (out_shardings keeps them so)."""
     sys.path.insert(0, HERE)
-    import numpy as np
-    from cases import MLP_SIZES, _mlp_train_step
+    from cases import _mlp_train_step, mlp_host_data
     from frameworks import Framework
 
     np_ = top.numpy
@@ -60,13 +60,7 @@ def _data_parallel_mlp_step(top, quick: bool) -> float:
     mesh = top.make_mesh((N_DEVICES,), ("data",))
     replicated = top.sharding.NamedSharding(mesh, top.sharding.PartitionSpec())
     split = top.sharding.NamedSharding(mesh, top.sharding.PartitionSpec("data"))
-    rng = np.random.default_rng(0)
-    params = []
-    for n_in, n_out in zip(MLP_SIZES[:-1], MLP_SIZES[1:]):
-        w = rng.standard_normal((n_in, n_out), dtype=np.float32) * np.float32(np.sqrt(2.0 / n_in))
-        params.append((w, np.zeros(n_out, np.float32)))
-    x = rng.standard_normal((DP_BATCH, MLP_SIZES[0]), dtype=np.float32)
-    labels = np.eye(MLP_SIZES[-1], dtype=np.float32)[rng.integers(0, MLP_SIZES[-1], DP_BATCH)]
+    params, x, labels = mlp_host_data(DP_BATCH)
     params = top.device_put(params, replicated)
     x, labels = top.device_put(x, split), top.device_put(labels, split)
     step = top.jit(_mlp_train_step(fw), out_shardings=(replicated, replicated))
@@ -90,16 +84,49 @@ def _data_parallel_mlp_step(top, quick: bool) -> float:
     return statistics.median(samples)
 
 
+PSUM_STEPS = 100
+PSUM_SIZE = 8 * 1024
+
+
+def _shard_map_psum_loop(top, quick: bool) -> float:
+    """A jitted shard_map over 8 devices whose body runs PSUM_STEPS all-reduces in a fori_loop (each device a
+    1024-float block): the collectives inside one program, not dispatch."""
+    import numpy as np
+    from_p = top.sharding.PartitionSpec
+    mesh = top.make_mesh((N_DEVICES,), ("data",))
+
+    def body(x):
+        return top.lax.fori_loop(0, PSUM_STEPS, lambda i, c: c * 0.5 + top.lax.psum(c, "data") * 0.0625, x)
+    f = top.jit(top.shard_map(body, mesh=mesh, in_specs=from_p("data"), out_specs=from_p("data")))
+    x = top.device_put(np.ones(PSUM_SIZE, np.float32), top.sharding.NamedSharding(mesh, from_p("data")))
+    top.block_until_ready(f(x))
+    number, repeat = (4, 3) if quick else (10, 10)
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        for _ in range(number):
+            y = f(x)
+        top.block_until_ready(y)
+        samples.append((time.perf_counter() - start) / number)
+    return statistics.median(samples)
+
+
+CASES = {"dp_mlp": _data_parallel_mlp_step, "psum_loop": _shard_map_psum_loop}
+
+
 def main(argv: list[str]) -> int:
-    framework, quick = argv[0], "--quick" in argv[1:]
+    framework, case, quick = argv[0], argv[1] if len(argv) > 1 else "", "--quick" in argv[2:]
+    if case not in CASES:
+        print(f"usage: multidevice.py kiln|jax {'|'.join(CASES)} [--quick]; got case {case!r}", file=sys.stderr)
+        return 2
     if framework == "kiln":
         import kiln as top
     elif framework == "jax":
         import jax as top
     else:
-        print(f"usage: multidevice.py kiln|jax [--quick]; got {framework!r}", file=sys.stderr)
+        print(f"usage: multidevice.py kiln|jax CASE [--quick]; got {framework!r}", file=sys.stderr)
         return 2
-    print(json.dumps({"seconds": _data_parallel_mlp_step(top, quick)}))
+    print(json.dumps({"seconds": CASES[case](top, quick)}))
     return 0
 
 

@@ -29,7 +29,7 @@ from ..core.errors import KilnError
 from ..core.ir import IR, ClosedIR, Literal
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify, eval_ir, trace_to_ir
-from ..driver.sharding import Mesh, PartitionSpec, get_mesh
+from ..driver.sharding import Mesh, PartitionSpec, get_mesh, spec_axes_problem
 from ..lax.collectives import axis_index_p, psum_p
 from .common import fun_name, trace_callable
 
@@ -75,18 +75,12 @@ def _spec_dims(spec: Any, aval: ShapedArray, mesh: Mesh, what: str, where: str, 
     if len(spec) > aval.ndim:
         raise ShardMapError(f"{where}: {what} is {spec}, which has {len(spec)} entries, but the value is "
                             f"{aval.str_short()} with {aval.ndim} dimensions; give at most one entry per dimension")
+    problem = spec_axes_problem(spec, mesh.axis_names)
+    if problem:
+        raise ShardMapError(f"{where}: {what} is {spec}, which {problem}")
     sizes = mesh.shape
     dims = tuple(spec.axis_names_of(d) for d in range(aval.ndim))
-    seen: set[str] = set()
     for d, axes in enumerate(dims):
-        for a in axes:
-            if a not in sizes:
-                raise ShardMapError(f"{where}: {what} is {spec}, which names mesh axis {a!r}, but the mesh has axes "
-                                    f"{tuple(sizes)}")
-            if a in seen:
-                raise ShardMapError(f"{where}: {what} is {spec}, which uses mesh axis {a!r} twice; a mesh axis "
-                                    "can split only one dimension")
-            seen.add(a)
         n = math.prod(sizes[a] for a in axes)
         if not block and aval.shape[d] % n:
             raise ShardMapError(f"{where}: {what} is {spec}, which splits dimension {d} of {aval.str_short()} into "

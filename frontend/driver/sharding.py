@@ -545,6 +545,19 @@ class SingleDeviceSharding(Sharding):
         return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
 
 
+def spec_axes_problem(spec: PartitionSpec, axis_names: Sequence[str]) -> str | None:
+    """What is wrong with the mesh axes ``spec`` names (an axis the mesh lacks, or one used twice), or None."""
+    used: set[str] = set()
+    for dim in range(len(spec)):
+        for name in spec.axis_names_of(dim):
+            if name not in axis_names:
+                return f"names mesh axis {name!r}, which the mesh does not have (its axes: {tuple(axis_names)})"
+            if name in used:
+                return f"uses mesh axis {name!r} more than once; a mesh axis can split one dimension only"
+            used.add(name)
+    return None
+
+
 class NamedSharding(Sharding):
     """An array laid out over ``mesh`` by ``spec``: ``NamedSharding(mesh, P('data', None))``."""
 
@@ -557,16 +570,9 @@ class NamedSharding(Sharding):
         if not isinstance(spec, PartitionSpec):
             raise TypeError(f"kiln.sharding.NamedSharding: spec must be a kiln.sharding.PartitionSpec (P(...)), got "
                             f"{type(spec).__name__} {spec!r:.60}")
-        used: list[str] = []
-        for dim in range(len(spec)):
-            for name in spec.axis_names_of(dim):
-                if name not in mesh.axis_names:
-                    raise ValueError(f"kiln.sharding.NamedSharding: {spec} names mesh axis {name!r}, which the mesh "
-                                     f"does not have (its axes: {mesh.axis_names})")
-                if name in used:
-                    raise ValueError(f"kiln.sharding.NamedSharding: {spec} uses mesh axis {name!r} more than once; "
-                                     "a mesh axis can split one dimension only")
-                used.append(name)
+        problem = spec_axes_problem(spec, mesh.axis_names)
+        if problem:
+            raise ValueError(f"kiln.sharding.NamedSharding: {spec} {problem}")
         if memory_kind not in (None, "device"):
             raise ValueError(f"kiln.sharding.NamedSharding: memory_kind={memory_kind!r} is not supported; kiln "
                              "arrays live in device memory (memory_kind=None or 'device')")

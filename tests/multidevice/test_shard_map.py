@@ -171,13 +171,13 @@ def test_scan_inside_shard_map_and_committed_inputs(mesh):
 def test_spec_errors(mesh):
     x = _x(8, 4)
     sm = kiln.shard_map
-    with pytest.raises(ValueError, match="names mesh axis 'rows', but the mesh has axes"):
+    with pytest.raises(ValueError, match="names mesh axis 'rows', which the mesh does not have"):
         sm(lambda v: v, mesh=mesh, in_specs=P("rows"), out_specs=P("rows"))(x)
     with pytest.raises(ValueError, match="splits dimension 1 of f32\\[8,4\\] into 8 blocks, but 8 does not divide 4"):
         sm(lambda v: v, mesh=mesh, in_specs=P(None, ("data", "model")), out_specs=P())(x)
     with pytest.raises(ValueError, match="has 3 entries, but the value is f32\\[8,4\\] with 2 dimensions"):
         sm(lambda v: v, mesh=mesh, in_specs=P("data", None, None), out_specs=P())(x)
-    with pytest.raises(ValueError, match="uses mesh axis 'data' twice"):
+    with pytest.raises(ValueError, match="uses mesh axis 'data' more than once"):
         sm(lambda v: v, mesh=mesh, in_specs=P("data", "data"), out_specs=P())(x)
     with pytest.raises(ValueError, match="in_specs must be a PartitionSpec or a pytree prefix"):
         sm(lambda a, b: a, mesh=mesh, in_specs=(P(), P(), P()), out_specs=P())(x, x)
