@@ -90,6 +90,14 @@ def basic(pid: int, n: int) -> None:
     np.testing.assert_allclose(float(step(u, w_np)[1]), (y_np * y_np).sum(), rtol=1e-5)
     expect_error(ValueError, "addressable (this process's) devices", kiln.make_array_from_single_device_arrays,
                  (rows, 3), data, pieces[:1])
+    # shard_map: an explicit psum across the processes' devices, and its gradient
+    def sq_total(v):
+        return kiln.shard_map(lambda b: kiln.lax.psum((b * b).sum(), "data"), mesh=mesh, in_specs=P("data"),
+                              out_specs=P())(v)
+    np.testing.assert_allclose(float(kiln.jit(sq_total)(x)), (x_np * x_np).sum(), rtol=1e-5)
+    g = kiln.jit(kiln.grad(sq_total))(x)
+    for s in g.addressable_shards:
+        np.testing.assert_allclose(np.asarray(s.data), 2 * x_np[s.index], rtol=1e-5)
     # a 2-d mesh whose 'model' axis is inside a process: a matmul split both ways
     if local == 2:
         mesh2 = kiln.make_mesh((n, local), ("data", "model"))
