@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import warnings
 from typing import Any, Callable, Sequence
 
 from .. import lax
@@ -258,6 +259,14 @@ def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = N
                                       "with just those axes.")
         return _apply(f, m, args, in_specs, out_specs, check, where)
     return mapped
+
+
+def legacy_shard_map(f: Callable, mesh: Mesh, in_specs: Any, out_specs: Any, check_rep: bool = True) -> Any:
+    """``jax.experimental.shard_map.shard_map``: the older spelling, with positional mesh and specs (deprecated
+    in JAX for ``jax.shard_map``; kept working, with a DeprecationWarning)."""
+    warnings.warn("kiln.experimental.shard_map.shard_map is deprecated (as in JAX); use kiln.shard_map",
+                  DeprecationWarning, stacklevel=2)
+    return shard_map(f, mesh=mesh, in_specs=in_specs, out_specs=out_specs, check_vma=check_rep)
 
 
 def _apply(f: Callable, mesh: Mesh, args: tuple, in_specs: Any, out_specs: Any, check: bool, where: str) -> Any:

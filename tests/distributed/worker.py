@@ -98,6 +98,14 @@ def basic(pid: int, n: int) -> None:
     g = kiln.jit(kiln.grad(sq_total))(x)
     for s in g.addressable_shards:
         np.testing.assert_allclose(np.asarray(s.data), 2 * x_np[s.index], rtol=1e-5)
+    # kiln.experimental's multihost helpers across the processes
+    from kiln.experimental import mesh_utils, multihost_utils
+    gathered = multihost_utils.process_allgather({"pid": np.array([pid, 10 * pid])})
+    np.testing.assert_array_equal(gathered["pid"], np.array([[p, 10 * p] for p in range(n)]))
+    np.testing.assert_array_equal(multihost_utils.broadcast_one_to_all(np.float32(pid + 5)), np.float32(5))
+    multihost_utils.sync_global_devices("after the helpers")
+    hybrid = mesh_utils.create_hybrid_device_mesh((local,), (n,))
+    assert [d.process_index for d in hybrid.flat] == sorted(p for p in range(n) for _ in range(local))
     # a 2-d mesh whose 'model' axis is inside a process: a matmul split both ways
     if local == 2:
         mesh2 = kiln.make_mesh((n, local), ("data", "model"))
