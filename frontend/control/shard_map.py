@@ -207,17 +207,16 @@ _STRUCTURED: dict[str, Callable] = {"cond": _cond_vma, "scan": _scan_vma, "while
 
 
 def _check_replication(closed: ClosedIR, in_specs: Sequence[SpecDims], out_specs: Sequence[SpecDims],
-                       mesh: Mesh, out_paths: Sequence[str], where: str) -> None:
+                       given: Sequence[PartitionSpec], mesh: Mesh, out_paths: Sequence[str], where: str) -> None:
     names = frozenset(mesh.axis_names)
     in_vma = [frozenset(a for axes in spec for a in axes) for spec in in_specs]
     body = call_body(closed)
     vma = varying_axes(body.ir, [frozenset()] * len(closed.consts) + in_vma, names)
     problems = []
-    for path, spec, v in zip(out_paths, out_specs, vma):
+    for path, spec, spec_text, v in zip(out_paths, out_specs, given, vma):
         mentioned = frozenset(a for axes in spec for a in axes)
         extra = v - mentioned
         if extra:
-            spec_text = PartitionSpec(*[None if not a else a[0] if len(a) == 1 else a for a in spec])
             problems.append(f"  {path}: out_specs entry {spec_text} promises the value is the same along mesh "
                             f"axes {sorted(names - mentioned)}, but it may differ along {sorted(extra)}")
     if problems:
@@ -294,14 +293,15 @@ def _apply(f: Callable, mesh: Mesh, args: tuple, in_specs: Any, out_specs: Any, 
                                               block_avals, fun_name(f))
     n_out = len(closed.out_avals)
     out_leaf_specs = _broadcast_prefix(out_specs, out_tree, n_out, "out_specs", where)
-    paths = [f"output {i}" for i in range(n_out)]
+    dummy = tree_util.tree_unflatten(out_tree, list(range(n_out)))
+    paths = ["output" + tree_util.keystr(path) for path, _ in tree_util.tree_leaves_with_path(dummy)]
     o_specs = []
     for path, s, a in zip(paths, out_leaf_specs, closed.out_avals):
         if s is None:
             raise ShardMapError(f"{where}: out_specs has None for {path}; every output needs a PartitionSpec")
         o_specs.append(_spec_dims(s, a, mesh, f"out_specs entry for {path}", where, block=True))
     if check:
-        _check_replication(closed, specs, o_specs, mesh, paths, where)
+        _check_replication(closed, specs, o_specs, out_leaf_specs, mesh, paths, where)
     const_specs = [((),) * abstractify(c).ndim for c in closed.consts]
     outs = bind_shard_map(call_body(closed), [*closed.consts, *[leaves[i] for i in dynamic]], mesh,
                           [*const_specs, *specs], o_specs, check, fun_name(f))
