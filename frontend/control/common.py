@@ -15,7 +15,8 @@ class ControlFlowError(KilnError, TypeError):
     """Branches or loop bodies whose types do not agree, or a bad predicate."""
 
 
-def trace_callable(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], name: str) -> tuple[ClosedIR, Any]:
+def trace_callable(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], name: str,
+                   input_hints: Sequence[Any] | None = None) -> tuple[ClosedIR, Any]:
     """Trace ``fun(*unflatten(in_tree, args))``; returns the ClosedIR (with consts) and the output tree."""
     out_tree_box = []
 
@@ -25,7 +26,7 @@ def trace_callable(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], name
         out_tree_box.append(tree)
         return leaves
 
-    closed, _ = trace_to_ir(flat_fun, list(in_avals), name=name)
+    closed, _ = trace_to_ir(flat_fun, list(in_avals), name=name, input_hints=input_hints)
     return closed, out_tree_box[0]
 
 

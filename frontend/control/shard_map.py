@@ -27,10 +27,11 @@ from ..core import axis_env, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import call_body
 from ..core.errors import KilnError
-from ..core.ir import IR, ClosedIR, Literal
+from ..core.ir import ClosedIR
 from ..core.primitive import Primitive
-from ..core.tracing import abstractify, eval_ir, trace_to_ir
-from ..driver.sharding import Mesh, PartitionSpec, get_mesh, spec_axes_problem
+from ..core.tracing import abstractify, eval_ir, trace_origin, trace_to_ir
+from ..core.varying import VaryingInput, varying_axes
+from ..driver.sharding import Mesh, NamedSharding, PartitionSpec, get_mesh, spec_axes_problem
 from ..lax.collectives import axis_index_p, psum_p
 from .common import fun_name, trace_callable
 
@@ -109,103 +110,6 @@ def _broadcast_prefix(specs: Any, tree: Any, n_leaves: int, what: str, where: st
     return out
 
 
-# -- varying mesh axes: which outputs may differ between the devices along each axis --------------------------
-_INTRODUCES = {"axis_index", "ppermute", "all_to_all", "psum_scatter"}
-_REMOVES = {"psum", "pmax", "pmin"}
-
-
-def _names(axis_name: Any) -> frozenset:
-    return frozenset(axis_name if isinstance(axis_name, tuple) else (axis_name,))
-
-
-def _introduced_inside(ir: IR, mesh_names: frozenset) -> frozenset:
-    found: frozenset = frozenset()
-    for eqn in ir.eqns:
-        if eqn.prim.name in _INTRODUCES:
-            found |= _names(eqn.params["axis_name"]) & mesh_names
-        for sub in _sub_irs(eqn.params):
-            found |= _introduced_inside(sub, mesh_names)
-    return found
-
-
-def _sub_irs(params: dict):
-    for value in params.values():
-        for v in value if isinstance(value, (tuple, list)) else (value,):
-            inner = getattr(v, "ir", v)
-            if isinstance(inner, IR):
-                yield inner
-
-
-def varying_axes(ir: IR, in_vma: Sequence[frozenset], mesh_names: frozenset) -> list[frozenset]:
-    """For each output of ``ir``, the mesh axes along which it may differ between devices, given those of the
-    inputs (constvars: none). Conservative inside loops and branches: what varies in goes out varying."""
-    env: dict = {v: frozenset() for v in ir.constvars}
-    env.update(zip(ir.invars, in_vma))
-
-    def read(a):
-        return frozenset() if isinstance(a, Literal) else env[a]
-
-    for eqn in ir.eqns:
-        ins = frozenset().union(*[read(a) for a in eqn.inputs])
-        name = eqn.prim.name
-        if name in _REMOVES:
-            outs = [ins - _names(eqn.params["axis_name"])]
-        elif name in _INTRODUCES:
-            outs = [ins | (_names(eqn.params["axis_name"]) & mesh_names)] * len(eqn.outputs)
-        elif eqn.prim.inline_param:
-            sub = eqn.params[eqn.prim.inline_param]
-            sub_ir = getattr(sub, "ir", sub)
-            outs = varying_axes(sub_ir, [read(a) for a in eqn.inputs], mesh_names)
-        elif name in _STRUCTURED:
-            outs = _STRUCTURED[name](eqn.params, [read(a) for a in eqn.inputs], mesh_names)
-        else:
-            extra = frozenset().union(*[_introduced_inside(s, mesh_names) for s in _sub_irs(eqn.params)])
-            outs = [ins | extra] * len(eqn.outputs)
-        env.update(zip(eqn.outputs, outs))
-    return [read(a) for a in ir.outvars]
-
-
-def _cond_vma(params: dict, ins: list, names: frozenset) -> list[frozenset]:
-    index, ops = ins[0], ins[1:]
-    per_branch = [varying_axes(b.ir, ops, names) for b in params["branches"]]
-    return [index.union(*outs) for outs in zip(*per_branch)]
-
-
-def _carry_fixed_point(step: Callable, carry: list) -> list:
-    """Loop carries vary along what they start with and whatever an iteration adds: iterate to the fixed point."""
-    while True:
-        new = [c | n for c, n in zip(carry, step(carry))]
-        if new == carry:
-            return carry
-        carry = new
-
-
-def _scan_vma(params: dict, ins: list, names: frozenset) -> list[frozenset]:
-    nc, ncarry = params["num_consts"], params["num_carry"]
-    consts, xs = ins[:nc], ins[nc + ncarry:]
-    body = params["body"].ir
-
-    def step(carry):
-        return varying_axes(body, consts + carry + xs, names)[:ncarry]
-    carry = _carry_fixed_point(step, ins[nc:nc + ncarry])
-    return carry + varying_axes(body, consts + carry + xs, names)[ncarry:]
-
-
-def _while_vma(params: dict, ins: list, names: frozenset) -> list[frozenset]:
-    cn, bn = params["cond_nconsts"], params["body_nconsts"]
-    cond_consts, body_consts, init = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
-
-    def step(carry):
-        (pred,) = varying_axes(params["cond"].ir, cond_consts + carry, names)
-        # Where the predicate varies, the number of iterations does: every carry varies along it too.
-        return [v | pred for v in varying_axes(params["body"].ir, body_consts + carry, names)]
-    return _carry_fixed_point(step, list(init))
-
-
-# Structured primitives whose outputs' varying axes follow their bodies (others: see varying_axes).
-_STRUCTURED: dict[str, Callable] = {"cond": _cond_vma, "scan": _scan_vma, "while": _while_vma}
-
-
 def _check_replication(closed: ClosedIR, in_specs: Sequence[SpecDims], out_specs: Sequence[SpecDims],
                        given: Sequence[PartitionSpec], mesh: Mesh, out_paths: Sequence[str], where: str) -> None:
     names = frozenset(mesh.axis_names)
@@ -227,13 +131,40 @@ def _check_replication(closed: ClosedIR, in_specs: Sequence[SpecDims], out_specs
               "is taken from the first device along those axes).")
 
 
+# -- in_specs from the arguments' layouts -------------------------------------------------------------------------
+class _InferType:
+    def __repr__(self) -> str:
+        return "Infer"
+
+
+Infer = _InferType()  # shard_map's default in_specs: each argument's own layout
+
+
+def _inferred_spec(x: Any, mesh: Mesh, what: str, where: str) -> PartitionSpec:
+    """The spec of argument leaf ``x``: its ``NamedSharding``'s over ``mesh``; replicated for host values and
+    arrays on one device. Inside a trace, the layout of the jit argument (or concrete value) it stands for."""
+    origin = trace_origin(x)
+    if origin is None:
+        raise ShardMapError(f"{where}: cannot infer the in_specs entry for {what}: it is a value computed inside the "
+                            "trace, and kiln's types carry no layout (README, Differences from JAX). Pass in_specs=...")
+    sharding = origin if isinstance(origin, NamedSharding) else getattr(origin, "_sharding", None)
+    if not isinstance(sharding, NamedSharding):
+        return PartitionSpec()
+    if sharding.mesh != mesh:
+        raise ShardMapError(f"{where}: {what} is laid out over {sharding.mesh}, not over the shard_map's mesh {mesh}; "
+                            "pass in_specs=..., or move it with kiln.device_put(x, NamedSharding(mesh, spec))")
+    return sharding.spec
+
+
 # -- the user function -----------------------------------------------------------------------------------------
-def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = None, mesh: Mesh | None = None,
+def shard_map(f: Callable | None = None, /, *, out_specs: Any, in_specs: Any = Infer, mesh: Mesh | None = None,
               axis_names: Any = frozenset(), check_vma: bool = True, check_rep: bool | None = None) -> Any:
     """Run ``f`` on each device's block of the arguments at once (JAX's ``jax.shard_map``).
 
     ``in_specs``/``out_specs``: PartitionSpecs, pytree prefixes of the positional arguments / the results
-    (an ``in_specs`` leaf ``None`` passes that argument whole and static). ``mesh`` defaults to the one of
+    (an ``in_specs`` leaf ``None`` passes that argument whole and static). Without ``in_specs``, each argument
+    keeps its layout: its ``NamedSharding``'s spec (also for the arguments of a jitted function), replicated
+    for host values. ``mesh`` defaults to the one of
     ``with mesh:``. All mesh axes are manual inside ``f`` (``axis_names`` must name all of them or none).
     ``check_rep`` is the older name of ``check_vma``.
     """
@@ -270,9 +201,9 @@ def legacy_shard_map(f: Callable, mesh: Mesh, in_specs: Any, out_specs: Any, che
 
 def _apply(f: Callable, mesh: Mesh, args: tuple, in_specs: Any, out_specs: Any, check: bool, where: str) -> Any:
     leaves, in_tree = tree_util.tree_flatten(args)
-    if in_specs is None:
-        raise ShardMapError(f"{where}: in_specs is required: a PartitionSpec per positional argument (or one for "
-                            "all)")
+    if in_specs is Infer:
+        in_specs = tuple(tree_util.tree_unflatten(in_tree, [
+            _inferred_spec(x, mesh, f"argument leaf {i}", where) for i, x in enumerate(leaves)]))
     leaf_specs = _broadcast_prefix(in_specs if isinstance(in_specs, (PartitionSpec, tuple)) or in_specs is None
                                    else (in_specs,), in_tree, len(leaves), "in_specs", where)
     dynamic = [i for i, s in enumerate(leaf_specs) if s is not None]
@@ -289,8 +220,10 @@ def _apply(f: Callable, mesh: Mesh, args: tuple, in_specs: Any, out_specs: Any, 
         return f(*tree_util.tree_unflatten(in_tree, full))
 
     flat_in = tree_util.tree_structure(tuple(range(len(dynamic))))
+    # Each block says which mesh axes it varies along (kiln.typeof shows them inside the body).
+    hints = [VaryingInput(frozenset(a for axes in spec for a in axes), mesh.axis_names) for spec in specs]
     closed, out_tree = axis_env.run_with_axes(tuple(mesh.shape_tuple), trace_callable, lambda *b: body(*b), flat_in,
-                                              block_avals, fun_name(f))
+                                              block_avals, fun_name(f), hints)
     n_out = len(closed.out_avals)
     out_leaf_specs = _broadcast_prefix(out_specs, out_tree, n_out, "out_specs", where)
     dummy = tree_util.tree_unflatten(out_tree, list(range(n_out)))
@@ -302,15 +235,17 @@ def _apply(f: Callable, mesh: Mesh, args: tuple, in_specs: Any, out_specs: Any, 
         o_specs.append(_spec_dims(s, a, mesh, f"out_specs entry for {path}", where, block=True))
     if check:
         _check_replication(closed, specs, o_specs, out_leaf_specs, mesh, paths, where)
-    const_specs = [((),) * abstractify(c).ndim for c in closed.consts]
-    outs = bind_shard_map(call_body(closed), [*closed.consts, *[leaves[i] for i in dynamic]], mesh,
-                          [*const_specs, *specs], o_specs, check, fun_name(f))
+    outs = bind_shard_map(closed, [leaves[i] for i in dynamic], mesh, specs, o_specs, check, fun_name(f))
     return tree_util.tree_unflatten(out_tree, outs)
 
 
-def bind_shard_map(body: ClosedIR, args: Sequence[Any], mesh: Mesh, in_specs: Sequence[SpecDims],
+def bind_shard_map(closed: ClosedIR, args: Sequence[Any], mesh: Mesh, in_specs: Sequence[SpecDims],
                    out_specs: Sequence[SpecDims], check_vma: bool, name: str) -> list:
-    return shard_map_p.bind(*args, body=body, mesh=mesh, mesh_axes=tuple(mesh.shape_tuple), in_specs=tuple(in_specs),
+    """Bind ``shard_map`` of ``closed`` on ``args``; its constants go first, replicated (they are trace-time
+    values, the same on every device)."""
+    const_specs = [((),) * abstractify(c).ndim for c in closed.consts]
+    return shard_map_p.bind(*closed.consts, *args, body=call_body(closed), mesh=mesh,
+                            mesh_axes=tuple(mesh.shape_tuple), in_specs=(*const_specs, *in_specs),
                             out_specs=tuple(out_specs), check_vma=check_vma, name=name)
 
 
@@ -331,7 +266,7 @@ def _shard_map_jvp(primals, tangents, *, body, mesh, mesh_axes, in_specs, out_sp
     new, out_nz = jvp_ir(body, nonzero)
     t_specs = [s for s, nz in zip(in_specs, nonzero) if nz]
     t_out_specs = [s for s, nz in zip(out_specs, out_nz) if nz]
-    outs = bind_shard_map(call_body(new), [*primals, *[t for t in tangents if not isinstance(t, Zero)]], mesh,
+    outs = bind_shard_map(new, [*primals, *[t for t in tangents if not isinstance(t, Zero)]], mesh,
                           [*in_specs, *t_specs], [*out_specs, *t_out_specs], check_vma, f"jvp({name})")
     n = len(out_specs)
     it = iter(outs[n:])
@@ -364,6 +299,8 @@ def _shard_map_partial_eval(eqn, unknown_inputs: list[bool]):
     stacked = [a.update(shape=(1,) + a.shape) for a in res_avals]
     unknown_in = stacked + [v.aval for v in split.unknown.invars[len(res_avals):]]
     unknown_body, _ = trace_to_ir(unknown_fun, unknown_in, name="shard_map_unknown")
+    if known_body.consts or unknown_body.consts:  # they only reshape: nothing to capture
+        raise ShardMapError(f"kiln.shard_map({p['name']}): internal error: a split body captured constants")
 
     out_unknown = split.out_unknown
     res_specs = tuple(_residual_spec(a, p["mesh_axes"]) for a in res_avals)
@@ -418,7 +355,7 @@ def _shard_map_transpose(cts, *args, body, mesh, mesh_axes, in_specs, out_specs,
     in_avals = [a.update(shape=_block_shape(abstractify(a_).shape, s, sizes)) for a, a_, s in
                 zip([abstractify(x) for x in nonlin], nonlin, nonlin_specs)] + list(body.out_avals)
     new, _ = trace_to_ir(fun, in_avals, name=f"transpose({name})")
-    outs = iter(bind_shard_map(call_body(new), [*nonlin, *[instantiate(c) for c in cts]], mesh,
+    outs = iter(bind_shard_map(new, [*nonlin, *[instantiate(c) for c in cts]], mesh,
                                [*nonlin_specs, *out_specs], lin_specs, check_vma, f"transpose({name})"))
     return [next(outs) if lin else None for lin in linear]
 
@@ -430,7 +367,7 @@ def _shard_map_batch(ctx, args, dims, *, body, mesh, mesh_axes, in_specs, out_sp
     new, _ = batch_closed(body, in_dims, ctx, out_dims_wanted=[0] * len(out_specs))
     new_in = [s if d is None else ((),) + s for s, d in zip(in_specs, dims)]
     new_out = [((),) + s for s in out_specs]
-    outs = bind_shard_map(call_body(new), moved, mesh, new_in, new_out, check_vma, f"vmap({name})")
+    outs = bind_shard_map(new, moved, mesh, new_in, new_out, check_vma, f"vmap({name})")
     return outs, [0] * len(outs)
 
 

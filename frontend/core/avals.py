@@ -66,6 +66,29 @@ def _pow2(n: int) -> str:
     return f"about 2**{math.log2(n):.1f}"
 
 
+class ManualAxisType:
+    """JAX's ``aval.manual_axis_type``: the mesh axes a value inside a ``shard_map`` varies along (``varying``;
+    kiln has no ``unreduced``/``reduced`` values: always empty)."""
+    __slots__ = ("varying", "unreduced", "reduced")
+
+    def __init__(self, *, varying=frozenset(), unreduced=frozenset(), reduced=frozenset()) -> None:
+        self.varying, self.unreduced, self.reduced = frozenset(varying), frozenset(unreduced), frozenset(reduced)
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, ManualAxisType) and (self.varying, self.unreduced, self.reduced) == (
+            other.varying, other.unreduced, other.reduced)
+
+    def __hash__(self) -> int:
+        return hash((self.varying, self.unreduced, self.reduced))
+
+    def __repr__(self) -> str:
+        return (f"ManualAxisType(varying={self.varying}, unreduced={self.unreduced}, "
+                f"reduced={self.reduced})")
+
+
+NO_MANUAL_AXES = ManualAxisType()
+
+
 class ShapedArray:
     """The abstract value of an array: its shape, dtype and whether its dtype is weak.
 
@@ -105,13 +128,45 @@ class ShapedArray:
     def __hash__(self) -> int:
         return self._hash
 
+    manual_axis_type = NO_MANUAL_AXES  # outside a shard_map body nothing varies along mesh axes
+
+    @property
+    def mat(self):
+        return self.manual_axis_type
+
+    def _varying_suffix(self) -> str:
+        return ""
+
+    def __str__(self) -> str:
+        """``float32[2,3]``, as JAX prints an aval (inside a shard_map body: ``float32[2,3]{V:i}``)."""
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]{self._varying_suffix()}"
+
     def str_short(self) -> str:
         """``f32[2,3]`` — the form the IR printer uses."""
         return f"{short_dtype_name(self.dtype)}[{','.join(map(str, self.shape))}]"
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{weak})"
+        return f"ShapedArray({self.str_short()}{self._varying_suffix()}{weak})"
+
+
+
+
+class ManualShapedArray(ShapedArray):
+    """A ``ShapedArray`` seen inside a ``shard_map`` body (what ``kiln.typeof`` returns there): it also says
+    which mesh axes the value varies along, printed as JAX's ``float32[3]{V:i}``. Equal to the plain aval."""
+    __slots__ = ("manual_axis_type", "_axis_order")
+
+    def __init__(self, aval: ShapedArray, varying: frozenset, axis_order: tuple[str, ...]) -> None:
+        super().__init__(aval.shape, aval.dtype, aval.weak_type)
+        self.manual_axis_type = ManualAxisType(varying=varying)
+        self._axis_order = axis_order
+
+    def _varying_suffix(self) -> str:
+        names = [a for a in self._axis_order if a in self.manual_axis_type.varying]
+        if not names:
+            return ""
+        return "{V:" + (names[0] if len(names) == 1 else "(" + ",".join(names) + ")") + "}"
 
 
 class ShapeDtypeStruct:

@@ -144,15 +144,19 @@ class Builder:
         self._const_index: dict[int, Var] = {}
         # Concrete values of variables, when the inputs were concrete (None: abstract trace).
         self.known: dict[Var, Any] | None = {} if known_inputs else None
+        # What the caller knows of an input besides its type (jit: the layout of an argument over a mesh).
+        self.input_hints: dict[Var, Any] = {}
         self.finished = False
 
     # -- building ---------------------------------------------------------------------------
-    def new_arg(self, aval: ShapedArray, name: str = "", value: Any = None) -> Tracer:
+    def new_arg(self, aval: ShapedArray, name: str = "", value: Any = None, hint: Any = None) -> Tracer:
         var = Var(aval)
         self.invars.append(var)
         self.arg_names.append(name)
         if self.known is not None and value is not None:
             self.known[var] = value
+        if hint is not None:
+            self.input_hints[var] = hint
         return Tracer(self, var)
 
     def atom(self, x: Any) -> Atom:
@@ -330,19 +334,37 @@ def ensure_compile_time_eval() -> Iterator[None]:
 
 
 def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "",
-                arg_names: Sequence[str] = (), known_values: Sequence[Any] | None = None) -> tuple[ClosedIR, Any]:
+                arg_names: Sequence[str] = (), known_values: Sequence[Any] | None = None,
+                input_hints: Sequence[Any] | None = None) -> tuple[ClosedIR, Any]:
     """Trace ``fun(*tracers)`` into a ClosedIR; returns it and the raw Python output (flat list).
 
-    ``fun`` takes one tracer per aval and returns a flat list of outputs.
+    ``fun`` takes one tracer per aval and returns a flat list of outputs. ``input_hints``: per input, what
+    the caller knows of it besides its type (see :func:`trace_origin`), or None.
     """
     builder = Builder(name or getattr(fun, "__name__", "a function"), known_inputs=known_values is not None)
     names = list(arg_names) or [""] * len(in_avals)
     values = list(known_values) if known_values is not None else [None] * len(in_avals)
-    tracers = [builder.new_arg(a, n, v) for a, n, v in zip(in_avals, names, values)]
+    hints = list(input_hints) if input_hints is not None else [None] * len(in_avals)
+    tracers = [builder.new_arg(a, n, v, h) for a, n, v, h in zip(in_avals, names, values, hints)]
     def trace():
         outs = fun(*tracers)
         return builder.finish(outs), outs
     return run_traced(builder, trace)
+
+
+def trace_origin(x: Any) -> Any:
+    """Where a traced value came from, when a trace knows: the concrete value it stands for (a transformation
+    traced with known inputs), or the hint its trace's caller gave for it (jit: its layout); a non-traced value
+    is its own origin. None when nothing is known (an intermediate value of an abstract trace)."""
+    while isinstance(x, Tracer):
+        b = x.builder
+        hint = b.input_hints.get(x.var)
+        if hint is not None:
+            return hint
+        if b.known is None or x.var not in b.known:
+            return None
+        x = b.known[x.var]
+    return x
 
 
 def eval_ir(ir: IR, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:

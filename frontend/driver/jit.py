@@ -438,7 +438,8 @@ class JittedFunction:
             return out_leaves
 
         names = self._leaf_names(dyn_args, dyn_kwargs, static)
-        closed, _ = trace_to_ir(flat_fun, avals, name=self.__name__, arg_names=names)
+        hints = device.in_shardings if isinstance(device, spmd.MeshPlacement) else None  # for shard_map's in_specs
+        closed, _ = trace_to_ir(flat_fun, avals, name=self.__name__, arg_names=names, input_hints=hints)
         donated = self._donated_leaves(dyn_args, dyn_kwargs, static, len(avals))
         out_tree = out_tree_box[0]
         if self._explicit_device() is None:

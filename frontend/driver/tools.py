@@ -14,10 +14,11 @@ import numpy as np
 from kiln import runtime
 
 from ..core import tree_util
-from ..core.avals import ShapedArray, ShapeDtypeStruct
+from ..core.avals import ManualShapedArray, ShapedArray, ShapeDtypeStruct
 from ..core.config import config
 from ..core.ir import ClosedIR
 from ..core.tracing import abstractify, trace_to_ir
+from ..core.varying import varying_in_trace
 from ..core.version import __version__
 from .array import Array
 from .jit import JittedFunction
@@ -82,13 +83,17 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env
 
 
 def typeof(x: Any) -> ShapedArray:
-    """The abstract value (``ShapedArray``: shape, dtype, weak type) of an array, tracer or scalar."""
+    """The abstract value (``ShapedArray``: shape, dtype, weak type) of an array, tracer or scalar; inside a
+    ``shard_map`` body it also says which mesh axes the value varies along (``.manual_axis_type.varying``,
+    printed ``f32[3]{V:i}``), as JAX's."""
     if isinstance(x, ShapedArray):
         return x
     try:
-        return abstractify(x)
+        aval = abstractify(x)
     except TypeError:
         raise TypeError(f"kiln.typeof: {type(x).__name__} ({x!r:.60}) is not an array or scalar") from None
+    manual = varying_in_trace(x)
+    return aval if manual is None else ManualShapedArray(aval, *manual)
 
 
 @contextlib.contextmanager

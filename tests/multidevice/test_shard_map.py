@@ -291,3 +291,41 @@ def test_grad_of_the_exchanges(mesh):
     # d/dx of sum((r(x) x)^2) = 2 x r(x)^2 + r^-1(2 r(x) x^2); the permutation's transpose is its inverse.
     want = 2 * x * rolled ** 2 + np.roll(2 * rolled * x * x, -2, axis=0) + 3 * x ** 2 + 2 * x
     np.testing.assert_allclose(np.asarray(kiln.jit(kiln.grad(f))(x)), want, rtol=1e-4, atol=1e-6)
+
+
+def test_typeof_inside_the_body_shows_the_varying_axes(mesh):
+    seen = {}
+
+    def body(v, w):
+        seen["v"], seen["w"] = kiln.typeof(v), kiln.typeof(w)
+        s = lax.psum(v, "model")
+        seen["s"] = kiln.typeof(s)
+        seen["i"] = kiln.typeof(w + lax.axis_index("model"))
+        seen["loop"] = kiln.typeof(lax.fori_loop(0, 2, lambda i, c: c + lax.psum(v, "data"), w[:2]))
+        return s
+    kiln.shard_map(body, mesh=mesh, in_specs=(P("data", "model"), P()), out_specs=P("data"))(_x(8, 4), _x(4, 2))
+    assert str(seen["v"]) == "float32[2,2]{V:(data,model)}"
+    assert repr(seen["v"]) == "ShapedArray(f32[2,2]{V:(data,model)})"
+    assert seen["s"].manual_axis_type.varying == {"data"} and str(seen["s"]) == "float32[2,2]{V:data}"
+    assert str(seen["w"]) == "float32[4,2]" and seen["w"].manual_axis_type.varying == frozenset()
+    assert seen["i"].manual_axis_type.varying == {"model"}
+    assert seen["loop"].manual_axis_type.varying == {"model"}  # the carry takes psum over data of a model block
+    assert seen["v"] == kiln.ShapedArray((2, 2), np.float32)  # still equal to the plain type
+
+
+def test_in_specs_default_to_the_arguments_layouts(mesh):
+    x = kiln.device_put(_x(8, 4), NamedSharding(mesh, P("data", "model")))
+    w = np.float32(3)  # a host value: replicated
+
+    def total(x, w):
+        return kiln.shard_map(lambda b, c: lax.psum(b.sum() * c, ("data", "model")), mesh=mesh, out_specs=P())(x, w)
+    np.testing.assert_allclose(float(total(x, w)), 3 * _x(8, 4).sum(), rtol=1e-5)          # eager
+    np.testing.assert_allclose(float(kiln.jit(total)(x, w)), 3 * _x(8, 4).sum(), rtol=1e-5)  # jit arguments
+    g = kiln.jit(kiln.grad(total))(x, w)                                                     # through grad
+    np.testing.assert_allclose(np.asarray(g), np.full((8, 4), 3.0), rtol=1e-6)
+    with pytest.raises(ValueError, match="cannot infer the in_specs entry for argument leaf 0: it is a value "
+                                         "computed inside the trace"):
+        kiln.jit(lambda x: total(x * 2, w))(x)
+    other = kiln.device_put(_x(8), NamedSharding(kiln.make_mesh((8,), ("rows",)), P("rows")))
+    with pytest.raises(ValueError, match="is laid out over .* not over the shard_map's mesh"):
+        kiln.shard_map(lambda b: b, mesh=mesh, out_specs=P())(other)

@@ -1,0 +1,135 @@
+"""Which mesh axes a value inside a ``shard_map`` body may differ along between devices ("varying manual
+axes", JAX's ``vma``). kiln keeps them out of the types: this analysis follows an IR instead, for
+``shard_map``'s ``check_vma`` and for ``kiln.typeof`` inside a body.
+
+Rules: a value varies along what its operands vary along; ``psum``/``pmax``/``pmin`` remove their axes;
+``axis_index``, ``ppermute``, ``all_to_all``, ``psum_scatter`` add theirs; calls are followed; loops and
+branches go to a fixed point; other sub-programs pass on what varies in plus what their bodies introduce.
+"""
+from __future__ import annotations
+
+from typing import Any, Callable, Sequence
+
+from .ir import IR, Literal
+from .tracing import Tracer
+
+
+class VaryingInput:
+    """The hint a ``shard_map`` gives each input of its body trace: the mesh axes it varies along, and the
+    mesh's axis names in order."""
+    __slots__ = ("axes", "mesh_axes")
+
+    def __init__(self, axes: frozenset, mesh_axes: tuple[str, ...]) -> None:
+        self.axes = frozenset(axes)
+        self.mesh_axes = tuple(mesh_axes)
+
+
+_INTRODUCES = {"axis_index", "ppermute", "all_to_all", "psum_scatter"}
+_REMOVES = {"psum", "pmax", "pmin"}
+
+
+def _names(axis_name: Any) -> frozenset:
+    return frozenset(axis_name if isinstance(axis_name, tuple) else (axis_name,))
+
+
+def _introduced_inside(ir: IR, mesh_names: frozenset) -> frozenset:
+    found: frozenset = frozenset()
+    for eqn in ir.eqns:
+        if eqn.prim.name in _INTRODUCES:
+            found |= _names(eqn.params["axis_name"]) & mesh_names
+        for sub in _sub_irs(eqn.params):
+            found |= _introduced_inside(sub, mesh_names)
+    return found
+
+
+def _sub_irs(params: dict):
+    for value in params.values():
+        for v in value if isinstance(value, (tuple, list)) else (value,):
+            inner = getattr(v, "ir", v)
+            if isinstance(inner, IR):
+                yield inner
+
+
+def varying_axes(ir: IR, in_vma: Sequence[frozenset], mesh_names: frozenset) -> list[frozenset]:
+    """For each output of ``ir``, the mesh axes along which it may differ between devices, given those of the
+    inputs (constvars: none). Conservative inside loops and branches: what varies in goes out varying."""
+    env: dict = {v: frozenset() for v in ir.constvars}
+    env.update(zip(ir.invars, in_vma))
+
+    def read(a):
+        return frozenset() if isinstance(a, Literal) else env[a]
+
+    for eqn in ir.eqns:
+        ins = frozenset().union(*[read(a) for a in eqn.inputs])
+        name = eqn.prim.name
+        if name in _REMOVES:
+            outs = [ins - _names(eqn.params["axis_name"])]
+        elif name in _INTRODUCES:
+            outs = [ins | (_names(eqn.params["axis_name"]) & mesh_names)] * len(eqn.outputs)
+        elif eqn.prim.inline_param:
+            sub = eqn.params[eqn.prim.inline_param]
+            sub_ir = getattr(sub, "ir", sub)
+            outs = varying_axes(sub_ir, [read(a) for a in eqn.inputs], mesh_names)
+        elif name in _STRUCTURED:
+            outs = _STRUCTURED[name](eqn.params, [read(a) for a in eqn.inputs], mesh_names)
+        else:
+            extra = frozenset().union(*[_introduced_inside(s, mesh_names) for s in _sub_irs(eqn.params)])
+            outs = [ins | extra] * len(eqn.outputs)
+        env.update(zip(eqn.outputs, outs))
+    return [read(a) for a in ir.outvars]
+
+
+def _cond_vma(params: dict, ins: list, names: frozenset) -> list[frozenset]:
+    index, ops = ins[0], ins[1:]
+    per_branch = [varying_axes(b.ir, ops, names) for b in params["branches"]]
+    return [index.union(*outs) for outs in zip(*per_branch)]
+
+
+def _carry_fixed_point(step: Callable, carry: list) -> list:
+    """Loop carries vary along what they start with and whatever an iteration adds: iterate to the fixed point."""
+    while True:
+        new = [c | n for c, n in zip(carry, step(carry))]
+        if new == carry:
+            return carry
+        carry = new
+
+
+def _scan_vma(params: dict, ins: list, names: frozenset) -> list[frozenset]:
+    nc, ncarry = params["num_consts"], params["num_carry"]
+    consts, xs = ins[:nc], ins[nc + ncarry:]
+    body = params["body"].ir
+
+    def step(carry):
+        return varying_axes(body, consts + carry + xs, names)[:ncarry]
+    carry = _carry_fixed_point(step, ins[nc:nc + ncarry])
+    return carry + varying_axes(body, consts + carry + xs, names)[ncarry:]
+
+
+def _while_vma(params: dict, ins: list, names: frozenset) -> list[frozenset]:
+    cn, bn = params["cond_nconsts"], params["body_nconsts"]
+    cond_consts, body_consts, init = ins[:cn], ins[cn:cn + bn], ins[cn + bn:]
+
+    def step(carry):
+        (pred,) = varying_axes(params["cond"].ir, cond_consts + carry, names)
+        # Where the predicate varies, the number of iterations does: every carry varies along it too.
+        return [v | pred for v in varying_axes(params["body"].ir, body_consts + carry, names)]
+    return _carry_fixed_point(step, list(init))
+
+
+# Structured primitives whose outputs' varying axes follow their bodies (others: see varying_axes).
+_STRUCTURED: dict[str, Callable] = {"cond": _cond_vma, "scan": _scan_vma, "while": _while_vma}
+
+
+def varying_in_trace(x: Any) -> tuple[frozenset, tuple[str, ...]] | None:
+    """For a traced value of a ``shard_map`` body: the mesh axes it varies along so far, and the mesh's axis
+    names; None for any other value."""
+    if not isinstance(x, Tracer):
+        return None
+    b = x.builder
+    hints = [b.input_hints.get(v) for v in b.invars]
+    if not hints or not all(isinstance(h, VaryingInput) for h in hints):
+        return None
+    mesh_axes = hints[0].mesh_axes
+    sofar = IR(list(b.constvars), list(b.invars), list(b.eqns), [x.var])
+    (axes,) = varying_axes(sofar, [h.axes for h in hints], frozenset(mesh_axes))
+    return axes, mesh_axes
