@@ -55,6 +55,7 @@ from kiln.frontend.control.shard_map import shard_map as shard_map
 from kiln.frontend.core.avals import ShapedArray as ShapedArray
 from kiln.frontend.core.avals import ShapeDtypeStruct as ShapeDtypeStruct
 from kiln.frontend.core.config import allow_f16_reductions as allow_f16_reductions
+from kiln.frontend.core.config import auto_pcast as auto_pcast
 from kiln.frontend.core.config import config as config
 from kiln.frontend.core.config import debug_key_reuse as debug_key_reuse
 from kiln.frontend.core.config import default_device as default_device
@@ -121,8 +122,8 @@ from kiln.runtime import Device as Device
 from kiln.runtime import DeviceError as DeviceError
 
 __all__ = [
-    "allow_f16_reductions", "Array", "AxisError", "BackendError", "block_until_ready", "BroadcastError", "checkpoint",
-    "checkpoint_policies", "closure_convert", "ConcretizationTypeError", "config", "custom_batching",
+    "allow_f16_reductions", "Array", "auto_pcast", "AxisError", "BackendError", "block_until_ready", "BroadcastError",
+    "checkpoint", "checkpoint_policies", "closure_convert", "ConcretizationTypeError", "config", "custom_batching",
     "custom_derivatives", "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug",
     "debug_key_reuse", "default_backend", "default_device", "default_matmul_precision", "default_prng_impl",
     "DeletedBufferError", "Device", "device_count", "device_get", "device_put", "DeviceError", "devices", "disable_jit",

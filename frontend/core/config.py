@@ -60,6 +60,7 @@ class Config:
         "enable_custom_prng": (False, bool, False),
         "allow_f16_reductions": (True, bool, False),
         "softmax_custom_jvp": (False, bool, False),
+        "auto_pcast": (True, bool, False),
     }
 
     # Flags with a fixed set of values.
@@ -84,6 +85,7 @@ class Config:
         "legacy_prng_key": "kiln accepts raw uint32 keys (kiln.random.PRNGKey) without a warning",
         "debug_key_reuse": "kiln does not check PRNG key reuse",
         "allow_f16_reductions": "kiln always allows float16 reductions",
+        "auto_pcast": "kiln's types carry no varying mesh axes, so operands never need a pcast to agree",
     }
 
     # JAX flag names (JAX_FLAG_NAMES) that are spelled differently in kiln; the others drop "jax_".
@@ -286,6 +288,7 @@ legacy_prng_key = _ctx("legacy_prng_key", "accepted; kiln always allows raw uint
 debug_key_reuse = _ctx("debug_key_reuse", "accepted; kiln does not check key reuse", True)
 allow_f16_reductions = _ctx("allow_f16_reductions", "kiln always allows them", True)
 softmax_custom_jvp = _ctx("softmax_custom_jvp", "no effect on kiln's numbers", True)
+auto_pcast = _ctx("auto_pcast", "accepted; kiln's types carry no varying mesh axes", True)
 threefry_partitionable = _ctx("threefry_partitionable", "the PRNG's bits: True (the default, as current JAX) "
                                                         "or JAX's older non-partitionable threefry bits", True)
 default_device = _ctx("default_device", "where uncommitted arrays and computations go: a device, a backend "

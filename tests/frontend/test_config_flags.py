@@ -73,8 +73,13 @@ def test_flags_kiln_keeps_but_does_not_enforce_warn_once():
     assert kiln.numpy_rank_promotion.value == "allow"
     with warnings.catch_warnings():
         warnings.simplefilter("error")
-        with kiln.enable_checks(True), kiln.softmax_custom_jvp(True), kiln.enable_custom_prng():
+        with kiln.enable_checks(True), kiln.softmax_custom_jvp(True), kiln.enable_custom_prng(), kiln.auto_pcast(True):
             pass  # no effect on kiln's numbers, and nothing to warn about
+    config._warned.discard("auto_pcast")
+    with pytest.warns(UserWarning, match=r"auto_pcast=False is accepted but has no effect: kiln's types carry no "
+                                         r"varying mesh axes"):
+        with kiln.auto_pcast(False):
+            pass
 
 
 def test_top_level_context_managers():
