@@ -19,3 +19,10 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if str(item.path).startswith(HERE + os.sep):
             item.add_marker(skip)
+
+
+@pytest.fixture(scope="session")
+def mesh():
+    """The (4, 2) mesh most of these tests use: axes "data" and "model"."""
+    import kiln
+    return kiln.make_mesh((4, 2), ("data", "model"))

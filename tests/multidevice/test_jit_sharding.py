@@ -13,10 +13,6 @@ from kiln.sharding import NamedSharding, PartitionSpec
 P = PartitionSpec
 
 
-@pytest.fixture
-def mesh():
-    return kiln.make_mesh((4, 2), ("data", "model"))
-
 
 def _put(x, mesh, *spec):
     return kiln.device_put(x, NamedSharding(mesh, P(*spec)))

@@ -14,10 +14,6 @@ from kiln.sharding import NamedSharding, PartitionSpec
 P = PartitionSpec
 
 
-@pytest.fixture(scope="module")
-def mesh():
-    return kiln.make_mesh((4, 2), ("data", "model"))
-
 
 def _x(*shape):
     return np.arange(np.prod(shape), dtype=np.float32).reshape(shape) / 7 - 3
