@@ -96,3 +96,21 @@ def test_positional_out_sharding(mesh1):
 def test_errors(call, error, message):
     with pytest.raises(error, match=message):
         call()
+
+
+def test_decorator_misuse_is_refused():
+    from kiln.frontend.lax.sharding import takes_out_sharding
+
+    def has_it(x, *, out_sharding=None):
+        return x
+
+    def keyword_only(x, *, y=1):
+        return x
+
+    with pytest.raises(TypeError, match=r"takes_out_sharding: kiln\..*has_it already has an out_sharding parameter"):
+        takes_out_sharding(has_it)
+    with pytest.raises(TypeError, match=r"takes_out_sharding: kiln\..*keyword_only must have positional parameters "
+                                        "only to take out_sharding positionally"):
+        takes_out_sharding(keyword_only, positional=True)
+    wrapped = takes_out_sharding(keyword_only)
+    assert list(inspect.signature(wrapped).parameters) == ["x", "y", "out_sharding"] and wrapped(3, y=2) == 3
