@@ -17,6 +17,7 @@ from . import elementwise as ew
 from . import reduction as red
 from . import structural as st
 from .precision import Precision, canonicalize_precision, check_accuracy  # noqa: F401  (kiln.lax.Precision)
+from .sharding import takes_out_sharding
 
 
 def _is_py_scalar(x: Any) -> bool:
@@ -126,6 +127,7 @@ def convert_element_type(x, new_dtype, *, weak_type: bool = False):
     return ew.convert_p.bind(x, new_dtype=new_dtype, weak_type=bool(weak_type))
 
 
+@takes_out_sharding
 def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int]):
     """Broadcast ``x`` into ``shape``; operand dimension i becomes result dimension
     ``broadcast_dimensions[i]``."""
@@ -136,6 +138,7 @@ def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int
     return st.broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
 
 
+@takes_out_sharding
 def broadcast(x, sizes: Sequence[int]):
     """Add leading dimensions of ``sizes`` to ``x``."""
     aval = abstractify(x)
@@ -143,6 +146,7 @@ def broadcast(x, sizes: Sequence[int]):
     return broadcast_in_dim(x, sizes + aval.shape, tuple(range(len(sizes), len(sizes) + aval.ndim)))
 
 
+@takes_out_sharding
 def reshape(x, new_sizes: Sequence[int], dimensions: Sequence[int] | None = None):
     """Reshape ``x`` (row-major); ``dimensions`` transposes first, as in XLA."""
     if dimensions is not None:
@@ -226,6 +230,7 @@ def iota(dtype, size: int):
     return broadcasted_iota(dtype, (size,), 0)
 
 
+@takes_out_sharding
 def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
     """An array of ``shape`` whose values count along ``dimension``."""
     return st.iota_p.bind(dtype=dtypes.canonicalize_dtype(dtype), shape=tuple(int(d) for d in shape),
@@ -247,6 +252,7 @@ def _reducer(name: str):
 
 reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and, reduce_or = (
     _reducer(n) for n in red.REDUCTIONS)
+reduce_sum = takes_out_sharding(reduce_sum)  # as in JAX, the only reduction taking out_sharding=
 
 
 def argmax(x, axis: int, index_dtype=np.int32):
@@ -259,6 +265,7 @@ def argmin(x, axis: int, index_dtype=np.int32):
     return red.argmin_p.bind(x, axis=int(axis), index_dtype=dtypes.canonicalize_dtype(index_dtype))
 
 
+@takes_out_sharding
 def dot_general(x, y, dimension_numbers, precision=None, preferred_element_type=None):
     """Generalised dot: ``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
 
@@ -274,6 +281,7 @@ def dot_general(x, y, dimension_numbers, precision=None, preferred_element_type=
     return red.dot_general_p.bind(x, y, dimension_numbers=dn, preferred_element_type=pet)
 
 
+@takes_out_sharding
 def dot(x, y, *, dimension_numbers=None, precision=None, preferred_element_type=None):
     """Vector/matrix product of 1-D or 2-D operands (``x``'s last axis with ``y``'s first), or
     :func:`dot_general` when ``dimension_numbers`` is given. ``precision`` as in :func:`dot_general`."""

@@ -19,6 +19,7 @@ from ..core.tracing import abstractify
 from . import api
 from .indexing import GatherScatterMode, ScatterDimensionNumbers, scatter_add
 from .precision import DotAlgorithm, DotAlgorithmPreset, Precision, canonicalize_precision
+from .sharding import takes_out_sharding
 from .sorting import _sort_descending, sort
 
 __all__ = [
@@ -96,7 +97,8 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *, sharding: 
     return api.broadcast_in_dim(value, shape, ())
 
 
-def empty(shape: Sequence[int], dtype: Any, *, out_sharding: Any = None):
+@takes_out_sharding
+def empty(shape: Sequence[int], dtype: Any):
     """An array of ``shape`` and ``dtype`` whose contents are unspecified (kiln fills it with zeros)."""
     return full(shape, 0, dtype)
 
@@ -350,6 +352,7 @@ def _group_mask(group_sizes: Any, length: int):
     return api.bitwise_and(api.ge(pos, lo), api.lt(pos, hi))
 
 
+@takes_out_sharding(positional=True)
 def ragged_dot_general(lhs: Any, rhs: Any, group_sizes: Any, ragged_dot_dimension_numbers: RaggedDotDimensionNumbers,
                        precision: Any = None, preferred_element_type: Any = None, group_offset: Any = None):
     """Ragged matrix multiplication (as ``jax.lax.ragged_dot_general``), in its three modes: the lhs
@@ -420,6 +423,7 @@ def ragged_dot_general(lhs: Any, rhs: Any, group_sizes: Any, ragged_dot_dimensio
     return api.reduce_sum(api.mul(full_out, m), (g_pos,))
 
 
+@takes_out_sharding(positional=True)
 def ragged_dot(lhs: Any, rhs: Any, group_sizes: Any, precision: Any = None, preferred_element_type: Any = None,
                group_offset: Any = None):
     """``lhs[m, k]`` times ``rhs[g, k, n]`` with the rows of ``lhs`` in consecutive groups of

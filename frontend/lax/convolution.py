@@ -18,6 +18,7 @@ from ..core.errors import ShapeError
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify
 from .precision import canonicalize_precision
+from .sharding import takes_out_sharding
 from .windowed import _int_tuple, dilate_dim, normalize_padding, window_output_shape
 
 __all__ = ["ConvDimensionNumbers", "conv_dimension_numbers", "conv_general_dilated", "conv",
@@ -141,6 +142,7 @@ def _conv_rule(lhs: ShapedArray, rhs: ShapedArray, *, window_strides, padding, l
 conv_general_dilated_p = Primitive("conv_general_dilated", _conv_rule)
 
 
+@takes_out_sharding(positional=True)
 def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any,
                          lhs_dilation: Sequence[int] | None = None, rhs_dilation: Sequence[int] | None = None,
                          dimension_numbers: Any = None, feature_group_count: int = 1, batch_group_count: int = 1,

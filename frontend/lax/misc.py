@@ -24,6 +24,7 @@ from ..core.ir import ClosedIR
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify, materialize, trace_to_ir
 from . import api
+from .sharding import apply_out_sharding, takes_out_sharding
 from .windowed import _identity, _monoid_of
 
 __all__ = ["RandomAlgorithm", "optimization_barrier", "reduce", "reduce_precision", "reduce_xor",
@@ -116,8 +117,9 @@ rng_bit_generator_p = Primitive("rng_bit_generator", _rng_bit_generator_rule, mu
 def rng_bit_generator(key: Any, shape: Sequence[int], dtype: Any = np.uint32,
                       algorithm: RandomAlgorithm = RandomAlgorithm.RNG_DEFAULT, *, out_sharding: Any = None):
     """``(new_key, bits)``: uniformly random unsigned integers of ``shape`` and ``dtype`` from XLA's
-    RngBitGenerator, and the key to use next. The bits depend on the backend (for ``RNG_DEFAULT``) and
-    are not those of ``kiln.random``; prefer ``kiln.random`` unless you need this op."""
+    RngBitGenerator (laid out by ``out_sharding`` if given), and the key to use next. The bits depend on
+    the backend (for ``RNG_DEFAULT``) and are not those of ``kiln.random``; prefer ``kiln.random`` unless
+    you need this op."""
     dt = np.dtype(dtype)
     if dt not in _RBG_DTYPES:
         raise TypeError(f"kiln.lax.rng_bit_generator: dtype must be uint8, uint16, uint32 or uint64, got {dt.name}")
@@ -130,7 +132,8 @@ def rng_bit_generator(key: Any, shape: Sequence[int], dtype: Any = np.uint32,
     except ValueError:
         raise ValueError(f"kiln.lax.rng_bit_generator: unknown algorithm {algorithm!r}; use a "
                          "kiln.lax.RandomAlgorithm") from None
-    return tuple(rng_bit_generator_p.bind(key, shape=shape, dtype=dt, algorithm=algorithm))
+    new_key, bits = rng_bit_generator_p.bind(key, shape=shape, dtype=dt, algorithm=algorithm)
+    return new_key, apply_out_sharding(bits, out_sharding, "kiln.lax.rng_bit_generator")
 
 
 # -- reduce (general) ------------------------------------------------------------------------------
@@ -204,8 +207,8 @@ def _concrete_scalar(v: Any):
         return None
 
 
-def reduce(operands: Any, init_values: Any, computation: Callable, dimensions: Sequence[int],
-           out_sharding: Any = None):
+@takes_out_sharding(positional=True)
+def reduce(operands: Any, init_values: Any, computation: Callable, dimensions: Sequence[int]):
     """Reduce ``operands`` (an array or a pytree of arrays of one shape) over ``dimensions`` with
     ``computation(accumulator, element) -> accumulator`` (pytrees of scalars like ``operands``),
     starting from ``init_values``. The computation must be associative and commutative (XLA may apply

@@ -14,6 +14,7 @@ from ..core.errors import IntegerOverflowError, NegativeDimensionError
 from ..core.tracing import Tracer, abstractify, materialize
 from ..driver import dispatch
 from ..driver.array import Array
+from ..lax.sharding import apply_out_sharding, takes_out_sharding
 from ._util import (
     broadcast_shapes,
     broadcast_to_shape,
@@ -64,12 +65,19 @@ def _check_huge_ints(fname: str, obj: Any) -> None:
         raise dtypes.int_overflow_error(f"kiln.numpy.{fname}", obj, np.int64 if config.enable_x64 else np.int32)
 
 
-def array(object: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0) -> Any:  # noqa: A002
-    """An array from an array, a NumPy array, a scalar or a (nested) list/tuple of them.
+def array(object: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *,  # noqa: A002
+          out_sharding: Any = None) -> Any:
+    """An array from an array, a NumPy array, a scalar or a (nested) list/tuple of them (laid out by
+    ``out_sharding`` if given).
 
     Python scalars give weakly typed arrays (as in JAX); 64-bit host data becomes 32-bit unless
     ``enable_x64`` is on.
     """
+    # array and asarray are called everywhere: out_sharding by hand, without takes_out_sharding's wrapper
+    return apply_out_sharding(_array(object, dtype, ndmin), out_sharding, "kiln.numpy.array")
+
+
+def _array(object: Any, dtype: Any, ndmin: int) -> Any:  # noqa: A002
     ndmin = static_int("array", "ndmin", ndmin)
     if is_array(object):
         out = object if dtype is None else astype(object, dtype)
@@ -124,9 +132,9 @@ def _stack_nested(obj, dtype):
     return out if dtype is None else astype(out, dtype)
 
 
-def asarray(a: Any, dtype=None, order=None, *, copy=None, device=None) -> Any:
+def asarray(a: Any, dtype=None, order=None, *, copy=None, device=None, out_sharding: Any = None) -> Any:
     """Like :func:`array`, without copying kiln arrays."""
-    return array(a, dtype=dtype)
+    return apply_out_sharding(_array(a, dtype, 0), out_sharding, "kiln.numpy.asarray")
 
 
 def copy(a: Any, order=None) -> Any:
@@ -139,6 +147,7 @@ def astype(x, dtype, /, *, copy: bool = False, device=None) -> Any:
     return lax.convert_element_type(x if is_array(x) else asarray(x), dtype)
 
 
+@takes_out_sharding
 def full(shape, fill_value, dtype=None, *, device=None) -> Any:
     """An array of ``shape`` filled with ``fill_value`` (a scalar or an array broadcast to ``shape``)."""
     shape = static_shape("full", shape)
@@ -161,16 +170,19 @@ def full(shape, fill_value, dtype=None, *, device=None) -> Any:
     return lax.broadcast_in_dim(lit, shape, ())
 
 
+@takes_out_sharding
 def zeros(shape, dtype=None, *, device=None) -> Any:
     """An array of zeros (float32 unless ``dtype`` says otherwise)."""
     return full(shape, 0, _dtype_or_default(dtype, dtypes.default_float_dtype()))
 
 
+@takes_out_sharding
 def ones(shape, dtype=None, *, device=None) -> Any:
     """An array of ones (float32 unless ``dtype`` says otherwise)."""
     return full(shape, 1, _dtype_or_default(dtype, dtypes.default_float_dtype()))
 
 
+@takes_out_sharding
 def empty(shape, dtype=None, *, device=None) -> Any:
     """Same as :func:`zeros` (XLA has no uninitialised memory)."""
     return zeros(shape, dtype)
@@ -182,18 +194,21 @@ def _like(fname, x, shape, dtype):
     return (aval.shape if shape is None else static_shape(fname, shape)), _dtype_or_default(dtype, aval.dtype)
 
 
+@takes_out_sharding
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None) -> Any:
     """An array with the shape and dtype of ``a`` filled with ``fill_value``."""
     shape, dtype = _like("full_like", a, shape, dtype)
     return full(shape, fill_value, dtype)
 
 
+@takes_out_sharding
 def zeros_like(a, dtype=None, shape=None, *, device=None) -> Any:
     """An array of zeros with the shape and dtype of ``a``."""
     shape, dtype = _like("zeros_like", a, shape, dtype)
     return full(shape, 0, dtype)
 
 
+@takes_out_sharding
 def ones_like(a, dtype=None, shape=None, *, device=None) -> Any:
     """An array of ones with the shape and dtype of ``a``."""
     shape, dtype = _like("ones_like", a, shape, dtype)
@@ -226,6 +241,7 @@ def _static_scalar(fname: str, name: str, v):
     return v
 
 
+@takes_out_sharding
 def arange(start, stop=None, step=None, dtype=None, *, device=None) -> Any:
     """Evenly spaced values in ``[start, stop)``; the bounds must be static (they decide the length)."""
     raw = [v for v in (start, stop, step) if v is not None]

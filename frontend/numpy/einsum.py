@@ -18,6 +18,7 @@ from .. import lax
 from ..core import dtypes
 from ..core.tracing import abstractify, materialize
 from ..lax.precision import canonicalize_precision
+from ..lax.sharding import takes_out_sharding
 from ._util import check_arraylike, promote_dtypes
 
 __all__ = ["einsum", "einsum_path"]
@@ -291,6 +292,7 @@ def _spec_and_operands(fname: str, subscripts, operands):
     return _parse(subscripts, shapes), operands
 
 
+@takes_out_sharding
 def einsum(subscripts, *operands, out=None, optimize="auto", precision=None, preferred_element_type=None,
            _dot_general=None):
     """Einstein summation, e.g. ``einsum('bij,bjk->bik', x, y)``.

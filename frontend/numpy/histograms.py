@@ -16,6 +16,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.errors import ConcretizationTypeError
 from ..core.tracing import Tracer, abstractify, concrete
+from ..lax.sharding import takes_out_sharding
 from ._util import check_arraylike, static_int
 from .creation import asarray, linspace, ones_like, zeros
 from .index_tricks import ix_, ravel_multi_index
@@ -30,8 +31,8 @@ from .ufuncs import clip, where
 __all__ = ["bincount", "digitize", "histogram", "histogram2d", "histogram_bin_edges", "histogramdd"]
 
 
-def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | None = None,
-             out_sharding: Any = None) -> Any:
+@takes_out_sharding
+def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | None = None) -> Any:
     """The number of occurrences of each value ``0 .. length - 1`` in the non-negative integer 1-D
     ``x`` (or the sum of ``weights`` at them).
 
@@ -39,8 +40,6 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
     ``minlength``), which needs concrete values, so pass ``length=`` under ``jit``. As in JAX, values
     at or past ``length`` are dropped and negative values count as 0.
     """
-    if out_sharding is not None:
-        raise NotImplementedError("kiln.numpy.bincount: out_sharding is not supported (kiln has no sharding)")
     check_arraylike("bincount", x)
     x = asarray(x)
     aval = abstractify(x)

@@ -13,6 +13,7 @@ from ..core import dtypes
 from ..core.errors import ShapeError
 from ..core.tracing import abstractify, materialize
 from ..lax.precision import canonicalize_precision
+from ..lax.sharding import takes_out_sharding
 from ._util import (
     broadcast_shapes,
     broadcast_to_shape,
@@ -55,6 +56,7 @@ def _conj_if_complex(x):
     return lax.conj(x) if abstractify(x).dtype.kind == "c" else x
 
 
+@takes_out_sharding
 def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     """Matrix product with NumPy's rules: 1-D operands are promoted to matrices (and the added axis
     removed afterwards), leading (batch) dimensions broadcast."""
@@ -86,6 +88,7 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     return lax.reshape(out, shape)
 
 
+@takes_out_sharding
 def dot(a, b, /, *, precision=None, preferred_element_type=None):
     """NumPy's dot: scalars multiply; otherwise contract a's last axis with b's second-to-last
     (its only axis when 1-D)."""
@@ -160,6 +163,7 @@ def outer(a, b, out=None):
     return _mul(a, b)
 
 
+@takes_out_sharding
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Contract ``axes`` of ``a`` with ``axes`` of ``b``: an int n (a's last n with b's first n) or a
     pair of axis sequences. The result has a's free axes, then b's."""

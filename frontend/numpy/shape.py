@@ -14,6 +14,7 @@ from ..core import dtypes
 from ..core.errors import BroadcastError, ConcretizationTypeError, NegativeDimensionError, ShapeError
 from ..core.tracing import Tracer, abstractify, concrete, materialize
 from ..driver.array import Array
+from ..lax.sharding import takes_out_sharding
 from ._util import broadcast_shapes as _broadcast_shapes
 from ._util import (
     broadcast_to_shape,
@@ -142,6 +143,7 @@ def size(a, axis: int | None = None) -> int:
     return s[canonical_axis("size", axis, len(s))]
 
 
+@takes_out_sharding
 def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
     """Reshape ``a``; one dimension may be -1 (inferred). ``order='F'`` reshapes column-major."""
     a = _array("reshape", a)
@@ -174,6 +176,7 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
     return lax.reshape(a, shape)
 
 
+@takes_out_sharding
 def ravel(a, order: str = "C"):
     """The flattened array."""
     a = _array("ravel", a)
@@ -276,6 +279,7 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
     return _broadcast_shapes("broadcast_shapes", *shapes)
 
 
+@takes_out_sharding
 def broadcast_to(a, shape):
     """Broadcast ``a`` to ``shape`` (NumPy rules)."""
     a = _array("broadcast_to", a)
@@ -548,6 +552,7 @@ def tile(A, reps):
     return lax.reshape(out, tuple(r * d for r, d in zip(reps, s)))
 
 
+@takes_out_sharding
 def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
     """Repeat each element of ``a`` (along ``axis``; flattened when None).
 

@@ -15,6 +15,7 @@ from .. import lax
 from ..core import dtypes
 from ..core.tracing import abstractify, materialize
 from ..driver.jit import eager_jit
+from ..lax.sharding import takes_out_sharding
 from ._util import as_operand, canonical_axis, check_arraylike, convert, promote_dtypes, sorted_axes
 
 __all__ = ["quantile", "percentile", "median", "nanquantile", "nanpercentile", "nanmedian",
@@ -179,6 +180,7 @@ def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input:
     return _quantile("quantile", a, q, axis, interpolation or method, keepdims, False)
 
 
+@takes_out_sharding
 def percentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
                method: str = "linear", keepdims: bool = False, *, interpolation: str | None = None) -> Any:
     """The ``q``-th percentiles (``q`` in [0, 100]) of ``a``; see :func:`quantile`."""

@@ -20,6 +20,7 @@ from ..core import dtypes, tree_util
 from ..core.tracing import Tracer, abstractify
 from ..driver.array import Array
 from ..driver.jit import jit
+from ..lax.sharding import takes_out_sharding
 from . import threefry
 
 __all__ = ["KeyArray", "KeyDtype", "key", "PRNGKey", "key_data", "wrap_key_data", "key_impl", "key_dtype",
@@ -493,6 +494,7 @@ def fold_in(key: Any, data: Any) -> Any:
     return _wrap(_fold_in_impl(kdata, msg), typed)
 
 
+@takes_out_sharding
 def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Uniform random bits: an unsigned integer array of ``shape`` (default dtype uint32; uint64 with x64)."""
     data, _ = check_key("bits", key)

@@ -23,6 +23,7 @@ from ..driver.jit import jit
 from ..lax import api as lax
 from ..lax import sorting as lax_sorting
 from ..lax import special as lax_special
+from ..lax.sharding import takes_out_sharding
 from . import keys as K
 
 __all__ = [
@@ -165,6 +166,7 @@ def _uniform(data, minval, maxval, shape, dtype):
     return knp.maximum(minval, lax.reshape(scaled, shape))
 
 
+@takes_out_sharding
 def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any = 0.0, maxval: Any = 1.0) -> Any:
     """Uniform random values in ``[minval, maxval)`` of ``shape`` and float ``dtype``."""
     data, _ = K.check_key("uniform", key)
@@ -197,6 +199,7 @@ def _normal(data, shape, dtype):
     return _normal_real(data, shape, dtype)
 
 
+@takes_out_sharding
 def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Standard normal random values of ``shape`` (float or complex ``dtype``)."""
     data, _ = K.check_key("normal", key)
@@ -219,6 +222,7 @@ def _truncated_normal(data, lower, upper, shape, dtype):
     return knp.clip(out, lo, hi)
 
 
+@takes_out_sharding
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Standard normal values truncated to the open interval ``(lower, upper)``."""
     data, _ = K.check_key("truncated_normal", key)
@@ -241,6 +245,7 @@ def _bernoulli(data, p, shape, mode):
     return knp.less(_uniform(data, 0.0, 1.0, shape, dtype), p)
 
 
+@takes_out_sharding
 def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None, mode: str = "low") -> Any:
     """Booleans that are True with probability ``p`` (shape ``shape``, default ``p``'s shape)."""
     data, _ = K.check_key("bernoulli", key)
@@ -258,6 +263,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None, mode: 
     return _bernoulli(data, p, shape, mode)
 
 
+@takes_out_sharding
 def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Random signs: -1 or +1 with equal probability (integer ``dtype`` by default)."""
     data, _ = K.check_key("rademacher", key)
@@ -309,6 +315,7 @@ def _randint(data, minval, maxval, shape, dtype):
     return lax.add(minval, lax.convert_element_type(offset, dtype))
 
 
+@takes_out_sharding
 def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any = None) -> Any:
     """Uniform random integers in ``[minval, maxval)`` of ``shape`` (default dtype int32, int64 with x64).
 
@@ -363,6 +370,7 @@ def _static_int(fname: str, x: Any, what: str) -> int:
     return int(v)
 
 
+@takes_out_sharding
 def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> Any:
     """A random permutation of ``arange(x)`` (an int) or of ``x`` along ``axis``.
 
@@ -443,6 +451,7 @@ def _choice_p_replace(data, p_arr, shape):
     return knp.searchsorted(p_cuml, r).astype(dtypes.default_int_dtype())
 
 
+@takes_out_sharding
 def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None = None, replace: bool = True,
                 mode: str | None = None) -> Any:
     """Random category indices along ``axis`` of unnormalised log-probabilities ``logits`` (Gumbel-max)."""
@@ -528,6 +537,7 @@ def _gumbel_highest(data, shape):
                      knp.negative(knp.log(knp.negative(knp.log(x)))))
 
 
+@takes_out_sharding
 def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = None, mode: str | None = None) -> Any:
     """Standard Gumbel values. ``mode='high'`` (or ``'highest'``) resolves tiny probabilities better."""
     data, _ = K.check_key("gumbel", key)
@@ -548,7 +558,7 @@ def _simple(name: str, body):
         shape = K.canonical_shape(name, shape)
         return impl(data, shape, dtype)
     sampler.__name__ = sampler.__qualname__ = name
-    return sampler
+    return takes_out_sharding(sampler)
 
 
 def _exponential_body(data, shape, dtype):
@@ -635,26 +645,31 @@ _rayleigh = _param_sampler("rayleigh", _rayleigh_body)
 _wald = _param_sampler("wald", _wald_body)
 
 
+@takes_out_sharding
 def lognormal(key: Any, sigma: Any = 1.0, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Log-normal values ``exp(sigma * normal)`` (shape ``shape``, default ``sigma``'s shape)."""
     return _lognormal(key, sigma, shape, dtype)
 
 
+@takes_out_sharding
 def pareto(key: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Pareto values with shape parameter ``b`` (support ``[1, inf)``)."""
     return _pareto(key, b, shape, dtype)
 
 
+@takes_out_sharding
 def rayleigh(key: Any, scale: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Rayleigh values with ``scale``."""
     return _rayleigh(key, scale, shape, dtype)
 
 
+@takes_out_sharding
 def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Wald (inverse Gaussian) values with ``mean`` and scale 1."""
     return _wald(key, mean, shape, dtype)
 
 
+@takes_out_sharding
 def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Geometric values: the number of trials up to the first success of probability ``p`` (integers)."""
     data, _ = K.check_key("geometric", key)
@@ -689,6 +704,7 @@ def _weibull_min(data, scale, concentration, shape, dtype):
     return knp.multiply(knp.power(knp.negative(knp.log1p(knp.negative(u))), knp.divide(1.0, concentration)), scale)
 
 
+@takes_out_sharding
 def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Sequence[int] | None = None,
                dtype: Any = None) -> Any:
     """Triangular values on ``[left, right]`` with the peak at ``mode``."""
@@ -711,6 +727,7 @@ def _triangular(data, left, mode, right, shape, dtype):
 
 # -- multivariate ------------------------------------------------------------------------------------
 
+@takes_out_sharding
 def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | None = None, dtype: Any = None,
                         method: str = "cholesky") -> Any:
     """Multivariate normal values with ``mean`` (``(..., n)``) and covariance ``cov`` (``(..., n, n)``).
@@ -760,6 +777,7 @@ def _multivariate_normal(data, mean, cov, shape, dtype, method):
     return knp.add(mean, knp.einsum("...ij,...j->...i", factor, samples))
 
 
+@takes_out_sharding
 def orthogonal(key: Any, n: int, shape: Sequence[int] = (), dtype: Any = None, m: int | None = None) -> Any:
     """Random orthogonal (``n x n``) or semi-orthogonal (``n x m``) matrices, uniform over the group
     (Haar measure; QR of a normal matrix with the signs fixed). Shape ``shape + (n, m)``."""
@@ -870,16 +888,19 @@ def _gamma_public(fname: str, key: Any, a: Any, shape: Any, dtype: Any, log_spac
     return _gamma(data, a, _sample_shape(fname, shape, a), dtype, log_space)
 
 
+@takes_out_sharding
 def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Gamma values with shape parameter ``a`` (scale 1); Marsaglia–Tsang rejection sampling."""
     return _gamma_public("gamma", key, a, shape, dtype, False)
 
 
+@takes_out_sharding
 def loggamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """The log of gamma values with shape ``a``, computed in log space (accurate for small ``a``)."""
     return _gamma_public("loggamma", key, a, shape, dtype, True)
 
 
+@takes_out_sharding
 def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Chi-square values with ``df`` degrees of freedom (``2 * gamma(df / 2)``)."""
     data, _ = K.check_key("chisquare", key)
@@ -897,6 +918,7 @@ def _chisquare(data, df, shape, dtype):
     return knp.multiply(knp.exp(log_g), two)
 
 
+@takes_out_sharding
 def t(key: Any, df: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Student's t values with ``df`` degrees of freedom."""
     data, _ = K.check_key("t", key)
@@ -917,6 +939,7 @@ def _t(data, df, shape, dtype):
     return knp.multiply(n, knp.sqrt(knp.divide(half_df, g)))
 
 
+@takes_out_sharding
 def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Beta values with parameters ``a`` and ``b`` (from two log-gamma draws)."""
     data, _ = K.check_key("beta", key)
@@ -939,6 +962,7 @@ def _beta(data, a, b, shape, dtype):
     return knp.divide(gamma_a_scaled, knp.add(gamma_a_scaled, gamma_b_scaled))
 
 
+@takes_out_sharding
 def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Dirichlet values with concentrations ``alpha`` (``(..., k)``); shape ``shape + (k,)``."""
     data, _ = K.check_key("dirichlet", key)
@@ -1038,6 +1062,7 @@ def _poisson(data, lam, shape, dtype):
     return lax.select(knp.equal(lam, 0), knp.zeros_like(result), result)
 
 
+@takes_out_sharding
 def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Poisson values with rate ``lam`` (integer ``dtype``, default int32 / int64 with x64)."""
     data, _ = K.check_key("poisson", key)
@@ -1059,6 +1084,7 @@ def _check_castable(fname: str, dtype: np.dtype, *args: Any) -> None:
                                      "cast the parameter")
 
 
+@takes_out_sharding
 def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """F-distributed values with ``dfnum`` and ``dfden`` degrees of freedom (a ratio of scaled chi-squares)."""
     data, _ = K.check_key("f", key)
@@ -1098,6 +1124,7 @@ def _double_sided_maxwell(data, loc, scale, shape, dtype):
     return knp.add(knp.multiply(knp.multiply(sign, rvs), scale), loc)
 
 
+@takes_out_sharding
 def generalized_normal(key: Any, p: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Generalized normal values with shape parameter ``p`` (density proportional to ``exp(-|x|**p)``):
     ``sign * gamma(1/p) ** (1/p)``. ``p = 2`` is a normal with variance 1/2, ``p = 1`` a Laplace."""
@@ -1116,6 +1143,7 @@ def _generalized_normal(data, p, shape, dtype):
     return knp.multiply(r, knp.power(g, inv_p))
 
 
+@takes_out_sharding
 def ball(key: Any, d: int, p: float = 2, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Points uniformly distributed in the ``d``-dimensional unit ``p``-norm ball: shape ``shape + (d,)``."""
     data, _ = K.check_key("ball", key)
