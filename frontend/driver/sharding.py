@@ -173,6 +173,10 @@ class Mesh:
         self.devices = devs
         self.axis_names = names
         self.axis_types = _axis_types(axis_types, len(names))
+        # A mesh never changes: its identity is computed once (meshes are compared and hashed on every call
+        # of a jitted function over them).
+        self._identity = (names, devs.shape, tuple(flat), self.axis_types)
+        self._hash = hash(self._identity)
 
     @property
     def shape(self) -> OrderedDict[str, int]:
@@ -211,14 +215,12 @@ class Mesh:
     def platform(self) -> str:
         return self.devices.flat[0].platform
 
-    def _key(self) -> tuple:
-        return (self.axis_names, self.devices.shape, tuple(self.devices.flat), self.axis_types)
-
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, Mesh) and self._key() == other._key()
+        return self is other or isinstance(other, Mesh) and self._hash == other._hash and \
+            self._identity == other._identity
 
     def __hash__(self) -> int:
-        return hash(self._key())
+        return self._hash
 
     def __repr__(self) -> str:
         axes = ", ".join(f"'{n}': {s}" for n, s in self.shape_tuple)

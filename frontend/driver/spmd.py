@@ -59,17 +59,19 @@ def placement_for(leaves: Sequence[Any], leaf_names: Callable[[], Sequence[str]]
         meshes += [(None, _mesh_of(s)) for s in outs if s is not None]
     if not meshes:
         return None
-    mesh, names = meshes[0][1], leaf_names()
+    mesh = meshes[0][1]
     for i, m in meshes:
         if m != mesh:
+            names = leaf_names()  # only for the message: naming the arguments costs a pytree walk
             what = f"argument {names[i]}" if i is not None else "out_shardings"
             first = f"argument {names[meshes[0][0]]}" if meshes[0][0] is not None else "out_shardings"
             raise MeshMismatchError(f"{where}: {first} is laid out over {mesh} but {what} over {m}; every input and "
                                     "output of one computation must use the same mesh. Move the values with "
                                     "kiln.device_put(x, NamedSharding(mesh, spec)) onto one mesh.")
-    for leaf, name in zip(leaves, names):
+    for k, leaf in enumerate(leaves):
         if type(leaf) is Array and leaf._committed and leaf._device is not None and leaf._device not in \
                 mesh.devices.flat:
+            name = leaf_names()[k]
             raise MeshMismatchError(f"{where}: argument {name} is committed to {leaf._device}, which is not in the "
                                     f"mesh {mesh} the other arguments use; move it with kiln.device_put first")
     replicated = NamedSharding(mesh, PartitionSpec())
