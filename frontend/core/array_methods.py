@@ -100,6 +100,19 @@ class ArrayMethods:
     def weak_type(self) -> bool:
         return self.aval.weak_type
 
+    @property
+    def itemsize(self) -> int:
+        return self.aval.dtype.itemsize
+
+    @property
+    def nbytes(self) -> int:
+        return self.aval.size * self.aval.dtype.itemsize
+
+    @property
+    def flat(self):
+        raise NotImplementedError("kiln arrays do not implement the .flat iterator (as JAX's); use x.ravel() or "
+                                  "x.flatten()")
+
     def __len__(self) -> int:
         if not self.aval.shape:
             raise TypeError("len() of unsized object (a 0-d array)")
@@ -289,6 +302,34 @@ class ArrayMethods:
 
     def conj(self):
         return _np().conj(self)
+
+    def conjugate(self):
+        return _np().conj(self)
+
+    def nonzero(self, *, fill_value=None, size=None):
+        return _np().nonzero(self, size=size, fill_value=fill_value)
+
+    def take(self, indices, axis=None, out=None, mode=None, unique_indices=False, indices_are_sorted=False,
+             fill_value=None):
+        return _np().take(self, indices, axis=axis, out=out, mode=mode, unique_indices=unique_indices,
+                          indices_are_sorted=indices_are_sorted, fill_value=fill_value)
+
+    def compress(self, condition, axis=None, *, out=None, size=None, fill_value=0):
+        return _np().compress(condition, self, axis=axis, out=out, size=size, fill_value=fill_value)
+
+    def choose(self, choices, out=None, mode="raise"):
+        return _np().choose(self, choices, out=out, mode=mode)
+
+    def argpartition(self, kth, axis=-1):
+        return _np().argpartition(self, kth, axis=axis)
+
+    def view(self, dtype=None, type=None):  # noqa: A002 - NumPy's names
+        """The same bits seen as ``dtype`` (the last dimension scales when the item sizes differ), as JAX's."""
+        if type is not None:
+            raise NotImplementedError("kiln: x.view(type=...) is not supported (kiln arrays have one type)")
+        if dtype is None:
+            return self
+        return _np()._view_as(self, dtype)
 
     @property
     def real(self):

@@ -69,6 +69,19 @@ class Array(ArrayMethods):
                 for d, b in zip(runtime.devices_of(self._buf), runtime.shards_of(self._buf))]
 
     @property
+    def global_shards(self) -> list[Any]:
+        """Every piece of the array (JAX's ``global_shards``); in kiln only this process's can be listed, so
+        an array spanning processes is an error."""
+        if not self.is_fully_addressable:
+            raise RuntimeError("kiln.Array.global_shards: the array spans devices of other processes; use "
+                               "addressable_shards for this process's pieces")
+        return self.addressable_shards
+
+    def addressable_data(self, index: int) -> Array:
+        """The single-device array of this process's ``index``-th piece (``addressable_shards[index].data``)."""
+        return self.addressable_shards[index].data
+
+    @property
     def is_fully_replicated(self) -> bool:
         return self._sharding is None or self._sharding.is_fully_replicated
 

@@ -63,3 +63,31 @@ def unpackbits(a: Any, axis: int | None = None, count: int | None = None, bitord
         keep = max(keep, 0)
         bits = bits[..., :keep] if keep <= n else pad(bits, [(0, 0)] * (bits.ndim - 1) + [(0, keep - n)])
     return moveaxis(bits, -1, axis)
+
+
+def _view_as(x: Any, dtype: Any) -> Any:
+    """``x.view(dtype)``: the same bits read as ``dtype``; with another item size the last dimension scales
+    by their ratio (as JAX's). Booleans are read as bytes."""
+    from .. import lax
+    from ..core import dtypes
+    x = asarray(x)
+    old, new = abstractify(x).dtype, np.dtype(dtypes.canonicalize_dtype(dtype))
+    if new == old:
+        return x
+    if old == np.bool_:
+        x, old = lax.convert_element_type(x, np.uint8), np.dtype(np.uint8)
+    if new == np.bool_:
+        return _view_as(x, np.uint8) != 0
+    shape = abstractify(x).shape
+    if new.itemsize == old.itemsize:
+        return lax.bitcast_convert_type(x, new)
+    if not shape:
+        raise ValueError(f"kiln: x.view({new.name}) of a 0-d {old.name} array changes the item size; view a 1-d "
+                         "array instead")
+    if new.itemsize < old.itemsize:
+        return reshape(lax.bitcast_convert_type(x, new), shape[:-1] + (shape[-1] * (old.itemsize // new.itemsize),))
+    ratio = new.itemsize // old.itemsize
+    if shape[-1] % ratio:
+        raise ValueError(f"kiln: x.view({new.name}) of a {old.name} array needs a last dimension divisible by "
+                         f"{ratio}, got shape {shape}")
+    return lax.bitcast_convert_type(reshape(x, shape[:-1] + (shape[-1] // ratio, ratio)), new)

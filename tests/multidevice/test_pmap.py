@@ -15,6 +15,9 @@ def test_the_issue_example_normalises_by_the_total():
     np.testing.assert_allclose(np.asarray(out), np.arange(8.0).reshape(8, 1) / 28, rtol=1e-6)
     assert len(out.sharding.device_set) == 8 and out.sharding.spec == kiln.P("i")
     assert [s.device for s in out.addressable_shards] == kiln.devices()[:8]
+    third = out.addressable_data(3)
+    assert third.device == kiln.devices()[3] and np.asarray(third).item() == np.float32(3 / 28)
+    assert [s.index for s in out.global_shards] == [s.index for s in out.addressable_shards]
 
 
 def test_in_axes_out_axes_and_pytrees():

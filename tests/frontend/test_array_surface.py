@@ -1,0 +1,63 @@
+"""The public attributes of JAX's ``jax.Array`` that kiln arrays (and tracers) have, checked against NumPy."""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.numpy as knp
+
+# dir(jax.Array) of JAX 0.10.2, public names.
+JAX_ARRAY_NAMES = [
+    "T", "addressable_data", "addressable_shards", "all", "any", "argmax", "argmin", "argpartition", "argsort",
+    "astype", "at", "block_until_ready", "byteswap", "choose", "clip", "committed", "compress", "conj", "conjugate",
+    "copy", "copy_to_host_async", "cumprod", "cumsum", "delete", "device", "devices", "diagonal", "dot", "dtype",
+    "flat", "flatten", "format", "global_shards", "imag", "is_deleted", "is_fully_addressable",
+    "is_fully_replicated", "item", "itemsize", "mT", "max", "mean", "min", "nbytes", "ndim", "nonzero",
+    "on_device_size_in_bytes", "prod", "ptp", "ravel", "real", "repeat", "reshape", "round", "searchsorted", "shape",
+    "sharding", "size", "sort", "squeeze", "std", "sum", "swapaxes", "take", "to_device", "tolist", "trace",
+    "transpose", "unsafe_buffer_pointer", "var", "view", "weak_type",
+]
+# Left out: byteswap (kiln arrays have no byte order of their own); format, on_device_size_in_bytes and
+# unsafe_buffer_pointer expose PJRT buffer internals (layouts, allocation sizes, raw pointers).
+NOT_IN_KILN = {"byteswap", "format", "on_device_size_in_bytes", "unsafe_buffer_pointer"}
+
+
+def test_kiln_arrays_have_jax_arrays_attributes():
+    x = knp.arange(6.0)
+    missing = [n for n in JAX_ARRAY_NAMES if n not in NOT_IN_KILN and not hasattr(type(x), n)]
+    assert not missing, f"kiln.Array lacks {missing}"
+
+
+def test_the_added_methods_against_numpy():
+    a = np.array([3.0, -1.0, 0.0, 2.0, 0.0, 5.0], np.float32)
+    x = knp.asarray(a)
+    assert x.nbytes == a.nbytes and x.itemsize == a.itemsize
+    np.testing.assert_array_equal(np.asarray(x.nonzero()[0]), a.nonzero()[0])
+    np.testing.assert_array_equal(np.asarray(x.take(np.array([5, 0]))), a.take([5, 0]))
+    mask = np.array([1, 0, 1, 1, 0, 0], bool)
+    np.testing.assert_array_equal(np.asarray(x.compress(mask)), a.compress(mask))
+    z = knp.asarray(a + 2j * a)
+    np.testing.assert_array_equal(np.asarray(z.conjugate()), (a + 2j * a).conjugate())
+    idx = np.array([2, 0, 1])
+    choices = [np.arange(3) * k for k in (1, 10, 100)]
+    np.testing.assert_array_equal(np.asarray(knp.asarray(idx).choose(choices)), idx.choose(choices))
+    part = np.asarray(x.argpartition(2))
+    assert sorted(a[part[:3]]) == sorted(np.sort(a)[:3])
+    for dtype in (np.int32, np.uint8, np.int16):
+        np.testing.assert_array_equal(np.asarray(x.view(dtype)), a.view(dtype))
+    np.testing.assert_array_equal(np.asarray(x.view(np.uint8).view(np.float32)), a)
+    np.testing.assert_array_equal(np.asarray(knp.array([True, False]).view(np.uint8)), [1, 0])
+    assert x.view() is x and x.global_shards[0].data.shape == (6,) and x.addressable_data(0).shape == (6,)
+    out = kiln.jit(lambda v: v.view(np.int32) + v.nbytes)(x)  # tracers too
+    np.testing.assert_array_equal(np.asarray(out), a.view(np.int32) + 24)
+
+
+def test_errors():
+    x = knp.arange(6.0)
+    with pytest.raises(NotImplementedError, match="do not implement the .flat iterator"):
+        _ = x.flat
+    with pytest.raises(ValueError, match=r"view\(float32\) of a int16 array needs a last dimension divisible by 2"):
+        knp.arange(3, dtype=np.int16).view(np.float32)
+    with pytest.raises(ValueError, match=r"of a 0-d float32 array changes the item size"):
+        knp.asarray(np.float32(1)).view(np.uint8)
