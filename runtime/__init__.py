@@ -14,6 +14,7 @@ import gc  # noqa: E402
 
 from . import (
     distributed,  # noqa: E402
+    dlpack,  # noqa: E402,F401  (DLPack exchange)
     fastpath,  # noqa: E402,F401  (the C++ jit dispatch path)
 )
 from ._jaxlib import JAXLIB_VERSION, _jax  # noqa: E402
@@ -79,13 +80,11 @@ if not any(getattr(cb, "__name__", "") == "_kiln_collect_garbage" for cb in gc.c
     gc.callbacks.append(_collect_garbage)
 
 __all__ = [
-    "Aval", "Backend", "BackendError", "Buffer", "CompileError", "DeletedBufferError", "Device",
-    "DeviceError", "Executable", "ExecutableCache", "ExecutionError", "KilnRuntimeError", "available_backends",
-    "block_until_ready", "buffer_device", "compile", "copy_to", "custom_call_targets",
-    "default_backend", "ensure_lapack_registered", "lapack_unavailable_reason",
-    "delete", "devices", "distributed", "get_backend", "global_devices", "is_deleted", "is_ready", "jaxlib_version",
-    "local_device",
-    "drop_stale_scopes", "mlir_context", "nbytes", "put", "set_default_backend", "to_numpy",
-    "SpmdExecutable", "SpmdSharding", "compile_spmd", "devices_of", "put_sharded", "shards_of", "spmd_sharding",
-    "tile_layout",
+    "available_backends", "Aval", "Backend", "BackendError", "block_until_ready", "Buffer", "buffer_device", "compile",
+    "compile_spmd", "CompileError", "copy_to", "custom_call_targets", "default_backend", "delete", "DeletedBufferError",
+    "Device", "DeviceError", "devices", "devices_of", "distributed", "dlpack", "drop_stale_scopes",
+    "ensure_lapack_registered", "Executable", "ExecutableCache", "ExecutionError", "get_backend", "global_devices",
+    "is_deleted", "is_ready", "jaxlib_version", "KilnRuntimeError", "lapack_unavailable_reason", "local_device",
+    "mlir_context", "nbytes", "put", "put_sharded", "set_default_backend", "shards_of", "spmd_sharding",
+    "SpmdExecutable", "SpmdSharding", "tile_layout", "to_numpy",
 ]

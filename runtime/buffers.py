@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ctypes
 import sys
+import weakref
 from typing import Callable, TypeVar
 
 import ml_dtypes
@@ -82,8 +83,25 @@ def is_ready(buf: Buffer) -> bool:
     return bool(buf.is_ready())
 
 
+# Buffers whose memory another library may be reading (exported over DLPack). jaxlib aborts the process when
+# such a buffer is deleted (NOTES §9), so kiln refuses; the memory goes when the last reference does.
+# (Buffers are not hashable: keyed by id, each entry dropped with its buffer.)
+_shared: dict[int, weakref.ref] = {}
+
+
+def mark_shared(buf: Buffer) -> None:
+    """Record that ``buf``'s memory is shared with another library (see :func:`delete`)."""
+    key = id(buf)
+    _shared[key] = weakref.ref(buf, lambda _, key=key: _shared.pop(key, None))
+
+
 def delete(buf: Buffer) -> None:
     """Free ``buf``'s device memory now; later uses raise :class:`DeletedBufferError`."""
+    shared = _shared.get(id(buf))
+    if shared is not None and shared() is buf:
+        raise KilnRuntimeError("Cannot delete this array: its memory was exported over DLPack (x.__dlpack__, "
+                               "np.from_dlpack, torch.from_dlpack...) and another library may still read it. Drop "
+                               "the references instead; the memory is freed when the last one goes.")
     buf.delete()
 
 

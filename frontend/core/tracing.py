@@ -117,6 +117,11 @@ class Tracer(ArrayMethods):
             f"{self.builder.where()}. NumPy functions cannot run on traced values: use "
             "kiln.numpy instead of numpy inside transformed functions.")
 
+    def __dlpack__(self, *args, **kwargs):
+        raise TracerArrayConversionError(
+            f"kiln: a traced array {self.aval.str_short()} has no memory to share over DLPack "
+            f"{self.builder.where()}; export arrays outside of transformed functions.")
+
     def __hash__(self):
         raise TypeError(f"unhashable type: traced array {self.aval.str_short()} (arrays are not hashable; "
                         "if you meant it as a static argument, pass a Python value instead)")

@@ -68,6 +68,17 @@ class Array(ArrayMethods):
         return [Shard(d, self._sharding, self.aval.shape, Array(b, aval, d, True))
                 for d, b in zip(runtime.devices_of(self._buf), runtime.shards_of(self._buf))]
 
+    def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
+                   copy: bool | None = None) -> Any:
+        """A DLPack capsule of the array's memory (zero-copy; see ``kiln.dlpack``)."""
+        from .dlpack import array_dlpack
+        return array_dlpack(self, stream, max_version, dl_device, copy)
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        if self._device is None:
+            raise BufferError("x.__dlpack_device__: the array is laid out over several devices")
+        return runtime.dlpack.dl_device(self._device)
+
     @property
     def global_shards(self) -> list[Any]:
         """Every piece of the array (JAX's ``global_shards``); in kiln only this process's can be listed, so

@@ -14,6 +14,7 @@ from ..core.errors import IntegerOverflowError, NegativeDimensionError
 from ..core.tracing import Tracer, abstractify, materialize
 from ..driver import dispatch
 from ..driver.array import Array
+from ..driver.dlpack import from_dlpack  # noqa: F401  (kiln.numpy.from_dlpack)
 from ..lax.sharding import apply_out_sharding, takes_out_sharding
 from ._util import (
     broadcast_shapes,
@@ -27,8 +28,8 @@ from ._util import (
 )
 
 __all__ = [
-    "arange", "array", "asarray", "astype", "copy", "diag", "diagflat", "diagonal", "empty", "empty_like",
-    "eye", "full", "full_like", "geomspace", "identity", "indices", "linspace", "logspace", "meshgrid", "ones",
+    "arange", "array", "asarray", "astype", "copy", "diag", "diagflat", "diagonal", "empty", "empty_like", "eye",
+    "from_dlpack", "full", "full_like", "geomspace", "identity", "indices", "linspace", "logspace", "meshgrid", "ones",
     "ones_like", "tri", "vander", "zeros", "zeros_like",
 ]
 
