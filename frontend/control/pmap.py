@@ -3,7 +3,7 @@ jitted ``shard_map`` over a one-axis mesh of the first ``n`` devices whose axis 
 from __future__ import annotations
 
 import functools
-import itertools
+import weakref
 from typing import Any, Callable, Sequence
 
 import numpy as np
@@ -24,9 +24,6 @@ __all__ = ["pmap", "PmapError"]
 
 class PmapError(KilnError, ValueError):
     """Mapped axes of different sizes, more elements than devices, or bad in_axes/out_axes."""
-
-
-_anonymous = itertools.count()
 
 
 @functools.lru_cache(maxsize=256)
@@ -54,11 +51,33 @@ def pmap(fun: Callable | None = None, axis_name: Any = None, *, in_axes: Any = 0
     if axis_name is not None and not isinstance(axis_name, str):
         raise PmapError(f"kiln.pmap({name}): axis_name must be a string (it names the axis of a device mesh), got "
                         f"{axis_name!r}")
-    axis = axis_name if axis_name is not None else f"_pmap{next(_anonymous)}"
+    axis = axis_name if axis_name is not None else _ANONYMOUS
     static = _as_tuple(static_broadcasted_argnums)
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
+    donate = _as_tuple(donate_argnums)
+    # ``pmap(f)(x)`` written inline in a loop builds a new pmap every step: the same options on the same function
+    # reuse one jitted program (as JAX's pmap cache does), instead of tracing and compiling it again.
+    key = (axis, in_axes, out_axes, static, None if devices is None else tuple(devices), backend, axis_size, donate)
+    try:
+        jitted = _built.setdefault(fun, {}).get(key)
+    except TypeError:  # unhashable options (a dict of in_axes) or a function that cannot be weakly referenced
+        key, jitted = None, None
+    if jitted is None:
+        jitted = _build(fun, name, axis, in_axes, out_axes, static, devices, backend, axis_size, donate)
+        if key is not None:
+            _built[fun][key] = jitted
+    return functools.wraps(fun)(lambda *args, **kwargs: _call(jitted, name, args, kwargs))
 
+
+# fun -> {options: the jitted program}; entries go with their function.
+_built: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_ANONYMOUS = "_pmap"  # the axis of a pmap without axis_name (nothing can name it)
+
+
+def _build(fun: Callable, name: str, axis: str, in_axes: Any, out_axes: Any, static: tuple, devices: Any,
+           backend: str | None, axis_size: int | None, donate: tuple) -> Any:
+    """The jitted shard_map that runs ``fun`` as ``pmap``'s options say."""
     def run(*args):
         dyn = [i for i in range(len(args)) if i not in static]
         if isinstance(in_axes, tuple):
@@ -97,8 +116,7 @@ def pmap(fun: Callable | None = None, axis_name: Any = None, *, in_axes: Any = 0
         outs = [o if d in (None, 0) else _from_front(o, d) for o, d in zip(tree_util.tree_leaves(outs), out_dims)]
         return tree_util.tree_unflatten(out_tree, outs)
 
-    jitted = jit(run, static_argnums=static, donate_argnums=_as_tuple(donate_argnums))
-    return functools.wraps(fun)(lambda *args, **kwargs: _call(jitted, name, args, kwargs))
+    return jit(run, static_argnums=static, donate_argnums=donate)
 
 
 def _call(jitted, name: str, args: tuple, kwargs: dict) -> Any:

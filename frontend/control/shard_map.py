@@ -322,8 +322,15 @@ def _shard_map_partial_eval(eqn, unknown_inputs: list[bool]):
     return [known_eqn], [unknown_eqn], out_unknown
 
 
+def _sum_along(x, axes: tuple[str, ...]):
+    """The sum of ``x`` over the devices along ``axes`` (``x`` itself for no axes)."""
+    return psum_p.bind(x, axis_name=axes) if axes else x
+
+
 def _first_along(x, axes: tuple[str, ...]):
-    """``x`` on the devices at index 0 along ``axes``, zeros elsewhere."""
+    """``x`` on the devices at index 0 along ``axes``, zeros elsewhere (``x`` itself for no axes)."""
+    if not axes:
+        return x
     aval = abstractify(x)
     first = None
     for a in axes:
@@ -342,18 +349,13 @@ def _shard_map_transpose(cts, *args, body, mesh, mesh_axes, in_specs, out_specs,
     lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
 
     def fun(*xs):
-        xs = list(xs)
-        ct_in = xs[len(nonlin):]
-        ct_in = [_first_along(c, _unmentioned(s, mesh_axes)) if _unmentioned(s, mesh_axes) else c
-                 for c, s in zip(ct_in, out_specs)]
-        outs = eval_ir(t.ir, t.consts, xs[:len(nonlin)] + ct_in)
-        return [psum_p.bind(o, axis_name=_unmentioned(s, mesh_axes)) if _unmentioned(s, mesh_axes) else o
-                for o, s in zip(outs, lin_specs)]
+        n = len(nonlin)
+        cts_in = [_first_along(c, _unmentioned(s, mesh_axes)) for c, s in zip(xs[n:], out_specs)]
+        outs = eval_ir(t.ir, t.consts, list(xs[:n]) + cts_in)
+        return [_sum_along(o, _unmentioned(s, mesh_axes)) for o, s in zip(outs, lin_specs)]
 
-    sizes = dict(mesh_axes)
     nonlin_specs = [s for s, lin in zip(in_specs, linear) if not lin]
-    in_avals = [a.update(shape=_block_shape(abstractify(a_).shape, s, sizes)) for a, a_, s in
-                zip([abstractify(x) for x in nonlin], nonlin, nonlin_specs)] + list(body.out_avals)
+    in_avals = [a for a, lin in zip(body.in_avals, linear) if not lin] + list(body.out_avals)
     new, _ = trace_to_ir(fun, in_avals, name=f"transpose({name})")
     outs = iter(bind_shard_map(new, [*nonlin, *[instantiate(c) for c in cts]], mesh,
                                [*nonlin_specs, *out_specs], lin_specs, check_vma, f"transpose({name})"))

@@ -6,6 +6,7 @@ JAX; in a single-process program the helpers work the same over the local device
 """
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 from typing import Any, Sequence
@@ -68,21 +69,28 @@ def _process_mesh() -> Mesh:
     return Mesh(np.array(rows, dtype=object), ("processes", "local"))
 
 
+def _identity(a: Any) -> Any:
+    return a
+
+
+@functools.lru_cache(maxsize=16)
+def _replicator(mesh: Mesh) -> Any:
+    """A jitted identity whose result is replicated over ``mesh`` (one per mesh: compiled once per shape)."""
+    return jit(_identity, out_shardings=NamedSharding(mesh, PartitionSpec()))
+
+
 def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
     """Every process's values of ``in_tree`` (host or kiln arrays), as NumPy arrays on every process: stacked
     along a new leading axis in process order, or concatenated along axis 0 with ``tiled``. An array laid out
     over devices of several processes is gathered whole (and returned as it is, as in JAX)."""
     mesh = _process_mesh()
-    replicated = NamedSharding(mesh, PartitionSpec())
-    gather = jit(lambda a: a, out_shardings=replicated)
+    rows = NamedSharding(mesh, PartitionSpec("processes"))
 
     def one(x):
         if hasattr(x, "is_fully_addressable") and not x.is_fully_addressable:
-            return np.asarray(jit(lambda a: a, out_shardings=NamedSharding(x.sharding.mesh, PartitionSpec()))(x))
-        local = np.asarray(x)
-        rows = NamedSharding(mesh, PartitionSpec("processes"))
-        stacked = placement.make_array_from_process_local_data(rows, local[None])
-        out = np.asarray(gather(stacked))
+            return np.asarray(_replicator(x.sharding.mesh)(x))
+        stacked = placement.make_array_from_process_local_data(rows, np.asarray(x)[None])
+        out = np.asarray(_replicator(mesh)(stacked))
         return out.reshape((-1,) + out.shape[2:]) if tiled and out.ndim > 1 else out
     return tree_util.tree_map(one, in_tree)
 

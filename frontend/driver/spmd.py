@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import itertools
 import math
+import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -95,12 +96,24 @@ def _mesh_in_params(params: dict) -> Mesh | None:
 
 def program_mesh(ir: IR) -> Mesh | None:
     """The mesh a program must run over because an equation names one (a sharding constraint, a shard_map;
-    sub-programs included), or None."""
+    sub-programs included), or None. Remembered per IR: eager calls of a jitted body ask again each time."""
+    try:
+        return _program_meshes[ir]
+    except (KeyError, TypeError):
+        pass
+    found = None
     for eqn in ir.eqns:
-        mesh = _mesh_in_params(eqn.params)
-        if mesh is not None:
-            return mesh
-    return None
+        found = _mesh_in_params(eqn.params)
+        if found is not None:
+            break
+    try:
+        _program_meshes[ir] = found
+    except TypeError:  # an IR that cannot be weakly referenced: not remembered
+        pass
+    return found
+
+
+_program_meshes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def params_mesh(params: dict) -> Mesh | None:

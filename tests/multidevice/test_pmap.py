@@ -100,3 +100,17 @@ def test_errors():
         kiln.pmap(lambda v: v, in_axes=None)(np.ones(8))
     with pytest.raises(NameError, match="unbound axis name 'k'"):
         kiln.pmap(lambda v: lax.psum(v, "k"), axis_name="i")(np.ones(8))
+
+
+def test_pmap_built_inline_in_a_loop_traces_once():
+    traced = []
+
+    def f(v):
+        traced.append(1)  # runs once per trace
+        return v * 2
+
+    for step in range(3):
+        out = kiln.pmap(f)(np.full(8, float(step)))  # a new pmap object each step, as tutorials write it
+        np.testing.assert_array_equal(np.asarray(out), np.full(8, 2.0 * step))
+    assert len(traced) == 1
+    kiln.pmap(f, in_axes={"a": 0})  # unhashable options: built, not cached
