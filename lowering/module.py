@@ -118,7 +118,7 @@ def _with_sharding(attrs: ir.DictAttr | None, spec) -> ir.DictAttr:
 def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_unused: bool = False,
           name: str = "main", platform: str | None = None,
           custom_call_targets: Callable[[], Collection[str]] | None = None,
-          mesh: MeshLayout | None = None) -> LoweredModule:
+          mesh: MeshLayout | None = None, embedded_consts: Sequence | None = None) -> LoweredModule:
     """Optimise ``ir_`` and emit it as the ``@main`` function of a StableHLO module.
 
     ``donated`` flags, for each of constvars + invars, an input whose buffer the program may reuse
@@ -126,11 +126,15 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
     ``platform`` and ``custom_call_targets`` (a callable returning the custom-call target names the
     runtime supports there, called at most once and only if a rule asks) go to the
     :class:`EmitContext`; without them rules emit portable StableHLO only.
+    ``embedded_consts`` (host arrays, one per constvar) writes the constvars into the module as
+    ``stablehlo.constant`` instead of parameters (a self-contained module, as export needs).
     """
     body = passes.optimize(ir_)
     all_inputs = body.constvars + body.invars
     used = passes.used_inputs(body)
     kept = [True] * len(all_inputs) if keep_unused else used
+    if embedded_consts is not None:
+        kept = [False] * len(body.constvars) + kept[len(body.constvars):]
     donated = list(donated) + [False] * (len(all_inputs) - len(donated))
     params = [v for v, k in zip(all_inputs, kept) if k]
     with context, ir.Location.unknown():
@@ -155,6 +159,9 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
                 args = iter(block.arguments)
                 # Unused inputs that were dropped still need a placeholder for emit_ir's binding.
                 values = [next(args) if k else None for k in kept]
+                if embedded_consts is not None:
+                    values[:len(body.constvars)] = [const(c, v.aval.dtype).v
+                                                    for c, v in zip(embedded_consts, body.constvars)]
                 outs = EmitContext(platform, custom_call_targets, mesh).emit_ir(body, values)
                 func.ReturnOp(outs)
     return LoweredModule(module, kept, [a.aval for a in body.outvars])
