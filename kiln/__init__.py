@@ -88,6 +88,7 @@ from kiln.frontend.core.errors import UnexpectedTracerError as UnexpectedTracerE
 from kiln.frontend.core.tracing import ensure_compile_time_eval as ensure_compile_time_eval
 from kiln.frontend.core.version import __version__ as __version__  # noqa: F401  (not in __all__, as in JAX)
 from kiln.frontend.driver.array import Array as Array
+from kiln.frontend.driver.array import live_arrays as live_arrays
 from kiln.frontend.driver.jit import explain_cache_misses as explain_cache_misses
 from kiln.frontend.driver.jit import jit as jit
 from kiln.frontend.driver.jit import make_ir as make_ir
@@ -142,3 +143,4 @@ __all__ = [
     "TracerBoolConversionError", "TracerIntegerConversionError", "tree", "tree_util", "typeof", "typing",
     "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
 ]
+__all__ += ["live_arrays"]  # issue 16: compiled introspection

@@ -167,6 +167,12 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
     return LoweredModule(module, kept, [a.aval for a in body.outvars])
 
 
+def type_strings(avals: Sequence, context: ir.Context) -> list[str]:
+    """The MLIR tensor types of ``avals`` as text (``tensor<3xf32>``), as a module's signature prints them."""
+    with context, ir.Location.unknown():
+        return [str(tensor_type(a)) for a in avals]
+
+
 def _donation_attrs(params, kept, donated, body: IR) -> list[ir.DictAttr]:
     """``tf.aliasing_output`` for a donated input matching an output, else ``jax.buffer_donor``."""
     free_outputs = list(range(len(body.outvars)))
@@ -186,4 +192,5 @@ def _donation_attrs(params, kept, donated, body: IR) -> list[ir.DictAttr]:
     return attrs
 
 
-__all__ = ["lower", "LoweredModule", "MeshLayout", "EmitContext", "LoweringError", "element_type", "tensor_type"]
+__all__ = ["lower", "type_strings", "LoweredModule", "MeshLayout", "EmitContext", "LoweringError", "element_type",
+           "tensor_type"]

@@ -39,6 +39,7 @@ from .buffers import (  # noqa: E402
     delete,
     is_deleted,
     is_ready,
+    live_buffers,
     nbytes,
     put,
     to_numpy,
@@ -51,7 +52,7 @@ from .errors import (  # noqa: E402
     ExecutionError,
     KilnRuntimeError,
 )
-from .executable import Executable, ExecutableCache, compile  # noqa: E402
+from .executable import Executable, ExecutableCache, MemoryAnalysis, compile  # noqa: E402
 from .lapack import custom_call_targets, ensure_lapack_registered, lapack_unavailable_reason  # noqa: E402
 from .mlir import drop_stale_scopes, mlir_context  # noqa: E402
 from .sharded import (  # noqa: E402
@@ -86,6 +87,7 @@ __all__ = [
     "Device", "DeviceError", "devices", "devices_of", "distributed", "dlpack", "drop_stale_scopes",
     "ensure_lapack_registered", "Executable", "ExecutableCache", "ExecutionError", "get_backend", "global_devices",
     "is_deleted", "is_ready", "jaxlib_version", "KilnRuntimeError", "lapack_unavailable_reason", "local_device",
-    "mlir_context", "nbytes", "portable", "put", "put_sharded", "set_default_backend", "shards_of", "spmd_sharding",
+    "mlir_context", "nbytes", "put", "put_sharded", "set_default_backend", "shards_of", "spmd_sharding",
     "SpmdExecutable", "SpmdSharding", "tile_layout", "to_numpy",
+    "live_buffers", "MemoryAnalysis", "portable",
 ]

@@ -50,24 +50,47 @@ def serialize_module(module: Any) -> bytes:
 
 def deserialize_module(data: bytes) -> str:
     """The MLIR text of the portable artifact ``data``."""
+    return read_module(data)[0]
+
+
+def read_module(data: bytes) -> tuple[str, list[str], list[str]]:
+    """The MLIR text of the portable artifact ``data``, and the types of its ``@main``'s parameters and results
+    (as MLIR prints them: ``tensor<3xf32>``; empty lists when it has no ``@main``)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"expected bytes of a portable StableHLO artifact, got {type(data).__name__}")
     data = bytes(data)
     if not data.startswith(b"ML\xefR"):
         raise PortableArtifactError("the module bytes are not MLIR bytecode (they do not start with the MLIR "
                                     "bytecode magic 'ML\\xefR'); the data is corrupted or not a StableHLO artifact")
+    ctx = mlir_context()
+    diagnostics: list[str] = []
+
+    def collect(d: Any) -> bool:  # MLIR's messages go into the error instead of stderr
+        diagnostics.append(str(d.message))
+        return True
+    handler = ctx.attach_diagnostic_handler(collect)
     try:
-        with mlir_context():
+        with ctx:
             module = _jax.mlir.deserialize_portable_artifact(data)
             if isinstance(module, str):
-                return module
-            return module.operation.get_asm(enable_debug_info=False)
+                from jaxlib.mlir import ir
+                module = ir.Module.parse(module)
+            ins: list[str] = []
+            outs: list[str] = []
+            for op in module.body.operations:
+                if op.operation.name == "func.func" and str(op.attributes["sym_name"]) == '"main"':
+                    ftype = op.attributes["function_type"].value
+                    ins, outs = [str(t) for t in ftype.inputs], [str(t) for t in ftype.results]
+            return module.operation.get_asm(enable_debug_info=False), ins, outs
     except (JaxRuntimeError, ValueError, RuntimeError) as e:
         current, minimum = stablehlo_versions()
+        detail = "; ".join(diagnostics[:3]) or jaxlib_message(e)
         raise PortableArtifactError(
-            f"Could not read the portable StableHLO artifact ({jaxlib_message(e)}); it is corrupted or truncated, "
-            f"or written by a StableHLO version outside what this jaxlib reads ({minimum} to {current}).") from e
+            f"Could not read the portable StableHLO artifact ({detail}); it is corrupted or truncated, or written "
+            f"by a StableHLO version outside what this jaxlib reads ({minimum} to {current}).") from e
+    finally:
+        handler.detach()
 
 
-__all__ = ["PortableArtifactError", "deserialize_module", "serialize_module", "stablehlo_versions",
+__all__ = ["PortableArtifactError", "deserialize_module", "read_module", "serialize_module", "stablehlo_versions",
            "target_version"]

@@ -15,7 +15,7 @@ from typing import Any, Callable, Sequence
 import ml_dtypes
 import numpy as np
 
-from kiln import runtime
+from kiln import lowering, runtime
 
 from ..core import tree_util
 from ..core.avals import ShapedArray
@@ -100,11 +100,14 @@ class Exported:
     calling_convention_version: int
     module_kept_var_idx: tuple[int, ...]
     uses_global_constants: bool
-    _executables: dict = dataclasses.field(default_factory=dict, repr=False)
+    _cache: dict = dataclasses.field(default_factory=dict, repr=False)  # "text" and one executable per device
 
     def mlir_module(self) -> str:
         """The StableHLO module as MLIR text (read back from ``mlir_module_serialized``)."""
-        return runtime.portable.deserialize_module(self.mlir_module_serialized)
+        text = self._cache.get("text")
+        if text is None:
+            text = self._cache.setdefault("text", _checked_module(self))
+        return text
 
     def __str__(self) -> str:
         return f"Exported(fun_name={self.fun_name!r}, in_avals={self.in_avals}, out_avals={self.out_avals})"
@@ -233,11 +236,11 @@ def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
     if platform not in exp.platforms:
         raise ExportError(f"{where}: it was exported for platforms {exp.platforms} but runs on {platform} "
                           f"({device}); export it for {platform!r} (platforms=[{platform!r}])")
-    exe = exp._executables.get(device)
+    exe = exp._cache.get(device)
     if exe is None:
         text = exp.mlir_module()
         out_types = [(a.shape, a.dtype) for a in exp.out_avals]
-        exe = exp._executables.setdefault(device, runtime.compile(text, device, out_types, text=text))
+        exe = exp._cache.setdefault(device, runtime.compile(text, device, out_types, text=text))
     buffers = []
     if len(exp.platforms) > 1:  # JAX's convention: the platform index comes first
         buffers.append(runtime.put(np.asarray(exp.platforms.index(platform), np.int32), device))
@@ -246,6 +249,26 @@ def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
     outs = exe.execute(buffers)
     return tree_util.tree_unflatten(exp.out_tree, [Array(b, a, device, committed)
                                                    for b, a in zip(outs, exp.out_avals)])
+
+
+def _checked_module(exp: Exported) -> str:
+    """The module's text, once its ``@main`` is checked against the recorded arguments and results."""
+    try:
+        text, ins, outs = runtime.portable.read_module(exp.mlir_module_serialized)
+    except runtime.portable.PortableArtifactError as e:
+        raise ExportError(f"kiln.export: the module of {exp.fun_name!r} cannot be read: {e}") from None
+    context = runtime.mlir_context()
+    want_ins = lowering.type_strings([exp.in_avals[i] for i in exp.module_kept_var_idx], context)
+    if len(exp.platforms) > 1:
+        want_ins = ["tensor<i32>"] + want_ins  # JAX's platform index argument
+    want_outs = lowering.type_strings(exp.out_avals, context)
+    if ins != want_ins or outs != want_outs:
+        raise ExportError(
+            f"kiln.export: the module of {exp.fun_name!r} does not match its recorded signature: @main takes "
+            f"({', '.join(ins)}) and returns ({', '.join(outs)}), but the Exported records arguments "
+            f"({', '.join(want_ins)}) and results ({', '.join(want_outs)}). The serialized data is corrupted, or "
+            "the module uses a calling convention kiln does not support (tokens, symbolic shapes).")
+    return text
 
 
 def _arg_name(path: str) -> str:

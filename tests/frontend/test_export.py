@@ -1,0 +1,294 @@
+"""``kiln.export``: export / serialize / deserialize / call, JAX's serialized format, error paths.
+
+NumPy is the oracle; JAX (where its interpreter and ``flatbuffers`` are installed) only checks that the
+bytes are exchangeable in both directions.
+"""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import kiln
+import kiln.numpy as knp
+from kiln.export import ExportError
+
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SDS = kiln.ShapeDtypeStruct
+TABLE = np.array([1.0, -2.0, 0.5], np.float32)  # a captured constant: written into the module
+
+
+def _model(params, x, *, scale):
+    h = knp.tanh(x @ params["w"] + params["b"]) * scale
+    return {"out": h + TABLE, "stats": (h.sum(), h.shape[0])}
+
+
+def _cumsum_scan(xs):
+    def step(c, x):
+        c = c + x
+        return c, c * 2
+    return kiln.lax.scan(step, knp.zeros_like(xs[0]), xs)
+
+
+def _np_model(params, x, scale):
+    h = np.tanh(x @ params["w"] + params["b"]) * scale
+    return h + TABLE, h.sum()
+
+
+def _model_specs():
+    return ({"w": SDS((4, 3), knp.float32), "b": SDS((3,), knp.float32)}, SDS((2, 4), knp.float32))
+
+
+def _model_values(seed=0):
+    r = np.random.default_rng(seed)
+    return ({"w": r.standard_normal((4, 3)).astype(np.float32), "b": r.standard_normal(3).astype(np.float32)},
+            r.standard_normal((2, 4)).astype(np.float32))
+
+
+def test_exported_attributes():
+    def f(x, unused, *, y):
+        return [x * 2, {"s": y.sum()}], None
+    exp = kiln.export.export(kiln.jit(f))(SDS((3,), knp.float32), SDS((5,), knp.int32), y=SDS((2, 2), knp.int8))
+    assert exp.fun_name == "f"
+    assert [(a.shape, a.dtype) for a in exp.in_avals] == [((3,), np.float32), ((5,), np.int32), ((2, 2), np.int8)]
+    assert [(a.shape, a.dtype) for a in exp.out_avals] == [((3,), np.float32), ((), np.int32)]  # sum promotes
+    assert exp.in_tree == kiln.tree_util.tree_structure(((1, 2), {"y": 3}))
+    assert exp.out_tree == kiln.tree_util.tree_structure(([1, {"s": 2}], None))
+    assert exp.module_kept_var_idx == (0, 2)  # the unused argument is not a parameter of the module
+    assert exp.platforms == (kiln.default_backend(),) and exp.nr_devices == 1
+    assert exp.in_shardings_hlo == (None,) * 3 and exp.out_shardings_hlo == (None,) * 2
+    assert exp.calling_convention_version == kiln.export.maximum_supported_calling_convention_version
+    assert exp.mlir_module_serialized.startswith(b"ML\xefR")  # MLIR bytecode (a portable artifact)
+    text = exp.mlir_module()
+    assert "func.func public @main(" in text and "tensor<5xi32>" not in text
+    assert not exp.has_vjp() and exp.uses_global_constants is False
+    back = kiln.export.deserialize(exp.serialize())
+    for name in ("fun_name", "in_tree", "in_avals", "out_tree", "out_avals", "platforms", "nr_devices",
+                 "module_kept_var_idx", "calling_convention_version", "mlir_module_serialized"):
+        assert getattr(back, name) == getattr(exp, name), name
+
+
+def test_call_pytrees_constants_and_static_arguments_against_numpy():
+    exp = kiln.export.export(kiln.jit(_model, static_argnames="scale"))(*_model_specs(), scale=3.0)
+    assert len(exp.in_avals) == 3  # the static argument is baked in
+    for seed in range(2):
+        params, x = _model_values(seed)
+        want_out, want_sum = _np_model(params, x, 3.0)
+        for e in (exp, kiln.export.deserialize(exp.serialize())):
+            got = e.call(params, x)
+            np.testing.assert_allclose(np.asarray(got["out"]), want_out, rtol=1e-5, atol=1e-6)
+            np.testing.assert_allclose(float(got["stats"][0]), want_sum, rtol=1e-5, atol=1e-5)
+            assert int(got["stats"][1]) == 2 and isinstance(got["stats"][1], kiln.Array)
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int32, np.uint8, np.bool_, np.complex64, np.float16,
+                                   ml_dtypes.bfloat16])
+def test_dtypes_round_trip(dtype):
+    def f(a, b):
+        return a == b, knp.where(a == b, a, b)
+    a = np.array([[1, 0, 1], [0, 1, 1]]).astype(dtype)
+    b = np.array([[1, 1, 0], [0, 1, 0]]).astype(dtype)
+    exp = kiln.export.deserialize(kiln.export.export(kiln.jit(f))(a, b).serialize())
+    assert exp.in_avals[0].dtype == np.dtype(dtype)
+    eq, w = exp.call(a, b)
+    np.testing.assert_array_equal(np.asarray(eq), a == b)
+    np.testing.assert_array_equal(np.asarray(w), np.where(a == b, a, b))
+    assert np.asarray(w).dtype == np.dtype(dtype)
+
+
+def test_deserialize_and_call_in_a_fresh_process(tmp_path, run_py):
+    params, x = _model_values(1)
+    xs = np.arange(12, dtype=np.float32).reshape(4, 3)
+    blobs = {
+        "model": kiln.export.export(kiln.jit(_model, static_argnames="scale"))(*_model_specs(), scale=0.5),
+        "scan": kiln.export.export(kiln.jit(_cumsum_scan))(SDS((4, 3), knp.float32)),
+    }
+    for name, exp in blobs.items():
+        (tmp_path / f"{name}.bin").write_bytes(exp.serialize())
+    np.savez(tmp_path / "in.npz", w=params["w"], b=params["b"], x=x, xs=xs)
+    proc = run_py(f"""
+        import json, numpy as np, kiln
+        d = np.load({str(tmp_path / 'in.npz')!r})
+        model = kiln.export.deserialize(open({str(tmp_path / 'model.bin')!r}, 'rb').read())
+        scan = kiln.export.deserialize(open({str(tmp_path / 'scan.bin')!r}, 'rb').read())
+        out = model.call({{'w': d['w'], 'b': d['b']}}, d['x'])
+        carry, ys = scan.call(d['xs'])
+        print(json.dumps({{"out": np.asarray(out['out']).tolist(), "sum": float(out['stats'][0]),
+                          "n": int(out['stats'][1]), "carry": np.asarray(carry).tolist(),
+                          "ys": np.asarray(ys).tolist(), "name": scan.fun_name}}))
+    """)
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    want_out, want_sum = _np_model(params, x, 0.5)
+    np.testing.assert_allclose(got["out"], want_out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["sum"], want_sum, rtol=1e-5, atol=1e-5)
+    assert got["n"] == 2 and got["name"] == "_cumsum_scan"
+    np.testing.assert_allclose(got["carry"], xs.sum(0))
+    np.testing.assert_allclose(got["ys"], 2 * np.cumsum(xs, axis=0))
+
+
+def test_call_errors():
+    exp = kiln.export.export(kiln.jit(_model, static_argnames="scale"))(*_model_specs(), scale=1.0)
+    params, x = _model_values()
+    with pytest.raises(ExportError, match=r"argument args\[1\] is f32\[3,4\] but the function was exported for "
+                                          r"f32\[2,4\]; export it again"):
+        exp.call(params, np.zeros((3, 4), np.float32))
+    with pytest.raises(ExportError, match=r"argument args\[0\]\['w'\] is i32\[4,3\] but the function was "
+                                          r"exported for f32\[4,3\]"):
+        exp.call({"w": np.zeros((4, 3), np.int32), "b": params["b"]}, x)
+    with pytest.raises(ExportError, match=r"the arguments have the structure .* but the function was exported "
+                                          r"for .*; pass \(args, kwargs\) with the exported structure"):
+        exp.call(params, x, x)
+    with pytest.raises(ExportError, match="runs eagerly only, not inside kiln.jit, grad, vmap"):
+        kiln.jit(lambda p, x: exp.call(p, x)["out"])(params, x)
+    with pytest.raises(ExportError, match="runs eagerly only"):
+        kiln.grad(lambda x: exp.call(params, x)["stats"][0])(x)
+
+
+def test_export_errors():
+    with pytest.raises(ExportError, match=r"must be the result of kiln.jit.*kiln.export.export\(kiln.jit\(f\)\)"):
+        kiln.export.export(lambda x: x)
+    with pytest.raises(ExportError, match="exporting for several platforms at once is not supported"):
+        kiln.export.export(kiln.jit(knp.sin), platforms=["cpu", "cuda"])
+    with pytest.raises(ExportError, match=r"platforms=\('metal',\): expected one of 'cpu', 'cuda'"):
+        kiln.export.export(kiln.jit(knp.sin), platforms=["metal"])
+    with pytest.raises(ExportError, match="symbolic .* export is not supported by kiln; export once per concrete"):
+        kiln.export.symbolic_shape("b, 4")
+    exp = kiln.export.export(kiln.jit(knp.sin))(SDS((2,), knp.float32))
+    with pytest.raises(ExportError, match=r"serialize\(vjp_order=1\) is not supported"):
+        exp.serialize(vjp_order=1)
+    with pytest.raises(ExportError, match="has no VJP"):
+        exp.vjp()
+
+    class Point:
+        def __init__(self, x):
+            self.x = x
+    kiln.tree_util.register_pytree_node(Point, lambda p: ((p.x,), None), lambda _, c: Point(*c))
+    exp = kiln.export.export(kiln.jit(lambda p: p.x * 2))(Point(SDS((2,), knp.float32)))
+    with pytest.raises(ExportError, match="cannot serialize the arguments' structure: it contains a Point node"):
+        exp.serialize()
+    np.testing.assert_allclose(np.asarray(exp.call(Point(np.ones(2, np.float32)))), [2, 2])  # calls unserialized
+
+
+def test_export_on_another_platform_refuses_to_run_here():
+    here = kiln.default_backend()
+    other = "tpu" if here != "tpu" else "cpu"
+    exp = kiln.export.export(kiln.jit(knp.sin), platforms=[other])(SDS((2,), knp.float32))
+    assert exp.platforms == (other,)
+    with pytest.raises(ExportError, match=rf"exported for platforms \('{other}',\) but runs on {here}"):
+        exp.call(np.ones(2, np.float32))
+
+
+def test_deserialize_rejects_bad_bytes():
+    blob = kiln.export.export(kiln.jit(_model, static_argnames="scale"))(*_model_specs(), scale=1.0).serialize()
+    with pytest.raises(ExportError, match="expected the bytes of Exported.serialize"):
+        kiln.export.deserialize("not bytes")
+    for cut in (0, 3, 7, 40, len(blob) // 2, len(blob) - 100, len(blob) - 1):
+        with pytest.raises(ExportError, match=rf"the {cut} bytes are not a serialized Exported .* corrupted or "
+                                              "truncated"):
+            kiln.export.deserialize(blob[:cut])
+    with pytest.raises(ExportError, match="not a serialized Exported"):
+        kiln.export.deserialize(b"\xff" * 64)
+
+
+def test_corrupted_bytes_never_crash(tmp_path):
+    """Flipped bytes anywhere: deserialize and call either work or raise a Python error, never abort."""
+    exp = kiln.export.export(kiln.jit(_cumsum_scan))(SDS((4, 3), knp.float32))
+    path = tmp_path / "scan.bin"
+    path.write_bytes(exp.serialize())
+    code = f"""
+        import numpy as np, kiln
+        blob = bytearray(open({str(path)!r}, 'rb').read())
+        rng = np.random.default_rng(0)
+        errors = 0
+        for pos in list(rng.integers(0, len(blob), 60)) + list(range(0, 64, 4)):
+            bad = bytearray(blob)
+            bad[pos] ^= 0xA5
+            try:
+                e = kiln.export.deserialize(bytes(bad))
+                e.call(np.ones((4, 3), np.float32))
+            except Exception as err:
+                assert str(err), type(err)
+                errors += 1
+        print("OK", errors)
+    """
+    proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, cwd=REPO, timeout=600)
+    out, err = proc.stdout.decode(errors="replace"), proc.stderr.decode(errors="replace")
+    assert proc.returncode == 0 and out.strip().splitlines()[-1].startswith("OK"), f"rc={proc.returncode}\n{out}\n{err}"
+
+
+# -- JAX compatibility ---------------------------------------------------------------------------
+def _jax_python() -> str | None:
+    """An interpreter with JAX and flatbuffers: this one, or ``KILN_JAX_PYTHON``, or the bench environment."""
+    candidates = [sys.executable, os.environ.get("KILN_JAX_PYTHON"), os.path.join(REPO, ".nox/bench/bin/python")]
+    for exe in candidates:
+        if exe and os.path.exists(exe):
+            ok = subprocess.run([exe, "-c", "import jax.export, flatbuffers"], capture_output=True, cwd="/",
+                                timeout=120)
+            if ok.returncode == 0:
+                return exe
+    return None
+
+
+@pytest.fixture(scope="module")
+def jax_python():
+    exe = _jax_python()
+    if exe is None:
+        pytest.skip("no interpreter with jax and flatbuffers (set KILN_JAX_PYTHON)")
+    return exe
+
+
+def test_jax_reads_and_calls_kilns_bytes(tmp_path, jax_python):
+    params, x = _model_values(2)
+    exp = kiln.export.export(kiln.jit(_model, static_argnames="scale"))(*_model_specs(), scale=2.0)
+    (tmp_path / "k.bin").write_bytes(exp.serialize())
+    np.savez(tmp_path / "in.npz", w=params["w"], b=params["b"], x=x)
+    code = f"""
+        import json, numpy as np, jax
+        from jax import export
+        d = np.load({str(tmp_path / 'in.npz')!r})
+        e = export.deserialize(bytearray(open({str(tmp_path / 'k.bin')!r}, 'rb').read()))
+        args = ({{'w': d['w'], 'b': d['b']}}, d['x'])
+        out = e.call(*args)
+        jitted = jax.jit(e.call)(*args)
+        print(json.dumps({{"out": np.asarray(out['out']).tolist(), "sum": float(out['stats'][0]),
+                          "jit": np.asarray(jitted['out']).tolist(), "name": e.fun_name,
+                          "avals": [str(a) for a in e.in_avals]}}))
+    """
+    proc = subprocess.run([jax_python, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd="/",
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    got = json.loads(proc.stdout.strip().splitlines()[-1])
+    want_out, want_sum = _np_model(params, x, 2.0)
+    np.testing.assert_allclose(got["out"], want_out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["jit"], want_out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["sum"], want_sum, rtol=1e-5, atol=1e-5)
+    assert got["name"] == "_model" and got["avals"] == ["float32[3]", "float32[4,3]", "float32[2,4]"]
+
+
+def test_kiln_reads_and_calls_jaxs_bytes(tmp_path, jax_python):
+    code = f"""
+        import jax, jax.numpy as jnp
+        from jax import export
+        def g(x, d):
+            return {{'s': jnp.cumsum(x) * d['k'], 't': [x.astype(jnp.int32), None]}}
+        specs = (jax.ShapeDtypeStruct((4,), jnp.float32),
+                 {{'k': jax.ShapeDtypeStruct((), jnp.float32), 'unused': jax.ShapeDtypeStruct((2,), jnp.int16)}})
+        open({str(tmp_path / 'j.bin')!r}, 'wb').write(export.export(jax.jit(g))(*specs).serialize())
+    """
+    proc = subprocess.run([jax_python, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd="/",
+                          timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    exp = kiln.export.deserialize((tmp_path / "j.bin").read_bytes())
+    assert exp.fun_name == "g" and exp.module_kept_var_idx == (0, 1)
+    assert [str(a.dtype) for a in exp.in_avals] == ["float32", "float32", "int16"]
+    x = np.array([1.5, -2.0, 3.25, 4.0], np.float32)
+    out = exp.call(x, {"k": np.float32(3.0), "unused": np.zeros(2, np.int16)})
+    np.testing.assert_allclose(np.asarray(out["s"]), np.cumsum(x) * 3.0, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(out["t"][0]), x.astype(np.int32))
+    assert out["t"][1] is None
