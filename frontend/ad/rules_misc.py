@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from ..core.tracing import abstractify, eval_ir, trace_to_ir
+from ..driver.export import ExportError, call_exported_p
 from ..lax import api, misc
 from .jvp import jvp_eval, jvp_rules, linear_jvp, non_differentiable
 from .tangents import Zero, instantiate, tangent_aval
@@ -86,3 +87,12 @@ def _reduce_jvp(primals, tangents, *, computation, dimensions):
 
 
 jvp_rules[misc.reduce_p] = _reduce_jvp
+
+
+def _call_exported_jvp(primals, tangents, *, name, **params):
+    raise ExportError(f"kiln.export: cannot differentiate the exported {name!r}: kiln serializes no VJP with an "
+                      "Exported (JAX's vjp_order); export the derivative you need as a function of its own, e.g. "
+                      "kiln.export.export(kiln.jit(kiln.grad(f)))")
+
+
+jvp_rules[call_exported_p] = _call_exported_jvp

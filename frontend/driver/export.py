@@ -20,6 +20,7 @@ from kiln import lowering, runtime
 from ..core import tree_util
 from ..core.avals import ShapedArray
 from ..core.errors import KilnError
+from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify, current_builder
 from . import dispatch, spmd
 from . import export_format as fmt
@@ -215,22 +216,24 @@ def _device_for(platform: str) -> runtime.Device | None:
 def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
     where = f"kiln.export: calling the exported {exp.fun_name!r}"
     leaves, tree = tree_util.tree_flatten((args, kwargs))
-    if current_builder() is not None or any(isinstance(x, Tracer) for x in leaves):
-        raise ExportError(f"{where}: Exported.call runs eagerly only, not inside kiln.jit, grad, vmap or other "
-                          "transformations; call it outside them (or export the whole computation as one "
-                          "function)")
     if tree != exp.in_tree:
         raise ExportError(f"{where}: the arguments have the structure {tree} but the function was exported for "
                           f"{exp.in_tree}; pass (args, kwargs) with the exported structure")
     names = [tree_util.keystr(path) for path, _ in tree_util.tree_flatten_with_path((args, kwargs))[0]]
     for name, leaf, want in zip(names, leaves, exp.in_avals):
         try:
-            got = leaf.aval if type(leaf) is Array else abstractify(leaf)
+            got = leaf.aval if isinstance(leaf, (Array, Tracer)) else abstractify(leaf)
         except TypeError:
             raise ExportError(f"{where}: argument {_arg_name(name)} is a {type(leaf).__name__}, not an array") from None
         if got.shape != want.shape or got.dtype != want.dtype:
             raise ExportError(f"{where}: argument {_arg_name(name)} is {got.str_short()} but the function was "
                               f"exported for {want.str_short()}; export it again for these shapes/dtypes")
+    if current_builder() is not None or any(isinstance(x, Tracer) for x in leaves):
+        # Inside jit/vmap/grad: one equation whose lowering inlines the module's functions.
+        text = exp.mlir_module()
+        outs = call_exported_p.bind(*leaves, module=text, kept=exp.module_kept_var_idx, platforms=exp.platforms,
+                                    out_avals=exp.out_avals, name=exp.fun_name)
+        return tree_util.tree_unflatten(exp.out_tree, list(outs))
     device, committed = dispatch.pick_device(leaves)
     platform = _platform_of(device)
     if platform not in exp.platforms:
@@ -249,6 +252,15 @@ def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
     outs = exe.execute(buffers)
     return tree_util.tree_unflatten(exp.out_tree, [Array(b, a, device, committed)
                                                    for b, a in zip(outs, exp.out_avals)])
+
+
+def _call_exported_shape(*avals, module, kept, platforms, out_avals, name):
+    return list(out_avals)
+
+
+# An exported module called inside a trace: ``module`` is its checked MLIR text, ``kept`` the arguments its
+# @main takes, ``platforms`` the platforms it was exported for (several: @main takes the platform index first).
+call_exported_p = Primitive("call_exported", _call_exported_shape, multiple_results=True)
 
 
 def _checked_module(exp: Exported) -> str:

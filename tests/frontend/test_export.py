@@ -144,10 +144,42 @@ def test_call_errors():
     with pytest.raises(ExportError, match=r"the arguments have the structure .* but the function was exported "
                                           r"for .*; pass \(args, kwargs\) with the exported structure"):
         exp.call(params, x, x)
-    with pytest.raises(ExportError, match="runs eagerly only, not inside kiln.jit, grad, vmap"):
-        kiln.jit(lambda p, x: exp.call(p, x)["out"])(params, x)
-    with pytest.raises(ExportError, match="runs eagerly only"):
+    with pytest.raises(ExportError, match=r"argument args\[1\] is f32\[3,4\] but the function was exported"):
+        kiln.jit(lambda p, x: exp.call(p, x)["out"])(params, np.zeros((3, 4), np.float32))
+    with pytest.raises(ExportError, match=r"cannot differentiate the exported '_model': kiln serializes no VJP .* "
+                                          r"kiln.export.export\(kiln.jit\(kiln.grad\(f\)\)\)"):
         kiln.grad(lambda x: exp.call(params, x)["stats"][0])(x)
+
+
+def test_call_inside_jit_and_vmap():
+    """Inside a trace the module's functions are inlined into the caller's module (renamed)."""
+    exp = kiln.export.deserialize(
+        kiln.export.export(kiln.jit(_model, static_argnames="scale"))(*_model_specs(), scale=1.5).serialize())
+    scan = kiln.export.export(kiln.jit(_cumsum_scan))(SDS((4, 3), knp.float32))
+    params, x = _model_values(3)
+    xs = np.arange(12, dtype=np.float32).reshape(4, 3)
+
+    @kiln.jit
+    def g(params, x, xs):
+        a = exp.call(params, x)
+        b = exp.call(params, x * 2)  # called twice: two renamed copies
+        carry, ys = scan.call(xs)
+        return a["out"] - b["out"], a["stats"][0], carry, ys
+    d, s, carry, ys = g(params, x, xs)
+    want_a, want_s = _np_model(params, x, 1.5)
+    np.testing.assert_allclose(np.asarray(d), want_a - _np_model(params, 2 * x, 1.5)[0], rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(float(s), want_s, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(carry), xs.sum(0))
+    np.testing.assert_allclose(np.asarray(ys), 2 * np.cumsum(xs, axis=0))
+    text = g.lower(params, x, xs).as_text()
+    assert text.count("func.func private @exported_") == 3 and "call @exported_" in text
+
+    xb = np.stack([x, x + 1, -x])
+    got = kiln.vmap(lambda x: exp.call(params, x)["out"])(xb)  # once per batch element
+    np.testing.assert_allclose(np.asarray(got), np.stack([_np_model(params, v, 1.5)[0] for v in xb]), rtol=1e-5,
+                               atol=1e-5)
+    got = kiln.jit(kiln.vmap(lambda p, x: exp.call(p, x)["stats"][0], in_axes=(None, 0)))(params, xb)
+    np.testing.assert_allclose(np.asarray(got), [_np_model(params, v, 1.5)[1] for v in xb], rtol=1e-5, atol=1e-5)
 
 
 def test_export_errors():
@@ -182,6 +214,9 @@ def test_export_on_another_platform_refuses_to_run_here():
     assert exp.platforms == (other,)
     with pytest.raises(ExportError, match=rf"exported for platforms \('{other}',\) but runs on {here}"):
         exp.call(np.ones(2, np.float32))
+    with pytest.raises(kiln.lowering.LoweringError, match=rf"exported for platforms \('{other}',\) but is called "
+                                                          rf"in a program for {here}"):
+        kiln.jit(exp.call)(np.ones(2, np.float32))
 
 
 def test_deserialize_rejects_bad_bytes():
@@ -292,3 +327,5 @@ def test_kiln_reads_and_calls_jaxs_bytes(tmp_path, jax_python):
     np.testing.assert_allclose(np.asarray(out["s"]), np.cumsum(x) * 3.0, rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(out["t"][0]), x.astype(np.int32))
     assert out["t"][1] is None
+    inside = kiln.jit(lambda x, k: exp.call(x, {"k": k, "unused": knp.zeros(2, knp.int16)})["s"])(x, np.float32(2))
+    np.testing.assert_allclose(np.asarray(inside), np.cumsum(x) * 2.0, rtol=1e-6)
