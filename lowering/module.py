@@ -118,7 +118,8 @@ def _with_sharding(attrs: ir.DictAttr | None, spec) -> ir.DictAttr:
 def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_unused: bool = False,
           name: str = "main", platform: str | None = None,
           custom_call_targets: Callable[[], Collection[str]] | None = None,
-          mesh: MeshLayout | None = None, embedded_consts: Sequence | None = None) -> LoweredModule:
+          mesh: MeshLayout | None = None, embedded_consts: Sequence | None = None,
+          platform_index_param: bool = False) -> LoweredModule:
     """Optimise ``ir_`` and emit it as the ``@main`` function of a StableHLO module.
 
     ``donated`` flags, for each of constvars + invars, an input whose buffer the program may reuse
@@ -127,7 +128,9 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
     runtime supports there, called at most once and only if a rule asks) go to the
     :class:`EmitContext`; without them rules emit portable StableHLO only.
     ``embedded_consts`` (host arrays, one per constvar) writes the constvars into the module as
-    ``stablehlo.constant`` instead of parameters (a self-contained module, as export needs).
+    ``stablehlo.constant`` instead of parameters (a self-contained module, as export needs);
+    ``platform_index_param`` adds a leading, unused ``tensor<i32>`` parameter (JAX's calling convention for a
+    module exported for several platforms).
     """
     body = passes.optimize(ir_)
     all_inputs = body.constvars + body.invars
@@ -143,8 +146,12 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
         module.operation.attributes["mhlo.num_replicas"] = i32_attr(1)
         in_types = [tensor_type(v.aval) for v in params]
         out_types = [tensor_type(a.aval) for a in body.outvars]
+        if platform_index_param:
+            in_types = [ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))] + in_types
         with ir.InsertionPoint(module.body):
             arg_attrs = _donation_attrs(params, kept, donated, body)
+            if platform_index_param:
+                arg_attrs = [ir.DictAttr.get({})] + arg_attrs
             if mesh is not None:
                 _sdy_mesh(mesh)
                 in_specs = [spec for spec, k in zip(mesh.in_specs, kept) if k]
@@ -157,6 +164,8 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
             block = fn.add_entry_block()
             with ir.InsertionPoint(block):
                 args = iter(block.arguments)
+                if platform_index_param:
+                    next(args)
                 # Unused inputs that were dropped still need a placeholder for emit_ir's binding.
                 values = [next(args) if k else None for k in kept]
                 if embedded_consts is not None:

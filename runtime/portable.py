@@ -53,9 +53,11 @@ def deserialize_module(data: bytes) -> str:
     return read_module(data)[0]
 
 
-def read_module(data: bytes) -> tuple[str, list[str], list[str]]:
+def read_module(data: bytes, refine: bool = False) -> tuple[str, list[str], list[str]]:
     """The MLIR text of the portable artifact ``data``, and the types of its ``@main``'s parameters and results
-    (as MLIR prints them: ``tensor<3xf32>``; empty lists when it has no ``@main``)."""
+    (as MLIR prints them: ``tensor<3xf32>``; empty lists when it has no ``@main``). ``refine``: run StableHLO's
+    shape refinement first (modules whose inner shapes follow from global constants such as JAX's platform
+    index, with a static ``@main``)."""
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise TypeError(f"expected bytes of a portable StableHLO artifact, got {type(data).__name__}")
     data = bytes(data)
@@ -72,9 +74,12 @@ def read_module(data: bytes) -> tuple[str, list[str], list[str]]:
     try:
         with ctx:
             module = _jax.mlir.deserialize_portable_artifact(data)
+            from jaxlib.mlir import ir
             if isinstance(module, str):
-                from jaxlib.mlir import ir
                 module = ir.Module.parse(module)
+            if refine:
+                text = module.operation.get_asm(enable_debug_info=False)
+                module = ir.Module.parse(_jax.mlir.refine_polymorphic_shapes(text.encode()))
             ins: list[str] = []
             outs: list[str] = []
             for op in module.body.operations:

@@ -82,7 +82,7 @@ class Exported:
     ``out_shardings_hlo`` (None per leaf: one-device modules); ``nr_devices``; ``platforms``;
     ``mlir_module_serialized`` (the portable StableHLO artifact); ``calling_convention_version``;
     ``module_kept_var_idx`` (the flat arguments the module takes; the others are unused);
-    ``uses_global_constants`` (symbolic shapes: always False for kiln's exports).
+    ``uses_global_constants`` (the module needs shape refinement: JAX's multi-platform exports; False for kiln's).
     """
 
     fun_name: str
@@ -121,12 +121,13 @@ class Exported:
         raise ExportError(f"kiln.export: {self.fun_name} has no VJP: kiln exports the primal function only; "
                           "export kiln.jit(kiln.vjp(...)) or kiln.jit(kiln.grad(f)) as a function of its own")
 
-    def serialize(self, vjp_order: int = 0) -> bytes:
-        """The bytes of this ``Exported`` in JAX's flatbuffer format (``jax.export.deserialize`` reads them)."""
+    def serialize(self, vjp_order: int = 0) -> bytearray:
+        """The bytes of this ``Exported`` in JAX's flatbuffer format (``jax.export.deserialize`` reads them); a
+        ``bytearray``, as JAX's."""
         if vjp_order:
             raise ExportError(f"kiln.export: serialize(vjp_order={vjp_order}) is not supported: kiln exports the "
                               "primal function only; export the gradient as a function of its own")
-        return _serialize(self)
+        return bytearray(_serialize(self))
 
     def call(self, *args, **kwargs) -> Any:
         """Run the exported function on arrays of the exported shapes and dtypes (pytrees as when exported)."""
@@ -139,8 +140,9 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
     """``export(kiln.jit(f))(*args, **kwargs)`` is an :class:`Exported` of ``f`` for the shapes and dtypes of
     the arguments (arrays or ``kiln.ShapeDtypeStruct``; static arguments as values).
 
-    ``platforms``: one of 'cpu', 'cuda', 'rocm', 'tpu' (default: the default backend's). Exporting for
-    several platforms at once is not supported.
+    ``platforms``: a sequence of 'cpu', 'cuda', 'rocm', 'tpu' (default: the default backend's). For one
+    platform the module is lowered for it; for several it is portable StableHLO whose ``@main`` takes the
+    platform's index in ``platforms`` first (JAX's calling convention; ``call`` passes it).
     """
     if not isinstance(fun_jit, JittedFunction):
         raise ExportError(f"kiln.export.export: the function to export must be the result of kiln.jit, got "
@@ -153,9 +155,8 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
         if bad or not platforms:
             raise ExportError(f"kiln.export.export: platforms={platforms!r}: expected one of 'cpu', 'cuda', "
                               "'rocm', 'tpu'")
-        if len(platforms) > 1:
-            raise ExportError(f"kiln.export.export: platforms={platforms!r}: exporting for several platforms at "
-                              "once is not supported by kiln; export once per platform")
+        if len(set(platforms)) != len(platforms):
+            raise ExportError(f"kiln.export.export: platforms={platforms!r} names a platform twice")
 
     def do_export(*args, **kwargs) -> Exported:
         if current_builder() is not None:
@@ -168,18 +169,21 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
         if isinstance(entry.device, spmd.MeshPlacement):
             raise ExportError(f"kiln.export.export({fun_jit.__name__}): the function runs over a device mesh; kiln "
                               "exports one-device programs only (drop the shardings to export it)")
-        platform = platforms[0] if platforms is not None else _platform_of(dispatch.default_device())
-        device = _device_for(platform)
+        targets = platforms if platforms is not None else (_platform_of(dispatch.default_device()),)
+        # One platform: lowered for it (its custom calls, e.g. LAPACK on CPU). Several: portable StableHLO only,
+        # with JAX's leading platform-index parameter (the module is the same on each).
+        device = _device_for(targets[0]) if len(targets) == 1 else None
         ir = entry.closed.ir
         consts = [np.asarray(c) for c in entry.closed.consts]
-        lowered = dispatch.lower_ir(ir, keep_unused=fun_jit.keep_unused, device=device, embedded_consts=consts)
+        lowered = dispatch.lower_ir(ir, keep_unused=fun_jit.keep_unused, device=device, embedded_consts=consts,
+                                    platform_index_param=len(targets) > 1)
         kept = lowered.kept_inputs[len(ir.constvars):]
         in_avals = tuple(a.strengthen() for a in ir.in_avals)
         out_avals = tuple(a.strengthen() for a in ir.out_avals)
         return Exported(
             fun_name=fun_jit.__name__, in_tree=entry_in_tree(entry, args, kwargs, fun_jit), in_avals=in_avals,
             out_tree=entry.out_tree, out_avals=out_avals, in_shardings_hlo=(None,) * len(in_avals),
-            out_shardings_hlo=(None,) * len(out_avals), nr_devices=1, platforms=(platform,),
+            out_shardings_hlo=(None,) * len(out_avals), nr_devices=1, platforms=targets,
             ordered_effects=(), unordered_effects=(), disabled_safety_checks=tuple(disabled_checks),
             mlir_module_serialized=runtime.portable.serialize_module(lowered.module),
             calling_convention_version=CALLING_CONVENTION_VERSION,
@@ -266,7 +270,7 @@ call_exported_p = Primitive("call_exported", _call_exported_shape, multiple_resu
 def _checked_module(exp: Exported) -> str:
     """The module's text, once its ``@main`` is checked against the recorded arguments and results."""
     try:
-        text, ins, outs = runtime.portable.read_module(exp.mlir_module_serialized)
+        text, ins, outs = runtime.portable.read_module(exp.mlir_module_serialized, refine=exp.uses_global_constants)
     except runtime.portable.PortableArtifactError as e:
         raise ExportError(f"kiln.export: the module of {exp.fun_name!r} cannot be read: {e}") from None
     context = runtime.mlir_context()
@@ -445,9 +449,6 @@ def _deserialize(root: fmt.TableReader) -> Exported:
     if not MIN_CALLING_CONVENTION_VERSION <= version <= CALLING_CONVENTION_VERSION:
         raise ExportError(f"kiln.export.deserialize: {name!r} uses calling convention version {version}; kiln reads "
                           f"versions {MIN_CALLING_CONVENTION_VERSION} to {CALLING_CONVENTION_VERSION}")
-    if root.scalar(s.uses_global_constants, "?", False):
-        raise ExportError(f"kiln.export.deserialize: {name!r} was exported with symbolic shapes or for several "
-                          "platforms with shape refinement; kiln supports concrete shapes only")
     unique = [_read_aval(t) for t in root.tables(s.unique_avals)]
 
     def avals(idx_slot: int, old_slot: int) -> tuple[ShapedArray, ...]:
@@ -484,7 +485,7 @@ def _deserialize(root: fmt.TableReader) -> Exported:
         platforms=platforms, ordered_effects=(), unordered_effects=(),
         disabled_safety_checks=tuple(_read_check(t) for t in root.tables(s.disabled_checks)),
         mlir_module_serialized=module, calling_convention_version=version, module_kept_var_idx=kept,
-        uses_global_constants=False)
+        uses_global_constants=bool(root.scalar(s.uses_global_constants, "?", False)))
 
 
 def _check_table(check: DisabledSafetyCheck) -> fmt.Table:

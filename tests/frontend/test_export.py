@@ -185,8 +185,8 @@ def test_call_inside_jit_and_vmap():
 def test_export_errors():
     with pytest.raises(ExportError, match=r"must be the result of kiln.jit.*kiln.export.export\(kiln.jit\(f\)\)"):
         kiln.export.export(lambda x: x)
-    with pytest.raises(ExportError, match="exporting for several platforms at once is not supported"):
-        kiln.export.export(kiln.jit(knp.sin), platforms=["cpu", "cuda"])
+    with pytest.raises(ExportError, match=r"platforms=\('cpu', 'cpu'\) names a platform twice"):
+        kiln.export.export(kiln.jit(knp.sin), platforms=["cpu", "cpu"])
     with pytest.raises(ExportError, match=r"platforms=\('metal',\): expected one of 'cpu', 'cuda'"):
         kiln.export.export(kiln.jit(knp.sin), platforms=["metal"])
     with pytest.raises(ExportError, match="symbolic .* export is not supported by kiln; export once per concrete"):
@@ -205,6 +205,20 @@ def test_export_errors():
     with pytest.raises(ExportError, match="cannot serialize the arguments' structure: it contains a Point node"):
         exp.serialize()
     np.testing.assert_allclose(np.asarray(exp.call(Point(np.ones(2, np.float32)))), [2, 2])  # calls unserialized
+
+
+def test_several_platforms_take_the_platform_index_first():
+    here = kiln.default_backend()
+    platforms = ("tpu", here) if here != "tpu" else ("cpu", here)
+    f = kiln.jit(lambda x: knp.linalg.solve(x, knp.ones(3)) * 2)
+    exp = kiln.export.export(f, platforms=platforms)(SDS((3, 3), knp.float32))
+    assert exp.platforms == platforms
+    assert "@main(%arg0: tensor<i32>, %arg1: tensor<3x3xf32>)" in exp.mlir_module()
+    a = np.array([[4, 1, 0], [1, 3, 1], [0, 1, 2]], np.float32)
+    want = np.linalg.solve(a, np.ones(3)) * 2
+    back = kiln.export.deserialize(exp.serialize())
+    np.testing.assert_allclose(np.asarray(back.call(a)), want, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(kiln.jit(back.call)(a)), want, rtol=1e-5)
 
 
 def test_export_on_another_platform_refuses_to_run_here():
@@ -280,8 +294,11 @@ def jax_python():
 
 def test_jax_reads_and_calls_kilns_bytes(tmp_path, jax_python):
     params, x = _model_values(2)
-    exp = kiln.export.export(kiln.jit(_model, static_argnames="scale"))(*_model_specs(), scale=2.0)
+    jitted = kiln.jit(_model, static_argnames="scale")
+    exp = kiln.export.export(jitted)(*_model_specs(), scale=2.0)
     (tmp_path / "k.bin").write_bytes(exp.serialize())
+    two = kiln.export.export(jitted, platforms=["cuda", "cpu"])(*_model_specs(), scale=2.0)
+    (tmp_path / "k2.bin").write_bytes(two.serialize())
     np.savez(tmp_path / "in.npz", w=params["w"], b=params["b"], x=x)
     code = f"""
         import json, numpy as np, jax
@@ -291,8 +308,10 @@ def test_jax_reads_and_calls_kilns_bytes(tmp_path, jax_python):
         args = ({{'w': d['w'], 'b': d['b']}}, d['x'])
         out = e.call(*args)
         jitted = jax.jit(e.call)(*args)
+        two = export.deserialize(bytearray(open({str(tmp_path / 'k2.bin')!r}, 'rb').read()))
         print(json.dumps({{"out": np.asarray(out['out']).tolist(), "sum": float(out['stats'][0]),
                           "jit": np.asarray(jitted['out']).tolist(), "name": e.fun_name,
+                          "two": np.asarray(two.call(*args)['out']).tolist(), "platforms": two.platforms,
                           "avals": [str(a) for a in e.in_avals]}}))
     """
     proc = subprocess.run([jax_python, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd="/",
@@ -302,6 +321,8 @@ def test_jax_reads_and_calls_kilns_bytes(tmp_path, jax_python):
     want_out, want_sum = _np_model(params, x, 2.0)
     np.testing.assert_allclose(got["out"], want_out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got["jit"], want_out, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(got["two"], want_out, rtol=1e-5, atol=1e-6)
+    assert got["platforms"] == ["cuda", "cpu"]
     np.testing.assert_allclose(got["sum"], want_sum, rtol=1e-5, atol=1e-5)
     assert got["name"] == "_model" and got["avals"] == ["float32[3]", "float32[4,3]", "float32[2,4]"]
 
@@ -315,6 +336,8 @@ def test_kiln_reads_and_calls_jaxs_bytes(tmp_path, jax_python):
         specs = (jax.ShapeDtypeStruct((4,), jnp.float32),
                  {{'k': jax.ShapeDtypeStruct((), jnp.float32), 'unused': jax.ShapeDtypeStruct((2,), jnp.int16)}})
         open({str(tmp_path / 'j.bin')!r}, 'wb').write(export.export(jax.jit(g))(*specs).serialize())
+        two = export.export(jax.jit(lambda x: jnp.sin(x) * 2), platforms=['cuda', 'cpu'])(specs[0])
+        open({str(tmp_path / 'j2.bin')!r}, 'wb').write(two.serialize())
     """
     proc = subprocess.run([jax_python, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd="/",
                           timeout=300)
@@ -327,5 +350,9 @@ def test_kiln_reads_and_calls_jaxs_bytes(tmp_path, jax_python):
     np.testing.assert_allclose(np.asarray(out["s"]), np.cumsum(x) * 3.0, rtol=1e-6)
     np.testing.assert_array_equal(np.asarray(out["t"][0]), x.astype(np.int32))
     assert out["t"][1] is None
+    two = kiln.export.deserialize((tmp_path / "j2.bin").read_bytes())  # platform index, shape refinement
+    assert two.platforms == ("cuda", "cpu") and two.uses_global_constants
+    np.testing.assert_allclose(np.asarray(two.call(x)), np.sin(x) * 2, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(kiln.jit(two.call)(x)), np.sin(x) * 2, rtol=1e-6)
     inside = kiln.jit(lambda x, k: exp.call(x, {"k": k, "unused": knp.zeros(2, knp.int16)})["s"])(x, np.float32(2))
     np.testing.assert_allclose(np.asarray(inside), np.cumsum(x) * 2.0, rtol=1e-6)
