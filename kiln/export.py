@@ -11,8 +11,10 @@ from kiln.frontend.driver.export import (
 from kiln.frontend.driver.export import (
     minimum_supported_calling_convention_version as minimum_supported_calling_convention_version,
 )
+from kiln.frontend.driver.export import register_namedtuple_serialization as register_namedtuple_serialization
+from kiln.frontend.driver.export import register_pytree_node_serialization as register_pytree_node_serialization
 from kiln.frontend.driver.export import symbolic_shape as symbolic_shape
 
 __all__ = ["default_export_platform", "deserialize", "DisabledSafetyCheck", "export", "Exported", "ExportError",
            "maximum_supported_calling_convention_version", "minimum_supported_calling_convention_version",
-           "symbolic_shape"]
+           "register_namedtuple_serialization", "register_pytree_node_serialization", "symbolic_shape"]

@@ -9,7 +9,9 @@ kiln's runtime (once per device) and runs it.
 """
 from __future__ import annotations
 
+import collections
 import dataclasses
+import json
 from typing import Any, Callable, Sequence
 
 import ml_dtypes
@@ -317,10 +319,20 @@ def _tree_table(name: str, treedef: Any) -> fmt.Table:
             raise ExportError(f"kiln.export: cannot serialize {name}: a dict with the non-string key {bad[0]!r}; "
                               "only string keys can be serialized (as in JAX)")
         fields[2] = ("o", fmt.Vector(keys))
+    elif data[0] in _serializers:
+        kind = fmt.TreeKind.custom
+        serialized_name, serialize_auxdata = _serializers[data[0]]
+        aux = serialize_auxdata(data[1])
+        if not isinstance(aux, (bytes, bytearray)):
+            raise ExportError(f"kiln.export: the serialize_auxdata registered for {data[0].__name__} returned a "
+                              f"{type(aux).__name__}; it must return bytes")
+        fields[3] = ("o", serialized_name)
+        fields[4] = ("o", fmt.Scalars("B", bytes(aux)))
     else:
-        raise ExportError(f"kiln.export: cannot serialize {name}: it contains a {data[0].__name__} node; kiln "
-                          "serializes tuples, lists, dicts with string keys and None (use those in the "
-                          "arguments and results of an exported function)")
+        raise ExportError(f"kiln.export: cannot serialize {name}: it contains a {data[0].__name__} node, which is "
+                          "not registered for serialization; register it with "
+                          "kiln.export.register_pytree_node_serialization (or register_namedtuple_serialization), or "
+                          "use tuples, lists, dicts with string keys and None")
     fields[0] = ("b", kind)
     if children:
         fields[1] = ("o", fmt.Vector([_tree_table(name, c) for c in children]))
@@ -424,9 +436,14 @@ def _read_tree(t: fmt.TableReader, depth: int = 0) -> Any:
             raise fmt.FormatError("dict node with mismatched keys")
         return dict(zip(keys, children))
     if kind == fmt.TreeKind.custom:
-        raise ExportError(f"kiln.export.deserialize: the exported structure contains the custom pytree node "
-                          f"{t.string(3)!r} (registered in JAX with register_pytree_node_serialization); kiln "
-                          "reads tuples, lists, dicts and None only")
+        serialized_name = t.string(3)
+        if serialized_name not in _deserializers:
+            raise ExportError(f"kiln.export.deserialize: the exported structure contains the pytree node "
+                              f"{serialized_name!r}, which is not registered here; register its type with "
+                              f"kiln.export.register_pytree_node_serialization(..., serialized_name="
+                              f"{serialized_name!r}) (or register_namedtuple_serialization) before deserializing")
+        _, deserialize_auxdata, from_children = _deserializers[serialized_name]
+        return from_children(deserialize_auxdata(t.bytes(4)), children)
     raise fmt.FormatError(f"unknown pytree node kind {kind}")
 
 
@@ -504,6 +521,65 @@ def _read_check(t: fmt.TableReader) -> DisabledSafetyCheck:
     return DisabledSafetyCheck("shape_assertions")
 
 
+# Custom pytree nodes that serialize: type -> (name, serialize_auxdata); name -> (type, deserialize_auxdata,
+# from_children).
+_serializers: dict[type, tuple[str, Callable[[Any], bytes]]] = {}
+_deserializers: dict[str, tuple[type, Callable[[bytes], Any], Callable[[Any, Sequence], Any]]] = {}
+
+
+def register_pytree_node_serialization(nodetype: type, *, serialized_name: str,
+                                       serialize_auxdata: Callable[[Any], bytes],
+                                       deserialize_auxdata: Callable[[bytes], Any],
+                                       from_children: Callable[[Any, Sequence], Any] | None = None) -> type:
+    """Let pytree nodes of ``nodetype`` appear in the signature of a serialized ``Exported`` (as JAX's):
+    ``serialized_name`` identifies the type in the bytes, ``serialize_auxdata(aux) -> bytes`` and
+    ``deserialize_auxdata(bytes) -> aux`` convert its static data, ``from_children(aux, children)`` builds a
+    node (default: the unflatten function it was registered with in ``kiln.tree_util``). Returns ``nodetype``."""
+    if nodetype in _serializers:
+        raise ExportError(f"kiln.export.register_pytree_node_serialization: {nodetype.__name__} is already "
+                          f"registered (as {_serializers[nodetype][0]!r})")
+    if serialized_name in _deserializers:
+        raise ExportError(f"kiln.export.register_pytree_node_serialization: the name {serialized_name!r} is already "
+                          f"registered (for {_deserializers[serialized_name][0].__name__})")
+    if from_children is None:
+        node = tree_util._registry.get(nodetype)
+        if node is None:
+            raise ExportError(f"kiln.export.register_pytree_node_serialization: {nodetype.__name__} is not a "
+                              "registered pytree node; call kiln.tree_util.register_pytree_node first, or pass "
+                              "from_children")
+        from_children = node.unflatten
+    _serializers[nodetype] = (serialized_name, serialize_auxdata)
+    _deserializers[serialized_name] = (nodetype, deserialize_auxdata, from_children)
+    return nodetype
+
+
+def register_namedtuple_serialization(nodetype: type, *, serialized_name: str) -> type:
+    """Let a ``collections.namedtuple`` class appear in the signature of a serialized ``Exported`` (its field
+    names are stored, as JAX does). Returns ``nodetype``."""
+    if not (isinstance(nodetype, type) and issubclass(nodetype, tuple) and hasattr(nodetype, "_fields")):
+        raise ExportError("kiln.export.register_namedtuple_serialization: expected a namedtuple class, got "
+                          f"{nodetype!r}; use register_pytree_node_serialization for other types")
+
+    def from_children(fields: Any, children: Sequence) -> Any:
+        return nodetype(**dict(zip(fields, children)))
+    return register_pytree_node_serialization(
+        nodetype, serialized_name=serialized_name,
+        serialize_auxdata=lambda aux: json.dumps(list(nodetype._fields)).encode("utf-8"),
+        deserialize_auxdata=lambda data: json.loads(data.decode("utf-8")), from_children=from_children)
+
+
+def _ordered_dict_keys(keys: Any) -> bytes:
+    if not all(isinstance(k, str) for k in keys):
+        raise ExportError(f"kiln.export: an OrderedDict in the signature has the keys {list(keys)!r:.80}; only string "
+                          "keys can be serialized (as in JAX)")
+    return json.dumps(list(keys)).encode("utf-8")
+
+
+register_pytree_node_serialization(collections.OrderedDict, serialized_name="collections.OrderedDict",
+                                   serialize_auxdata=_ordered_dict_keys,
+                                   deserialize_auxdata=lambda data: tuple(json.loads(data.decode("utf-8"))))
+
+
 def default_export_platform() -> str:
     """The platform ``export`` lowers for by default: the default device's ('cpu', 'cuda', 'rocm', 'tpu')."""
     return _platform_of(dispatch.default_device())
@@ -522,4 +598,5 @@ def symbolic_shape(shape_spec: str | None, **kwargs) -> tuple:
 
 __all__ = ["CALLING_CONVENTION_VERSION", "DisabledSafetyCheck", "Exported", "ExportError", "default_export_platform",
            "deserialize", "export", "maximum_supported_calling_convention_version",
-           "minimum_supported_calling_convention_version", "symbolic_shape"]
+           "minimum_supported_calling_convention_version", "register_namedtuple_serialization",
+           "register_pytree_node_serialization", "symbolic_shape"]

@@ -5,6 +5,7 @@ bytes are exchangeable in both directions.
 """
 from __future__ import annotations
 
+import collections
 import json
 import os
 import subprocess
@@ -202,9 +203,52 @@ def test_export_errors():
             self.x = x
     kiln.tree_util.register_pytree_node(Point, lambda p: ((p.x,), None), lambda _, c: Point(*c))
     exp = kiln.export.export(kiln.jit(lambda p: p.x * 2))(Point(SDS((2,), knp.float32)))
-    with pytest.raises(ExportError, match="cannot serialize the arguments' structure: it contains a Point node"):
+    with pytest.raises(ExportError, match="cannot serialize the arguments' structure: it contains a Point node, "
+                                          "which is not registered for serialization; register it with "
+                                          "kiln.export.register_pytree_node_serialization"):
         exp.serialize()
     np.testing.assert_allclose(np.asarray(exp.call(Point(np.ones(2, np.float32)))), [2, 2])  # calls unserialized
+
+
+class _Pair(collections.namedtuple("_Pair", ["first", "second"])):
+    pass
+
+
+class _Box:
+    def __init__(self, value, label):
+        self.value, self.label = value, label
+
+
+kiln.tree_util.register_pytree_node(_Box, lambda b: ((b.value,), b.label), lambda label, c: _Box(c[0], label))
+kiln.export.register_namedtuple_serialization(_Pair, serialized_name="kiln.tests._Pair")
+kiln.export.register_pytree_node_serialization(_Box, serialized_name="kiln.tests._Box",
+                                               serialize_auxdata=lambda label: label.encode(),
+                                               deserialize_auxdata=lambda data: data.decode())
+
+
+def test_registered_pytree_nodes_serialize():
+    def f(pair, od, box):
+        return _Pair(second=pair.first * 2, first=od["z"] - od["a"]), _Box(box.value + 1, box.label)
+    od = collections.OrderedDict([("z", SDS((3,), knp.float32)), ("a", SDS((3,), knp.float32))])
+    exp = kiln.export.export(kiln.jit(f))(_Pair(SDS((2,), knp.int32), SDS((), knp.bool_)), od,
+                                          _Box(SDS((2,), knp.float32), "tag"))
+    back = kiln.export.deserialize(exp.serialize())
+    assert back.in_tree == exp.in_tree and back.out_tree == exp.out_tree
+    z, a = np.arange(3, dtype=np.float32), np.ones(3, np.float32)
+    pair, box = back.call(_Pair(np.array([1, 2], np.int32), np.bool_(True)), collections.OrderedDict(z=z, a=a),
+                          _Box(np.zeros(2, np.float32), "tag"))
+    assert isinstance(pair, _Pair) and isinstance(box, _Box) and box.label == "tag"
+    np.testing.assert_array_equal(np.asarray(pair.second), [2, 4])
+    np.testing.assert_array_equal(np.asarray(pair.first), z - a)
+    np.testing.assert_array_equal(np.asarray(box.value), [1, 1])
+    with pytest.raises(ExportError, match="already registered"):
+        kiln.export.register_namedtuple_serialization(_Pair, serialized_name="other")
+    with pytest.raises(ExportError, match="expected a namedtuple class"):
+        kiln.export.register_namedtuple_serialization(dict, serialized_name="d")
+    blob = bytes(exp.serialize()).replace(b"kiln.tests._Box", b"kiln.tests._Xox")
+    with pytest.raises(ExportError, match=r"the pytree node 'kiln.tests._Xox', which is not registered here; "
+                                          r"register its type with kiln.export.register_pytree_node_serialization"):
+        kiln.export.deserialize(blob)
 
 
 def test_several_platforms_take_the_platform_index_first():
