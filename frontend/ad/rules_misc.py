@@ -90,8 +90,10 @@ jvp_rules[misc.reduce_p] = _reduce_jvp
 
 
 def _call_exported_jvp(primals, tangents, *, name, **params):
-    raise ExportError(f"kiln.export: cannot differentiate the exported {name!r}: kiln serializes no VJP with an "
-                      "Exported (JAX's vjp_order); export the derivative you need as a function of its own, e.g. "
+    raise ExportError(f"kiln.export: cannot differentiate the exported {name!r}: it has no VJP (kiln records one "
+                      "when every argument and result is floating or complex; a deserialized Exported needs "
+                      "serialize(vjp_order=1)), and forward mode is not available for exported functions (as in "
+                      "JAX); export the derivative you need as a function of its own, e.g. "
                       "kiln.export.export(kiln.jit(kiln.grad(f)))")
 
 

@@ -20,10 +20,10 @@ import numpy as np
 from kiln import lowering, runtime
 
 from ..core import tree_util
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.errors import KilnError
 from ..core.primitive import Primitive
-from ..core.tracing import Tracer, abstractify, current_builder
+from ..core.tracing import Tracer, abstractify, current_builder, eval_ir
 from . import dispatch, spmd
 from . import export_format as fmt
 from .array import Array
@@ -103,7 +103,8 @@ class Exported:
     calling_convention_version: int
     module_kept_var_idx: tuple[int, ...]
     uses_global_constants: bool
-    _cache: dict = dataclasses.field(default_factory=dict, repr=False)  # "text" and one executable per device
+    _get_vjp: Callable[[Exported], Exported] | None = dataclasses.field(default=None, repr=False)
+    _cache: dict = dataclasses.field(default_factory=dict, repr=False)  # "text", "vjp", an executable per device
 
     def mlir_module(self) -> str:
         """The StableHLO module as MLIR text (read back from ``mlir_module_serialized``)."""
@@ -116,20 +117,28 @@ class Exported:
         return f"Exported(fun_name={self.fun_name!r}, in_avals={self.in_avals}, out_avals={self.out_avals})"
 
     def has_vjp(self) -> bool:
-        """False: kiln does not serialize VJP functions (``kiln.grad`` of ``.call`` is not supported)."""
-        return False
+        """Whether :meth:`vjp` can make the exported VJP: kiln records one when every argument and result is
+        floating or complex (a deserialized ``Exported`` has one when it was serialized with ``vjp_order``)."""
+        return self._get_vjp is not None
 
     def vjp(self) -> Exported:
-        raise ExportError(f"kiln.export: {self.fun_name} has no VJP: kiln exports the primal function only; "
-                          "export kiln.jit(kiln.vjp(...)) or kiln.jit(kiln.grad(f)) as a function of its own")
+        """The exported VJP: a function of the flat arguments followed by one cotangent per flat result,
+        returning one cotangent per flat argument (JAX's convention). ``kiln.grad`` through :meth:`call` uses it."""
+        if self._get_vjp is None:
+            raise ExportError(
+                f"kiln.export: {self.fun_name!r} has no VJP: kiln records one when every argument and result is "
+                "floating or complex, and a deserialized Exported has one only when serialized with "
+                "serialize(vjp_order=1) (or more); export the derivative as a function of its own instead")
+        vjp = self._cache.get("vjp")
+        if vjp is None:
+            vjp = self._cache.setdefault("vjp", self._get_vjp(self))
+        return vjp
 
     def serialize(self, vjp_order: int = 0) -> bytearray:
         """The bytes of this ``Exported`` in JAX's flatbuffer format (``jax.export.deserialize`` reads them); a
-        ``bytearray``, as JAX's."""
-        if vjp_order:
-            raise ExportError(f"kiln.export: serialize(vjp_order={vjp_order}) is not supported: kiln exports the "
-                              "primal function only; export the gradient as a function of its own")
-        return bytearray(_serialize(self))
+        ``bytearray``, as JAX's. ``vjp_order=k`` also stores k orders of VJP functions (for ``grad`` of ``call``
+        after deserializing)."""
+        return bytearray(fmt.encode(_exported_table(self, vjp_order)))
 
     def call(self, *args, **kwargs) -> Any:
         """Run the exported function on arrays of the exported shapes and dtypes (pytrees as when exported)."""
@@ -189,8 +198,37 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
             ordered_effects=(), unordered_effects=(), disabled_safety_checks=tuple(disabled_checks),
             mlir_module_serialized=runtime.portable.serialize_module(lowered.module),
             calling_convention_version=CALLING_CONVENTION_VERSION,
-            module_kept_var_idx=tuple(i for i, k in enumerate(kept) if k), uses_global_constants=False)
+            module_kept_var_idx=tuple(i for i, k in enumerate(kept) if k), uses_global_constants=False,
+            _get_vjp=_vjp_maker(entry.closed, platforms) if _differentiable(in_avals + out_avals) else None)
     return do_export
+
+
+def _differentiable(avals: tuple) -> bool:
+    return all(np.issubdtype(a.dtype, np.inexact) or a.dtype.name in fmt.FLOAT_NARROW for a in avals)
+
+
+def _vjp_maker(closed: Any, platforms: Sequence[str] | None) -> Callable[[Exported], Exported]:
+    """Exports, on demand, the VJP of the traced function ``closed`` (flat arguments to flat results)."""
+    def make(primal: Exported) -> Exported:
+        vjp = _ad_hooks.get("vjp")
+        if vjp is None:  # kiln.frontend.ad registers it (it sits above this floor)
+            raise ExportError("kiln.export: differentiation is not loaded (import kiln)")
+        n = len(primal.in_avals)
+
+        def fun(*args):
+            return eval_ir(closed.ir, closed.consts, list(args))
+
+        def vjp_fun(*args):
+            _, pullback = vjp(fun, *args[:n])
+            return tuple(pullback(list(args[n:])))
+        vjp_fun.__name__ = vjp_fun.__qualname__ = f"{primal.fun_name}_vjp"
+        specs = [ShapeDtypeStruct(a.shape, a.dtype) for a in primal.in_avals + primal.out_avals]
+        return export(JittedFunction(vjp_fun), platforms=platforms or primal.platforms)(*specs)
+    return make
+
+
+# Filled by kiln.frontend.ad (a floor above this one): "vjp" (kiln.vjp) and "custom_vjp" (kiln.custom_vjp).
+_ad_hooks: dict[str, Any] = {}
 
 
 def entry_in_tree(entry: Any, args: tuple, kwargs: dict, fun_jit: JittedFunction) -> Any:
@@ -236,9 +274,12 @@ def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
                               f"exported for {want.str_short()}; export it again for these shapes/dtypes")
     if current_builder() is not None or any(isinstance(x, Tracer) for x in leaves):
         # Inside jit/vmap/grad: one equation whose lowering inlines the module's functions.
-        text = exp.mlir_module()
-        outs = call_exported_p.bind(*leaves, module=text, kept=exp.module_kept_var_idx, platforms=exp.platforms,
-                                    out_avals=exp.out_avals, name=exp.fun_name)
+        params = dict(module=exp.mlir_module(), kept=exp.module_kept_var_idx, platforms=exp.platforms,
+                      out_avals=exp.out_avals, name=exp.fun_name)
+        if exp.has_vjp() and "custom_vjp" in _ad_hooks:
+            outs = _with_vjp(exp, params)(*leaves)
+        else:
+            outs = call_exported_p.bind(*leaves, **params)
         return tree_util.tree_unflatten(exp.out_tree, list(outs))
     device, committed = dispatch.pick_device(leaves)
     platform = _platform_of(device)
@@ -258,6 +299,23 @@ def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
     outs = exe.execute(buffers)
     return tree_util.tree_unflatten(exp.out_tree, [Array(b, a, device, committed)
                                                    for b, a in zip(outs, exp.out_avals)])
+
+
+def _with_vjp(exp: Exported, params: dict) -> Callable:
+    """The flat call as a ``custom_vjp`` whose backward pass calls the exported VJP (JAX's scheme: the
+    arguments are the residuals)."""
+    def flat(*args):
+        return tuple(call_exported_p.bind(*args, **params))
+    flat.__name__ = flat.__qualname__ = f"Exported.call of {exp.fun_name!r}"  # named in kiln's error messages
+    flat = _ad_hooks["custom_vjp"](flat)
+
+    def fwd(*args):
+        return flat(*args), args
+
+    def bwd(args, cts):
+        return tuple(exp.vjp().call(*args, *cts))
+    flat.defvjp(fwd, bwd)
+    return flat
 
 
 def _call_exported_shape(*avals, module, kept, platforms, out_avals, name):
@@ -348,7 +406,19 @@ def _aval_table(aval: ShapedArray) -> fmt.Table:
                       3: ("b", fmt.MEMORY_SPACE_DEVICE)})
 
 
-def _serialize(exp: Exported) -> bytes:
+def _exported_table(exp: Exported, vjp_order: int) -> fmt.Table:
+    if not isinstance(vjp_order, int) or vjp_order < 0:
+        raise ExportError(f"kiln.export: serialize(vjp_order={vjp_order!r}): expected an int >= 0")
+    if vjp_order > 0 and not exp.has_vjp():
+        raise ExportError(f"kiln.export: serialize(vjp_order={vjp_order}): {exp.fun_name!r} has no VJP to store "
+                          "(kiln records one when every argument and result is floating or complex)")
+    table = _table(exp)
+    if vjp_order > 0:
+        table.fields[fmt.ExportedSlots.vjp] = ("o", _exported_table(exp.vjp(), vjp_order - 1))
+    return table
+
+
+def _table(exp: Exported) -> fmt.Table:
     s = fmt.ExportedSlots
     unique: dict[ShapedArray, int] = {}
     for a in exp.in_avals + exp.out_avals:
@@ -380,7 +450,7 @@ def _serialize(exp: Exported) -> bytes:
         s.in_shardings_idxs: ("o", fmt.Scalars("I", [0] * len(exp.in_avals))),
         s.out_shardings_idxs: ("o", fmt.Scalars("I", [0] * len(exp.out_avals))),
     })
-    return fmt.encode(table)
+    return table
 
 
 def deserialize(blob: bytes | bytearray) -> Exported:
@@ -496,13 +566,15 @@ def _deserialize(root: fmt.TableReader) -> Exported:
     if any(i >= len(in_avals) for i in kept):
         raise fmt.FormatError("kept argument index out of range")
     platforms = tuple(root.strings(s.platforms))
+    vjp_table = root.table(s.vjp)
     return Exported(
         fun_name=name, in_tree=in_tree, in_avals=in_avals, out_tree=out_tree, out_avals=out_avals,
         in_shardings_hlo=(None,) * len(in_avals), out_shardings_hlo=(None,) * len(out_avals), nr_devices=nr_devices,
         platforms=platforms, ordered_effects=(), unordered_effects=(),
         disabled_safety_checks=tuple(_read_check(t) for t in root.tables(s.disabled_checks)),
         mlir_module_serialized=module, calling_convention_version=version, module_kept_var_idx=kept,
-        uses_global_constants=bool(root.scalar(s.uses_global_constants, "?", False)))
+        uses_global_constants=bool(root.scalar(s.uses_global_constants, "?", False)),
+        _get_vjp=None if vjp_table is None else (lambda _: _deserialize(vjp_table)))
 
 
 def _check_table(check: DisabledSafetyCheck) -> fmt.Table:

@@ -258,3 +258,5 @@ DTYPE_KINDS = {
 KIND_NAMES = {v: k for k, v in DTYPE_KINDS.items()}
 KIND_NAMES.update({27: "key<fry>", 28: "key<rbg>", 29: "key<unsafe_rbg>"})
 MEMORY_SPACE_DEVICE = 1
+# The narrow float types (differentiable, as JAX's inexact dtypes).
+FLOAT_NARROW = {n for n in DTYPE_KINDS if n.startswith(("float8", "float4")) or n == "bfloat16"}

@@ -147,9 +147,42 @@ def test_call_errors():
         exp.call(params, x, x)
     with pytest.raises(ExportError, match=r"argument args\[1\] is f32\[3,4\] but the function was exported"):
         kiln.jit(lambda p, x: exp.call(p, x)["out"])(params, np.zeros((3, 4), np.float32))
-    with pytest.raises(ExportError, match=r"cannot differentiate the exported '_model': kiln serializes no VJP .* "
+    assert not exp.has_vjp()  # an integer result
+    with pytest.raises(ExportError, match=r"cannot differentiate the exported '_model': it has no VJP \(kiln records "
+                                          r"one when every argument and result is floating or complex.*"
                                           r"kiln.export.export\(kiln.jit\(kiln.grad\(f\)\)\)"):
         kiln.grad(lambda x: exp.call(params, x)["stats"][0])(x)
+
+
+def _smooth(x, p):
+    return {"y": knp.sin(x) * p["w"], "s": (x ** 2 * p["w"]).sum()}
+
+
+def test_grad_through_call_uses_the_exported_vjp():
+    x = np.array([0.1, 0.5, 1.0], np.float32)
+    w = np.array([1.0, 2.0, 3.0], np.float32)
+    exp = kiln.export.export(kiln.jit(_smooth))(SDS((3,), knp.float32), {"w": SDS((3,), knp.float32)})
+    assert exp.has_vjp()
+    vjp = exp.vjp()  # primals, then one cotangent per result; returns one cotangent per argument
+    assert [a.shape for a in vjp.in_avals] == [(3,), (3,), (), (3,)] and len(vjp.out_avals) == 2
+    # d/dx, d/dw of sum(sin(x) w) + sum(x^2 w): cos(x) w + 2 x w, sin(x) + x^2
+    want = (np.cos(x) * w + 2 * x * w, np.sin(x) + x ** 2)
+    for e in (exp, kiln.export.deserialize(exp.serialize(vjp_order=1))):
+        def loss(x, w):
+            out = e.call(x, {"w": w})
+            return out["y"].sum() + out["s"]
+        for g in (kiln.grad(loss, argnums=(0, 1)), kiln.jit(kiln.grad(loss, argnums=(0, 1)))):
+            got = g(x, w)
+            np.testing.assert_allclose(np.asarray(got[0]), want[0], rtol=1e-5)
+            np.testing.assert_allclose(np.asarray(got[1]), want[1], rtol=1e-5)
+    assert not kiln.export.deserialize(exp.serialize()).has_vjp()  # vjp_order=0 stores none
+    # Second order: d2/dx2 sum(sin(x) w) = -sin(x) w
+    e2 = kiln.export.deserialize(exp.serialize(vjp_order=2))
+    hess_diag = kiln.grad(lambda x: kiln.grad(lambda x: e2.call(x, {"w": w})["y"].sum())(x).sum())(x)
+    np.testing.assert_allclose(np.asarray(hess_diag), -np.sin(x) * w, rtol=1e-5)
+    with pytest.raises(TypeError, match="forward-mode differentiation .* of the custom_vjp function Exported.call "
+                                        "of '_smooth' is not supported, as in JAX"):
+        kiln.jvp(lambda x: e2.call(x, {"w": w})["s"], (x,), (x,))
 
 
 def test_call_inside_jit_and_vmap():
@@ -192,11 +225,13 @@ def test_export_errors():
         kiln.export.export(kiln.jit(knp.sin), platforms=["metal"])
     with pytest.raises(ExportError, match="symbolic .* export is not supported by kiln; export once per concrete"):
         kiln.export.symbolic_shape("b, 4")
-    exp = kiln.export.export(kiln.jit(knp.sin))(SDS((2,), knp.float32))
-    with pytest.raises(ExportError, match=r"serialize\(vjp_order=1\) is not supported"):
+    exp = kiln.export.export(kiln.jit(lambda x: x.astype(knp.int32)))(SDS((2,), knp.float32))
+    with pytest.raises(ExportError, match=r"serialize\(vjp_order=1\): '<lambda>' has no VJP to store"):
         exp.serialize(vjp_order=1)
-    with pytest.raises(ExportError, match="has no VJP"):
+    with pytest.raises(ExportError, match="has no VJP: kiln records one when every argument and result is floating"):
         exp.vjp()
+    with pytest.raises(ExportError, match=r"serialize\(vjp_order=-1\): expected an int >= 0"):
+        exp.serialize(vjp_order=-1)
 
     class Point:
         def __init__(self, x):
@@ -341,6 +376,8 @@ def test_jax_reads_and_calls_kilns_bytes(tmp_path, jax_python):
     jitted = kiln.jit(_model, static_argnames="scale")
     exp = kiln.export.export(jitted)(*_model_specs(), scale=2.0)
     (tmp_path / "k.bin").write_bytes(exp.serialize())
+    (tmp_path / "kv.bin").write_bytes(kiln.export.export(kiln.jit(_smooth))(
+        SDS((3,), knp.float32), {"w": SDS((3,), knp.float32)}).serialize(vjp_order=1))
     two = kiln.export.export(jitted, platforms=["cuda", "cpu"])(*_model_specs(), scale=2.0)
     (tmp_path / "k2.bin").write_bytes(two.serialize())
     np.savez(tmp_path / "in.npz", w=params["w"], b=params["b"], x=x)
@@ -353,7 +390,11 @@ def test_jax_reads_and_calls_kilns_bytes(tmp_path, jax_python):
         out = e.call(*args)
         jitted = jax.jit(e.call)(*args)
         two = export.deserialize(bytearray(open({str(tmp_path / 'k2.bin')!r}, 'rb').read()))
-        print(json.dumps({{"out": np.asarray(out['out']).tolist(), "sum": float(out['stats'][0]),
+        ev = export.deserialize(bytearray(open({str(tmp_path / 'kv.bin')!r}, 'rb').read()))
+        xv, wv = np.array([0.1, 0.5, 1.0], np.float32), np.array([1.0, 2.0, 3.0], np.float32)
+        gx, gw = jax.grad(lambda x, w: ev.call(x, {{'w': w}})['y'].sum(), argnums=(0, 1))(xv, wv)
+        print(json.dumps({{"gx": np.asarray(gx).tolist(), "gw": np.asarray(gw).tolist(),
+                          "out": np.asarray(out['out']).tolist(), "sum": float(out['stats'][0]),
                           "jit": np.asarray(jitted['out']).tolist(), "name": e.fun_name,
                           "two": np.asarray(two.call(*args)['out']).tolist(), "platforms": two.platforms,
                           "avals": [str(a) for a in e.in_avals]}}))
@@ -367,6 +408,9 @@ def test_jax_reads_and_calls_kilns_bytes(tmp_path, jax_python):
     np.testing.assert_allclose(got["jit"], want_out, rtol=1e-5, atol=1e-6)
     np.testing.assert_allclose(got["two"], want_out, rtol=1e-5, atol=1e-6)
     assert got["platforms"] == ["cuda", "cpu"]
+    xv, wv = np.array([0.1, 0.5, 1.0], np.float32), np.array([1.0, 2.0, 3.0], np.float32)
+    np.testing.assert_allclose(got["gx"], np.cos(xv) * wv, rtol=1e-5)
+    np.testing.assert_allclose(got["gw"], np.sin(xv), rtol=1e-5)
     np.testing.assert_allclose(got["sum"], want_sum, rtol=1e-5, atol=1e-5)
     assert got["name"] == "_model" and got["avals"] == ["float32[3]", "float32[4,3]", "float32[2,4]"]
 
@@ -382,6 +426,8 @@ def test_kiln_reads_and_calls_jaxs_bytes(tmp_path, jax_python):
         open({str(tmp_path / 'j.bin')!r}, 'wb').write(export.export(jax.jit(g))(*specs).serialize())
         two = export.export(jax.jit(lambda x: jnp.sin(x) * 2), platforms=['cuda', 'cpu'])(specs[0])
         open({str(tmp_path / 'j2.bin')!r}, 'wb').write(two.serialize())
+        smooth = export.export(jax.jit(lambda x, y: (jnp.tanh(x) * y, (x * y).sum())))(specs[0], specs[0])
+        open({str(tmp_path / 'j3.bin')!r}, 'wb').write(smooth.serialize(vjp_order=2))
     """
     proc = subprocess.run([jax_python, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd="/",
                           timeout=300)
@@ -398,5 +444,13 @@ def test_kiln_reads_and_calls_jaxs_bytes(tmp_path, jax_python):
     assert two.platforms == ("cuda", "cpu") and two.uses_global_constants
     np.testing.assert_allclose(np.asarray(two.call(x)), np.sin(x) * 2, rtol=1e-6)
     np.testing.assert_allclose(np.asarray(kiln.jit(two.call)(x)), np.sin(x) * 2, rtol=1e-6)
+    smooth = kiln.export.deserialize((tmp_path / "j3.bin").read_bytes())
+    y = np.array([1.0, 2.0, 3.0, 4.0], np.float32)
+    gx, gy = kiln.grad(lambda x, y: smooth.call(x, y)[0].sum() + smooth.call(x, y)[1], argnums=(0, 1))(x, y)
+    np.testing.assert_allclose(np.asarray(gx), (1 - np.tanh(x) ** 2) * y + y, rtol=1e-5)
+    np.testing.assert_allclose(np.asarray(gy), np.tanh(x) + x, rtol=1e-5)
+    second = kiln.grad(lambda x: kiln.grad(lambda x: smooth.call(x, y)[0].sum())(x).sum())(x)
+    np.testing.assert_allclose(np.asarray(second), -2 * np.tanh(x) * (1 - np.tanh(x) ** 2) * y, rtol=1e-4,
+                               atol=1e-5)
     inside = kiln.jit(lambda x, k: exp.call(x, {"k": k, "unused": knp.zeros(2, knp.int16)})["s"])(x, np.float32(2))
     np.testing.assert_allclose(np.asarray(inside), np.cumsum(x) * 2.0, rtol=1e-6)
