@@ -170,10 +170,10 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
             raise ExportError(f"kiln.export.export: platforms={platforms!r} names a platform twice")
 
     def do_export(*args, **kwargs) -> Exported:
-        if current_builder() is not None:
-            raise ExportError(f"kiln.export.export({fun_jit.__name__}): called inside a transformation "
-                              "(jit/grad/vmap); export outside any transformation")
         for leaf in tree_util.tree_leaves((args, kwargs)):
+            if isinstance(leaf, Tracer):
+                raise ExportError(f"kiln.export.export({fun_jit.__name__}): an argument is a traced value (inside "
+                                  "jit/grad/vmap); pass kiln.ShapeDtypeStruct(x.shape, x.dtype) instead")
             _check_static_shape(fun_jit.__name__, leaf)
         traced = fun_jit.trace(*args, **kwargs)
         entry = traced.entry
@@ -192,7 +192,7 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
         in_avals = tuple(a.strengthen() for a in ir.in_avals)
         out_avals = tuple(a.strengthen() for a in ir.out_avals)
         return Exported(
-            fun_name=fun_jit.__name__, in_tree=entry_in_tree(entry, args, kwargs, fun_jit), in_avals=in_avals,
+            fun_name=fun_jit.__name__, in_tree=_in_tree(fun_jit, args, kwargs), in_avals=in_avals,
             out_tree=entry.out_tree, out_avals=out_avals, in_shardings_hlo=(None,) * len(in_avals),
             out_shardings_hlo=(None,) * len(out_avals), nr_devices=1, platforms=targets,
             ordered_effects=(), unordered_effects=(), disabled_safety_checks=tuple(disabled_checks),
@@ -231,7 +231,7 @@ def _vjp_maker(closed: Any, platforms: Sequence[str] | None) -> Callable[[Export
 _ad_hooks: dict[str, Any] = {}
 
 
-def entry_in_tree(entry: Any, args: tuple, kwargs: dict, fun_jit: JittedFunction) -> Any:
+def _in_tree(fun_jit: JittedFunction, args: tuple, kwargs: dict) -> Any:
     """The pytree structure of the dynamic ``(args, kwargs)`` (static arguments taken out)."""
     dyn_args, dyn_kwargs, _ = fun_jit._split(args, kwargs)
     return tree_util.tree_structure((dyn_args, dyn_kwargs))
@@ -487,7 +487,7 @@ def _read_aval(t: fmt.TableReader) -> ShapedArray:
 
 
 def _read_tree(t: fmt.TableReader, depth: int = 0) -> Any:
-    """A pytree of this structure with None... placeholders: leaves are 0."""
+    """A pytree of the serialized structure whose leaves are the placeholder ``_LEAF``."""
     if depth > 1000:
         raise fmt.FormatError("pytree nested too deeply")
     kind = t.scalar(0, "b")
@@ -574,7 +574,8 @@ def _deserialize(root: fmt.TableReader) -> Exported:
         disabled_safety_checks=tuple(_read_check(t) for t in root.tables(s.disabled_checks)),
         mlir_module_serialized=module, calling_convention_version=version, module_kept_var_idx=kept,
         uses_global_constants=bool(root.scalar(s.uses_global_constants, "?", False)),
-        _get_vjp=None if vjp_table is None else (lambda _: _deserialize(vjp_table)))
+        _get_vjp=(lambda _: _deserialize(vjp_table)) if vjp_table is not None and _differentiable(
+            in_avals + out_avals) else None)
 
 
 def _check_table(check: DisabledSafetyCheck) -> fmt.Table:

@@ -176,6 +176,11 @@ def test_grad_through_call_uses_the_exported_vjp():
             np.testing.assert_allclose(np.asarray(got[0]), want[0], rtol=1e-5)
             np.testing.assert_allclose(np.asarray(got[1]), want[1], rtol=1e-5)
     assert not kiln.export.deserialize(exp.serialize()).has_vjp()  # vjp_order=0 stores none
+    # The VJP is exported lazily, here inside vmap's trace; per-example gradients against the analytic ones.
+    fresh = kiln.export.export(kiln.jit(_smooth))(SDS((3,), knp.float32), {"w": SDS((3,), knp.float32)})
+    xb = np.stack([x, 2 * x])
+    per_example = kiln.jit(kiln.vmap(kiln.grad(lambda x: fresh.call(x, {"w": w})["s"])))(xb)
+    np.testing.assert_allclose(np.asarray(per_example), 2 * xb * w, rtol=1e-5)
     # Second order: d2/dx2 sum(sin(x) w) = -sin(x) w
     e2 = kiln.export.deserialize(exp.serialize(vjp_order=2))
     hess_diag = kiln.grad(lambda x: kiln.grad(lambda x: e2.call(x, {"w": w})["y"].sum())(x).sum())(x)
@@ -232,6 +237,8 @@ def test_export_errors():
         exp.vjp()
     with pytest.raises(ExportError, match=r"serialize\(vjp_order=-1\): expected an int >= 0"):
         exp.serialize(vjp_order=-1)
+    with pytest.raises(ExportError, match=r"an argument is a traced value .* pass kiln.ShapeDtypeStruct"):
+        kiln.jit(lambda x: kiln.export.export(kiln.jit(knp.sin))(x))(np.ones(2, np.float32))
 
     class Point:
         def __init__(self, x):
