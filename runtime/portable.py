@@ -68,7 +68,10 @@ def read_module(data: bytes, refine: bool = False) -> tuple[str, list[str], list
     diagnostics: list[str] = []
 
     def collect(d: Any) -> bool:  # MLIR's messages go into the error instead of stderr
-        diagnostics.append(str(d.message))
+        try:
+            diagnostics.append(str(d.message))
+        except Exception:  # a message quoting corrupted bytes that are not UTF-8
+            diagnostics.append("(a message that is not UTF-8)")
         return True
     handler = ctx.attach_diagnostic_handler(collect)
     try:

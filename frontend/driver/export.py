@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import zlib
 from typing import Any, Callable, Sequence
 
 import ml_dtypes
@@ -449,6 +450,7 @@ def _table(exp: Exported) -> fmt.Table:
         s.out_avals_idxs: ("o", fmt.Scalars("I", [unique[a] for a in exp.out_avals])),
         s.in_shardings_idxs: ("o", fmt.Scalars("I", [0] * len(exp.in_avals))),
         s.out_shardings_idxs: ("o", fmt.Scalars("I", [0] * len(exp.out_avals))),
+        s.kiln_module_crc32: ("I", zlib.crc32(exp.mlir_module_serialized)),
     })
     return table
 
@@ -488,7 +490,7 @@ def _read_aval(t: fmt.TableReader) -> ShapedArray:
 
 def _read_tree(t: fmt.TableReader, depth: int = 0) -> Any:
     """A pytree of the serialized structure whose leaves are the placeholder ``_LEAF``."""
-    if depth > 1000:
+    if depth > 100:
         raise fmt.FormatError("pytree nested too deeply")
     kind = t.scalar(0, "b")
     children = [_read_tree(c, depth + 1) for c in t.tables(1)]
@@ -562,6 +564,9 @@ def _deserialize(root: fmt.TableReader) -> Exported:
     module = root.bytes(s.mlir_module_serialized)
     if not module.startswith(b"ML\xefR"):
         raise fmt.FormatError("the module is not MLIR bytecode")
+    crc = root.scalar(s.kiln_module_crc32, "I", None)  # written by kiln (JAX's bytes have none)
+    if crc is not None and crc != zlib.crc32(module):
+        raise fmt.FormatError("the module's bytes do not match their CRC-32 checksum")
     kept = tuple(root.scalars(s.module_kept_var_idx, "H"))
     if any(i >= len(in_avals) for i in kept):
         raise fmt.FormatError("kept argument index out of range")

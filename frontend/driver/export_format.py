@@ -240,6 +240,10 @@ class ExportedSlots:
     out_avals_idxs = 23
     in_shardings_idxs = 24      # [uint32], 0 = unspecified
     out_shardings_idxs = 25
+    # kiln's extension, far beyond JAX's slots (flatbuffer readers skip fields they do not know): the CRC-32 of
+    # mlir_module_serialized, checked before the bytes reach MLIR's bytecode reader, which can corrupt the
+    # process's memory on damaged input.
+    kiln_module_crc32 = 200     # uint32
 
 
 class TreeKind:

@@ -336,9 +336,11 @@ def test_corrupted_bytes_never_crash(tmp_path):
     exp = kiln.export.export(kiln.jit(_cumsum_scan))(SDS((4, 3), knp.float32))
     path = tmp_path / "scan.bin"
     path.write_bytes(exp.serialize())
+    module = exp.mlir_module_serialized
     code = f"""
         import numpy as np, kiln
         blob = bytearray(open({str(path)!r}, 'rb').read())
+        start = blob.index({module!r})
         rng = np.random.default_rng(0)
         errors = 0
         for pos in list(rng.integers(0, len(blob), 60)) + list(range(0, 64, 4)):
@@ -350,6 +352,16 @@ def test_corrupted_bytes_never_crash(tmp_path):
             except Exception as err:
                 assert str(err), type(err)
                 errors += 1
+        # The module's bytes are checked (CRC-32) before MLIR reads them: damaged bytecode can corrupt the
+        # memory of MLIR's reader.
+        for pos in rng.integers(start, start + {len(module)}, 40):
+            bad = bytearray(blob)
+            bad[pos] ^= 0x5A
+            try:
+                kiln.export.deserialize(bytes(bad))
+                raise AssertionError("a damaged module was accepted")
+            except kiln.export.ExportError as err:
+                assert "do not match their CRC-32 checksum" in str(err), err
         print("OK", errors)
     """
     proc = subprocess.run([sys.executable, "-c", textwrap.dedent(code)], capture_output=True, cwd=REPO, timeout=600)
