@@ -275,7 +275,7 @@ def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
                               f"exported for {want.str_short()}; export it again for these shapes/dtypes")
     if current_builder() is not None or any(isinstance(x, Tracer) for x in leaves):
         # Inside jit/vmap/grad: one equation whose lowering inlines the module's functions.
-        params = dict(module=exp.mlir_module(), kept=exp.module_kept_var_idx, platforms=exp.platforms,
+        params = dict(module=_ModuleText(exp.mlir_module()), kept=exp.module_kept_var_idx, platforms=exp.platforms,
                       out_avals=exp.out_avals, name=exp.fun_name)
         if exp.has_vjp() and "custom_vjp" in _ad_hooks:
             outs = _with_vjp(exp, params)(*leaves)
@@ -300,6 +300,13 @@ def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
     outs = exe.execute(buffers)
     return tree_util.tree_unflatten(exp.out_tree, [Array(b, a, device, committed)
                                                    for b, a in zip(outs, exp.out_avals)])
+
+
+class _ModuleText(str):
+    """A module's MLIR text as an equation parameter: compared and hashed as the text, printed short."""
+
+    def __repr__(self) -> str:
+        return f"<StableHLO module of {len(self)} characters>"
 
 
 def _with_vjp(exp: Exported, params: dict) -> Callable:
