@@ -447,6 +447,10 @@ def test_kiln_reads_and_calls_jaxs_bytes(tmp_path, jax_python):
         open({str(tmp_path / 'j2.bin')!r}, 'wb').write(two.serialize())
         smooth = export.export(jax.jit(lambda x, y: (jnp.tanh(x) * y, (x * y).sum())))(specs[0], specs[0])
         open({str(tmp_path / 'j3.bin')!r}, 'wb').write(smooth.serialize(vjp_order=2))
+        m = jax.ShapeDtypeStruct((3, 3), jnp.float32)
+        lin = export.export(jax.jit(lambda a, b: (jnp.linalg.solve(a, b), jnp.linalg.eigh(a)[0])))(
+            m, jax.ShapeDtypeStruct((3,), jnp.float32))
+        open({str(tmp_path / 'j4.bin')!r}, 'wb').write(lin.serialize())
     """
     proc = subprocess.run([jax_python, "-c", textwrap.dedent(code)], capture_output=True, text=True, cwd="/",
                           timeout=300)
@@ -471,5 +475,11 @@ def test_kiln_reads_and_calls_jaxs_bytes(tmp_path, jax_python):
     second = kiln.grad(lambda x: kiln.grad(lambda x: smooth.call(x, y)[0].sum())(x).sum())(x)
     np.testing.assert_allclose(np.asarray(second), -2 * np.tanh(x) * (1 - np.tanh(x) ** 2) * y, rtol=1e-4,
                                atol=1e-5)
+    lin = kiln.export.deserialize((tmp_path / "j4.bin").read_bytes())  # JAX's LAPACK custom calls on CPU
+    if kiln.default_backend() == "cpu":
+        a = np.array([[4, 1, 0], [1, 3, 1], [0, 1, 2]], np.float32)
+        for sol, eig in (lin.call(a, y[:3]), kiln.jit(lin.call)(a, y[:3])):
+            np.testing.assert_allclose(np.asarray(sol), np.linalg.solve(a, y[:3]), rtol=1e-5)
+            np.testing.assert_allclose(np.asarray(eig), np.linalg.eigvalsh(a), rtol=1e-5)
     inside = kiln.jit(lambda x, k: exp.call(x, {"k": k, "unused": knp.zeros(2, knp.int16)})["s"])(x, np.float32(2))
     np.testing.assert_allclose(np.asarray(inside), np.cumsum(x) * 2.0, rtol=1e-6)
