@@ -117,6 +117,14 @@ class Exported:
     def __str__(self) -> str:
         return f"Exported(fun_name={self.fun_name!r}, in_avals={self.in_avals}, out_avals={self.out_avals})"
 
+    def in_shardings_jax(self, mesh: Any = None) -> tuple[None, ...]:
+        """The arguments' shardings on ``mesh``: None for each (kiln exports one-device modules)."""
+        return (None,) * len(self.in_avals)
+
+    def out_shardings_jax(self, mesh: Any = None) -> tuple[None, ...]:
+        """The results' shardings on ``mesh``: None for each (kiln exports one-device modules)."""
+        return (None,) * len(self.out_avals)
+
     def has_vjp(self) -> bool:
         """Whether :meth:`vjp` can make the exported VJP: kiln records one when every argument and result is
         floating or complex (a deserialized ``Exported`` has one when it was serialized with ``vjp_order``)."""

@@ -64,6 +64,7 @@ def test_exported_attributes():
     assert exp.module_kept_var_idx == (0, 2)  # the unused argument is not a parameter of the module
     assert exp.platforms == (kiln.default_backend(),) and exp.nr_devices == 1
     assert exp.in_shardings_hlo == (None,) * 3 and exp.out_shardings_hlo == (None,) * 2
+    assert exp.in_shardings_jax(None) == (None,) * 3 and exp.out_shardings_jax(None) == (None,) * 2
     assert exp.calling_convention_version == kiln.export.maximum_supported_calling_convention_version
     assert exp.mlir_module_serialized.startswith(b"ML\xefR")  # MLIR bytecode (a portable artifact)
     text = exp.mlir_module()
