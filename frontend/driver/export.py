@@ -35,6 +35,10 @@ class ExportError(KilnError, ValueError):
     """Exporting, serializing, deserializing or calling an exported function failed."""
 
 
+class ExportDerivativeError(ExportError, NotImplementedError):
+    """Differentiating an exported function that has no VJP (or in forward mode)."""
+
+
 # Calling convention versions JAX 0.10 writes and reads (9 and 10); kiln writes JAX's default.
 CALLING_CONVENTION_VERSION = 10
 MIN_CALLING_CONVENTION_VERSION = 9
