@@ -66,6 +66,7 @@ from kiln.frontend.core.config import enable_checks as enable_checks
 from kiln.frontend.core.config import enable_custom_prng as enable_custom_prng
 from kiln.frontend.core.config import enable_x64 as enable_x64
 from kiln.frontend.core.config import legacy_prng_key as legacy_prng_key
+from kiln.frontend.core.config import log_compiles as log_compiles
 from kiln.frontend.core.config import numpy_dtype_promotion as numpy_dtype_promotion
 from kiln.frontend.core.config import numpy_rank_promotion as numpy_rank_promotion
 from kiln.frontend.core.config import softmax_custom_jvp as softmax_custom_jvp
@@ -108,6 +109,7 @@ from kiln.frontend.driver.sharding import PartitionSpec as P
 from kiln.frontend.driver.sharding import Shard as Shard
 from kiln.frontend.driver.sharding import make_mesh as make_mesh
 from kiln.frontend.driver.sharding import set_mesh as set_mesh
+from kiln.frontend.driver.tools import clear_caches as clear_caches
 from kiln.frontend.driver.tools import disable_jit as disable_jit
 from kiln.frontend.driver.tools import eval_shape as eval_shape
 from kiln.frontend.driver.tools import local_device_count as local_device_count
@@ -124,20 +126,20 @@ from kiln.runtime import DeviceError as DeviceError
 
 __all__ = [
     "allow_f16_reductions", "Array", "auto_pcast", "AxisError", "BackendError", "block_until_ready", "BroadcastError",
-    "checkpoint", "checkpoint_policies", "closure_convert", "ConcretizationTypeError", "config", "custom_batching",
-    "custom_derivatives", "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug",
-    "debug_key_reuse", "default_backend", "default_device", "default_matmul_precision", "default_prng_impl",
+    "checkpoint", "checkpoint_policies", "clear_caches", "closure_convert", "ConcretizationTypeError", "config",
+    "custom_batching", "custom_derivatives", "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError",
+    "debug", "debug_key_reuse", "default_backend", "default_device", "default_matmul_precision", "default_prng_impl",
     "DeletedBufferError", "Device", "device_count", "device_get", "device_put", "DeviceError", "devices", "disable_jit",
     "distributed", "dlpack", "dtypes", "enable_checks", "enable_custom_prng", "enable_x64", "ensure_compile_time_eval",
     "errors", "eval_shape", "experimental", "explain_cache_misses", "flatten_util", "float0", "fwd_and_bwd", "grad",
     "hessian", "image", "IndexTypeError", "IntegerOverflowError", "jacfwd", "jacobian", "jacrev", "jit", "jvp",
     "KilnError", "lax", "legacy_prng_key", "linear_transpose", "linearize", "local_device_count", "local_devices",
-    "make_array_from_callback", "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_ir",
-    "make_jaxpr", "make_mesh", "MatrixShapeError", "named_call", "named_scope", "NamedSharding",
-    "NegativeDimensionError", "nn", "numpy", "numpy_dtype_promotion", "numpy_rank_promotion", "ops", "P", "pmap",
-    "print_environment_info", "process_count", "process_index", "process_indices", "random", "remat", "reshard",
-    "scipy", "set_mesh", "ShapedArray", "ShapeDtypeStruct", "ShapeError", "ShapeTooLargeError", "Shard", "shard_map",
-    "sharding", "softmax_custom_jvp", "stages", "test_util", "threefry_partitionable", "TracerArrayConversionError",
-    "TracerBoolConversionError", "TracerIntegerConversionError", "tree", "tree_util", "typeof", "typing",
-    "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
+    "log_compiles", "make_array_from_callback", "make_array_from_process_local_data",
+    "make_array_from_single_device_arrays", "make_ir", "make_jaxpr", "make_mesh", "MatrixShapeError", "named_call",
+    "named_scope", "NamedSharding", "NegativeDimensionError", "nn", "numpy", "numpy_dtype_promotion",
+    "numpy_rank_promotion", "ops", "P", "pmap", "print_environment_info", "process_count", "process_index",
+    "process_indices", "random", "remat", "reshard", "scipy", "set_mesh", "ShapedArray", "ShapeDtypeStruct",
+    "ShapeError", "ShapeTooLargeError", "Shard", "shard_map", "sharding", "softmax_custom_jvp", "stages", "test_util",
+    "threefry_partitionable", "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
+    "tree", "tree_util", "typeof", "typing", "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
 ]

@@ -42,6 +42,13 @@ class Config:
         "cpu_lapack": (_env_bool("KILN_CPU_LAPACK", True), bool, True),
         # Print why a jit cache missed (see kiln.explain_cache_misses).
         "explain_cache_misses": (_env_bool("KILN_EXPLAIN_CACHE_MISSES", False), bool, False),
+        # Log every trace and compile (function, seconds) on the "kiln" logger at WARNING level (as JAX's).
+        "log_compiles": (_env_bool("KILN_LOG_COMPILES", False), bool, False),
+        # Warn (once per function) when a jitted function has been traced more than this many times, with
+        # what changed between the calls; 0 turns the warning off.
+        "retrace_warning_limit": (int(os.environ.get("KILN_RETRACE_WARNING_LIMIT", "10") or 10), int, False),
+        # Warn when a global or closed-over value a jitted function baked in has changed since its trace.
+        "stale_value_warnings": (_env_bool("KILN_STALE_VALUE_WARNINGS", True), bool, False),
         # JAX's promotion modes: "standard" (the lattice) or "strict" (no implicit promotion between
         # different dtypes; only Python scalars adapt). See kiln.numpy_dtype_promotion.
         "numpy_dtype_promotion": ("standard", str, True),
@@ -289,6 +296,7 @@ debug_key_reuse = _ctx("debug_key_reuse", "accepted; kiln does not check key reu
 allow_f16_reductions = _ctx("allow_f16_reductions", "kiln always allows them", True)
 softmax_custom_jvp = _ctx("softmax_custom_jvp", "no effect on kiln's numbers", True)
 auto_pcast = _ctx("auto_pcast", "accepted; kiln's types carry no varying mesh axes", True)
+log_compiles = _ctx("log_compiles", "log every trace and compile on the 'kiln' logger", True)
 threefry_partitionable = _ctx("threefry_partitionable", "the PRNG's bits: True (the default, as current JAX) "
                                                         "or JAX's older non-partitionable threefry bits", True)
 default_device = _ctx("default_device", "where uncommitted arrays and computations go: a device, a backend "
