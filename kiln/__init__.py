@@ -118,6 +118,10 @@ from kiln.frontend.driver.tools import named_call as named_call
 from kiln.frontend.driver.tools import named_scope as named_scope
 from kiln.frontend.driver.tools import print_environment_info as print_environment_info
 from kiln.frontend.driver.tools import typeof as typeof
+from kiln.frontend.driver.transfer_guard import transfer_guard as transfer_guard
+from kiln.frontend.driver.transfer_guard import transfer_guard_device_to_device as transfer_guard_device_to_device
+from kiln.frontend.driver.transfer_guard import transfer_guard_device_to_host as transfer_guard_device_to_host
+from kiln.frontend.driver.transfer_guard import transfer_guard_host_to_device as transfer_guard_host_to_device
 from kiln.frontend.lax.sharding import reshard as reshard
 from kiln.runtime import BackendError as BackendError
 from kiln.runtime import DeletedBufferError as DeletedBufferError
@@ -141,5 +145,7 @@ __all__ = [
     "process_indices", "random", "remat", "reshard", "scipy", "set_mesh", "ShapedArray", "ShapeDtypeStruct",
     "ShapeError", "ShapeTooLargeError", "Shard", "shard_map", "sharding", "softmax_custom_jvp", "stages", "test_util",
     "threefry_partitionable", "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError",
-    "tree", "tree_util", "typeof", "typing", "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
+    "transfer_guard", "transfer_guard_device_to_device", "transfer_guard_device_to_host",
+    "transfer_guard_host_to_device", "tree", "tree_util", "typeof", "typing", "UnexpectedTracerError", "value_and_grad",
+    "version", "vjp", "vmap",
 ]

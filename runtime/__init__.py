@@ -16,6 +16,7 @@ from . import (
     distributed,  # noqa: E402
     dlpack,  # noqa: E402,F401  (DLPack exchange)
     fastpath,  # noqa: E402,F401  (the C++ jit dispatch path)
+    transfer_guard,  # noqa: E402,F401  (jaxlib's transfer guards)
 )
 from ._jaxlib import JAXLIB_VERSION, _jax  # noqa: E402
 from .avals import Aval  # noqa: E402
@@ -86,5 +87,5 @@ __all__ = [
     "ensure_lapack_registered", "Executable", "ExecutableCache", "ExecutionError", "get_backend", "global_devices",
     "is_deleted", "is_ready", "jaxlib_version", "KilnRuntimeError", "lapack_unavailable_reason", "local_device",
     "mlir_context", "nbytes", "put", "put_sharded", "set_default_backend", "shards_of", "spmd_sharding",
-    "SpmdExecutable", "SpmdSharding", "tile_layout", "to_numpy",
+    "SpmdExecutable", "SpmdSharding", "tile_layout", "to_numpy", "transfer_guard",
 ]

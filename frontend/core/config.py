@@ -22,6 +22,10 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
+# The levels of the transfer guards (kiln.runtime.transfer_guard.LEVELS; None: the default, "allow").
+_GUARD_LEVELS = (None, "allow", "log", "disallow", "log_explicit", "disallow_explicit")
+
+
 class ConfigError(KilnError, ValueError):
     """An unknown configuration name or a value of the wrong type."""
 
@@ -68,10 +72,17 @@ class Config:
         "allow_f16_reductions": (True, bool, False),
         "softmax_custom_jvp": (False, bool, False),
         "auto_pcast": (True, bool, False),
+        # Transfer guards (JAX's): what implicit transfers do; None: follow "transfer_guard" (all three).
+        "transfer_guard": (None, str, False),
+        "transfer_guard_host_to_device": (None, str, False),
+        "transfer_guard_device_to_device": (None, str, False),
+        "transfer_guard_device_to_host": (None, str, False),
     }
 
     # Flags with a fixed set of values.
     _CHOICES: dict[str, tuple] = {
+        **{name: _GUARD_LEVELS for name in ("transfer_guard", "transfer_guard_host_to_device",
+                                            "transfer_guard_device_to_device", "transfer_guard_device_to_host")},
         "numpy_dtype_promotion": ("standard", "strict"),
         "numpy_rank_promotion": ("allow", "warn", "raise"),
         "legacy_prng_key": ("allow", "warn", "error"),
@@ -191,10 +202,20 @@ class Config:
                                   f"{self._NOT_ENFORCED[name]}")
         changed = self._values.get(name) != value
         self._set(name, value)
+        if name.startswith("transfer_guard"):
+            self._apply_transfer_guard(name, value)
         if changed and self._FLAGS[name][2]:
             # Programs change with this flag: the C++ dispatch caches (keyed without kiln's flags) are dropped.
             from kiln import runtime
             runtime.fastpath.set_x64(self.enable_x64)
+
+    @staticmethod
+    def _apply_transfer_guard(name: str, value: str | None) -> None:
+        """Set jaxlib's global transfer guard levels (the context managers set the thread's)."""
+        from kiln.runtime import transfer_guard
+        directions = transfer_guard.DIRECTIONS if name == "transfer_guard" else (name[len("transfer_guard_"):],)
+        for direction in directions:
+            transfer_guard.set_level(direction, value, thread_local=False)
 
     @staticmethod
     def _check_device(value: Any) -> Any:
@@ -243,6 +264,8 @@ class Config:
             from kiln.runtime import lapack
             lapack.set_enabled(value)
         self._set(name, value)
+        if name.startswith("transfer_guard"):
+            self._apply_transfer_guard(name, value)
         if changed and self._FLAGS[name][2]:
             from kiln import runtime
             runtime.fastpath.set_x64(self.enable_x64)
