@@ -153,6 +153,18 @@ def to_numpy(buf: Buffer) -> np.ndarray:
         raise _runtime_error(e, "to_numpy") from e
 
 
+def copy_to_host_async(buf: Buffer) -> None:
+    """Start copying ``buf`` to host memory (on accelerators; a no-op on CPU, whose memory is the host's) so
+    that a later :func:`to_numpy` need not wait for the transfer."""
+    _check_alive(buf, "copy_to_host_async")
+    start = getattr(buf, "_copy_single_device_array_to_host_async", None)
+    if start is not None and buffer_device(buf).platform != "cpu":
+        try:
+            start()
+        except JaxRuntimeError as e:
+            raise _runtime_error(e, "copy_to_host_async") from e
+
+
 def _slow_to_numpy(buf: Buffer) -> np.ndarray:
     aval = buf.aval  # None on arrays made outside kiln (e.g. from DLPack)
     if aval is not None and buffer_device(buf).platform == "cpu":

@@ -53,6 +53,8 @@ class Config:
         "retrace_warning_limit": (int(os.environ.get("KILN_RETRACE_WARNING_LIMIT", "10") or 10), int, False),
         # Warn when a global or closed-over value a jitted function baked in has changed since its trace.
         "stale_value_warnings": (_env_bool("KILN_STALE_VALUE_WARNINGS", True), bool, False),
+        # After each trace, raise when a traced value is still referenced from outside (kiln.checking_leaks).
+        "check_tracer_leaks": (_env_bool("KILN_CHECK_TRACER_LEAKS", False), bool, False),
         # JAX's promotion modes: "standard" (the lattice) or "strict" (no implicit promotion between
         # different dtypes; only Python scalars adapt). See kiln.numpy_dtype_promotion.
         "numpy_dtype_promotion": ("standard", str, True),
@@ -319,6 +321,15 @@ debug_key_reuse = _ctx("debug_key_reuse", "accepted; kiln does not check key reu
 allow_f16_reductions = _ctx("allow_f16_reductions", "kiln always allows them", True)
 softmax_custom_jvp = _ctx("softmax_custom_jvp", "no effect on kiln's numbers", True)
 auto_pcast = _ctx("auto_pcast", "accepted; kiln's types carry no varying mesh axes", True)
+check_tracer_leaks = _ctx("check_tracer_leaks", "raise when a traced value outlives its trace", True)
+
+
+def checking_leaks() -> contextlib.AbstractContextManager:
+    """``with kiln.checking_leaks():`` raises when a traced value is still referenced after its trace
+    ended (stored in a global, an attribute, a closure), naming who holds it."""
+    return config.override("check_tracer_leaks", True)
+
+
 log_compiles = _ctx("log_compiles", "log every trace and compile on the 'kiln' logger", True)
 threefry_partitionable = _ctx("threefry_partitionable", "the PRNG's bits: True (the default, as current JAX) "
                                                         "or JAX's older non-partitionable threefry bits", True)

@@ -229,6 +229,15 @@ def device_get(x: Any) -> Any:
         return tree_util.tree_map(get_leaf, x)
 
 
+def copy_to_host_async(x: Any) -> Any:
+    """Start copying every array in the pytree ``x`` to the host (see ``Array.copy_to_host_async``);
+    returns ``x``. Other leaves are left alone."""
+    for leaf in tree_util.tree_leaves(x):
+        if isinstance(leaf, Array):
+            leaf.copy_to_host_async()
+    return x
+
+
 def block_until_ready(x: Any) -> Any:
     """Wait for every array in the pytree ``x``; returns ``x``."""
     for leaf in tree_util.tree_leaves(x):
