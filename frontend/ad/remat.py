@@ -197,4 +197,18 @@ def _remat_transpose(cts, *args, body: ClosedIR, prevent_cse: bool, name: str):
 
 transpose_rules[remat_p] = _remat_transpose
 
+
+def _remat_locate(eqn, args, run):
+    """debug_nans' op-by-op re-run: the body, equation by equation."""
+    body = eqn.params["body"]
+    return run(body.ir, body.consts, args)
+
+
+def _register_locate() -> None:
+    from ..driver.nan_check import locate_rules  # the driver's table (F1); this floor registers into it
+    locate_rules[remat_p] = _remat_locate
+
+
+_register_locate()
+
 __all__ = ["checkpoint", "remat", "remat_p"]

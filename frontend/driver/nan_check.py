@@ -102,8 +102,12 @@ def check_jit(name: str, ir: IR, consts: Sequence[Any], args: Sequence[Any], out
     kind = next((k for k in map(invalid_kind, outs) if k is not None), None)
     if kind is None:
         return
-    if _rerunning.get():  # an operation of a re-run runs as a jitted program (over a mesh): name it
-        raise InvalidValueError(f"invalid value ({kind}) encountered in {name}{_where(source_info.current())}")
+    single = ir.eqns[0] if len(ir.eqns) == 1 and not _has_body(ir.eqns[0]) else None
+    if single is not None or _rerunning.get():
+        # One primitive run as a jitted program (eager over a mesh), or an operation of a re-run: name it.
+        what, source = (single.prim.name, single.source) if single is not None else (f"kiln.jit({name})", None)
+        raise InvalidValueError(f"invalid value ({kind}) encountered in {what}"
+                                f"{_where(source_info.override() or source or source_info.current())}")
     if donated:
         raise InvalidValueError(
             f"invalid value ({kind}) encountered in the output of kiln.jit({name}); its arguments were donated, so "
@@ -125,6 +129,10 @@ def check_jit(name: str, ir: IR, consts: Sequence[Any], args: Sequence[Any], out
         f"invalid value ({kind}) encountered in the output of kiln.jit({name}), but re-running it op by op "
         f"produced no {kind}: XLA's optimisations may compute differently (fused or reordered operations), or the "
         f"{kind} came in through an argument or constant that the function returns unchanged")
+
+
+def _has_body(eqn: Any) -> bool:
+    return eqn.prim.inline_param is not None or eqn.prim in locate_rules
 
 
 def run_checked(ir: IR, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:

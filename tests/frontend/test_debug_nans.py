@@ -180,7 +180,7 @@ def test_nan_from_an_argument_returned_unchanged(nans):
 
 
 def test_donated_arguments_cannot_be_rerun(nans):
-    f = kiln.jit(lambda x: knp.log(x), donate_argnums=0)
+    f = kiln.jit(lambda x: knp.log(x) * 2.0, donate_argnums=0)
     with pytest.raises(FloatingPointError, match=r"arguments were donated.*without donate_argnums"):
         f(knp.asarray(BAD))
 
@@ -268,3 +268,26 @@ def test_a_failing_rerun_is_reported(nans, monkeypatch):
     with pytest.raises(FloatingPointError, match=r"output of kiln.jit\(f_log\); re-running it op by op to find the "
                                                  r"operation that produced it failed: RuntimeError: no eager rule"):
         kiln.jit(f_log)(knp.asarray(BAD))
+
+
+def one_op(x):
+    return knp.log(x)  # ONE
+
+
+def test_a_jitted_single_primitive_is_named_without_rerun(nans):
+    with expect("log", one_op, "# ONE") as info:
+        kiln.jit(one_op)(knp.asarray(BAD))
+    assert "re-running" not in str(info.value)
+
+
+def remat_body(x):
+    y = x + 1.0
+    return knp.sqrt(y)  # REMAT
+
+
+def test_checkpoint_body(nans):
+    g = kiln.checkpoint(remat_body)
+    with expect("sqrt", remat_body, "# REMAT"):
+        kiln.jit(lambda x: g(x) * 2.0)(knp.full(2, -3.0))
+    with expect("sqrt", remat_body, "# REMAT"):
+        g(knp.full(2, -3.0))
