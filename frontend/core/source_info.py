@@ -132,13 +132,18 @@ def user_frame_info(depth: int = 1) -> SourceInfo | None:
     return None
 
 
-def current() -> SourceInfo | None:
+def current(depth: int = 1) -> SourceInfo | None:
     """The location of an equation created now: the one a transformation works on behalf of (see
-    :class:`at`), else the first frame outside kiln on the stack. On every traced equation: kept cheap."""
+    :class:`at`), else the first frame outside kiln on the stack, from ``depth`` frames up (1: the caller;
+    more skips frames known to be kiln's, which saves materialising their frame objects). On every traced
+    equation: kept cheap."""
     source = _override.get()
     if source is not None:
         return source
-    f = sys._getframe(1)
+    try:
+        f = sys._getframe(depth)
+    except ValueError:
+        return None
     internal = _internal
     while f is not None:
         code = f.f_code

@@ -203,7 +203,9 @@ class Builder:
 
     def emit(self, prim, inputs: list[Atom], params: dict, out_avals: list[ShapedArray]) -> list[Tracer]:
         outs = [Var(a) for a in out_avals]
-        self.eqns.append(Eqn(prim, inputs, outs, params, _current_source()))
+        # Frames 1-3 up are this method, tracing.bind and Primitive.bind (its only way in): start at the
+        # caller of Primitive.bind.
+        self.eqns.append(Eqn(prim, inputs, outs, params, _current_source(4)))
         return [Tracer(self, v) for v in outs]
 
     def finish(self, outs: Sequence[Any]) -> ClosedIR:
