@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import lax
-from ..core import dtypes, tree_util
+from ..core import dtypes, source_info, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import call_body
 from ..core.config import config
@@ -104,7 +104,8 @@ def _with_extra_inputs(closed: ClosedIR, const_avals, offset: int, n: int, weak:
         if a.aval.weak_type and not w:
             v = Var(a.aval.update(weak_type=False))
             from ..lax.elementwise import convert_p
-            eqns.append(Eqn(convert_p, [a], [v], {"new_dtype": a.aval.dtype, "weak_type": False}))
+            eqns.append(Eqn(convert_p, [a], [v], {"new_dtype": a.aval.dtype, "weak_type": False},
+                            source_info.current()))
             fixed.append(v)
         else:
             fixed.append(a)
@@ -159,7 +160,8 @@ def _zeros_eqn(aval: ShapedArray) -> tuple[Eqn, Var]:
     from ..lax.structural import broadcast_in_dim_p
     v = Var(aval)
     lit = Literal(np.zeros((), aval.dtype), ShapedArray((), aval.dtype, aval.weak_type))
-    return Eqn(broadcast_in_dim_p, [lit], [v], {"shape": aval.shape, "broadcast_dimensions": ()}), v
+    return Eqn(broadcast_in_dim_p, [lit], [v], {"shape": aval.shape, "broadcast_dimensions": ()},
+               source_info.current()), v
 
 
 def _cond_jvp(primals, tangents, *, branches):

@@ -291,3 +291,16 @@ def test_checkpoint_body(nans):
         kiln.jit(lambda x: g(x) * 2.0)(knp.full(2, -3.0))
     with expect("sqrt", remat_body, "# REMAT"):
         g(knp.full(2, -3.0))
+
+
+def test_every_equation_of_transformed_control_flow_has_a_user_line():
+    def f(x):
+        y = lax.cond(x.sum() > 0, knp.sin, lambda v: v * 2, x)
+        _, ys = lax.scan(lambda c, v: (c + v, knp.exp(v) * c), 0.0, y)
+        return ys.sum()
+    for g, arg in ((kiln.grad(f), knp.ones(3)), (kiln.vmap(kiln.grad(f)), knp.ones((2, 3))),
+                   (kiln.jit(kiln.grad(f)), knp.ones(3))):
+        text = kiln.make_jaxpr(g)(arg).pretty_print(source_info=True)
+        eqn_lines = [ln for ln in text.splitlines() if " = " in ln]
+        missing = [ln for ln in eqn_lines if f"# {HERE}:" not in ln]
+        assert eqn_lines and not missing, "\n".join(missing)
