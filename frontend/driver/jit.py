@@ -642,9 +642,12 @@ class Lowered:
             self._lowered = dispatch.lower_ir(ir, donated=donated, keep_unused=jitted.keep_unused, device=entry.device,
                                               debug_name=jitted.__name__)
 
-    def as_text(self, debug_info: bool = False) -> str:
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         """The StableHLO module as MLIR text; ``debug_info=True`` adds each operation's location
         (``loc("jit(f)/mul"("file.py":12:4))``: the primitive and the user's line that created it)."""
+        if dialect not in (None, "stablehlo"):
+            raise JitError(f"kiln: Lowered.as_text(dialect={dialect!r}): kiln lowers to StableHLO only; call "
+                           "as_text() or as_text('stablehlo')")
         return self._lowered.as_text(debug_info=debug_info)
 
     @property

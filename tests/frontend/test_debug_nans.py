@@ -259,6 +259,9 @@ def test_stablehlo_locations_only_with_debug_info():
     assert re.search(rf'loc\(".*{re.escape(HERE)}":{sin_line}:\d+\)', text), text
     assert re.search(rf'loc\(".*{re.escape(HERE)}":{mul_line}:\d+\)', text), text
     assert lowered.as_text() == plain  # the text compile caches are keyed on stays free of locations
+    assert lowered.as_text("stablehlo") == plain and "loc(" in lowered.as_text("stablehlo", debug_info=True)
+    with pytest.raises(kiln.KilnError, match=r"as_text\(dialect='hlo'\): kiln lowers to StableHLO only"):
+        lowered.as_text("hlo")
 
 
 def test_a_failing_rerun_is_reported(nans, monkeypatch):
