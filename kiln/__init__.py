@@ -61,7 +61,9 @@ from kiln.frontend.core.config import auto_pcast as auto_pcast
 from kiln.frontend.core.config import check_tracer_leaks as check_tracer_leaks
 from kiln.frontend.core.config import checking_leaks as checking_leaks
 from kiln.frontend.core.config import config as config
+from kiln.frontend.core.config import debug_infs as debug_infs
 from kiln.frontend.core.config import debug_key_reuse as debug_key_reuse
+from kiln.frontend.core.config import debug_nans as debug_nans
 from kiln.frontend.core.config import default_device as default_device
 from kiln.frontend.core.config import default_matmul_precision as default_matmul_precision
 from kiln.frontend.core.config import default_prng_impl as default_prng_impl
@@ -136,7 +138,8 @@ __all__ = [
     "allow_f16_reductions", "Array", "auto_pcast", "AxisError", "BackendError", "block_until_ready", "BroadcastError",
     "check_tracer_leaks", "checking_leaks", "checkpoint", "checkpoint_policies", "clear_caches", "closure_convert",
     "ConcretizationTypeError", "config", "copy_to_host_async", "custom_batching", "custom_derivatives",
-    "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug", "debug_key_reuse",
+    "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug", "debug_infs",
+    "debug_key_reuse", "debug_nans",
     "default_backend", "default_device", "default_matmul_precision", "default_prng_impl", "DeletedBufferError",
     "Device", "device_count", "device_get", "device_put", "DeviceError", "devices", "disable_jit", "distributed",
     "dlpack", "dtypes", "enable_checks", "enable_custom_prng", "enable_x64", "ensure_compile_time_eval", "errors",

@@ -292,8 +292,20 @@ def _while_batch(ctx, args, dims, *, cond, body, cond_nconsts, body_nconsts):
     return outs, [0] * len(carry)
 
 
+def _while_locate(eqn, args, run):
+    """debug_nans' op-by-op re-run: the loop in Python, its cond and body equation by equation."""
+    p = eqn.params
+    cond, body, nc, nb = p["cond"], p["body"], p["cond_nconsts"], p["body_nconsts"]
+    cond_consts, body_consts, carry = args[:nc], args[nc:nc + nb], list(args[nc + nb:])
+    while bool(np.asarray(run(cond.ir, cond.consts, [*cond_consts, *carry])[0])):
+        carry = run(body.ir, body.consts, [*body_consts, *carry])
+    return carry
+
+
 def _register_rules() -> None:
     from ..ad.jvp import jvp_rules
+    from ..driver.nan_check import locate_rules
+    locate_rules[while_p] = _while_locate
     from ..ad.partial_eval import pe_rules
     from ..batching.core import batch_rules
     jvp_rules[while_p] = _while_jvp

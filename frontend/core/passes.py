@@ -31,7 +31,7 @@ def inline_calls(ir: IR) -> IR:
                 outs = inline(sub, dict(zip(sub.invars, ins)))
             else:
                 outs = [Var(v.aval) for v in eqn.outputs]
-                eqns.append(Eqn(eqn.prim, ins, outs, eqn.params))
+                eqns.append(Eqn(eqn.prim, ins, outs, eqn.params, eqn.source))
             env.update(zip(eqn.outputs, outs))
         return [_read(env, a) for a in body.outvars]
 
@@ -67,7 +67,7 @@ def eliminate_common_subexpressions(ir: IR) -> IR:
             continue
         if key is not None:
             seen[key] = eqn.outputs
-        eqns.append(Eqn(eqn.prim, ins, eqn.outputs, eqn.params) if ins != eqn.inputs else eqn)
+        eqns.append(Eqn(eqn.prim, ins, eqn.outputs, eqn.params, eqn.source) if ins != eqn.inputs else eqn)
     return IR(ir.constvars, ir.invars, eqns, [_read(env, a) for a in ir.outvars])
 
 
@@ -107,7 +107,7 @@ def _is(value: Any, target: int) -> bool:
 def _simplify_eqn(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn:
     """A replacement atom for the equation's (single) output, or the equation, maybe rewritten."""
     name, params = eqn.prim.name, eqn.params
-    unchanged = eqn if ins == eqn.inputs else Eqn(eqn.prim, ins, eqn.outputs, params)
+    unchanged = eqn if ins == eqn.inputs else Eqn(eqn.prim, ins, eqn.outputs, params, eqn.source)
     if eqn.prim.multiple_results or len(eqn.outputs) != 1:
         return unchanged
     out = eqn.outputs[0]
@@ -121,13 +121,13 @@ def _simplify_eqn(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn
             perm = tuple(inner.params["permutation"][i] for i in perm)
         if perm == tuple(range(len(perm))):
             return x
-        return Eqn(eqn.prim, [x], eqn.outputs, {"permutation": perm}) if x is not ins[0] else unchanged
+        return Eqn(eqn.prim, [x], eqn.outputs, {"permutation": perm}, eqn.source) if x is not ins[0] else unchanged
     if name == "reshape":
         if inner_name == "reshape":
             x = inner.inputs[0]
         if _is_identity(x, out):
             return x
-        return Eqn(eqn.prim, [x], eqn.outputs, params) if x is not ins[0] else unchanged
+        return Eqn(eqn.prim, [x], eqn.outputs, params, eqn.source) if x is not ins[0] else unchanged
     if name == "broadcast_in_dim":
         dims = params["broadcast_dimensions"]
         if inner_name == "broadcast_in_dim":  # an operand dim d of y lands in dims[inner_dims[d]]
@@ -137,7 +137,8 @@ def _simplify_eqn(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn
             return x
         if x is ins[0]:
             return unchanged
-        return Eqn(eqn.prim, [x], eqn.outputs, {"shape": params["shape"], "broadcast_dimensions": dims})
+        return Eqn(eqn.prim, [x], eqn.outputs, {"shape": params["shape"], "broadcast_dimensions": dims},
+                   eqn.source)
     if name == "convert_element_type" and _is_identity(x, out):
         return x
     if name == "neg" and inner_name == "neg" and _is_identity(inner.inputs[0], out):

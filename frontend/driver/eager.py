@@ -14,7 +14,7 @@ from ..core.config import config
 from ..core.errors import KilnError
 from ..core.ir import IR, Eqn, Var
 from ..core.tracing import abstractify
-from . import dispatch, spmd
+from . import dispatch, nan_check, spmd
 from .array import Array
 
 # Bytes of executables the eager caches may keep (least recently used go first).
@@ -56,6 +56,15 @@ _CPP_FUNCTIONS = 4096
 
 
 def apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
+    """Run ``prim`` on concrete arguments now and return kiln Arrays (checked for NaN/Inf when
+    ``debug_nans``/``debug_infs`` is on)."""
+    out = _apply_eagerly(prim, args, params)
+    if config._debug_special:
+        nan_check.check_eager(prim, args, params, out)
+    return out
+
+
+def _apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
     """Run ``prim`` on concrete arguments now and return kiln Arrays.
 
     Repeated calls with kiln arrays of the same types go through jaxlib's C++ dispatch; anything else
