@@ -106,7 +106,8 @@ def _dirs() -> tuple[str, ...]:
     return found
 
 
-def _is_internal(filename: str) -> bool:
+def is_internal(filename: str) -> bool:
+    """Whether ``filename`` is one of kiln's own source files."""
     known = _internal.get(filename)
     if known is None:
         real = filename if filename.startswith("<") else os.path.realpath(filename)
@@ -125,7 +126,7 @@ def user_frame_info(depth: int = 1) -> SourceInfo | None:
         code = f.f_code
         flag = internal.get(code.co_filename)
         if flag is None:
-            flag = _is_internal(code.co_filename)
+            flag = is_internal(code.co_filename)
         if not flag:
             return SourceInfo(code, f.f_lasti)
         f = f.f_back
@@ -149,7 +150,7 @@ def current(depth: int = 1) -> SourceInfo | None:
         code = f.f_code
         flag = internal.get(code.co_filename)
         if flag is None:
-            flag = _is_internal(code.co_filename)
+            flag = is_internal(code.co_filename)
         if not flag:
             return SourceInfo(code, f.f_lasti)
         f = f.f_back
