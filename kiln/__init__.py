@@ -116,6 +116,8 @@ from kiln.frontend.driver.tools import named_call as named_call
 from kiln.frontend.driver.tools import named_scope as named_scope
 from kiln.frontend.driver.tools import print_environment_info as print_environment_info
 from kiln.frontend.driver.tools import typeof as typeof
+from kiln.frontend.lax.callbacks import effects_barrier as effects_barrier
+from kiln.frontend.lax.callbacks import pure_callback as pure_callback
 from kiln.frontend.lax.sharding import reshard as reshard
 from kiln.runtime import BackendError as BackendError
 from kiln.runtime import DeletedBufferError as DeletedBufferError
@@ -141,3 +143,4 @@ __all__ = [
     "TracerBoolConversionError", "TracerIntegerConversionError", "tree", "tree_util", "typeof", "typing",
     "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
 ]
+__all__ += ["effects_barrier", "pure_callback"]  # host callbacks (issue 16)

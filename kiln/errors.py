@@ -16,10 +16,12 @@ from kiln.frontend.core.errors import TracerBoolConversionError as TracerBoolCon
 from kiln.frontend.core.errors import TracerIntegerConversionError as TracerIntegerConversionError
 from kiln.frontend.core.errors import UnexpectedTracerError as UnexpectedTracerError
 from kiln.frontend.numpy.indexing import NonConcreteBooleanIndexError as NonConcreteBooleanIndexError
+from kiln.runtime import CallbackError as CallbackError
 from kiln.runtime import KilnRuntimeError as JaxRuntimeError
 
 __all__ = [
-    "ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError", "JAXTypeError", "JaxRuntimeError",
+    "CallbackError", "ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError", "JAXTypeError",
+    "JaxRuntimeError",
     "JaxprTypeError", "KeyReuseError", "NonConcreteBooleanIndexError", "TracerArrayConversionError",
     "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError",
 ]

@@ -42,6 +42,7 @@ from .buffers import (  # noqa: E402
     put,
     to_numpy,
 )
+from .callbacks import CallbackError, CallbackResultError, HostCallback, effects_barrier, run_on_host  # noqa: E402
 from .errors import (  # noqa: E402
     BackendError,
     CompileError,
@@ -80,7 +81,8 @@ if not any(getattr(cb, "__name__", "") == "_kiln_collect_garbage" for cb in gc.c
     gc.callbacks.append(_collect_garbage)
 
 __all__ = [
-    "available_backends", "Aval", "Backend", "BackendError", "block_until_ready", "Buffer", "buffer_device", "compile",
+    "available_backends", "Aval", "Backend", "BackendError", "block_until_ready", "Buffer", "buffer_device",
+    "CallbackError", "CallbackResultError", "compile", "effects_barrier", "HostCallback", "run_on_host",
     "compile_spmd", "CompileError", "copy_to", "custom_call_targets", "default_backend", "delete", "DeletedBufferError",
     "Device", "DeviceError", "devices", "devices_of", "distributed", "dlpack", "drop_stale_scopes",
     "ensure_lapack_registered", "Executable", "ExecutableCache", "ExecutionError", "get_backend", "global_devices",
