@@ -93,7 +93,10 @@ class HostCallback:
                 raise CallbackResultError(f"the host callback {self.name}: result {i} ({type(value).__name__}) is "
                                           f"not convertible to an array: {e}") from None
             if self.canonicalize is not None and a.dtype != dtype:
-                canon = np.dtype(self.canonicalize(a.dtype))
+                try:
+                    canon = np.dtype(self.canonicalize(a.dtype))
+                except Exception:  # not an array dtype (object, strings): reported below
+                    canon = a.dtype
                 if canon != a.dtype:
                     a = a.astype(canon)
             if a.shape != shape or a.dtype != dtype:
@@ -130,9 +133,21 @@ def _fmt(shape: tuple[int, ...], dtype: np.dtype) -> str:
     return f"{dtype.name}{list(shape)}"
 
 
+# Files of kiln's own wrappers around the user's function: their frames are left out of the traceback shown.
+_WRAPPER_FILES: set[str] = {__file__}
+
+
+def register_wrapper_file(path: str) -> None:
+    """Leave the frames of ``path`` (a module wrapping user callbacks) out of callback tracebacks."""
+    _WRAPPER_FILES.add(path)
+
+
 def callback_error(cb: HostCallback, e: BaseException) -> CallbackError:
     """The kiln error for exception ``e`` raised in host callback ``cb`` (the caller raises it ``from e``)."""
-    tb = "".join(traceback.format_exception(type(e), e, e.__traceback__))
+    frames = e.__traceback__
+    while frames is not None and frames.tb_frame.f_code.co_filename in _WRAPPER_FILES:  # from the user's frame
+        frames = frames.tb_next
+    tb = "".join(traceback.format_exception(type(e), e, frames or e.__traceback__))
     if isinstance(e, CallbackResultError):
         return CallbackError(f"kiln: {e}", cb.name)
     return CallbackError(f"kiln: the host callback {cb.name} raised {type(e).__name__}: {e}\n"

@@ -33,6 +33,8 @@ from ..core.tracing import Tracer, abstractify, device_put_eager
 
 __all__ = ["debug_callback", "debug_print", "effects_barrier", "io_callback", "pure_callback"]
 
+runtime.callbacks.register_wrapper_file(__file__)
+
 VMAP_METHODS = ("sequential", "sequential_unrolled", "expand_dims", "broadcast_all", "legacy_vectorized")
 
 
@@ -66,8 +68,13 @@ for _p, _effects in ((debug_callback_p, True), (pure_callback_p, False), (io_cal
 
 
 class CallbackUsageError(KilnError, TypeError):
-    """A host callback was called with bad arguments (not callable, a bad ``vmap_method``, 64-bit results
-    without x64, ...)."""
+    """A host callback was given an argument of the wrong type (a callable that is not, results without
+    shapes)."""
+
+
+class CallbackValueError(KilnError, ValueError):
+    """A host callback was given a bad value (an unknown ``vmap_method``, 64-bit results without x64, bad
+    arguments to ``kiln.debug.print``'s format)."""
 
 
 # -- building the flat callables -------------------------------------------------------------------------------
@@ -125,7 +132,7 @@ def _result_avals(result_shape_dtypes: Any, where: str) -> tuple[list[ShapedArra
                                      f".dtype (kiln.ShapeDtypeStruct or arrays); leaf {i} is {leaf!r}")
         dtype = np.dtype(dtype)
         if dtypes.canonicalize_dtype(dtype) != dtype:
-            raise CallbackUsageError(f"kiln.{where}: result_shape_dtypes cannot specify 64-bit types ({dtype.name}) "
+            raise CallbackValueError(f"kiln.{where}: result_shape_dtypes cannot specify 64-bit types ({dtype.name}) "
                                      "when enable_x64 is off; declare the 32-bit type or turn on "
                                      "kiln.config.update('enable_x64', True)")
         avals.append(ShapedArray(tuple(int(d) for d in shape), dtype))
@@ -157,7 +164,7 @@ def pure_callback(callback: Callable[..., Any], result_shape_dtypes: Any, *args:
     """
     _check_callable(callback, "pure_callback")
     if vmap_method not in VMAP_METHODS + (None,):
-        raise CallbackUsageError(f"kiln.pure_callback: vmap_method must be one of {list(VMAP_METHODS)} or None, "
+        raise CallbackValueError(f"kiln.pure_callback: vmap_method must be one of {list(VMAP_METHODS)} or None, "
                                  f"got {vmap_method!r}")
     flat_args, in_tree = tree_util.tree_flatten((args, kwargs))
     avals, out_tree = _result_avals(result_shape_dtypes, "pure_callback")
@@ -228,15 +235,18 @@ class _FormatChecker(string.Formatter):
         unused = [a for i, a in enumerate(args) if i not in used_args]
         unused_kw = [k for k in kwargs if k not in used_args]
         if unused:
-            raise ValueError(f"kiln.debug.print: unused positional arguments {unused}")
+            raise CallbackValueError(f"kiln.debug.print: unused positional arguments {unused}")
         if unused_kw:
-            raise ValueError(f"kiln.debug.print: unused keyword arguments {unused_kw}. You may be passing an "
+            raise CallbackValueError(f"kiln.debug.print: unused keyword arguments {unused_kw}. You may be passing an "
                              "f-string (f\"{x}\") to kiln.debug.print: pass a plain format string and the values as "
                              "arguments instead, e.g. kiln.debug.print(\"x = {x}\", x=x)")
 
 
 def _print(fmt: str, has_placeholders: bool, printoptions: dict, *args, **kwargs) -> None:
     import sys
+    # 0-d values as NumPy scalars: they format as JAX's 0-d arrays do (``{:.3f}`` works, float32 prints short).
+    args = tuple(a[()] if isinstance(a, np.ndarray) and a.ndim == 0 else a for a in args)
+    kwargs = {k: a[()] if isinstance(a, np.ndarray) and a.ndim == 0 else a for k, a in kwargs.items()}
     if has_placeholders:
         with np.printoptions(**printoptions):
             msg = fmt.format(*args, **kwargs)
