@@ -180,6 +180,8 @@ def raise_pending(callbacks: Sequence[HostCallback], cause: BaseException | None
     e = cb.take_error()
     if e is None:
         return
+    if not isinstance(e, Exception):  # KeyboardInterrupt, SystemExit inside the callback: as they are
+        raise e
     err = callback_error(cb, e)
     raise err from e
 

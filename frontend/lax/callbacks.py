@@ -49,7 +49,10 @@ def _results_rule(*avals, callback, result_avals: tuple, **params):
 
 
 def _eager(*args, callback: runtime.HostCallback, **params):
-    """Outside any trace: run the callable now, on NumPy copies of the arguments."""
+    """Outside any trace: run the callable now, on NumPy copies of the arguments (an ordered one after the
+    launched programs' callbacks)."""
+    if params.get("ordered"):
+        runtime.effects_barrier()
     arrays = []
     for a in args:
         value = np.array(a, dtype=abstractify(a).dtype)  # a private copy: Arrays, NumPy and Python scalars
