@@ -8,6 +8,10 @@ from .jvp import DifferentiationError, jvp_rules
 from .transpose import transpose_rules
 
 
+class CallbackDifferentiationError(DifferentiationError, ValueError):
+    """A pure or IO callback was differentiated (JAX raises ValueError)."""
+
+
 def _debug_jvp(primals, tangents, **params):
     return callbacks.debug_callback_p.bind(*primals, **params), []
 
@@ -17,14 +21,15 @@ def _debug_transpose(cts, *args, **params):
 
 
 def _pure_jvp(primals, tangents, *, callback, **params):
-    raise DifferentiationError(
+    raise CallbackDifferentiationError(
         f"kiln: pure callbacks do not support JVP ({callback.name}). Use kiln.custom_jvp (or kiln.custom_vjp) to "
         "give the callback a derivative when taking gradients.")
 
 
 def _io_jvp(primals, tangents, *, callback, **params):
-    raise DifferentiationError(f"kiln: IO callbacks do not support JVP ({callback.name}); differentiate around the "
-                               "callback (kiln.lax.stop_gradient on its arguments) or give it a kiln.custom_jvp rule")
+    raise CallbackDifferentiationError(
+        f"kiln: IO callbacks do not support JVP ({callback.name}); differentiate around the callback "
+        "(kiln.lax.stop_gradient on its arguments) or give it a kiln.custom_jvp rule")
 
 
 jvp_rules[callbacks.debug_callback_p] = _debug_jvp
