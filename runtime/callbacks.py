@@ -26,9 +26,6 @@ import numpy as np
 
 from .errors import KilnRuntimeError
 
-# A token operand (ordered effects) reaches the callable as None and is returned as it came.
-TOKEN = "token"
-
 
 class CallbackError(KilnRuntimeError, RuntimeError):
     """A host callback (``kiln.debug.callback``, ``kiln.pure_callback``, ``kiln.experimental.io_callback``,
@@ -163,6 +160,7 @@ _failed_lock = threading.Lock()
 def _note_failure(cb: HostCallback) -> None:
     with _failed_lock:
         _failed.append(cb)
+        del _failed[:-64]  # failures nobody asked about (a launch that did not report them) do not pile up
 
 
 def raise_pending(callbacks: Sequence[HostCallback], cause: BaseException | None = None) -> None:
@@ -213,7 +211,7 @@ def before_ordered_launch() -> None:
 def after_launch(outs: Sequence[Any], ordered: bool) -> None:
     """Remember the results of a launch of a program with host callbacks (for ordering and the barrier)."""
     target = _last_ordered if ordered else _last_unordered
-    target[:] = [list(outs)]
+    target[:] = [list(outs[:1])]  # one result is ready when the launch is done: hold no more than that
 
 
 def effects_barrier() -> None:

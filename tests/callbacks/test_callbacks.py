@@ -410,3 +410,37 @@ def test_effects_barrier_and_jit_dispatch_still_work():
     kiln.effects_barrier()  # nothing pending
     f = kiln.jit(lambda x: x + 1)
     assert float(f(f(1.0))) == 3.0
+
+
+# -- error paths of the lowering and the runtime ------------------------------------------------------------------
+
+def test_ordered_callback_in_while_cond_is_refused():
+    def cond(c):
+        kiln.debug.print(ordered=True)("c={}", c)
+        return c < 3
+    with pytest.raises(kiln.KilnError, match="an ordered callback \\(ordered=True\\) in cond_fun is not supported"):
+        kiln.jit(lambda x: lax.while_loop(cond, lambda c: c + 1, x))(0)
+    kiln.jit(lambda x: lax.while_loop(lambda c: (kiln.debug.print("c={}", c), c < 1)[1], lambda c: c + 1, x))(0)
+
+
+def test_callbacks_on_a_platform_without_them_and_text_modules():
+    from kiln import lowering, runtime
+    ir = kiln.make_ir(lambda x: kiln.pure_callback(np.sin, SDS((), np.float32), x))(1.0).ir
+    with pytest.raises(lowering.LoweringError, match=r"host callbacks \(pure_callback\(sin\)\) are not supported on "
+                                                     "the tpu platform"):
+        lowering.lower(ir, context=runtime.mlir_context(), platform="tpu")
+    lowered = lowering.lower(ir, context=runtime.mlir_context(), platform="cpu")
+    assert len(lowered.host_callbacks) == 1 and "xla_ffi_python_cpu_callback" in lowered.as_text()
+    assert "mhlo.backend_config = {index = 0 : ui64}" in lowered.as_text()
+    with pytest.raises(TypeError, match="a module with host callbacks must be given as a jaxlib.mlir ir.Module"):
+        runtime.compile(lowered.as_text(), kiln.devices()[0], [((), np.float32)],
+                        host_callbacks=lowered.host_callbacks)
+
+
+def test_debug_callback_two_call_form():
+    seen = []
+    kiln.jit(lambda x: kiln.debug.callback(ordered=True)(lambda v: seen.append(int(v)), x))(7)
+    kiln.effects_barrier()
+    assert seen == [7]
+    with pytest.raises(TypeError, match="kiln.debug.callback received unexpected arguments in the two-call form"):
+        kiln.debug.callback(None, 1)

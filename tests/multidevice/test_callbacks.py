@@ -55,3 +55,13 @@ def test_ordered_io_callbacks_over_a_mesh():
     np.testing.assert_array_equal(h(_sharded(mesh)), np.arange(16.0) + 1)
     kiln.effects_barrier()
     assert log == [(i, 120.0) for i in range(5)]
+
+
+def test_ordered_callback_inside_shard_map_is_refused():
+    import pytest
+    mesh = kiln.make_mesh((8,), ("x",))
+    g = kiln.jit(kiln.shard_map(lambda v: (kiln.debug.print(ordered=True)("{}", v), v)[1], mesh=mesh,
+                                in_specs=P("x"), out_specs=P("x")))
+    with pytest.raises(kiln.KilnError, match="the ordered callback debug.print\\('\\{\\}'\\) inside shard_map is not "
+                                             "supported; use ordered=False there"):
+        g(_sharded(mesh))
