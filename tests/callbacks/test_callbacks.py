@@ -444,3 +444,21 @@ def test_debug_callback_two_call_form():
     assert seen == [7]
     with pytest.raises(TypeError, match="kiln.debug.callback received unexpected arguments in the two-call form"):
         kiln.debug.callback(None, 1)
+
+
+def test_callbacks_in_fresh_processes_with_and_without_the_persistent_cache(run_py, tmp_path):
+    """The same program in three fresh processes: a compile cache (when there is one) must re-bind the
+    callables or skip such programs, never run a stale callback or none."""
+    code = """
+        import numpy as np, kiln
+        from kiln import lax
+        @kiln.jit
+        def f(x):
+            kiln.debug.print("x={}", x)
+            return lax.fori_loop(0, 2, lambda i, c: c + kiln.pure_callback(
+                lambda v: v * 10, kiln.ShapeDtypeStruct((), np.float32), c), x)
+        print("result", float(f(1.0)))
+    """
+    for env in ({"KILN_COMPILATION_CACHE": "0"}, {"KILN_CACHE_DIR": str(tmp_path)}, {"KILN_CACHE_DIR": str(tmp_path)}):
+        out = run_py(code, env=env).stdout.splitlines()
+        assert out == ["x=1.0", "result 121.0"], (env, out)
