@@ -20,6 +20,10 @@ from .core import BatchingError, batch_rules, move_dim
 sequential_map: Callable[..., Any] | None = None
 
 
+class VmapMethodError(BatchingError, NotImplementedError):
+    """A pure callback without a usable ``vmap_method`` was vmapped (JAX raises NotImplementedError)."""
+
+
 def _element(x, d, i):
     return x if d is None else lax.index_in_dim(x, i, axis=d, keepdims=False)
 
@@ -67,7 +71,7 @@ def _pure_batch(ctx, args, dims, *, callback, result_avals, vmap_method):
         cb = callback.with_result_types([(a.shape, a.dtype) for a in avals])
         outs = callbacks.pure_callback_p.bind(*new, callback=cb, result_avals=avals, vmap_method=vmap_method)
         return list(outs), [0] * len(outs)
-    raise BatchingError(
+    raise VmapMethodError(
         f"kiln.vmap: vmap of {callback.name} needs its vmap_method: pass vmap_method= one of 'sequential', "
         "'sequential_unrolled', 'expand_dims', 'broadcast_all' or 'legacy_vectorized' to kiln.pure_callback "
         f"(got vmap_method={vmap_method!r})")
