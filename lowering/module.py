@@ -42,6 +42,32 @@ class EmitContext:
         # (primitive, source); the prefix names the jitted function when the caller gave it.
         self.name_prefix = ""
         self._locations: dict = {}
+        # Host callbacks, in the order of their custom calls' indices (compile_and_load's host_callbacks=).
+        self.host_callbacks: list = []
+        # The token threaded through ordered effects (None until the first one needs it), and the meshes
+        # the callbacks' shardings name ('maximal': device 0 of a partitioned program; 'empty': per shard).
+        self.token: ir.Value | None = None
+        self.callback_meshes: set[str] = set()
+
+    def add_host_callback(self, callback) -> int:
+        """Register a host callable; returns the index its custom call names."""
+        self.host_callbacks.append(callback)
+        return len(self.host_callbacks) - 1
+
+    def current_token(self) -> ir.Value:
+        """The token ordered effects thread (created here on first use)."""
+        if self.token is None:
+            self.token = ir.Operation.create("stablehlo.after_all", results=[ir.Type.parse("!stablehlo.token")],
+                                             operands=[]).result
+        return self.token
+
+    def threads_token(self, *bodies: IR) -> bool:
+        """Whether a region emitting ``bodies`` must take and return the token (a body with ordered effects).
+        The token then exists before the region is built."""
+        if any(passes.has_ordered_effects(b) for b in bodies):
+            self.current_token()
+            return True
+        return False
 
     def has_custom_call_target(self, name: str) -> bool:
         """Whether a ``stablehlo.custom_call @name`` will compile and run on this platform."""
@@ -102,6 +128,10 @@ class LoweredModule:
     kept_inputs: list[bool]  # for each of constvars + invars: is it a parameter of main?
     out_avals: list
     _text: str | None = field(default=None, repr=False)
+    # The host callables of the module's Python-callback custom calls, by index, and whether some of them
+    # are ordered (the module threads a token through them): for runtime.compile(host_callbacks=...).
+    host_callbacks: list = field(default_factory=list)
+    ordered_effects: bool = False
 
     def as_text(self, debug_info: bool = False) -> str:
         """The module as MLIR text (rendered once), without locations: the text compile caches are keyed on.
@@ -185,7 +215,12 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
                     ctx.name_prefix = f"jit({debug_name})/"
                 outs = ctx.emit_ir(body, values)
                 func.ReturnOp(outs)
-    return LoweredModule(module, kept, [a.aval for a in body.outvars])
+            if "maximal" in ctx.callback_meshes:  # callbacks of a partitioned program run on device 0
+                sdy.MeshOp("maximal_mesh_0", ir.Attribute.parse("#sdy.mesh<[], device_ids=[0]>"))
+            if "empty" in ctx.callback_meshes:  # callbacks inside shard_map run on every device
+                sdy.MeshOp("empty_mesh", ir.Attribute.parse("#sdy.mesh<[]>"))
+    return LoweredModule(module, kept, [a.aval for a in body.outvars], host_callbacks=ctx.host_callbacks,
+                         ordered_effects=ctx.token is not None)
 
 
 def _donation_attrs(params, kept, donated, body: IR) -> list[ir.DictAttr]:

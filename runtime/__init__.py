@@ -45,6 +45,7 @@ from .buffers import (  # noqa: E402
     put,
     to_numpy,
 )
+from .callbacks import CallbackError, CallbackResultError, HostCallback, effects_barrier, run_on_host  # noqa: E402
 from .errors import (  # noqa: E402
     BackendError,
     CompileError,
@@ -91,3 +92,4 @@ __all__ = [
     "local_device", "mlir_context", "nbytes", "profiler", "put", "put_sharded", "set_default_backend", "shards_of",
     "spmd_sharding", "SpmdExecutable", "SpmdSharding", "tile_layout", "to_numpy", "transfer_guard",
 ]
+__all__ += ["CallbackError", "CallbackResultError", "effects_barrier", "HostCallback", "run_on_host"]  # issue 16

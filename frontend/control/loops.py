@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import lax
+from ..batching import rules_callbacks as _rules_callbacks
 from ..core import dtypes, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import bind_call, call_body
@@ -181,6 +182,9 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None):  # noqa: A001
         return tree_util.tree_map(lambda y: lax.reshape(y, (n,) + abstractify(y).shape[2:]), ys)
     _, ys = scan(lambda c, x: (c, f(x)), (), xs)
     return ys
+
+
+_rules_callbacks.sequential_map = map  # pure/io callbacks batch as a loop over the batch (as JAX's lax.map)
 
 
 # -- transformation rules of while ------------------------------------------------------------------------

@@ -286,6 +286,11 @@ def materialize(x: Any) -> Any:
     return _eager.put(x, None, committed=False)
 
 
+def device_put_eager(value: Any) -> Any:
+    """``value`` (a NumPy array) placed on the default device as an uncommitted kiln Array."""
+    return _eager.put(value, None, committed=False)
+
+
 def concrete(value: Any) -> Any:
     """A concrete value for ``value`` (itself unless it is a tracer), or None if it has none."""
     if isinstance(value, Tracer):

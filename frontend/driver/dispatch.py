@@ -199,5 +199,6 @@ def compile_lowered(ir: IR, lowered: lowering.LoweredModule, device: runtime.Dev
                     num_donated: int = 0) -> CompiledIR:
     """Compile the StableHLO module ``lowered`` (of ``ir``) for ``device``."""
     out_types = [(a.shape, a.dtype) for a in lowered.out_avals]
-    exe = runtime.compile(lowered.module, device, out_types, num_donated=num_donated, text=lowered.as_text())
+    exe = runtime.compile(lowered.module, device, out_types, num_donated=num_donated, text=lowered.as_text(),
+                          host_callbacks=lowered.host_callbacks, ordered_effects=lowered.ordered_effects)
     return CompiledIR(exe, lowered, [v.aval for v in ir.outvars], lowered.kept_inputs, device)

@@ -324,6 +324,8 @@ class JittedFunction:
         if not all(compiled.kept[:n_consts]):
             return None
         exe = compiled.executable
+        if exe.host_callbacks:  # launches order effects and explain callback errors in Python (as JAX's)
+            return None
         out_leaves, out_treedef = runtime.fastpath.flatten(out)
         # The C++ unflattens the executable's outputs with this tree: it must see exactly those arrays
         # (a pytree type it does not know would look like one leaf).

@@ -219,7 +219,8 @@ def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], kee
     lowered = lower_ir(ir, placement, donated=donated, keep_unused=keep_unused, n_consts=n_consts,
                        debug_name=debug_name)
     exe = runtime.compile_spmd(lowered.module, placement.devices, [(a.shape, a.dtype) for a in lowered.out_avals],
-                               num_donated=sum(bool(d) for d in donated), text=lowered.as_text())
+                               num_donated=sum(bool(d) for d in donated), text=lowered.as_text(),
+                               host_callbacks=lowered.host_callbacks, ordered_effects=lowered.ordered_effects)
     out_avals = [v.aval for v in ir.outvars]
     outs = [named_from_runtime(placement.mesh, s, len(a.shape)) for s, a in zip(exe.out_shardings, out_avals)]
     return CompiledSPMD(exe, lowered, out_avals, lowered.kept_inputs, placement, outs)
