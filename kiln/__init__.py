@@ -62,7 +62,9 @@ from kiln.frontend.core.config import auto_pcast as auto_pcast
 from kiln.frontend.core.config import check_tracer_leaks as check_tracer_leaks
 from kiln.frontend.core.config import checking_leaks as checking_leaks
 from kiln.frontend.core.config import config as config
+from kiln.frontend.core.config import debug_infs as debug_infs
 from kiln.frontend.core.config import debug_key_reuse as debug_key_reuse
+from kiln.frontend.core.config import debug_nans as debug_nans
 from kiln.frontend.core.config import default_device as default_device
 from kiln.frontend.core.config import default_matmul_precision as default_matmul_precision
 from kiln.frontend.core.config import default_prng_impl as default_prng_impl
@@ -128,6 +130,8 @@ from kiln.frontend.driver.transfer_guard import transfer_guard as transfer_guard
 from kiln.frontend.driver.transfer_guard import transfer_guard_device_to_device as transfer_guard_device_to_device
 from kiln.frontend.driver.transfer_guard import transfer_guard_device_to_host as transfer_guard_device_to_host
 from kiln.frontend.driver.transfer_guard import transfer_guard_host_to_device as transfer_guard_host_to_device
+from kiln.frontend.lax.callbacks import effects_barrier as effects_barrier
+from kiln.frontend.lax.callbacks import pure_callback as pure_callback
 from kiln.frontend.lax.sharding import reshard as reshard
 from kiln.runtime import BackendError as BackendError
 from kiln.runtime import DeletedBufferError as DeletedBufferError
@@ -138,21 +142,22 @@ __all__ = [
     "allow_f16_reductions", "Array", "auto_pcast", "AxisError", "BackendError", "block_until_ready", "BroadcastError",
     "check_tracer_leaks", "checking_leaks", "checkpoint", "checkpoint_policies", "clear_caches", "closure_convert",
     "ConcretizationTypeError", "config", "copy_to_host_async", "custom_batching", "custom_derivatives",
-    "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug", "debug_key_reuse",
-    "default_backend", "default_device", "default_matmul_precision", "default_prng_impl", "DeletedBufferError",
-    "Device", "device_count", "device_get", "device_put", "DeviceError", "devices", "disable_jit", "distributed",
-    "dlpack", "dtypes", "enable_checks", "enable_custom_prng", "enable_x64", "ensure_compile_time_eval", "errors",
-    "eval_shape", "experimental", "explain_cache_misses", "flatten_util", "float0", "fwd_and_bwd", "grad", "hessian",
-    "image", "IndexTypeError", "IntegerOverflowError", "jacfwd", "jacobian", "jacrev", "jit", "jvp", "KilnError", "lax",
-    "legacy_prng_key", "linear_transpose", "linearize", "local_device_count", "local_devices", "log_compiles",
-    "make_array_from_callback", "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_ir",
-    "make_jaxpr", "make_mesh", "MatrixShapeError", "named_call", "named_scope", "NamedSharding",
-    "NegativeDimensionError", "nn", "numpy", "numpy_dtype_promotion", "numpy_rank_promotion", "ops", "P", "pmap",
-    "print_environment_info", "process_count", "process_index", "process_indices", "profiler", "random", "remat",
-    "reshard", "scipy", "set_mesh", "ShapedArray", "ShapeDtypeStruct", "ShapeError", "ShapeTooLargeError", "Shard",
-    "shard_map", "sharding", "softmax_custom_jvp", "stages", "test_util", "threefry_partitionable",
-    "TracerArrayConversionError", "TracerBoolConversionError", "TracerIntegerConversionError", "transfer_guard",
-    "transfer_guard_device_to_device", "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree",
-    "tree_util", "typeof", "typing", "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
+    "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug", "debug_infs", "debug_key_reuse",
+    "debug_nans", "default_backend", "default_device", "default_matmul_precision", "default_prng_impl",
+    "DeletedBufferError", "Device", "device_count", "device_get", "device_put", "DeviceError", "devices", "disable_jit",
+    "distributed", "dlpack", "dtypes", "effects_barrier", "enable_checks", "enable_custom_prng", "enable_x64",
+    "ensure_compile_time_eval", "errors", "eval_shape", "experimental", "explain_cache_misses", "flatten_util",
+    "float0", "fwd_and_bwd", "grad", "hessian", "image", "IndexTypeError", "IntegerOverflowError", "jacfwd", "jacobian",
+    "jacrev", "jit", "jvp", "KilnError", "lax", "legacy_prng_key", "linear_transpose", "linearize",
+    "local_device_count", "local_devices", "log_compiles", "make_array_from_callback",
+    "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_ir", "make_jaxpr", "make_mesh",
+    "MatrixShapeError", "named_call", "named_scope", "NamedSharding", "NegativeDimensionError", "nn", "numpy",
+    "numpy_dtype_promotion", "numpy_rank_promotion", "ops", "P", "pmap", "print_environment_info", "process_count",
+    "process_index", "process_indices", "profiler", "pure_callback", "random", "remat", "reshard", "scipy", "set_mesh",
+    "ShapedArray", "ShapeDtypeStruct", "ShapeError", "ShapeTooLargeError", "Shard", "shard_map", "sharding",
+    "softmax_custom_jvp", "stages", "test_util", "threefry_partitionable", "TracerArrayConversionError",
+    "TracerBoolConversionError", "TracerIntegerConversionError", "transfer_guard", "transfer_guard_device_to_device",
+    "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "tree_util", "typeof", "typing",
+    "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
 ]
 __all__ += ["export", "live_arrays"]  # issue 16: export, compiled introspection

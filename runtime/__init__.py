@@ -47,6 +47,7 @@ from .buffers import (  # noqa: E402
     put,
     to_numpy,
 )
+from .callbacks import CallbackError, CallbackResultError, HostCallback, effects_barrier, run_on_host  # noqa: E402
 from .errors import (  # noqa: E402
     BackendError,
     CompileError,
@@ -94,3 +95,4 @@ __all__ = [
     "spmd_sharding", "SpmdExecutable", "SpmdSharding", "tile_layout", "to_numpy", "transfer_guard",
     "live_buffers", "MemoryAnalysis", "portable",
 ]
+__all__ += ["CallbackError", "CallbackResultError", "effects_barrier", "HostCallback", "run_on_host"]  # issue 16

@@ -1,5 +1,6 @@
-"""Every exception class kiln defines (warning categories aside) derives from ``kiln.KilnError`` (``except kiln.KilnError`` catches
-whatever kiln raises on purpose), and keeps a built-in base a ported JAX program would catch."""
+"""Every exception class kiln defines (warning categories aside) derives from ``kiln.KilnError``
+(``except kiln.KilnError`` catches whatever kiln raises on purpose), and keeps a built-in base a ported JAX
+program would catch."""
 from __future__ import annotations
 
 import importlib

@@ -20,6 +20,7 @@ from ..driver import export as _export
 from ..driver.array import Array
 from ..lax import api as lax
 from . import (  # noqa: F401  (each registers the derivative rules of its family)
+    rules_callbacks,
     rules_collectives,
     rules_conv,
     rules_elementwise,

@@ -10,6 +10,7 @@ from ..core import axis_env, tree_util
 from ..core.errors import KilnError
 from ..core.tracing import abstractify, trace_to_ir
 from . import (  # noqa: F401  (each registers the batching rules of its family)
+    rules_callbacks,
     rules_collectives,
     rules_conv,
     rules_elementwise,

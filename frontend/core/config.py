@@ -44,6 +44,10 @@ class Config:
         "disable_jit": (_env_bool("KILN_DISABLE_JIT", False), bool, False),
         # CPU linear algebra through jaxlib's LAPACK kernels (as JAX); False: kiln's portable algorithms.
         "cpu_lapack": (_env_bool("KILN_CPU_LAPACK", True), bool, True),
+        # After a NaN (debug_infs: an Inf) in a floating-point result, raise FloatingPointError naming the
+        # primitive and source line that produced it (jit: re-run op by op). See frontend/driver/nan_check.py.
+        "debug_nans": (_env_bool("KILN_DEBUG_NANS", False), bool, False),
+        "debug_infs": (_env_bool("KILN_DEBUG_INFS", False), bool, False),
         # Print why a jit cache missed (see kiln.explain_cache_misses).
         "explain_cache_misses": (_env_bool("KILN_EXPLAIN_CACHE_MISSES", False), bool, False),
         # Log every trace and compile (function, seconds) on the "kiln" logger at WARNING level (as JAX's).
@@ -123,6 +127,10 @@ class Config:
         self._values[name] = value
         object.__setattr__(self, name, value)
         object.__setattr__(self, "_trace_key", self._compute_trace_key())
+        # Read on every dispatch (one attribute each): checks on results, and whether jit must leave C++.
+        special = bool(self._values.get("debug_nans") or self._values.get("debug_infs"))
+        object.__setattr__(self, "_debug_special", special)
+        object.__setattr__(self, "_python_dispatch", special or bool(self._values.get("disable_jit")))
 
     def __getattr__(self, name: str) -> Any:  # only called for names that are not flags
         kiln_name = self._kiln_name(name)
@@ -331,6 +339,10 @@ def checking_leaks() -> contextlib.AbstractContextManager:
 
 
 log_compiles = _ctx("log_compiles", "log every trace and compile on the 'kiln' logger", True)
+
+
+debug_nans = _ctx("debug_nans", "raise FloatingPointError at the first primitive producing a NaN", True)
+debug_infs = _ctx("debug_infs", "raise FloatingPointError at the first primitive producing an Inf", True)
 threefry_partitionable = _ctx("threefry_partitionable", "the PRNG's bits: True (the default, as current JAX) "
                                                         "or JAX's older non-partitionable threefry bits", True)
 default_device = _ctx("default_device", "where uncommitted arrays and computations go: a device, a backend "

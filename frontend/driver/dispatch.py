@@ -167,22 +167,25 @@ _lowering: contextvars.ContextVar[bool] = contextvars.ContextVar("kiln_lowering"
 
 def lower_ir(ir: IR, *, donated: Sequence[bool] = (), keep_unused: bool = False,
              device: runtime.Device | None = None, mesh: lowering.MeshLayout | None = None,
-             embedded_consts: Sequence | None = None, platform_index_param: bool = False) -> lowering.LoweredModule:
+             debug_name: str | None = None, embedded_consts: Sequence | None = None,
+             platform_index_param: bool = False) -> lowering.LoweredModule:
     """Lower ``ir`` for ``device``'s platform (rules may then use its custom calls, e.g. LAPACK on CPU);
-    ``mesh`` states the layouts of a program partitioned over a device mesh; ``embedded_consts`` (host
-    values of the constvars) writes the constants into the module instead of taking them as parameters;
-    ``platform_index_param`` gives it a leading unused i32 parameter (export's multi-platform convention)."""
+    ``mesh`` states the layouts of a program partitioned over a device mesh; ``debug_name`` (a jitted
+    function's name) goes into the operations' locations; ``embedded_consts`` (host values of the constvars)
+    writes the constants into the module instead of taking them as parameters; ``platform_index_param`` gives
+    it a leading unused i32 parameter (export's multi-platform convention)."""
     if not _lowering.get():
         runtime.drop_stale_scopes()  # MLIR scopes an interrupted lowering left entered
-    return contextvars.copy_context().run(_lower, ir, donated, keep_unused, device, mesh, embedded_consts,
-                                          platform_index_param)
+    return contextvars.copy_context().run(_lower, ir, donated, keep_unused, device, mesh, debug_name,
+                                          embedded_consts, platform_index_param)
 
 
 def _lower(ir: IR, donated: Sequence[bool], keep_unused: bool, device: runtime.Device | None,
-           mesh: lowering.MeshLayout | None, embedded_consts: Sequence | None = None,
+           mesh: lowering.MeshLayout | None, debug_name: str | None, embedded_consts: Sequence | None = None,
            platform_index_param: bool = False) -> lowering.LoweredModule:
     _lowering.set(True)
-    extra = dict(mesh=mesh, embedded_consts=embedded_consts, platform_index_param=platform_index_param)
+    extra = dict(mesh=mesh, debug_name=debug_name, embedded_consts=embedded_consts,
+                 platform_index_param=platform_index_param)
     if device is None:
         return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused, **extra)
     platform = device.platform
@@ -192,9 +195,9 @@ def _lower(ir: IR, donated: Sequence[bool], keep_unused: bool, device: runtime.D
 
 
 def compile_ir(ir: IR, device: runtime.Device, *, donated: Sequence[bool] = (),
-               keep_unused: bool = False) -> CompiledIR:
+               keep_unused: bool = False, debug_name: str | None = None) -> CompiledIR:
     """Lower ``ir`` to StableHLO and compile it for ``device``."""
-    lowered = lower_ir(ir, donated=donated, keep_unused=keep_unused, device=device)
+    lowered = lower_ir(ir, donated=donated, keep_unused=keep_unused, device=device, debug_name=debug_name)
     return compile_lowered(ir, lowered, device, num_donated=sum(bool(d) for d in donated))
 
 
@@ -202,5 +205,6 @@ def compile_lowered(ir: IR, lowered: lowering.LoweredModule, device: runtime.Dev
                     num_donated: int = 0) -> CompiledIR:
     """Compile the StableHLO module ``lowered`` (of ``ir``) for ``device``."""
     out_types = [(a.shape, a.dtype) for a in lowered.out_avals]
-    exe = runtime.compile(lowered.module, device, out_types, num_donated=num_donated, text=lowered.as_text())
+    exe = runtime.compile(lowered.module, device, out_types, num_donated=num_donated, text=lowered.as_text(),
+                          host_callbacks=lowered.host_callbacks, ordered_effects=lowered.ordered_effects)
     return CompiledIR(exe, lowered, [v.aval for v in ir.outvars], lowered.kept_inputs, device)

@@ -24,7 +24,7 @@ from ..core.config import config
 from ..core.errors import KilnError
 from ..core.ir import IR, ClosedIR
 from ..core.tracing import Tracer, abstractify, current_builder, trace_to_ir
-from . import dispatch, retrace, spmd, stale
+from . import dispatch, nan_check, retrace, spmd, stale
 from .array import Array
 from .sharding import flatten_shardings, resolve_spec, shardings_per_leaf
 
@@ -285,7 +285,7 @@ class JittedFunction:
         baked = self._signatures.baked
         if baked:
             stale.check(self.__name__, baked, self._signatures.stale_warned)
-        if self._cpp is not None and not config.disable_jit:
+        if self._cpp is not None and not config._python_dispatch:  # disable_jit, debug_nans, debug_infs
             try:
                 return self._cpp(*args, **kwargs)
             except BaseException as e:
@@ -324,6 +324,8 @@ class JittedFunction:
         if not all(compiled.kept[:n_consts]):
             return None
         exe = compiled.executable
+        if exe.host_callbacks:  # launches order effects and explain callback errors in Python (as JAX's)
+            return None
         out_leaves, out_treedef = runtime.fastpath.flatten(out)
         # The C++ unflattens the executable's outputs with this tree: it must see exactly those arrays
         # (a pytree type it does not know would look like one leaf).
@@ -514,11 +516,12 @@ class JittedFunction:
         donated = [False] * len(ir.constvars) + entry.donated
         if isinstance(entry.device, spmd.MeshPlacement):
             compiled = spmd.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
-                                       n_consts=len(ir.constvars))
+                                       n_consts=len(ir.constvars), debug_name=self.__name__)
             replicated = spmd.NamedSharding(entry.device.mesh, spmd.PartitionSpec())
             put = functools.partial(spmd.to_buffer, sharding=replicated)
         else:
-            compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused)
+            compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
+                                           debug_name=self.__name__)
             put = functools.partial(dispatch.to_buffer, device=entry.device)
         kept_consts = compiled.kept[:len(ir.constvars)]
         # Published together, compiled last: an interrupted compile leaves the entry untouched.
@@ -550,6 +553,8 @@ class JittedFunction:
             outs = compiled.run(buffers, committed)
         except runtime.DeletedBufferError:
             raise self._deleted_error(entry, leaves) from None
+        if config._debug_special:  # debug_nans/debug_infs: a NaN in an output is located by re-running op by op
+            nan_check.check_jit(self.__name__, entry.closed.ir, entry.closed.consts, leaves, outs, any(entry.donated))
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     def _deleted_error(self, entry: _Entry, leaves: list) -> Exception:
@@ -634,13 +639,18 @@ class Lowered:
         donated = [False] * len(ir.constvars) + entry.donated
         if isinstance(entry.device, spmd.MeshPlacement):
             self._lowered = spmd.lower_ir(ir, entry.device, donated=donated, keep_unused=jitted.keep_unused,
-                                          n_consts=len(ir.constvars))
+                                          n_consts=len(ir.constvars), debug_name=jitted.__name__)
         else:
-            self._lowered = dispatch.lower_ir(ir, donated=donated, keep_unused=jitted.keep_unused, device=entry.device)
+            self._lowered = dispatch.lower_ir(ir, donated=donated, keep_unused=jitted.keep_unused, device=entry.device,
+                                              debug_name=jitted.__name__)
 
-    def as_text(self) -> str:
-        """The StableHLO module as MLIR text."""
-        return self._lowered.as_text()
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        """The StableHLO module as MLIR text; ``debug_info=True`` adds each operation's location
+        (``loc("jit(f)/mul"("file.py":12:4))``: the primitive and the user's line that created it)."""
+        if dialect not in (None, "stablehlo"):
+            raise JitError(f"kiln: Lowered.as_text(dialect={dialect!r}): kiln lowers to StableHLO only; call "
+                           "as_text() or as_text('stablehlo')")
+        return self._lowered.as_text(debug_info=debug_info)
 
     @property
     def ir(self) -> ClosedIR:

@@ -7,37 +7,18 @@ from __future__ import annotations
 
 import functools
 import logging
-import os
-import sys
 import types
 import warnings
 import weakref
 from typing import Any, Callable
 
+from ..core import source_info
 from ..core.config import config
 
 logger = logging.getLogger("kiln")
 
 # The parts of a jit cache key, in order: (treedef, avals, static arguments, config flags, device).
 KEY_PARTS = ("argument structure", "argument shapes/dtypes", "static arguments", "config flags", "device")
-
-# kiln's own source folders (frontend/, lowering/, runtime/ and the public kiln/ beside them in a source
-# checkout; all inside one kiln/ folder when installed).
-_ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-_KILN_DIRS = (tuple(os.path.join(_ROOT, d) + os.sep for d in ("frontend", "lowering", "runtime", "kiln"))
-              if os.path.isdir(os.path.join(_ROOT, "kiln")) else (_ROOT + os.sep,))
-
-
-def user_frame() -> tuple[str, int]:
-    """The file and line of the innermost caller outside kiln (where a warning should point)."""
-    frame = sys._getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if not filename.startswith(_KILN_DIRS):
-            return filename, frame.f_lineno
-        frame = frame.f_back
-    return "<unknown>", 0
-
 
 def unwrap_function(fun: Any) -> Any:
     """The plain function inside partials and bound methods."""
@@ -53,11 +34,13 @@ def unwrap_function(fun: Any) -> Any:
 def is_kiln_function(fun: Any) -> bool:
     """Whether ``fun`` is kiln's own (its retraces are the caller's shapes, not a trap in kiln's code)."""
     code = getattr(unwrap_function(fun), "__code__", None)
-    return code is None or code.co_filename.startswith(_KILN_DIRS)
+    return code is None or source_info.is_internal(code.co_filename)
 
 
 def warn_at_user(message: str, category: type[Warning] = UserWarning) -> None:
-    filename, lineno = user_frame()
+    """Warn with the location of the innermost caller outside kiln."""
+    where = source_info.user_frame_info()
+    filename, lineno = (where.file, where.line) if where is not None else ("<unknown>", 0)
     warnings.warn_explicit(message, category, filename, lineno)
 
 

@@ -238,6 +238,12 @@ def test_export_errors():
         exp.vjp()
     with pytest.raises(ExportError, match=r"serialize\(vjp_order=-1\): expected an int >= 0"):
         exp.serialize(vjp_order=-1)
+    def printing(x):
+        kiln.debug.print("x = {}", x)
+        return x * 2
+    with pytest.raises(ExportError, match=r"export\(printing\): the function calls back into Python .* a serialized "
+                                          "module cannot hold Python functions"):
+        kiln.export.export(kiln.jit(printing))(SDS((2,), knp.float32))
     with pytest.raises(ExportError, match=r"an argument is a traced value .* pass kiln.ShapeDtypeStruct"):
         kiln.jit(lambda x: kiln.export.export(kiln.jit(knp.sin))(x))(np.ones(2, np.float32))
 
