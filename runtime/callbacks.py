@@ -178,6 +178,8 @@ def raise_pending(callbacks: Sequence[HostCallback], cause: BaseException | None
     e = cb.take_error()
     if e is None:
         return
+    if _as_is(e):  # kiln's own run-time checks: as they are, without XLA's failure as their context
+        raise e from None
     if not isinstance(e, Exception):  # KeyboardInterrupt, SystemExit inside the callback: as they are
         raise e
     err = callback_error(cb, e)
@@ -189,9 +191,15 @@ def run_on_host(cb: HostCallback, args: Sequence[np.ndarray]) -> tuple[np.ndarra
     try:
         return cb.call(*args)
     except BaseException as e:
-        if not isinstance(e, Exception):
-            raise  # KeyboardInterrupt, SystemExit: as they are
+        if not isinstance(e, Exception) or _as_is(e):
+            raise  # KeyboardInterrupt, SystemExit, kiln's own checks: as they are
         raise callback_error(cb, e) from e
+
+
+def _as_is(e: BaseException) -> bool:
+    """Whether ``e`` is one of kiln's own run-time checks (``index_checks``), raised as it is rather than
+    wrapped in a :class:`CallbackError`: it carries ``report_as_is = True``."""
+    return getattr(e, "report_as_is", False) is True
 
 
 # -- ordering and effects_barrier ----------------------------------------------------------------------

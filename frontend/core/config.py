@@ -59,6 +59,9 @@ class Config:
         "stale_value_warnings": (_env_bool("KILN_STALE_VALUE_WARNINGS", True), bool, False),
         # After each trace, raise when a traced value is still referenced from outside (kiln.checking_leaks).
         "check_tracer_leaks": (_env_bool("KILN_CHECK_TRACER_LEAKS", False), bool, False),
+        # Out-of-bounds gathers, scatters and dynamic slices raise at run time (a compiled check reported by a
+        # host callback) instead of JAX's clamping/dropping. Part of the trace key: it changes programs.
+        "index_checks": (_env_bool("KILN_INDEX_CHECKS", False), bool, True),
         # JAX's promotion modes: "standard" (the lattice) or "strict" (no implicit promotion between
         # different dtypes; only Python scalars adapt). See kiln.numpy_dtype_promotion.
         "numpy_dtype_promotion": ("standard", str, True),

@@ -9,6 +9,7 @@ import types
 from typing import Any, Iterable
 
 from .errors import UnexpectedTracerError
+from .ir import IR, ClosedIR, Eqn
 
 
 def _global_name(holder: Any) -> str | None:
@@ -51,9 +52,22 @@ def _holds(value: Any) -> bool:
     return isinstance(value, Tracer)
 
 
+def _internal(holder: Any, ignored: set[int], depth: int = 3) -> bool:
+    """Whether ``holder`` belongs to kiln's own IR objects (a sub-IR's constants captured from the enclosing
+    trace), looking ``depth`` referrers up: those are kiln's bookkeeping, not a user's leak."""
+    if isinstance(holder, (IR, ClosedIR, Eqn)):
+        return True
+    if depth == 0:
+        return False
+    referrers = gc.get_referrers(holder)
+    ignored.add(id(referrers))
+    return any(_internal(r, ignored, depth - 1) for r in referrers
+               if id(r) not in ignored and not isinstance(r, types.FrameType))
+
+
 def check(builder: Any, fun_name: str, ignore: Iterable[Any]) -> None:
     """Raise when a tracer of ``builder``'s trace is referenced by anything but the objects in ``ignore``
-    (the trace's own lists of inputs and outputs) and frames."""
+    (the trace's own lists of inputs and outputs), frames and kiln's IR objects."""
     from .tracing import Tracer  # tracing imports this module
     ignored = {id(x) for x in ignore}
     gc.collect()  # garbage cycles (an exception's traceback, say) may hold tracers without leaking them
@@ -62,8 +76,10 @@ def check(builder: Any, fun_name: str, ignore: Iterable[Any]) -> None:
     for candidate in referrers:
         if not isinstance(candidate, Tracer):
             continue
-        holders = [h for h in gc.get_referrers(candidate)
-                   if id(h) not in ignored and not isinstance(h, types.FrameType)]
+        holders = gc.get_referrers(candidate)
+        ignored.add(id(holders))
+        holders = [h for h in holders if id(h) not in ignored and not isinstance(h, types.FrameType)]
+        holders = [h for h in holders if not _internal(h, ignored)]
         if holders:
             raise UnexpectedTracerError(
                 f"kiln.check_tracer_leaks: a traced value {candidate.aval.str_short()} created while tracing "

@@ -28,6 +28,7 @@ from kiln import runtime
 from ..core import dtypes, tree_util
 from ..core.avals import ShapedArray
 from ..core.errors import KilnError
+from ..core.ir import Literal
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify, device_put_eager
 
@@ -55,6 +56,8 @@ def _eager(*args, callback: runtime.HostCallback, **params):
         runtime.effects_barrier()
     arrays = []
     for a in args:
+        if isinstance(a, Literal):  # an IR's literal, as eval_ir passes them
+            a = a.val
         value = np.array(a, dtype=abstractify(a).dtype)  # a private copy: Arrays, NumPy and Python scalars
         value.flags.writeable = False  # as inside a program, where the callable gets read-only views
         arrays.append(value)
