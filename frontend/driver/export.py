@@ -203,8 +203,9 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
                                     platform_index_param=len(targets) > 1)
         if getattr(lowered, "host_callbacks", None) or getattr(lowered, "ordered_effects", False):
             raise ExportError(f"kiln.export.export({fun_jit.__name__}): the function calls back into Python "
-                              "(kiln.debug.print, debug.callback, pure_callback, io_callback); a serialized module "
-                              "cannot hold Python functions (as in JAX). Export the function without its callbacks")
+                              "(kiln.debug.print, debug.callback, pure_callback, io_callback, or the bounds checks of "
+                              "index_checks); a serialized module cannot hold Python functions (as in JAX). "
+                              "Export the function without its callbacks (and with index_checks off)")
         kept = lowered.kept_inputs[len(ir.constvars):]
         in_avals = tuple(a.strengthen() for a in ir.in_avals)
         out_avals = tuple(a.strengthen() for a in ir.out_avals)
