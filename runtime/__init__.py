@@ -16,6 +16,7 @@ from . import (
     distributed,  # noqa: E402
     dlpack,  # noqa: E402,F401  (DLPack exchange)
     fastpath,  # noqa: E402,F401  (the C++ jit dispatch path)
+    ffi,  # noqa: E402,F401  (registering XLA FFI targets: kiln.ffi)
 )
 from ._jaxlib import JAXLIB_VERSION, _jax  # noqa: E402
 from .avals import Aval  # noqa: E402
