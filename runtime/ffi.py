@@ -87,9 +87,11 @@ def register_type(name: str, type_registration: Any, platform: str = "cpu") -> N
     register = getattr(xc, "register_custom_type", None)
     if register is None:
         raise FfiRegistrationError("kiln.ffi.register_ffi_type: this jaxlib cannot register FFI types")
-    if not isinstance(type_registration, dict) or "type_id" not in type_registration:
-        raise FfiRegistrationError("kiln.ffi.register_ffi_type: type_registration must be a dict with a 'type_id' "
-                                   f"PyCapsule (and optionally 'type_info'), got {type(type_registration).__name__}")
+    if (not isinstance(type_registration, dict) or "type_id" not in type_registration
+            or not all(_is_capsule(v) for v in type_registration.values())):
+        raise FfiRegistrationError(f"kiln.ffi.register_ffi_type({name!r}): type_registration must be a dict with a "
+                                   "'type_id' PyCapsule (and optionally a 'type_info' one; kiln.ffi.pycapsule wraps a "
+                                   f"ctypes pointer), got {type_registration!r}")
     register(name, type_registration, platform=platform)
 
 

@@ -223,6 +223,14 @@ def test_registration_errors(kernels):
     ffi.register_ffi_target_as_batch_partitionable(RMS)  # accepted (it matters to sharded programs)
 
 
+def test_register_ffi_type_assigns_a_type_id(kernels):
+    type_id = ctypes.c_int64(0)  # an XLA_FFI_TypeId; XLA assigns the id when it is 0
+    ffi.register_ffi_type("kiln_test_type", {"type_id": ffi.pycapsule(ctypes.pointer(type_id))})
+    assert type_id.value > 0
+    with pytest.raises(ValueError, match="must be a dict with a 'type_id' PyCapsule"):
+        ffi.register_ffi_type("kiln_test_type_2", {"type_id": 3})
+
+
 def test_jaxlib_lapack_target(kernels):
     """One of jaxlib's own CPU FFI targets (LAPACK's LU factorisation; kiln registers them on first use),
     column major through input/output layouts, against SciPy."""
