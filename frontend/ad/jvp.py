@@ -10,6 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Sequence
 
+from ..core import caches
 from ..core.call import bind_call, call_p
 from ..core.errors import KilnError
 from ..core.ir import IR, ClosedIR, Literal, Var
@@ -66,6 +67,7 @@ def jvp_eval(ir: IR, consts: Sequence[Any], primals: Sequence[Any], tangents: Se
 
 
 _jvp_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_jvp_memo.clear)
 
 
 def jvp_ir(closed: ClosedIR, nonzero: Sequence[bool], instantiate: Sequence[bool] | bool = False,

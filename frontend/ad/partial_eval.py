@@ -10,6 +10,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from ..core import caches
 from ..core.call import call_body, call_p
 from ..core.ir import IR, ClosedIR, Eqn, Var
 from ..core.primitive import Primitive
@@ -71,6 +72,7 @@ def partial_eval(ir: IR, unknown_inputs: list[bool], force_unknown: Sequence[boo
 
 
 _call_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_call_memo.clear)
 
 
 def _split_call(body: ClosedIR, unknown_inputs: tuple[bool, ...]) -> tuple[ClosedIR, ClosedIR, list[bool], int]:

@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 from kiln.frontend.core.passes import eliminate_dead_code
 
-from ..core import tree_util
+from ..core import caches, tree_util
 from ..core.call import call_body
 from ..core.ir import IR, ClosedIR, Eqn
 from ..core.primitive import Primitive
@@ -147,6 +147,7 @@ def _remat_jvp(primals, tangents, *, body: ClosedIR, prevent_cse: bool, name: st
 jvp_rules[remat_p] = _remat_jvp
 
 _split_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_split_memo.clear)
 
 
 def _prune(ir: IR, keep_outputs: list[bool]) -> IR:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Sequence
 
+from ..core import caches
 from ..core.avals import ShapedArray
 from ..core.call import bind_call, call_body, call_p
 from ..core.ir import IR, ClosedIR, Literal, Var
@@ -81,6 +82,7 @@ def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: S
 
 
 _memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_memo.clear)
 
 
 def transpose_closed(closed: ClosedIR, linear: Sequence[bool]) -> ClosedIR:

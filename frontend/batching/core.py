@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .. import lax
+from ..core import caches
 from ..core.avals import ShapedArray
 from ..core.call import bind_call, call_p
 from ..core.errors import KilnError
@@ -88,6 +89,7 @@ def _names_axis(params: dict, ctx: BatchContext) -> bool:
 
 
 _memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_memo.clear)
 
 
 def batch_closed(closed: ClosedIR, dims: Sequence[int | None], ctx: BatchContext,

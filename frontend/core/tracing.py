@@ -18,9 +18,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, leaks
 from .array_methods import ArrayMethods
 from .avals import ShapedArray
+from .config import config
 from .errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -359,7 +360,10 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
     def trace():
         outs = fun(*tracers)
         return builder.finish(outs), outs
-    return run_traced(builder, trace)
+    closed, outs = run_traced(builder, trace)
+    if config.check_tracer_leaks:
+        leaks.check(builder, builder.fun_name, (tracers, outs))
+    return closed, outs
 
 
 def trace_origin(x: Any) -> Any:

@@ -9,7 +9,7 @@ from kiln.runtime import fastpath
 
 from kiln import runtime
 
-from ..core import tracing
+from ..core import caches, tracing
 from ..core.config import config
 from ..core.errors import KilnError
 from ..core.ir import IR, Eqn, Var
@@ -147,6 +147,7 @@ def _compile(prim, avals, params: dict, device) -> dispatch.CompiledIR:
     return compiled
 
 
+@caches.register
 def clear_cache() -> None:
     _cache.clear()
     _cpp.clear()

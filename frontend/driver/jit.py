@@ -11,20 +11,20 @@ import dataclasses
 import functools
 import inspect
 import threading
-import warnings
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from kiln import runtime
 
-from ..core import dtypes, tree_util
+from ..core import caches, dtypes, tree_util
 from ..core.call import call_p
 from ..core.config import config
 from ..core.errors import KilnError
 from ..core.ir import IR, ClosedIR
 from ..core.tracing import Tracer, abstractify, current_builder, trace_to_ir
-from . import dispatch, spmd
+from . import dispatch, retrace, spmd, stale
 from .array import Array
 from .sharding import flatten_shardings, resolve_spec, shardings_per_leaf
 
@@ -104,6 +104,9 @@ class _Signatures:
     def __init__(self) -> None:
         self.entries: collections.OrderedDict[Any, _Entry] = collections.OrderedDict()
         self.once = _Once()  # one trace, and one compile, per signature across threads
+        self.history = retrace.TraceHistory()  # for the warning when the function keeps retracing
+        self.baked: tuple[stale.Baked, ...] = ()  # globals/closure values the last trace read
+        self.stale_warned: set[str] = set()
 
     def get(self, key: Any) -> _Entry | None:
         entry = self.entries.get(key)
@@ -124,10 +127,20 @@ class _Signatures:
 
     def clear(self) -> None:
         self.entries.clear()
+        self.baked, self.history = (), retrace.TraceHistory()
+        self.stale_warned.clear()
 
 
 # fun -> {jit options -> _Signatures}: the trace cache belongs to the function, held weakly.
 _signatures_of: "weakref.WeakKeyDictionary[Any, dict[Any, _Signatures]]" = weakref.WeakKeyDictionary()
+
+
+@caches.register
+def _clear_all_signatures() -> None:
+    for per_options in list(_signatures_of.values()):
+        for sigs in list(per_options.values()):
+            sigs.clear()
+    runtime.fastpath.clear_all()
 
 
 def _signatures_for(fun: Callable, options: tuple) -> _Signatures:
@@ -257,6 +270,9 @@ class JittedFunction:
             names.append(head + tree_util.keystr(path[2:]))
         return names
 
+    def _static_name(self, where: int | str) -> str:
+        return repr(self._param_name(where) if isinstance(where, int) else where)
+
     def _dyn_arg_name(self, i: int, static: tuple) -> str:
         """The parameter name of dynamic positional argument ``i`` (static arguments taken out)."""
         for s in sorted(w for w, _ in static if isinstance(w, int)):  # map back to the original position
@@ -266,6 +282,9 @@ class JittedFunction:
 
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
+        baked = self._signatures.baked
+        if baked:
+            stale.check(self.__name__, baked, self._signatures.stale_warned)
         if self._cpp is not None and not config.disable_jit:
             try:
                 return self._cpp(*args, **kwargs)
@@ -346,7 +365,7 @@ class JittedFunction:
         entry = self._signatures.get(key)
         if entry is None:
             if config.explain_cache_misses and self._last_key is not None:
-                _explain_miss(self.__name__, self._last_key, key)
+                retrace.explain_miss(self.__name__, self._last_key, key)
             entry = self._trace_once(key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed)
         self._last_key = key
         return entry
@@ -356,8 +375,14 @@ class JittedFunction:
         sigs = self._signatures
 
         def trace() -> _Entry:
+            start = time.perf_counter()
             entry = self._trace(avals, treedef, dyn_args, dyn_kwargs, static, device, committed)
             sigs.put(key, entry)
+            if config.stale_value_warnings:
+                sigs.baked = stale.captured_values(self.fun)
+            sigs.history.note(self.fun, key, entry.arg_names, self.__name__, self._static_name)
+            retrace.note_fresh_function(self.fun, self.__name__)
+            retrace.log_trace(self.__name__, time.perf_counter() - start)
             return entry
         return sigs.once.get(("trace", key), lambda: sigs.get(key), trace)
 
@@ -486,6 +511,7 @@ class JittedFunction:
         return entry.compiled
 
     def _compile(self, entry: _Entry) -> dispatch.CompiledIR:
+        start = time.perf_counter()
         ir = entry.closed.ir
         donated = [False] * len(ir.constvars) + entry.donated
         if isinstance(entry.device, spmd.MeshPlacement):
@@ -500,6 +526,7 @@ class JittedFunction:
         # Published together, compiled last: an interrupted compile leaves the entry untouched.
         entry.const_buffers = [put(c) for c, k in zip(entry.closed.consts, kept_consts) if k]
         entry.compiled = compiled
+        retrace.log_compile(f"jit({self.__name__})", time.perf_counter() - start)
         return compiled
 
     def _execute(self, entry: _Entry, leaves: list) -> Any:
@@ -705,17 +732,6 @@ def _signature_params(fun: Callable):
         return list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
         return None
-
-
-def _explain_miss(name: str, old: tuple, new: tuple) -> None:
-    parts = ["argument structure", "argument shapes/dtypes", "static arguments", "config flags", "device"]
-    changed = [p for p, a, b in zip(parts, old, new) if a != b]
-    detail = ""
-    if old[1] != new[1] and len(old[1]) == len(new[1]):
-        diffs = [f"{a.str_short()} -> {b.str_short()}" for a, b in zip(old[1], new[1]) if a != b]
-        detail = " (" + ", ".join(diffs) + ")"
-    warnings.warn(f"kiln.jit({name}): cache miss, retracing because the {' and '.join(changed)} changed{detail}",
-                  stacklevel=4)
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,

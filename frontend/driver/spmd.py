@@ -13,6 +13,7 @@ import numpy as np
 
 from kiln import lowering, runtime
 
+from ..core import caches
 from ..core.errors import KilnError
 from ..core.ir import IR
 from . import dispatch
@@ -114,6 +115,7 @@ def program_mesh(ir: IR) -> Mesh | None:
 
 
 _program_meshes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_program_meshes.clear)
 
 
 def params_mesh(params: dict) -> Mesh | None:

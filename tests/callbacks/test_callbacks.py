@@ -160,6 +160,7 @@ def test_debug_callback_errors():
 
 # -- pure_callback ----------------------------------------------------------------------------------------------
 
+@pytest.mark.filterwarnings("ignore::kiln.errors.RetraceWarning")  # one jit per case, on purpose
 @pytest.mark.parametrize("dtype", [np.float32, np.int32, np.complex64, np.bool_])
 @pytest.mark.parametrize("shape", [(), (3,), (2, 3)])
 def test_pure_callback_values(shape, dtype):
