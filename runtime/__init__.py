@@ -16,6 +16,7 @@ from . import (
     distributed,  # noqa: E402
     dlpack,  # noqa: E402,F401  (DLPack exchange)
     fastpath,  # noqa: E402,F401  (the C++ jit dispatch path)
+    ffi,  # noqa: E402,F401  (registering XLA FFI targets: kiln.ffi)
     portable,  # noqa: E402,F401  (portable StableHLO artifacts, for export)
     profiler,  # noqa: E402,F401  (jaxlib's profiler)
     transfer_guard,  # noqa: E402,F401  (jaxlib's transfer guards)
@@ -91,8 +92,8 @@ __all__ = [
     "DeletedBufferError", "Device", "DeviceError", "devices", "devices_of", "distributed", "dlpack",
     "drop_stale_scopes", "ensure_lapack_registered", "Executable", "ExecutableCache", "ExecutionError", "get_backend",
     "global_devices", "is_deleted", "is_ready", "jaxlib_version", "KilnRuntimeError", "lapack_unavailable_reason",
-    "local_device", "mlir_context", "nbytes", "profiler", "put", "put_sharded", "set_default_backend", "shards_of",
-    "spmd_sharding", "SpmdExecutable", "SpmdSharding", "tile_layout", "to_numpy", "transfer_guard",
-    "live_buffers", "MemoryAnalysis", "portable",
+    "live_buffers", "local_device", "MemoryAnalysis", "mlir_context", "nbytes", "portable", "profiler", "put",
+    "put_sharded", "set_default_backend", "shards_of", "spmd_sharding", "SpmdExecutable", "SpmdSharding", "tile_layout",
+    "to_numpy", "transfer_guard",
 ]
 __all__ += ["CallbackError", "CallbackResultError", "effects_barrier", "HostCallback", "run_on_host"]  # issue 16

@@ -306,6 +306,9 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
         msg = f"XLA failed to compile the module for {device!r}:\n{jaxlib_message(e)}"
         if needs_lapack and lapack_unavailable_reason():
             msg += f"\n(kiln could not register jaxlib's LAPACK kernels: {lapack_unavailable_reason()})"
+        if "No FFI handler registered" in msg:
+            msg += ("\n(register the handler with kiln.ffi.register_ffi_target(name, kiln.ffi.pycapsule(lib.Handler), "
+                    "platform=...) before calling kiln.ffi.ffi_call; target names are case sensitive)")
         narrow = _narrow_dtypes_in(msg, text)
         if narrow:
             msg += (f"\n(the module computes on the narrow dtype{'s' if len(narrow) > 1 else ''} {', '.join(narrow)}, "

@@ -18,7 +18,7 @@ MODULES = [
     "jax.nn.initializers", "jax.random", "jax.scipy.special", "jax.scipy.linalg", "jax.scipy.stats",
     "jax.scipy.signal", "jax.scipy.ndimage", "jax.scipy.integrate", "jax.scipy.optimize", "jax.scipy.fft",
     "jax.scipy.spatial.transform", "jax.tree_util", "jax.tree", "jax.dtypes", "jax.image", "jax.ops",
-    "jax.errors", "jax.typing", "jax.flatten_util", "jax.test_util", "jax.sharding",
+    "jax.errors", "jax.typing", "jax.flatten_util", "jax.test_util", "jax.sharding", "jax.ffi",
 ]
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "api",

@@ -24,6 +24,7 @@ from . import (  # noqa: F401  (each registers the derivative rules of its famil
     rules_collectives,
     rules_conv,
     rules_elementwise,
+    rules_ffi,
     rules_fft,
     rules_indexing,
     rules_linalg,

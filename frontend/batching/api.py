@@ -14,6 +14,7 @@ from . import (  # noqa: F401  (each registers the batching rules of its family)
     rules_collectives,
     rules_conv,
     rules_elementwise,
+    rules_ffi,
     rules_fft,
     rules_indexing,
     rules_linalg,

@@ -38,7 +38,9 @@ def _batched_avals(result_avals, size: int) -> tuple:
     return tuple(a.update(shape=(size, *a.shape)) for a in result_avals)
 
 
-def _sequential(prim, ctx, args, dims, unroll: bool, **params):
+def sequential(prim, ctx, args, dims, unroll: bool, **params):
+    """``prim`` applied to each batch element in turn (a ``lax.map`` loop, or unrolled); ``params`` hold its
+    unbatched ``result_avals``."""
     n_out = len(params["result_avals"])
     front = [move_dim(x, d, 0, ctx.size) if d is not None else x for x, d in zip(args, dims)]
     batched = [d is not None for d in dims]
@@ -53,20 +55,31 @@ def _sequential(prim, ctx, args, dims, unroll: bool, **params):
     return [lax.concatenate([lax.expand_dims(p[j], (0,)) for p in per], 0) for j in range(n_out)], [0] * n_out
 
 
+VECTORIZED = ("expand_dims", "broadcast_all", "legacy_vectorized")
+
+
+def vectorized_args(ctx, args, dims, vmap_method: str) -> list:
+    """The arguments of one call over the whole batch (``vmap_method`` one of :data:`VECTORIZED`): batched
+    ones with the batch axis first; unbatched ones with a leading axis of size 1 (``expand_dims``), broadcast
+    to the batch size (``broadcast_all``) or as they are (``legacy_vectorized``)."""
+    size = ctx.size if vmap_method == "broadcast_all" else 1
+    new = []
+    for x, d in zip(args, dims):
+        if d is not None:
+            new.append(move_dim(x, d, 0, ctx.size))
+        elif vmap_method == "legacy_vectorized":
+            new.append(x)
+        else:
+            new.append(move_dim(x, None, 0, size))
+    return new
+
+
 def _pure_batch(ctx, args, dims, *, callback, result_avals, vmap_method):
     params = dict(callback=callback, result_avals=result_avals, vmap_method=vmap_method)
     if vmap_method in ("sequential", "sequential_unrolled"):
-        return _sequential(callbacks.pure_callback_p, ctx, args, dims, vmap_method == "sequential_unrolled", **params)
-    if vmap_method in ("expand_dims", "broadcast_all", "legacy_vectorized"):
-        size = ctx.size if vmap_method == "broadcast_all" else 1
-        new = []
-        for x, d in zip(args, dims):
-            if d is not None:
-                new.append(move_dim(x, d, 0, ctx.size))
-            elif vmap_method == "legacy_vectorized":
-                new.append(x)
-            else:
-                new.append(move_dim(x, None, 0, size))
+        return sequential(callbacks.pure_callback_p, ctx, args, dims, vmap_method == "sequential_unrolled", **params)
+    if vmap_method in VECTORIZED:
+        new = vectorized_args(ctx, args, dims, vmap_method)
         avals = _batched_avals(result_avals, ctx.size)
         cb = callback.with_result_types([(a.shape, a.dtype) for a in avals])
         outs = callbacks.pure_callback_p.bind(*new, callback=cb, result_avals=avals, vmap_method=vmap_method)
@@ -81,8 +94,8 @@ def _io_batch(ctx, args, dims, *, callback, result_avals, ordered):
     if ordered:
         raise BatchingError(f"kiln.vmap: cannot vmap the ordered IO callback {callback.name} (as in JAX); call it "
                             "with ordered=False or outside vmap")
-    return _sequential(callbacks.io_callback_p, ctx, args, dims, False, callback=callback,
-                       result_avals=result_avals, ordered=False)
+    return sequential(callbacks.io_callback_p, ctx, args, dims, False, callback=callback,
+                      result_avals=result_avals, ordered=False)
 
 
 batch_rules[callbacks.debug_callback_p] = _debug_batch

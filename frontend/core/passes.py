@@ -29,7 +29,7 @@ def ir_effects(ir: IR) -> tuple[bool, bool]:
     if hit is None:
         any_, ordered = False, False
         for eqn in ir.eqns:
-            if getattr(eqn.prim, "has_effects", False):
+            if eqn.prim.effects_of(eqn.params):
                 any_ = True
                 ordered = ordered or bool(eqn.params.get("ordered", False))
             for sub in _sub_irs(eqn):
@@ -45,7 +45,7 @@ def has_effects(eqn: Eqn) -> bool:
     """Whether running ``eqn`` has an effect besides its results (it must then run even when its results
     are unused, and as often as the program says): a primitive with effects, or a call, loop or branch
     whose body has one."""
-    if getattr(eqn.prim, "has_effects", False):
+    if eqn.prim.effects_of(eqn.params):
         return True
     return any(ir_effects(sub)[0] for sub in _sub_irs(eqn))
 

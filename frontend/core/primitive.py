@@ -23,6 +23,8 @@ class Primitive:
     ``has_effects``: running it does something besides computing its results (a host callback that is
     not pure): the passes keep it when its results are unused and never merge two of them. ``impl``: when
     set, what eager execution calls (``impl(*args, **params)``) instead of compiling the primitive.
+    A primitive whose effects depend on its parameters (``ffi_call``'s ``has_side_effect``) overrides
+    :meth:`effects_of`.
     """
 
     has_effects: bool = False
@@ -44,6 +46,10 @@ class Primitive:
         """Apply the primitive: staged into the innermost trace, or run eagerly."""
         from .tracing import bind
         return bind(self, args, params)
+
+    def effects_of(self, params: dict[str, Any]) -> bool:
+        """Whether an equation of this primitive with these parameters has effects."""
+        return self.has_effects
 
     def out_avals(self, in_avals: list[ShapedArray], params: dict[str, Any]) -> list[ShapedArray]:
         out = self.shape_rule(*in_avals, **params)

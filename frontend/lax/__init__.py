@@ -13,6 +13,7 @@ with their shape rules in ``lax/elementwise.py``, ``lax/structural.py``, ``lax/r
 """
 from . import (
     callbacks,  # noqa: F401  (host callbacks: kiln.pure_callback, kiln.debug.print, ...)
+    ffi,  # noqa: F401  (kiln.ffi: calling C/C++ XLA FFI handlers)
     linalg,  # noqa: F401  (kiln.lax.linalg, as jax.lax.linalg)
 )
 from .api import *  # noqa: F401,F403  (elementwise, structural, reduction families)

@@ -293,6 +293,9 @@ NOT_DIFFERENTIABLE = {
                       "pure callbacks do not support JVP.*kiln.custom_jvp"),
     "io_callback": (lambda x: kiln.experimental.io_callback(np.sin, kiln.ShapeDtypeStruct((3,), np.float32), x),
                     "IO callbacks do not support JVP"),
+    # (raised while differentiating, before anything is compiled: the target need not exist)
+    "ffi_call": (lambda x: kiln.ffi.ffi_call("some_target", kiln.ShapeDtypeStruct((3,), np.float32))(x),
+                 "the FFI call to 'some_target' cannot be differentiated.*kiln.custom_jvp"),
 }
 
 

@@ -38,6 +38,7 @@ ELSEWHERE = {
     "debug_callback": "../callbacks/test_callbacks.py::test_print_under_vmap_prints_per_batch_element",
     "pure_callback": "../callbacks/test_callbacks.py::test_pure_callback_vmap_methods",
     "io_callback": "../callbacks/test_callbacks.py::test_io_callback_vmap_and_errors",
+    "ffi_call": "../ffi/test_ffi.py::test_vmap_each_method",
 }
 # iota has no operands, so its batching rule never runs: its cases only check it is in the function.
 NEVER_BATCHED = {"iota", "platform_index"}

@@ -490,6 +490,14 @@ CASES: dict[str, list[Case]] = {
                            (A23,), np.negative)],
     "io_callback": [Case(lambda x: kiln.experimental.io_callback(lambda v: v * 2, kiln.ShapeDtypeStruct(
         A23.shape, np.float32), x), (A23,), lambda x: x * 2)],
+    # A C++ FFI handler: jaxlib's LAPACK LU (column major through the layouts); tests/ffi builds its own.
+    "ffi_call": [Case(lambda a: (kiln.runtime.ensure_lapack_registered(), kiln.ffi.ffi_call(
+        "lapack_sgetrf_ffi", (kiln.ShapeDtypeStruct((2, 2), np.float32), kiln.ShapeDtypeStruct((2,), np.int32),
+                              kiln.ShapeDtypeStruct((), np.int32)),
+        input_layouts=[(1, 0)], output_layouts=[(1, 0), None, None])(a))[1],
+        (f32(1, 2, 3, 4).reshape(2, 2),),
+        lambda a: (np.array([[3, 4], [1 / 3, 2 - 4 / 3]], np.float32), i32(2, 2), np.int32(0)), rtol=1e-6,
+        extra={"cpu_only": True})],
     "optimization_barrier": [Case(lambda x, y: lax.optimization_barrier((x, y)), (A23, IA), lambda x, y: (x, y))],
     # A one-device mesh (this session's devices); tests/multidevice covers eight.
     "sharding_constraint": [Case(lambda x: kiln.jit(lambda v: lax.with_sharding_constraint(v, _ONE_DEVICE_ROWS))(x),
