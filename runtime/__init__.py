@@ -13,6 +13,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 import gc  # noqa: E402
 
 from . import (
+    compile_cache,  # noqa: E402,F401  (the persistent compile cache)
     distributed,  # noqa: E402
     dlpack,  # noqa: E402,F401  (DLPack exchange)
     fastpath,  # noqa: E402,F401  (the C++ jit dispatch path)
@@ -81,6 +82,7 @@ if not any(getattr(cb, "__name__", "") == "_kiln_collect_garbage" for cb in gc.c
 
 __all__ = [
     "available_backends", "Aval", "Backend", "BackendError", "block_until_ready", "Buffer", "buffer_device", "compile",
+    "compile_cache",
     "compile_spmd", "CompileError", "copy_to", "custom_call_targets", "default_backend", "delete", "DeletedBufferError",
     "Device", "DeviceError", "devices", "devices_of", "distributed", "dlpack", "drop_stale_scopes",
     "ensure_lapack_registered", "Executable", "ExecutableCache", "ExecutionError", "get_backend", "global_devices",

@@ -7,6 +7,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import compile_cache
 from ._jaxlib import JaxRuntimeError, result_handler, xc
 from .avals import Aval, aval_for
 from .backends import Device
@@ -233,7 +234,7 @@ def _compile_options(device: Device) -> Any:
 
 
 def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int = 0,
-            text: str | None = None) -> Executable:
+            text: str | None = None, host_callbacks: Sequence[Any] = ()) -> Executable:
     """Compile a StableHLO module (text or ``ir.Module``) for ``device``.
 
     Not cached here: an executable belongs to whoever compiled it (a jitted function's signature, an
@@ -241,7 +242,8 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
 
     ``out_types`` lists each result's ``(shape, dtype)``; ``num_donated`` is the number of leading
     arguments the module donates (recorded for messages; the aliasing itself is in the module's
-    ``tf.aliasing_output`` / ``jax.buffer_donor`` argument attributes).
+    ``tf.aliasing_output`` / ``jax.buffer_donor`` argument attributes). ``host_callbacks`` are the
+    module's host callbacks by index. The persistent compile cache (:mod:`.compile_cache`) is asked first.
     """
     if not isinstance(device, Device):
         raise TypeError(f"runtime.compile expects a kiln runtime.Device, got {device!r}.")
@@ -252,7 +254,8 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
     if needs_lapack:
         ensure_lapack_registered()  # custom calls to jaxlib's LAPACK kernels: register them first
     try:
-        exe = client.compile_and_load(module, xc.DeviceList((device._raw,)), _compile_options(device))
+        exe = compile_cache.compile_and_load(client, module, xc.DeviceList((device._raw,)), _compile_options(device),
+                                             text=text, host_callbacks=host_callbacks)
     except (JaxRuntimeError, ValueError, RuntimeError) as e:  # parse, verify and XLA errors
         msg = f"XLA failed to compile the module for {device!r}:\n{jaxlib_message(e)}"
         if needs_lapack and lapack_unavailable_reason():

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import distributed
+from . import compile_cache, distributed
 from ._jaxlib import JaxRuntimeError, device_put, result_handler, xc
 from .avals import KilnSharding, aval_for
 from .backends import Device, device_of_raw
@@ -153,7 +153,7 @@ def _bound_in_flight(outs: list[Buffer]) -> None:
 
 
 def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tuple[tuple[int, ...], Any]],
-                 num_donated: int = 0, text: str | None = None) -> SpmdExecutable:
+                 num_donated: int = 0, text: str | None = None, host_callbacks: Sequence[Any] = ()) -> SpmdExecutable:
     """Compile a StableHLO module carrying Shardy shardings (``sdy.mesh``, ``sdy.sharding``) for ``devices``
     (logical device i of the mesh is ``devices[i]``); results without a sharding get the partitioner's."""
     devices = tuple(devices)
@@ -170,7 +170,9 @@ def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tup
     if devices[0].platform == "cpu" and "lapack_" in text:
         ensure_lapack_registered()
     try:
-        exe = devices[0].backend._client.compile_and_load(module, xc.DeviceList(tuple(d._raw for d in devices)), opts)
+        exe = compile_cache.compile_and_load(devices[0].backend._client, module,
+                                             xc.DeviceList(tuple(d._raw for d in devices)), opts, text=text,
+                                             host_callbacks=host_callbacks)
     except (JaxRuntimeError, ValueError, RuntimeError) as e:
         raise CompileError(f"XLA failed to compile the module for {len(devices)} devices:\n{jaxlib_message(e)}") from e
     return SpmdExecutable(exe, devices, out_avals, num_donated, text)
