@@ -454,6 +454,23 @@ def bench_shard_map_psum_loop(fw: Framework, quick: bool) -> float | None:
     return multidevice.run(fw.name, "psum_loop", quick)
 
 
+def bench_debug_print_loop(fw: Framework, quick: bool) -> float:
+    """A jitted ``fori_loop`` of 100 steps, each ``debug.print``-ing the step and the f32[4] carry: the cost of
+    host callbacks in a loop. Both frameworks print to ``sys.stdout``, redirected to os.devnull here the same way,
+    so that the terminal does not dominate."""
+    import contextlib
+    import os
+    debug = importlib.import_module(_top_module(fw).__name__ + ".debug")
+
+    def body(i, c):
+        debug.print("step {i}: {c}", i=i, c=c)
+        return c + 1.0
+    loop = fw.jit(lambda x: fw.lax.fori_loop(0, 100, body, x))
+    x = fw.put(np.zeros(4, np.float32))
+    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
+        return per_call(lambda: loop(x), fw.block, number=3 if quick else 10, repeat=3 if quick else 10)
+
+
 FIRST_COLD = "MLP train step: first call in a new process, empty compile cache"
 FIRST_WARM = "MLP train step: first call in a new process, warm compile cache"
 SELU_STREAM = "jit SELU f32[{stream}]"
@@ -487,6 +504,7 @@ CASES: list[Case] = [
     Case("data-parallel MLP step, 8 CPU devices (batch 1024 split, sync every 8 steps)", "ms",
          bench_data_parallel_mlp),
     Case("shard_map: 100 psums in a fori_loop, 8 CPU devices", "ms", bench_shard_map_psum_loop),
+    Case("debug.print in a jitted fori_loop, 100 steps", "ms", bench_debug_print_loop),
     Case(f"jit SELU f32[{SELU_SIZE:,}] (seed 004)", "us", _jit_on_stream(lambda fw: _selu(fw.np), SELU_SIZE), gpu=True),
     Case(SELU_STREAM, "ms", _jit_on_stream(lambda fw: _selu(fw.np)), gpu=True),
     Case(COPY_STREAM, "ms", _jit_on_stream(_copy), gpu=True),

@@ -20,6 +20,7 @@ from kiln import (  # the public sub-modules
     nn,
     numpy,
     ops,
+    profiler,
     random,
     scipy,
     sharding,
@@ -57,8 +58,12 @@ from kiln.frontend.core.avals import ShapedArray as ShapedArray
 from kiln.frontend.core.avals import ShapeDtypeStruct as ShapeDtypeStruct
 from kiln.frontend.core.config import allow_f16_reductions as allow_f16_reductions
 from kiln.frontend.core.config import auto_pcast as auto_pcast
+from kiln.frontend.core.config import check_tracer_leaks as check_tracer_leaks
+from kiln.frontend.core.config import checking_leaks as checking_leaks
 from kiln.frontend.core.config import config as config
+from kiln.frontend.core.config import debug_infs as debug_infs
 from kiln.frontend.core.config import debug_key_reuse as debug_key_reuse
+from kiln.frontend.core.config import debug_nans as debug_nans
 from kiln.frontend.core.config import default_device as default_device
 from kiln.frontend.core.config import default_matmul_precision as default_matmul_precision
 from kiln.frontend.core.config import default_prng_impl as default_prng_impl
@@ -66,6 +71,7 @@ from kiln.frontend.core.config import enable_checks as enable_checks
 from kiln.frontend.core.config import enable_custom_prng as enable_custom_prng
 from kiln.frontend.core.config import enable_x64 as enable_x64
 from kiln.frontend.core.config import legacy_prng_key as legacy_prng_key
+from kiln.frontend.core.config import log_compiles as log_compiles
 from kiln.frontend.core.config import numpy_dtype_promotion as numpy_dtype_promotion
 from kiln.frontend.core.config import numpy_rank_promotion as numpy_rank_promotion
 from kiln.frontend.core.config import softmax_custom_jvp as softmax_custom_jvp
@@ -91,6 +97,7 @@ from kiln.frontend.driver.jit import explain_cache_misses as explain_cache_misse
 from kiln.frontend.driver.jit import jit as jit
 from kiln.frontend.driver.jit import make_ir as make_ir
 from kiln.frontend.driver.placement import block_until_ready as block_until_ready
+from kiln.frontend.driver.placement import copy_to_host_async as copy_to_host_async
 from kiln.frontend.driver.placement import default_backend as default_backend
 from kiln.frontend.driver.placement import device_count as device_count
 from kiln.frontend.driver.placement import device_get as device_get
@@ -108,6 +115,7 @@ from kiln.frontend.driver.sharding import PartitionSpec as P
 from kiln.frontend.driver.sharding import Shard as Shard
 from kiln.frontend.driver.sharding import make_mesh as make_mesh
 from kiln.frontend.driver.sharding import set_mesh as set_mesh
+from kiln.frontend.driver.tools import clear_caches as clear_caches
 from kiln.frontend.driver.tools import disable_jit as disable_jit
 from kiln.frontend.driver.tools import eval_shape as eval_shape
 from kiln.frontend.driver.tools import local_device_count as local_device_count
@@ -116,6 +124,12 @@ from kiln.frontend.driver.tools import named_call as named_call
 from kiln.frontend.driver.tools import named_scope as named_scope
 from kiln.frontend.driver.tools import print_environment_info as print_environment_info
 from kiln.frontend.driver.tools import typeof as typeof
+from kiln.frontend.driver.transfer_guard import transfer_guard as transfer_guard
+from kiln.frontend.driver.transfer_guard import transfer_guard_device_to_device as transfer_guard_device_to_device
+from kiln.frontend.driver.transfer_guard import transfer_guard_device_to_host as transfer_guard_device_to_host
+from kiln.frontend.driver.transfer_guard import transfer_guard_host_to_device as transfer_guard_host_to_device
+from kiln.frontend.lax.callbacks import effects_barrier as effects_barrier
+from kiln.frontend.lax.callbacks import pure_callback as pure_callback
 from kiln.frontend.lax.sharding import reshard as reshard
 from kiln.runtime import BackendError as BackendError
 from kiln.runtime import DeletedBufferError as DeletedBufferError
@@ -124,20 +138,23 @@ from kiln.runtime import DeviceError as DeviceError
 
 __all__ = [
     "allow_f16_reductions", "Array", "auto_pcast", "AxisError", "BackendError", "block_until_ready", "BroadcastError",
-    "checkpoint", "checkpoint_policies", "closure_convert", "ConcretizationTypeError", "config", "custom_batching",
-    "custom_derivatives", "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug",
-    "debug_key_reuse", "default_backend", "default_device", "default_matmul_precision", "default_prng_impl",
+    "check_tracer_leaks", "checking_leaks", "checkpoint", "checkpoint_policies", "clear_caches", "closure_convert",
+    "ConcretizationTypeError", "config", "copy_to_host_async", "custom_batching", "custom_derivatives",
+    "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug", "debug_infs", "debug_key_reuse",
+    "debug_nans", "default_backend", "default_device", "default_matmul_precision", "default_prng_impl",
     "DeletedBufferError", "Device", "device_count", "device_get", "device_put", "DeviceError", "devices", "disable_jit",
-    "distributed", "dlpack", "dtypes", "enable_checks", "enable_custom_prng", "enable_x64", "ensure_compile_time_eval",
-    "errors", "eval_shape", "experimental", "explain_cache_misses", "flatten_util", "float0", "fwd_and_bwd", "grad",
-    "hessian", "image", "IndexTypeError", "IntegerOverflowError", "jacfwd", "jacobian", "jacrev", "jit", "jvp",
-    "KilnError", "lax", "legacy_prng_key", "linear_transpose", "linearize", "local_device_count", "local_devices",
-    "make_array_from_callback", "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_ir",
-    "make_jaxpr", "make_mesh", "MatrixShapeError", "named_call", "named_scope", "NamedSharding",
-    "NegativeDimensionError", "nn", "numpy", "numpy_dtype_promotion", "numpy_rank_promotion", "ops", "P", "pmap",
-    "print_environment_info", "process_count", "process_index", "process_indices", "random", "remat", "reshard",
-    "scipy", "set_mesh", "ShapedArray", "ShapeDtypeStruct", "ShapeError", "ShapeTooLargeError", "Shard", "shard_map",
-    "sharding", "softmax_custom_jvp", "stages", "test_util", "threefry_partitionable", "TracerArrayConversionError",
-    "TracerBoolConversionError", "TracerIntegerConversionError", "tree", "tree_util", "typeof", "typing",
+    "distributed", "dlpack", "dtypes", "effects_barrier", "enable_checks", "enable_custom_prng", "enable_x64",
+    "ensure_compile_time_eval", "errors", "eval_shape", "experimental", "explain_cache_misses", "flatten_util",
+    "float0", "fwd_and_bwd", "grad", "hessian", "image", "IndexTypeError", "IntegerOverflowError", "jacfwd", "jacobian",
+    "jacrev", "jit", "jvp", "KilnError", "lax", "legacy_prng_key", "linear_transpose", "linearize",
+    "local_device_count", "local_devices", "log_compiles", "make_array_from_callback",
+    "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_ir", "make_jaxpr", "make_mesh",
+    "MatrixShapeError", "named_call", "named_scope", "NamedSharding", "NegativeDimensionError", "nn", "numpy",
+    "numpy_dtype_promotion", "numpy_rank_promotion", "ops", "P", "pmap", "print_environment_info", "process_count",
+    "process_index", "process_indices", "profiler", "pure_callback", "random", "remat", "reshard", "scipy", "set_mesh",
+    "ShapedArray", "ShapeDtypeStruct", "ShapeError", "ShapeTooLargeError", "Shard", "shard_map", "sharding",
+    "softmax_custom_jvp", "stages", "test_util", "threefry_partitionable", "TracerArrayConversionError",
+    "TracerBoolConversionError", "TracerIntegerConversionError", "transfer_guard", "transfer_guard_device_to_device",
+    "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "tree_util", "typeof", "typing",
     "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
 ]

@@ -1,6 +1,9 @@
-"""kiln.debug: debugging aids (JAX's ``jax.debug``): how arrays are laid out over devices. Host callbacks
-(``print``, ``callback``, ``inspect_array_sharding``) are not there yet."""
+"""kiln.debug: debugging aids (JAX's ``jax.debug``): printing and host callbacks from inside transformed code,
+and how arrays are laid out over devices."""
+from kiln.frontend.debugger import breakpoint as breakpoint  # noqa: A004  (jax.debug.breakpoint)
 from kiln.frontend.driver.visualize import visualize_array_sharding as visualize_array_sharding
 from kiln.frontend.driver.visualize import visualize_sharding as visualize_sharding
+from kiln.frontend.lax.callbacks import debug_callback as callback
+from kiln.frontend.lax.callbacks import debug_print as print  # noqa: A001  (jax.debug.print)
 
-__all__ = ["visualize_array_sharding", "visualize_sharding"]
+__all__ = ["breakpoint", "callback", "print", "visualize_array_sharding", "visualize_sharding"]

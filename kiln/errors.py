@@ -15,11 +15,17 @@ from kiln.frontend.core.errors import TracerArrayConversionError as TracerArrayC
 from kiln.frontend.core.errors import TracerBoolConversionError as TracerBoolConversionError
 from kiln.frontend.core.errors import TracerIntegerConversionError as TracerIntegerConversionError
 from kiln.frontend.core.errors import UnexpectedTracerError as UnexpectedTracerError
+from kiln.frontend.driver.retrace import RetraceWarning as RetraceWarning
+from kiln.frontend.driver.stale import StaleValueWarning as StaleValueWarning
+from kiln.frontend.lax.indexing import IndexCheckError as IndexCheckError
 from kiln.frontend.numpy.indexing import NonConcreteBooleanIndexError as NonConcreteBooleanIndexError
+from kiln.runtime import CallbackError as CallbackError
 from kiln.runtime import KilnRuntimeError as JaxRuntimeError
+from kiln.runtime.transfer_guard import TransferGuardError as TransferGuardError
 
 __all__ = [
-    "ConcretizationTypeError", "InconclusiveDimensionOperation", "JAXIndexError", "JAXTypeError", "JaxRuntimeError",
-    "JaxprTypeError", "KeyReuseError", "NonConcreteBooleanIndexError", "TracerArrayConversionError",
-    "TracerBoolConversionError", "TracerIntegerConversionError", "UnexpectedTracerError",
+    "CallbackError", "ConcretizationTypeError", "InconclusiveDimensionOperation", "IndexCheckError", "JAXIndexError",
+    "JaxprTypeError", "JaxRuntimeError", "JAXTypeError", "KeyReuseError", "NonConcreteBooleanIndexError",
+    "RetraceWarning", "StaleValueWarning", "TracerArrayConversionError", "TracerBoolConversionError",
+    "TracerIntegerConversionError", "TransferGuardError", "UnexpectedTracerError",
 ]

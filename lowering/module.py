@@ -38,6 +38,36 @@ class EmitContext:
         self.manual_axes: tuple[tuple[str, int], ...] | None = None
         self._targets_provider = custom_call_targets
         self._targets: Collection[str] | None = None
+        # Locations of the emitted operations: ``loc("jit(f)/mul"("file.py":12:4))`` (as JAX's), one per
+        # (primitive, source); the prefix names the jitted function when the caller gave it.
+        self.name_prefix = ""
+        self._locations: dict = {}
+        # Host callbacks, in the order of their custom calls' indices (compile_and_load's host_callbacks=).
+        self.host_callbacks: list = []
+        # The token threaded through ordered effects (None until the first one needs it), and the meshes
+        # the callbacks' shardings name ('maximal': device 0 of a partitioned program; 'empty': per shard).
+        self.token: ir.Value | None = None
+        self.callback_meshes: set[str] = set()
+
+    def add_host_callback(self, callback) -> int:
+        """Register a host callable; returns the index its custom call names."""
+        self.host_callbacks.append(callback)
+        return len(self.host_callbacks) - 1
+
+    def current_token(self) -> ir.Value:
+        """The token ordered effects thread (created here on first use)."""
+        if self.token is None:
+            self.token = ir.Operation.create("stablehlo.after_all", results=[ir.Type.parse("!stablehlo.token")],
+                                             operands=[]).result
+        return self.token
+
+    def threads_token(self, *bodies: IR) -> bool:
+        """Whether a region emitting ``bodies`` must take and return the token (a body with ordered effects).
+        The token then exists before the region is built."""
+        if any(passes.has_ordered_effects(b) for b in bodies):
+            self.current_token()
+            return True
+        return False
 
     def has_custom_call_target(self, name: str) -> bool:
         """Whether a ``stablehlo.custom_call @name`` will compile and run on this platform."""
@@ -49,6 +79,22 @@ class EmitContext:
     def emit_body(self, body: IR, args: Sequence[ir.Value]) -> list[ir.Value]:
         """Emit a sub-IR (a loop body, a branch): optimised first, as the top level is."""
         return self.emit_ir(passes.optimize(body), args)
+
+    def location(self, eqn) -> ir.Location:
+        """The MLIR location of ``eqn``'s operations: its primitive's name (after the function's) around the
+        user's file, line and column that created it (``Location.unknown`` keeps nothing else)."""
+        src = eqn.source
+        key = (eqn.prim.name, None) if src is None else (eqn.prim.name, id(src.code), src.lasti)
+        loc = self._locations.get(key)
+        if loc is None:
+            name = self.name_prefix + eqn.prim.name
+            if src is None:
+                loc = ir.Location.name(name)
+            else:
+                line, col = src.position
+                loc = ir.Location.name(name, childLoc=ir.Location.file(src.file, line, col))
+            self._locations[key] = loc
+        return loc
 
     def emit_ir(self, body: IR, args: Sequence[ir.Value]) -> list[ir.Value]:
         """Emit the equations of ``body`` with its constvars+invars bound to ``args``."""
@@ -69,7 +115,8 @@ class EmitContext:
                 continue
             if rule is None:
                 raise LoweringError(f"kiln: primitive {eqn.prim.name!r} has no StableHLO emission rule")
-            outs = rule(self, eqn, *[read(a) for a in eqn.inputs])
+            with self.location(eqn):
+                outs = rule(self, eqn, *[read(a) for a in eqn.inputs])
             outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
             env.update(zip(eqn.outputs, outs))
         return [read(a) for a in body.outvars]
@@ -81,9 +128,16 @@ class LoweredModule:
     kept_inputs: list[bool]  # for each of constvars + invars: is it a parameter of main?
     out_avals: list
     _text: str | None = field(default=None, repr=False)
+    # The host callables of the module's Python-callback custom calls, by index, and whether some of them
+    # are ordered (the module threads a token through them): for runtime.compile(host_callbacks=...).
+    host_callbacks: list = field(default_factory=list)
+    ordered_effects: bool = False
 
-    def as_text(self) -> str:
-        """The module as MLIR text (rendered once)."""
+    def as_text(self, debug_info: bool = False) -> str:
+        """The module as MLIR text (rendered once), without locations: the text compile caches are keyed on.
+        ``debug_info=True``: with each operation's ``loc(...)`` (primitive, file, line and column)."""
+        if debug_info:
+            return self.module.operation.get_asm(enable_debug_info=True)
         if self._text is None:
             self._text = self.module.operation.get_asm(enable_debug_info=False)
         return self._text
@@ -118,14 +172,15 @@ def _with_sharding(attrs: ir.DictAttr | None, spec) -> ir.DictAttr:
 def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_unused: bool = False,
           name: str = "main", platform: str | None = None,
           custom_call_targets: Callable[[], Collection[str]] | None = None,
-          mesh: MeshLayout | None = None) -> LoweredModule:
+          mesh: MeshLayout | None = None, debug_name: str | None = None) -> LoweredModule:
     """Optimise ``ir_`` and emit it as the ``@main`` function of a StableHLO module.
 
     ``donated`` flags, for each of constvars + invars, an input whose buffer the program may reuse
     for an output. Unused inputs are dropped from the signature unless ``keep_unused``.
     ``platform`` and ``custom_call_targets`` (a callable returning the custom-call target names the
     runtime supports there, called at most once and only if a rule asks) go to the
-    :class:`EmitContext`; without them rules emit portable StableHLO only.
+    :class:`EmitContext`; without them rules emit portable StableHLO only. ``debug_name`` (the jitted
+    function's name) prefixes the operations' location names: ``jit(f)/mul``.
     """
     body = passes.optimize(ir_)
     all_inputs = body.constvars + body.invars
@@ -155,9 +210,17 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
                 args = iter(block.arguments)
                 # Unused inputs that were dropped still need a placeholder for emit_ir's binding.
                 values = [next(args) if k else None for k in kept]
-                outs = EmitContext(platform, custom_call_targets, mesh).emit_ir(body, values)
+                ctx = EmitContext(platform, custom_call_targets, mesh)
+                if debug_name:
+                    ctx.name_prefix = f"jit({debug_name})/"
+                outs = ctx.emit_ir(body, values)
                 func.ReturnOp(outs)
-    return LoweredModule(module, kept, [a.aval for a in body.outvars])
+            if "maximal" in ctx.callback_meshes:  # callbacks of a partitioned program run on device 0
+                sdy.MeshOp("maximal_mesh_0", ir.Attribute.parse("#sdy.mesh<[], device_ids=[0]>"))
+            if "empty" in ctx.callback_meshes:  # callbacks inside shard_map run on every device
+                sdy.MeshOp("empty_mesh", ir.Attribute.parse("#sdy.mesh<[]>"))
+    return LoweredModule(module, kept, [a.aval for a in body.outvars], host_callbacks=ctx.host_callbacks,
+                         ordered_effects=ctx.token is not None)
 
 
 def _donation_attrs(params, kept, donated, body: IR) -> list[ir.DictAttr]:

@@ -17,6 +17,8 @@ from . import (
     distributed,  # noqa: E402
     dlpack,  # noqa: E402,F401  (DLPack exchange)
     fastpath,  # noqa: E402,F401  (the C++ jit dispatch path)
+    profiler,  # noqa: E402,F401  (jaxlib's profiler)
+    transfer_guard,  # noqa: E402,F401  (jaxlib's transfer guards)
 )
 from ._jaxlib import JAXLIB_VERSION, _jax  # noqa: E402
 from .avals import Aval  # noqa: E402
@@ -36,6 +38,7 @@ from .buffers import (  # noqa: E402
     block_until_ready,
     buffer_device,
     copy_to,
+    copy_to_host_async,
     delete,
     is_deleted,
     is_ready,
@@ -43,6 +46,7 @@ from .buffers import (  # noqa: E402
     put,
     to_numpy,
 )
+from .callbacks import CallbackError, CallbackResultError, HostCallback, effects_barrier, run_on_host  # noqa: E402
 from .errors import (  # noqa: E402
     BackendError,
     CompileError,
@@ -82,11 +86,12 @@ if not any(getattr(cb, "__name__", "") == "_kiln_collect_garbage" for cb in gc.c
 
 __all__ = [
     "available_backends", "Aval", "Backend", "BackendError", "block_until_ready", "Buffer", "buffer_device", "compile",
-    "compile_cache",
-    "compile_spmd", "CompileError", "copy_to", "custom_call_targets", "default_backend", "delete", "DeletedBufferError",
-    "Device", "DeviceError", "devices", "devices_of", "distributed", "dlpack", "drop_stale_scopes",
-    "ensure_lapack_registered", "Executable", "ExecutableCache", "ExecutionError", "get_backend", "global_devices",
-    "is_deleted", "is_ready", "jaxlib_version", "KilnRuntimeError", "lapack_unavailable_reason", "local_device",
-    "mlir_context", "nbytes", "put", "put_sharded", "set_default_backend", "shards_of", "spmd_sharding",
-    "SpmdExecutable", "SpmdSharding", "tile_layout", "to_numpy",
+    "compile_spmd", "CompileError", "copy_to", "copy_to_host_async", "custom_call_targets", "default_backend", "delete",
+    "DeletedBufferError", "Device", "DeviceError", "devices", "devices_of", "distributed", "dlpack",
+    "drop_stale_scopes", "ensure_lapack_registered", "Executable", "ExecutableCache", "ExecutionError", "get_backend",
+    "global_devices", "is_deleted", "is_ready", "jaxlib_version", "KilnRuntimeError", "lapack_unavailable_reason",
+    "local_device", "mlir_context", "nbytes", "profiler", "put", "put_sharded", "set_default_backend", "shards_of",
+    "spmd_sharding", "SpmdExecutable", "SpmdSharding", "tile_layout", "to_numpy", "transfer_guard",
 ]
+__all__ += ["CallbackError", "CallbackResultError", "effects_barrier", "HostCallback", "run_on_host"]  # issue 16
+__all__ += ["compile_cache"]  # issue 16: the persistent compile cache

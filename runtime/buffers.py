@@ -19,6 +19,7 @@ from ._jaxlib import ALWAYS_COPY, JaxRuntimeError, device_put, xc
 from .avals import DeviceSharding, aval_for
 from .backends import Device, device_of_raw
 from .errors import DeletedBufferError, DeviceError, KilnRuntimeError, deleted_error, jaxlib_message
+from .transfer_guard import guard_error
 
 T = TypeVar("T")
 
@@ -50,6 +51,9 @@ def put(x: np.ndarray, device: Device) -> Buffer:
                                 "x.astype(numpy.float32).") from e
             raise TypeError(f"runtime.put: dtype {dtype} cannot be stored on a device; use a numeric, "
                             "bool or ml_dtypes dtype.") from e
+        guarded = guard_error(jaxlib_message(e), f"moving a {dtype}{list(x.shape)} host array to {device!r}")
+        if guarded is not None:
+            raise guarded from None
         raise KilnRuntimeError(f"Transfer of a {dtype}{list(x.shape)} array to {device!r} failed: "
                                f"{jaxlib_message(e)}") from e
 
@@ -143,7 +147,22 @@ def to_numpy(buf: Buffer) -> np.ndarray:
     try:
         return _slow_to_numpy(buf)
     except JaxRuntimeError as e:
+        guarded = guard_error(jaxlib_message(e), f"fetching a {buf.dtype}{list(buf.shape)} array to the host")
+        if guarded is not None:
+            raise guarded from None
         raise _runtime_error(e, "to_numpy") from e
+
+
+def copy_to_host_async(buf: Buffer) -> None:
+    """Start copying ``buf`` to host memory (on accelerators; a no-op on CPU, whose memory is the host's) so
+    that a later :func:`to_numpy` need not wait for the transfer."""
+    _check_alive(buf, "copy_to_host_async")
+    start = getattr(buf, "_copy_single_device_array_to_host_async", None)
+    if start is not None and buffer_device(buf).platform != "cpu":
+        try:
+            start()
+        except JaxRuntimeError as e:
+            raise _runtime_error(e, "copy_to_host_async") from e
 
 
 def _slow_to_numpy(buf: Buffer) -> np.ndarray:
@@ -209,5 +228,8 @@ def copy_to(buf: Buffer, device: Device) -> Buffer:
         err = _runtime_error(e, f"copy_to({device!r})")
         if isinstance(err, DeletedBufferError):
             raise err from e
+        guarded = guard_error(jaxlib_message(e), f"copying an array from {src!r} to {device!r}")
+        if guarded is not None:
+            raise guarded from None
         raise DeviceError(f"Copying a buffer from {src!r} to {device!r} failed: {jaxlib_message(e)}") from e
     return out

@@ -12,6 +12,7 @@ from ._jaxlib import JaxRuntimeError, result_handler, xc
 from .avals import Aval, aval_for
 from .backends import Device
 from .buffers import Buffer, buffer_device
+from .callbacks import HostCallback, after_launch, before_ordered_launch, raise_pending
 from .errors import (
     CompileError,
     DeletedBufferError,
@@ -30,7 +31,7 @@ class Executable:
     """A module compiled for one device. :meth:`execute` is kiln's dispatch hot path."""
 
     __slots__ = ("device", "out_avals", "num_donated", "_exe", "_handlers", "_text", "_size",
-                 "__weakref__")
+                 "host_callbacks", "ordered_effects", "__weakref__")
 
     def __init__(self, exe: Any, device: Device, out_avals: list[Aval], num_donated: int, text: str) -> None:
         self.device = device
@@ -39,17 +40,35 @@ class Executable:
         self._exe = exe
         self._text = text
         self._size: int | None = None
+        self.host_callbacks: tuple[HostCallback, ...] = ()  # kept alive with the executable (set by compile)
+        self.ordered_effects = False
         sharding = device._sharding
         # Built once: C++ result handlers wrap outputs without Python callbacks (and without jax, §2).
         self._handlers = [result_handler(av, sharding) for av in out_avals]
 
     def execute(self, args: list[Buffer]) -> list[Buffer]:
         """Launch the computation on ``args``; returns the output buffers without waiting for them."""
+        if self.host_callbacks:
+            return self._execute_with_callbacks(args)
         try:
             results = self._exe.execute_sharded(args)
         except (JaxRuntimeError, TypeError) as e:
             raise self._argument_error(e, args) from e
         return results.consume_with_handlers(self._handlers)
+
+    def _execute_with_callbacks(self, args: list[Buffer]) -> list[Buffer]:
+        """A launch of a program that calls host functions: ordered after the previous launch with ordered
+        effects (when it has some), and an exception in a callback raised here as a CallbackError."""
+        if self.ordered_effects:
+            before_ordered_launch()
+        try:
+            results = self._exe.execute_sharded(args)
+            outs = results.consume_with_handlers(self._handlers)
+        except (JaxRuntimeError, TypeError) as e:
+            raise_pending(self.host_callbacks, e)
+            raise self._argument_error(e, args) from e
+        after_launch(outs, self.ordered_effects)
+        return outs
 
     __call__ = execute
 
@@ -234,7 +253,8 @@ def _compile_options(device: Device) -> Any:
 
 
 def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int = 0,
-            text: str | None = None, host_callbacks: Sequence[Any] = ()) -> Executable:
+            text: str | None = None, host_callbacks: Sequence[HostCallback] = (),
+            ordered_effects: bool = False) -> Executable:
     """Compile a StableHLO module (text or ``ir.Module``) for ``device``.
 
     Not cached here: an executable belongs to whoever compiled it (a jitted function's signature, an
@@ -242,8 +262,10 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
 
     ``out_types`` lists each result's ``(shape, dtype)``; ``num_donated`` is the number of leading
     arguments the module donates (recorded for messages; the aliasing itself is in the module's
-    ``tf.aliasing_output`` / ``jax.buffer_donor`` argument attributes). ``host_callbacks`` are the
-    module's host callbacks by index. The persistent compile cache (:mod:`.compile_cache`) is asked first.
+    ``tf.aliasing_output`` / ``jax.buffer_donor`` argument attributes). ``host_callbacks``: the callables
+    the module's Python-callback custom calls name by index (the module must then be an ``ir.Module``);
+    ``ordered_effects``: the module threads a token through ordered callbacks (its launches are ordered).
+    The persistent compile cache (:mod:`.compile_cache`) is asked first.
     """
     if not isinstance(device, Device):
         raise TypeError(f"runtime.compile expects a kiln runtime.Device, got {device!r}.")
@@ -255,7 +277,7 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
         ensure_lapack_registered()  # custom calls to jaxlib's LAPACK kernels: register them first
     try:
         exe = compile_cache.compile_and_load(client, module, xc.DeviceList((device._raw,)), _compile_options(device),
-                                             text=text, host_callbacks=host_callbacks)
+                                             text=text, **callback_args(module, host_callbacks))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:  # parse, verify and XLA errors
         msg = f"XLA failed to compile the module for {device!r}:\n{jaxlib_message(e)}"
         if needs_lapack and lapack_unavailable_reason():
@@ -268,7 +290,23 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
         raise CompileError(msg) from e
     _check_outputs(exe, out_avals)
     # Only the text is kept, not the ir.Module: an executable should not keep MLIR objects alive.
-    return Executable(exe, device, out_avals, num_donated, text)
+    return with_callbacks(Executable(exe, device, out_avals, num_donated, text), host_callbacks, ordered_effects)
+
+
+def callback_args(module: Any, host_callbacks: Sequence[HostCallback]) -> dict:
+    """The keyword arguments of ``compile_and_load`` for ``host_callbacks`` (none when there are none)."""
+    if not host_callbacks:
+        return {}
+    if isinstance(module, (str, bytes)):
+        raise TypeError("runtime.compile: a module with host callbacks must be given as a jaxlib.mlir ir.Module "
+                        "(jaxlib binds host_callbacks only then)")
+    return {"host_callbacks": list(host_callbacks)}
+
+
+def with_callbacks(exe: Executable, host_callbacks: Sequence[HostCallback], ordered: bool) -> Executable:
+    exe.host_callbacks = tuple(host_callbacks)
+    exe.ordered_effects = bool(ordered)
+    return exe
 
 
 def _check_outputs(exe: Any, out_avals: list[Aval]) -> None:

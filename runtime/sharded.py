@@ -19,7 +19,7 @@ from .avals import KilnSharding, aval_for
 from .backends import Device, device_of_raw
 from .buffers import Buffer, _check_alive
 from .errors import CompileError, ExecutionError, KilnRuntimeError, deleted_error, jaxlib_message
-from .executable import Executable, apply_debug_options
+from .executable import Executable, apply_debug_options, callback_args, with_callbacks
 from .lapack import ensure_lapack_registered
 
 
@@ -102,6 +102,7 @@ class SpmdExecutable(Executable):
         self._exe = exe
         self._text = text
         self._size = None
+        self.host_callbacks, self.ordered_effects = (), False
         protos = exe.get_output_shardings()  # None for a one-device program
         hlo = ([xc.HloSharding.from_proto(s) for s in protos] if protos is not None
                else [xc.HloSharding.replicate()] * len(out_avals))
@@ -153,7 +154,8 @@ def _bound_in_flight(outs: list[Buffer]) -> None:
 
 
 def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tuple[tuple[int, ...], Any]],
-                 num_donated: int = 0, text: str | None = None, host_callbacks: Sequence[Any] = ()) -> SpmdExecutable:
+                 num_donated: int = 0, text: str | None = None, host_callbacks: Sequence[Any] = (),
+                 ordered_effects: bool = False) -> SpmdExecutable:
     """Compile a StableHLO module carrying Shardy shardings (``sdy.mesh``, ``sdy.sharding``) for ``devices``
     (logical device i of the mesh is ``devices[i]``); results without a sharding get the partitioner's."""
     devices = tuple(devices)
@@ -172,10 +174,10 @@ def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tup
     try:
         exe = compile_cache.compile_and_load(devices[0].backend._client, module,
                                              xc.DeviceList(tuple(d._raw for d in devices)), opts, text=text,
-                                             host_callbacks=host_callbacks)
+                                             **callback_args(module, host_callbacks))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:
         raise CompileError(f"XLA failed to compile the module for {len(devices)} devices:\n{jaxlib_message(e)}") from e
-    return SpmdExecutable(exe, devices, out_avals, num_donated, text)
+    return with_callbacks(SpmdExecutable(exe, devices, out_avals, num_donated, text), host_callbacks, ordered_effects)
 
 
 def tile_layout(sharding: SpmdSharding, ndim: int) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:

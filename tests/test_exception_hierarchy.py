@@ -1,5 +1,6 @@
-"""Every exception class kiln defines derives from ``kiln.KilnError`` (``except kiln.KilnError`` catches
-whatever kiln raises on purpose), and keeps a built-in base a ported JAX program would catch."""
+"""Every exception class kiln defines (warning categories aside) derives from ``kiln.KilnError``
+(``except kiln.KilnError`` catches whatever kiln raises on purpose), and keeps a built-in base a ported JAX
+program would catch."""
 from __future__ import annotations
 
 import importlib
@@ -23,8 +24,8 @@ def _exception_classes():
     found = {}
     for module in _kiln_modules():
         for name, obj in vars(module).items():
-            if (inspect.isclass(obj) and issubclass(obj, BaseException) and obj.__module__.startswith("kiln.")
-                    and not name.startswith("_")):
+            if (inspect.isclass(obj) and issubclass(obj, BaseException) and not issubclass(obj, Warning)
+                    and obj.__module__.startswith("kiln.") and not name.startswith("_")):
                 found[f"{obj.__module__}.{obj.__qualname__}"] = obj
     return found
 

@@ -19,6 +19,7 @@ from ..core.tracing import Tracer, abstractify, eval_ir, trace_to_ir
 from ..driver.array import Array
 from ..lax import api as lax
 from . import (  # noqa: F401  (each registers the derivative rules of its family)
+    rules_callbacks,
     rules_collectives,
     rules_conv,
     rules_elementwise,

@@ -10,10 +10,12 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Sequence
 
+from ..core import caches
 from ..core.call import bind_call, call_p
 from ..core.errors import KilnError
 from ..core.ir import IR, ClosedIR, Literal, Var
 from ..core.primitive import Primitive
+from ..core.source_info import at
 from ..core.tracing import materialize, trace_to_ir
 from .tangents import Zero, instantiate, is_differentiable_dtype, tangent_aval, zeros_like_aval
 
@@ -41,21 +43,22 @@ def jvp_eval(ir: IR, consts: Sequence[Any], primals: Sequence[Any], tangents: Se
         return t if t is not None else Zero(tangent_aval(a.aval))
 
     for eqn in ir.eqns:
-        ps = [read_p(a) for a in eqn.inputs]
-        ts = [read_t(a) for a in eqn.inputs]
-        multi = eqn.prim.multiple_results
-        if all(isinstance(t, Zero) for t in ts) or eqn.prim in non_differentiable:
-            outs = eqn.prim.bind(*ps, **eqn.params)
-            outs = outs if multi else [outs]
-            touts = [Zero(tangent_aval(v.aval)) for v in eqn.outputs]
-        else:
-            rule = jvp_rules.get(eqn.prim)
-            if rule is None:
-                raise DifferentiationError(f"kiln: differentiation of primitive {eqn.prim.name!r} is not "
-                                           "implemented")
-            outs, touts = rule(ps, ts, **eqn.params)
-            if not multi:
-                outs, touts = [outs], [touts]
+        with at(eqn.source):  # equations it creates keep eqn's location
+            ps = [read_p(a) for a in eqn.inputs]
+            ts = [read_t(a) for a in eqn.inputs]
+            multi = eqn.prim.multiple_results
+            if all(isinstance(t, Zero) for t in ts) or eqn.prim in non_differentiable:
+                outs = eqn.prim.bind(*ps, **eqn.params)
+                outs = outs if multi else [outs]
+                touts = [Zero(tangent_aval(v.aval)) for v in eqn.outputs]
+            else:
+                rule = jvp_rules.get(eqn.prim)
+                if rule is None:
+                    raise DifferentiationError(f"kiln: differentiation of primitive {eqn.prim.name!r} is not "
+                                               "implemented")
+                outs, touts = rule(ps, ts, **eqn.params)
+                if not multi:
+                    outs, touts = [outs], [touts]
         for v, o, t in zip(eqn.outputs, outs, touts):
             penv[v] = o
             # Integer and boolean results carry no derivative.
@@ -66,6 +69,7 @@ def jvp_eval(ir: IR, consts: Sequence[Any], primals: Sequence[Any], tangents: Se
 
 
 _jvp_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_jvp_memo.clear)
 
 
 def jvp_ir(closed: ClosedIR, nonzero: Sequence[bool], instantiate: Sequence[bool] | bool = False,

@@ -10,6 +10,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Callable, Sequence
 
+from ..core import caches
 from ..core.call import call_body, call_p
 from ..core.ir import IR, ClosedIR, Eqn, Var
 from ..core.primitive import Primitive
@@ -71,6 +72,7 @@ def partial_eval(ir: IR, unknown_inputs: list[bool], force_unknown: Sequence[boo
 
 
 _call_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_call_memo.clear)
 
 
 def _split_call(body: ClosedIR, unknown_inputs: tuple[bool, ...]) -> tuple[ClosedIR, ClosedIR, list[bool], int]:
@@ -91,9 +93,9 @@ def _call_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     residuals = [Var(a) for a in known.ir.out_avals[len(known_outs):]]
     k_in = [a for a, u in zip(eqn.inputs, unknown_inputs) if not u]
     u_in = [a for a, u in zip(eqn.inputs, unknown_inputs) if u]
-    known_eqn = Eqn(call_p, k_in, known_outs + residuals, {"ir": known, "name": name})
+    known_eqn = Eqn(call_p, k_in, known_outs + residuals, {"ir": known, "name": name}, eqn.source)
     unknown_eqn = Eqn(call_p, residuals + u_in, [v for v, u in zip(eqn.outputs, out_unknown) if u],
-                      {"ir": unk, "name": f"{name}_lin"})
+                      {"ir": unk, "name": f"{name}_lin"}, eqn.source)
     return [known_eqn], [unknown_eqn], out_unknown
 
 

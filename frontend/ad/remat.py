@@ -15,7 +15,7 @@ from typing import Callable, Sequence
 
 from kiln.frontend.core.passes import eliminate_dead_code
 
-from ..core import tree_util
+from ..core import caches, tree_util
 from ..core.call import call_body
 from ..core.ir import IR, ClosedIR, Eqn
 from ..core.primitive import Primitive
@@ -147,6 +147,7 @@ def _remat_jvp(primals, tangents, *, body: ClosedIR, prevent_cse: bool, name: st
 jvp_rules[remat_p] = _remat_jvp
 
 _split_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_split_memo.clear)
 
 
 def _prune(ir: IR, keep_outputs: list[bool]) -> IR:
@@ -175,9 +176,10 @@ def _remat_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     known_body, unknown_body, out_unknown = _split(eqn.params["body"], tuple(unknown_inputs))
     p = dict(eqn.params)
     known_eqn = Eqn(remat_p, [a for a, u in zip(eqn.inputs, unknown_inputs) if not u],
-                    [v for v, u in zip(eqn.outputs, out_unknown) if not u], {**p, "body": known_body})
+                    [v for v, u in zip(eqn.outputs, out_unknown) if not u], {**p, "body": known_body},
+                    eqn.source)
     unknown_eqn = Eqn(remat_p, list(eqn.inputs), [v for v, u in zip(eqn.outputs, out_unknown) if u],
-                      {**p, "body": unknown_body})
+                      {**p, "body": unknown_body}, eqn.source)
     return [known_eqn], [unknown_eqn], out_unknown
 
 
@@ -194,5 +196,19 @@ def _remat_transpose(cts, *args, body: ClosedIR, prevent_cse: bool, name: str):
 
 
 transpose_rules[remat_p] = _remat_transpose
+
+
+def _remat_locate(eqn, args, run):
+    """debug_nans' op-by-op re-run: the body, equation by equation."""
+    body = eqn.params["body"]
+    return run(body.ir, body.consts, args)
+
+
+def _register_locate() -> None:
+    from ..driver.nan_check import locate_rules  # the driver's table (F1); this floor registers into it
+    locate_rules[remat_p] = _remat_locate
+
+
+_register_locate()
 
 __all__ = ["checkpoint", "remat", "remat_p"]

@@ -10,10 +10,12 @@ from __future__ import annotations
 import weakref
 from typing import Any, Callable, Sequence
 
+from ..core import caches
 from ..core.avals import ShapedArray
 from ..core.call import bind_call, call_body, call_p
 from ..core.ir import IR, ClosedIR, Literal, Var
 from ..core.primitive import Primitive
+from ..core.source_info import at
 from ..core.tracing import trace_to_ir
 from .tangents import Zero, add_tangents, instantiate
 
@@ -52,7 +54,8 @@ def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: S
             linear.update(eqn.outputs)
             linear_eqns.append(eqn)
         else:
-            outs = eqn.prim.bind(*[a if isinstance(a, Literal) else env[a] for a in eqn.inputs], **eqn.params)
+            with at(eqn.source):
+                outs = eqn.prim.bind(*[a if isinstance(a, Literal) else env[a] for a in eqn.inputs], **eqn.params)
             env.update(zip(eqn.outputs, outs if eqn.prim.multiple_results else [outs]))
     # Backward: accumulate cotangents.
     ct_env: dict[Var, Any] = {}
@@ -69,11 +72,12 @@ def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: S
                             "implemented (it has no transpose rule)")
         invals = [a if isinstance(a, Literal) else (UndefinedPrimal(a.aval) if a in linear else env[a])
                   for a in eqn.inputs]
-        if eqn.prim.multiple_results:
-            cts = [c if c is not None else Zero(v.aval) for c, v in zip(cts, eqn.outputs)]
-            in_cts = rule(cts, *invals, **eqn.params)
-        else:
-            in_cts = rule(cts[0], *invals, **eqn.params)
+        with at(eqn.source):  # the backward equations keep the forward equation's location
+            if eqn.prim.multiple_results:
+                cts = [c if c is not None else Zero(v.aval) for c, v in zip(cts, eqn.outputs)]
+                in_cts = rule(cts, *invals, **eqn.params)
+            else:
+                in_cts = rule(cts[0], *invals, **eqn.params)
         for a, ct in zip(eqn.inputs, in_cts):
             if isinstance(a, Var) and a in linear and ct is not None and not isinstance(ct, Zero):
                 ct_env[a] = add_tangents(ct_env.get(a), ct)
@@ -81,6 +85,7 @@ def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: S
 
 
 _memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_memo.clear)
 
 
 def transpose_closed(closed: ClosedIR, linear: Sequence[bool]) -> ClosedIR:

@@ -10,6 +10,7 @@ from ..core import axis_env, tree_util
 from ..core.errors import KilnError
 from ..core.tracing import abstractify, trace_to_ir
 from . import (  # noqa: F401  (each registers the batching rules of its family)
+    rules_callbacks,
     rules_collectives,
     rules_conv,
     rules_elementwise,
@@ -142,7 +143,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             a, k = tree_util.tree_unflatten(in_tree, list(tracers))
             out = fun(*a, **k)
             leaves, tree = tree_util.tree_flatten(out)
-            out_tree_box.append((tree, out))
+            # The output's structure only (no tracers kept past the trace: check_tracer_leaks would see them).
+            out_tree_box.append((tree, tree_util.tree_unflatten(tree, [0] * len(leaves))))
             return leaves
 
         closed, _ = axis_env.run_with_axis(axis_name, size, lambda: trace_to_ir(flat_fun, per_example, name=name))

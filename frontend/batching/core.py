@@ -12,11 +12,13 @@ from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from .. import lax
+from ..core import caches
 from ..core.avals import ShapedArray
 from ..core.call import bind_call, call_p
 from ..core.errors import KilnError
 from ..core.ir import IR, ClosedIR, Literal, Var
 from ..core.primitive import Primitive
+from ..core.source_info import at
 from ..core.tracing import abstractify, materialize, trace_to_ir
 
 batch_rules: dict[Primitive, Callable] = {}
@@ -63,19 +65,20 @@ def batch_eval(ir: IR, consts: Sequence[Any], args: Sequence[Any], dims: Sequenc
         return (a, None) if isinstance(a, Literal) else (env[a], denv[a])
 
     for eqn in ir.eqns:
-        vals, ds = zip(*[read(a) for a in eqn.inputs]) if eqn.inputs else ((), ())
-        observes_axis = eqn.prim in always_batched and _names_axis(eqn.params, ctx)
-        if all(d is None for d in ds) and not observes_axis:
-            outs = eqn.prim.bind(*vals, **eqn.params)
-            outs = outs if eqn.prim.multiple_results else [outs]
-            out_dims = [None] * len(outs)
-        else:
-            rule = batch_rules.get(eqn.prim)
-            if rule is None:
-                raise BatchingError(f"kiln.vmap: batching of primitive {eqn.prim.name!r} is not implemented")
-            outs, out_dims = rule(ctx, list(vals), list(ds), **eqn.params)
-            if not eqn.prim.multiple_results:
-                outs, out_dims = [outs], [out_dims]
+        with at(eqn.source):  # equations it creates keep eqn's location
+            vals, ds = zip(*[read(a) for a in eqn.inputs]) if eqn.inputs else ((), ())
+            observes_axis = eqn.prim in always_batched and _names_axis(eqn.params, ctx)
+            if all(d is None for d in ds) and not observes_axis:
+                outs = eqn.prim.bind(*vals, **eqn.params)
+                outs = outs if eqn.prim.multiple_results else [outs]
+                out_dims = [None] * len(outs)
+            else:
+                rule = batch_rules.get(eqn.prim)
+                if rule is None:
+                    raise BatchingError(f"kiln.vmap: batching of primitive {eqn.prim.name!r} is not implemented")
+                outs, out_dims = rule(ctx, list(vals), list(ds), **eqn.params)
+                if not eqn.prim.multiple_results:
+                    outs, out_dims = [outs], [out_dims]
         env.update(zip(eqn.outputs, outs))
         denv.update(zip(eqn.outputs, out_dims))
     outs, out_dims = zip(*[read(a) for a in ir.outvars]) if ir.outvars else ((), ())
@@ -88,6 +91,7 @@ def _names_axis(params: dict, ctx: BatchContext) -> bool:
 
 
 _memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_memo.clear)
 
 
 def batch_closed(closed: ClosedIR, dims: Sequence[int | None], ctx: BatchContext,

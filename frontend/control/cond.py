@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import lax
-from ..core import dtypes, tree_util
+from ..core import dtypes, source_info, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import call_body
 from ..core.config import config
@@ -104,7 +104,8 @@ def _with_extra_inputs(closed: ClosedIR, const_avals, offset: int, n: int, weak:
         if a.aval.weak_type and not w:
             v = Var(a.aval.update(weak_type=False))
             from ..lax.elementwise import convert_p
-            eqns.append(Eqn(convert_p, [a], [v], {"new_dtype": a.aval.dtype, "weak_type": False}))
+            eqns.append(Eqn(convert_p, [a], [v], {"new_dtype": a.aval.dtype, "weak_type": False},
+                            source_info.current()))
             fixed.append(v)
         else:
             fixed.append(a)
@@ -159,7 +160,8 @@ def _zeros_eqn(aval: ShapedArray) -> tuple[Eqn, Var]:
     from ..lax.structural import broadcast_in_dim_p
     v = Var(aval)
     lit = Literal(np.zeros((), aval.dtype), ShapedArray((), aval.dtype, aval.weak_type))
-    return Eqn(broadcast_in_dim_p, [lit], [v], {"shape": aval.shape, "broadcast_dimensions": ()}), v
+    return Eqn(broadcast_in_dim_p, [lit], [v], {"shape": aval.shape, "broadcast_dimensions": ()},
+               source_info.current()), v
 
 
 def _cond_jvp(primals, tangents, *, branches):
@@ -212,9 +214,10 @@ def _cond_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     res_vars = [Var(a) for a in all_res]
     known_outs = [v for v, u in zip(eqn.outputs, out_unk) if not u]
     known_eqn = Eqn(cond_p, [index] + [o for o, u in zip(ops, unk_ops) if not u], known_outs + res_vars,
-                    {"branches": tuple(known_branches)})
+                    {"branches": tuple(known_branches)}, eqn.source)
     unknown_eqn = Eqn(cond_p, [index] + res_vars + [o for o, u in zip(ops, unk_ops) if u],
-                      [v for v, u in zip(eqn.outputs, out_unk) if u], {"branches": tuple(unknown_branches)})
+                      [v for v, u in zip(eqn.outputs, out_unk) if u], {"branches": tuple(unknown_branches)},
+                      eqn.source)
     return [known_eqn], [unknown_eqn], out_unk
 
 
@@ -259,8 +262,18 @@ def _cond_batch(ctx, args, dims, *, branches):
     return outs, [0] * n_out
 
 
+def _cond_locate(eqn, args, run):
+    """debug_nans' op-by-op re-run: the branch the (concrete) index picks, equation by equation."""
+    branches = eqn.params["branches"]
+    index = min(max(int(np.asarray(args[0])), 0), len(branches) - 1)  # clamped, as the compiled cond
+    body = branches[index]
+    return run(body.ir, body.consts, args[1:])
+
+
 def _register_rules() -> None:
     from ..ad.jvp import jvp_rules
+    from ..driver.nan_check import locate_rules
+    locate_rules[cond_p] = _cond_locate
     from ..ad.partial_eval import pe_rules
     from ..ad.transpose import transpose_rules
     from ..batching.core import batch_rules

@@ -12,6 +12,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import lax
+from ..batching import rules_callbacks as _rules_callbacks
 from ..core import dtypes, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import bind_call, call_body
@@ -183,6 +184,9 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None):  # noqa: A001
     return ys
 
 
+_rules_callbacks.sequential_map = map  # pure/io callbacks batch as a loop over the batch (as JAX's lax.map)
+
+
 # -- transformation rules of while ------------------------------------------------------------------------
 def _extend(closed: ClosedIR, extra_avals, at: int) -> ClosedIR:
     """``closed`` taking extra (unused) inputs inserted at position ``at``."""
@@ -292,8 +296,20 @@ def _while_batch(ctx, args, dims, *, cond, body, cond_nconsts, body_nconsts):
     return outs, [0] * len(carry)
 
 
+def _while_locate(eqn, args, run):
+    """debug_nans' op-by-op re-run: the loop in Python, its cond and body equation by equation."""
+    p = eqn.params
+    cond, body, nc, nb = p["cond"], p["body"], p["cond_nconsts"], p["body_nconsts"]
+    cond_consts, body_consts, carry = args[:nc], args[nc:nc + nb], list(args[nc + nb:])
+    while bool(np.asarray(run(cond.ir, cond.consts, [*cond_consts, *carry])[0])):
+        carry = run(body.ir, body.consts, [*body_consts, *carry])
+    return carry
+
+
 def _register_rules() -> None:
     from ..ad.jvp import jvp_rules
+    from ..driver.nan_check import locate_rules
+    locate_rules[while_p] = _while_locate
     from ..ad.partial_eval import pe_rules
     from ..batching.core import batch_rules
     jvp_rules[while_p] = _while_jvp

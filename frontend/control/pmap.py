@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import lax
 from ..batching.api import _broadcast_prefix
-from ..core import tree_util
+from ..core import caches, tree_util
 from ..core.errors import KilnError
 from ..core.tracing import abstractify
 from ..driver import placement
@@ -72,6 +72,7 @@ def pmap(fun: Callable | None = None, axis_name: Any = None, *, in_axes: Any = 0
 
 # fun -> {options: the jitted program}; entries go with their function.
 _built: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_built.clear)
 _ANONYMOUS = "_pmap"  # the axis of a pmap without axis_name (nothing can name it)
 
 

@@ -224,7 +224,7 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     known_eqn = Eqn(scan_p, [a for a, u in zip(ins_c, c_u) if not u] + [a for a, u in zip(ins_k, k_u) if not u]
                     + [a for a, u in zip(ins_x, x_u) if not u],
                     [v for v, u in zip(outs_c, k_u) if not u] + [v for v, u in zip(outs_y, y_u) if not u] + res_vars,
-                    {**p, "body": known_body, "num_consts": n_kc, "num_carry": n_kk})
+                    {**p, "body": known_body, "num_consts": n_kc, "num_carry": n_kk}, eqn.source)
     # Unknown scan: consts = unknown consts + invariant residuals, carry = unknown carry,
     # xs = stacked residuals + unknown xs.
     u_in = unknown.invars
@@ -239,7 +239,7 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     unknown_eqn = Eqn(scan_p, [a for a, u in zip(ins_c, c_u) if u] + inv_outer + [a for a, u in zip(ins_k, k_u) if u]
                       + res_vars + [a for a, u in zip(ins_x, x_u) if u],
                       [v for v, u in zip(outs_c, k_u) if u] + [v for v, u in zip(outs_y, y_u) if u],
-                      {**p, "body": unknown_body, "num_consts": n_uc + len(inv_in), "num_carry": n_uk})
+                      {**p, "body": unknown_body, "num_consts": n_uc + len(inv_in), "num_carry": n_uk}, eqn.source)
     return [known_eqn], [unknown_eqn], k_u + y_u
 
 
@@ -314,8 +314,38 @@ def _scan_batch(ctx, args, dims, *, body, num_consts, num_carry, length, reverse
     return outs, [0 if b else None for b in k_b] + [None if d is None else 1 for d in out_dims[num_carry:]]
 
 
+def _scan_locate(eqn, args, run):
+    """debug_nans' op-by-op re-run: the loop in Python, its body equation by equation (the slicing of xs and
+    stacking of ys are not checked: they only move values)."""
+    from ..driver.nan_check import unchecked
+    p = eqn.params
+    body, n_consts, n_carry, length = p["body"], p["num_consts"], p["num_carry"], p["length"]
+    consts, carry, xs = _split3(args, n_consts, n_carry)
+    ys_steps = []
+    for step in range(length):
+        i = length - 1 - step if p["reverse"] else step
+        with unchecked():
+            x_i = [lax.index_in_dim(x, i, 0, keepdims=False) for x in xs]
+        outs = run(body.ir, body.consts, [*consts, *carry, *x_i])
+        carry, ys = outs[:n_carry], outs[n_carry:]
+        ys_steps.append(ys)
+    if p["reverse"]:
+        ys_steps.reverse()
+    stacked = []
+    with unchecked():
+        for k, aval in enumerate(eqn.outputs[n_carry:]):
+            aval = aval.aval
+            if length == 0:
+                stacked.append(lax.full(aval.shape, 0, aval.dtype))
+            else:
+                stacked.append(lax.concatenate([lax.expand_dims(ys[k], (0,)) for ys in ys_steps], 0))
+    return list(carry) + stacked
+
+
 def _register_rules() -> None:
     from ..ad.jvp import jvp_rules
+    from ..driver.nan_check import locate_rules
+    locate_rules[scan_p] = _scan_locate
     from ..ad.partial_eval import pe_rules
     from ..ad.transpose import transpose_rules
     from ..batching.core import batch_rules

@@ -315,10 +315,10 @@ def _shard_map_partial_eval(eqn, unknown_inputs: list[bool]):
     common = {"mesh": p["mesh"], "mesh_axes": p["mesh_axes"], "check_vma": p["check_vma"]}
     known_eqn = Eqn(shard_map_p, ins_k, [v for v, u in zip(eqn.outputs, out_unknown) if not u] + res_vars,
                     {"body": call_body(known_body), "in_specs": spec_k, "out_specs": out_k + res_specs,
-                     "name": p["name"], **common})
+                     "name": p["name"], **common}, eqn.source)
     unknown_eqn = Eqn(shard_map_p, res_vars + ins_u, [v for v, u in zip(eqn.outputs, out_unknown) if u],
                       {"body": call_body(unknown_body), "in_specs": res_specs + spec_u, "out_specs": out_u,
-                       "name": f"{p['name']}_lin", **common})
+                       "name": f"{p['name']}_lin", **common}, eqn.source)
     return [known_eqn], [unknown_eqn], out_unknown
 
 

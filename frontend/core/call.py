@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import weakref
 
+from . import caches
 from .avals import ShapedArray
 from .ir import IR, ClosedIR
 from .primitive import Primitive
@@ -26,6 +27,7 @@ call_p = Primitive("jit_call", _call_rule, multiple_results=True, inline_param="
 
 
 _bodies: "weakref.WeakKeyDictionary[ClosedIR, ClosedIR]" = weakref.WeakKeyDictionary()
+caches.register(_bodies.clear)
 
 
 def call_body(closed: ClosedIR) -> ClosedIR:

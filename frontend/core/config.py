@@ -27,6 +27,10 @@ def _env_bool(name: str, default: bool) -> bool:
     return value.strip().lower() in ("1", "true", "yes", "on")
 
 
+# The levels of the transfer guards (kiln.runtime.transfer_guard.LEVELS; None: the default, "allow").
+_GUARD_LEVELS = (None, "allow", "log", "disallow", "log_explicit", "disallow_explicit")
+
+
 class ConfigError(KilnError, ValueError):
     """An unknown configuration name or a value of the wrong type."""
 
@@ -45,8 +49,24 @@ class Config:
         "disable_jit": (_env_bool("KILN_DISABLE_JIT", False), bool, False),
         # CPU linear algebra through jaxlib's LAPACK kernels (as JAX); False: kiln's portable algorithms.
         "cpu_lapack": (_env_bool("KILN_CPU_LAPACK", True), bool, True),
+        # After a NaN (debug_infs: an Inf) in a floating-point result, raise FloatingPointError naming the
+        # primitive and source line that produced it (jit: re-run op by op). See frontend/driver/nan_check.py.
+        "debug_nans": (_env_bool("KILN_DEBUG_NANS", False), bool, False),
+        "debug_infs": (_env_bool("KILN_DEBUG_INFS", False), bool, False),
         # Print why a jit cache missed (see kiln.explain_cache_misses).
         "explain_cache_misses": (_env_bool("KILN_EXPLAIN_CACHE_MISSES", False), bool, False),
+        # Log every trace and compile (function, seconds) on the "kiln" logger at WARNING level (as JAX's).
+        "log_compiles": (_env_bool("KILN_LOG_COMPILES", False), bool, False),
+        # Warn (once per function) when a jitted function has been traced more than this many times, with
+        # what changed between the calls; 0 turns the warning off.
+        "retrace_warning_limit": (int(os.environ.get("KILN_RETRACE_WARNING_LIMIT", "10") or 10), int, False),
+        # Warn when a global or closed-over value a jitted function baked in has changed since its trace.
+        "stale_value_warnings": (_env_bool("KILN_STALE_VALUE_WARNINGS", True), bool, False),
+        # After each trace, raise when a traced value is still referenced from outside (kiln.checking_leaks).
+        "check_tracer_leaks": (_env_bool("KILN_CHECK_TRACER_LEAKS", False), bool, False),
+        # Out-of-bounds gathers, scatters and dynamic slices raise at run time (a compiled check reported by a
+        # host callback) instead of JAX's clamping/dropping. Part of the trace key: it changes programs.
+        "index_checks": (_env_bool("KILN_INDEX_CHECKS", False), bool, True),
         # JAX's promotion modes: "standard" (the lattice) or "strict" (no implicit promotion between
         # different dtypes; only Python scalars adapt). See kiln.numpy_dtype_promotion.
         "numpy_dtype_promotion": ("standard", str, True),
@@ -66,6 +86,11 @@ class Config:
         "allow_f16_reductions": (True, bool, False),
         "softmax_custom_jvp": (False, bool, False),
         "auto_pcast": (True, bool, False),
+        # Transfer guards (JAX's): what implicit transfers do; None: follow "transfer_guard" (all three).
+        "transfer_guard": (None, str, False),
+        "transfer_guard_host_to_device": (None, str, False),
+        "transfer_guard_device_to_device": (None, str, False),
+        "transfer_guard_device_to_host": (None, str, False),
         # The persistent compile cache (kiln.runtime.compile_cache; README "Compile cache"): on/off
         # (KILN_COMPILATION_CACHE), its directory (None: KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
         # ~/.cache/kiln), its bound in bytes (-1: none, 0: off), and the compile time below which
@@ -78,6 +103,8 @@ class Config:
 
     # Flags with a fixed set of values.
     _CHOICES: dict[str, tuple] = {
+        **{name: _GUARD_LEVELS for name in ("transfer_guard", "transfer_guard_host_to_device",
+                                            "transfer_guard_device_to_device", "transfer_guard_device_to_host")},
         "numpy_dtype_promotion": ("standard", "strict"),
         "numpy_rank_promotion": ("allow", "warn", "raise"),
         "legacy_prng_key": ("allow", "warn", "error"),
@@ -122,6 +149,10 @@ class Config:
         self._values[name] = value
         object.__setattr__(self, name, value)
         object.__setattr__(self, "_trace_key", self._compute_trace_key())
+        # Read on every dispatch (one attribute each): checks on results, and whether jit must leave C++.
+        special = bool(self._values.get("debug_nans") or self._values.get("debug_infs"))
+        object.__setattr__(self, "_debug_special", special)
+        object.__setattr__(self, "_python_dispatch", special or bool(self._values.get("disable_jit")))
 
     def __getattr__(self, name: str) -> Any:  # only called for names that are not flags
         kiln_name = self._kiln_name(name)
@@ -209,10 +240,20 @@ class Config:
                                   f"{self._NOT_ENFORCED[name]}")
         changed = self._values.get(name) != value
         self._set(name, value)
+        if name.startswith("transfer_guard"):
+            self._apply_transfer_guard(name, value)
         if changed and self._FLAGS[name][2]:
             # Programs change with this flag: the C++ dispatch caches (keyed without kiln's flags) are dropped.
             from kiln import runtime
             runtime.fastpath.set_x64(self.enable_x64)
+
+    @staticmethod
+    def _apply_transfer_guard(name: str, value: str | None) -> None:
+        """Set jaxlib's global transfer guard levels (the context managers set the thread's)."""
+        from kiln.runtime import transfer_guard
+        directions = transfer_guard.DIRECTIONS if name == "transfer_guard" else (name[len("transfer_guard_"):],)
+        for direction in directions:
+            transfer_guard.set_level(direction, value, thread_local=False)
 
     @staticmethod
     def _check_device(value: Any) -> Any:
@@ -263,6 +304,8 @@ class Config:
         if name in self._CACHE_SETTINGS:
             _compile_cache.configure(**{self._CACHE_SETTINGS[name]: value})
         self._set(name, value)
+        if name.startswith("transfer_guard"):
+            self._apply_transfer_guard(name, value)
         if changed and self._FLAGS[name][2]:
             from kiln import runtime
             runtime.fastpath.set_x64(self.enable_x64)
@@ -316,6 +359,20 @@ debug_key_reuse = _ctx("debug_key_reuse", "accepted; kiln does not check key reu
 allow_f16_reductions = _ctx("allow_f16_reductions", "kiln always allows them", True)
 softmax_custom_jvp = _ctx("softmax_custom_jvp", "no effect on kiln's numbers", True)
 auto_pcast = _ctx("auto_pcast", "accepted; kiln's types carry no varying mesh axes", True)
+check_tracer_leaks = _ctx("check_tracer_leaks", "raise when a traced value outlives its trace", True)
+
+
+def checking_leaks() -> contextlib.AbstractContextManager:
+    """``with kiln.checking_leaks():`` raises when a traced value is still referenced after its trace
+    ended (stored in a global, an attribute, a closure), naming who holds it."""
+    return config.override("check_tracer_leaks", True)
+
+
+log_compiles = _ctx("log_compiles", "log every trace and compile on the 'kiln' logger", True)
+
+
+debug_nans = _ctx("debug_nans", "raise FloatingPointError at the first primitive producing a NaN", True)
+debug_infs = _ctx("debug_infs", "raise FloatingPointError at the first primitive producing an Inf", True)
 threefry_partitionable = _ctx("threefry_partitionable", "the PRNG's bits: True (the default, as current JAX) "
                                                         "or JAX's older non-partitionable threefry bits", True)
 default_device = _ctx("default_device", "where uncommitted arrays and computations go: a device, a backend "

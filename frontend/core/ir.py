@@ -80,6 +80,8 @@ class Eqn:
     inputs: list[Atom]
     outputs: list[Var]
     params: dict[str, Any]
+    # Where the user's code created it (a core.source_info.SourceInfo), or None when unknown.
+    source: Any = None
 
 
 @dataclass(eq=False)
@@ -91,6 +93,11 @@ class IR:
 
     def __str__(self) -> str:
         return print_ir(self)
+
+    def pretty_print(self, *, source_info: bool = False) -> str:
+        """The IR as text; ``source_info=True`` ends each equation's line with ``# file.py:12 (f)``, the
+        user's line that created it."""
+        return print_ir(self, source_info=source_info)
 
     @property
     def in_avals(self) -> list[ShapedArray]:
@@ -113,6 +120,10 @@ class ClosedIR:
 
     def __repr__(self) -> str:
         return print_ir(self.ir)
+
+    def pretty_print(self, *, source_info: bool = False) -> str:
+        """The IR as text; ``source_info=True`` ends each equation's line with ``# file.py:12 (f)``."""
+        return print_ir(self.ir, source_info=source_info)
 
     # A ClosedIR is a parameter of call-like equations; parameters are compared when equations
     # are deduplicated (CSE) and cached, so compare and hash by identity.
@@ -168,7 +179,7 @@ def _is_sub_ir(value: Any) -> bool:
                                                  and all(isinstance(v, (ClosedIR, IR)) for v in value))
 
 
-def print_ir(ir: IR, indent: int = 0, namer: _Namer | None = None) -> str:
+def print_ir(ir: IR, indent: int = 0, namer: _Namer | None = None, source_info: bool = False) -> str:
     namer = namer or _Namer()
     pad = " " * indent
 
@@ -190,11 +201,14 @@ def print_ir(ir: IR, indent: int = 0, namer: _Namer | None = None) -> str:
         if plain:
             pstr = "[" + " ".join(f"{k}={_format_param(v)}" for k, v in plain.items()) + "]"
         args = " ".join(map(namer, eqn.inputs))
-        lines.append(f"{pad}    {outs} = {eqn.prim.name}{pstr} {args}".rstrip())
+        line = f"{pad}    {outs} = {eqn.prim.name}{pstr} {args}".rstrip()
+        if source_info and eqn.source is not None:
+            line += f"  # {eqn.source.short()}"
+        lines.append(line)
         for k, sub in subs.items():
             sub_ir = sub.ir if isinstance(sub, ClosedIR) else sub
             lines.append(f"{pad}      {k}=")
-            lines.append(print_ir(sub_ir, indent + 8, _Namer()))
+            lines.append(print_ir(sub_ir, indent + 8, _Namer(), source_info))
     outs = ", ".join(map(namer, ir.outvars))
     trailing = "," if len(ir.outvars) == 1 else ""
     lines.append(f"{pad}  in ({outs}{trailing}) }}")

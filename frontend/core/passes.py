@@ -2,9 +2,56 @@
 code."""
 from __future__ import annotations
 
+import weakref
 from typing import Any
 
-from kiln.frontend.core.ir import IR, Atom, Eqn, Literal, Var
+from kiln.frontend.core.ir import IR, Atom, ClosedIR, Eqn, Literal, Var
+
+
+def _sub_irs(eqn: Eqn):
+    for value in eqn.params.values():
+        if isinstance(value, ClosedIR):
+            yield value.ir
+        elif isinstance(value, IR):
+            yield value
+        elif isinstance(value, tuple) and value and all(isinstance(v, (ClosedIR, IR)) for v in value):
+            yield from (v.ir if isinstance(v, ClosedIR) else v for v in value)
+
+
+# IR -> (has effects, has ordered effects), computed once per IR.
+_effects_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def ir_effects(ir: IR) -> tuple[bool, bool]:
+    """Whether ``ir`` (or a sub-IR of one of its equations) has an equation with effects (a host callback
+    that is not pure), and whether one of them is ordered (``ordered=True``)."""
+    hit = _effects_memo.get(ir)
+    if hit is None:
+        any_, ordered = False, False
+        for eqn in ir.eqns:
+            if getattr(eqn.prim, "has_effects", False):
+                any_ = True
+                ordered = ordered or bool(eqn.params.get("ordered", False))
+            for sub in _sub_irs(eqn):
+                a, o = ir_effects(sub)
+                any_, ordered = any_ or a, ordered or o
+            if ordered:
+                break
+        hit = _effects_memo[ir] = (any_, ordered)
+    return hit
+
+
+def has_effects(eqn: Eqn) -> bool:
+    """Whether running ``eqn`` has an effect besides its results (it must then run even when its results
+    are unused, and as often as the program says): a primitive with effects, or a call, loop or branch
+    whose body has one."""
+    if getattr(eqn.prim, "has_effects", False):
+        return True
+    return any(ir_effects(sub)[0] for sub in _sub_irs(eqn))
+
+
+def has_ordered_effects(ir: IR) -> bool:
+    return ir_effects(ir)[1]
 
 
 def _read(env: dict[Var, Atom], a: Atom) -> Atom:
@@ -31,7 +78,7 @@ def inline_calls(ir: IR) -> IR:
                 outs = inline(sub, dict(zip(sub.invars, ins)))
             else:
                 outs = [Var(v.aval) for v in eqn.outputs]
-                eqns.append(Eqn(eqn.prim, ins, outs, eqn.params))
+                eqns.append(Eqn(eqn.prim, ins, outs, eqn.params, eqn.source))
             env.update(zip(eqn.outputs, outs))
         return [_read(env, a) for a in body.outvars]
 
@@ -62,12 +109,12 @@ def eliminate_common_subexpressions(ir: IR) -> IR:
             key = (eqn.prim, tuple(_atom_key(a) for a in ins), _params_key(eqn.params))
         except TypeError:
             key = None
-        if key is not None and not getattr(eqn.prim, "has_effects", False) and key in seen:
+        if key is not None and key in seen and not has_effects(eqn):
             env.update(zip(eqn.outputs, seen[key]))
             continue
         if key is not None:
             seen[key] = eqn.outputs
-        eqns.append(Eqn(eqn.prim, ins, eqn.outputs, eqn.params) if ins != eqn.inputs else eqn)
+        eqns.append(Eqn(eqn.prim, ins, eqn.outputs, eqn.params, eqn.source) if ins != eqn.inputs else eqn)
     return IR(ir.constvars, ir.invars, eqns, [_read(env, a) for a in ir.outvars])
 
 
@@ -76,7 +123,7 @@ def eliminate_dead_code(ir: IR) -> IR:
     live = {a for a in ir.outvars if isinstance(a, Var)}
     kept = []
     for eqn in reversed(ir.eqns):
-        if getattr(eqn.prim, "has_effects", False) or any(o in live for o in eqn.outputs):
+        if any(o in live for o in eqn.outputs) or has_effects(eqn):
             kept.append(eqn)
             live.update(a for a in eqn.inputs if isinstance(a, Var))
     kept.reverse()
@@ -107,7 +154,7 @@ def _is(value: Any, target: int) -> bool:
 def _simplify_eqn(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn:
     """A replacement atom for the equation's (single) output, or the equation, maybe rewritten."""
     name, params = eqn.prim.name, eqn.params
-    unchanged = eqn if ins == eqn.inputs else Eqn(eqn.prim, ins, eqn.outputs, params)
+    unchanged = eqn if ins == eqn.inputs else Eqn(eqn.prim, ins, eqn.outputs, params, eqn.source)
     if eqn.prim.multiple_results or len(eqn.outputs) != 1:
         return unchanged
     out = eqn.outputs[0]
@@ -121,13 +168,13 @@ def _simplify_eqn(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn
             perm = tuple(inner.params["permutation"][i] for i in perm)
         if perm == tuple(range(len(perm))):
             return x
-        return Eqn(eqn.prim, [x], eqn.outputs, {"permutation": perm}) if x is not ins[0] else unchanged
+        return Eqn(eqn.prim, [x], eqn.outputs, {"permutation": perm}, eqn.source) if x is not ins[0] else unchanged
     if name == "reshape":
         if inner_name == "reshape":
             x = inner.inputs[0]
         if _is_identity(x, out):
             return x
-        return Eqn(eqn.prim, [x], eqn.outputs, params) if x is not ins[0] else unchanged
+        return Eqn(eqn.prim, [x], eqn.outputs, params, eqn.source) if x is not ins[0] else unchanged
     if name == "broadcast_in_dim":
         dims = params["broadcast_dimensions"]
         if inner_name == "broadcast_in_dim":  # an operand dim d of y lands in dims[inner_dims[d]]
@@ -137,7 +184,8 @@ def _simplify_eqn(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn
             return x
         if x is ins[0]:
             return unchanged
-        return Eqn(eqn.prim, [x], eqn.outputs, {"shape": params["shape"], "broadcast_dimensions": dims})
+        return Eqn(eqn.prim, [x], eqn.outputs, {"shape": params["shape"], "broadcast_dimensions": dims},
+                   eqn.source)
     if name == "convert_element_type" and _is_identity(x, out):
         return x
     if name == "neg" and inner_name == "neg" and _is_identity(inner.inputs[0], out):

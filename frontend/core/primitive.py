@@ -19,7 +19,14 @@ class Primitive:
     ``shape_rule(*in_avals, **params)`` returns the output ShapedArray (or a list of them when
     ``multiple_results``). It must raise a ``TypeError``/``ValueError`` with a clear message on
     invalid input: it runs before anything is traced or compiled.
+
+    ``has_effects``: running it does something besides computing its results (a host callback that is
+    not pure): the passes keep it when its results are unused and never merge two of them. ``impl``: when
+    set, what eager execution calls (``impl(*args, **params)``) instead of compiling the primitive.
     """
+
+    has_effects: bool = False
+    impl: Callable[..., Any] | None = None
 
     def __init__(self, name: str, shape_rule: Callable[..., Any], multiple_results: bool = False,
                  inline_param: str | None = None):

@@ -18,9 +18,10 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import dtypes
+from . import dtypes, leaks
 from .array_methods import ArrayMethods
 from .avals import ShapedArray
+from .config import config
 from .errors import (
     ConcretizationTypeError,
     TracerArrayConversionError,
@@ -29,6 +30,8 @@ from .errors import (
     UnexpectedTracerError,
 )
 from .ir import IR, Atom, ClosedIR, Eqn, Literal, Var
+from .source_info import at as _at
+from .source_info import current as _current_source
 
 # The active builders, innermost last. A context variable, changed only inside a copied context
 # (``Context.run``): leaving that context restores the outer stack in C, so no exception, not even
@@ -200,7 +203,9 @@ class Builder:
 
     def emit(self, prim, inputs: list[Atom], params: dict, out_avals: list[ShapedArray]) -> list[Tracer]:
         outs = [Var(a) for a in out_avals]
-        self.eqns.append(Eqn(prim, inputs, outs, params))
+        # Frames 1-3 up are this method, tracing.bind and Primitive.bind (its only way in): start at the
+        # caller of Primitive.bind.
+        self.eqns.append(Eqn(prim, inputs, outs, params, _current_source(4)))
         return [Tracer(self, v) for v in outs]
 
     def finish(self, outs: Sequence[Any]) -> ClosedIR:
@@ -281,6 +286,11 @@ def materialize(x: Any) -> Any:
     return _eager.put(x, None, committed=False)
 
 
+def device_put_eager(value: Any) -> Any:
+    """``value`` (a NumPy array) placed on the default device as an uncommitted kiln Array."""
+    return _eager.put(value, None, committed=False)
+
+
 def concrete(value: Any) -> Any:
     """A concrete value for ``value`` (itself unless it is a tracer), or None if it has none."""
     if isinstance(value, Tracer):
@@ -291,7 +301,8 @@ def concrete(value: Any) -> Any:
 def _evaluate_eqns(eqns: Sequence[Eqn], env: dict) -> None:
     for eqn in eqns:
         args = [a if isinstance(a, Literal) else env[a] for a in eqn.inputs]
-        outs = eqn.prim.bind(*args, **eqn.params)
+        with _at(eqn.source):
+            outs = eqn.prim.bind(*args, **eqn.params)
         outs = outs if eqn.prim.multiple_results else [outs]
         env.update(zip(eqn.outputs, outs))
 
@@ -354,7 +365,10 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
     def trace():
         outs = fun(*tracers)
         return builder.finish(outs), outs
-    return run_traced(builder, trace)
+    closed, outs = run_traced(builder, trace)
+    if config.check_tracer_leaks:
+        leaks.check(builder, builder.fun_name, (tracers, outs))
+    return closed, outs
 
 
 def trace_origin(x: Any) -> Any:
@@ -381,6 +395,7 @@ def eval_ir(ir: IR, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
         return a if isinstance(a, Literal) else env[a]
 
     for eqn in ir.eqns:
-        outs = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
+        with _at(eqn.source):
+            outs = eqn.prim.bind(*[read(a) for a in eqn.inputs], **eqn.params)
         env.update(zip(eqn.outputs, outs if eqn.prim.multiple_results else [outs]))
     return [materialize(read(a)) for a in ir.outvars]

@@ -129,7 +129,13 @@ class Array(ArrayMethods):
         runtime.delete(self._buf)
 
     def copy_to_host_async(self) -> None:
-        """Accepted for JAX compatibility (readback is synchronous here)."""
+        """Start copying the value to host memory, so that a later ``np.asarray(x)`` need not wait for the
+        transfer (nothing to do on CPU or once the host copy exists)."""
+        if self._npy is None:
+            for shard in self.addressable_shards if self._device is None else ():
+                shard.data.copy_to_host_async()
+            if self._device is not None:
+                runtime.copy_to_host_async(self._buf)
 
     # -- conversion to host values ------------------------------------------------------------
     def _value(self) -> np.ndarray:

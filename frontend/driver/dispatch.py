@@ -166,30 +166,32 @@ _lowering: contextvars.ContextVar[bool] = contextvars.ContextVar("kiln_lowering"
 
 
 def lower_ir(ir: IR, *, donated: Sequence[bool] = (), keep_unused: bool = False,
-             device: runtime.Device | None = None, mesh: lowering.MeshLayout | None = None) -> lowering.LoweredModule:
+             device: runtime.Device | None = None, mesh: lowering.MeshLayout | None = None,
+             debug_name: str | None = None) -> lowering.LoweredModule:
     """Lower ``ir`` for ``device``'s platform (rules may then use its custom calls, e.g. LAPACK on CPU);
-    ``mesh`` states the layouts of a program partitioned over a device mesh."""
+    ``mesh`` states the layouts of a program partitioned over a device mesh; ``debug_name`` (a jitted
+    function's name) goes into the operations' locations."""
     if not _lowering.get():
         runtime.drop_stale_scopes()  # MLIR scopes an interrupted lowering left entered
-    return contextvars.copy_context().run(_lower, ir, donated, keep_unused, device, mesh)
+    return contextvars.copy_context().run(_lower, ir, donated, keep_unused, device, mesh, debug_name)
 
 
 def _lower(ir: IR, donated: Sequence[bool], keep_unused: bool, device: runtime.Device | None,
-           mesh: lowering.MeshLayout | None) -> lowering.LoweredModule:
+           mesh: lowering.MeshLayout | None, debug_name: str | None) -> lowering.LoweredModule:
     _lowering.set(True)
     if device is None:
         return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused,
-                              mesh=mesh)
+                              mesh=mesh, debug_name=debug_name)
     platform = device.platform
     return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused,
                           platform=platform, custom_call_targets=lambda: runtime.custom_call_targets(platform),
-                          mesh=mesh)
+                          mesh=mesh, debug_name=debug_name)
 
 
 def compile_ir(ir: IR, device: runtime.Device, *, donated: Sequence[bool] = (),
-               keep_unused: bool = False) -> CompiledIR:
+               keep_unused: bool = False, debug_name: str | None = None) -> CompiledIR:
     """Lower ``ir`` to StableHLO and compile it for ``device``."""
-    lowered = lower_ir(ir, donated=donated, keep_unused=keep_unused, device=device)
+    lowered = lower_ir(ir, donated=donated, keep_unused=keep_unused, device=device, debug_name=debug_name)
     return compile_lowered(ir, lowered, device, num_donated=sum(bool(d) for d in donated))
 
 
@@ -197,5 +199,6 @@ def compile_lowered(ir: IR, lowered: lowering.LoweredModule, device: runtime.Dev
                     num_donated: int = 0) -> CompiledIR:
     """Compile the StableHLO module ``lowered`` (of ``ir``) for ``device``."""
     out_types = [(a.shape, a.dtype) for a in lowered.out_avals]
-    exe = runtime.compile(lowered.module, device, out_types, num_donated=num_donated, text=lowered.as_text())
+    exe = runtime.compile(lowered.module, device, out_types, num_donated=num_donated, text=lowered.as_text(),
+                          host_callbacks=lowered.host_callbacks, ordered_effects=lowered.ordered_effects)
     return CompiledIR(exe, lowered, [v.aval for v in ir.outvars], lowered.kept_inputs, device)

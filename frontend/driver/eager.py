@@ -9,12 +9,12 @@ from kiln.runtime import fastpath
 
 from kiln import runtime
 
-from ..core import tracing
+from ..core import caches, tracing
 from ..core.config import config
 from ..core.errors import KilnError
 from ..core.ir import IR, Eqn, Var
 from ..core.tracing import abstractify
-from . import dispatch, spmd
+from . import dispatch, nan_check, spmd
 from .array import Array
 
 # Bytes of executables the eager caches may keep (least recently used go first).
@@ -56,11 +56,23 @@ _CPP_FUNCTIONS = 4096
 
 
 def apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
+    """Run ``prim`` on concrete arguments now and return kiln Arrays (checked for NaN/Inf when
+    ``debug_nans``/``debug_infs`` is on)."""
+    out = _apply_eagerly(prim, args, params)
+    if config._debug_special:
+        nan_check.check_eager(prim, args, params, out)
+    return out
+
+
+def _apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
     """Run ``prim`` on concrete arguments now and return kiln Arrays.
 
     Repeated calls with kiln arrays of the same types go through jaxlib's C++ dispatch; anything else
-    (host values, literals, a first call) through :func:`_apply`.
+    (host values, literals, a first call) through :func:`_apply`. A primitive with its own ``impl`` (host
+    callbacks: the callable runs right away) runs that.
     """
+    if prim.impl is not None:
+        return prim.impl(*args, **params)
     if fastpath.available():
         try:
             key = (prim, _params_key(params))
@@ -86,7 +98,8 @@ def apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
 def _cpp_miss(prim, params: dict, *args):
     out, compiled, committed = _apply(prim, args, params)
     device = None if compiled is None else compiled.device
-    if device is None or not all(type(a) is Array and a._device is device for a in args):
+    if device is None or compiled.executable.host_callbacks or not all(
+            type(a) is Array and a._device is device for a in args):
         return out, None
     _, out_treedef = fastpath.flatten(out)
     return out, fastpath.record(compiled.executable, out_treedef, (), [True] * len(args))
@@ -132,14 +145,18 @@ def _compile(prim, avals, params: dict, device) -> dispatch.CompiledIR:
     lowered = dispatch.lower_ir(ir, keep_unused=True, device=device)
     # Weak types are not in the StableHLO: the output avals are part of the key.
     text_key = (lowered.as_text(), device, tuple(v.aval for v in ir.outvars))
-    compiled = _by_text.get(text_key)
+    if lowered.host_callbacks:  # the text names its callables by index only: not shareable
+        text_key = None
+    compiled = _by_text.get(text_key) if text_key is not None else None
     if compiled is None:
         compiled = dispatch.compile_lowered(ir, lowered, device)
         compiled.lowered = None  # cached for long: keep the executable, not the MLIR module
-        _by_text[text_key] = compiled
+        if text_key is not None:
+            _by_text[text_key] = compiled
     return compiled
 
 
+@caches.register
 def clear_cache() -> None:
     _cache.clear()
     _cpp.clear()

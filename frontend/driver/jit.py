@@ -11,20 +11,20 @@ import dataclasses
 import functools
 import inspect
 import threading
-import warnings
+import time
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 from kiln import runtime
 
-from ..core import dtypes, tree_util
+from ..core import caches, dtypes, tree_util
 from ..core.call import call_p
 from ..core.config import config
 from ..core.errors import KilnError
 from ..core.ir import IR, ClosedIR
 from ..core.tracing import Tracer, abstractify, current_builder, trace_to_ir
-from . import dispatch, spmd
+from . import dispatch, nan_check, retrace, spmd, stale
 from .array import Array
 from .sharding import flatten_shardings, resolve_spec, shardings_per_leaf
 
@@ -104,6 +104,9 @@ class _Signatures:
     def __init__(self) -> None:
         self.entries: collections.OrderedDict[Any, _Entry] = collections.OrderedDict()
         self.once = _Once()  # one trace, and one compile, per signature across threads
+        self.history = retrace.TraceHistory()  # for the warning when the function keeps retracing
+        self.baked: tuple[stale.Baked, ...] = ()  # globals/closure values the last trace read
+        self.stale_warned: set[str] = set()
 
     def get(self, key: Any) -> _Entry | None:
         entry = self.entries.get(key)
@@ -124,10 +127,20 @@ class _Signatures:
 
     def clear(self) -> None:
         self.entries.clear()
+        self.baked, self.history = (), retrace.TraceHistory()
+        self.stale_warned.clear()
 
 
 # fun -> {jit options -> _Signatures}: the trace cache belongs to the function, held weakly.
 _signatures_of: "weakref.WeakKeyDictionary[Any, dict[Any, _Signatures]]" = weakref.WeakKeyDictionary()
+
+
+@caches.register
+def _clear_all_signatures() -> None:
+    for per_options in list(_signatures_of.values()):
+        for sigs in list(per_options.values()):
+            sigs.clear()
+    runtime.fastpath.clear_all()
 
 
 def _signatures_for(fun: Callable, options: tuple) -> _Signatures:
@@ -257,6 +270,9 @@ class JittedFunction:
             names.append(head + tree_util.keystr(path[2:]))
         return names
 
+    def _static_name(self, where: int | str) -> str:
+        return repr(self._param_name(where) if isinstance(where, int) else where)
+
     def _dyn_arg_name(self, i: int, static: tuple) -> str:
         """The parameter name of dynamic positional argument ``i`` (static arguments taken out)."""
         for s in sorted(w for w, _ in static if isinstance(w, int)):  # map back to the original position
@@ -266,7 +282,10 @@ class JittedFunction:
 
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        if self._cpp is not None and not config.disable_jit:
+        baked = self._signatures.baked
+        if baked:
+            stale.check(self.__name__, baked, self._signatures.stale_warned)
+        if self._cpp is not None and not config._python_dispatch:  # disable_jit, debug_nans, debug_infs
             try:
                 return self._cpp(*args, **kwargs)
             except BaseException as e:
@@ -305,6 +324,8 @@ class JittedFunction:
         if not all(compiled.kept[:n_consts]):
             return None
         exe = compiled.executable
+        if exe.host_callbacks:  # launches order effects and explain callback errors in Python (as JAX's)
+            return None
         out_leaves, out_treedef = runtime.fastpath.flatten(out)
         # The C++ unflattens the executable's outputs with this tree: it must see exactly those arrays
         # (a pytree type it does not know would look like one leaf).
@@ -344,7 +365,7 @@ class JittedFunction:
         entry = self._signatures.get(key)
         if entry is None:
             if config.explain_cache_misses and self._last_key is not None:
-                _explain_miss(self.__name__, self._last_key, key)
+                retrace.explain_miss(self.__name__, self._last_key, key)
             entry = self._trace_once(key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed)
         self._last_key = key
         return entry
@@ -354,8 +375,14 @@ class JittedFunction:
         sigs = self._signatures
 
         def trace() -> _Entry:
+            start = time.perf_counter()
             entry = self._trace(avals, treedef, dyn_args, dyn_kwargs, static, device, committed)
             sigs.put(key, entry)
+            if config.stale_value_warnings:
+                sigs.baked = stale.captured_values(self.fun)
+            sigs.history.note(self.fun, key, entry.arg_names, self.__name__, self._static_name)
+            retrace.note_fresh_function(self.fun, self.__name__)
+            retrace.log_trace(self.__name__, time.perf_counter() - start)
             return entry
         return sigs.once.get(("trace", key), lambda: sigs.get(key), trace)
 
@@ -484,20 +511,23 @@ class JittedFunction:
         return entry.compiled
 
     def _compile(self, entry: _Entry) -> dispatch.CompiledIR:
+        start = time.perf_counter()
         ir = entry.closed.ir
         donated = [False] * len(ir.constvars) + entry.donated
         if isinstance(entry.device, spmd.MeshPlacement):
             compiled = spmd.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
-                                       n_consts=len(ir.constvars))
+                                       n_consts=len(ir.constvars), debug_name=self.__name__)
             replicated = spmd.NamedSharding(entry.device.mesh, spmd.PartitionSpec())
             put = functools.partial(spmd.to_buffer, sharding=replicated)
         else:
-            compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused)
+            compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
+                                           debug_name=self.__name__)
             put = functools.partial(dispatch.to_buffer, device=entry.device)
         kept_consts = compiled.kept[:len(ir.constvars)]
         # Published together, compiled last: an interrupted compile leaves the entry untouched.
         entry.const_buffers = [put(c) for c, k in zip(entry.closed.consts, kept_consts) if k]
         entry.compiled = compiled
+        retrace.log_compile(f"jit({self.__name__})", time.perf_counter() - start)
         return compiled
 
     def _execute(self, entry: _Entry, leaves: list) -> Any:
@@ -523,6 +553,8 @@ class JittedFunction:
             outs = compiled.run(buffers, committed)
         except runtime.DeletedBufferError:
             raise self._deleted_error(entry, leaves) from None
+        if config._debug_special:  # debug_nans/debug_infs: a NaN in an output is located by re-running op by op
+            nan_check.check_jit(self.__name__, entry.closed.ir, entry.closed.consts, leaves, outs, any(entry.donated))
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     def _deleted_error(self, entry: _Entry, leaves: list) -> Exception:
@@ -607,13 +639,18 @@ class Lowered:
         donated = [False] * len(ir.constvars) + entry.donated
         if isinstance(entry.device, spmd.MeshPlacement):
             self._lowered = spmd.lower_ir(ir, entry.device, donated=donated, keep_unused=jitted.keep_unused,
-                                          n_consts=len(ir.constvars))
+                                          n_consts=len(ir.constvars), debug_name=jitted.__name__)
         else:
-            self._lowered = dispatch.lower_ir(ir, donated=donated, keep_unused=jitted.keep_unused, device=entry.device)
+            self._lowered = dispatch.lower_ir(ir, donated=donated, keep_unused=jitted.keep_unused, device=entry.device,
+                                              debug_name=jitted.__name__)
 
-    def as_text(self) -> str:
-        """The StableHLO module as MLIR text."""
-        return self._lowered.as_text()
+    def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
+        """The StableHLO module as MLIR text; ``debug_info=True`` adds each operation's location
+        (``loc("jit(f)/mul"("file.py":12:4))``: the primitive and the user's line that created it)."""
+        if dialect not in (None, "stablehlo"):
+            raise JitError(f"kiln: Lowered.as_text(dialect={dialect!r}): kiln lowers to StableHLO only; call "
+                           "as_text() or as_text('stablehlo')")
+        return self._lowered.as_text(debug_info=debug_info)
 
     @property
     def ir(self) -> ClosedIR:
@@ -703,17 +740,6 @@ def _signature_params(fun: Callable):
         return list(inspect.signature(fun).parameters.values())
     except (TypeError, ValueError):
         return None
-
-
-def _explain_miss(name: str, old: tuple, new: tuple) -> None:
-    parts = ["argument structure", "argument shapes/dtypes", "static arguments", "config flags", "device"]
-    changed = [p for p, a, b in zip(parts, old, new) if a != b]
-    detail = ""
-    if old[1] != new[1] and len(old[1]) == len(new[1]):
-        diffs = [f"{a.str_short()} -> {b.str_short()}" for a, b in zip(old[1], new[1]) if a != b]
-        detail = " (" + ", ".join(diffs) + ")"
-    warnings.warn(f"kiln.jit({name}): cache miss, retracing because the {' and '.join(changed)} changed{detail}",
-                  stacklevel=4)
 
 
 def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | None = None,

@@ -72,7 +72,8 @@ def make_array_from_callback(shape: Sequence[int], sharding: Sharding, data_call
     shape = tuple(int(d) for d in shape)
     indices = sharding.addressable_devices_indices_map(shape)
     pieces = {d: np.asarray(data_callback(idx)) for d, idx in indices.items()}
-    return _assemble(shape, sharding, pieces, dtype, "make_array_from_callback")
+    with runtime.transfer_guard.explicit_put():
+        return _assemble(shape, sharding, pieces, dtype, "make_array_from_callback")
 
 
 def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Sharding, arrays: Sequence[Any], *,
@@ -193,7 +194,8 @@ def device_put(x: Any, device: Any = None) -> Any:
         if isinstance(target, Sharding):
             return _put_sharded(leaf, target)
         return dispatch.put(leaf, target, committed=target is not None)
-    return tree_util.tree_map(put_leaf, x)
+    with runtime.transfer_guard.explicit_put():  # what the transfer guards let through
+        return tree_util.tree_map(put_leaf, x)
 
 
 def _put_sharded(x: Any, sharding: Sharding) -> Array:
@@ -223,7 +225,17 @@ def device_get(x: Any) -> Any:
         if isinstance(leaf, Array):
             return np.asarray(leaf)
         return leaf
-    return tree_util.tree_map(get_leaf, x)
+    with runtime.transfer_guard.explicit_get():
+        return tree_util.tree_map(get_leaf, x)
+
+
+def copy_to_host_async(x: Any) -> Any:
+    """Start copying every array in the pytree ``x`` to the host (see ``Array.copy_to_host_async``);
+    returns ``x``. Other leaves are left alone."""
+    for leaf in tree_util.tree_leaves(x):
+        if isinstance(leaf, Array):
+            leaf.copy_to_host_async()
+    return x
 
 
 def block_until_ready(x: Any) -> Any:

@@ -13,6 +13,7 @@ import numpy as np
 
 from kiln import lowering, runtime
 
+from ..core import caches
 from ..core.errors import KilnError
 from ..core.ir import IR
 from . import dispatch
@@ -114,6 +115,7 @@ def program_mesh(ir: IR) -> Mesh | None:
 
 
 _program_meshes: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+caches.register(_program_meshes.clear)
 
 
 def params_mesh(params: dict) -> Mesh | None:
@@ -199,7 +201,7 @@ def _out_specs(placement: MeshPlacement, out_avals: list) -> tuple:
 
 
 def lower_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], keep_unused: bool,
-             n_consts: int) -> lowering.LoweredModule:
+             n_consts: int, debug_name: str | None = None) -> lowering.LoweredModule:
     """Lower ``ir`` with its inputs' and outputs' layouts over ``placement``'s mesh (consts replicated)."""
     mesh = placement.mesh
     replicated = NamedSharding(mesh, PartitionSpec())
@@ -207,15 +209,18 @@ def lower_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], keep_
     in_specs = tuple(spec_dims(s, len(v.aval.shape)) for s, v in zip(in_shardings, ir.constvars + ir.invars))
     layout = lowering.MeshLayout(tuple(mesh.shape_tuple), in_specs,
                                  _out_specs(placement, [v.aval for v in ir.outvars]))
-    return dispatch.lower_ir(ir, donated=donated, keep_unused=keep_unused, device=placement.devices[0], mesh=layout)
+    return dispatch.lower_ir(ir, donated=donated, keep_unused=keep_unused, device=placement.devices[0], mesh=layout,
+                             debug_name=debug_name)
 
 
 def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], keep_unused: bool,
-               n_consts: int) -> CompiledSPMD:
+               n_consts: int, debug_name: str | None = None) -> CompiledSPMD:
     """Lower ``ir`` for ``placement``'s mesh and compile it; XLA's partitioner splits it over the devices."""
-    lowered = lower_ir(ir, placement, donated=donated, keep_unused=keep_unused, n_consts=n_consts)
+    lowered = lower_ir(ir, placement, donated=donated, keep_unused=keep_unused, n_consts=n_consts,
+                       debug_name=debug_name)
     exe = runtime.compile_spmd(lowered.module, placement.devices, [(a.shape, a.dtype) for a in lowered.out_avals],
-                               num_donated=sum(bool(d) for d in donated), text=lowered.as_text())
+                               num_donated=sum(bool(d) for d in donated), text=lowered.as_text(),
+                               host_callbacks=lowered.host_callbacks, ordered_effects=lowered.ordered_effects)
     out_avals = [v.aval for v in ir.outvars]
     outs = [named_from_runtime(placement.mesh, s, len(a.shape)) for s, a in zip(exe.out_shardings, out_avals)]
     return CompiledSPMD(exe, lowered, out_avals, lowered.kept_inputs, placement, outs)

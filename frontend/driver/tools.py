@@ -13,7 +13,7 @@ import numpy as np
 
 from kiln import runtime
 
-from ..core import tree_util
+from ..core import caches, tree_util
 from ..core.avals import ManualShapedArray, ShapedArray, ShapeDtypeStruct
 from ..core.config import config
 from ..core.ir import ClosedIR
@@ -23,6 +23,13 @@ from ..core.version import __version__
 from .array import Array
 from .jit import JittedFunction
 from .placement import local_devices
+
+
+def clear_caches() -> None:
+    """Drop every in-memory cache of traces, transformed programs and executables (jitted functions, eager
+    operations, pmap, grad/vmap of calls): the next call of anything traces and compiles again. The persistent
+    compile cache on disk stays (turn it off with ``KILN_COMPILATION_CACHE=0``)."""
+    caches.clear_all()
 
 
 def disable_jit(disable: bool = True) -> contextlib.AbstractContextManager:

@@ -11,7 +11,10 @@ table). The elementwise, structural and reduction families are defined together 
 with their shape rules in ``lax/elementwise.py``, ``lax/structural.py``, ``lax/reduction.py``.
 ``control/`` (cond, while, scan) is self-contained: each construct with its own rules.
 """
-from . import linalg  # noqa: F401  (kiln.lax.linalg, as jax.lax.linalg)
+from . import (
+    callbacks,  # noqa: F401  (host callbacks: kiln.pure_callback, kiln.debug.print, ...)
+    linalg,  # noqa: F401  (kiln.lax.linalg, as jax.lax.linalg)
+)
 from .api import *  # noqa: F401,F403  (elementwise, structural, reduction families)
 from .api import RoundingMethod, literal  # noqa: F401
 from .collectives import *  # noqa: F401,F403

@@ -11,6 +11,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
+from ..core.config import config
 from ..core.ir import Literal
 from ..core.tracing import abstractify, materialize
 from . import elementwise as ew
@@ -174,38 +175,57 @@ def slice(x, start_indices: Sequence[int], limit_indices: Sequence[int],  # noqa
                            strides=tuple(int(s) for s in strides))
 
 
-def _index_operands(fname: str, indices: Sequence[Any], shape: tuple[int, ...]) -> list[Any]:
-    """Start indices as scalars; negative ones count from the end (as JAX's allow_negative_indices)."""
+def _index_operands(fname: str, indices: Sequence[Any], shape: tuple[int, ...],
+                    allow_negative_indices: bool | Sequence[bool] = True) -> list[Any]:
+    """Start indices as scalars; negative ones count from the end where ``allow_negative_indices`` (one bool,
+    or one per dimension, as JAX's) says so, else they are clamped like any out-of-bounds start."""
     if len(indices) != len(shape):
         raise ValueError(f"kiln.lax.{fname}: needs {len(shape)} start indices for an operand of shape {shape}, "
                          f"got {len(indices)}")
+    wraps = ([bool(allow_negative_indices)] * len(shape) if isinstance(allow_negative_indices, (bool, np.bool_))
+             else [bool(w) for w in allow_negative_indices])
+    if len(wraps) != len(shape):
+        raise ValueError(f"kiln.lax.{fname}: allow_negative_indices has {len(wraps)} entries for an operand of "
+                         f"rank {len(shape)}; give one bool, or one per dimension")
     out = []
-    for i, dim in zip(indices, shape):
+    for i, dim, wrap in zip(indices, shape, wraps):
         if _is_py_scalar(i) or isinstance(i, np.integer):
             i = int(i)
-            out.append(literal(i + dim if i < 0 else i, dtypes.canonicalize_dtype(np.int32)))
+            out.append(literal(i + dim if i < 0 and wrap else i, dtypes.canonicalize_dtype(np.int32)))
             continue
         aval = abstractify(i)
-        if dtypes.kind(aval.dtype) == "i":
+        if wrap and dtypes.kind(aval.dtype) == "i":
             zero, n = literal(0, aval.dtype), literal(dim, aval.dtype)
             i = select(lt(i, zero), add(i, n), i)
         out.append(i)
     return out
 
 
-def dynamic_slice(x, start_indices: Sequence[Any], slice_sizes: Sequence[int]):
-    """Slice of static size at traced start indices. Negative indices count from the end; then
-    indices are clamped so that the slice stays in bounds (as XLA does)."""
+def dynamic_slice(x, start_indices: Sequence[Any], slice_sizes: Sequence[int], *,
+                  allow_negative_indices: bool | Sequence[bool] = True):
+    """Slice of static size at traced start indices. Negative indices count from the end (unless
+    ``allow_negative_indices`` is False for that dimension); then indices are clamped so that the slice stays
+    in bounds (as XLA does)."""
     shape = abstractify(x).shape
-    return st.dynamic_slice_p.bind(x, *_index_operands("dynamic_slice", start_indices, shape),
-                                   slice_sizes=tuple(int(s) for s in slice_sizes))
+    indices = _index_operands("dynamic_slice", start_indices, shape, allow_negative_indices)
+    sizes = tuple(int(s) for s in slice_sizes)
+    if config.index_checks:
+        from .indexing import check_dynamic_slice  # indexing builds on this module
+        check_dynamic_slice("dynamic_slice", indices, shape, sizes, "moves the slice back into bounds")
+    return st.dynamic_slice_p.bind(x, *indices, slice_sizes=sizes)
 
 
-def dynamic_update_slice(x, update, start_indices: Sequence[Any]):
-    """``x`` with ``update`` written at traced start indices (negative ones count from the end; then
-    clamped to stay in bounds)."""
+def dynamic_update_slice(x, update, start_indices: Sequence[Any], *,
+                         allow_negative_indices: bool | Sequence[bool] = True):
+    """``x`` with ``update`` written at traced start indices (negative ones count from the end unless
+    ``allow_negative_indices`` is False; then clamped to stay in bounds)."""
     shape = abstractify(x).shape
-    return st.dynamic_update_slice_p.bind(x, update, *_index_operands("dynamic_update_slice", start_indices, shape))
+    indices = _index_operands("dynamic_update_slice", start_indices, shape, allow_negative_indices)
+    if config.index_checks:
+        from .indexing import check_dynamic_slice  # indexing builds on this module
+        check_dynamic_slice("dynamic_update_slice", indices, shape, abstractify(update).shape,
+                            "moves the update back into bounds")
+    return st.dynamic_update_slice_p.bind(x, update, *indices)
 
 
 def concatenate(operands: Sequence[Any], dimension: int):

@@ -34,15 +34,18 @@ from typing import Any, Callable, NamedTuple, Sequence
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import dtypes, source_info
 from ..core.avals import ShapedArray
 from ..core.axes import canonical_axis
-from ..core.ir import ClosedIR
+from ..core.config import config
+from ..core.errors import KilnIndexError
+from ..core.ir import ClosedIR, Literal
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify
 from . import api
 
 __all__ = [
+    "IndexCheckError",
     "GatherDimensionNumbers", "ScatterDimensionNumbers", "GatherScatterMode",
     "gather", "scatter", "scatter_add", "scatter_mul", "scatter_min", "scatter_max", "scatter_apply",
     "index_in_dim", "slice_in_dim", "dynamic_index_in_dim", "dynamic_slice_in_dim",
@@ -319,6 +322,69 @@ def _in_bounds_mask(indices, operand_shape, dims, window):
     return api.reduce_and(ok, (aval.ndim - 1,))
 
 
+class IndexCheckError(KilnIndexError):
+    """``index_checks``: a gather, scatter or dynamic slice reached an index out of bounds at run time."""
+
+    report_as_is = True  # raised by a host callback: the runtime passes it on instead of wrapping it
+
+
+def _report_out_of_bounds(fname: str, idx: np.ndarray, shape: tuple, dims: tuple, window: tuple, fallback: str,
+                          where: Any) -> None:
+    """Raise :class:`IndexCheckError` for the first index vector of ``idx`` (host values) out of bounds."""
+    vectors = np.asarray(idx).reshape(-1, len(dims))
+    highs = np.asarray([shape[d] - window[d] for d in dims])
+    bad = (vectors < 0) | (vectors > highs)
+    if not bad.any():
+        return
+    row, col = (int(i[0]) for i in np.nonzero(bad))
+    d, value = dims[col], int(vectors[row, col])
+    at = f" (traced at {where})" if where is not None else ""
+    span = (f"an index in 0..{shape[d] - 1}" if window[d] == 1 else
+            f"a start in 0..{shape[d] - window[d]} (window of {window[d]})")
+    position = "" if vectors.shape[0] == 1 else f" (index vector {row} of {vectors.shape[0]})"
+    raise IndexCheckError(
+        f"kiln index_checks: {fname}: index {value} is out of bounds for axis {d} of size {shape[d]}{position}, "
+        f"which needs {span}; negative indices count from the end before this check{at}. Without "
+        f"index_checks kiln {fallback}, as JAX does.")
+
+
+def check_in_bounds(fname: str, indices, operand_shape: Sequence[int], dims: Sequence[int], window: Sequence[int],
+                    fallback: str) -> None:
+    """With ``index_checks`` on: make the program raise :class:`IndexCheckError` when an index vector (the last
+    axis of ``indices``, one entry per operand dimension in ``dims``) starts a window of sizes ``window`` that
+    leaves the operand. The test is compiled into the program; a host callback only reports a failure.
+    Indices known now (Python ints, NumPy arrays) are checked right away."""
+    shape, dims, window = tuple(operand_shape), tuple(dims), tuple(window)
+    where = source_info.current()
+    if isinstance(indices, (np.ndarray, np.generic)):
+        _report_out_of_bounds(fname, indices, shape, dims, window, fallback, where)
+        return
+    if abstractify(indices).size == 0:
+        return
+    from .callbacks import debug_callback  # the callbacks family builds on this floor's primitives too
+
+    def report(all_ok: np.ndarray, idx: np.ndarray) -> None:
+        if not bool(all_ok):
+            _report_out_of_bounds(fname, idx, shape, dims, window, fallback, where)
+
+    ok = _in_bounds_mask(indices, shape, dims, window)
+    all_ok = api.reduce_and(ok, tuple(range(abstractify(ok).ndim)))
+    debug_callback(report, all_ok, indices)
+
+
+def check_dynamic_slice(fname: str, start_indices: Sequence[Any], operand_shape: Sequence[int],
+                        window: Sequence[int], fallback: str) -> None:
+    """:func:`check_in_bounds` for the separate start indices of a dynamic (update) slice."""
+    if not start_indices:
+        return
+    if all(isinstance(i, Literal) for i in start_indices):  # static starts: checked now
+        vector = np.asarray([int(i.val) for i in start_indices])
+    else:
+        vector = api.concatenate([api.broadcast_in_dim(api.convert_element_type(i, np.int32), (1,), ())
+                                  for i in start_indices], 0)
+    check_in_bounds(fname, vector, operand_shape, range(len(operand_shape)), window, fallback)
+
+
 def default_fill_value(dtype: np.dtype) -> Any:
     """JAX's fill for out-of-bounds gathers: NaN (inexact), min (signed), max (unsigned), True (bool)."""
     dtype = np.dtype(dtype)
@@ -369,6 +435,9 @@ def gather(operand, start_indices, dimension_numbers: GatherDimensionNumbers, sl
     out_aval = _gather_rule(op_aval, idx_aval, **params)  # validate before any mode handling
     if parsed is GatherScatterMode.CLIP:
         start_indices = _clamp_indices(start_indices, op_aval.shape, dn.start_index_map, slice_sizes)
+    elif parsed is GatherScatterMode.PROMISE_IN_BOUNDS and config.index_checks:
+        check_in_bounds("gather", start_indices, op_aval.shape, dn.start_index_map, slice_sizes,
+                        "clamps it into bounds")
     out = gather_p.bind(operand, start_indices, **params)
     if parsed is GatherScatterMode.FILL_OR_DROP and out_aval.size:
         fill = _fill_scalar("gather", fill_value, op_aval.dtype)
@@ -401,6 +470,10 @@ def _scatter(prim: Primitive, fname: str, operand, indices, updates, dimension_n
     if GatherScatterMode.from_any(mode) is GatherScatterMode.CLIP:
         indices = _clamp_indices(indices, op_aval.shape, dn.scatter_dims_to_operand_dims,
                                  _scatter_windows(op_aval, upd_aval, dn))
+    elif mode in (None, GatherScatterMode.PROMISE_IN_BOUNDS, "promise_in_bounds") and config.index_checks:
+        # Only without an explicit mode= (or with a promise): 'drop' and 'clip' ask for JAX's handling.
+        check_in_bounds(fname, indices, op_aval.shape, dn.scatter_dims_to_operand_dims,
+                        _scatter_windows(op_aval, upd_aval, dn), "skips the update")
     # FILL_OR_DROP and PROMISE_IN_BOUNDS: XLA's scatter skips windows that are not entirely in bounds.
     return prim.bind(operand, indices, updates, **params)
 

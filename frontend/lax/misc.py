@@ -18,7 +18,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import dtypes, tree_util
+from ..core import caches, dtypes, tree_util
 from ..core.avals import ShapedArray
 from ..core.ir import ClosedIR
 from ..core.primitive import Primitive
@@ -188,6 +188,7 @@ def _trace_computation(computation: Callable, avals: tuple[ShapedArray, ...], tr
 
 
 _trace_cached = functools.lru_cache(maxsize=128)(_trace_computation)
+caches.register(_trace_cached.cache_clear)
 
 
 def _scalar(fname: str, v: Any, like: ShapedArray):

@@ -37,6 +37,7 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes
+from ..core.config import config
 from ..core.errors import ConcretizationTypeError, IndexTypeError
 from ..core.tracing import Tracer, abstractify, concrete, current_builder
 from ..driver.array import Array
@@ -282,6 +283,10 @@ def _basic_getitem(fname: str, x: Any, entries: list[Any]) -> Any:
         elif _is_static_int(e):  # a static integer is part of the static slice (size 1, dropped below)
             if size == 0:
                 raise IndexError(f"kiln.numpy.{fname}: index {e} is out of bounds for axis {dim} with size 0")
+            if config.index_checks and not -size <= int(e) < size:  # JAX clamps it; index_checks refuses
+                raise lax.IndexCheckError(
+                    f"kiln index_checks: {fname}: index {int(e)} is out of bounds for axis {dim} of size {size}; "
+                    "without index_checks kiln clamps it into bounds, as JAX does.")
             i = _normalize_index(e, size)
             starts.append(i)
             limits.append(i + 1)
@@ -313,7 +318,7 @@ def _basic_getitem(fname: str, x: Any, entries: list[Any]) -> Any:
                 raise IndexError(f"kiln.numpy.{fname}: index {e} is out of bounds for axis {d} with size 0")
             starts_dyn[d] = _normalize_index(e, cur.shape[d])
             sizes[d] = 1
-        x = lax.dynamic_slice(x, starts_dyn, sizes)
+        x = lax.dynamic_slice(x, starts_dyn, sizes, allow_negative_indices=False)  # normalized above
     # 3. Final shape: drop integer-indexed axes, insert new axes for None.
     shape = []
     sliced = abstractify(x).shape

@@ -1,10 +1,15 @@
-"""Emission rules of the control-flow primitives: cond -> stablehlo.case, loops -> stablehlo.while."""
+"""Emission rules of the control-flow primitives: cond -> stablehlo.case, loops -> stablehlo.while.
+
+A body with ordered effects (host callbacks with ``ordered=True``) threads the module's token: the loop
+carries it, a branch takes it from outside and returns it (see rules/callbacks.py)."""
 from __future__ import annotations
 
 import numpy as np
 from jaxlib.mlir import ir
+from kiln.frontend.core import passes
 
 from ..hlo import V, build_region, const, dyn_slice, dyn_update, full, reshape, while_values
+from ..module import LoweringError
 from ..registry import register
 from ..types import tensor_type
 
@@ -13,10 +18,24 @@ from ..types import tensor_type
 def _cond(ctx, eqn, index, *operands):
     branches = eqn.params["branches"]
     out_types = [tensor_type(v.aval) for v in eqn.outputs]
+    threaded = ctx.threads_token(*[b.ir for b in branches])
+    token = ctx.token
+    if threaded:
+        out_types.append(token.type)
     case = ir.Operation.create("stablehlo.case", results=out_types, operands=[index], regions=len(branches))
+
+    def emit(branch):
+        ctx.token = token  # every branch starts from the token before the cond
+        outs = ctx.emit_body(branch.ir, list(operands))
+        return outs + [ctx.token] if threaded else outs
     for region, branch in zip(case.regions, branches):
-        build_region(region, [], lambda: ctx.emit_body(branch.ir, list(operands)))
-    return list(case.results)
+        build_region(region, [], lambda: emit(branch))
+    results = list(case.results)
+    if threaded:
+        ctx.token, results = results[-1], results[:-1]
+    else:
+        ctx.token = token
+    return results
 
 
 def _emit_scan_steps(ctx, eqn, step_index: V, consts, carry, xs, ys):
@@ -49,19 +68,26 @@ def _scan(ctx, eqn, *args):
     ys = [full(0, v.aval.shape, v.aval.dtype).v for v in eqn.outputs[nk:]]
     trips, rem = divmod(length, unroll)
     if trips > 0 and unroll < length:
+        threaded = ctx.threads_token(p["body"].ir)
+        tok = [ctx.token] if threaded else []
+
         def cond(i, *_):
             return (V(i, (), np.int32) < trips).v
 
         def body(i, *state):
+            if threaded:
+                ctx.token, state = state[-1], state[:-1]
             i = V(i, (), np.int32)
             b_consts, b_carry = state[:nc], state[nc:nc + nk]
             b_xs, b_ys = state[nc + nk:nc + nk + len(xs)], state[nc + nk + len(xs):]
             base = i * unroll
             for u in range(unroll):
                 b_carry, b_ys = _emit_scan_steps(ctx, eqn, base + u if u else base, b_consts, b_carry, b_xs, b_ys)
-            return [(i + 1).v, *b_consts, *b_carry, *b_xs, *b_ys]
+            return [(i + 1).v, *b_consts, *b_carry, *b_xs, *b_ys] + ([ctx.token] if threaded else [])
 
-        res = while_values([const(0, np.int32).v, *consts, *carry, *xs, *ys], cond, body)
+        res = while_values([const(0, np.int32).v, *consts, *carry, *xs, *ys, *tok], cond, body)
+        if threaded:
+            ctx.token, res = res[-1], res[:-1]
         carry, ys = res[1 + nc:1 + nc + nk], res[1 + nc + nk + len(xs):]
         start = trips * unroll
     else:
@@ -76,11 +102,23 @@ def _while(ctx, eqn, *args):
     """Loop state: cond consts, body consts, carry (the consts pass through unchanged)."""
     p = eqn.params
     ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
+    if passes.has_ordered_effects(p["cond"].ir):
+        raise LoweringError("kiln.lax.while_loop: an ordered callback (ordered=True) in cond_fun is not supported; "
+                            "move it into body_fun or make it unordered")
+    threaded = ctx.threads_token(p["body"].ir)
+    tok = [ctx.token] if threaded else []
 
     def cond(*state):
+        state = state[:-1] if threaded else state
         return ctx.emit_body(p["cond"].ir, [*state[:ncc], *state[ncc + nbc:]])
 
     def body(*state):
-        return [*state[:ncc + nbc], *ctx.emit_body(p["body"].ir, list(state[ncc:]))]
+        if threaded:
+            ctx.token, state = state[-1], state[:-1]
+        outs = [*state[:ncc + nbc], *ctx.emit_body(p["body"].ir, list(state[ncc:]))]
+        return outs + [ctx.token] if threaded else outs
 
-    return while_values(list(args), cond, body)[ncc + nbc:]
+    res = while_values(list(args) + tok, cond, body)
+    if threaded:
+        ctx.token, res = res[-1], res[:-1]
+    return res[ncc + nbc:]

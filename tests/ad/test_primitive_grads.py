@@ -270,6 +270,8 @@ CASES: dict[str, list[Case]] = {
     "ppermute": [c(kiln.vmap(lambda x: x * lax.ppermute(x, "i", [(0, 1), (1, 2)]), axis_name="i"), a(3, 2))],
     "all_to_all": [c(kiln.vmap(lambda x: x * lax.all_to_all(x, "i", 0, 1), axis_name="i"), a(3, 3, 3))],
     "psum_scatter": [c(kiln.vmap(lambda x: lax.psum_scatter(x * x, "i", tiled=True), axis_name="i"), a(3, 6))],
+    # A debug callback passes derivatives through untouched (it runs on the primals).
+    "debug_callback": [c(lambda x: (kiln.debug.callback(lambda v: None, x), knp.sin(x))[1], a(3))],
 }
 
 
@@ -281,6 +283,22 @@ UNSUPPORTED: dict[str, tuple[Callable, tuple, str]] = {
 }
 
 
+# Host callbacks that are not differentiable by design (as in JAX): differentiating them raises JAX's ValueError.
+NOT_DIFFERENTIABLE = {
+    "pure_callback": (lambda x: kiln.pure_callback(np.sin, kiln.ShapeDtypeStruct((3,), np.float32), x),
+                      "pure callbacks do not support JVP.*kiln.custom_jvp"),
+    "io_callback": (lambda x: kiln.experimental.io_callback(np.sin, kiln.ShapeDtypeStruct((3,), np.float32), x),
+                    "IO callbacks do not support JVP"),
+}
+
+
+@pytest.mark.parametrize("name", sorted(NOT_DIFFERENTIABLE))
+def test_callbacks_are_not_differentiable(name: str):
+    fn, match = NOT_DIFFERENTIABLE[name]
+    with pytest.raises(ValueError, match=match):
+        kiln.grad(lambda x: knp.sum(fn(x)))(np.ones(3, np.float32))
+
+
 def _cases():
     for name, cases in sorted(CASES.items()):
         for i, case in enumerate(cases):
@@ -289,7 +307,8 @@ def _cases():
 
 def test_every_differentiable_primitive_has_a_case():
     missing = sorted(n for n, p in registry.items()
-                     if p not in non_differentiable and n not in CASES and n not in UNSUPPORTED)
+                     if p not in non_differentiable and n not in CASES and n not in UNSUPPORTED
+                     and n not in NOT_DIFFERENTIABLE)
     assert not missing, f"differentiable primitives without a check_grads case in {__file__}: {missing}"
 
 

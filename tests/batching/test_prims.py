@@ -35,6 +35,9 @@ ELSEWHERE = {
     "ppermute": "test_collectives_more.py", "all_to_all": "test_collectives_more.py",
     "psum_scatter": "test_collectives_more.py",
     "custom_vjp_lin": "test_transforms.py::test_custom_vjp_lin_batches_and_transposes",
+    "debug_callback": "../callbacks/test_callbacks.py::test_print_under_vmap_prints_per_batch_element",
+    "pure_callback": "../callbacks/test_callbacks.py::test_pure_callback_vmap_methods",
+    "io_callback": "../callbacks/test_callbacks.py::test_io_callback_vmap_and_errors",
 }
 # iota has no operands, so its batching rule never runs: its cases only check it is in the function.
 NEVER_BATCHED = {"iota", "platform_index"}

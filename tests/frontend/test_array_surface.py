@@ -61,3 +61,14 @@ def test_errors():
         knp.arange(3, dtype=np.int16).view(np.float32)
     with pytest.raises(ValueError, match=r"of a 0-d float32 array changes the item size"):
         knp.asarray(np.float32(1)).view(np.uint8)
+
+
+def test_copy_to_host_async_returns_its_argument_and_values_stay_right():
+    tree = {"a": knp.arange(3.0), "b": [knp.ones(2), "not an array", 1.5]}
+    assert kiln.copy_to_host_async(tree) is tree
+    assert tree["a"].copy_to_host_async() is None
+    assert float(tree["a"].sum()) == 3.0
+    deleted = knp.ones(2)
+    deleted.delete()
+    with pytest.raises(RuntimeError, match="deleted"):
+        deleted.copy_to_host_async()

@@ -480,6 +480,12 @@ CASES: dict[str, list[Case]] = {
                  lambda x: np.fft.rfft(x).astype(np.complex64), rtol=1e-5, atol=1e-6)],
     "reduce_precision": [Case(lambda x: lax.reduce_precision(x, 5, 10), (A23,),
                               lambda x: x.astype(np.float16).astype(np.float32))],
+    # Host callbacks (tests/callbacks covers them; here: eager and jit run the callable, results are right).
+    "debug_callback": [Case(lambda x: (kiln.debug.callback(lambda v: None, x), x * 1)[1], (A23,), lambda x: x)],
+    "pure_callback": [Case(lambda x: kiln.pure_callback(np.negative, kiln.ShapeDtypeStruct(A23.shape, np.float32), x),
+                           (A23,), np.negative)],
+    "io_callback": [Case(lambda x: kiln.experimental.io_callback(lambda v: v * 2, kiln.ShapeDtypeStruct(
+        A23.shape, np.float32), x), (A23,), lambda x: x * 2)],
     "optimization_barrier": [Case(lambda x, y: lax.optimization_barrier((x, y)), (A23, IA), lambda x, y: (x, y))],
     # A one-device mesh (this session's devices); tests/multidevice covers eight.
     "sharding_constraint": [Case(lambda x: kiln.jit(lambda v: lax.with_sharding_constraint(v, _ONE_DEVICE_ROWS))(x),

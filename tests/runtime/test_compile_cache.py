@@ -503,3 +503,34 @@ def test_host_callbacks_are_bound_again_on_a_hit(cache, cpu0):
     np.testing.assert_array_equal(run(second), [0, 1, 4, 9])
     np.testing.assert_array_equal(run(first), [0, 2, 4, 6])  # each executable keeps its own callable
     assert calls == ["double", "square", "double"]
+
+
+def test_jitted_callbacks_hit_in_a_new_process_with_the_current_callables(cache, run_py):
+    # The module's text does not contain the Python callables: a second process with other callables loads
+    # the same executable and must call its own (debug.print, pure_callback, io_callback).
+    code = """
+        import json, os, numpy as np, kiln, kiln.numpy as knp
+        from kiln.runtime import compile_cache as cc
+        factor = float(os.environ["FACTOR"])
+        SDS = kiln.ShapeDtypeStruct
+        seen = []
+
+        @kiln.jit
+        def f(x):
+            kiln.debug.print("x = {x}", x=x)
+            y = kiln.pure_callback(lambda v: np.asarray(v * factor, np.float32), SDS((3,), np.float32), x)
+            kiln.experimental.io_callback(lambda v: seen.append(float(v.sum())), None, y, ordered=True)
+            return y + 1
+
+        out = np.asarray(f(np.arange(3, dtype=np.float32)))
+        kiln.effects_barrier()
+        print(json.dumps([out.tolist(), seen, cc.stats()]))
+    """
+    procs = [run_py(code, env={"FACTOR": f}) for f in ("2", "3")]
+    (out2, seen2, cold), (out3, seen3, warm) = [json.loads(p.stdout.strip().splitlines()[-1]) for p in procs]
+    for p in procs:
+        assert "x = [0. 1. 2.]" in p.stdout  # debug.print ran in both
+    assert cold["hits"] == 0 and cold["writes"] >= 1
+    assert warm["misses"] == 0 and warm["hits"] == cold["writes"]
+    assert out2 == [1.0, 3.0, 5.0] and seen2 == [6.0]
+    assert out3 == [1.0, 4.0, 7.0] and seen3 == [9.0]
