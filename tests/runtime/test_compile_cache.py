@@ -534,3 +534,24 @@ def test_jitted_callbacks_hit_in_a_new_process_with_the_current_callables(cache,
     assert warm["misses"] == 0 and warm["hits"] == cold["writes"]
     assert out2 == [1.0, 3.0, 5.0] and seen2 == [6.0]
     assert out3 == [1.0, 4.0, 7.0] and seen3 == [9.0]
+
+
+def test_same_function_on_another_line_hits(cache, run_py):
+    # kiln's modules carry source locations (file, line); moving the function must not miss the cache.
+    code = """
+        import json, numpy as np, kiln, kiln.numpy as knp
+        from kiln.runtime import compile_cache as cc
+        PAD
+        @kiln.jit
+        def f(x):
+            return knp.exp(x) - knp.sin(x) * 2
+        lowered = f.lower(np.ones(3, np.float32))
+        out = np.asarray(f(np.ones(3, np.float32)))
+        print(json.dumps([lowered.as_text(debug_info=True).count("loc("), out.tolist(), cc.stats()]))
+    """
+    runs = [json.loads(run_py(code.replace("PAD", pad)).stdout.strip().splitlines()[-1])
+            for pad in ("", "y = 1\n        " * 7)]
+    (locs1, _, cold), (locs2, out, warm) = runs
+    assert locs1 > 0 and locs2 > 0  # the modules do carry locations
+    assert cold["misses"] >= 1 and warm["misses"] == 0 and warm["hits"] == cold["writes"]
+    np.testing.assert_allclose(out, np.exp(np.ones(3)) - np.sin(np.ones(3)) * 2, rtol=1e-6)
