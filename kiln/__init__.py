@@ -14,6 +14,7 @@ from kiln import (  # the public sub-modules
     dtypes,
     errors,
     experimental,
+    export,
     flatten_util,
     image,
     lax,
@@ -93,6 +94,7 @@ from kiln.frontend.core.errors import UnexpectedTracerError as UnexpectedTracerE
 from kiln.frontend.core.tracing import ensure_compile_time_eval as ensure_compile_time_eval
 from kiln.frontend.core.version import __version__ as __version__  # noqa: F401  (not in __all__, as in JAX)
 from kiln.frontend.driver.array import Array as Array
+from kiln.frontend.driver.array import live_arrays as live_arrays
 from kiln.frontend.driver.jit import explain_cache_misses as explain_cache_misses
 from kiln.frontend.driver.jit import jit as jit
 from kiln.frontend.driver.jit import make_ir as make_ir
@@ -158,3 +160,4 @@ __all__ = [
     "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "tree_util", "typeof", "typing",
     "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
 ]
+__all__ += ["export", "live_arrays"]  # issue 16: export, compiled introspection

@@ -172,7 +172,8 @@ def _with_sharding(attrs: ir.DictAttr | None, spec) -> ir.DictAttr:
 def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_unused: bool = False,
           name: str = "main", platform: str | None = None,
           custom_call_targets: Callable[[], Collection[str]] | None = None,
-          mesh: MeshLayout | None = None, debug_name: str | None = None) -> LoweredModule:
+          mesh: MeshLayout | None = None, debug_name: str | None = None,
+          embedded_consts: Sequence | None = None, platform_index_param: bool = False) -> LoweredModule:
     """Optimise ``ir_`` and emit it as the ``@main`` function of a StableHLO module.
 
     ``donated`` flags, for each of constvars + invars, an input whose buffer the program may reuse
@@ -181,11 +182,17 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
     runtime supports there, called at most once and only if a rule asks) go to the
     :class:`EmitContext`; without them rules emit portable StableHLO only. ``debug_name`` (the jitted
     function's name) prefixes the operations' location names: ``jit(f)/mul``.
+    ``embedded_consts`` (host arrays, one per constvar) writes the constvars into the module as
+    ``stablehlo.constant`` instead of parameters (a self-contained module, as export needs);
+    ``platform_index_param`` adds a leading, unused ``tensor<i32>`` parameter (JAX's calling convention for a
+    module exported for several platforms).
     """
     body = passes.optimize(ir_)
     all_inputs = body.constvars + body.invars
     used = passes.used_inputs(body)
     kept = [True] * len(all_inputs) if keep_unused else used
+    if embedded_consts is not None:
+        kept = [False] * len(body.constvars) + kept[len(body.constvars):]
     donated = list(donated) + [False] * (len(all_inputs) - len(donated))
     params = [v for v, k in zip(all_inputs, kept) if k]
     with context, ir.Location.unknown():
@@ -194,8 +201,12 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
         module.operation.attributes["mhlo.num_replicas"] = i32_attr(1)
         in_types = [tensor_type(v.aval) for v in params]
         out_types = [tensor_type(a.aval) for a in body.outvars]
+        if platform_index_param:
+            in_types = [ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))] + in_types
         with ir.InsertionPoint(module.body):
             arg_attrs = _donation_attrs(params, kept, donated, body)
+            if platform_index_param:
+                arg_attrs = [ir.DictAttr.get({})] + arg_attrs
             if mesh is not None:
                 _sdy_mesh(mesh)
                 in_specs = [spec for spec, k in zip(mesh.in_specs, kept) if k]
@@ -208,8 +219,13 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
             block = fn.add_entry_block()
             with ir.InsertionPoint(block):
                 args = iter(block.arguments)
+                if platform_index_param:
+                    next(args)
                 # Unused inputs that were dropped still need a placeholder for emit_ir's binding.
                 values = [next(args) if k else None for k in kept]
+                if embedded_consts is not None:
+                    values[:len(body.constvars)] = [const(c, v.aval.dtype).v
+                                                    for c, v in zip(embedded_consts, body.constvars)]
                 ctx = EmitContext(platform, custom_call_targets, mesh)
                 if debug_name:
                     ctx.name_prefix = f"jit({debug_name})/"
@@ -221,6 +237,12 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
                 sdy.MeshOp("empty_mesh", ir.Attribute.parse("#sdy.mesh<[]>"))
     return LoweredModule(module, kept, [a.aval for a in body.outvars], host_callbacks=ctx.host_callbacks,
                          ordered_effects=ctx.token is not None)
+
+
+def type_strings(avals: Sequence, context: ir.Context) -> list[str]:
+    """The MLIR tensor types of ``avals`` as text (``tensor<3xf32>``), as a module's signature prints them."""
+    with context, ir.Location.unknown():
+        return [str(tensor_type(a)) for a in avals]
 
 
 def _donation_attrs(params, kept, donated, body: IR) -> list[ir.DictAttr]:
@@ -242,4 +264,5 @@ def _donation_attrs(params, kept, donated, body: IR) -> list[ir.DictAttr]:
     return attrs
 
 
-__all__ = ["lower", "LoweredModule", "MeshLayout", "EmitContext", "LoweringError", "element_type", "tensor_type"]
+__all__ = ["lower", "type_strings", "LoweredModule", "MeshLayout", "EmitContext", "LoweringError", "element_type",
+           "tensor_type"]

@@ -17,6 +17,7 @@ from . import (
     distributed,  # noqa: E402
     dlpack,  # noqa: E402,F401  (DLPack exchange)
     fastpath,  # noqa: E402,F401  (the C++ jit dispatch path)
+    portable,  # noqa: E402,F401  (portable StableHLO artifacts, for export)
     profiler,  # noqa: E402,F401  (jaxlib's profiler)
     transfer_guard,  # noqa: E402,F401  (jaxlib's transfer guards)
 )
@@ -42,6 +43,7 @@ from .buffers import (  # noqa: E402
     delete,
     is_deleted,
     is_ready,
+    live_buffers,
     nbytes,
     put,
     to_numpy,
@@ -55,7 +57,7 @@ from .errors import (  # noqa: E402
     ExecutionError,
     KilnRuntimeError,
 )
-from .executable import Executable, ExecutableCache, compile  # noqa: E402
+from .executable import Executable, ExecutableCache, MemoryAnalysis, compile  # noqa: E402
 from .lapack import custom_call_targets, ensure_lapack_registered, lapack_unavailable_reason  # noqa: E402
 from .mlir import drop_stale_scopes, mlir_context  # noqa: E402
 from .sharded import (  # noqa: E402
@@ -92,6 +94,7 @@ __all__ = [
     "global_devices", "is_deleted", "is_ready", "jaxlib_version", "KilnRuntimeError", "lapack_unavailable_reason",
     "local_device", "mlir_context", "nbytes", "profiler", "put", "put_sharded", "set_default_backend", "shards_of",
     "spmd_sharding", "SpmdExecutable", "SpmdSharding", "tile_layout", "to_numpy", "transfer_guard",
+    "live_buffers", "MemoryAnalysis", "portable",
 ]
 __all__ += ["CallbackError", "CallbackResultError", "effects_barrier", "HostCallback", "run_on_host"]  # issue 16
 __all__ += ["compile_cache"]  # issue 16: the persistent compile cache

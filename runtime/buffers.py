@@ -17,7 +17,7 @@ import numpy as np
 from . import distributed
 from ._jaxlib import ALWAYS_COPY, JaxRuntimeError, device_put, xc
 from .avals import DeviceSharding, aval_for
-from .backends import Device, device_of_raw
+from .backends import Device, device_of_raw, get_backend
 from .errors import DeletedBufferError, DeviceError, KilnRuntimeError, deleted_error, jaxlib_message
 from .transfer_guard import guard_error
 
@@ -118,6 +118,11 @@ def nbytes(buf: Buffer) -> int:
     """Bytes of device memory ``buf`` occupies."""
     _check_alive(buf, "nbytes")
     return int(buf.on_device_size_in_bytes())
+
+
+def live_buffers(backend: str | None = None) -> list[Buffer]:
+    """Every buffer of ``backend`` (default backend if None) not yet deleted or freed, whoever holds it."""
+    return list(get_backend(backend)._client.live_arrays())
 
 
 def _runtime_error(e: BaseException, where: str) -> KilnRuntimeError:

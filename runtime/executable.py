@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import collections
+import dataclasses
 import re
 from typing import Any, Sequence
 
@@ -142,9 +143,34 @@ class Executable:
         except Exception:
             return None
 
+    def memory_analysis(self) -> MemoryAnalysis | None:
+        """XLA's compiled memory statistics as a :class:`MemoryAnalysis`, or None when the backend has none."""
+        stats = self.memory_stats()
+        if stats is None:
+            return None
+        return MemoryAnalysis(**{f.name: int(getattr(stats, f.name, 0) or 0)
+                                 for f in dataclasses.fields(MemoryAnalysis)})
+
     def __repr__(self) -> str:
         outs = ", ".join(f"{av.dtype}{list(av.shape)}" for av in self.out_avals)
         return f"Executable(device={self.device!r}, outputs=[{outs}])"
+
+
+@dataclasses.dataclass(frozen=True)
+class MemoryAnalysis:
+    """The memory a compiled program needs, per device, in bytes (the attributes of JAX's
+    ``Compiled.memory_analysis()``; 0 where this jaxlib does not report one)."""
+    argument_size_in_bytes: int = 0
+    output_size_in_bytes: int = 0
+    alias_size_in_bytes: int = 0
+    temp_size_in_bytes: int = 0
+    generated_code_size_in_bytes: int = 0
+    host_argument_size_in_bytes: int = 0
+    host_output_size_in_bytes: int = 0
+    host_alias_size_in_bytes: int = 0
+    host_temp_size_in_bytes: int = 0
+    host_generated_code_size_in_bytes: int = 0
+    peak_memory_in_bytes: int = 0
 
 
 # What one executable costs beyond its generated code (XLA's module, buffer assignment, the loaded

@@ -16,6 +16,7 @@ from ..core import dtypes, tree_util
 from ..core.avals import ShapedArray
 from ..core.ir import IR, ClosedIR, Var
 from ..core.tracing import Tracer, abstractify, eval_ir, trace_to_ir
+from ..driver import export as _export
 from ..driver.array import Array
 from ..lax import api as lax
 from . import (  # noqa: F401  (each registers the derivative rules of its family)
@@ -34,6 +35,7 @@ from . import (  # noqa: F401  (each registers the derivative rules of its famil
     rules_structural,
     rules_windowed,
 )
+from .custom import custom_vjp as _custom_vjp
 from .jvp import jvp_ir
 from .partial_eval import partial_eval
 from .tangents import Zero, float0, instantiate, tangent_aval
@@ -619,3 +621,6 @@ def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = Fal
     if jitted:
         return jit(fwd), jit(bwd)
     return fwd, bwd
+
+# kiln.export (on the driver floor, below) differentiates exported functions with these.
+_export._ad_hooks.update(vjp=vjp, custom_vjp=_custom_vjp)

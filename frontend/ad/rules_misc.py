@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from ..core.tracing import abstractify, eval_ir, trace_to_ir
+from ..driver.export import ExportDerivativeError, call_exported_p
 from ..lax import api, misc
 from .jvp import jvp_eval, jvp_rules, linear_jvp, non_differentiable
 from .tangents import Zero, instantiate, tangent_aval
@@ -86,3 +87,14 @@ def _reduce_jvp(primals, tangents, *, computation, dimensions):
 
 
 jvp_rules[misc.reduce_p] = _reduce_jvp
+
+
+def _call_exported_jvp(primals, tangents, *, name, **params):
+    raise ExportDerivativeError(
+        f"kiln.export: cannot differentiate the exported {name!r}: it has no VJP (kiln records one when every "
+        "argument and result is floating or complex; a deserialized Exported needs serialize(vjp_order=1)), and "
+        "forward mode is not available for exported functions (as in JAX); export the derivative you need as a "
+        "function of its own, e.g. kiln.export.export(kiln.jit(kiln.grad(f)))")
+
+
+jvp_rules[call_exported_p] = _call_exported_jvp

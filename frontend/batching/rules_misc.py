@@ -1,9 +1,11 @@
-"""Batching rules of ``lax/misc.py``: ``reduce_precision`` and ``optimization_barrier`` keep each batch
-dimension where it is; the general ``reduce`` moves it to the front (init values must be unbatched, as
-in JAX); ``rng_bit_generator`` with a batch of keys runs once per key (unrolled)."""
+"""Batching rules of ``lax/misc.py`` (and of ``call_exported``: once per batch element, unrolled):
+``reduce_precision`` and ``optimization_barrier`` keep each batch dimension where it is; the general
+``reduce`` moves it to the front (init values must be unbatched, as in JAX); ``rng_bit_generator``
+with a batch of keys runs once per key (unrolled)."""
 from __future__ import annotations
 
 from .. import lax
+from ..driver.export import call_exported_p
 from ..lax import misc
 from .core import BatchingError, batch_rules, move_dim
 
@@ -42,6 +44,15 @@ def _platform_index_rule(ctx, args, dims, **params):
     return misc.platform_index_p.bind(**params), None
 
 
+def _call_exported_rule(ctx, args, dims, **params):
+    """The module runs once per batch element (unrolled), as it was exported for unbatched shapes."""
+    args = [a if d is None else move_dim(a, d, 0, ctx.size) for a, d in zip(args, dims)]
+    rows = [call_exported_p.bind(*[a if d is None else lax.index_in_dim(a, i, 0, keepdims=False)
+                                   for a, d in zip(args, dims)], **params) for i in range(ctx.size)]
+    return [lax.stack(list(col)) for col in zip(*rows)], [0] * len(params["out_avals"])
+
+
+batch_rules[call_exported_p] = _call_exported_rule
 batch_rules[misc.platform_index_p] = _platform_index_rule
 batch_rules[misc.reduce_precision_p] = _reduce_precision_rule
 batch_rules[misc.optimization_barrier_p] = _barrier_rule

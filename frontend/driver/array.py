@@ -1,6 +1,7 @@
 """``kiln.Array``: an immutable array living in one device's memory."""
 from __future__ import annotations
 
+import gc
 import operator
 from typing import Any
 
@@ -128,6 +129,11 @@ class Array(ArrayMethods):
         self._npy = None
         runtime.delete(self._buf)
 
+    def on_device_size_in_bytes(self) -> int:
+        """Bytes of device memory the array occupies, over all its devices (a replicated array counts once
+        per device)."""
+        return runtime.nbytes(self._buf)
+
     def copy_to_host_async(self) -> None:
         """Start copying the value to host memory, so that a later ``np.asarray(x)`` need not wait for the
         transfer (nothing to do on CPU or once the host copy exists)."""
@@ -238,3 +244,17 @@ def _from_pickle(value: np.ndarray) -> Array:
     """An unpickled array: uncommitted, on the default device."""
     from .dispatch import put  # dispatch imports this module
     return put(value, None, committed=False)
+
+
+def live_arrays(platform: str | None = None) -> list[Array]:
+    """Every kiln array alive on ``platform``'s devices (the default backend's if None), not deleted or
+    donated (as ``jax.live_arrays``); buffers kiln holds internally (a jitted function's constants) are
+    not arrays and are not listed. Walks the garbage collector's objects: for debugging, not hot loops."""
+    bufs = runtime.live_buffers(platform)
+    if not bufs:
+        return []
+    by_buf: dict[int, list[Array]] = {}
+    for obj in gc.get_referrers(*bufs):
+        if type(obj) is Array:
+            by_buf.setdefault(id(obj._buf), []).append(obj)
+    return [a for b in bufs for a in by_buf.get(id(b), ())]

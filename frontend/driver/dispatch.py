@@ -167,25 +167,31 @@ _lowering: contextvars.ContextVar[bool] = contextvars.ContextVar("kiln_lowering"
 
 def lower_ir(ir: IR, *, donated: Sequence[bool] = (), keep_unused: bool = False,
              device: runtime.Device | None = None, mesh: lowering.MeshLayout | None = None,
-             debug_name: str | None = None) -> lowering.LoweredModule:
+             debug_name: str | None = None, embedded_consts: Sequence | None = None,
+             platform_index_param: bool = False) -> lowering.LoweredModule:
     """Lower ``ir`` for ``device``'s platform (rules may then use its custom calls, e.g. LAPACK on CPU);
     ``mesh`` states the layouts of a program partitioned over a device mesh; ``debug_name`` (a jitted
-    function's name) goes into the operations' locations."""
+    function's name) goes into the operations' locations; ``embedded_consts`` (host values of the constvars)
+    writes the constants into the module instead of taking them as parameters; ``platform_index_param`` gives
+    it a leading unused i32 parameter (export's multi-platform convention)."""
     if not _lowering.get():
         runtime.drop_stale_scopes()  # MLIR scopes an interrupted lowering left entered
-    return contextvars.copy_context().run(_lower, ir, donated, keep_unused, device, mesh, debug_name)
+    return contextvars.copy_context().run(_lower, ir, donated, keep_unused, device, mesh, debug_name,
+                                          embedded_consts, platform_index_param)
 
 
 def _lower(ir: IR, donated: Sequence[bool], keep_unused: bool, device: runtime.Device | None,
-           mesh: lowering.MeshLayout | None, debug_name: str | None) -> lowering.LoweredModule:
+           mesh: lowering.MeshLayout | None, debug_name: str | None, embedded_consts: Sequence | None = None,
+           platform_index_param: bool = False) -> lowering.LoweredModule:
     _lowering.set(True)
+    extra = dict(mesh=mesh, debug_name=debug_name, embedded_consts=embedded_consts,
+                 platform_index_param=platform_index_param)
     if device is None:
-        return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused,
-                              mesh=mesh, debug_name=debug_name)
+        return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused, **extra)
     platform = device.platform
     return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused,
                           platform=platform, custom_call_targets=lambda: runtime.custom_call_targets(platform),
-                          mesh=mesh, debug_name=debug_name)
+                          **extra)
 
 
 def compile_ir(ir: IR, device: runtime.Device, *, donated: Sequence[bool] = (),

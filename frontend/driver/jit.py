@@ -680,13 +680,18 @@ class Compiled:
         return jitted._execute(entry, leaves)
 
     def as_text(self) -> str:
-        return self.entry.compiled.lowered.as_text()
+        """The optimised HLO XLA compiled (as JAX's; ``Lowered.as_text()`` is the StableHLO)."""
+        return self.entry.compiled.executable.hlo_text()
 
-    def cost_analysis(self):
+    def cost_analysis(self) -> dict[str, float] | None:
+        """XLA's cost estimates of the compiled program (``flops``, ``bytes accessed``, ``transcendentals``,
+        ...), a dict as JAX's; None when the backend reports none."""
         return self.entry.compiled.executable.cost_analysis()
 
-    def memory_analysis(self):
-        return self.entry.compiled.executable.memory_stats()
+    def memory_analysis(self) -> runtime.MemoryAnalysis | None:
+        """The compiled program's memory per device (``argument_size_in_bytes``, ``output_size_in_bytes``,
+        ``temp_size_in_bytes``, ``generated_code_size_in_bytes``, ...); None when the backend reports none."""
+        return self.entry.compiled.executable.memory_analysis()
 
 
 class _Static:

@@ -6,6 +6,7 @@ from . import (  # noqa: F401
     convolution,  # noqa: F401
     custom,  # noqa: F401
     elementwise,
+    export,  # noqa: F401
     fft,  # noqa: F401
     indexing,  # noqa: F401
     linalg,  # noqa: F401

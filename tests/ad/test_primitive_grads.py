@@ -276,10 +276,14 @@ CASES: dict[str, list[Case]] = {
 
 
 # Primitives whose derivative is not implemented: differentiating them must raise a clear error.
+_EXPORTED_INT = kiln.export.export(kiln.jit(lambda x: (x * 2, x.astype(knp.int32))))(X34)
 UNSUPPORTED: dict[str, tuple[Callable, tuple, str]] = {
     "scatter_apply": (lambda x: lax.scatter_apply(x, UNIQUE, knp.sin, SDN, update_shape=(3, 3)), (X34,),
                       "scatter_apply.*not implemented"),
     "schur": (lambda x: lax.linalg.schur(x)[0], (X34[:3],), "schur is not differentiable"),
+    # An exported function differentiates through its exported VJP (tests/frontend/test_export.py); one with an
+    # integer result has none.
+    "call_exported": (lambda x: _EXPORTED_INT.call(x)[0], (X34,), "cannot differentiate the exported"),
 }
 
 

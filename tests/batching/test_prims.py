@@ -291,6 +291,12 @@ case("linear_solve", lambda m, b: lax.custom_linear_solve(lambda x: m @ x, b, la
      lambda r: [f32(r, 3, 3) + 4 * np.eye(3, dtype=np.float32), f32(r, 3)], [((0, 0), 0), ((None, 0), -1),
                                                                            ((2, None), 0)], tol=1e-4)
 
+# An exported function: under vmap its module runs once per batch element.
+_EXPORTED = kiln.export.export(kiln.jit(lambda x, m: (m @ x, knp.sin(x).sum())))(
+    kiln.ShapeDtypeStruct((3,), np.float32), kiln.ShapeDtypeStruct((2, 3), np.float32))
+case("call_exported", lambda x, m: _EXPORTED.call(x, m), lambda r: [f32(r, 3), f32(r, 2, 3)],
+     [((0, None), 0), ((1, 0), -1), ((None, 2), 0)])
+
 case("platform_index", lambda x: lax.platform_dependent(x, cpu=lambda v: v + 1, default=lambda v: v - 1),
      lambda r: [f32(r, 3)], [((0,), 0)])
 

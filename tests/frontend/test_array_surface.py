@@ -18,9 +18,9 @@ JAX_ARRAY_NAMES = [
     "sharding", "size", "sort", "squeeze", "std", "sum", "swapaxes", "take", "to_device", "tolist", "trace",
     "transpose", "unsafe_buffer_pointer", "var", "view", "weak_type",
 ]
-# Left out: byteswap (kiln arrays have no byte order of their own); format, on_device_size_in_bytes and
-# unsafe_buffer_pointer expose PJRT buffer internals (layouts, allocation sizes, raw pointers).
-NOT_IN_KILN = {"byteswap", "format", "on_device_size_in_bytes", "unsafe_buffer_pointer"}
+# Left out: byteswap (kiln arrays have no byte order of their own); format and unsafe_buffer_pointer expose
+# PJRT buffer internals (layouts, raw pointers).
+NOT_IN_KILN = {"byteswap", "format", "unsafe_buffer_pointer"}
 
 
 def test_kiln_arrays_have_jax_arrays_attributes():

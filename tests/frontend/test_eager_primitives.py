@@ -205,6 +205,10 @@ def _unary_float_case(name, np_fn, args=(A23,), rtol=FL, atol=0.0):
     return Case(getattr(lax, name), args, np_fn, rtol=rtol, atol=atol)
 
 
+# An exported function (Exported.call binds call_exported inside a trace; eagerly it runs the executable).
+_EXPORTED = kiln.export.deserialize(kiln.export.export(kiln.jit(lambda x, d: (x * d["y"] + 1.0, x.sum())))(
+    A23, {"y": B23}).serialize())
+
 CASES: dict[str, list[Case]] = {
     # -- binary arithmetic ------------------------------------------------------------------
     "add": [Case(lax.add, (A23, B23), np.add),
@@ -503,6 +507,8 @@ CASES: dict[str, list[Case]] = {
                                                                lambda mv, r: knp.linalg.solve(m, r)),
                           (_SPD[0], B23[0]), lambda m, b: np.linalg.solve(m, b), rtol=1e-4, atol=1e-5)],
     # -- calls --------------------------------------------------------------------------------
+    "call_exported": [Case(lambda x, y: _EXPORTED.call(x, {"y": y})[0], (A23, B23), lambda x, y: x * y + 1.0,
+                           rtol=1e-6)],
     "jit_call": [Case(lambda x, y: _inner_jitted(x, y), (A23, B23),
                       lambda x, y: (np.tanh(x) * y, x - y), rtol=1e-6, atol=1e-6)],
     "remat": [Case(kiln.checkpoint(lambda x: knp.sin(x) * 2.0), (A23,), lambda x: np.sin(x) * 2, rtol=1e-6,

@@ -369,7 +369,7 @@ def test_lower_as_text_and_compile():
     assert "tanh" in str(lowered.ir)
     compiled = lowered.compile()
     np.testing.assert_allclose(np.asarray(compiled(a, b_)), np.tanh(a) @ b_, rtol=1e-6)
-    assert compiled.as_text() == text
+    assert compiled.as_text().startswith("HloModule")  # the optimised HLO, as JAX's
     assert compiled.cost_analysis()["flops"] > 0
     with pytest.raises(TypeError, match=r"compiled for arguments \(f32\[2,3\], f32\[3,4\]\) but called with "
                                         r"\(f32\[2,3\], f32\[3,5\]\)"):

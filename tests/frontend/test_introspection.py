@@ -1,0 +1,104 @@
+"""Compiled introspection: ``Compiled.as_text()`` (optimised HLO), ``cost_analysis()``, ``memory_analysis()``,
+``kiln.live_arrays()`` and ``Array.on_device_size_in_bytes()``; SPMD programs in a subprocess with two devices."""
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+import kiln
+import kiln.numpy as knp
+
+
+def _matmul_tanh(a, b):
+    return knp.tanh(a @ b), (a * 2).sum()
+
+
+def test_compiled_as_text_is_optimised_hlo_and_lowered_stays_stablehlo():
+    a = np.ones((4, 8), np.float32)
+    b = np.ones((8, 3), np.float32)
+    lowered = kiln.jit(_matmul_tanh).lower(a, b)
+    assert "stablehlo.dot_general" in lowered.as_text() and "func.func public @main" in lowered.as_text()
+    hlo = lowered.compile().as_text()
+    assert hlo.startswith("HloModule") and "ENTRY" in hlo
+    assert "f32[4,8]" in hlo and "f32[4,3]" in hlo and "stablehlo." not in hlo
+
+
+def test_cost_analysis_is_a_dict_of_xla_estimates():
+    n = 16
+    a = np.ones((n, n), np.float32)
+    cost = kiln.jit(lambda a, b: a @ b).lower(a, a).compile().cost_analysis()
+    assert isinstance(cost, dict) and all(isinstance(v, float) for v in cost.values())
+    assert cost["flops"] >= 2 * n ** 3 * 0.9  # a matmul: 2 n^3 flops
+    assert cost["bytes accessed"] >= 3 * a.nbytes  # two inputs read, one output written
+    cost = kiln.jit(knp.tanh).lower(a).compile().cost_analysis()
+    assert cost["transcendentals"] == n * n
+
+
+@pytest.mark.parametrize("dtype", [np.float32, np.int8, np.float64, ml_dtypes.bfloat16])
+def test_memory_analysis_counts_arguments_and_outputs(dtype):
+    if np.dtype(dtype) == np.float64:
+        kiln.config.update("enable_x64", True)
+    x = np.ones((3, 5), dtype)
+    y = np.ones((5,), dtype)
+    stats = kiln.jit(lambda x, y: (x + y, x[0] * y)).lower(x, y).compile().memory_analysis()
+    assert isinstance(stats, kiln.runtime.MemoryAnalysis)
+    assert stats.argument_size_in_bytes == x.nbytes + y.nbytes
+    # Several results: XLA also counts the tuple of their pointers (8 bytes each on CPU).
+    assert x.nbytes + y.nbytes <= stats.output_size_in_bytes <= x.nbytes + y.nbytes + 16
+    one = kiln.jit(lambda x, y: x - y).lower(x, y).compile().memory_analysis()
+    assert one.output_size_in_bytes == x.nbytes
+    for name in ("temp_size_in_bytes", "generated_code_size_in_bytes", "alias_size_in_bytes",
+                 "host_temp_size_in_bytes", "peak_memory_in_bytes"):
+        assert getattr(stats, name) >= 0
+    donated = kiln.jit(lambda x: x * 2, donate_argnums=0).lower(x).compile().memory_analysis()
+    assert donated.alias_size_in_bytes == x.nbytes  # the output reuses the donated input
+
+
+def test_on_device_size_in_bytes():
+    for dtype, shape in [(np.float32, (3,)), (np.int16, (2, 5)), (np.complex64, (4,)), (np.bool_, (7,)),
+                         (ml_dtypes.bfloat16, (6,))]:
+        host = np.zeros(shape, dtype)
+        x = knp.asarray(host)
+        assert x.on_device_size_in_bytes() == host.nbytes, dtype
+    x = knp.ones(4)
+    x.delete()
+    with pytest.raises(kiln.DeletedBufferError):
+        x.on_device_size_in_bytes()
+
+
+def test_live_arrays():
+    before = {id(a) for a in kiln.live_arrays()}
+    x = knp.arange(5.0)
+    y = kiln.jit(lambda v: v * 2)(x)
+    live = kiln.live_arrays()
+    assert all(isinstance(a, kiln.Array) for a in live)
+    new = [a for a in live if id(a) not in before]
+    assert any(a is x for a in new) and any(a is y for a in new)
+    y.delete()
+    assert not any(a is y for a in kiln.live_arrays())
+    assert any(a is x for a in kiln.live_arrays(kiln.default_backend()))
+    with pytest.raises(kiln.BackendError):
+        kiln.live_arrays("no-such-backend")
+
+
+def test_spmd_program_introspection(run_py):
+    run_py("""
+        import numpy as np, kiln, kiln.numpy as knp
+        from kiln.sharding import NamedSharding, PartitionSpec as P
+        mesh = kiln.make_mesh((2,), ('x',))
+        host = np.arange(16.0, dtype=np.float32)
+        x = kiln.device_put(host, NamedSharding(mesh, P('x')))
+        r = kiln.device_put(host, NamedSharding(mesh, P()))
+        assert x.on_device_size_in_bytes() == host.nbytes, x.on_device_size_in_bytes()
+        assert r.on_device_size_in_bytes() == 2 * host.nbytes  # one copy per device, as JAX counts
+        assert any(a is x for a in kiln.live_arrays()) and any(a is r for a in kiln.live_arrays())
+        c = kiln.jit(lambda a: knp.sin(a) * 2).lower(x).compile()
+        hlo = c.as_text()
+        assert hlo.startswith("HloModule") and "num_partitions=2" in hlo and "f32[8]" in hlo, hlo[:400]
+        assert c.cost_analysis()["transcendentals"] == 8  # per device: one shard of 8 elements
+        stats = c.memory_analysis()
+        assert stats.argument_size_in_bytes == host.nbytes // 2 and stats.output_size_in_bytes == host.nbytes // 2
+        np.testing.assert_allclose(np.asarray(c(x)), np.sin(host) * 2, rtol=1e-6)
+        print("OK")
+    """, env={"KILN_NUM_CPU_DEVICES": "2", "KILN_PLATFORMS": "cpu"})
