@@ -426,6 +426,18 @@ def bench_per_example_grads(fw: Framework, quick: bool) -> float | None:
     return per_call(lambda: step(params, x, labels), fw.block, number=5 if quick else 20, repeat=3 if quick else 15)
 
 
+def _first_call(which: str):
+    def bench(fw: Framework, quick: bool) -> float | None:
+        """The MLP train step's first call in a fresh process (trace, lower, compile or load from the persistent
+        compile cache, run): ``cold`` on an empty cache directory, ``warm`` on the one the cold run filled
+        (first_call.py; JAX with its cache turned on). ``lookup_miss``: what kiln's cache adds to a miss."""
+        if fw.value_and_grad is None:
+            return None
+        import first_call
+        return first_call.run(fw.name, which, quick)
+    return bench
+
+
 def bench_data_parallel_mlp(fw: Framework, quick: bool) -> float | None:
     """A data-parallel training step on 8 CPU devices: the MLP train step above on a batch of 1024 split over
     a mesh axis, parameters replicated, in a fresh process per framework (the device count is fixed when a
@@ -459,6 +471,8 @@ def bench_debug_print_loop(fw: Framework, quick: bool) -> float:
         return per_call(lambda: loop(x), fw.block, number=3 if quick else 10, repeat=3 if quick else 10)
 
 
+FIRST_COLD = "MLP train step: first call in a new process, empty compile cache"
+FIRST_WARM = "MLP train step: first call in a new process, warm compile cache"
 SELU_STREAM = "jit SELU f32[{stream}]"
 COPY_STREAM = "jit copy f32[{stream}] (device to device)"
 MATMUL = "jit matmul bf16[{matmul},{matmul}] @ bf16[{matmul},{matmul}]"
@@ -484,6 +498,9 @@ CASES: list[Case] = [
     Case(f"compile: {RANDOM_CALLS} random calls", "ms", bench_compile_random_calls),
     Case(f"per-example grads: jit(vmap(grad)) MLP 64-128-128-10, batch {PEG_BATCH}", "us", bench_per_example_grads,
          gpu=True),
+    Case(FIRST_COLD, "ms", _first_call("cold")),
+    Case(FIRST_WARM, "ms", _first_call("warm")),
+    Case("compile cache lookup on a miss (key of the MLP step + probe)", "us", _first_call("lookup_miss")),
     Case("data-parallel MLP step, 8 CPU devices (batch 1024 split, sync every 8 steps)", "ms",
          bench_data_parallel_mlp),
     Case("shard_map: 100 psums in a fori_loop, 8 CPU devices", "ms", bench_shard_map_psum_loop),
@@ -500,6 +517,8 @@ def _stream_bytes(sizes: dict[str, int]) -> int:
 
 
 DERIVED: list[Derived] = [
+    Derived("↳ first-call speed-up of a warm cache (cold / warm; issue 16's target: ≥ 3.3, warm ≤ 0.3× cold)",
+            (FIRST_COLD, FIRST_WARM), lambda sizes, cold, warm: cold / warm, "{:.1f}×"),
     Derived("↳ copy bandwidth (read + write)", (COPY_STREAM,),
             lambda sizes, copy: _stream_bytes(sizes) / copy / 1e9, "{:.0f} GB/s"),
     Derived("↳ SELU: fraction of copy bandwidth (copy time / SELU time)", (SELU_STREAM, COPY_STREAM),

@@ -13,6 +13,7 @@ os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "1")
 import gc  # noqa: E402
 
 from . import (
+    compile_cache,  # noqa: E402,F401  (the persistent compile cache)
     distributed,  # noqa: E402
     dlpack,  # noqa: E402,F401  (DLPack exchange)
     fastpath,  # noqa: E402,F401  (the C++ jit dispatch path)
@@ -97,3 +98,4 @@ __all__ = [
     "to_numpy", "transfer_guard",
 ]
 __all__ += ["CallbackError", "CallbackResultError", "effects_barrier", "HostCallback", "run_on_host"]  # issue 16
+__all__ += ["compile_cache"]  # issue 16: the persistent compile cache

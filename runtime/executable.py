@@ -8,6 +8,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import compile_cache
 from ._jaxlib import JaxRuntimeError, result_handler, xc
 from .avals import Aval, aval_for
 from .backends import Device
@@ -290,6 +291,7 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
     ``tf.aliasing_output`` / ``jax.buffer_donor`` argument attributes). ``host_callbacks``: the callables
     the module's Python-callback custom calls name by index (the module must then be an ``ir.Module``);
     ``ordered_effects``: the module threads a token through ordered callbacks (its launches are ordered).
+    The persistent compile cache (:mod:`.compile_cache`) is asked first.
     """
     if not isinstance(device, Device):
         raise TypeError(f"runtime.compile expects a kiln runtime.Device, got {device!r}.")
@@ -300,8 +302,8 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
     if needs_lapack:
         ensure_lapack_registered()  # custom calls to jaxlib's LAPACK kernels: register them first
     try:
-        exe = client.compile_and_load(module, xc.DeviceList((device._raw,)), _compile_options(device),
-                                      **callback_args(module, host_callbacks))
+        exe = compile_cache.compile_and_load(client, module, xc.DeviceList((device._raw,)), _compile_options(device),
+                                             text=text, **callback_args(module, host_callbacks))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:  # parse, verify and XLA errors
         msg = f"XLA failed to compile the module for {device!r}:\n{jaxlib_message(e)}"
         if needs_lapack and lapack_unavailable_reason():

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from . import distributed
+from . import compile_cache, distributed
 from ._jaxlib import JaxRuntimeError, device_put, result_handler, xc
 from .avals import KilnSharding, aval_for
 from .backends import Device, device_of_raw
@@ -172,8 +172,9 @@ def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tup
     if devices[0].platform == "cpu" and "lapack_" in text:
         ensure_lapack_registered()
     try:
-        exe = devices[0].backend._client.compile_and_load(module, xc.DeviceList(tuple(d._raw for d in devices)), opts,
-                                                          **callback_args(module, host_callbacks))
+        exe = compile_cache.compile_and_load(devices[0].backend._client, module,
+                                             xc.DeviceList(tuple(d._raw for d in devices)), opts, text=text,
+                                             **callback_args(module, host_callbacks))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:
         raise CompileError(f"XLA failed to compile the module for {len(devices)} devices:\n{jaxlib_message(e)}") from e
     return with_callbacks(SpmdExecutable(exe, devices, out_avals, num_donated, text), host_callbacks, ordered_effects)

@@ -5,17 +5,28 @@
   ``@pytest.mark.backend("cpu")`` and skip in sessions that test another one.
 - Every test gets its ``kiln.config`` flags restored afterwards, so a test that turns on
   ``enable_x64`` (and fails halfway) cannot leak 64-bit mode into the tests that follow.
+- The persistent compile cache is on, as for users, in a fresh temporary directory per session (shared
+  with the session's subprocesses, removed at the end): hermetic, and every executable of the suite goes
+  through the cache (measured: no slower than the cache off). ``KILN_TEST_CACHE_DIR=/some/dir`` keeps
+  the entries between sessions instead (a second run of tests/control + tests/numpy/test_reductions.py:
+  4 s instead of 27 s).
 """
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 import textwrap
 
 import pytest
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+# Before kiln is imported: the runtime reads the cache directory from the environment.
+_SESSION_CACHE = None if os.environ.get("KILN_TEST_CACHE_DIR") else tempfile.mkdtemp(prefix="kiln-test-cache-")
+os.environ["KILN_CACHE_DIR"] = os.environ.get("KILN_TEST_CACHE_DIR") or _SESSION_CACHE
 
 TEST_BACKEND = os.environ.get("KILN_TEST_BACKEND", "").strip() or None
 
@@ -29,6 +40,11 @@ def pytest_configure(config):
             kiln.config.update("default_backend", TEST_BACKEND)
         except kiln.BackendError as e:
             pytest.exit(f"KILN_TEST_BACKEND={TEST_BACKEND!r}: {e}", returncode=4)
+
+
+def pytest_unconfigure(config):
+    if _SESSION_CACHE is not None:
+        shutil.rmtree(_SESSION_CACHE, ignore_errors=True)
 
 
 def backend_under_test() -> str:

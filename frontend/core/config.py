@@ -11,8 +11,13 @@ import os
 import warnings
 from typing import Any, Iterator
 
+from kiln.runtime import compile_cache as _compile_cache
+
 from .errors import KilnError
 from .jax_flags import JAX_FLAG_NAMES
+from .version import __version__ as _kiln_version
+
+_compile_cache.configure(kiln_version=_kiln_version)  # part of the compile cache's key
 
 
 def _env_bool(name: str, default: bool) -> bool:
@@ -86,6 +91,14 @@ class Config:
         "transfer_guard_host_to_device": (None, str, False),
         "transfer_guard_device_to_device": (None, str, False),
         "transfer_guard_device_to_host": (None, str, False),
+        # The persistent compile cache (kiln.runtime.compile_cache; README "Compile cache"): on/off
+        # (KILN_COMPILATION_CACHE), its directory (None: KILN_CACHE_DIR, else $XDG_CACHE_HOME/kiln, else
+        # ~/.cache/kiln), its bound in bytes (-1: none, 0: off), and the compile time below which
+        # executables are not written (0: every executable is).
+        "compilation_cache": (_compile_cache.settings()["enabled"], bool, False),
+        "compilation_cache_dir": (None, str, False),
+        "compilation_cache_max_size": (_compile_cache.settings()["max_size"], int, False),
+        "persistent_cache_min_compile_time_secs": (0.0, float, False),
     }
 
     # Flags with a fixed set of values.
@@ -116,7 +129,13 @@ class Config:
     }
 
     # JAX flag names (JAX_FLAG_NAMES) that are spelled differently in kiln; the others drop "jax_".
-    JAX_TO_KILN: dict[str, str] = {"jax_platform_name": "default_backend", "jax_platforms": "default_backend"}
+    JAX_TO_KILN: dict[str, str] = {"jax_platform_name": "default_backend", "jax_platforms": "default_backend",
+                                   "jax_enable_compilation_cache": "compilation_cache"}
+
+    # Flags the runtime's compile cache reads: pushed down to it on every change.
+    _CACHE_SETTINGS: dict[str, str] = {"compilation_cache": "enabled", "compilation_cache_dir": "directory",
+                                       "compilation_cache_max_size": "max_size",
+                                       "persistent_cache_min_compile_time_secs": "min_compile_time"}
 
     def __init__(self) -> None:
         object.__setattr__(self, "_values", {})
@@ -199,6 +218,10 @@ class Config:
                               f"{', '.join(repr(c) for c in choices)}")
         if name == "default_device":
             value = self._check_device(value)
+        elif typ is float and isinstance(value, int) and not isinstance(value, bool):
+            value = float(value)  # jax_persistent_cache_min_compile_time_secs=0
+        elif name == "compilation_cache_dir" and isinstance(value, os.PathLike):
+            value = os.fspath(value)
         elif value is not None and not isinstance(value, typ):
             raise ConfigError(f"kiln.config.update({name!r}, {value!r}): expected a {typ.__name__}, "
                               f"got {type(value).__name__}")
@@ -210,6 +233,8 @@ class Config:
         if name == "cpu_lapack":
             from kiln.runtime import lapack
             lapack.set_enabled(value)
+        if name in self._CACHE_SETTINGS:
+            _compile_cache.configure(**{self._CACHE_SETTINGS[name]: value})
         if name in self._NOT_ENFORCED and value != default:
             self._warn_once(name, f"kiln.config: {jax_name}={value!r} is accepted but has no effect: "
                                   f"{self._NOT_ENFORCED[name]}")
@@ -276,6 +301,8 @@ class Config:
         if name == "cpu_lapack":
             from kiln.runtime import lapack
             lapack.set_enabled(value)
+        if name in self._CACHE_SETTINGS:
+            _compile_cache.configure(**{self._CACHE_SETTINGS[name]: value})
         self._set(name, value)
         if name.startswith("transfer_guard"):
             self._apply_transfer_guard(name, value)

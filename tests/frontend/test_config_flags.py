@@ -41,16 +41,16 @@ def test_jax_names_of_kiln_flags_apply():
 
 
 def test_a_jax_flag_kiln_lacks_warns_once_and_is_recorded():
-    name = "jax_compilation_cache_dir"
+    name = "jax_pgle_profiling_runs"
     config._warned.discard(name)
-    with pytest.warns(UserWarning, match=r"kiln does not implement JAX's flag 'jax_compilation_cache_dir'"):
-        with config.override(name, "/tmp/x"):
-            assert config.jax_compilation_cache_dir == "/tmp/x"
+    with pytest.warns(UserWarning, match=r"kiln does not implement JAX's flag 'jax_pgle_profiling_runs'"):
+        with config.override(name, 3):
+            assert config.jax_pgle_profiling_runs == 3
             with warnings.catch_warnings():
                 warnings.simplefilter("error")  # the second time: no warning
-                config.update(name, "/tmp/y")
-    with pytest.raises(AttributeError, match=r"JAX's flag 'jax_compilation_cache_dir' is not implemented by kiln"):
-        _ = config.jax_compilation_cache_dir
+                config.update(name, 4)
+    with pytest.raises(AttributeError, match=r"JAX's flag 'jax_pgle_profiling_runs' is not implemented by kiln"):
+        _ = config.jax_pgle_profiling_runs
 
 
 def test_unknown_names_raise_with_a_suggestion():
