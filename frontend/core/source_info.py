@@ -141,20 +141,7 @@ def current(depth: int = 1) -> SourceInfo | None:
     source = _override.get()
     if source is not None:
         return source
-    try:
-        f = sys._getframe(depth)
-    except ValueError:
-        return None
-    internal = _internal
-    while f is not None:
-        code = f.f_code
-        flag = internal.get(code.co_filename)
-        if flag is None:
-            flag = is_internal(code.co_filename)
-        if not flag:
-            return SourceInfo(code, f.f_lasti)
-        f = f.f_back
-    return None
+    return user_frame_info(depth)  # the same count: user_frame_info adds its own frame
 
 
 class at:
