@@ -88,3 +88,18 @@ def test_deleting_after_export_never_aborts(run_py):
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert proc.stdout.split() == ["refused", "[0.0,", "2.0,", "4.0,", "6.0,", "8.0]", "[2.0,", "4.0,", "6.0]",
                                    "[1.0,", "2.0,", "3.0]"]
+
+
+def test_pytorch_round_trip_shares_memory():
+    """With PyTorch installed: kiln -> torch and torch -> kiln on CPU without copies (skipped otherwise)."""
+    torch = pytest.importorskip("torch")
+    x = knp.arange(6.0).reshape(2, 3)
+    t = torch.from_dlpack(x)
+    assert tuple(t.shape) == (2, 3) and t.dtype == torch.float32
+    np.testing.assert_array_equal(t.numpy(), np.arange(6.0).reshape(2, 3))
+    assert t.data_ptr() == np.from_dlpack(x).ctypes.data  # the device buffer itself, not a copy
+    source = torch.arange(4, dtype=torch.float32) * 2
+    y = knp.from_dlpack(source)
+    np.testing.assert_array_equal(y, [0.0, 2.0, 4.0, 6.0])
+    assert np.from_dlpack(y).ctypes.data == source.data_ptr()
+    np.testing.assert_array_equal(kiln.jit(lambda a: a + 1)(y), [1.0, 3.0, 5.0, 7.0])
