@@ -1,0 +1,234 @@
+"""kiln.optim against its update equations written in NumPy, schedules against their formulas."""
+import math
+
+import numpy as np
+import pytest
+
+import kiln
+import kiln.numpy as jnp
+from kiln import optim
+
+RNG = np.random.default_rng(0)
+P0 = {"w": RNG.standard_normal((3, 2)).astype(np.float32), "b": RNG.standard_normal(2).astype(np.float32)}
+GRADS = [{k: RNG.standard_normal(v.shape).astype(np.float32) for k, v in P0.items()} for _ in range(4)]
+
+
+def _run(opt, jit=False):
+    params = {k: jnp.asarray(v) for k, v in P0.items()}
+    state = opt.init(params)
+    update = kiln.jit(opt.update) if jit else opt.update
+    out = []
+    for g in GRADS:
+        u, state = update({k: jnp.asarray(v) for k, v in g.items()}, state, params)
+        params = optim.apply_updates(params, u)
+        out.append({k: np.asarray(v) for k, v in params.items()})
+    return out
+
+
+def _ref(step):
+    """Runs a NumPy update ``step(k, g, p, t, st) -> (u, st)`` leaf by leaf (t = 1-based step)."""
+    params = {k: v.astype(np.float64) for k, v in P0.items()}
+    st = {k: {} for k in P0}
+    out = []
+    for t, g in enumerate(GRADS, 1):
+        for k in P0:
+            u, st[k] = step(k, g[k].astype(np.float64), params[k], t, st[k])
+            params[k] = params[k] + u
+        out.append({k: v.copy() for k, v in params.items()})
+    return out
+
+
+def _check(opt, step, rtol=2e-5, atol=2e-6):
+    want = _ref(step)
+    for jit in (False, True):
+        got = _run(opt, jit)
+        for w, g in zip(want, got):
+            for k in P0:
+                np.testing.assert_allclose(g[k], w[k], rtol=rtol, atol=atol)
+
+
+def test_sgd_plain_momentum_nesterov():
+    _check(optim.sgd(0.1), lambda k, g, p, t, st: (-0.1 * g, st))
+
+    def mom(nesterov):
+        def step(k, g, p, t, st):
+            tr = g + 0.9 * st.get("tr", 0.0)
+            return -0.1 * (g + 0.9 * tr if nesterov else tr), {"tr": tr}
+        return step
+    _check(optim.sgd(0.1, momentum=0.9), mom(False))
+    _check(optim.sgd(0.1, momentum=0.9, nesterov=True), mom(True))
+
+
+def _adam_step(lr, b1=0.9, b2=0.999, eps=1e-8, wd=0.0, mask=None, nesterov=False):
+    def step(k, g, p, t, st):
+        m = (1 - b1) * g + b1 * st.get("m", 0.0)
+        v = (1 - b2) * g * g + b2 * st.get("v", 0.0)
+        mh = (b1 * m / (1 - b1 ** (t + 1)) + (1 - b1) * g / (1 - b1 ** t)) if nesterov else m / (1 - b1 ** t)
+        u = mh / (np.sqrt(v / (1 - b2 ** t)) + eps)
+        if mask is None or mask[k]:
+            u = u + wd * p
+        rate = lr(t - 1) if callable(lr) else lr
+        return -rate * u, {"m": m, "v": v}
+    return step
+
+
+def test_adam_and_adamw_with_mask_and_schedule():
+    _check(optim.adam(0.05), _adam_step(0.05))
+    _check(optim.adam(0.05, b1=0.8, b2=0.99, nesterov=True), _adam_step(0.05, 0.8, 0.99, nesterov=True))
+    _check(optim.adamw(0.05, weight_decay=0.1), _adam_step(0.05, wd=0.1))
+    mask = {"w": True, "b": False}
+    _check(optim.adamw(0.05, weight_decay=0.1, mask=mask), _adam_step(0.05, wd=0.1, mask=mask))
+    _check(optim.adamw(0.05, weight_decay=0.1, mask=lambda p: {k: v.ndim > 1 for k, v in p.items()}),
+           _adam_step(0.05, wd=0.1, mask=mask))
+    sched_np = lambda c: 0.1 * 0.5 ** (c / 2)  # noqa: E731
+    _check(optim.adam(optim.exponential_decay(0.1, 2, 0.5)), _adam_step(sched_np))
+
+
+def _global_norm_np(g):
+    return math.sqrt(sum(float(np.sum(g[k].astype(np.float64) ** 2)) for k in g))
+
+
+def test_clip_by_global_norm_clip_and_global_norm():
+    for g in GRADS:
+        np.testing.assert_allclose(float(optim.global_norm({k: jnp.asarray(v) for k, v in g.items()})),
+                                   _global_norm_np(g), rtol=1e-6)
+
+    def step(k, g, p, t, st):
+        n = _global_norm_np(GRADS[t - 1])
+        return -0.1 * (g if n < 1.0 else g / n * 1.0), st
+    _check(optim.chain(optim.clip_by_global_norm(1.0), optim.scale(-0.1)), step)
+    _check(optim.chain(optim.clip_by_global_norm(100.0), optim.scale(-0.1)), lambda k, g, p, t, st: (-0.1 * g, st))
+    _check(optim.chain(optim.clip(0.3), optim.scale_by_learning_rate(0.2)),
+           lambda k, g, p, t, st: (-0.2 * np.clip(g, -0.3, 0.3), st))
+
+
+def test_add_decayed_weights_scale_by_schedule_identity():
+    _check(optim.chain(optim.add_decayed_weights(0.5), optim.scale(-0.1)),
+           lambda k, g, p, t, st: (-0.1 * (g + 0.5 * p), st))
+    _check(optim.chain(optim.identity(), optim.scale_by_schedule(lambda c: -0.1 * (c + 1))),
+           lambda k, g, p, t, st: (-0.1 * t * g, st))
+    _check(optim.scale_by_learning_rate(0.3, flip_sign=False), lambda k, g, p, t, st: (0.3 * g, st))
+    _check(optim.sgd(optim.linear_schedule(0.1, 0.0, 4)), lambda k, g, p, t, st: (-0.1 * (1 - (t - 1) / 4) * g, st))
+
+
+def test_states_are_pytrees_through_jit_with_donation_and_vmap():
+    opt = optim.chain(optim.clip_by_global_norm(1.0), optim.adamw(0.01, mask={"w": True, "b": False}))
+    params = {k: jnp.asarray(v) for k, v in P0.items()}
+    state = opt.init(params)
+
+    @kiln.jit
+    def direct(params, state, g):
+        u, state = opt.update(g, state, params)
+        return optim.apply_updates(params, u), state
+
+    def step(params, state, g):
+        u, state = opt.update(g, state, params)
+        return optim.apply_updates(params, u), state
+    donated = kiln.jit(step, donate_argnums=(0, 1))
+    p1, s1 = params, state
+    p2, s2 = {k: jnp.array(v) for k, v in P0.items()}, opt.init(params)
+    for g in GRADS:
+        g = {k: jnp.asarray(v) for k, v in g.items()}
+        p1, s1 = direct(p1, s1, g)
+        p2, s2 = donated(p2, s2, g)
+    assert kiln.tree_util.tree_structure(s1) == kiln.tree_util.tree_structure(state)
+    for a, b in zip(kiln.tree_util.tree_leaves((p1, s1)), kiln.tree_util.tree_leaves((p2, s2))):
+        np.testing.assert_allclose(np.asarray(a), np.asarray(b), rtol=1e-6)
+    # vmap over a batch of parameter sets: each row matches its own run.
+    sgd = optim.sgd(0.1, momentum=0.9)
+    ps = jnp.asarray(np.stack([P0["b"], 2 * P0["b"]]))
+    gs = jnp.asarray(np.stack([GRADS[0]["b"], GRADS[1]["b"]]))
+
+    def one(p, g):
+        u, _ = sgd.update(g, sgd.init(p), p)
+        return optim.apply_updates(p, u)
+    got = kiln.vmap(one)(ps, gs)
+    want = np.stack([one(ps[i], gs[i]) for i in range(2)])
+    np.testing.assert_allclose(np.asarray(got), want, rtol=1e-6)
+
+
+def test_tiny_mlp_loss_decreases():
+    rng = np.random.default_rng(1)
+    x = rng.standard_normal((32, 3)).astype(np.float32)
+    y = np.sin(x.sum(1, keepdims=True)).astype(np.float32)
+    params = {"w1": jnp.asarray(rng.standard_normal((3, 16)).astype(np.float32) * 0.5), "b1": jnp.zeros(16),
+              "w2": jnp.asarray(rng.standard_normal((16, 1)).astype(np.float32) * 0.5), "b2": jnp.zeros(1)}
+
+    def loss(p):
+        h = jnp.tanh(x @ p["w1"] + p["b1"])
+        return jnp.mean((h @ p["w2"] + p["b2"] - y) ** 2)
+    opt = optim.chain(optim.clip_by_global_norm(1.0),
+                      optim.adamw(optim.warmup_cosine_decay_schedule(0.0, 0.05, 5, 60), weight_decay=1e-4))
+    state = opt.init(params)
+
+    @kiln.jit
+    def step(params, state):
+        l, g = kiln.value_and_grad(loss)(params)
+        u, state = opt.update(g, state, params)
+        return optim.apply_updates(params, u), state, l
+    first = None
+    for _ in range(60):
+        params, state, l = step(params, state)
+        first = float(l) if first is None else first
+    assert float(loss(params)) < 0.5 * first
+
+
+def test_schedules_against_formulas():
+    counts = np.arange(0, 14)
+
+    def check(sched, f):
+        want = np.array([f(c) for c in counts], dtype=np.float64)
+        np.testing.assert_allclose(np.array([float(sched(int(c))) for c in counts]), want, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(kiln.jit(kiln.vmap(sched))(jnp.asarray(counts))), want, rtol=1e-5,
+                                   atol=1e-7)
+    check(optim.constant_schedule(0.3), lambda c: 0.3)
+    check(optim.linear_schedule(1.0, 0.2, 8, transition_begin=2),
+          lambda c: 1.0 + (0.2 - 1.0) * min(max(c - 2, 0), 8) / 8)
+    check(optim.polynomial_schedule(1.0, 0.1, 2, 10), lambda c: 0.9 * (1 - min(c, 10) / 10) ** 2 + 0.1)
+    check(optim.exponential_decay(1.0, 3, 0.5), lambda c: 0.5 ** (c / 3))
+    check(optim.exponential_decay(1.0, 3, 0.5, transition_begin=2, staircase=True, end_value=0.2),
+          lambda c: 1.0 if c <= 2 else max(0.5 ** math.floor((c - 2) / 3), 0.2))
+    check(optim.cosine_decay_schedule(0.8, 10, alpha=0.1),
+          lambda c: 0.8 * (0.9 * 0.5 * (1 + math.cos(math.pi * min(c, 10) / 10)) + 0.1))
+    check(optim.cosine_decay_schedule(0.8, 10, exponent=2.0),
+          lambda c: 0.8 * (0.5 * (1 + math.cos(math.pi * min(c, 10) / 10))) ** 2)
+    check(optim.warmup_cosine_decay_schedule(0.0, 1.0, 4, 12, end_value=0.1),
+          lambda c: c / 4 if c < 4 else 0.1 + 0.9 * 0.5 * (1 + math.cos(math.pi * min(c - 4, 8) / 8)))
+    check(optim.join_schedules([optim.constant_schedule(1.0), optim.linear_schedule(1.0, 0.0, 4)], [5]),
+          lambda c: 1.0 if c < 5 else 1.0 - min(c - 5, 4) / 4)
+    check(optim.linear_schedule(0.5, 0.0, 0), lambda c: 0.5)
+
+
+def test_errors():
+    with pytest.raises(ValueError, match="decay_steps must be > 0"):
+        optim.cosine_decay_schedule(1.0, 0)
+    with pytest.raises(ValueError, match="decay_rate must be different from 0"):
+        optim.exponential_decay(1.0, 3, 0.0)
+    with pytest.raises(ValueError, match="transition_begin must be >= 0"):
+        optim.exponential_decay(1.0, 3, 0.5, transition_begin=-1)
+    with pytest.raises(ValueError, match="transition_begin must be >= 0"):
+        optim.polynomial_schedule(1.0, 0.0, 1, 3, transition_begin=-1)
+    with pytest.raises(ValueError, match="one more schedule than boundaries"):
+        optim.join_schedules([optim.constant_schedule(1.0)], [3])
+    with pytest.raises(TypeError, match="expected a GradientTransformation"):
+        optim.chain(optim.scale(1.0), lambda g: g)
+    with pytest.raises(TypeError, match="expected a GradientTransformation"):
+        optim.masked(None, {})
+    with pytest.raises(TypeError, match="must be a callable of the step count"):
+        optim.scale_by_schedule(0.1)
+    opt = optim.chain(optim.scale(1.0))
+    with pytest.raises(ValueError, match="the state has 2 parts but the chain has 1"):
+        opt.update({"a": jnp.ones(2)}, (optim.EmptyState(), optim.EmptyState()))
+    with pytest.raises(ValueError, match="update needs the params"):
+        optim.add_decayed_weights(0.1).update({"a": jnp.ones(2)}, optim.EmptyState())
+    m = optim.masked(optim.scale(2.0), {"a": True, "c": False})
+    with pytest.raises(ValueError, match="the mask must be a pytree of bools"):
+        m.init({"a": jnp.ones(2), "b": jnp.ones(2)})
+
+
+def test_compare_with_optax_when_installed():
+    optax = pytest.importorskip("optax")
+    jax = pytest.importorskip("jax")
+    want = np.asarray(optax.linear_schedule(1.0, 0.0, 4)(2))
+    np.testing.assert_allclose(float(optim.linear_schedule(1.0, 0.0, 4)(2)), want)
+    del jax
