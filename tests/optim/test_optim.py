@@ -232,3 +232,91 @@ def test_compare_with_optax_when_installed():
     want = np.asarray(optax.linear_schedule(1.0, 0.0, 4)(2))
     np.testing.assert_allclose(float(optim.linear_schedule(1.0, 0.0, 4)(2)), want)
     del jax
+
+
+def test_adagrad_rmsprop_lion_lamb():
+    def adagrad(k, g, p, t, st):
+        s = g * g + st.get("s", 0.1)
+        return -0.1 * g / np.sqrt(s + 1e-7), {"s": s}
+    _check(optim.adagrad(0.1), adagrad)
+
+    def rms(centered, momentum=None, nesterov=False, bias=False, eps_in_sqrt=True):
+        def step(k, g, p, t, st):
+            nu = 0.1 * g * g + 0.9 * st.get("nu", 0.0)
+            mu = 0.1 * g + 0.9 * st.get("mu", 0.0)
+            bc = (1 - 0.9 ** t) if bias else 1.0
+            var = nu / bc - (mu / bc) ** 2 if centered else nu / bc
+            u = -0.01 * (g / np.sqrt(var + 1e-8) if eps_in_sqrt else g / (np.sqrt(var) + 1e-8))
+            tr = st.get("tr", 0.0)
+            if momentum is not None:
+                tr = u + momentum * tr
+                u = u + momentum * tr if nesterov else tr
+            return u, {"nu": nu, "mu": mu, "tr": tr}
+        return step
+    _check(optim.rmsprop(0.01), rms(False))
+    _check(optim.rmsprop(0.01, eps_in_sqrt=False, bias_correction=True), rms(False, bias=True, eps_in_sqrt=False))
+    _check(optim.rmsprop(0.01, centered=True, momentum=0.5, nesterov=True), rms(True, 0.5, True), rtol=1e-4)
+
+    def lion(k, g, p, t, st):
+        m = st.get("m", 0.0)
+        u = np.sign(0.1 * g + 0.9 * m) + 0.01 * p
+        return -0.02 * u, {"m": 0.01 * g + 0.99 * m}
+    _check(optim.lion(0.02, weight_decay=0.01), lion)
+
+    def lamb(k, g, p, t, st):
+        m = 0.1 * g + 0.9 * st.get("m", 0.0)
+        v = 0.001 * g * g + 0.999 * st.get("v", 0.0)
+        u = (m / (1 - 0.9 ** t)) / (np.sqrt(v / (1 - 0.999 ** t)) + 1e-6) + 0.01 * p
+        ratio = np.linalg.norm(p) / np.linalg.norm(u)
+        return -0.05 * ratio * u, {"m": m, "v": v}
+    _check(optim.lamb(0.05, weight_decay=0.01), lamb, rtol=1e-4)
+
+
+def test_inject_hyperparams_schedule_and_changed_value():
+    opt = optim.inject_hyperparams(optim.adam)(learning_rate=optim.linear_schedule(0.1, 0.0, 4), b1=0.8)
+    _check(opt, _adam_step(lambda c: 0.1 * (1 - c / 4), b1=0.8))
+    sgd = optim.inject_hyperparams(optim.sgd, static_args="nesterov")(0.1, momentum=0.9, nesterov=True)
+    params = {"a": jnp.ones(3)}
+    state = sgd.init(params)
+    assert set(state.hyperparams) == {"learning_rate", "momentum"}
+    state.hyperparams["learning_rate"] = jnp.asarray(0.5)
+    u, state = kiln.jit(sgd.update)({"a": jnp.ones(3)}, state, params)
+    np.testing.assert_allclose(np.asarray(u["a"]), -0.5 * 1.9 * np.ones(3), rtol=1e-6)
+    assert int(state.count) == 1
+    with pytest.raises(TypeError, match="inject_hyperparams: the arguments do not fit"):
+        optim.inject_hyperparams(optim.sgd)(0.1, bogus=1)
+
+
+def test_multi_steps_accumulates_mean_and_sum():
+    for mean in (True, False):
+        ms = optim.MultiSteps(optim.sgd(0.1, momentum=0.5), every_k_schedule=2, use_grad_mean=mean)
+        params = {k: jnp.asarray(v) for k, v in P0.items()}
+        state = ms.init(params)
+        upd = kiln.jit(ms.update)
+        want = {k: v.astype(np.float64) for k, v in P0.items()}
+        tr = {k: 0.0 for k in P0}
+        for i, g in enumerate(GRADS):
+            u, state = upd({k: jnp.asarray(v) for k, v in g.items()}, state, params)
+            params = optim.apply_updates(params, u)
+            if i % 2 == 0:
+                assert not bool(ms.has_updated(state))
+                for k in P0:
+                    np.testing.assert_array_equal(np.asarray(u[k]), 0)
+            else:
+                assert bool(ms.has_updated(state))
+                for k in P0:
+                    acc = GRADS[i - 1][k].astype(np.float64) + g[k]
+                    acc = acc / 2 if mean else acc
+                    tr[k] = acc + 0.5 * tr[k]
+                    want[k] = want[k] - 0.1 * tr[k]
+                    np.testing.assert_allclose(np.asarray(params[k]), want[k], rtol=2e-5, atol=2e-6)
+        assert int(state.gradient_step) == 2
+    gt = optim.MultiSteps(optim.sgd(0.1), every_k_schedule=lambda s: 1).gradient_transformation()
+    u, _ = gt.update({"a": jnp.ones(2)}, gt.init({"a": jnp.ones(2)}))
+    np.testing.assert_allclose(np.asarray(u["a"]), -0.1)
+    with pytest.raises(ValueError, match="every_k_schedule must be an int >= 1"):
+        optim.MultiSteps(optim.sgd(0.1), 0)
+    with pytest.raises(NotImplementedError, match="should_skip_update_fn is not supported"):
+        optim.MultiSteps(optim.sgd(0.1), 2, should_skip_update_fn=lambda *a: False)
+    with pytest.raises(ValueError, match="scale_by_trust_ratio: update needs the params"):
+        optim.scale_by_trust_ratio().update({"a": jnp.ones(2)}, optim.ScaleByTrustRatioState())
