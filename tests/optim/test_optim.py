@@ -227,11 +227,20 @@ def test_errors():
 
 
 def test_compare_with_optax_when_installed():
+    """A cross-check with optax itself (the oracle above stays NumPy); skips where optax/JAX are absent."""
     optax = pytest.importorskip("optax")
-    jax = pytest.importorskip("jax")
-    want = np.asarray(optax.linear_schedule(1.0, 0.0, 4)(2))
-    np.testing.assert_allclose(float(optim.linear_schedule(1.0, 0.0, 4)(2)), want)
-    del jax
+    mask = {"w": True, "b": False}
+    want = _ref(_adam_step(0.05, wd=0.1, mask=mask))[-1]
+    ours = _run(optim.adamw(0.05, weight_decay=0.1, mask=mask))[-1]
+    opt = optax.adamw(0.05, weight_decay=0.1, mask=mask)
+    params = dict(P0)
+    state = opt.init(params)
+    for g in GRADS:
+        u, state = opt.update(g, state, params)
+        params = optax.apply_updates(params, u)
+    for k in P0:
+        np.testing.assert_allclose(ours[k], want[k], rtol=2e-5, atol=2e-6)
+        np.testing.assert_allclose(ours[k], np.asarray(params[k]), rtol=2e-5, atol=2e-6)
 
 
 def test_adagrad_rmsprop_lion_lamb():
@@ -320,3 +329,40 @@ def test_multi_steps_accumulates_mean_and_sum():
         optim.MultiSteps(optim.sgd(0.1), 2, should_skip_update_fn=lambda *a: False)
     with pytest.raises(ValueError, match="scale_by_trust_ratio: update needs the params"):
         optim.scale_by_trust_ratio().update({"a": jnp.ones(2)}, optim.ScaleByTrustRatioState())
+
+
+def test_dtypes_are_kept_and_masks_may_be_prefixes():
+    for dt in (np.float16, jnp.bfloat16, np.float32):
+        params = {"w": jnp.ones((2, 3), dt), "b": jnp.zeros(3, dt)}
+        grads = {"w": jnp.full((2, 3), 0.5, dt), "b": jnp.ones(3, dt)}
+        for opt in (optim.adamw(0.1, mask={"w": True, "b": False}), optim.sgd(0.1, 0.9), optim.lion(0.1),
+                    optim.chain(optim.clip_by_global_norm(0.5), optim.rmsprop(0.1))):
+            state = opt.init(params)
+            u, state = kiln.jit(opt.update)(grads, state, params)
+            new = optim.apply_updates(params, u)
+            assert all(v.dtype == dt for v in kiln.tree_util.tree_leaves(new)), (dt, opt)
+        # the last one: rmsprop after one step is lr * g / sqrt(0.1 * g**2), whatever the clipping did to g
+        np.testing.assert_allclose(np.asarray(new["w"], np.float32), 1 - 0.1 / np.sqrt(0.1), rtol=1e-2)
+    # A mask that is a prefix of the params: one bool for a whole sub-dict.
+    params = {"enc": {"w": jnp.ones(2), "b": jnp.ones(2)}, "dec": {"w": jnp.ones(2)}}
+    grads = kiln.tree_util.tree_map(jnp.zeros_like, params)
+    opt = optim.add_decayed_weights(0.5, mask={"enc": True, "dec": False})
+    u, _ = opt.update(grads, opt.init(params), params)
+    np.testing.assert_allclose(np.asarray(u["enc"]["w"]), 0.5)
+    np.testing.assert_allclose(np.asarray(u["enc"]["b"]), 0.5)
+    np.testing.assert_allclose(np.asarray(u["dec"]["w"]), 0.0)
+
+
+def test_grad_through_an_update_step():
+    # d/dlr of sum((p - lr * g)**2) is -2 * sum((p - lr * g) * g).
+    p = jnp.asarray(P0["w"])
+    g = jnp.asarray(GRADS[0]["w"])
+
+    def after_step(lr):
+        opt = optim.sgd(lr)
+        u, _ = opt.update(g, opt.init(p), p)
+        return jnp.sum(optim.apply_updates(p, u) ** 2)
+    lr = 0.3
+    want = -2 * np.sum((P0["w"] - lr * GRADS[0]["w"]) * GRADS[0]["w"])
+    np.testing.assert_allclose(float(kiln.grad(after_step)(lr)), want, rtol=1e-5)
+    np.testing.assert_allclose(float(kiln.jit(kiln.grad(after_step))(lr)), want, rtol=1e-5)
