@@ -8,7 +8,8 @@ from .. import numpy as jnp
 
 __all__ = [
     "constant_schedule", "linear_schedule", "polynomial_schedule", "exponential_decay",
-    "cosine_decay_schedule", "warmup_cosine_decay_schedule", "join_schedules",
+    "cosine_decay_schedule", "warmup_cosine_decay_schedule", "join_schedules", "piecewise_constant_schedule",
+    "warmup_exponential_decay_schedule",
 ]
 
 Schedule = Callable
@@ -101,4 +102,32 @@ def warmup_cosine_decay_schedule(init_value, peak_value, warmup_steps: int, deca
     return join_schedules(
         [linear_schedule(init_value, peak_value, warmup_steps),
          cosine_decay_schedule(peak_value, decay_steps - warmup_steps, alpha=alpha, exponent=exponent)],
+        [warmup_steps])
+
+
+def piecewise_constant_schedule(init_value, boundaries_and_scales=None) -> Schedule:
+    """``init_value`` times the product of the scales whose boundary the count has reached."""
+    items = sorted((boundaries_and_scales or {}).items())
+    for b, sc in items:
+        if sc < 0:
+            raise ValueError(f"piecewise_constant_schedule: scale factors must be non-negative, got {sc} at "
+                             f"boundary {b}.")
+
+    def schedule(count):
+        count = jnp.asarray(count)
+        v = jnp.asarray(init_value, jnp.float32)
+        for b, sc in items:
+            v = jnp.where(count < b, v, v * sc)
+        return v
+    return schedule
+
+
+def warmup_exponential_decay_schedule(init_value, peak_value, warmup_steps: int, transition_steps: int, decay_rate,
+                                      transition_begin: int = 0, staircase: bool = False,
+                                      end_value=None) -> Schedule:
+    """Linear warm-up from ``init_value`` to ``peak_value`` over ``warmup_steps``, then ``exponential_decay``
+    from ``peak_value`` (its count starting at the end of the warm-up)."""
+    return join_schedules(
+        [linear_schedule(init_value, peak_value, warmup_steps),
+         exponential_decay(peak_value, transition_steps, decay_rate, transition_begin, staircase, end_value)],
         [warmup_steps])

@@ -11,7 +11,7 @@ __all__ = [
     "GradientTransformation", "EmptyState", "ScaleByScheduleState", "TraceState", "ScaleByAdamState",
     "MaskedState", "MaskedNode", "identity", "apply_updates", "chain", "scale", "scale_by_learning_rate",
     "scale_by_schedule", "trace", "scale_by_adam", "sgd", "adam", "adamw", "clip", "clip_by_global_norm",
-    "add_decayed_weights", "masked", "global_norm",
+    "add_decayed_weights", "masked", "global_norm", "nadam", "nadamw", "set_to_zero", "zero_nans", "ZeroNansState",
 ]
 
 
@@ -251,4 +251,35 @@ def masked(inner: GradientTransformation, mask) -> GradientTransformation:
         out = tree_map(lambda mk, new, old: new if mk else old, m, new_u, updates,
                        is_leaf=lambda x: isinstance(x, MaskedNode))
         return out, MaskedState(new_s)
+    return GradientTransformation(init, update)
+
+
+def nadam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None) -> GradientTransformation:
+    """NAdam: ``adam(..., nesterov=True)``."""
+    return adam(learning_rate, b1, b2, eps, eps_root, mu_dtype, nesterov=True)
+
+
+def nadamw(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, weight_decay=1e-4,
+           mask=None) -> GradientTransformation:
+    """NAdamW: ``adamw(..., nesterov=True)``."""
+    return adamw(learning_rate, b1, b2, eps, eps_root, mu_dtype, weight_decay, mask, nesterov=True)
+
+
+def set_to_zero() -> GradientTransformation:
+    """Replaces every update by zeros (freezes the parameters it is applied to)."""
+    return _stateless(lambda u, p: tree_map(jnp.zeros_like, u))
+
+
+class ZeroNansState(NamedTuple):
+    found_nan: Any
+
+
+def zero_nans() -> GradientTransformation:
+    """Replaces NaNs in the updates by 0; ``state.found_nan`` says, per leaf, whether the last update had one."""
+    def init(params):
+        return ZeroNansState(tree_map(lambda p: jnp.zeros([], bool), params))
+
+    def update(updates, state, params=None):
+        found = tree_map(lambda g: jnp.any(jnp.isnan(g)), updates)
+        return tree_map(lambda g: jnp.where(jnp.isnan(g), jnp.zeros_like(g), g), updates), ZeroNansState(found)
     return GradientTransformation(init, update)

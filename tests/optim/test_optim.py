@@ -366,3 +366,28 @@ def test_grad_through_an_update_step():
     want = -2 * np.sum((P0["w"] - lr * GRADS[0]["w"]) * GRADS[0]["w"])
     np.testing.assert_allclose(float(kiln.grad(after_step)(lr)), want, rtol=1e-5)
     np.testing.assert_allclose(float(kiln.jit(kiln.grad(after_step))(lr)), want, rtol=1e-5)
+
+
+def test_nadam_set_to_zero_zero_nans_and_more_schedules():
+    _check(optim.nadam(0.05), _adam_step(0.05, nesterov=True))
+    _check(optim.nadamw(0.05, weight_decay=0.1), _adam_step(0.05, wd=0.1, nesterov=True))
+    _check(optim.chain(optim.set_to_zero(), optim.scale(-1.0)), lambda k, g, p, t, st: (0 * g, st))
+    opt = optim.zero_nans()
+    g = {"a": jnp.asarray([1.0, np.nan, 2.0]), "b": jnp.ones(2)}
+    for fn in (opt.update, kiln.jit(opt.update)):
+        u, st = fn(g, opt.init(g))
+        np.testing.assert_array_equal(np.asarray(u["a"]), [1.0, 0.0, 2.0])
+        assert bool(st.found_nan["a"]) and not bool(st.found_nan["b"])
+    counts = np.arange(0, 14)
+
+    def check(sched, f):
+        want = np.array([f(c) for c in counts], dtype=np.float64)
+        np.testing.assert_allclose(np.array([float(sched(int(c))) for c in counts]), want, rtol=1e-5, atol=1e-7)
+        np.testing.assert_allclose(np.asarray(kiln.jit(kiln.vmap(sched))(jnp.asarray(counts))), want, rtol=1e-5)
+    check(optim.piecewise_constant_schedule(0.1, {3: 0.5, 8: 0.1}),
+          lambda c: 0.1 * (0.5 if c >= 3 else 1) * (0.1 if c >= 8 else 1))
+    check(optim.piecewise_constant_schedule(0.1), lambda c: 0.1)
+    check(optim.warmup_exponential_decay_schedule(0.0, 1.0, 4, 3, 0.5, end_value=0.3),
+          lambda c: c / 4 if c < 4 else max(0.5 ** ((c - 4) / 3), 0.3))
+    with pytest.raises(ValueError, match="scale factors must be non-negative"):
+        optim.piecewise_constant_schedule(0.1, {3: -0.5})
