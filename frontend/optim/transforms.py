@@ -167,7 +167,7 @@ def scale_by_adam(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, *,
         else:
             mu_hat = tree_map(lambda m: m / bc1, mu)
         nu_hat = tree_map(lambda n: n / bc2, nu)
-        out = tree_map(lambda m, n: (m / (jnp.sqrt(n + eps_root) + eps)).astype(m.dtype), mu_hat, nu_hat)
+        out = tree_map(lambda m, n, g: (m / (jnp.sqrt(n + eps_root) + eps)).astype(g.dtype), mu_hat, nu_hat, updates)
         if mu_dtype is not None:
             mu = tree_map(lambda m: m.astype(mu_dtype), mu)
         return out, ScaleByAdamState(count, mu, nu)

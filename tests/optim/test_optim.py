@@ -391,3 +391,14 @@ def test_nadam_set_to_zero_zero_nans_and_more_schedules():
           lambda c: c / 4 if c < 4 else max(0.5 ** ((c - 4) / 3), 0.3))
     with pytest.raises(ValueError, match="scale factors must be non-negative"):
         optim.piecewise_constant_schedule(0.1, {3: -0.5})
+
+
+def test_adam_mu_dtype():
+    opt = optim.adam(0.05, mu_dtype=jnp.bfloat16)
+    params = {k: jnp.asarray(v) for k, v in P0.items()}
+    state = opt.init(params)
+    assert state[0].mu["w"].dtype == jnp.bfloat16 and state[0].nu["w"].dtype == np.float32
+    u, state = kiln.jit(opt.update)({k: jnp.asarray(v) for k, v in GRADS[0].items()}, state, params)
+    assert u["w"].dtype == np.float32 and state[0].mu["w"].dtype == jnp.bfloat16
+    # the first Adam step is -lr * g / (|g| + eps) up to the bf16 rounding of mu
+    np.testing.assert_allclose(np.asarray(u["w"]), -0.05 * np.sign(GRADS[0]["w"]), rtol=1e-2)
