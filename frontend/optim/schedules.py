@@ -1,0 +1,133 @@
+"""Learning-rate schedules (as optax's): callables of the step count, traceable under kiln.jit."""
+from __future__ import annotations
+
+import math
+from typing import Callable, Sequence
+
+from .. import numpy as jnp
+
+__all__ = [
+    "constant_schedule", "linear_schedule", "polynomial_schedule", "exponential_decay",
+    "cosine_decay_schedule", "warmup_cosine_decay_schedule", "join_schedules", "piecewise_constant_schedule",
+    "warmup_exponential_decay_schedule",
+]
+
+Schedule = Callable
+
+
+def constant_schedule(value) -> Schedule:
+    """The schedule that always returns ``value``."""
+    return lambda count: value
+
+
+def polynomial_schedule(init_value, end_value, power, transition_steps: int, transition_begin: int = 0) -> Schedule:
+    """From ``init_value`` to ``end_value`` over ``transition_steps`` steps (after ``transition_begin``), as
+    ``(init - end) * (1 - t / transition_steps) ** power + end``; constant outside the transition."""
+    if transition_steps <= 0:
+        # optax warns and returns a constant schedule; kiln does the same without a warning.
+        return constant_schedule(init_value)
+    if transition_begin < 0:
+        raise ValueError(f"polynomial_schedule: transition_begin must be >= 0, got {transition_begin}; "
+                         "pass the step at which the transition starts.")
+
+    def schedule(count):
+        c = jnp.clip(jnp.asarray(count) - transition_begin, 0, transition_steps)
+        frac = 1 - c / transition_steps
+        return (init_value - end_value) * (frac ** power) + end_value
+    return schedule
+
+
+def linear_schedule(init_value, end_value, transition_steps: int, transition_begin: int = 0) -> Schedule:
+    """Linear interpolation from ``init_value`` to ``end_value`` (``polynomial_schedule`` with power 1)."""
+    return polynomial_schedule(init_value, end_value, 1, transition_steps, transition_begin)
+
+
+def exponential_decay(init_value, transition_steps: int, decay_rate, transition_begin: int = 0,
+                      staircase: bool = False, end_value=None) -> Schedule:
+    """``init_value * decay_rate ** ((count - transition_begin) / transition_steps)`` (floored exponent when
+    ``staircase``), ``init_value`` before ``transition_begin``, bounded by ``end_value`` when given."""
+    if transition_steps <= 0:
+        return constant_schedule(init_value)
+    if decay_rate == 0:
+        raise ValueError("exponential_decay: decay_rate must be different from 0; use constant_schedule(0.0) "
+                         "for a zero learning rate.")
+    if transition_begin < 0:
+        raise ValueError(f"exponential_decay: transition_begin must be >= 0, got {transition_begin}.")
+
+    def schedule(count):
+        c = jnp.asarray(count) - transition_begin
+        p = c / transition_steps
+        if staircase:
+            p = jnp.floor(p)
+        out = jnp.where(c <= 0, init_value, init_value * jnp.power(decay_rate, p))
+        if end_value is not None:
+            out = jnp.maximum(out, end_value) if decay_rate < 1 else jnp.minimum(out, end_value)
+        return out
+    return schedule
+
+
+def cosine_decay_schedule(init_value, decay_steps: int, alpha=0.0, exponent=1.0) -> Schedule:
+    """``init_value * ((1 - alpha) * (0.5 * (1 + cos(pi * min(count, decay_steps) / decay_steps))) ** exponent
+    + alpha)``."""
+    if not decay_steps > 0:
+        raise ValueError(f"cosine_decay_schedule: decay_steps must be > 0, got {decay_steps}.")
+
+    def schedule(count):
+        c = jnp.minimum(jnp.asarray(count), decay_steps)
+        cosine = 0.5 * (1 + jnp.cos(math.pi * c / decay_steps))
+        return init_value * ((1 - alpha) * cosine ** exponent + alpha)
+    return schedule
+
+
+def join_schedules(schedules: Sequence[Schedule], boundaries: Sequence[int]) -> Schedule:
+    """``schedules[i]`` from ``boundaries[i-1]`` on, called with the count minus that boundary."""
+    if len(schedules) != len(boundaries) + 1:
+        raise ValueError(f"join_schedules: needs one more schedule than boundaries, got {len(schedules)} "
+                         f"schedules and {len(boundaries)} boundaries.")
+
+    def schedule(count):
+        count = jnp.asarray(count)
+        out = schedules[0](count)
+        for boundary, s in zip(boundaries, schedules[1:]):
+            out = jnp.where(count < boundary, out, s(count - boundary))
+        return out
+    return schedule
+
+
+def warmup_cosine_decay_schedule(init_value, peak_value, warmup_steps: int, decay_steps: int, end_value=0.0,
+                                 exponent=1.0) -> Schedule:
+    """Linear warm-up from ``init_value`` to ``peak_value`` over ``warmup_steps``, then cosine decay to
+    ``end_value`` by step ``decay_steps`` (the total, warm-up included)."""
+    alpha = 0.0 if peak_value == 0 else end_value / peak_value
+    return join_schedules(
+        [linear_schedule(init_value, peak_value, warmup_steps),
+         cosine_decay_schedule(peak_value, decay_steps - warmup_steps, alpha=alpha, exponent=exponent)],
+        [warmup_steps])
+
+
+def piecewise_constant_schedule(init_value, boundaries_and_scales=None) -> Schedule:
+    """``init_value`` times the product of the scales whose boundary the count has reached."""
+    items = sorted((boundaries_and_scales or {}).items())
+    for b, sc in items:
+        if sc < 0:
+            raise ValueError(f"piecewise_constant_schedule: scale factors must be non-negative, got {sc} at "
+                             f"boundary {b}.")
+
+    def schedule(count):
+        count = jnp.asarray(count)
+        v = jnp.asarray(init_value, jnp.float32)
+        for b, sc in items:
+            v = jnp.where(count < b, v, v * sc)
+        return v
+    return schedule
+
+
+def warmup_exponential_decay_schedule(init_value, peak_value, warmup_steps: int, transition_steps: int, decay_rate,
+                                      transition_begin: int = 0, staircase: bool = False,
+                                      end_value=None) -> Schedule:
+    """Linear warm-up from ``init_value`` to ``peak_value`` over ``warmup_steps``, then ``exponential_decay``
+    from ``peak_value`` (its count starting at the end of the warm-up)."""
+    return join_schedules(
+        [linear_schedule(init_value, peak_value, warmup_steps),
+         exponential_decay(peak_value, transition_steps, decay_rate, transition_begin, staircase, end_value)],
+        [warmup_steps])
