@@ -249,3 +249,48 @@ def test_mlp_trains_under_jit_and_grad():
     for i in range(20):
         state = step(i, state)
     assert float(loss(get_params(state))) < 0.6 * first
+
+
+def test_grad_through_layers_against_finite_differences():
+    # Smooth layers only (no kinks), float64 so that central differences are accurate.
+    with kiln.enable_x64():
+        init, apply = stax.serial(stax.Conv(2, (2, 2), padding="SAME"), stax.BatchNorm(), stax.Tanh,
+                                  stax.AvgPool((2, 2), strides=(2, 2)), stax.Flatten, stax.Dense(3), stax.Softplus)
+        _, params = init(KEY, (2, 4, 4, 2))
+        params = kiln.tree_util.tree_map(lambda p: knp.asarray(p, knp.float64), params)
+        rs = np.random.RandomState(8)
+        x = rs.randn(2, 4, 4, 2)
+
+        def f(p, x):
+            return knp.sum(apply(p, x) ** 2)
+
+        gp, gx = kiln.jit(kiln.grad(f, argnums=(0, 1)))(params, x)
+        v = rs.randn(*x.shape)
+        h = 1e-5
+        fd = (float(f(params, x + h * v)) - float(f(params, x - h * v))) / (2 * h)
+        np.testing.assert_allclose(np.sum(np.asarray(gx) * v), fd, rtol=1e-5)
+        W = params[0][0]
+        dW = rs.randn(*W.shape)
+
+        def shifted(s):
+            return [(W + s * dW, params[0][1])] + params[1:]
+        fd = (float(f(shifted(h), x)) - float(f(shifted(-h), x))) / (2 * h)
+        np.testing.assert_allclose(np.sum(np.asarray(gp[0][0]) * dW), fd, rtol=1e-5)
+
+
+def test_vmap_of_apply_against_loop():
+    init, apply = stax.serial(stax.Conv(3, (2, 2)), stax.Relu, stax.MaxPool((2, 2)), stax.Flatten, stax.Dense(2))
+    _, params = init(KEY, (1, 5, 5, 2))
+    xs = np.random.RandomState(9).randn(4, 1, 5, 5, 2).astype(np.float32)
+    got = kiln.vmap(apply, in_axes=(None, 0))(params, xs)
+    expected = np.stack([np.asarray(apply(params, x)) for x in xs])
+    np.testing.assert_allclose(got, expected, rtol=1e-5, atol=1e-6)
+
+
+def test_dropout_key_through_jit():
+    init, apply = stax.serial(stax.Dense(8), stax.Dropout(0.5))
+    _, params = init(KEY, (3, 4))
+    x = np.ones((3, 4), np.float32)
+    f = kiln.jit(lambda p, x, k: apply(p, x, rng=k))
+    np.testing.assert_allclose(f(params, x, random.key(3)), apply(params, x, rng=random.key(3)), rtol=1e-6)
+    assert not np.allclose(f(params, x, random.key(3)), f(params, x, random.key(4)))
