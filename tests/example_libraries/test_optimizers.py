@@ -217,3 +217,27 @@ def test_errors():
         opt.piecewise_constant([[1]], [1.0, 2.0])
     with pytest.raises(TypeError, match="step size must be a scalar or a function"):
         opt.make_schedule([0.1, 0.2])
+
+
+@pytest.mark.parametrize("dtype", [np.float16, knp.bfloat16, np.float32])
+def test_state_keeps_parameter_dtype(dtype):
+    x0 = {"w": knp.asarray(X0["w"], dtype)}
+    g = {"w": knp.asarray(GRADS[0]["w"], dtype)}
+    for name, hp in CASES:
+        opt_init, opt_update, get_params = getattr(opt, name)(0.1, **hp)
+        state = kiln.jit(opt_update)(1, g, opt_update(0, g, opt_init(x0)))
+        assert get_params(state)["w"].dtype == dtype, name
+        leaves = tree_util.tree_leaves(state.packed_state[0][:-2] if name == "sm3" else state)  # sm3: + shape
+        assert all(leaf.dtype == dtype for leaf in leaves), name
+
+
+def test_vmap_over_optimizer_states():
+    opt_init, opt_update, get_params = opt.adam(0.1)
+    xs = np.random.RandomState(1).randn(3, 4).astype(np.float32)
+    gs = np.random.RandomState(2).randn(3, 4).astype(np.float32)
+    states = kiln.vmap(opt_init)(xs)
+    states = kiln.vmap(opt_update, in_axes=(None, 0, 0))(0, gs, states)
+    got = kiln.vmap(get_params)(states)
+    for k in range(3):
+        expected = get_params(opt_update(0, gs[k], opt_init(xs[k])))
+        np.testing.assert_allclose(got[k], expected, rtol=1e-6)
