@@ -82,6 +82,17 @@ def optimizer(opt_maker: Callable) -> Callable:
     return tree_opt_maker
 
 
+def _state_init(n_slots: int) -> Callable:
+    """``init`` for a rule whose state is the array and ``n_slots`` zero arrays like it."""
+    def init(x0):
+        return (x0,) + tuple(jnp.zeros_like(x0) for _ in range(n_slots))
+    return init
+
+
+def _params_of(state):
+    return state[0]
+
+
 @optimizer
 def sgd(step_size):
     """Stochastic gradient descent: ``x <- x - step_size(i) * g``."""
@@ -103,17 +114,14 @@ def momentum(step_size, mass: float):
     """Momentum: ``v <- mass * v + g``; ``x <- x - step_size(i) * v``."""
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0)
+    init = _state_init(1)
 
     def update(i, g, state):
         x, v = state
         v = mass * v + g
         return x - step_size(i) * v, v
 
-    def get_params(state):
-        return state[0]
-    return init, update, get_params
+    return init, update, _params_of
 
 
 @optimizer
@@ -121,17 +129,14 @@ def nesterov(step_size, mass: float):
     """Nesterov momentum: ``v <- mass * v + g``; ``x <- x - step_size(i) * (mass * v + g)``."""
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0)
+    init = _state_init(1)
 
     def update(i, g, state):
         x, v = state
         v = mass * v + g
         return x - step_size(i) * (mass * v + g), v
 
-    def get_params(state):
-        return state[0]
-    return init, update, get_params
+    return init, update, _params_of
 
 
 @optimizer
@@ -140,8 +145,7 @@ def adagrad(step_size, momentum=0.9):
     ``x <- x - step_size(i) m`` (``g/sqrt(G)`` is 0 where ``G`` is 0)."""
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+    init = _state_init(2)
 
     def update(i, g, state):
         x, g_sq, m = state
@@ -150,9 +154,7 @@ def adagrad(step_size, momentum=0.9):
         m = (1.0 - momentum) * (g * inv) + momentum * m
         return x - step_size(i) * m, g_sq, m
 
-    def get_params(state):
-        return state[0]
-    return init, update, get_params
+    return init, update, _params_of
 
 
 @optimizer
@@ -160,17 +162,14 @@ def rmsprop(step_size, gamma=0.9, eps=1e-8):
     """RMSProp: ``a <- gamma a + (1-gamma) g^2``; ``x <- x - step_size(i) g / sqrt(a + eps)``."""
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0)
+    init = _state_init(1)
 
     def update(i, g, state):
         x, avg = state
         avg = avg * gamma + jnp.square(g) * (1.0 - gamma)
         return x - step_size(i) * g / jnp.sqrt(avg + eps), avg
 
-    def get_params(state):
-        return state[0]
-    return init, update, get_params
+    return init, update, _params_of
 
 
 @optimizer
@@ -179,8 +178,7 @@ def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
     ``m <- momentum m + step_size(i) g / sqrt(a + eps)``; ``x <- x - m``."""
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+    init = _state_init(2)
 
     def update(i, g, state):
         x, avg, mom = state
@@ -188,9 +186,7 @@ def rmsprop_momentum(step_size, gamma=0.9, eps=1e-8, momentum=0.9):
         mom = momentum * mom + step_size(i) * g / jnp.sqrt(avg + eps)
         return x - mom, avg, mom
 
-    def get_params(state):
-        return state[0]
-    return init, update, get_params
+    return init, update, _params_of
 
 
 @optimizer
@@ -198,8 +194,7 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
     """Adam (Kingma & Ba): bias-corrected first and second moments."""
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+    init = _state_init(2)
 
     def update(i, g, state):
         x, m, v = state
@@ -209,9 +204,7 @@ def adam(step_size, b1=0.9, b2=0.999, eps=1e-8):
         vhat = v / (1 - jnp.asarray(b2, m.dtype) ** (i + 1))
         return x - step_size(i) * mhat / (jnp.sqrt(vhat) + eps), m, v
 
-    def get_params(state):
-        return state[0]
-    return init, update, get_params
+    return init, update, _params_of
 
 
 @optimizer
@@ -219,8 +212,7 @@ def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
     """AdaMax (Adam with the infinity norm): ``u <- max(b2 u, |g|)``."""
     step_size = make_schedule(step_size)
 
-    def init(x0):
-        return x0, jnp.zeros_like(x0), jnp.zeros_like(x0)
+    init = _state_init(2)
 
     def update(i, g, state):
         x, m, u = state
@@ -229,9 +221,7 @@ def adamax(step_size, b1=0.9, b2=0.999, eps=1e-8):
         x = x - (step_size(i) / (1 - jnp.asarray(b1, m.dtype) ** (i + 1))) * m / (u + eps)
         return x, m, u
 
-    def get_params(state):
-        return state[0]
-    return init, update, get_params
+    return init, update, _params_of
 
 
 def _broadcast_along(ndim: int, v: Any, axis: int) -> Any:
