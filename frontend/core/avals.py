@@ -187,6 +187,26 @@ class ShapeDtypeStruct:
         self.sharding = sharding
         self.weak_type = bool(weak_type)
 
+    @classmethod
+    def like(cls, x) -> ShapeDtypeStruct:
+        """The shape and dtype of ``x`` (an array, a traced value, a ShapeDtypeStruct or a scalar), with its
+        sharding when it is committed to one and its weak type (as ``jax.ShapeDtypeStruct.like``)."""
+        from .dtypes import dtype_of_value
+        aval = getattr(x, "aval", None)
+        if isinstance(aval, ShapedArray):
+            shape, dtype, weak = aval.shape, aval.dtype, aval.weak_type
+        elif hasattr(x, "shape") and hasattr(x, "dtype"):
+            shape, dtype, weak = x.shape, x.dtype, bool(getattr(x, "weak_type", False))
+        else:
+            try:
+                dtype, weak = dtype_of_value(x)
+            except TypeError:
+                raise TypeError(f"kiln.ShapeDtypeStruct.like: expected an array or a scalar, got "
+                                f"{type(x).__name__}") from None
+            shape = np.shape(x)
+        sharding = getattr(x, "sharding", None) if getattr(x, "_committed", True) else None
+        return cls(shape, dtype, sharding=sharding, weak_type=weak)
+
     @property
     def ndim(self) -> int:
         return len(self.shape)

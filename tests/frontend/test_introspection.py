@@ -102,3 +102,22 @@ def test_spmd_program_introspection(run_py):
         np.testing.assert_allclose(np.asarray(c(x)), np.sin(host) * 2, rtol=1e-6)
         print("OK")
     """, env={"KILN_NUM_CPU_DEVICES": "2", "KILN_PLATFORMS": "cpu"})
+
+
+def test_shape_dtype_struct_like():
+    """jax.ShapeDtypeStruct.like (JAX's external-callbacks tutorial builds pure_callback results with it)."""
+    x = kiln.numpy.arange(5.0)
+    s = kiln.ShapeDtypeStruct.like(x)
+    assert (s.shape, s.dtype, s.weak_type, s.sharding) == ((5,), np.dtype("float32"), False, None)  # uncommitted
+    committed = kiln.device_put(x, kiln.devices()[0])
+    assert kiln.ShapeDtypeStruct.like(committed).sharding == committed.sharding
+    weak = kiln.ShapeDtypeStruct.like(2.0)
+    assert (weak.shape, weak.dtype, weak.weak_type) == ((), np.dtype("float32"), True)
+    assert kiln.ShapeDtypeStruct.like(np.zeros((2, 3), np.int8)).shape == (2, 3)
+
+    def f(v):
+        return kiln.pure_callback(lambda a: np.sin(a).astype(a.dtype), kiln.ShapeDtypeStruct.like(v), v,
+                                  vmap_method="sequential")
+    np.testing.assert_allclose(kiln.jit(f)(x), np.sin(np.arange(5.0)), rtol=1e-6)
+    with pytest.raises(TypeError, match="ShapeDtypeStruct.like: expected an array or a scalar, got object"):
+        kiln.ShapeDtypeStruct.like(object())
