@@ -2,7 +2,8 @@
 
     python3 -m pip install nox
     python3 -m nox -s tests            # the pytest suite (arguments after -- go to pytest)
-    python3 -m nox -s demo             # examples/linear_regression.py
+    python3 -m nox -s demo             # examples/mlp.py: the training demo
+    python3 -m nox -s examples         # every example under examples/, small sizes
     python3 -m nox -s bench            # benchmarks/run.py: kiln against JAX
     python3 -m nox -s lint             # ruff check .
 
@@ -21,15 +22,29 @@ nox.options.sessions = ["lint", "tests"]
 @nox.session
 def tests(session: nox.Session) -> None:
     """Run the test suite: ``nox -s tests -- tests/frontend -x`` passes arguments to pytest."""
-    session.install("-e", ".[test]")
+    session.install("-e", ".[test,examples]")
     session.run("python", "-m", "pytest", *session.posargs)
 
 
 @nox.session
 def demo(session: nox.Session) -> None:
-    """Run the linear-regression example (``nox -s demo -- --steps 300`` passes its options)."""
-    session.install("-e", ".")
-    session.run("python", "examples/linear_regression.py", *session.posargs)
+    """Run the MLP training example (``nox -s demo -- --epochs 3`` passes its options)."""
+    session.install("-e", ".[examples]")
+    session.run("python", "examples/mlp.py", "--show-program", *session.posargs)
+
+
+# Each example with small sizes: what `nox -s examples` runs (options after -- are added to every run).
+EXAMPLES = {
+    "linear_regression.py": ["--steps", "300"],
+}
+
+
+@nox.session
+def examples(session: nox.Session) -> None:
+    """Run every training example under examples/ with small sizes; outputs go to runs/."""
+    session.install("-e", ".[examples]")
+    for script, options in EXAMPLES.items():
+        session.run("python", f"examples/{script}", *options, *session.posargs)
 
 
 @nox.session
