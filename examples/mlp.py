@@ -129,7 +129,7 @@ def main(argv: list[str] | None = None) -> int:
         images, labels = train[0][:args.batch_size], train[1][:args.batch_size]
         print("\nkiln IR of the training step (forward, backward and the Adam update, before XLA):")
         print(kiln.make_ir(step)(params, opt_state, images, labels))
-        print("StableHLO of the training step (what XLA compiles):")
+        print("\nStableHLO of the training step (what XLA compiles):")
         print(step.lower(params, opt_state, images, labels).as_text())
 
     print(f"training: {args.epochs} epoch{'s' * (args.epochs != 1)} of {steps_per_epoch} steps, "
