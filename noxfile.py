@@ -35,7 +35,8 @@ def demo(session: nox.Session) -> None:
 
 # Each example with small sizes: what `nox -s examples` runs (options after -- are added to every run).
 EXAMPLES = {
-    "linear_regression.py": ["--steps", "300"],
+    "linear_regression.py": ["--steps", "400"],
+    "mlp.py": ["--epochs", "5"],
 }
 
 

@@ -17,19 +17,45 @@ def _run_example(name: str, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
-def test_linear_regression():
-    proc = _run_example("linear_regression.py", "--steps", "300")
+def test_linear_regression(tmp_path):
+    proc = _run_example("linear_regression.py", "--steps", "400", "--out", str(tmp_path))
     assert proc.returncode == 0, f"rc={proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     out = proc.stdout
+    assert "running on" in out and "seed 42" in out  # the device, from examples/_training.py
     assert "{ lambda" in out  # the kiln IR of the update step
     assert "stablehlo." in out and "func.func public @main" in out  # its StableHLO
-    assert "step   300/300" in out and "fitted: weight" in out
+    assert "steps 400/400  loss" in out and "fitted: weight" in out and "step times: first step" in out
     assert "OK: the fit is within 0.2 of the truth" in out
+    assert out.splitlines()[-1].startswith("summary: linear_regression weight=")
+    assert "steps=400" in out.splitlines()[-1]
+    assert (tmp_path / "linear_regression.png").exists() and (tmp_path / "checkpoint.npz").exists()
 
 
-def test_linear_regression_bad_arguments():
+def test_linear_regression_resume(tmp_path):
+    """200 steps (too few: exit 1 with the reason) then --resume to 400 ends where 400 straight steps end."""
+    import numpy as np
+
+    proc = _run_example("linear_regression.py", "--steps", "200", "--out", str(tmp_path / "resumed"), "--no-plot")
+    assert proc.returncode == 1 and "FAILED: the fit" in proc.stderr and "not within 0.2" in proc.stderr, proc.stderr
+    assert "summary: linear_regression" in proc.stdout
+    assert not (tmp_path / "resumed" / "linear_regression.png").exists()
+    proc = _run_example("linear_regression.py", "--steps", "400", "--out", str(tmp_path / "resumed"), "--resume")
+    assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
+    assert "at step 200" in proc.stdout and "steps 400/400" in proc.stdout and "steps  20/400" not in proc.stdout
+    straight = _run_example("linear_regression.py", "--steps", "400", "--out", str(tmp_path / "straight"))
+    assert straight.returncode == 0, straight.stderr
+    with np.load(tmp_path / "resumed" / "checkpoint.npz") as got, \
+            np.load(tmp_path / "straight" / "checkpoint.npz") as want:
+        assert sorted(got) == sorted(want) == ["__kiln_checkpoint__", "leaf0", "leaf1"]  # weight, bias
+        for key in ("leaf0", "leaf1"):
+            np.testing.assert_allclose(got[key], want[key], rtol=1e-5)
+
+
+def test_linear_regression_bad_arguments(tmp_path):
     proc = _run_example("linear_regression.py", "--steps", "0")
     assert proc.returncode == 2 and "--steps must be positive, got 0" in proc.stderr, proc.stderr
+    proc = _run_example("linear_regression.py", "--resume", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "--resume: there is no checkpoint at" in proc.stderr, proc.stderr
     proc = subprocess.run([sys.executable, str(REPO / "examples" / "linear_regression.py"), "--backend", "nosuch"],
                           cwd=REPO, capture_output=True, text=True, timeout=300)
     assert proc.returncode == 2 and "Unknown backend 'nosuch'" in proc.stderr, proc.stderr
