@@ -175,6 +175,9 @@ def save_checkpoint(path: pathlib.Path, tree, *, step: int, extra: dict | None =
     try:
         with os.fdopen(fd, "wb") as f:
             np.savez(f, **arrays)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)  # mkstemp makes the file private; a checkpoint gets the usual mode
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):

@@ -61,6 +61,12 @@ class _Call:
     def __init__(self, owner, nondiff: list, in_tree, out_tree):
         self.owner, self.nondiff, self.in_tree, self.out_tree = owner, nondiff, in_tree, out_tree
 
+    def __repr__(self) -> str:
+        # How the IR printer shows the parameter: the rule functions by name (as JAX's jvp=/bwd=), no address.
+        def name(rule: str) -> str:
+            return getattr(getattr(self.owner, rule, None), "__name__", "?")
+        return name("jvp") if hasattr(self.owner, "jvp") else f"({name('fwd')}, {name('bwd')})"
+
 
 def _trace_body(owner, args: tuple, nondiff_argnums: tuple[int, ...]):
     nondiff, diff = _split_nondiff(args, nondiff_argnums)

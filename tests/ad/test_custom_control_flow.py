@@ -175,3 +175,22 @@ def test_under_vmap_values_are_batched(fun, name):
         kiln.vmap(kiln.grad(fun))(knp.array([1.0, 2.0]))
     with pytest.raises(kiln.TracerBoolConversionError, match=rf"bool\(\) needs a concrete value.*while tracing {name}"):
         kiln.vmap(fun)(knp.array([1.0, 2.0]))
+
+
+def test_ir_printout_names_the_custom_rules():
+    """The IR shows a custom rule by its functions' names, not an object address that changes every run."""
+
+    @kiln.custom_vjp
+    def double(x):
+        return 2 * x
+
+    def double_fwd(x):
+        return double(x), None
+
+    def double_bwd(_, g):
+        return (2 * g,)
+    double.defvjp(double_fwd, double_bwd)
+    text = str(kiln.make_ir(lambda x: kiln.nn.relu(x) + double(x))(knp.ones(3)))
+    assert "custom_jvp_call[rule=_relu_jvp name='_relu']" in text
+    assert "custom_vjp_call[rule=(double_fwd, double_bwd) name='double']" in text
+    assert " at 0x" not in text

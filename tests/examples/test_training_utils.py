@@ -149,3 +149,15 @@ def test_flags(tmp_path, capsys):
         with pytest.raises(SystemExit) as e:
             _training.parse(parser, argv)
         assert e.value.code == 2 and message in capsys.readouterr().err, argv
+
+
+def test_checkpoint_file_mode_follows_the_umask(tmp_path):
+    """The temporary file a checkpoint is written to is private; the checkpoint itself gets the usual mode."""
+    import os
+    old = os.umask(0o022)
+    try:
+        path = _training.save_checkpoint(tmp_path / "ck.npz", {"a": np.zeros(2)}, step=1)
+    finally:
+        os.umask(old)
+    assert path.stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["ck.npz"]  # no temporary file left behind
