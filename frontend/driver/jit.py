@@ -16,6 +16,8 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from kiln import runtime
 
 from ..core import caches, dtypes, tree_util
@@ -313,10 +315,10 @@ class JittedFunction:
         return out, self._fast_path(entry, leaves, out)
 
     def _fast_path(self, entry: _Entry, leaves: list, out: Any):
-        """The C++ record for this signature, or None when its arguments are not all kiln arrays on the
-        entry's device (NumPy values and Python scalars keep going through Python)."""
+        """The C++ record for this signature, or None when an argument is one the C++ cannot take as it is
+        (see :func:`_cpp_takes`)."""
         device = entry.device
-        if not all(type(x) is Array and x._device is device for x in leaves):
+        if not all(_cpp_takes(x, device) for x in leaves):
             return None
         compiled = entry.compiled
         n_consts = len(entry.closed.ir.constvars)
@@ -692,6 +694,28 @@ class Compiled:
         """The compiled program's memory per device (``argument_size_in_bytes``, ``output_size_in_bytes``,
         ``temp_size_in_bytes``, ``generated_code_size_in_bytes``, ...); None when the backend reports none."""
         return self.entry.compiled.executable.memory_analysis()
+
+
+# Python scalars the C++ path converts itself, with the same dtypes and weak types as kiln.dtypes (a bool is
+# a strong bool; an int, float or complex is weak). Subclasses (IntEnum, ...) are left to the Python path.
+_CPP_SCALARS = frozenset({bool, int, float, complex})
+
+
+def _cpp_takes(x: Any, device) -> bool:
+    """Whether jaxlib's C++ dispatch can take ``x`` as it is: a kiln array already on ``device``, a Python
+    scalar or a NumPy scalar of a standard numeric dtype (converted in C++, canonicalised as kiln does).
+
+    NumPy *arrays* stay on the Python path, which copies them: the C++ transfer may alias their memory
+    (zero-copy on CPU) while the computation runs asynchronously, so changing the array right after the
+    call could change the result (JAX's behaviour; tests/frontend/test_fast_dispatch.py checks kiln's).
+    A Python int out of int32's range makes the C++ raise; the call then falls back to the Python path,
+    which raises kiln's IntegerOverflowError."""
+    t = type(x)
+    if t is Array:
+        return x._device is device
+    if isinstance(x, np.generic):
+        return x.dtype.kind in "biufc"
+    return t in _CPP_SCALARS
 
 
 class _Static:

@@ -47,11 +47,89 @@ def test_static_arguments_and_keywords(count_misses):
     assert len(count_misses) == 2
 
 
-def test_numpy_and_scalar_arguments_use_the_python_path(count_misses):
+def test_scalar_arguments_stay_in_cpp(count_misses):
+    """Python and NumPy scalars (a training loop's step number, a learning rate) are converted in C++."""
+    f = kiln.jit(lambda a, i, lr: a * i + lr)
+    a = knp.ones(3)
+    for i in range(4):
+        np.testing.assert_array_equal(f(a, i, np.float32(0.5)), np.full(3, i + 0.5))
+    assert len(count_misses) == 1
+
+
+def test_numpy_array_arguments_use_the_python_path_which_copies_them(count_misses):
     f = kiln.jit(lambda a, b: a + b)
+    for i in range(3):
+        np.testing.assert_array_equal(f(np.full(3, i, np.float32), 2.0), np.full(3, i + 2.0))
+    assert len(count_misses) == 3  # correct and safe (see the next test), not cached in C++
+
+
+def test_host_arguments_keep_their_dtypes_and_weak_types(count_misses):
+    """The C++ signature tells a weak Python int from a strong NumPy int32 and a bool, as kiln's key does: each
+    kind keeps its own compiled program and result dtype on the C++ path."""
+    f = kiln.jit(lambda x, n: x * n)
+    x8 = knp.arange(3, dtype=knp.int8)
     for _ in range(3):
-        np.testing.assert_array_equal(f(np.ones(3, np.float32), 2.0), np.full(3, 3.0))
-    assert len(count_misses) == 3  # correct, just not cached in C++
+        assert f(x8, 3).dtype == np.int8  # weak: the array's dtype wins
+        assert f(x8, np.int32(3)).dtype == np.int32  # strong: promotes
+        assert f(x8, True).dtype == np.int8
+        assert f(x8, 2.5).dtype == np.float32  # weak float
+        assert f(x8, np.float64(2.5)).dtype == np.float32  # canonicalised (x64 off)
+    np.testing.assert_array_equal(f(x8, 3), [0, 3, 6])
+    np.testing.assert_array_equal(f(x8, 2.5), [0, 2.5, 5])
+    np.testing.assert_array_equal(f(x8, np.float64(0.5)), [0, 0.5, 1.0])
+    assert len(count_misses) == 5
+
+
+def test_host_array_layouts_on_the_cpp_path():
+    """Strided views, Fortran order, 0-d arrays and NumPy scalars give the same values on every call."""
+    f = kiln.jit(lambda a, b: a * 10 + b)  # (host arrays take the Python path, scalars the C++ one)
+    base = np.arange(24, dtype=np.float32).reshape(4, 6)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(base[::2, 1::2], np.float32(1)), base[::2, 1::2] * 10 + 1)
+        np.testing.assert_array_equal(f(np.asfortranarray(base), np.array(2.0, np.float32)), base * 10 + 2)
+        np.testing.assert_array_equal(f(base.T, 0), base.T * 10)
+
+
+def test_host_array_changed_after_the_call_does_not_change_the_result():
+    """JAX's C++ path may alias a NumPy argument's memory on CPU while the call runs asynchronously; kiln
+    copies host arrays at the call, so reusing the buffer right away is safe."""
+    f = kiln.jit(lambda a: a * 2)
+    x = np.ones(1 << 16, np.float32)
+    f(x)
+    for i in range(5):
+        x[:] = i
+        out = f(x)
+        x[:] = -1  # the caller reuses its buffer right away
+        np.testing.assert_array_equal(np.asarray(out)[:3], [2 * i] * 3)
+
+
+def test_python_int_out_of_range_on_the_cpp_path_gets_kilns_error():
+    f = kiln.jit(lambda i, x: x * i)
+    x = knp.ones(2)
+    f(3, x), f(4, x)  # the C++ now holds the weak-int32 signature
+    with pytest.raises(kiln.IntegerOverflowError, match="Python int 1099511627776 is out of range for int32"):
+        f(2**40, x)
+    np.testing.assert_array_equal(f(5, x), [5.0, 5.0])
+
+
+def test_transfer_guard_applies_to_host_arguments_on_the_cpp_path():
+    f = kiln.jit(lambda a: a + 1)
+    f(np.ones(3, np.float32)), f(np.ones(3, np.float32))
+    with kiln.transfer_guard("disallow"):
+        with pytest.raises(kiln.errors.TransferGuardError, match="implicit host-to-device transfer"):
+            f(np.ones(3, np.float32))
+    np.testing.assert_array_equal(f(np.ones(3, np.float32)), [2.0, 2.0, 2.0])
+
+
+def test_other_host_values_use_the_python_path(count_misses):
+    import enum
+
+    class Scale(enum.IntEnum):
+        TWO = 2
+    f = kiln.jit(lambda a, b: a * b)
+    for _ in range(3):
+        np.testing.assert_array_equal(f(knp.ones(2), Scale.TWO), [2.0, 2.0])
+    assert len(count_misses) == 3  # an int subclass: converted in Python every time, still correct
 
 
 def test_committed_outputs_follow_inputs():
