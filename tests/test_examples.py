@@ -47,7 +47,8 @@ def test_benchmarks_smoke():
     out = proc.stdout
     assert "| benchmark " in out and "| kiln/jax |" in out
     for row in ("jit dispatch: f32[4] add", "eager matmul f32[64,64]", "trace+lower: 1,000-op chain",
-                "compile: 1,000-op chain", "MLP forward+loss"):
+                "compile: 1,000-op chain", "MLP forward+loss", "MLP train step: stax + adam",
+                "GCN epoch (seed 003)"):
         assert row in out, row
     assert ("jax not installed" in out) == jax_missing
 
