@@ -1,0 +1,587 @@
+"""``kiln.experimental.sparse``'s BCOO arrays (JAX's batched-COO format), built from kiln.numpy ops.
+
+A BCOO array of shape ``batch + sparse + dense`` stores ``nse`` entries: ``data`` of shape
+``batch + (nse,) + dense`` and ``indices`` of shape ``batch + (nse, n_sparse)``, the position of each entry
+in the sparse dimensions. Duplicate indices are summed; an index out of range (``fromdense`` pads with
+``shape`` itself, and ``data`` with 0) marks a padding entry that ``todense`` and products drop.
+
+Every operation is made of kiln.numpy gathers, scatter-adds and elementwise ops, so it runs eagerly, under
+``kiln.jit`` and ``kiln.vmap``, and differentiates through kiln's autodiff (w.r.t. ``data`` and the dense
+operand; ``indices`` are integers). Matrix products, ``sum`` and ``transpose`` support unbatched arrays
+without dense dimensions (``n_batch == n_dense == 0``); ``fromdense``/``todense`` support any layout.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from typing import Any, Sequence
+
+import numpy as np
+
+from .. import numpy as jnp
+from ..batching.api import vmap
+from ..core import dtypes
+from ..core.errors import ConcretizationTypeError
+from ..core.tracing import Tracer
+from ..core.tree_util import register_pytree_node_class
+
+__all__ = ["BCOO", "bcoo_dot_general", "bcoo_fromdense", "bcoo_reduce_sum", "bcoo_todense", "bcoo_transpose",
+           "empty", "eye", "fromdense", "todense"]
+
+_FORMATS = ("bcoo", "bcsr", "coo", "csr", "csc")
+
+
+def _index(value: Any, what: str, where: str) -> int:
+    """``value`` as a static non-negative Python int; a traced value gets JAX's ConcretizationTypeError."""
+    if isinstance(value, Tracer):
+        hint = (" In order for BCOO.fromdense() to be used in traced/compiled code, pass a concrete Python int "
+                "as nse (number of stored elements)") if what == "nse" else ""
+        raise ConcretizationTypeError(f"{where}: {what} must be a static Python int, but it is a traced value "
+                                      f"(under jit, vmap or grad).{hint}")
+    try:
+        out = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{where}: {what} must be a Python int, got {type(value).__name__} {value!r}") from None
+    if out < 0:
+        raise ValueError(f"{where}: {what} must be non-negative, got {out}")
+    return out
+
+
+def _validate(data_shape: tuple, indices_shape: tuple, shape: tuple) -> tuple[int, int, int, int]:
+    """(n_batch, n_sparse, n_dense, nse) of a BCOO with these shapes, or a ValueError saying what is wrong."""
+    if len(indices_shape) < 2:
+        raise ValueError(f"BCOO: indices must have shape batch + (nse, n_sparse), at least 2-D; got indices of shape "
+                         f"{indices_shape} for shape={shape}")
+    n_batch = len(indices_shape) - 2
+    nse, n_sparse = indices_shape[-2:]
+    n_dense = len(shape) - n_batch - n_sparse
+    if n_dense < 0:
+        raise ValueError(f"BCOO: indices of shape {indices_shape} (n_batch={n_batch}, n_sparse={n_sparse}) do not fit "
+                         f"shape={shape} of rank {len(shape)}: the rank must be at least n_batch + n_sparse")
+    if tuple(indices_shape[:n_batch]) != tuple(shape[:n_batch]):
+        raise ValueError(f"BCOO: the batch dimensions of indices {indices_shape[:n_batch]} differ from those of "
+                         f"shape={shape}")
+    want = tuple(shape[:n_batch]) + (nse,) + tuple(shape[n_batch + n_sparse:])
+    if tuple(data_shape) != want:
+        raise ValueError(f"BCOO: data of shape {tuple(data_shape)} does not fit indices of shape {indices_shape} and "
+                         f"shape={shape}: data must have shape batch + (nse,) + dense = {want} (nse={nse}, "
+                         f"n_batch={n_batch}, n_dense={n_dense})")
+    return n_batch, n_sparse, n_dense, nse
+
+
+def _shape_for_leaves(shape: tuple, data: Any, indices: Any) -> tuple:
+    """The shape of a BCOO rebuilt from ``data``/``indices`` whose batch dimensions ``kiln.vmap`` changed.
+
+    Inside ``vmap`` the leaves lose the mapped batch axis (a BCOO with ``n_batch=1`` becomes one unbatched
+    BCOO per example, as in JAX); on the way out they gain one (unbatched results stack into ``n_batch=1``).
+    The stored shape is corrected to match; leaves that are not arrays (tree_map's placeholders) keep it.
+    """
+    try:
+        d_shape, i_shape = tuple(data.shape), tuple(indices.shape)
+    except AttributeError:
+        return shape
+    if len(i_shape) < 2:
+        return shape
+    n_batch = len(i_shape) - 2
+    n_sparse, n_dense = i_shape[-1], len(d_shape) - 1 - n_batch
+    rank = n_batch + n_sparse + n_dense
+    batch = i_shape[:n_batch]
+    if rank == len(shape) - 1:  # one batch axis mapped away
+        for k in range(n_batch + 1):
+            cand = shape[:k] + shape[k + 1:]
+            if cand[:n_batch] == batch:
+                return cand
+    elif rank == len(shape) + 1 and n_batch >= 1:  # one batch axis stacked on
+        for k in range(n_batch):
+            cand = shape[:k] + (i_shape[k],) + shape[k:]
+            if cand[:n_batch] == batch:
+                return cand
+    return shape
+
+
+@register_pytree_node_class
+class BCOO:
+    """A sparse array in batched-COO format (as ``jax.experimental.sparse.BCOO``).
+
+    ``BCOO((data, indices), shape=shape)``: ``data`` of shape ``batch + (nse,) + dense``, ``indices`` of shape
+    ``batch + (nse, n_sparse)`` holding each entry's position in the sparse dimensions. A pytree (leaves
+    ``data`` and ``indices``), so it passes through ``kiln.jit``, ``kiln.vmap`` and ``kiln.grad``.
+
+    >>> M = BCOO.fromdense(jnp.array([[0., 2., 0.], [1., 0., 4.]]))
+    >>> M
+    BCOO(float32[2, 3], nse=3)
+    >>> M @ jnp.ones(3)
+    Array([2., 5.], dtype=float32)
+    """
+    __array_ufunc__ = None  # NumPy defers ``ndarray @ BCOO`` to BCOO.__rmatmul__
+    __hash__ = None  # type: ignore[assignment]
+
+    def __init__(self, args: tuple, *, shape: Sequence[int], indices_sorted: bool = False,
+                 unique_indices: bool = False):
+        if not isinstance(args, (tuple, list)) or len(args) != 2:
+            raise TypeError(f"BCOO: the first argument must be the pair (data, indices), got {type(args).__name__}; "
+                            "write BCOO((data, indices), shape=shape)")
+        if isinstance(shape, (int, np.integer)):
+            shape = (shape,)
+        self.shape = tuple(_index(s, "each entry of shape", "BCOO") for s in shape)
+        self.data, self.indices = jnp.asarray(args[0]), jnp.asarray(args[1])
+        if not dtypes.is_int(self.indices.dtype):
+            raise TypeError(f"BCOO: indices must be integers, got {self.indices.dtype}")
+        self.indices_sorted = bool(indices_sorted)
+        self.unique_indices = bool(unique_indices)
+        _validate(tuple(self.data.shape), tuple(self.indices.shape), self.shape)
+
+    # --- layout ------------------------------------------------------------------------------------
+    @property
+    def dtype(self) -> np.dtype:
+        return self.data.dtype
+
+    @property
+    def nse(self) -> int:
+        return self.indices.shape[-2]
+
+    @property
+    def n_batch(self) -> int:
+        return self.indices.ndim - 2
+
+    @property
+    def n_sparse(self) -> int:
+        return self.indices.shape[-1]
+
+    @property
+    def n_dense(self) -> int:
+        return self.data.ndim - 1 - self.n_batch
+
+    @property
+    def ndim(self) -> int:
+        return len(self.shape)
+
+    @property
+    def size(self) -> int:
+        return math.prod(self.shape)
+
+    def __len__(self) -> int:
+        return self.shape[0]
+
+    @property
+    def T(self) -> BCOO:
+        return self.transpose()
+
+    def __repr__(self) -> str:
+        try:
+            extra = f", nse={self.nse}"
+            if self.n_batch:
+                extra += f", n_batch={self.n_batch}"
+            if self.n_dense:
+                extra += f", n_dense={self.n_dense}"
+            text = f"BCOO({np.dtype(self.dtype).name}{list(self.shape)}{extra})"
+        except Exception:  # a BCOO rebuilt around non-array leaves (tree_map placeholders)
+            text = "BCOO(<invalid>)"
+        if isinstance(self.data, Tracer):
+            text = f"Tracer[{text}]"
+        return text
+
+    # --- pytree ------------------------------------------------------------------------------------
+    def tree_flatten(self):
+        return (self.data, self.indices), (self.shape, self.indices_sorted, self.unique_indices)
+
+    @classmethod
+    def tree_unflatten(cls, aux_data, children):
+        obj = object.__new__(cls)
+        shape, obj.indices_sorted, obj.unique_indices = aux_data
+        obj.data, obj.indices = children
+        obj.shape = _shape_for_leaves(shape, obj.data, obj.indices)
+        return obj
+
+    def block_until_ready(self) -> BCOO:
+        self.data.block_until_ready()
+        self.indices.block_until_ready()
+        return self
+
+    # --- conversions -------------------------------------------------------------------------------
+    @classmethod
+    def fromdense(cls, mat: Any, *, nse: int | None = None, index_dtype: Any = np.int32, n_dense: int = 0,
+                  n_batch: int = 0) -> BCOO:
+        """A BCOO array holding the nonzero entries of the dense array ``mat`` (``nse``: see bcoo_fromdense)."""
+        return bcoo_fromdense(mat, nse=nse, index_dtype=index_dtype, n_dense=n_dense, n_batch=n_batch)
+
+    @classmethod
+    def from_scipy_sparse(cls, mat: Any, *, index_dtype: Any = None, n_dense: int = 0, n_batch: int = 0) -> BCOO:
+        """A BCOO matrix from a 2-D ``scipy.sparse`` matrix or array (any format with ``.tocoo()``).
+
+        Duplicate entries are kept (and summed by every operation), as in JAX.
+        """
+        if n_dense != 0 or n_batch != 0:
+            raise NotImplementedError("BCOO.from_scipy_sparse: only n_batch=0 and n_dense=0 are supported (as in "
+                                      "JAX); convert with BCOO.fromdense(mat.toarray(), n_batch=..., n_dense=...)")
+        if not hasattr(mat, "tocoo"):
+            raise TypeError(f"BCOO.from_scipy_sparse: expected a scipy.sparse matrix or array (with .tocoo()), got "
+                            f"{type(mat).__name__}; for a dense array use BCOO.fromdense")
+        coo = mat.tocoo()
+        shape = tuple(coo.shape)
+        if len(shape) != 2:
+            raise ValueError(f"BCOO.from_scipy_sparse: expected a 2-D sparse matrix, got shape {shape}; for other "
+                             "ranks use BCOO.fromdense(mat.toarray())")
+        row, col, data = np.asarray(coo.row), np.asarray(coo.col), np.asarray(coo.data)
+        if not (row.ndim == col.ndim == data.ndim == 1 and row.shape == col.shape == data.shape):
+            raise ValueError(f"BCOO.from_scipy_sparse: the COO form of the input has row, col and data of shapes "
+                             f"{row.shape}, {col.shape}, {data.shape}; they must be 1-D of one length (nse)")
+        indices = jnp.asarray(np.stack([row, col], axis=1)).astype(index_dtype or np.int32)
+        return cls((jnp.asarray(data), indices), shape=shape)
+
+    def todense(self) -> Any:
+        """The dense array (duplicates summed, out-of-range padding entries dropped)."""
+        return bcoo_todense(self)
+
+    def astype(self, dtype: Any) -> BCOO:
+        """The same sparse array with ``data`` cast to ``dtype``."""
+        return self._with_data(self.data.astype(dtype))
+
+    def _with_data(self, data: Any) -> BCOO:
+        return BCOO((data, self.indices), shape=self.shape, indices_sorted=self.indices_sorted,
+                    unique_indices=self.unique_indices)
+
+    # --- operations --------------------------------------------------------------------------------
+    def transpose(self, axes: Sequence[int] | None = None) -> BCOO:
+        """The transposed array (``axes`` as ``numpy.transpose``; the default reverses them)."""
+        perm = list(range(self.ndim))[::-1] if axes is None else list(axes)
+        return bcoo_transpose(self, permutation=perm)
+
+    def sum(self, axis: int | Sequence[int] | None = None) -> Any:
+        """The sum over ``axis`` (all axes by default): a BCOO array, or a dense scalar when no axis is left."""
+        if axis is None:
+            axes = tuple(range(self.ndim))
+        else:
+            axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+            axes = tuple(_axis(a, self.ndim, "BCOO.sum") for a in axes)
+        out = bcoo_reduce_sum(self, axes=axes)
+        return out.todense() if out.ndim == 0 else out
+
+    def __matmul__(self, other: Any) -> Any:
+        return self._matmul(other, sparse_left=True)
+
+    def __rmatmul__(self, other: Any) -> Any:
+        return self._matmul(other, sparse_left=False)
+
+    def _matmul(self, other: Any, sparse_left: bool) -> Any:
+        """``self @ other`` or ``other @ self`` with NumPy's matmul rules for 1-D and 2-D operands."""
+        if isinstance(other, BCOO):
+            raise NotImplementedError("BCOO @ BCOO (sparse-sparse product) is not supported in kiln; densify one "
+                                      "operand: A @ B.todense()")
+        _unbatched(self, "a matrix product")
+        other = jnp.asarray(other)
+        if self.ndim not in (1, 2) or other.ndim not in (1, 2):
+            shapes = (self.shape, tuple(other.shape)) if sparse_left else (tuple(other.shape), self.shape)
+            raise NotImplementedError(f"{'BCOO @ x' if sparse_left else 'x @ BCOO'}: supported for 1-D or 2-D "
+                                      f"operands, got shapes {shapes[0]} and {shapes[1]}; for stacked operands use "
+                                      "kiln.vmap over the batch axis")
+        if sparse_left:  # contract self's last axis with other's first (vector) or second-to-last axis
+            dims = ([self.ndim - 1], [0 if other.ndim == 1 else other.ndim - 2])
+            return bcoo_dot_general(self, other, dimension_numbers=(dims, ([], [])))
+        dims = ([other.ndim - 1], [0 if self.ndim == 1 else self.ndim - 2])
+        return bcoo_dot_general(other, self, dimension_numbers=(dims, ([], [])))
+
+    def _scalar(self, other: Any, op: str) -> Any:
+        if isinstance(other, BCOO) or (not isinstance(other, (int, float, complex, np.generic))
+                                       and getattr(other, "ndim", None) != 0):
+            raise NotImplementedError(f"BCOO {op} x is supported for a scalar x only (got "
+                                      f"{type(other).__name__}); for an array use A.todense() {op} x")
+        return other
+
+    def __mul__(self, other: Any) -> BCOO:
+        return self._with_data(self.data * self._scalar(other, "*"))
+
+    def __rmul__(self, other: Any) -> BCOO:
+        return self._with_data(self._scalar(other, "*") * self.data)
+
+    def __truediv__(self, other: Any) -> BCOO:
+        return self._with_data(self.data / self._scalar(other, "/"))
+
+    def __neg__(self) -> BCOO:
+        return self._with_data(-self.data)
+
+    def __pos__(self) -> BCOO:
+        return self
+
+
+def _axis(a: Any, ndim: int, where: str) -> int:
+    a = operator.index(a)
+    if not -ndim <= a < ndim:
+        raise ValueError(f"{where}: axis {a} is out of range for an array of rank {ndim}")
+    return a % ndim
+
+
+def _unbatched(mat: BCOO, what: str, dense_ok: bool = False) -> None:
+    if mat.n_batch:
+        raise NotImplementedError(
+            f"kiln.experimental.sparse: {what} of a BCOO with batch dimensions (n_batch={mat.n_batch}) is not "
+            "supported yet; map over the batch axis with kiln.vmap (each example is an unbatched BCOO), or use "
+            ".todense()")
+    if mat.n_dense and not dense_ok:
+        raise NotImplementedError(
+            f"kiln.experimental.sparse: {what} of a BCOO with dense dimensions (n_dense={mat.n_dense}) is not "
+            "supported yet; build it with n_dense=0 (BCOO.fromdense(x)), or use .todense()")
+
+
+def _in_range(mat: BCOO) -> Any:
+    """(nse,) bool: which entries lie inside the sparse shape (the others are padding)."""
+    bound = np.asarray(mat.shape[:mat.n_sparse], dtype=np.dtype(mat.indices.dtype))
+    return jnp.all((mat.indices >= 0) & (mat.indices < bound), axis=1)
+
+
+# --- fromdense / todense ---------------------------------------------------------------------------
+
+def bcoo_fromdense(mat: Any, *, nse: int | None = None, n_batch: int = 0, n_dense: int = 0,
+                   index_dtype: Any = np.int32) -> BCOO:
+    """A BCOO array of the nonzero entries of ``mat`` (as ``jax.experimental.sparse.bcoo_fromdense``).
+
+    ``nse``: the number of stored entries (per batch element); by default the number of nonzeros, which needs a
+    concrete ``mat``: under ``jit``/``vmap``/``grad`` pass ``nse=``. When ``nse`` exceeds the nonzeros, the rest is
+    padding (index ``shape``, data 0); when it is smaller, the last nonzeros are dropped.
+    """
+    mat = jnp.asarray(mat)
+    n_batch = _index(n_batch, "n_batch", "bcoo_fromdense")
+    n_dense = _index(n_dense, "n_dense", "bcoo_fromdense")
+    n_sparse = mat.ndim - n_batch - n_dense
+    if n_sparse < 0:
+        raise ValueError(f"bcoo_fromdense: n_batch={n_batch} + n_dense={n_dense} exceeds the rank {mat.ndim} of the "
+                         f"input of shape {tuple(mat.shape)}")
+    if nse is None:
+        if isinstance(mat, Tracer):
+            raise ConcretizationTypeError(
+                "bcoo_fromdense: the number of stored elements (nse) depends on the values of a traced array (under "
+                "jit, vmap or grad). In order for BCOO.fromdense() to be used in traced/compiled code, you must pass "
+                "a concrete value to the nse (number of stored elements) argument, e.g. BCOO.fromdense(m, nse=100)")
+        mask = mat != 0
+        if n_dense:
+            mask = jnp.any(mask, axis=tuple(range(n_batch + n_sparse, mat.ndim)))
+        counts = jnp.sum(mask, axis=tuple(range(n_batch, mask.ndim)))
+        nse = int(jnp.max(counts)) if counts.size else 0
+    nse = _index(nse, "nse", "bcoo_fromdense")
+    index_dtype = np.dtype(index_dtype)
+    if not dtypes.is_int(index_dtype):
+        raise TypeError(f"bcoo_fromdense: index_dtype must be an integer dtype, got {index_dtype}")
+
+    def one(m):
+        return _fromdense_unbatched(m, nse, n_dense, index_dtype)
+
+    fn = one
+    for _ in range(n_batch):
+        fn = vmap(fn)
+    data, indices = fn(mat)
+    return BCOO((data, indices), shape=tuple(mat.shape), indices_sorted=True, unique_indices=True)
+
+
+def _fromdense_unbatched(mat: Any, nse: int, n_dense: int, index_dtype: np.dtype) -> tuple[Any, Any]:
+    n_sparse = mat.ndim - n_dense
+    if n_sparse == 0:
+        raise NotImplementedError("bcoo_fromdense: an array with no sparse dimensions (n_sparse=0) is not supported; "
+                                  "lower n_dense or n_batch")
+    mask = mat != 0
+    if n_dense:
+        mask = jnp.any(mask, axis=tuple(range(n_sparse, mat.ndim)))
+    sparse_shape = tuple(mat.shape[:n_sparse])
+    idx = jnp.nonzero(mask, size=nse, fill_value=sparse_shape)
+    data = mat.at[idx].get(mode="fill", fill_value=0)
+    indices = jnp.stack([i.astype(index_dtype) for i in idx], axis=1)
+    return data, indices
+
+
+def bcoo_todense(mat: BCOO) -> Any:
+    """The dense array of ``mat`` (duplicates summed, out-of-range padding entries dropped)."""
+    if not isinstance(mat, BCOO):
+        raise TypeError(f"bcoo_todense: expected a BCOO array, got {type(mat).__name__}")
+    n_batch, n_sparse = mat.n_batch, mat.n_sparse
+    sparse_shape = mat.shape[n_batch:n_batch + n_sparse]
+    dense_shape = mat.shape[n_batch + n_sparse:]
+    sorted_, unique = mat.indices_sorted, mat.unique_indices
+
+    def one(data, indices):
+        if n_sparse == 0:
+            return jnp.sum(data, axis=0)
+        out = jnp.zeros(sparse_shape + dense_shape, data.dtype)
+        idx = tuple(indices[:, i] for i in range(n_sparse))
+        return out.at[idx].add(data, mode="drop", indices_are_sorted=sorted_, unique_indices=unique)
+
+    fn = one
+    for _ in range(n_batch):
+        fn = vmap(fn)
+    return fn(mat.data, mat.indices)
+
+
+def todense(arr: Any) -> Any:
+    """The dense form of ``arr``: ``arr.todense()`` for a BCOO array, anything else unchanged."""
+    return arr.todense() if isinstance(arr, BCOO) else arr
+
+
+def fromdense(mat: Any, *, nse: int | None = None, index_dtype: Any = np.int32, n_dense: int = 0,
+              n_batch: int = 0) -> BCOO:
+    """``BCOO.fromdense(mat, ...)`` (kiln's only sparse format is BCOO)."""
+    return bcoo_fromdense(mat, nse=nse, index_dtype=index_dtype, n_dense=n_dense, n_batch=n_batch)
+
+
+# --- structural ops --------------------------------------------------------------------------------
+
+def bcoo_transpose(mat: BCOO, *, permutation: Sequence[int]) -> BCOO:
+    """``mat`` with its axes permuted (``permutation[i]`` is the input axis of output axis ``i``)."""
+    perm = [_axis(p, mat.ndim, "bcoo_transpose") for p in permutation]
+    if sorted(perm) != list(range(mat.ndim)):
+        raise ValueError(f"bcoo_transpose: permutation {list(permutation)} is not a permutation of the "
+                         f"{mat.ndim} axes of an array of shape {mat.shape}")
+    _unbatched(mat, "transpose", dense_ok=True)
+    ns = mat.n_sparse
+    if any((p < ns) != (i < ns) for i, p in enumerate(perm)):
+        raise NotImplementedError(f"bcoo_transpose: permutation {perm} moves axes between the sparse dimensions "
+                                  f"(the first {ns}) and the dense ones, which BCOO cannot do (as in JAX)")
+    indices = mat.indices
+    if perm[:ns] != list(range(ns)):
+        indices = jnp.stack([indices[:, p] for p in perm[:ns]], axis=1)
+    data = mat.data
+    if perm[ns:] != list(range(ns, mat.ndim)):
+        data = jnp.transpose(data, [0] + [p - ns + 1 for p in perm[ns:]])
+    sorted_ = mat.indices_sorted and perm[:ns] == list(range(ns))
+    return BCOO((data, indices), shape=tuple(mat.shape[p] for p in perm), indices_sorted=sorted_,
+                unique_indices=mat.unique_indices)
+
+
+def bcoo_reduce_sum(mat: BCOO, *, axes: Sequence[int]) -> BCOO:
+    """The sum of ``mat`` over ``axes``, as a BCOO array (of shape ``()`` when every axis is summed)."""
+    axes = sorted({_axis(a, mat.ndim, "bcoo_reduce_sum") for a in axes})
+    _unbatched(mat, "sum", dense_ok=True)
+    ns = mat.n_sparse
+    data = mat.data
+    dense_axes = tuple(a - ns + 1 for a in axes if a >= ns)
+    if dense_axes:
+        data = jnp.sum(data, axis=dense_axes)
+    kept = [d for d in range(ns) if d not in axes]
+    if len(kept) < ns:
+        # Entries out of range in a summed dimension would become in range: zero them first.
+        mask = _in_range(mat).reshape((mat.nse,) + (1,) * (data.ndim - 1))
+        data = jnp.where(mask, data, jnp.zeros((), data.dtype))
+        indices = jnp.stack([mat.indices[:, d] for d in kept], axis=1) if kept else \
+            jnp.zeros((mat.nse, 0), mat.indices.dtype)
+    else:
+        indices = mat.indices
+    shape = tuple(s for i, s in enumerate(mat.shape) if i not in axes)
+    return BCOO((data, indices), shape=shape, indices_sorted=mat.indices_sorted and len(kept) == ns,
+                unique_indices=mat.unique_indices and len(kept) == ns)
+
+
+# --- products --------------------------------------------------------------------------------------
+
+def bcoo_dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: Any = None,
+                     preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
+    """``lax.dot_general`` with one BCOO operand and one dense one; the result is dense.
+
+    ``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``; the output has the
+    lhs's free dimensions, then the rhs's (as ``lax.dot_general`` without batch dimensions). The product is one
+    gather of the dense operand at the stored indices, one multiply by ``data`` and one scatter-add.
+    """
+    del precision, out_sharding
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+        lc, rc, lb, rb = (tuple(operator.index(d) for d in ds) for ds in (lc, rc, lb, rb))
+    except (TypeError, ValueError):
+        raise TypeError(f"bcoo_dot_general: dimension_numbers must be ((lhs_contracting, rhs_contracting), "
+                        f"(lhs_batch, rhs_batch)), got {dimension_numbers!r}") from None
+    if lb or rb:
+        raise NotImplementedError("bcoo_dot_general: batch dimensions in dimension_numbers are not supported yet; "
+                                  "map over them with kiln.vmap")
+    if isinstance(lhs, BCOO) and isinstance(rhs, BCOO):
+        raise NotImplementedError("bcoo_dot_general: a product of two BCOO arrays is not supported in kiln; densify "
+                                  "one operand with .todense()")
+    if isinstance(lhs, BCOO):
+        return _sparse_dense(lhs, jnp.asarray(rhs), lc, rc, preferred_element_type, sparse_left=True)
+    if isinstance(rhs, BCOO):
+        out = _sparse_dense(rhs, jnp.asarray(lhs), rc, lc, preferred_element_type, sparse_left=False)
+        # out has the sparse operand's free axes first: move the dense operand's to the front.
+        n_sp = rhs.ndim - len(rc)
+        return jnp.transpose(out, list(range(n_sp, out.ndim)) + list(range(n_sp))) if n_sp and out.ndim > n_sp \
+            else out
+    raise TypeError("bcoo_dot_general: one operand must be a BCOO array; for two dense arrays use kiln.lax.dot_general")
+
+
+def _sparse_dense(mat: BCOO, x: Any, mc: tuple, xc: tuple, preferred_element_type: Any, sparse_left: bool) -> Any:
+    _unbatched(mat, "a matrix product")
+    side = ("lhs", "rhs") if sparse_left else ("rhs", "lhs")
+    if len(mc) != len(xc):
+        raise TypeError(f"bcoo_dot_general: {len(mc)} contracting dimension(s) for the {side[0]} but {len(xc)} for "
+                        f"the {side[1]}")
+    mc = tuple(_axis(d, mat.ndim, "bcoo_dot_general") for d in mc)
+    xc = tuple(_axis(d, x.ndim, "bcoo_dot_general") for d in xc)
+    if len(set(mc)) != len(mc) or len(set(xc)) != len(xc):
+        raise ValueError(f"bcoo_dot_general: repeated contracting dimensions {mc}, {xc}")
+    m_sizes, x_sizes = tuple(mat.shape[d] for d in mc), tuple(x.shape[d] for d in xc)
+    if m_sizes != x_sizes:
+        shapes = (mat.shape, tuple(x.shape)) if sparse_left else (tuple(x.shape), mat.shape)
+        sizes = (m_sizes, x_sizes) if sparse_left else (x_sizes, m_sizes)
+        raise TypeError(f"bcoo_dot_general requires contracting dimensions to have the same shape, got {sizes[0]} "
+                        f"and {sizes[1]} (operands of shapes {shapes[0]} and {shapes[1]}); check the orientation "
+                        "of the operands (A @ x contracts A's last axis with x's first or second-to-last)")
+    dtype = jnp.result_type(mat.data, x) if preferred_element_type is None else np.dtype(preferred_element_type)
+    data = mat.data.astype(dtype)
+    x = x.astype(dtype)
+    m_free = [d for d in range(mat.ndim) if d not in mc]
+    x_free = [d for d in range(x.ndim) if d not in xc]
+    perm = list(xc) + x_free
+    if perm != list(range(x.ndim)):
+        x = jnp.transpose(x, perm)
+    cols = tuple(mat.indices[:, d] for d in mc)
+    gathered = x.at[cols].get(mode="fill", fill_value=0) if cols else \
+        jnp.broadcast_to(x, (mat.nse,) + tuple(x.shape))
+    prod = data.reshape((mat.nse,) + (1,) * (gathered.ndim - 1)) * gathered
+    out_shape = tuple(mat.shape[d] for d in m_free) + tuple(x.shape[len(xc):])
+    if not m_free:
+        return jnp.sum(prod, axis=0)
+    rows = tuple(mat.indices[:, d] for d in m_free)
+    prefix = m_free == list(range(len(m_free)))
+    return jnp.zeros(out_shape, dtype).at[rows].add(prod, mode="drop",
+                                                    indices_are_sorted=mat.indices_sorted and prefix,
+                                                    unique_indices=mat.unique_indices and len(m_free) == mat.ndim)
+
+
+# --- constructors ----------------------------------------------------------------------------------
+
+def _format(sparse_format: str, where: str) -> None:
+    if sparse_format not in _FORMATS:
+        raise ValueError(f"{where}: sparse_format={sparse_format!r} not recognized; must be one of {list(_FORMATS)}")
+    if sparse_format != "bcoo":
+        raise NotImplementedError(f"{where}: kiln.experimental.sparse has only the BCOO format; "
+                                  f"sparse_format={sparse_format!r} is not supported (use 'bcoo')")
+
+
+def empty(shape: Sequence[int], dtype: Any = None, index_dtype: Any = "int32", sparse_format: str = "bcoo", *,
+          n_batch: int = 0, n_dense: int = 0, nse: int = 0) -> BCOO:
+    """An all-zero BCOO array of ``shape`` with ``nse`` padding entries (as ``jax.experimental.sparse.empty``)."""
+    _format(sparse_format, "sparse.empty")
+    shape = tuple(_index(s, "each entry of shape", "sparse.empty") for s in shape)
+    n_batch, n_dense = _index(n_batch, "n_batch", "sparse.empty"), _index(n_dense, "n_dense", "sparse.empty")
+    nse = _index(nse, "nse", "sparse.empty")
+    n_sparse = len(shape) - n_batch - n_dense
+    if n_sparse < 0:
+        raise ValueError(f"sparse.empty: n_batch={n_batch} + n_dense={n_dense} exceeds the rank of shape={shape}")
+    batch, sparse, dense = shape[:n_batch], shape[n_batch:n_batch + n_sparse], shape[n_batch + n_sparse:]
+    data = jnp.zeros(batch + (nse,) + dense, dtype)
+    indices = jnp.asarray(np.broadcast_to(np.asarray(sparse, np.dtype(index_dtype)), batch + (nse, n_sparse)))
+    return BCOO((data, indices), shape=shape, indices_sorted=True, unique_indices=True)
+
+
+def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, index_dtype: Any = "int32",
+        sparse_format: str = "bcoo", *, n_batch: int = 0, n_dense: int = 0) -> BCOO:
+    """The ``N x M`` sparse identity with ones on diagonal ``k`` (as ``jax.experimental.sparse.eye``)."""
+    _format(sparse_format, "sparse.eye")
+    N = _index(N, "N", "sparse.eye")
+    M = N if M is None else _index(M, "M", "sparse.eye")
+    if isinstance(k, Tracer):
+        raise ConcretizationTypeError("sparse.eye: k must be a static Python int, got a traced value")
+    k = operator.index(k)
+    if n_batch or n_dense:
+        return bcoo_fromdense(jnp.eye(N, M, k, dtype=dtype), n_batch=n_batch, n_dense=n_dense,
+                              index_dtype=index_dtype)
+    size = min(N, M - k) if k > 0 else min(N + k, M)
+    if size <= 0:
+        return empty((N, M), dtype=dtype, index_dtype=index_dtype)
+    i = np.arange(size)
+    indices = np.stack([i + max(-k, 0), i + max(k, 0)], axis=1).astype(np.dtype(index_dtype))
+    return BCOO((jnp.ones(size, dtype), jnp.asarray(indices)), shape=(N, M), indices_sorted=True,
+                unique_indices=True)
