@@ -297,3 +297,38 @@ def test_matmul_rank_errors():
         a @ jnp.ones((2, 3, 3))
     with pytest.raises(NotImplementedError, match=r"x @ BCOO: .* got shapes \(2, 3, 3\) and \(3, 3\)"):
         jnp.ones((2, 3, 3)) @ a
+
+
+def test_more_error_messages():
+    m = np.array([[0., 2.], [1., 0.]], np.float32)
+    a = BCOO.fromdense(m)
+    dn = (([1], [0]), ([], []))
+    cases = [
+        (TypeError, "nse must be a Python int, got float", lambda: BCOO.fromdense(m, nse=1.5)),
+        (ValueError, "nse must be non-negative, got -1", lambda: BCOO.fromdense(m, nse=-1)),
+        (TypeError, "index_dtype must be an integer dtype", lambda: BCOO.fromdense(m, index_dtype=np.float32)),
+        (NotImplementedError, "no sparse dimensions", lambda: BCOO.fromdense(m, n_dense=2)),
+        (ValueError, "at least 2-D", lambda: BCOO((jnp.ones(2), jnp.zeros(2, jnp.int32)), shape=(2,))),
+        (ValueError, "rank must be at least n_batch \\+ n_sparse",
+         lambda: BCOO((jnp.ones(2), jnp.zeros((2, 3), jnp.int32)), shape=(2, 2))),
+        (ValueError, "batch dimensions of indices \\(3,\\) differ",
+         lambda: BCOO((jnp.ones((3, 2)), jnp.zeros((3, 2, 1), jnp.int32)), shape=(4, 2))),
+        (TypeError, "expected a BCOO array, got ndarray", lambda: sparse.bcoo_todense(m)),
+        (ValueError, "is not a permutation of the 2 axes", lambda: a.transpose((0, 0))),
+        (ValueError, "axis 2 is out of range for an array of rank 2", lambda: a.sum(2)),
+        (TypeError, "dimension_numbers must be", lambda: sparse.bcoo_dot_general(a, m, dimension_numbers=(1, 0))),
+        (NotImplementedError, "batch dimensions in dimension_numbers",
+         lambda: sparse.bcoo_dot_general(a, m, dimension_numbers=(([1], [1]), ([0], [0])))),
+        (NotImplementedError, "product of two BCOO arrays",
+         lambda: sparse.bcoo_dot_general(a, a, dimension_numbers=dn)),
+        (TypeError, "one operand must be a BCOO array", lambda: sparse.bcoo_dot_general(m, m, dimension_numbers=dn)),
+        (TypeError, "1 contracting dimension\\(s\\) for the lhs but 2 for the rhs",
+         lambda: sparse.bcoo_dot_general(a, m, dimension_numbers=(([1], [0, 1]), ([], [])))),
+        (ValueError, "repeated contracting dimensions",
+         lambda: sparse.bcoo_dot_general(a, m, dimension_numbers=(([1, 1], [0, 1]), ([], [])))),
+        (ValueError, "exceeds the rank of shape=\\(2,\\)", lambda: sparse.empty((2,), n_batch=1, n_dense=1)),
+        (TypeError, "must be a static Python int", lambda: kiln.jit(lambda k: sparse.eye(3, k=k))(1)),
+    ]
+    for cls, msg, fn in cases:
+        with pytest.raises(cls, match=msg):
+            fn()
