@@ -268,8 +268,10 @@ class BCOO:
         if isinstance(other, BCOO):
             raise NotImplementedError("BCOO @ BCOO (sparse-sparse product) is not supported in kiln; densify one "
                                       "operand: A @ B.todense()")
-        _unbatched(self, "a matrix product")
         other = jnp.asarray(other)
+        if self.n_batch:
+            return self._batched_matmul(other, sparse_left)
+        _unbatched(self, "a matrix product")
         if self.ndim not in (1, 2) or other.ndim not in (1, 2):
             shapes = (self.shape, tuple(other.shape)) if sparse_left else (tuple(other.shape), self.shape)
             raise NotImplementedError(f"{'BCOO @ x' if sparse_left else 'x @ BCOO'}: supported for 1-D or 2-D "
@@ -280,6 +282,30 @@ class BCOO:
             return bcoo_dot_general(self, other, dimension_numbers=(dims, ([], [])))
         dims = ([other.ndim - 1], [0 if self.ndim == 1 else self.ndim - 2])
         return bcoo_dot_general(other, self, dimension_numbers=(dims, ([], [])))
+
+    def _batched_matmul(self, other: Any, sparse_left: bool) -> Any:
+        """matmul with a BCOO that has batch dimensions (its leading axes): NumPy's broadcasting over them, as a
+        ``kiln.vmap`` of the unbatched product. ``other`` is 1-D/2-D (shared by every batch element) or has the
+        same batch axes."""
+        _unbatched(self, "a matrix product", batch_ok=True)
+        nb = self.n_batch
+        if other.ndim <= 2 and (sparse_left or self.n_sparse == 2):
+            in_axes = (0, None)
+        elif self.n_sparse == 2 and other.ndim == self.ndim and tuple(other.shape[:nb]) == self.shape[:nb]:
+            in_axes = (0, 0)
+        else:
+            shapes = (self.shape, tuple(other.shape)) if sparse_left else (tuple(other.shape), self.shape)
+            raise NotImplementedError(
+                f"{'BCOO @ x' if sparse_left else 'x @ BCOO'} with a batched BCOO (n_batch={nb}, shapes {shapes[0]} "
+                f"and {shapes[1]}): supported when the BCOO's last two axes are sparse and x is 1-D, 2-D or has the "
+                "same batch axes (or, for BCOO @ x, a stack of sparse vectors); map with kiln.vmap yourself or use "
+                ".todense()")
+
+        def fn(a, x):
+            return a._matmul(x, sparse_left)
+        for _ in range(nb):
+            fn = vmap(fn, in_axes=in_axes)
+        return fn(self, other)
 
     def _scalar(self, other: Any, op: str) -> Any:
         if isinstance(other, BCOO) or (not isinstance(other, (int, float, complex, np.generic))
@@ -311,8 +337,8 @@ def _axis(a: Any, ndim: int, where: str) -> int:
     return a % ndim
 
 
-def _unbatched(mat: BCOO, what: str, dense_ok: bool = False) -> None:
-    if mat.n_batch:
+def _unbatched(mat: BCOO, what: str, dense_ok: bool = False, batch_ok: bool = False) -> None:
+    if mat.n_batch and not batch_ok:
         raise NotImplementedError(
             f"kiln.experimental.sparse: {what} of a BCOO with batch dimensions (n_batch={mat.n_batch}) is not "
             "supported yet; map over the batch axis with kiln.vmap (each example is an unbatched BCOO), or use "

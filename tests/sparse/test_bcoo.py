@@ -183,6 +183,26 @@ def test_matmul_sparse_vector_and_dot_general():
     np.testing.assert_allclose(np.asarray(got), np.einsum("kaj,ijl->kail", z, m), rtol=1e-5, atol=1e-5)
 
 
+def test_matmul_batched_bcoo_broadcasts_like_numpy():
+    ms = np.stack([_sparse_dense((4, 5)) for _ in range(3)])
+    b = BCOO.fromdense(ms, n_batch=1)
+    x1, x2, x3 = (RNG.standard_normal(s).astype(np.float32) for s in ((5,), (5, 2), (3, 5, 2)))
+    y1, y2, y3 = (RNG.standard_normal(s).astype(np.float32) for s in ((4,), (2, 4), (3, 2, 4)))
+    wants = (ms @ x1, ms @ x2, ms @ x3, y1 @ ms, y2 @ ms, y3 @ ms)
+    eager = (b @ x1, b @ x2, b @ x3, y1 @ b, y2 @ b, y3 @ b)
+    jitted = kiln.jit(lambda b, *a: (b @ a[0], b @ a[1], b @ a[2], a[3] @ b, a[4] @ b, a[5] @ b))(
+        b, x1, x2, x3, y1, y2, y3)
+    for e, j, want in zip(eager, jitted, wants):
+        assert e.shape == want.shape
+        np.testing.assert_allclose(np.asarray(e), want, rtol=1e-5, atol=1e-5)
+        np.testing.assert_allclose(np.asarray(j), want, rtol=1e-5, atol=1e-5)
+    vecs = BCOO.fromdense(ms[:, 0], n_batch=1)  # a stack of sparse vectors: a (3, 5) matrix
+    np.testing.assert_allclose(np.asarray(vecs @ x2), ms[:, 0] @ x2, rtol=1e-5, atol=1e-5)
+    with pytest.raises(NotImplementedError, match=r"x @ BCOO with a batched BCOO \(n_batch=1, shapes \(3,\) and "
+                                                  r"\(3, 5\)\).*kiln.vmap"):
+        y1[:3] @ vecs
+
+
 def test_transpose_and_sum():
     m = _sparse_dense((2, 3, 4))
     a = BCOO.fromdense(m)
@@ -265,7 +285,8 @@ def test_errors():
     with pytest.raises(TypeError, match=r"same shape, got \(3,\) and \(2,\)"):
         jnp.ones(3) @ a
     b = BCOO.fromdense(np.stack([m, m]), n_batch=1)
-    for op in (lambda: b @ jnp.ones(3), lambda: b.sum(0), lambda: b.T):
+    for op in (lambda: b.sum(0), lambda: b.T, lambda: sparse.bcoo_dot_general(b, jnp.ones(3), dimension_numbers=(
+            ([2], [0]), ([], [])))):
         with pytest.raises(NotImplementedError, match="n_batch=1.*kiln.vmap"):
             op()
     with pytest.raises(NotImplementedError, match="n_dense=1"):
