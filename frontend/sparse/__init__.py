@@ -2,6 +2,7 @@
 from .bcoo import BCOO as BCOO
 from .bcoo import bcoo_dot_general as bcoo_dot_general
 from .bcoo import bcoo_fromdense as bcoo_fromdense
+from .bcoo import bcoo_multiply_dense as bcoo_multiply_dense
 from .bcoo import bcoo_reduce_sum as bcoo_reduce_sum
 from .bcoo import bcoo_todense as bcoo_todense
 from .bcoo import bcoo_transpose as bcoo_transpose
@@ -10,5 +11,5 @@ from .bcoo import eye as eye
 from .bcoo import fromdense as fromdense
 from .bcoo import todense as todense
 
-__all__ = ["BCOO", "bcoo_dot_general", "bcoo_fromdense", "bcoo_reduce_sum", "bcoo_todense", "bcoo_transpose",
-           "empty", "eye", "fromdense", "todense"]
+__all__ = ["BCOO", "bcoo_dot_general", "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_reduce_sum", "bcoo_todense",
+           "bcoo_transpose", "empty", "eye", "fromdense", "todense"]

@@ -25,8 +25,8 @@ from ..core.errors import ConcretizationTypeError
 from ..core.tracing import Tracer
 from ..core.tree_util import register_pytree_node_class
 
-__all__ = ["BCOO", "bcoo_dot_general", "bcoo_fromdense", "bcoo_reduce_sum", "bcoo_todense", "bcoo_transpose",
-           "empty", "eye", "fromdense", "todense"]
+__all__ = ["BCOO", "bcoo_dot_general", "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_reduce_sum", "bcoo_todense",
+           "bcoo_transpose", "empty", "eye", "fromdense", "todense"]
 
 _FORMATS = ("bcoo", "bcsr", "coo", "csr", "csc")
 
@@ -315,10 +315,13 @@ class BCOO:
         return other
 
     def __mul__(self, other: Any) -> BCOO:
-        return self._with_data(self.data * self._scalar(other, "*"))
+        if isinstance(other, BCOO):
+            raise NotImplementedError("BCOO * BCOO (sparse-sparse elementwise product) is not supported in kiln; "
+                                      "densify one operand: A * B.todense()")
+        return self._with_data(bcoo_multiply_dense(self, other))
 
     def __rmul__(self, other: Any) -> BCOO:
-        return self._with_data(self._scalar(other, "*") * self.data)
+        return self.__mul__(other)
 
     def __truediv__(self, other: Any) -> BCOO:
         return self._with_data(self.data / self._scalar(other, "/"))
@@ -564,6 +567,38 @@ def _sparse_dense(mat: BCOO, x: Any, mc: tuple, xc: tuple, preferred_element_typ
     return jnp.zeros(out_shape, dtype).at[rows].add(prod, mode="drop",
                                                     indices_are_sorted=mat.indices_sorted and prefix,
                                                     unique_indices=mat.unique_indices and len(m_free) == mat.ndim)
+
+
+def bcoo_multiply_dense(sp_mat: BCOO, v: Any) -> Any:
+    """The ``data`` of the elementwise product of ``sp_mat`` and the dense ``v`` (broadcast to ``sp_mat.shape``), as
+    ``jax.experimental.sparse.bcoo_multiply_dense``; ``BCOO * v`` wraps it as a BCOO with ``sp_mat``'s indices."""
+    if not isinstance(sp_mat, BCOO):
+        raise TypeError(f"bcoo_multiply_dense: expected a BCOO array first, got {type(sp_mat).__name__}")
+    v = jnp.asarray(v)
+    if v.ndim == 0:
+        return sp_mat.data * v
+    try:
+        ok = np.broadcast_shapes(tuple(v.shape), sp_mat.shape) == sp_mat.shape
+    except ValueError:
+        ok = False
+    if not ok:
+        raise NotImplementedError(f"BCOO * x: multiplication between sparse and dense is only implemented where the "
+                                  f"output shape is the sparse array's; got shape={sp_mat.shape} and x of shape "
+                                  f"{tuple(v.shape)}; use A.todense() * x")
+    v = v.reshape((1,) * (sp_mat.ndim - v.ndim) + tuple(v.shape))
+    n_sparse = sp_mat.n_sparse
+
+    def one(data, indices, w):
+        idx = tuple(indices[:, i] if w.shape[i] != 1 else 0 for i in range(n_sparse))
+        return data * w.at[idx].get(mode="fill", fill_value=0)
+
+    def nest(data, indices, w, n_batch):
+        if not n_batch:
+            return one(data, indices, w)
+        if w.shape[0] == 1:
+            return vmap(lambda d, i: nest(d, i, w[0], n_batch - 1))(data, indices)
+        return vmap(lambda d, i, ww: nest(d, i, ww, n_batch - 1))(data, indices, w)
+    return nest(sp_mat.data, sp_mat.indices, v, sp_mat.n_batch)
 
 
 # --- constructors ----------------------------------------------------------------------------------

@@ -203,6 +203,27 @@ def test_matmul_batched_bcoo_broadcasts_like_numpy():
         y1[:3] @ vecs
 
 
+def test_multiply_dense_broadcasts():
+    m = _sparse_dense((3, 4))
+    a = BCOO.fromdense(m, nse=9)  # with padding
+    vs = [RNG.standard_normal(s).astype(np.float32) for s in ((3, 4), (4,), (3, 1))] + [np.float32(2)]
+    outs = kiln.jit(lambda b, *vs: tuple((b * v).todense() for v in vs) + tuple((v * b).todense() for v in vs))(a, *vs)
+    for got, v in zip(outs, vs + vs):
+        np.testing.assert_allclose(np.asarray(got), m * v, rtol=1e-6)
+    assert isinstance(a * vs[0], BCOO) and (a * vs[0]).nse == 9
+    np.testing.assert_allclose(np.asarray(sparse.bcoo_multiply_dense(a, vs[1])),
+                               np.asarray(a.data) * np.append(vs[1], 0)[np.minimum(np.asarray(a.indices)[:, 1], 4)])
+    ms = np.stack([_sparse_dense((3, 4)) for _ in range(2)])
+    b = BCOO.fromdense(ms, n_batch=1)
+    for v in (RNG.standard_normal((2, 3, 4)), RNG.standard_normal((2, 1, 4)), RNG.standard_normal(4)):
+        v = v.astype(np.float32)
+        np.testing.assert_allclose(np.asarray((b * v).todense()), ms * v, rtol=1e-6)
+    # grad w.r.t. the dense factor: d/dv sum((A * v) @ x) = A * x (broadcast rows), summed to v's shape.
+    x = RNG.standard_normal(4).astype(np.float32)
+    g = kiln.grad(lambda v: jnp.sum((a * v) @ x))(vs[1])
+    np.testing.assert_allclose(np.asarray(g), (m * x).sum(0), rtol=1e-5, atol=1e-6)
+
+
 def test_transpose_and_sum():
     m = _sparse_dense((2, 3, 4))
     a = BCOO.fromdense(m)
@@ -293,8 +314,15 @@ def test_errors():
         BCOO.fromdense(m, n_dense=1) @ jnp.ones(3)
     with pytest.raises(NotImplementedError, match="BCOO @ BCOO"):
         a @ a
-    with pytest.raises(NotImplementedError, match="scalar x only"):
-        a * jnp.ones(3)
+    with pytest.raises(NotImplementedError, match="BCOO / x is supported for a scalar x only"):
+        a / jnp.ones(3)
+    with pytest.raises(NotImplementedError, match=r"only implemented where the output shape is the sparse array's; "
+                                                  r"got shape=\(2, 3\) and x of shape \(2, 2, 3\)"):
+        a * jnp.ones((2, 2, 3))
+    with pytest.raises(NotImplementedError, match="BCOO \\* BCOO"):
+        a * a
+    with pytest.raises(TypeError, match="expected a BCOO array first"):
+        sparse.bcoo_multiply_dense(m, a)
     with pytest.raises(ValueError, match="data must have shape batch \\+ \\(nse,\\) \\+ dense"):
         BCOO((jnp.ones(2), jnp.zeros((3, 2), jnp.int32)), shape=(3, 3))
     with pytest.raises(TypeError, match="indices must be integers"):
