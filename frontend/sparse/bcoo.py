@@ -353,9 +353,9 @@ def _unbatched(mat: BCOO, what: str, dense_ok: bool = False, batch_ok: bool = Fa
 
 
 def _in_range(mat: BCOO) -> Any:
-    """(nse,) bool: which entries lie inside the sparse shape (the others are padding)."""
-    bound = np.asarray(mat.shape[:mat.n_sparse], dtype=np.dtype(mat.indices.dtype))
-    return jnp.all((mat.indices >= 0) & (mat.indices < bound), axis=1)
+    """batch + (nse,) bool: which entries lie inside the sparse shape (the others are padding)."""
+    bound = np.asarray(mat.shape[mat.n_batch:mat.n_batch + mat.n_sparse], dtype=np.dtype(mat.indices.dtype))
+    return jnp.all((mat.indices >= 0) & (mat.indices < bound), axis=-1)
 
 
 # --- fromdense / todense ---------------------------------------------------------------------------
@@ -452,48 +452,64 @@ def fromdense(mat: Any, *, nse: int | None = None, index_dtype: Any = np.int32, 
 # --- structural ops --------------------------------------------------------------------------------
 
 def bcoo_transpose(mat: BCOO, *, permutation: Sequence[int]) -> BCOO:
-    """``mat`` with its axes permuted (``permutation[i]`` is the input axis of output axis ``i``)."""
+    """``mat`` with its axes permuted (``permutation[i]`` is the input axis of output axis ``i``); batch, sparse and
+    dense axes each permute among themselves (as in JAX)."""
     perm = [_axis(p, mat.ndim, "bcoo_transpose") for p in permutation]
     if sorted(perm) != list(range(mat.ndim)):
         raise ValueError(f"bcoo_transpose: permutation {list(permutation)} is not a permutation of the "
                          f"{mat.ndim} axes of an array of shape {mat.shape}")
-    _unbatched(mat, "transpose", dense_ok=True)
-    ns = mat.n_sparse
-    if any((p < ns) != (i < ns) for i, p in enumerate(perm)):
-        raise NotImplementedError(f"bcoo_transpose: permutation {perm} moves axes between the sparse dimensions "
-                                  f"(the first {ns}) and the dense ones, which BCOO cannot do (as in JAX)")
-    indices = mat.indices
-    if perm[:ns] != list(range(ns)):
-        indices = jnp.stack([indices[:, p] for p in perm[:ns]], axis=1)
-    data = mat.data
-    if perm[ns:] != list(range(ns, mat.ndim)):
-        data = jnp.transpose(data, [0] + [p - ns + 1 for p in perm[ns:]])
-    sorted_ = mat.indices_sorted and perm[:ns] == list(range(ns))
+    nb, ns = mat.n_batch, mat.n_sparse
+
+    def group(a: int) -> int:
+        return 0 if a < nb else 1 if a < nb + ns else 2
+    if any(group(p) != group(i) for i, p in enumerate(perm)):
+        raise NotImplementedError(f"bcoo_transpose: permutation {perm} moves axes between the batch (n_batch={nb}), "
+                                  f"sparse (n_sparse={ns}) and dense dimensions, which BCOO cannot do (as in JAX); "
+                                  "use .todense() first")
+    batch_perm, sparse_perm = perm[:nb], [p - nb for p in perm[nb:nb + ns]]
+    dense_perm = [p - nb - ns for p in perm[nb + ns:]]
+    indices, data = mat.indices, mat.data
+    if sparse_perm != list(range(ns)):
+        indices = jnp.stack([indices[..., p] for p in sparse_perm], axis=-1)
+    if batch_perm != list(range(nb)):
+        indices = jnp.transpose(indices, batch_perm + [nb, nb + 1])
+    data_perm = batch_perm + [nb] + [nb + 1 + d for d in dense_perm]
+    if data_perm != list(range(data.ndim)):
+        data = jnp.transpose(data, data_perm)
+    sorted_ = mat.indices_sorted and sparse_perm == list(range(ns))
     return BCOO((data, indices), shape=tuple(mat.shape[p] for p in perm), indices_sorted=sorted_,
                 unique_indices=mat.unique_indices)
 
 
 def bcoo_reduce_sum(mat: BCOO, *, axes: Sequence[int]) -> BCOO:
-    """The sum of ``mat`` over ``axes``, as a BCOO array (of shape ``()`` when every axis is summed)."""
+    """The sum of ``mat`` over ``axes``, as a BCOO array (of shape ``()`` when every axis is summed). Summed batch
+    axes merge into the stored entries (``nse`` grows by their size), as in JAX."""
     axes = sorted({_axis(a, mat.ndim, "bcoo_reduce_sum") for a in axes})
-    _unbatched(mat, "sum", dense_ok=True)
-    ns = mat.n_sparse
-    data = mat.data
-    dense_axes = tuple(a - ns + 1 for a in axes if a >= ns)
+    nb, ns = mat.n_batch, mat.n_sparse
+    batch_axes = [a for a in axes if a < nb]
+    sparse_kept = [d for d in range(ns) if d + nb not in axes]
+    dense_axes = tuple(a - ns + 1 for a in axes if a >= nb + ns)  # axes of data (nse sits where sparse ones start)
+    data, indices = mat.data, mat.indices
     if dense_axes:
         data = jnp.sum(data, axis=dense_axes)
-    kept = [d for d in range(ns) if d not in axes]
-    if len(kept) < ns:
+    if len(sparse_kept) < ns:
         # Entries out of range in a summed dimension would become in range: zero them first.
-        mask = _in_range(mat).reshape((mat.nse,) + (1,) * (data.ndim - 1))
+        mask = _in_range(mat).reshape(tuple(indices.shape[:-1]) + (1,) * (data.ndim - nb - 1))
         data = jnp.where(mask, data, jnp.zeros((), data.dtype))
-        indices = jnp.stack([mat.indices[:, d] for d in kept], axis=1) if kept else \
-            jnp.zeros((mat.nse, 0), mat.indices.dtype)
-    else:
-        indices = mat.indices
+        indices = jnp.stack([indices[..., d] for d in sparse_kept], axis=-1) if sparse_kept else \
+            jnp.zeros(tuple(indices.shape[:-1]) + (0,), indices.dtype)
+    if batch_axes:
+        kept = [b for b in range(nb) if b not in batch_axes]
+        lead = tuple(mat.shape[b] for b in kept)
+        nse = mat.nse * math.prod(mat.shape[b] for b in batch_axes)
+        data = jnp.transpose(data, kept + batch_axes + list(range(nb, data.ndim)))
+        data = data.reshape(lead + (nse,) + tuple(data.shape[nb + 1:]))
+        indices = jnp.transpose(indices, kept + batch_axes + [nb, nb + 1])
+        indices = indices.reshape(lead + (nse, indices.shape[-1]))
     shape = tuple(s for i, s in enumerate(mat.shape) if i not in axes)
-    return BCOO((data, indices), shape=shape, indices_sorted=mat.indices_sorted and len(kept) == ns,
-                unique_indices=mat.unique_indices and len(kept) == ns)
+    untouched = not batch_axes and len(sparse_kept) == ns
+    return BCOO((data, indices), shape=shape, indices_sorted=mat.indices_sorted and untouched,
+                unique_indices=mat.unique_indices and untouched)
 
 
 # --- products --------------------------------------------------------------------------------------
