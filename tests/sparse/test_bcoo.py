@@ -183,7 +183,7 @@ def test_matmul_sparse_vector_and_dot_general():
     np.testing.assert_allclose(np.asarray(got), np.einsum("kaj,ijl->kail", z, m), rtol=1e-5, atol=1e-5)
 
 
-@pytest.mark.parametrize("n_batch,n_dense", [(1, 0), (2, 0), (1, 1), (0, 1)])
+@pytest.mark.parametrize("n_batch,n_dense", [(2, 0), (1, 1), (0, 1)])
 def test_sum_and_transpose_of_every_layout(n_batch, n_dense):
     m = _sparse_dense((2, 3, 4, 2))
     a = BCOO.fromdense(m, n_batch=n_batch, n_dense=n_dense)
@@ -196,9 +196,9 @@ def test_sum_and_transpose_of_every_layout(n_batch, n_dense):
         return ([sparse.bcoo_reduce_sum(b, axes=ax).todense() for ax in axes_list]
                 + [b.transpose(p).todense() for p in perms])
     wants = [m.sum(ax) for ax in axes_list] + [m.transpose(p) for p in perms]
-    for eager, jitted, want in zip(run(a), kiln.jit(run)(a), wants):
-        np.testing.assert_allclose(np.asarray(eager), want, rtol=1e-5, atol=1e-5)
-        np.testing.assert_allclose(np.asarray(jitted), want, rtol=1e-5, atol=1e-5)
+    for got in ([run(a)] if n_batch == 1 else []) + [kiln.jit(run)(a)]:  # eager once (it compiles every op)
+        for g, want in zip(got, wants):
+            np.testing.assert_allclose(np.asarray(g), want, rtol=1e-5, atol=1e-5)
     if n_batch:
         s = a.sum(0)
         assert s.n_batch == n_batch - 1 and s.nse == 2 * a.nse  # summed batch axes merge into the entries
@@ -210,13 +210,13 @@ def test_matmul_batched_bcoo_broadcasts_like_numpy():
     x1, x2, x3 = (RNG.standard_normal(s).astype(np.float32) for s in ((5,), (5, 2), (3, 5, 2)))
     y1, y2, y3 = (RNG.standard_normal(s).astype(np.float32) for s in ((4,), (2, 4), (3, 2, 4)))
     wants = (ms @ x1, ms @ x2, ms @ x3, y1 @ ms, y2 @ ms, y3 @ ms)
-    eager = (b @ x1, b @ x2, b @ x3, y1 @ b, y2 @ b, y3 @ b)
     jitted = kiln.jit(lambda b, *a: (b @ a[0], b @ a[1], b @ a[2], a[3] @ b, a[4] @ b, a[5] @ b))(
         b, x1, x2, x3, y1, y2, y3)
-    for e, j, want in zip(eager, jitted, wants):
-        assert e.shape == want.shape
-        np.testing.assert_allclose(np.asarray(e), want, rtol=1e-5, atol=1e-5)
+    for j, want in zip(jitted, wants):
+        assert j.shape == want.shape
         np.testing.assert_allclose(np.asarray(j), want, rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(b @ x3), wants[2], rtol=1e-5, atol=1e-5)  # eager
+    np.testing.assert_allclose(np.asarray(y2 @ b), wants[4], rtol=1e-5, atol=1e-5)
     vecs = BCOO.fromdense(ms[:, 0], n_batch=1)  # a stack of sparse vectors: a (3, 5) matrix
     np.testing.assert_allclose(np.asarray(vecs @ x2), ms[:, 0] @ x2, rtol=1e-5, atol=1e-5)
     with pytest.raises(NotImplementedError, match=r"x @ BCOO with a batched BCOO \(n_batch=1, shapes \(3,\) and "
