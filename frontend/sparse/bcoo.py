@@ -529,21 +529,59 @@ def bcoo_dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: A
     except (TypeError, ValueError):
         raise TypeError(f"bcoo_dot_general: dimension_numbers must be ((lhs_contracting, rhs_contracting), "
                         f"(lhs_batch, rhs_batch)), got {dimension_numbers!r}") from None
-    if lb or rb:
-        raise NotImplementedError("bcoo_dot_general: batch dimensions in dimension_numbers are not supported yet; "
-                                  "map over them with kiln.vmap")
     if isinstance(lhs, BCOO) and isinstance(rhs, BCOO):
         raise NotImplementedError("bcoo_dot_general: a product of two BCOO arrays is not supported in kiln; densify "
                                   "one operand with .todense()")
-    if isinstance(lhs, BCOO):
-        return _sparse_dense(lhs, jnp.asarray(rhs), lc, rc, preferred_element_type, sparse_left=True)
-    if isinstance(rhs, BCOO):
-        out = _sparse_dense(rhs, jnp.asarray(lhs), rc, lc, preferred_element_type, sparse_left=False)
-        # out has the sparse operand's free axes first: move the dense operand's to the front.
-        n_sp = rhs.ndim - len(rc)
-        return jnp.transpose(out, list(range(n_sp, out.ndim)) + list(range(n_sp))) if n_sp and out.ndim > n_sp \
-            else out
-    raise TypeError("bcoo_dot_general: one operand must be a BCOO array; for two dense arrays use kiln.lax.dot_general")
+    if not isinstance(lhs, BCOO) and not isinstance(rhs, BCOO):
+        raise TypeError("bcoo_dot_general: one operand must be a BCOO array; for two dense arrays use "
+                        "kiln.lax.dot_general")
+    left = isinstance(lhs, BCOO)
+    sp, de = (lhs, rhs) if left else (rhs, lhs)
+    sc, dc, sb, db = (lc, rc, lb, rb) if left else (rc, lc, rb, lb)
+    out = _batched_sparse_dense(sp, jnp.asarray(de), sc, dc, sb, db, preferred_element_type, left)
+    if left:
+        return out
+    # out is (batch, the sparse operand's free axes, the dense operand's): put the dense (lhs) operand's first.
+    k, n_sp = len(sb), sp.ndim - len(sc) - len(sb)
+    perm = list(range(k)) + list(range(k + n_sp, out.ndim)) + list(range(k, k + n_sp))
+    return jnp.transpose(out, perm) if perm != list(range(out.ndim)) else out
+
+
+def _batched_sparse_dense(mat: BCOO, x: Any, mc: tuple, xc: tuple, mb: tuple, xb: tuple,
+                          preferred_element_type: Any, sparse_left: bool) -> Any:
+    """The product over the BCOO's batch axes: the dot batch dimensions (its leading ones) map with the dense
+    operand's, its other batch axes are free; a ``kiln.vmap`` per batch axis around the unbatched product."""
+    nb = mat.n_batch
+    mb = tuple(_axis(d, mat.ndim, "bcoo_dot_general") for d in mb)
+    xb = tuple(_axis(d, x.ndim, "bcoo_dot_general") for d in xb)
+    if len(mb) != len(xb):
+        raise TypeError(f"bcoo_dot_general: {len(mb)} batch dimension(s) for one operand but {len(xb)} for the other")
+    k = len(mb)
+    if mb != tuple(range(k)) or k > nb:
+        raise NotImplementedError(f"bcoo_dot_general: the batch dimensions {mb} of the BCOO operand must be its "
+                                  f"leading batch axes (0, 1, ...; it has n_batch={nb}); move them there with "
+                                  "bcoo_transpose, or map with kiln.vmap")
+    if any(_axis(d, mat.ndim, "bcoo_dot_general") < nb for d in mc):
+        raise NotImplementedError(f"bcoo_dot_general: contracting over a batch axis of a BCOO (n_batch={nb}, "
+                                  f"contracting dimensions {tuple(mc)}) is not supported; use .todense()")
+    if tuple(mat.shape[:k]) != tuple(x.shape[d] for d in xb):
+        raise TypeError(f"bcoo_dot_general requires batch dimensions to have the same shape, got {mat.shape[:k]} "
+                        f"and {tuple(x.shape[d] for d in xb)}")
+    if not nb:
+        return _sparse_dense(mat, x, mc, xc, preferred_element_type, sparse_left)
+    rest = [d for d in range(x.ndim) if d not in xb]
+    if list(xb) + rest != list(range(x.ndim)):
+        x = jnp.transpose(x, list(xb) + rest)
+    mc_in = tuple(_axis(d, mat.ndim, "bcoo_dot_general") - nb for d in mc)
+    xc_in = tuple(rest.index(_axis(d, x.ndim, "bcoo_dot_general")) for d in xc)
+
+    def fn(a, xx):
+        return _sparse_dense(a, xx, mc_in, xc_in, preferred_element_type, sparse_left)
+    for _ in range(nb - k):  # free batch axes of the BCOO: x is shared
+        fn = vmap(fn, in_axes=(0, None))
+    for _ in range(k):  # dot batch axes: mapped together (outermost first)
+        fn = vmap(fn, in_axes=(0, 0))
+    return fn(mat, x)
 
 
 def _sparse_dense(mat: BCOO, x: Any, mc: tuple, xc: tuple, preferred_element_type: Any, sparse_left: bool) -> Any:

@@ -245,6 +245,19 @@ def test_multiply_dense_broadcasts():
     np.testing.assert_allclose(np.asarray(g), (m * x).sum(0), rtol=1e-5, atol=1e-6)
 
 
+def test_dot_general_with_batched_bcoo():
+    m = _sparse_dense((2, 3, 4))
+    b = BCOO.fromdense(m, n_batch=1)
+    x, y = RNG.standard_normal((4, 2, 5)).astype(np.float32), RNG.standard_normal((4, 5)).astype(np.float32)
+    dims = [(b, x, ((([2], [0]), ([0], [1]))), "bij,jbk->bik"), (x, b, ((([0], [2]), ([1], [0]))), "jbk,bij->bki"),
+            (b, y, ((([2], [0]), ([], []))), "bij,jk->bik"), (y.T, b, ((([1], [2]), ([], []))), "kj,bij->kbi")]
+    outs = kiln.jit(lambda *ops: [sparse.bcoo_dot_general(l, r, dimension_numbers=dn) for l, r, dn in
+                                  zip(ops[0::2], ops[1::2], [d[2] for d in dims])])(*[o for d in dims for o in d[:2]])
+    for got, (l, r, _, spec) in zip(outs, dims):
+        want = np.einsum(spec, *(np.asarray(o.todense()) if isinstance(o, BCOO) else o for o in (l, r)))
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+
+
 def test_transpose_and_sum():
     m = _sparse_dense((2, 3, 4))
     a = BCOO.fromdense(m)
@@ -327,8 +340,12 @@ def test_errors():
     with pytest.raises(TypeError, match=r"same shape, got \(3,\) and \(2,\)"):
         jnp.ones(3) @ a
     b = BCOO.fromdense(np.stack([m, m]), n_batch=1)
-    with pytest.raises(NotImplementedError, match="n_batch=1.*kiln.vmap"):
-        sparse.bcoo_dot_general(b, jnp.ones(3), dimension_numbers=(([2], [0]), ([], [])))
+    with pytest.raises(NotImplementedError, match=r"contracting over a batch axis of a BCOO \(n_batch=1"):
+        sparse.bcoo_dot_general(b, jnp.ones(2), dimension_numbers=(([0], [0]), ([], [])))
+    with pytest.raises(NotImplementedError, match=r"batch dimensions \(1,\) of the BCOO operand must be its leading"):
+        sparse.bcoo_dot_general(b, jnp.ones((2, 3)), dimension_numbers=(([2], [1]), ([1], [0])))
+    with pytest.raises(TypeError, match=r"batch dimensions to have the same shape, got \(2,\) and \(4,\)"):
+        sparse.bcoo_dot_general(b, jnp.ones((3, 4)), dimension_numbers=(([2], [0]), ([0], [1])))
     with pytest.raises(NotImplementedError, match="n_dense=1"):
         BCOO.fromdense(m, n_dense=1) @ jnp.ones(3)
     with pytest.raises(NotImplementedError, match="BCOO @ BCOO"):
@@ -386,8 +403,10 @@ def test_more_error_messages():
         (ValueError, "is not a permutation of the 2 axes", lambda: a.transpose((0, 0))),
         (ValueError, "axis 2 is out of range for an array of rank 2", lambda: a.sum(2)),
         (TypeError, "dimension_numbers must be", lambda: sparse.bcoo_dot_general(a, m, dimension_numbers=(1, 0))),
-        (NotImplementedError, "batch dimensions in dimension_numbers",
+        (NotImplementedError, "must be its leading batch axes",
          lambda: sparse.bcoo_dot_general(a, m, dimension_numbers=(([1], [1]), ([0], [0])))),
+        (TypeError, "1 batch dimension\\(s\\) for one operand but 0",
+         lambda: sparse.bcoo_dot_general(a, m, dimension_numbers=(([1], [1]), ([0], [])))),
         (NotImplementedError, "product of two BCOO arrays",
          lambda: sparse.bcoo_dot_general(a, a, dimension_numbers=dn)),
         (TypeError, "one operand must be a BCOO array", lambda: sparse.bcoo_dot_general(m, m, dimension_numbers=dn)),
