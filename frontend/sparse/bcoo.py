@@ -7,8 +7,8 @@ in the sparse dimensions. Duplicate indices are summed; an index out of range (`
 
 Every operation is made of kiln.numpy gathers, scatter-adds and elementwise ops, so it runs eagerly, under
 ``kiln.jit`` and ``kiln.vmap``, and differentiates through kiln's autodiff (w.r.t. ``data`` and the dense
-operand; ``indices`` are integers). Matrix products, ``sum`` and ``transpose`` support unbatched arrays
-without dense dimensions (``n_batch == n_dense == 0``); ``fromdense``/``todense`` support any layout.
+operand; ``indices`` are integers). Products with dense arrays need ``n_dense == 0`` and map over batch axes with
+``kiln.vmap``; ``fromdense``, ``todense``, ``sum``, ``transpose`` and elementwise products support every layout.
 """
 from __future__ import annotations
 
@@ -518,10 +518,10 @@ def bcoo_dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: A
                      preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
     """``lax.dot_general`` with one BCOO operand and one dense one; the result is dense.
 
-    ``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``; the output has the
-    lhs's free dimensions, then the rhs's (as ``lax.dot_general`` without batch dimensions). The product is one
-    gather of the dense operand at the stored indices, one multiply by ``data`` and one scatter-add.
-    """
+    ``dimension_numbers = ((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))``; the output has the batch
+    dimensions, then the lhs's free dimensions, then the rhs's (as ``lax.dot_general``). The BCOO's batch dimensions
+    in ``dimension_numbers`` must be its leading batch axes. The product is one gather of the dense operand at the
+    stored indices, one multiply by ``data`` and one scatter-add (per batch element)."""
     del precision, out_sharding
     try:
         (lc, rc), (lb, rb) = dimension_numbers
