@@ -18,6 +18,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from .. import lax
 from .. import numpy as jnp
 from ..batching.api import vmap
 from ..core import dtypes
@@ -25,8 +26,9 @@ from ..core.errors import ConcretizationTypeError
 from ..core.tracing import Tracer
 from ..core.tree_util import register_pytree_node_class
 
-__all__ = ["BCOO", "bcoo_dot_general", "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_reduce_sum", "bcoo_todense",
-           "bcoo_transpose", "empty", "eye", "fromdense", "todense"]
+__all__ = ["BCOO", "bcoo_dot_general", "bcoo_eliminate_zeros", "bcoo_fromdense", "bcoo_multiply_dense",
+           "bcoo_reduce_sum", "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty",
+           "eye", "fromdense", "todense"]
 
 _FORMATS = ("bcoo", "bcsr", "coo", "csr", "csc")
 
@@ -241,6 +243,20 @@ class BCOO:
         return BCOO((data, self.indices), shape=self.shape, indices_sorted=self.indices_sorted,
                     unique_indices=self.unique_indices)
 
+    def sort_indices(self) -> BCOO:
+        """The same array with its entries in lexicographic order of their indices (duplicates kept)."""
+        return bcoo_sort_indices(self)
+
+    def sum_duplicates(self, nse: int | None = None, remove_zeros: bool = True) -> BCOO:
+        """The same array with duplicate indices summed, sorted; explicit zeros dropped when ``remove_zeros``.
+
+        ``nse``: the number of entries of the result (padded or truncated); by default the number needed, which
+        needs concrete values: under ``jit``/``vmap``/``grad`` pass ``nse=``.
+        """
+        if remove_zeros:
+            return bcoo_eliminate_zeros(self, nse=nse)
+        return bcoo_sum_duplicates(self, nse=nse)
+
     # --- operations --------------------------------------------------------------------------------
     def transpose(self, axes: Sequence[int] | None = None) -> BCOO:
         """The transposed array (``axes`` as ``numpy.transpose``; the default reverses them)."""
@@ -358,6 +374,13 @@ def _in_range(mat: BCOO) -> Any:
     return jnp.all((mat.indices >= 0) & (mat.indices < bound), axis=-1)
 
 
+def _nest(fn: Any, n_batch: int) -> Any:
+    """``fn`` mapped over ``n_batch`` leading axes of every argument."""
+    for _ in range(n_batch):
+        fn = vmap(fn)
+    return fn
+
+
 # --- fromdense / todense ---------------------------------------------------------------------------
 
 def bcoo_fromdense(mat: Any, *, nse: int | None = None, n_batch: int = 0, n_dense: int = 0,
@@ -394,10 +417,7 @@ def bcoo_fromdense(mat: Any, *, nse: int | None = None, n_batch: int = 0, n_dens
     def one(m):
         return _fromdense_unbatched(m, nse, n_dense, index_dtype)
 
-    fn = one
-    for _ in range(n_batch):
-        fn = vmap(fn)
-    data, indices = fn(mat)
+    data, indices = _nest(one, n_batch)(mat)
     return BCOO((data, indices), shape=tuple(mat.shape), indices_sorted=True, unique_indices=True)
 
 
@@ -432,10 +452,7 @@ def bcoo_todense(mat: BCOO) -> Any:
         idx = tuple(indices[:, i] for i in range(n_sparse))
         return out.at[idx].add(data, mode="drop", indices_are_sorted=sorted_, unique_indices=unique)
 
-    fn = one
-    for _ in range(n_batch):
-        fn = vmap(fn)
-    return fn(mat.data, mat.indices)
+    return _nest(one, n_batch)(mat.data, mat.indices)
 
 
 def todense(arr: Any) -> Any:
@@ -447,6 +464,70 @@ def fromdense(mat: Any, *, nse: int | None = None, index_dtype: Any = np.int32, 
               n_batch: int = 0) -> BCOO:
     """``BCOO.fromdense(mat, ...)`` (kiln's only sparse format is BCOO)."""
     return bcoo_fromdense(mat, nse=nse, index_dtype=index_dtype, n_dense=n_dense, n_batch=n_batch)
+
+
+def bcoo_sort_indices(mat: BCOO) -> BCOO:
+    """``mat`` with its entries sorted by index (lexicographically, stable), as JAX's ``bcoo_sort_indices``."""
+    ns = mat.n_sparse
+    if ns == 0:
+        return mat
+
+    def one(data, indices):
+        iota = jnp.arange(indices.shape[0], dtype=indices.dtype)
+        *cols, perm = lax.sort(tuple(indices[:, i] for i in range(ns)) + (iota,), num_keys=ns)
+        return data[perm], jnp.stack(cols, axis=1)
+    data, indices = _nest(one, mat.n_batch)(mat.data, mat.indices)
+    return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=mat.unique_indices)
+
+
+def bcoo_sum_duplicates(mat: BCOO, nse: int | None = None) -> BCOO:
+    """``mat`` with duplicate indices summed and sorted indices (as JAX's ``bcoo_sum_duplicates``).
+
+    ``nse``: the number of entries of the result; by default the number of distinct in-range indices (per batch
+    element), which needs a concrete ``mat``. Out-of-range (padding) entries collect in trailing padding.
+    """
+    nb, ns = mat.n_batch, mat.n_sparse
+    if ns == 0:
+        raise NotImplementedError("bcoo_sum_duplicates: a BCOO without sparse dimensions (n_sparse=0) is not "
+                                  "supported; use .todense()")
+    bound_np = np.asarray(mat.shape[nb:nb + ns], dtype=np.dtype(mat.indices.dtype))
+    size = mat.nse
+
+    def unique_one(indices):
+        oob = jnp.any((indices < 0) | (indices >= bound_np), axis=1, keepdims=True)
+        indices = jnp.where(oob, bound_np, indices)
+        uniq, inverse = jnp.unique(indices, axis=0, return_inverse=True, size=size, fill_value=int(bound_np.max()))
+        uniq = jnp.where(jnp.any(uniq >= bound_np, axis=1, keepdims=True), bound_np, uniq)  # padding: index = shape
+        return uniq, inverse.reshape(-1)
+    uniq, inverse = _nest(unique_one, nb)(mat.indices)
+    if nse is None:
+        if isinstance(mat.data, Tracer) or isinstance(mat.indices, Tracer):
+            raise ConcretizationTypeError(
+                "bcoo_sum_duplicates: the number of stored elements (nse) of the result depends on the values of a "
+                "traced array (under jit, vmap or grad); pass a concrete nse=, e.g. A.sum_duplicates(nse=A.nse)")
+        in_range = jnp.all(uniq < bound_np, axis=-1)
+        nse = int(jnp.max(jnp.sum(in_range, axis=-1))) if in_range.size else 0
+    nse = _index(nse, "nse", "bcoo_sum_duplicates")
+    if nse <= size:
+        indices = uniq[..., :nse, :]
+    else:
+        pad = np.broadcast_to(bound_np, tuple(uniq.shape[:-2]) + (nse - size, ns))
+        indices = jnp.concatenate([uniq, jnp.asarray(pad)], axis=-2)
+
+    def add_one(data, inv):
+        out = jnp.zeros((nse,) + tuple(data.shape[1:]), data.dtype)
+        return out.at[inv].add(data, mode="drop")
+    data = _nest(add_one, nb)(mat.data, inverse)
+    return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)
+
+
+def bcoo_eliminate_zeros(mat: BCOO, nse: int | None = None) -> BCOO:
+    """``mat`` without its explicit zeros, duplicates summed (``BCOO.sum_duplicates(remove_zeros=True)``)."""
+    nb, ns = mat.n_batch, mat.n_sparse
+    zero = jnp.all(mat.data == 0, axis=tuple(range(nb + 1, mat.data.ndim)))
+    bound = np.asarray(mat.shape[nb:nb + ns], dtype=np.dtype(mat.indices.dtype))
+    indices = jnp.where(zero[..., None], bound, mat.indices)
+    return bcoo_sum_duplicates(BCOO((mat.data, indices), shape=mat.shape), nse=nse)
 
 
 # --- structural ops --------------------------------------------------------------------------------

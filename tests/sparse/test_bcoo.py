@@ -258,6 +258,38 @@ def test_dot_general_with_batched_bcoo():
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
 
 
+def test_sort_indices_and_sum_duplicates():
+    data = np.array([1., 2., 3., 4., 0., 5.], np.float32)
+    indices = np.array([[2, 0], [0, 1], [2, 0], [1, 1], [0, 0], [3, 2]], np.int32)  # the last is padding
+    a = BCOO((data, indices), shape=(3, 2))
+    dense = np.zeros((3, 2), np.float32)
+    np.add.at(dense, tuple(indices[:5].T), data[:5])
+    s = a.sort_indices()
+    assert s.indices_sorted
+    np.testing.assert_array_equal(np.asarray(s.indices), indices[np.lexsort(indices.T[::-1])])
+    np.testing.assert_array_equal(np.asarray(s.todense()), dense)
+    d = sparse.bcoo_sum_duplicates(a)  # keeps the explicit zero at (0, 0)
+    assert d.nse == 4 and d.unique_indices and d.indices_sorted
+    np.testing.assert_array_equal(np.asarray(d.indices), [[0, 0], [0, 1], [1, 1], [2, 0]])
+    np.testing.assert_array_equal(np.asarray(d.data), [0, 2, 4, 4])
+    e = a.sum_duplicates()  # remove_zeros=True
+    np.testing.assert_array_equal(np.asarray(e.indices), [[0, 1], [1, 1], [2, 0]])
+    np.testing.assert_array_equal(np.asarray(e.todense()), dense)
+    f = kiln.jit(lambda b: b.sum_duplicates(nse=6))(a)  # padded with index = shape
+    np.testing.assert_array_equal(np.asarray(f.indices)[3:], [[3, 2]] * 3)
+    np.testing.assert_array_equal(np.asarray(f.todense()), dense)
+    np.testing.assert_array_equal(np.asarray(a.sum_duplicates(nse=2).indices), [[0, 1], [1, 1]])  # truncated
+    m = np.stack([_sparse_dense((3, 4)) for _ in range(2)])
+    b = BCOO.fromdense(m, n_batch=1)
+    twice = BCOO((jnp.concatenate([b.data, b.data], 1), jnp.concatenate([b.indices, b.indices], 1)), shape=b.shape)
+    r = twice.sum_duplicates()
+    assert r.nse == b.nse
+    np.testing.assert_allclose(np.asarray(r.todense()), 2 * m, rtol=1e-6)
+    np.testing.assert_allclose(np.asarray(twice.sort_indices().todense()), 2 * m, rtol=1e-6)
+    with pytest.raises(kiln.errors.ConcretizationTypeError, match="pass a concrete nse="):
+        kiln.jit(lambda b: b.sum_duplicates())(a)
+
+
 def test_transpose_and_sum():
     m = _sparse_dense((2, 3, 4))
     a = BCOO.fromdense(m)
