@@ -12,6 +12,7 @@ operand; ``indices`` are integers). Products with dense arrays need ``n_dense ==
 """
 from __future__ import annotations
 
+import functools
 import math
 import operator
 from typing import Any, Sequence
@@ -691,13 +692,24 @@ def _sparse_dense(mat: BCOO, x: Any, mc: tuple, xc: tuple, preferred_element_typ
     if perm != list(range(x.ndim)):
         x = jnp.transpose(x, perm)
     cols = tuple(mat.indices[:, d] for d in mc)
-    gathered = x.at[cols].get(mode="fill", fill_value=0) if cols else \
-        jnp.broadcast_to(x, (mat.nse,) + tuple(x.shape))
-    prod = data.reshape((mat.nse,) + (1,) * (gathered.ndim - 1)) * gathered
     out_shape = tuple(mat.shape[d] for d in m_free) + tuple(x.shape[len(xc):])
-    if not m_free:
-        return jnp.sum(prod, axis=0)
+    if not m_free:  # a full contraction: entries out of range read 0
+        gathered = x.at[cols].get(mode="fill", fill_value=0) if cols else \
+            jnp.broadcast_to(x, (mat.nse,) + tuple(x.shape))
+        return jnp.sum(data.reshape((mat.nse,) + (1,) * (gathered.ndim - 1)) * gathered, axis=0)
     rows = tuple(mat.indices[:, d] for d in m_free)
+    if cols:
+        # An entry whose contracted index is out of range adds nothing (JAX reads 0 there): send its output index
+        # out of range too, so that the scatter drops it, and clamp the gather's index (XLA's gather clamps anyway).
+        # This keeps the (nse, ...)-sized product free of masking.
+        sizes = [mat.shape[d] for d in mc]
+        ok = functools.reduce(operator.and_, [(c >= -n) & (c < n) for c, n in zip(cols, sizes)])
+        rows = (jnp.where(ok, rows[0], out_shape[0]),) + rows[1:]
+        cols = tuple(jnp.clip(c, -n, n - 1) for c, n in zip(cols, sizes))
+        gathered = x.at[cols].get(mode="promise_in_bounds")
+    else:
+        gathered = jnp.broadcast_to(x, (mat.nse,) + tuple(x.shape))
+    prod = data.reshape((mat.nse,) + (1,) * (gathered.ndim - 1)) * gathered
     prefix = m_free == list(range(len(m_free)))
     return jnp.zeros(out_shape, dtype).at[rows].add(prod, mode="drop",
                                                     indices_are_sorted=mat.indices_sorted and prefix,

@@ -89,6 +89,22 @@ def test_duplicates_are_summed():
     np.testing.assert_allclose(np.asarray(kiln.jit(lambda b, y: b @ y)(a, x)), want @ x)
 
 
+def test_out_of_range_entries_add_nothing():
+    # An entry out of range in any dimension is padding (JAX reads 0 for it): also in the contracted one only.
+    d, i = jnp.array([1., 2., 7.]), jnp.array([[0, 1], [1, 2], [0, 5]])
+    m = np.array([[0., 1., 0.], [0., 0., 2.]], np.float32)
+    x, y = np.full((3, 2), 3, np.float32), np.ones(2, np.float32)
+
+    def f(d, x, y):
+        a = BCOO((d, i), shape=(2, 3))
+        return jnp.sum(a @ x) + jnp.sum(y @ a)
+    np.testing.assert_allclose(float(kiln.jit(f)(d, x, y)), np.sum(m @ x) + np.sum(y @ m))
+    gd, gx, gy = kiln.grad(f, argnums=(0, 1, 2))(d, x, y)
+    np.testing.assert_allclose(np.asarray(gd), [6 + 1, 6 + 1, 0])
+    np.testing.assert_allclose(np.asarray(gx), np.broadcast_to(m.sum(0)[:, None], (3, 2)))
+    np.testing.assert_allclose(np.asarray(gy), m.sum(1))
+
+
 def test_repr_attributes_constructors():
     a = BCOO((jnp.array([1., 3., 5.]), jnp.array([[0, 0], [1, 1], [2, 2]])), shape=(3, 3))
     assert repr(a) == "BCOO(float32[3, 3], nse=3)"
