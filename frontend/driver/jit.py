@@ -189,10 +189,12 @@ class JittedFunction:
                                                  self.donate_argnames, keep_unused, self._device_spec,
                                                  self._in_prefix, self._out_prefix))
         self._last_key: Any = None
-        # jaxlib's C++ dispatch: repeated calls of a signature whose arguments are all kiln arrays skip
-        # Python entirely. Not with donation (the Python path must drop host views of donated arrays).
+        # jaxlib's C++ dispatch: repeated calls of a signature whose arguments are all kiln arrays (or
+        # scalars) skip Python entirely, donation included (a training step). The Python path drops the
+        # cached host view of a donated array first; on the C++ path such a view keeps XLA from reusing
+        # that one buffer (it allocates a new one: same results).
         self._cpp = None
-        if runtime.fastpath.available() and not self.donate_argnums and not self.donate_argnames:
+        if runtime.fastpath.available():
             self._cpp = runtime.fastpath.make_function(self.__name__, self._cpp_miss, self.static_argnums,
                                                        self.static_argnames)
 
