@@ -37,6 +37,7 @@ def demo(session: nox.Session) -> None:
 EXAMPLES = {
     "linear_regression.py": ["--steps", "400"],
     "mlp.py": ["--epochs", "5"],
+    "entmax.py": ["--steps", "100"],
 }
 
 
