@@ -5,13 +5,15 @@ This is seed 002's exercise (Peters, Niculae & Martins 2019, "Sparse sequence-to
     entmax_α(z)_i = [(α - 1) z_i - τ]_+ ^ (1 / (α - 1)),   τ chosen so that the entries sum to 1.
 
 α = 1 is softmax, α = 2 is sparsemax, α = 1.5 (the default) sits between: most small scores get exactly zero
-probability. The forward pass finds τ by bisection in a ``kiln.lax.fori_loop`` (``--n-iter`` halvings of a
-bracket that always holds the root). The backward pass is written three ways, and the script checks that they
-agree:
+probability. (α > 2 is refused: there the Jacobian's p^(2-α) blows up at the edge of the support, and
+float32 gradients are unreliable.) The forward pass finds τ by bisection in a ``kiln.lax.fori_loop``
+(``--n-iter`` halvings of a bracket that always holds the root). The backward pass is written three ways,
+and the script checks that they agree:
 
-* autodiff: ``kiln.grad`` straight through the bisection loop and one closing Newton step on τ. (Through the
-  loop alone the derivative of τ is that of max(z), since every halving is data-independent; the Newton
-  step, which also polishes τ, gives τ the implicit-function derivative.)
+* autodiff: ``kiln.grad`` straight through the bisection loop and one closing Newton step on τ. Through the
+  loop alone the derivative of τ is that of max(z) (every halving is data-independent), which is wrong; the
+  Newton step, its slope held constant with ``stop_gradient``, cancels that derivative and leaves τ the
+  implicit-function one, -(∂f/∂z) / (∂f/∂τ) for f(τ, z) = Σ p - 1.
 * ``kiln.custom_vjp`` with the paper's closed form: with p = entmax(z) and s = p^(2-α) on the support,
   dz = s * (g - Σ s g / Σ s).
 * ``kiln.custom_jvp`` with the matching JVP, dp = s * dz - s Σ(s dz) / Σ s (the Jacobian is symmetric);
@@ -84,7 +86,9 @@ def entmax_forward(z, alpha: float = 1.5, n_iter: int = 30, newton: bool = False
     tau = _bisect_tau(z, alpha, n_iter)
     if newton:  # τ - f(τ) / f'(τ) with f(τ) = Σ p(τ) - 1 and f'(τ) = -Σ p(τ)^(2-α) / (α - 1)
         p = _unnormalized(z, tau, alpha)
-        tau = tau + (alpha - 1) * (jnp.sum(p) - 1) / jnp.sum(_support_weights(p, alpha))
+        # A constant slope: the derivative of the incoming τ then cancels exactly, whatever it was.
+        slope = kiln.lax.stop_gradient(jnp.sum(_support_weights(p, alpha)))
+        tau = tau + (alpha - 1) * (jnp.sum(p) - 1) / slope
     p = _unnormalized(z, tau, alpha)
     return p / jnp.sum(p)  # the bisection's last bit of error, spread evenly
 
@@ -229,14 +233,14 @@ def logits(params, x):
 def main(argv: list[str] | None = None) -> int:
     parser = make_parser(__doc__, steps=300, name="entmax")
     parser.add_argument("--alpha", type=float, default=1.5,
-                        help="entmax α >= 1 (1: softmax, 2: sparsemax; default 1.5)")
+                        help="entmax α in [1, 2] (1: softmax, 2: sparsemax; default 1.5)")
     parser.add_argument("--n-iter", type=int, default=30, help="bisection steps for τ (default 30)")
     parser.add_argument("--backward", choices=sorted(METHODS), default="vjp",
                         help="which backward pass trains the classifier (default vjp)")
     parser.add_argument("--lr", type=float, default=0.01, help="Adam learning rate (default 0.01)")
     args = parse(parser, argv)
-    if not args.alpha >= 1:
-        parser.error(f"--alpha must be >= 1 (1 is softmax), got {args.alpha}")
+    if not 1 <= args.alpha <= 2:
+        parser.error(f"--alpha must be in [1, 2] (1 is softmax, 2 sparsemax), got {args.alpha}")
     if args.n_iter < 1:
         parser.error(f"--n-iter must be positive, got {args.n_iter}")
     ckpt_path = args.out / "checkpoint.npz"

@@ -197,7 +197,8 @@ def test_entmax_script_trains_and_resumes(tmp_path):
 def test_entmax_script_bad_flags(tmp_path):
     for args, message in [(("--steps", "0"), "--steps must be positive, got 0"),
                           (("--device", "99"), "--device 99 is out of range"),
-                          (("--alpha", "0.5"), "--alpha must be >= 1 (1 is softmax), got 0.5"),
+                          (("--alpha", "0.5"), "--alpha must be in [1, 2] (1 is softmax, 2 sparsemax), got 0.5"),
+                          (("--alpha", "3"), "--alpha must be in [1, 2] (1 is softmax, 2 sparsemax), got 3.0"),
                           (("--n-iter", "0"), "--n-iter must be positive, got 0"),
                           (("--resume",), "--resume: no checkpoint at")]:
         proc = run_script(*args, "--out", str(tmp_path))
