@@ -269,7 +269,10 @@ def main(argv: list[str] | None = None) -> int:
     opt_state = optimizer.init(params)
     start_step, history = 0, {"loss": [], "test accuracy": []}
     if args.resume:
-        (params, opt_state), start_step, extra = load_checkpoint(ckpt_path, (params, opt_state))
+        try:
+            (params, opt_state), start_step, extra = load_checkpoint(ckpt_path, (params, opt_state))
+        except ValueError as e:  # a checkpoint of another model or configuration
+            parser.error(f"--resume: {e}")
         params, opt_state = kiln.device_put((params, opt_state), device)
         history = extra.get("history", history)
         print(f"resumed from {ckpt_path} at step {start_step}")

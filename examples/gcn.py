@@ -215,7 +215,10 @@ def main(argv: list[str] | None = None) -> int:
     start_epoch = 0
     history = {"train loss": [], "train accuracy": [], "val accuracy": []}
     if args.resume:
-        (params, opt_state), start_epoch, extra = load_checkpoint(ckpt_path, (params, opt_state))
+        try:
+            (params, opt_state), start_epoch, extra = load_checkpoint(ckpt_path, (params, opt_state))
+        except ValueError as e:  # a checkpoint of another model or configuration
+            parser.error(f"--resume: {e}")
         params, opt_state = kiln.device_put((params, opt_state), device)
         history = extra.get("history", history)
         print(f"resumed from {ckpt_path} at epoch {start_epoch}")

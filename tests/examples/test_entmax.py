@@ -203,3 +203,10 @@ def test_entmax_script_bad_flags(tmp_path):
                           (("--resume",), "--resume: no checkpoint at")]:
         proc = run_script(*args, "--out", str(tmp_path))
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
+
+
+def test_entmax_script_refuses_another_models_checkpoint(em, tmp_path):
+    em.save_checkpoint(tmp_path / "checkpoint.npz", {"w": np.zeros((3, 3), np.float32)}, step=5)
+    proc = run_script("--resume", "--steps", "10", "--out", str(tmp_path))
+    assert proc.returncode == 2 and "--resume: " in proc.stderr and "holds 1 arrays but the model has" in proc.stderr, \
+        proc.stderr

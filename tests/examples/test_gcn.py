@@ -139,6 +139,9 @@ def test_gcn_resume_continues_the_run(tmp_path):
     for name in a:
         np.testing.assert_allclose(b[name], a[name], rtol=1e-6, atol=1e-7, err_msg=name)
     assert summary_fields(straight)["test_accuracy"] == summary_fields(resumed)["test_accuracy"]
+    other = run_script("--epochs", "6", "--hidden", "8", "--out", str(tmp_path / "split"), "--resume")
+    assert other.returncode == 2 and "--resume: " in other.stderr and "does not match the model's" in other.stderr, \
+        other.stderr
 
 
 def test_gcn_synthetic_citation_graph(tmp_path):
