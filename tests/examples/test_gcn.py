@@ -72,6 +72,34 @@ def test_gcn_forward_and_grad_dense_equals_sparse_equals_numpy(gcn):
     assert float(kiln.numpy.abs(g_dense[0][0]).sum()) > 0
 
 
+def test_seed_sp_matmul_equals_bcoo(gcn):
+    """Seed 003's own sparse product (gather rows, scale, ``kiln.ops.segment_sum``), written as in JAX,
+    equals ``BCOO @ dense`` and the dense product, values and gradients, under jit."""
+    import kiln.numpy as jnp
+
+    def sp_matmul(A, B, shape):
+        assert B.ndim == 2
+        indexes, values = A
+        rows, cols = indexes
+        in_ = B.take(cols, axis=0)
+        prod = in_ * values[:, None]
+        return kiln.ops.segment_sum(prod, rows, shape)
+
+    adj_sp = gcn.karate_club(0)[0].tocoo()
+    seed_adj = ((jnp.asarray(adj_sp.row), jnp.asarray(adj_sp.col)), jnp.asarray(adj_sp.data))
+    h = np.random.default_rng(0).standard_normal((34, 5)).astype(np.float32)
+    want = adj_sp.toarray().astype(np.float64) @ h
+    seed_out = kiln.jit(lambda a, h: sp_matmul(a, h, h.shape[0]))(seed_adj, h)
+    bcoo_out = kiln.jit(lambda a, h: a @ h)(sparse.BCOO.from_scipy_sparse(adj_sp), h)
+    np.testing.assert_allclose(np.asarray(seed_out), want, rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(bcoo_out), want, rtol=1e-5, atol=1e-6)
+    g_seed = kiln.jit(kiln.grad(lambda h: jnp.sum(jnp.sin(sp_matmul(seed_adj, h, 34)))))(h)
+    g_bcoo = kiln.jit(kiln.grad(lambda h: jnp.sum(jnp.sin(sparse.BCOO.from_scipy_sparse(adj_sp) @ h))))(h)
+    g_want = adj_sp.toarray().T.astype(np.float64) @ np.cos(want)
+    np.testing.assert_allclose(np.asarray(g_seed), g_want, rtol=1e-4, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(g_bcoo), g_want, rtol=1e-4, atol=1e-5)
+
+
 def test_gcn_dropout_needs_an_rng(gcn):
     init_fun, apply_fun = gcn.GCN(nhid=4, nclass=2)
     _, params = init_fun(kiln.random.PRNGKey(0), (5, 3))
