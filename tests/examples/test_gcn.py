@@ -17,6 +17,9 @@ from kiln.experimental import sparse
 REPO = pathlib.Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "examples"
 
+pytest.importorskip("networkx")  # the graphs come from networkx (the kiln[examples] extra)
+pytest.importorskip("scipy")
+
 
 @pytest.fixture(scope="module")
 def gcn():
@@ -124,6 +127,19 @@ def run_script(*args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
+def run_main(module, capsys, *args: str) -> subprocess.CompletedProcess:
+    """The script's ``main(argv)`` in this process (no seconds of imports), as a CompletedProcess."""
+    backend = os.environ.get("KILN_TEST_BACKEND")
+    argv = [*args, *(("--backend", backend) if backend else ())]
+    capsys.readouterr()
+    try:
+        rc = module.main(argv)
+    except SystemExit as e:  # argparse's errors
+        rc = e.code
+    out = capsys.readouterr()
+    return subprocess.CompletedProcess(argv, rc, out.out, out.err)
+
+
 def summary_fields(proc: subprocess.CompletedProcess) -> dict[str, str]:
     lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("summary: gcn ")]
     assert lines, f"no summary line\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
@@ -135,12 +151,15 @@ def leaves(path: pathlib.Path) -> dict[str, np.ndarray]:
         return {name: f[name] for name in f.files if name != "__kiln_checkpoint__"}
 
 
-def test_gcn_karate_dense_and_sparse_agree(tmp_path):
+def test_gcn_karate_dense_and_sparse_agree(gcn, capsys, tmp_path):
     """The default run (karate club, 200 epochs) beats the floor; --sparse gives the same accuracy and
     nearly the same loss and parameters."""
     runs = {}
     for mode in ("dense", "sparse"):
-        proc = run_script("--out", str(tmp_path / mode), *(["--sparse"] if mode == "sparse" else []))
+        if mode == "dense":  # as a program, as a user runs it
+            proc = run_script("--out", str(tmp_path / mode))
+        else:
+            proc = run_main(gcn, capsys, "--out", str(tmp_path / mode), "--sparse")
         assert proc.returncode == 0, f"rc={proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
         runs[mode] = summary_fields(proc)
         assert runs[mode]["sparse"] == str(mode == "sparse") and runs[mode]["epochs"] == "200"
@@ -154,11 +173,12 @@ def test_gcn_karate_dense_and_sparse_agree(tmp_path):
         np.testing.assert_allclose(bcoo[name], dense[name], rtol=1e-3, atol=1e-4, err_msg=name)
 
 
-def test_gcn_resume_continues_the_run(tmp_path):
+def test_gcn_resume_continues_the_run(gcn, capsys, tmp_path):
     """2 epochs + resume to 4 ≡ 4 epochs straight (dropout keys come from the epoch number)."""
-    straight = run_script("--epochs", "4", "--sparse", "--out", str(tmp_path / "straight"), "--no-plot")
-    first = run_script("--epochs", "2", "--sparse", "--out", str(tmp_path / "split"), "--no-plot")
-    resumed = run_script("--epochs", "4", "--sparse", "--out", str(tmp_path / "split"), "--resume", "--no-plot")
+    straight = run_main(gcn, capsys, "--epochs", "4", "--sparse", "--no-plot", "--out", str(tmp_path / "straight"))
+    first = run_main(gcn, capsys, "--epochs", "2", "--sparse", "--no-plot", "--out", str(tmp_path / "split"))
+    resumed = run_main(gcn, capsys, "--epochs", "4", "--sparse", "--no-plot", "--out", str(tmp_path / "split"),
+                       "--resume")
     for proc in (straight, first, resumed):  # 4 epochs are below the floor: exit 1, checkpoint written
         assert proc.returncode in (0, 1) and "summary: gcn" in proc.stdout, proc.stderr
     assert "resumed from" in resumed.stdout and "at epoch 2" in resumed.stdout
@@ -167,25 +187,26 @@ def test_gcn_resume_continues_the_run(tmp_path):
     for name in a:
         np.testing.assert_allclose(b[name], a[name], rtol=1e-6, atol=1e-7, err_msg=name)
     assert summary_fields(straight)["test_accuracy"] == summary_fields(resumed)["test_accuracy"]
-    other = run_script("--epochs", "6", "--hidden", "8", "--out", str(tmp_path / "split"), "--resume")
+    other = run_main(gcn, capsys, "--epochs", "6", "--hidden", "8", "--out", str(tmp_path / "split"), "--resume")
     assert other.returncode == 2 and "--resume: " in other.stderr and "does not match the model's" in other.stderr, \
         other.stderr
 
 
-def test_gcn_synthetic_citation_graph(tmp_path):
-    proc = run_script("--dataset", "synthetic", "--sparse", "--epochs", "30", "--lr", "0.05", "--out", str(tmp_path))
+def test_gcn_synthetic_citation_graph(gcn, capsys, tmp_path):
+    proc = run_main(gcn, capsys, "--dataset", "synthetic", "--sparse", "--epochs", "30", "--lr", "0.05",
+                    "--out", str(tmp_path))
     assert proc.returncode == 0, f"rc={proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert "synthetic: 2708 nodes" in proc.stdout and "7 classes; 140 train / 500 val / 1000 test" in proc.stdout
     fields = summary_fields(proc)
     assert fields["dataset"] == "synthetic" and float(fields["test_accuracy"]) >= 0.85
 
 
-def test_gcn_script_bad_flags(tmp_path):
+def test_gcn_script_bad_flags(gcn, capsys, tmp_path):
     for args, message in [(("--epochs", "0"), "--epochs must be positive, got 0"),
                           (("--device", "99"), "--device 99 is out of range"),
                           (("--dropout", "1"), "--dropout must be in [0, 1), got 1.0"),
                           (("--hidden", "0"), "--hidden must be positive, got 0"),
                           (("--dataset", "cora"), "invalid choice: 'cora'"),
                           (("--resume",), "--resume: no checkpoint at")]:
-        proc = run_script(*args, "--out", str(tmp_path))
+        proc = run_main(gcn, capsys, *args, "--out", str(tmp_path))
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
