@@ -213,7 +213,10 @@ class custom_vjp:
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
 
-    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
+               optimize_remat: bool = False) -> None:
+        """Set the rules. ``optimize_remat`` (JAX's memory optimisation of ``fwd``) is accepted and changes
+        no value: kiln runs ``fwd`` once and keeps its residuals."""
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args, **kwargs):

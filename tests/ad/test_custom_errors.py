@@ -62,3 +62,10 @@ def test_custom_derivatives_keywords_and_defaults_reach_the_rules():
         assert float(kiln.jit(fun)(3.0)) == 6.0
         assert float(kiln.grad(lambda x: fun(x, 4.0))(1.0)) == 4.0
     assert float(k(2.0)) == 6.0 and float(kiln.grad(k)(2.0)) == 3.0 and float(kiln.grad(k, 1)(2.0, 3.0)) == 2.0
+
+
+def test_custom_vjp_defvjp_accepts_optimize_remat():
+    """JAX's ``defvjp(fwd, bwd, optimize_remat=True)`` (a memory optimisation) runs unchanged."""
+    f = kiln.custom_vjp(lambda x: x * 2.0)
+    f.defvjp(lambda x: (x * 2.0, None), lambda _, g: (g * 3.0,), optimize_remat=True)
+    assert float(f(1.5)) == 3.0 and float(kiln.grad(f)(1.0)) == 3.0
