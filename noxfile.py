@@ -58,6 +58,7 @@ def bench(session: nox.Session) -> None:
         "python", "-c", "from jaxlib import version; print(version.__version__)", silent=True).strip()
     # kiln itself never imports jax; only the benchmarks do, to compare against it.
     session.install(f"jax=={jaxlib_version}")
+    session.install("optax")  # the JAX side of the training rows (stax + adam, the GCN epoch)
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 

@@ -496,6 +496,180 @@ def bench_debug_print_loop(fw: Framework, quick: bool) -> float:
         return per_call(lambda: loop(x), fw.block, number=3 if quick else 10, repeat=3 if quick else 10)
 
 
+# -- training steps as users write them: stax + an optax optimizer (issue 17) ----------------------
+
+def _training_libraries(fw: Framework):
+    """``(stax, optimizers, optax)`` of the framework: ``kiln.example_libraries.{stax,optimizers}`` and
+    ``kiln.optim`` on kiln; ``jax.example_libraries.{stax,optimizers}`` and ``optax`` on JAX. None where one
+    is missing (JAX without optax installed: ``nox -s bench`` installs it)."""
+    top = _top_module(fw).__name__
+    try:
+        stax = importlib.import_module(top + ".example_libraries.stax")
+        optimizers = importlib.import_module(top + ".example_libraries.optimizers")
+        optax = importlib.import_module("kiln.optim" if top == "kiln" else "optax")
+    except ImportError:
+        return None
+    return stax, optimizers, optax
+
+
+def _steady_state_step(fw: Framework, step: Callable, state: tuple, *rest, quick: bool, number: int,
+                       repeat: int) -> float:
+    """Steady-state time of ``state = step(*state, *rest)[:len(state)]``: the step donates its state and gets
+    back the new one each call, as a training loop does."""
+    n = len(state)
+    box = [state]
+
+    def call():
+        out = step(*box[0], *rest)
+        box[0] = out[:n]
+        return out
+    return per_call(call, fw.block, number=2 if quick else number, repeat=3 if quick else repeat)
+
+
+def bench_stax_adam_step(fw: Framework, quick: bool) -> float | None:
+    """Steady-state jitted training step of ``stax.serial(Dense(512), Relu, Dense(512), Relu, Dense(10),
+    LogSoftmax)`` on a batch of 128: cross-entropy, ``value_and_grad``, ``adam(1e-3)`` (``kiln.optim`` against
+    ``optax``), ``apply_updates``; params and optimizer state donated and returned."""
+    libs = _training_libraries(fw)
+    if libs is None or fw.value_and_grad is None:
+        return None
+    stax, _, optax = libs
+    np_ = fw.np
+    _, apply_fun = stax.serial(stax.Dense(MLP_SIZES[1]), stax.Relu, stax.Dense(MLP_SIZES[2]), stax.Relu,
+                               stax.Dense(MLP_SIZES[3]), stax.LogSoftmax)
+    host_params, x, labels = mlp_host_data()
+    params = fw.put([host_params[0], (), host_params[1], (), host_params[2], ()])  # stax's layout: () for Relu
+    x, labels = fw.put(x), fw.put(labels)
+    opt = optax.adam(1e-3)
+
+    def loss_fn(params, x, labels):
+        return -np_.mean(np_.sum(labels * apply_fun(params, x), axis=-1))
+
+    def train_step(params, opt_state, x, labels):
+        loss, grads = fw.value_and_grad(loss_fn)(params, x, labels)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, loss
+
+    step = fw.jit(train_step, donate_argnums=(0, 1))
+    return _steady_state_step(fw, step, (params, opt.init(params)), x, labels, quick=quick, number=20, repeat=15)
+
+
+# Cora's sizes (2,708 papers, 1,433 words, 7 topics, 140 labelled nodes for training) and seed 003's model.
+GCN_NODES, GCN_FEATURES, GCN_CLASSES, GCN_HIDDEN, GCN_TRAIN = 2708, 1433, 7, 16, 140
+GCN_EDGES, GCN_WORDS_PER_NODE = 5278, 18  # Cora has 5,278 undirected edges and ~18 words per paper
+GCN_DROPOUT, GCN_WEIGHT_DECAY, GCN_LEARNING_RATE = 0.5, 5e-4, 0.01
+
+
+@functools.lru_cache(maxsize=1)
+def gcn_host_data() -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A synthetic citation-like graph with Cora's sizes (NumPy seed 3): ``(features, adjacency, labels,
+    train_idx)``. Nodes have topics; a citation stays within the citing node's topic with probability 0.8;
+    each node uses ~18 words, most from its topic's vocabulary; features are row-normalised binary bags of
+    words; the adjacency is dense and normalised as in Kipf & Welling, ``D^-1/2 (A + I) D^-1/2``."""
+    rng = np.random.default_rng(3)
+    n, f, c = GCN_NODES, GCN_FEATURES, GCN_CLASSES
+    topic = rng.integers(0, c, n)
+    by_topic = [np.flatnonzero(topic == k) for k in range(c)]
+    src = rng.integers(0, n, GCN_EDGES)
+    same = rng.random(GCN_EDGES) < 0.8
+    dst = np.where(same, [rng.choice(by_topic[topic[s]]) for s in src], rng.integers(0, n, GCN_EDGES))
+    a = np.zeros((n, n), np.float32)
+    a[src, dst] = a[dst, src] = 1.0
+    np.fill_diagonal(a, 1.0)  # A + I
+    d = 1.0 / np.sqrt(a.sum(axis=1))
+    adj = (a * d[:, None] * d[None, :]).astype(np.float32)
+    vocab = rng.permutation(f).reshape(-1)[: f - f % c].reshape(c, -1)  # each topic's own words
+    feats = np.zeros((n, f), np.float32)
+    for i in range(n):
+        own = rng.choice(vocab[topic[i]], GCN_WORDS_PER_NODE * 2 // 3, replace=False)
+        other = rng.integers(0, f, GCN_WORDS_PER_NODE // 3)
+        feats[i, own] = feats[i, other] = 1.0
+    feats /= feats.sum(axis=1, keepdims=True)
+    labels = np.eye(c, dtype=np.float32)[topic]
+    train_idx = np.arange(GCN_TRAIN, dtype=np.int32)
+    for x in (feats, adj, labels, train_idx):
+        x.flags.writeable = False
+    return feats, adj, labels, train_idx
+
+
+def _gcn(fw: Framework, nhid: int, nclass: int, dropout: float):
+    """Seed 003's GCN in the framework's own modules: two ``GraphConvolution`` layers written stax-style
+    (``init_fun``/``apply_fun``, glorot-uniform weights, no bias), relu, dropout by ``random.bernoulli``
+    (``dropout`` the keep rate, as stax's), log-softmax."""
+    top = _top_module(fw)
+    np_, random, nn = fw.np, _random_module(fw), top.nn
+
+    def graph_convolution(out_dim):
+        def init_fun(rng, input_shape):
+            k1, _ = random.split(rng)
+            return input_shape[:-1] + (out_dim,), (nn.initializers.glorot_uniform()(k1, (input_shape[-1], out_dim)),
+                                                  None)
+
+        def apply_fun(params, feature, adj, **kwargs):
+            w, _ = params
+            return np_.matmul(adj, np_.dot(feature, w))
+        return init_fun, apply_fun
+
+    def drop(x, rng):
+        keep = random.bernoulli(rng, dropout, x.shape)
+        return np_.where(keep, x / dropout, 0)
+
+    gc1_init, gc1_fun = graph_convolution(nhid)
+    gc2_init, gc2_fun = graph_convolution(nclass)
+
+    def init_fun(rng, input_shape):
+        params = []
+        for init in (gc1_init, gc2_init):
+            rng, layer_rng = random.split(rng)
+            input_shape, param = init(layer_rng, input_shape)
+            params.append(param)
+        return input_shape, params
+
+    def apply_fun(params, feature, adj, rng):
+        k1, k2, k3, k4 = random.split(rng, 4)
+        x = drop(feature, k1)
+        x = nn.relu(gc1_fun(params[0], x, adj, rng=k2))
+        x = drop(x, k3)
+        return nn.log_softmax(gc2_fun(params[1], x, adj, rng=k4))
+    return init_fun, apply_fun
+
+
+def bench_gcn_epoch(fw: Framework, quick: bool) -> float | None:
+    """One epoch of seed 003's GCN training, a jitted step: dropout, two graph convolutions on the dense
+    normalised adjacency, masked cross-entropy + ``5e-4 * optimizers.l2_norm(params)**2``, ``grad``, ``adam``
+    (``kiln.optim`` against ``optax``), ``apply_updates``; params, optimizer state and PRNG key donated and
+    returned."""
+    libs = _training_libraries(fw)
+    if libs is None or fw.value_and_grad is None:
+        return None
+    _, optimizers, optax = libs
+    np_, random = fw.np, _random_module(fw)
+    feats, adj, labels, train_idx = gcn_host_data()
+    init_fun, predict_fun = _gcn(fw, GCN_HIDDEN, GCN_CLASSES, 1 - GCN_DROPOUT)
+    _, params = init_fun(random.key(0), (-1, GCN_FEATURES))
+    opt = optax.adam(GCN_LEARNING_RATE)
+    batch = fw.put((feats, labels, adj, train_idx))
+
+    def loss(params, batch, rng):
+        inputs, targets, adj, idx = batch
+        preds = predict_fun(params, inputs, adj, rng=rng)
+        ce_loss = -np_.mean(np_.sum(preds[idx] * targets[idx], axis=1))
+        return ce_loss + GCN_WEIGHT_DECAY * optimizers.l2_norm(params) ** 2
+
+    def epoch(params, opt_state, key, batch):
+        key, subkey = random.split(key)
+        value, grads = fw.value_and_grad(loss)(params, batch, subkey)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, key, value
+
+    step = fw.jit(epoch, donate_argnums=(0, 1, 2))
+    state = (fw.put(params), opt.init(params), random.key(1))
+    return _steady_state_step(fw, step, state, batch, quick=quick, number=5, repeat=7)
+
+
+STAX_ADAM = "MLP train step: stax + adam (784-512-512-10, batch 128)"
+GCN_EPOCH = f"GCN epoch (seed 003): 2 graph convs, dropout, adam + l2_norm, {GCN_NODES:,} nodes"
+
 FIRST_COLD = "MLP train step: first call in a new process, empty compile cache"
 FIRST_WARM = "MLP train step: first call in a new process, warm compile cache"
 SELU_STREAM = "jit SELU f32[{stream}]"
@@ -515,6 +689,8 @@ CASES: list[Case] = [
     Case("MLP forward+loss 784-512-512-10, batch 128", "ms", bench_mlp_forward),
     Case("MLP train step (value_and_grad + SGD)", "ms", bench_mlp_train_step, gpu=True),
     Case("MLP train step: trace+lower", "ms", bench_mlp_train_trace_lower),
+    Case(STAX_ADAM, "ms", bench_stax_adam_step),
+    Case(GCN_EPOCH, "ms", bench_gcn_epoch),
     Case("RNN h=128, 200 steps (scan), batch 32: forward compile", "ms", _rnn_compile(_rnn_loss)),
     Case("RNN h=128, 200 steps (scan), batch 32: forward", "ms", _rnn_steady(_rnn_loss), gpu=True),
     Case("RNN h=128, 200 steps (scan), batch 32: value_and_grad compile", "ms", _rnn_compile(_rnn_grad)),

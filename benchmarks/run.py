@@ -39,6 +39,29 @@ def _fmt(seconds: float | None, unit: str) -> str:
     return f"{value:.{digits}f} {_UNIT_TEXT[unit]}"
 
 
+def _mixed_checkouts() -> str | None:
+    """Where ``kiln`` and its implementation packages come from different places, a message saying so.
+
+    An editable install maps ``kiln.frontend``/``.lowering``/``.runtime`` to its own checkout, and a
+    ``PYTHONPATH`` pointing at another checkout replaces only ``kiln`` itself: the numbers would then
+    measure the installed checkout's implementation under the other one's name.
+    """
+    import kiln.frontend
+    import kiln.lowering
+    import kiln.runtime
+
+    import kiln
+
+    kiln_dir = os.path.dirname(os.path.abspath(kiln.__file__))
+    for mod in (kiln.frontend, kiln.lowering, kiln.runtime):
+        where = os.path.dirname(os.path.abspath(mod.__file__))
+        if os.path.dirname(where) not in (kiln_dir, os.path.dirname(kiln_dir)):  # installed, or a checkout
+            return (f"kiln is imported from {kiln_dir} but {mod.__name__} from {where} (an editable install of "
+                    "another checkout; PYTHONPATH does not override it): measure a checkout with a Python "
+                    "environment in which that checkout is installed (pip install -e .)")
+    return None
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke test, noisy numbers)")
@@ -81,6 +104,9 @@ def main(argv: list[str] | None = None) -> int:
     # kiln's: a PJRT plugin (CUDA) loads once per process, jax's loader fails (ALREADY_EXISTS) when
     # kiln loaded it first and jax then has no GPU, while kiln reuses a plugin that jax loaded.
     import kiln  # noqa: F401  (no backend starts on import)
+    mixed = _mixed_checkouts()
+    if mixed:
+        print(f"warning: {mixed}", file=sys.stderr)
     jax_fw = None if args.no_jax else load_jax(args.backend)
     kiln_fw = load_kiln(args.backend)
     frameworks = [kiln_fw] + ([jax_fw] if jax_fw is not None else [])

@@ -73,9 +73,28 @@ def test_benchmarks_smoke():
     out = proc.stdout
     assert "| benchmark " in out and "| kiln/jax |" in out
     for row in ("jit dispatch: f32[4] add", "eager matmul f32[64,64]", "trace+lower: 1,000-op chain",
-                "compile: 1,000-op chain", "MLP forward+loss"):
+                "compile: 1,000-op chain", "MLP forward+loss", "MLP train step: stax + adam",
+                "GCN epoch (seed 003)"):
         assert row in out, row
     assert ("jax not installed" in out) == jax_missing
+
+
+def test_benchmarks_warn_about_mixed_checkouts(monkeypatch):
+    """run.py says so when kiln comes from one checkout and its implementation from another (an editable install
+    of another checkout, PYTHONPATH pointing at this one): its numbers would measure the other checkout."""
+    import importlib.util
+
+    import kiln.frontend
+
+    spec = importlib.util.spec_from_file_location("kiln_bench_run", REPO / "benchmarks" / "run.py")
+    run = importlib.util.module_from_spec(spec)
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    spec.loader.exec_module(run)
+    assert run._mixed_checkouts() is None
+    monkeypatch.setattr(kiln.frontend, "__file__", "/elsewhere/checkout/frontend/__init__.py")
+    message = run._mixed_checkouts()
+    assert message is not None and "kiln.frontend from /elsewhere/checkout/frontend" in message
+    assert "pip install -e ." in message
 
 
 def _run_data_parallel(*args: str, devices: str = "2") -> subprocess.CompletedProcess:

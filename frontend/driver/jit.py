@@ -21,6 +21,7 @@ import numpy as np
 from kiln import runtime
 
 from ..core import caches, dtypes, tree_util
+from ..core.avals import ShapedArray
 from ..core.call import call_p
 from ..core.config import config
 from ..core.errors import KilnError
@@ -524,6 +525,13 @@ class JittedFunction:
         else:
             compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
                                            debug_name=self.__name__)
+            # Outputs carry the very aval objects of equal inputs of this signature: a loop feeding them back
+            # in (a training step's params and optimizer state) then finds its signature by identity checks
+            # rather than an aval comparison per leaf.
+            same = {v.aval: v.aval for v in ir.invars if type(v.aval) is ShapedArray}
+            outs = [same.get(a, a) if type(a) is ShapedArray else a for a in compiled.out_avals]
+            if any(a is not b for a, b in zip(outs, compiled.out_avals)):
+                compiled = dataclasses.replace(compiled, out_avals=outs)
             put = functools.partial(dispatch.to_buffer, device=entry.device)
         kept_consts = compiled.kept[:len(ir.constvars)]
         # Published together, compiled last: an interrupted compile leaves the entry untouched.

@@ -259,9 +259,14 @@ def _keep(x: Any, shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
 
 
 def _max_shift(x: Any, axes: tuple[int, ...], mask: Any) -> Any:
-    """The max over ``axes`` (masked entries count as -inf)."""
+    """The max over ``axes`` (masked entries count as -inf), as a constant for differentiation.
+
+    The shift cancels out of softmax, log_softmax and logsumexp for any value, so its derivative
+    contributes nothing but rounding; stopping it (as JAX does) spares the backward pass the max's
+    own gradient (a compare, a count of ties and two more reductions).
+    """
     masked = x if mask is None else lax.select(mask, x, _const(x, -np.inf))
-    return lax.reduce_max(masked, axes)
+    return lax.reduce_max(lax.stop_gradient(masked), axes)
 
 
 def softmax(x, axis: Any = -1, where: Any = None):

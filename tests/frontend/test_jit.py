@@ -193,6 +193,25 @@ def test_donate_argnums():
     assert new.is_deleted()
 
 
+def test_outputs_share_the_avals_of_equal_inputs():
+    """A step whose outputs are fed back in (a training loop) finds its signature by identity: the outputs carry
+    the input avals' objects where they are equal; unequal ones (a weak type, another shape) keep their own."""
+    @partial(kiln.jit, donate_argnums=(0, 1))
+    def step(w, state, x):
+        return w - 0.1 * x, (state[0] + 1, state[1] * 2.0), knp.sum(x), 2 * state[0]
+
+    w, x = knp.ones((3, 4)), knp.ones((3, 4))
+    state = (knp.zeros((), knp.int32), knp.ones(5))
+    avals = (w.aval, state[0].aval, state[1].aval)
+    w2, state2, total, double = step(w, state, x)
+    assert w2.aval is avals[0] and state2[0].aval is avals[1] and state2[1].aval is avals[2]
+    assert total.aval.shape == () and total.aval is not avals[1]
+    w3, state3, _, _ = step(w2, state2, x)
+    assert w3.aval is avals[0] and len(step._signatures.entries) == 1
+    np.testing.assert_allclose(np.asarray(w3), 0.8, rtol=1e-6)
+    assert int(state3[0]) == 2 and int(double) == 0
+
+
 def test_donate_argnames_by_keyword_and_position():
     f = kiln.jit(lambda state, x: state + x, donate_argnames="state")
     assert f.donate_argnums == (0,)

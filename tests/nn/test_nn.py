@@ -211,6 +211,25 @@ def test_logsumexp_lowers_lean():
     assert len(body) <= 14, text
 
 
+def test_softmax_family_grads_treat_the_max_shift_as_constant():
+    """The max subtracted for stability cancels out, so (as in JAX) it is not differentiated: the gradients
+    are the analytic ones, ties in the max included, and the backward pass has no compare or count of ties."""
+    x = np.float32([[1.0, 3.0, 3.0, -2.0], [0.5, 0.5, 0.5, 0.5], [-1.0, 2.0, 0.0, 1.5]])
+    w = np.float32([0.3, -1.0, 2.0, 0.7])
+    sm = sp.softmax(x.astype(np.float64), axis=-1)
+    cases = [  # fn, analytic gradient of sum(fn(x) * w)
+        (nn.softmax, sm * (w - (sm * w).sum(-1, keepdims=True))),
+        (nn.log_softmax, w - sm * w.sum()),
+        (lambda v: nn.logsumexp(v, axis=-1)[:, None], sm * w.sum()),
+    ]
+    fns = [kiln.grad(lambda v, f=f: knp.sum(f(v) * w)) for f, _ in cases]
+    grads = kiln.jit(lambda v: [g(v) for g in fns])(x)
+    for (fn, expected), got in zip(cases, grads):
+        np.testing.assert_allclose(np.asarray(got), expected, rtol=1e-5, atol=1e-6)
+        text = str(kiln.make_jaxpr(kiln.grad(lambda v, f=fn: knp.sum(f(v) * w)))(x))
+        assert text.count("reduce_max") == 1 and " eq " not in text, text
+
+
 def test_one_hot():
     x = np.array([0, 2, 5, -1, 1], np.int32)
     out = nn.one_hot(x, 3)
