@@ -37,6 +37,8 @@ def demo(session: nox.Session) -> None:
 EXAMPLES = {
     "linear_regression.py": ["--steps", "400"],
     "mlp.py": ["--epochs", "5"],
+    "entmax.py": ["--steps", "100"],
+    "gcn.py": ["--epochs", "200", "--sparse"],
 }
 
 

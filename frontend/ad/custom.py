@@ -9,6 +9,7 @@ backward function. Outside any trace the function simply runs.
 from __future__ import annotations
 
 import functools
+import inspect
 from typing import Any, Callable, Sequence
 
 from ..core import tree_util
@@ -85,11 +86,34 @@ def _trace_body(owner, args: tuple, nondiff_argnums: tuple[int, ...]):
     return call_body(closed), closed.consts, flat, _Call(owner, nondiff, in_tree, out_tree_box[0])
 
 
+def _positional(fun: Callable, name: str, kind: str, args: tuple, kwargs: dict) -> tuple:
+    """The call's arguments as one positional tuple, defaults filled in (as JAX does), so that keyword
+    arguments and defaulted parameters (``nondiff_argnums`` among them) reach the rules by position."""
+    try:
+        signature = inspect.signature(fun)
+    except (TypeError, ValueError):  # a builtin or callable without a signature: take the call as it is
+        signature = None
+    if signature is None:
+        if kwargs:
+            raise TypeError(f"kiln.{kind} function {name} has no inspectable signature, so it takes positional "
+                            f"arguments only; got keyword(s) {', '.join(kwargs)}")
+        return tuple(args)
+    try:
+        bound = signature.bind(*args, **kwargs)
+    except TypeError as e:
+        raise TypeError(f"kiln.{kind} function {name}: the arguments do not fit its signature {signature}: "
+                        f"{e}") from None
+    bound.apply_defaults()
+    if bound.kwargs:
+        raise TypeError(f"kiln.{kind} function {name}: keyword-only argument(s) {', '.join(bound.kwargs)} cannot be "
+                        f"passed by position to the derivative rules; make them positional parameters")
+    return tuple(bound.args)
+
+
 def _call_custom(owner, prim: Primitive, kind: str, missing: str | None, args: tuple, kwargs: dict):
     """Call a custom-derivative function: run it plainly outside any trace, else record one equation."""
     name = owner.__name__
-    if kwargs:
-        raise TypeError(f"kiln.{kind} function {name} takes positional arguments only")
+    args = _positional(owner.fun, name, kind, args, kwargs)
     if missing is not None:
         raise TypeError(f"kiln.{kind} function {name} " + missing.format(name=name))
     if current_builder() is None:
@@ -189,7 +213,10 @@ class custom_vjp:
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
 
-    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False) -> None:
+    def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
+               optimize_remat: bool = False) -> None:
+        """Set the rules. ``optimize_remat`` (JAX's memory optimisation of ``fwd``) is accepted and changes
+        no value: kiln runs ``fwd`` once and keeps its residuals."""
         self.fwd, self.bwd = fwd, bwd
 
     def __call__(self, *args, **kwargs):

@@ -16,6 +16,56 @@ def test_custom_vjp_without_rule_and_keywords():
     with pytest.raises(TypeError, match=r"has no VJP rule: call <lambda>.defvjp\(fwd, bwd\) first"):
         f(1.0)
     f.defvjp(lambda x: (knp.sin(x), x), lambda x, g: (g * knp.cos(x),))
-    with pytest.raises(TypeError, match="takes positional arguments only"):
-        f(x=1.0)
+    assert abs(float(f(x=0.5)) - float(knp.sin(0.5))) < 1e-6  # a keyword is bound to its position, as in JAX
     assert abs(float(kiln.grad(f)(0.0)) - 1.0) < 1e-6
+    with pytest.raises(TypeError, match=r"custom_vjp function <lambda>: the arguments do not fit its signature "
+                                        r"\(x\): .*missing a required argument: 'x'"):
+        f()
+
+
+def test_custom_derivatives_keyword_only_arguments():
+    def scale(x, *, factor=2.0):
+        return x * factor
+
+    f = kiln.custom_vjp(scale)
+    f.defvjp(lambda x, *, factor=2.0: (x * factor, None), lambda r, g: (g * 2.0,))
+    with pytest.raises(TypeError, match=r"custom_vjp function scale: keyword-only argument\(s\) factor cannot be "
+                                        r"passed by position to the derivative rules"):
+        f(1.0)
+
+
+def test_custom_derivatives_keywords_and_defaults_reach_the_rules():
+    """Defaulted parameters (nondiff_argnums among them) and keywords are bound to positions, as in JAX:
+    ``f(x)`` with ``def f(x, a=2.0)`` and ``nondiff_argnums=(1,)`` used to fail with an IndexError."""
+    import functools
+
+    @functools.partial(kiln.custom_vjp, nondiff_argnums=(1,))
+    def f(x, a=2.0):
+        return x * a
+
+    f.defvjp(lambda x, a: (x * a, None), lambda a, _, g: (g * a,))
+
+    @functools.partial(kiln.custom_jvp, nondiff_argnums=(1,))
+    def h(x, a=2.0):
+        return x * a
+
+    h.defjvp(lambda a, p, t: (p[0] * a, t[0] * a))
+
+    @kiln.custom_vjp
+    def k(x, y=3.0):
+        return x * y
+
+    k.defvjp(lambda x, y: (x * y, (x, y)), lambda r, g: (g * r[1], g * r[0]))
+    for fun in (f, h):
+        assert float(fun(3.0)) == 6.0 and float(fun(3.0, a=4.0)) == 12.0
+        assert float(kiln.grad(fun)(3.0)) == 2.0 and float(kiln.grad(lambda x: fun(x, a=5.0))(3.0)) == 5.0
+        assert float(kiln.jit(fun)(3.0)) == 6.0
+        assert float(kiln.grad(lambda x: fun(x, 4.0))(1.0)) == 4.0
+    assert float(k(2.0)) == 6.0 and float(kiln.grad(k)(2.0)) == 3.0 and float(kiln.grad(k, 1)(2.0, 3.0)) == 2.0
+
+
+def test_custom_vjp_defvjp_accepts_optimize_remat():
+    """JAX's ``defvjp(fwd, bwd, optimize_remat=True)`` (a memory optimisation) runs unchanged."""
+    f = kiln.custom_vjp(lambda x: x * 2.0)
+    f.defvjp(lambda x: (x * 2.0, None), lambda _, g: (g * 3.0,), optimize_remat=True)
+    assert float(f(1.5)) == 3.0 and float(kiln.grad(f)(1.0)) == 3.0
