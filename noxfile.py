@@ -5,6 +5,7 @@
     python3 -m nox -s demo             # examples/mlp.py: the training demo
     python3 -m nox -s examples         # every example under examples/, small sizes
     python3 -m nox -s bench            # benchmarks/run.py: kiln against JAX
+    python3 -m nox -s against_jax      # the tests that compare with JAX/optax (they skip without them)
     python3 -m nox -s lint             # ruff check .
 
 Sessions use the interpreter that runs nox (no ``python=`` given). ``KILN_TEST_BACKEND=cuda``
@@ -60,6 +61,18 @@ def bench(session: nox.Session) -> None:
     session.install(f"jax=={jaxlib_version}")
     session.install("optax")  # the JAX side of the training rows (stax + adam, the GCN epoch)
     session.run("python", "benchmarks/run.py", *session.posargs)
+
+
+@nox.session
+def against_jax(session: nox.Session) -> None:
+    """The tests that compare kiln with JAX, optax and JAX's export format where those are installed (elsewhere
+    they skip). NumPy stays the oracle; these only check that the other implementation agrees."""
+    session.install("-e", ".[test]")
+    jaxlib_version = session.run(
+        "python", "-c", "from jaxlib import version; print(version.__version__)", silent=True).strip()
+    session.install(f"jax=={jaxlib_version}", "optax", "flatbuffers")
+    session.run("python", "-m", "pytest", "tests/optim/test_against_optax.py", "tests/optim/test_optim.py",
+                "tests/frontend/test_export.py", "tests/frontend/test_error_classes.py", *session.posargs)
 
 
 @nox.session

@@ -710,7 +710,7 @@ CASES: list[Case] = [
     Case(SELU_STREAM, "ms", _jit_on_stream(lambda fw: _selu(fw.np)), gpu=True),
     Case(COPY_STREAM, "ms", _jit_on_stream(_copy), gpu=True),
     Case(MATMUL, "ms", bench_matmul_bf16, gpu=True),
-    Case(SPARSE_MATMUL, "us", bench_sparse_matmul, gpu=True),
+    Case(SPARSE_MATMUL, "us", bench_sparse_matmul),  # not in issue 13's pinned GPU suite: run it with -k BCOO
 ]
 
 

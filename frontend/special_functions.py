@@ -51,7 +51,9 @@ def _with_partials(impl, analytic: dict):
     ``analytic[i](out, *args)`` when given, else found by forward-mode differentiation of ``impl``
     (whose loops are forward-differentiable); every partial is a primal value, so reverse mode only
     transposes products."""
-    fn = custom_jvp(impl)
+    def positional(*args):  # custom_jvp fills in defaults (as JAX); impl's own (wrt=None) must stay out
+        return impl(*args)
+    fn = custom_jvp(positional)
 
     @fn.defjvp
     def _rule(primals, tangents):
