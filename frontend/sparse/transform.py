@@ -1,0 +1,362 @@
+"""``sparsify``: run a function written for dense arrays on BCOO arrays (``jax.experimental.sparse.sparsify``).
+
+``sparsify(f)(*args)`` traces ``f`` to kiln IR with the *dense* types of its arguments (a BCOO of shape ``s`` and
+dtype ``d`` stands for a dense ``d[s]``), then evaluates that IR with an interpreter in which every value is either
+dense (an array or tracer: the equation's primitive is applied as usual) or a BCOO array (the primitive's sparse
+rule, from :data:`sparse_rules`, computes a BCOO or dense result from the stored entries). The interpreter applies
+primitives through kiln's ``bind``, so it runs eagerly or records into the active trace: ``kiln.jit``,
+``kiln.grad`` and ``kiln.vmap`` of a sparsified function work.
+
+Control flow whose operands include BCOO values (a ``while_loop`` closing over a sparse matrix, as
+``kiln.scipy.optimize.minimize`` does) is rebuilt with ``kiln.lax.while_loop``/``scan``/``switch`` around the body
+IR evaluated by the same interpreter; the BCOO operands enter the new loop as their ``(data, indices)`` leaves.
+Calls (``jit``, custom derivatives, ``custom_linear_solve``) with a sparse operand are inlined.
+"""
+from __future__ import annotations
+
+import functools
+from typing import Any, Callable, Sequence
+
+import numpy as np
+
+from .. import numpy as jnp
+from ..ad.remat import remat_p
+from ..control.cond import cond_p, switch
+from ..control.loops import while_loop, while_p
+from ..control.scan import scan, scan_p
+from ..core import tree_util
+from ..core.avals import ShapedArray
+from ..core.errors import KilnError
+from ..core.ir import IR, Literal, Var
+from ..core.primitive import registry
+from ..core.source_info import at as _at
+from ..core.tracing import abstractify, materialize, trace_to_ir
+from ..lax import elementwise as _ew
+from ..lax.reduction import dot_general_p, reduce_prims
+from ..lax.structural import broadcast_in_dim_p, transpose_p
+from .bcoo import (
+    BCOO,
+    TODENSE_CALL,
+    _in_range,
+    bcoo_dot_general,
+    bcoo_multiply_dense,
+    bcoo_reduce_sum,
+    bcoo_sum_duplicates,
+    bcoo_transpose,
+    todense,
+)
+
+__all__ = ["sparsify", "sparse_rules"]
+
+# Elementwise primitives with f(0) == 0 (JAX's list, in kiln's primitive names). The nonlinear ones need unique
+# indices (f(a) + f(b) != f(a + b)); the linear ones apply to duplicate entries as they are.
+_ZERO_PRESERVING = ("abs", "asin", "asinh", "atan", "atanh", "expm1", "log1p", "sign", "sin", "sinh", "sqrt", "tan",
+                    "tanh", "convert_element_type")
+_ZERO_PRESERVING_LINEAR = ("neg", "real", "imag", "stop_gradient")
+# Primitives whose sparse rule is missing on purpose: their result would be dense (f(0) != 0).
+_DENSIFYING = ("acos", "acosh", "cos", "cosh", "exp", "log", "logistic", "eq", "ne", "lt", "le", "gt", "ge", "xor",
+               "rsqrt", "not")
+
+_mul_p, _div_p = _ew.binary_prims["mul"], _ew.binary_prims["div"]
+_add_p, _sub_p = _ew.binary_prims["add"], _ew.binary_prims["sub"]
+
+
+class SparsifyError(KilnError, NotImplementedError):
+    """A primitive met a BCOO operand inside ``sparsify`` and has no sparse rule for it."""
+
+
+def _unimplemented(eqn: Any) -> SparsifyError:
+    prim = eqn.prim
+    where = f" (at {eqn.source.short()})" if eqn.source is not None else ""
+    if prim.name in _DENSIFYING:
+        why = (f"sparse rule for {prim} is not implemented because it would result in dense output{where}. If this "
+               "is your intent, convert the sparse operand to a dense array with sparse.todense(x) (or M.todense() "
+               "before calling the sparsified function)")
+    else:
+        why = (f"sparse rule for {prim} is not implemented{where}: kiln.experimental.sparse.sparsify has no rule for "
+               f"{prim} with a BCOO operand; convert the operand to a dense array with sparse.todense(x) "
+               "(or M.todense() before calling the sparsified function), or sparsify a smaller function")
+    return SparsifyError(why)
+
+
+# --- the interpreter -------------------------------------------------------------------------------
+
+def _is_sparse(x: Any) -> bool:
+    return isinstance(x, BCOO)
+
+
+def eval_sparse(ir: IR, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]:
+    """Evaluate ``ir`` on ``args`` (dense values or BCOO arrays): dense equations are applied with ``bind``,
+    equations with a BCOO operand by their sparse rule."""
+    env: dict[Var, Any] = dict(zip(ir.constvars, consts))
+    env.update(zip(ir.invars, args))
+    # Outputs of broadcast_in_dim: the operand shaped to broadcast NumPy-style (size-1 axes), for the rules
+    # of elementwise products and sums (``2 * M`` need not gather a dense array of 2s).
+    compact: dict[Var, Any] = {}
+
+    def read(a: Any) -> Any:
+        return a if isinstance(a, Literal) else env[a]
+
+    for eqn in ir.eqns:
+        invals = [read(a) for a in eqn.inputs]
+        if any(_is_sparse(v) for v in invals):
+            rule = sparse_rules.get(eqn.prim)
+            if rule is None:
+                raise _unimplemented(eqn)
+            if eqn.prim in _TAKES_COMPACT:
+                invals = [compact.get(a, v) if isinstance(a, Var) else v for a, v in zip(eqn.inputs, invals)]
+            invals = [v if _is_sparse(v) else materialize(v) for v in invals]
+            with _at(eqn.source):
+                outs = rule(*invals, **eqn.params)
+            _check_outputs(eqn, outs)
+        else:
+            with _at(eqn.source):
+                outs = eqn.prim.bind(*invals, **eqn.params)
+            outs = outs if eqn.prim.multiple_results else [outs]
+            if eqn.prim is broadcast_in_dim_p:
+                small = _compact_broadcast(invals[0], **eqn.params)
+                if small is not None:
+                    compact[eqn.outputs[0]] = small
+        env.update(zip(eqn.outputs, outs))
+    return [read(a) if isinstance(a, Var) else materialize(a) for a in ir.outvars]
+
+
+def _compact_broadcast(x: Any, *, shape: tuple, broadcast_dimensions: tuple) -> Any:
+    """``x`` reshaped so that NumPy broadcasting gives ``broadcast_in_dim(x, shape, broadcast_dimensions)``, or
+    None when the dimensions are not in order."""
+    dims = tuple(broadcast_dimensions)
+    if list(dims) != sorted(set(dims)):
+        return None
+    x = materialize(x)
+    if not dims:
+        return x
+    sizes = [1] * len(shape)
+    for d, n in zip(dims, abstractify(x).shape):
+        sizes[d] = n
+    return jnp.reshape(x, tuple(sizes))
+
+
+def _check_outputs(eqn: Any, outs: Sequence[Any]) -> None:
+    for var, out in zip(eqn.outputs, outs):
+        shape = out.shape if _is_sparse(out) else abstractify(out).shape
+        if tuple(shape) != var.aval.shape:
+            raise AssertionError(f"kiln internal error: the sparse rule for {eqn.prim} returned shape {tuple(shape)}, "
+                                 f"the dense computation has {var.aval.shape}")
+
+
+# --- the rules -------------------------------------------------------------------------------------
+
+sparse_rules: dict[Any, Callable[..., list]] = {}
+
+
+def _rebuild(mat: BCOO, data: Any, indices: Any = None, same_layout: bool = True) -> BCOO:
+    indices = mat.indices if indices is None else indices
+    return BCOO((data, indices), shape=mat.shape, indices_sorted=same_layout and mat.indices_sorted,
+                unique_indices=same_layout and mat.unique_indices)
+
+
+def _unique(mat: BCOO) -> BCOO:
+    """``mat`` with duplicate indices summed (same nse), so that a nonlinear elementwise map is exact."""
+    return mat if mat.unique_indices else bcoo_sum_duplicates(mat, nse=mat.nse)
+
+
+def _unary(prim: Any, linear: bool) -> Callable[..., list]:
+    def rule(x: BCOO, **params: Any) -> list:
+        if not linear:
+            x = _unique(x)
+        return [_rebuild(x, prim.bind(x.data, **params))]
+    return rule
+
+
+for _name in _ZERO_PRESERVING + _ZERO_PRESERVING_LINEAR:
+    _p = registry[_name]
+    sparse_rules[_p] = _unary(_p, linear=_name in _ZERO_PRESERVING_LINEAR)
+
+
+def _dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, preferred_element_type: Any) -> list:
+    return [bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                             preferred_element_type=preferred_element_type)]
+
+
+def _transpose(x: BCOO, *, permutation: tuple) -> list:
+    return [bcoo_transpose(x, permutation=permutation)]
+
+
+def _reduce_sum(x: BCOO, *, axes: tuple) -> list:
+    out = bcoo_reduce_sum(x, axes=axes)
+    return [out.todense() if out.ndim == 0 else out]
+
+
+def _same_entries(x: BCOO, y: BCOO) -> bool:
+    return x.indices is y.indices and x.shape == y.shape
+
+
+def _mul(x: Any, y: Any) -> list:
+    if _is_sparse(x) and _is_sparse(y):
+        if not _same_entries(x, y):
+            raise SparsifyError("sparse rule for mul of two BCOO arrays with different indices is not implemented in "
+                                "kiln (JAX's bcoo_multiply_sparse); convert one operand to a dense array with "
+                                "sparse.todense(x)")
+        if not x.unique_indices:
+            x, y = _unique(x), _unique(y)
+        return [_rebuild(x, _mul_p.bind(x.data, y.data))]
+    sp, de, left = (x, y, True) if _is_sparse(x) else (y, x, False)
+    if abstractify(de).ndim == 0:  # a scalar (broadcast by the dense computation): keep the operand order
+        de = jnp.broadcast_to(de, sp.data.shape)
+        return [_rebuild(sp, _mul_p.bind(sp.data, de) if left else _mul_p.bind(de, sp.data))]
+    return [_rebuild(sp, bcoo_multiply_dense(sp, de))]
+
+
+def _values_at(mat: BCOO, v: Any) -> Any:
+    """The entries of the dense ``v`` (broadcastable to ``mat.shape``) at ``mat``'s stored positions, shaped like
+    ``mat.data``; 1 at padding entries."""
+    v = jnp.asarray(v)
+    if v.ndim == 0:
+        return jnp.broadcast_to(v, mat.data.shape)
+    got = bcoo_multiply_dense(_rebuild(mat, jnp.ones(mat.data.shape, mat.data.dtype)), v)
+    mask = _in_range(mat).reshape(tuple(mat.indices.shape[:-1]) + (1,) * mat.n_dense)
+    return jnp.where(mask, got, jnp.ones((), got.dtype))
+
+
+def _div(x: Any, y: Any) -> list:
+    if _is_sparse(y):
+        raise SparsifyError("sparse rule for div by a sparse array is not implemented because it would result in "
+                            "dense output (x / 0 is not 0); if this is your intent, convert the divisor to a dense "
+                            "array with sparse.todense(x)")
+    return [_rebuild(x, _div_p.bind(x.data, _values_at(x, y)))]
+
+
+def _add(x: Any, y: Any, *, prim: Any = _add_p) -> list:
+    if _is_sparse(x) and _is_sparse(y):
+        if _same_entries(x, y):
+            return [_rebuild(x, prim.bind(x.data, y.data))]
+        if x.n_batch != y.n_batch or x.n_dense != y.n_dense:
+            raise SparsifyError(f"sparse rule for {prim} of two BCOO arrays with different batch/dense dimensions "
+                                f"(n_batch {x.n_batch} and {y.n_batch}, n_dense {x.n_dense} and {y.n_dense}) is not "
+                                "implemented; convert one operand to a dense array with sparse.todense(x)")
+        if prim is _sub_p:
+            y = _rebuild(y, _ew.unary_prims["neg"].bind(y.data))
+        nb = x.n_batch
+        data = jnp.concatenate([x.data, y.data], axis=nb)
+        indices = jnp.concatenate([x.indices, y.indices.astype(x.indices.dtype)], axis=nb)
+        return [BCOO((data, indices), shape=x.shape)]
+    # sparse + dense: the result is dense, as in JAX (the sum has a nonzero wherever the dense operand has one).
+    shape = x.shape if _is_sparse(x) else y.shape
+    x, y = (jnp.broadcast_to(v.todense() if _is_sparse(v) else v, shape) for v in (x, y))
+    return [prim.bind(x, y)]
+
+
+sparse_rules.update({
+    dot_general_p: _dot_general,
+    transpose_p: _transpose,
+    reduce_prims["reduce_sum"]: _reduce_sum,
+    _mul_p: _mul,
+    _div_p: _div,
+    _add_p: _add,
+    _sub_p: functools.partial(_add, prim=_sub_p),
+})
+_TAKES_COMPACT = frozenset({_mul_p, _div_p, _add_p, _sub_p})
+
+
+# --- calls and control flow ------------------------------------------------------------------------
+
+def _inline(param: str) -> Callable[..., list]:
+    """Calls (``jit_call``, custom derivatives, ...) with a sparse operand: their body, evaluated in place. (With a
+    BCOO operand a custom derivative rule does not apply; kiln differentiates the body.)"""
+    def rule(*args: Any, **params: Any) -> list:
+        if params.get("name") == TODENSE_CALL:  # sparse.todense(x) inside the sparsified function
+            return [todense(args[0])]
+        body = params[param]
+        return eval_sparse(body.ir, body.consts, args)
+    return rule
+
+
+for _p in registry.values():
+    if _p.inline_param is not None:
+        sparse_rules[_p] = _inline(_p.inline_param)
+sparse_rules[remat_p] = _inline("body")
+
+
+def _while(*args: Any, cond: Any, body: Any, cond_nconsts: int, body_nconsts: int) -> list:
+    cond_consts, body_consts = args[:cond_nconsts], args[cond_nconsts:cond_nconsts + body_nconsts]
+    carry = list(args[cond_nconsts + body_nconsts:])
+
+    def cond_fun(val: list) -> Any:
+        (pred,) = eval_sparse(cond.ir, cond.consts, [*cond_consts, *val])
+        return pred.todense() if _is_sparse(pred) else pred
+
+    def body_fun(val: list) -> list:
+        return eval_sparse(body.ir, body.consts, [*body_consts, *val])
+    return list(while_loop(cond_fun, body_fun, carry))
+
+
+def _scan(*args: Any, body: Any, num_consts: int, num_carry: int, length: int, reverse: bool, unroll: int) -> list:
+    consts, carry, xs = args[:num_consts], list(args[num_consts:num_consts + num_carry]), \
+        list(args[num_consts + num_carry:])
+    if any(_is_sparse(x) for x in xs):
+        raise SparsifyError("sparse rule for scan over a BCOO array (a sparse xs) is not implemented; pass it as a "
+                            "closed-over value or carry, or convert it to a dense array with sparse.todense(x)")
+
+    def step(c: list, x: list) -> tuple:
+        outs = eval_sparse(body.ir, body.consts, [*consts, *c, *x])
+        ys = outs[num_carry:]
+        if any(_is_sparse(y) for y in ys):
+            raise SparsifyError("sparse rule for scan whose per-step outputs (ys) are BCOO arrays is not implemented; "
+                                "return them dense (sparse.todense(y)) or carry them")
+        return outs[:num_carry], ys
+    out_carry, ys = scan(step, carry, xs, length=length, reverse=reverse, unroll=unroll)
+    return list(out_carry) + list(ys)
+
+
+def _cond(index: Any, *ops: Any, branches: tuple) -> list:
+    def branch(b: Any) -> Callable:
+        return lambda *o: eval_sparse(b.ir, b.consts, o)
+    return list(switch(index, [branch(b) for b in branches], *ops))
+
+
+sparse_rules.update({while_p: _while, scan_p: _scan, cond_p: _cond})
+
+
+# --- the transformation ----------------------------------------------------------------------------
+
+def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
+    """``f`` made to accept BCOO arrays (as ``jax.experimental.sparse.sparsify``).
+
+    The returned function takes the arguments of ``f`` (any pytrees of dense arrays and BCOO arrays; keyword
+    arguments are passed to ``f`` unchanged) and computes what ``f`` computes on the dense equivalents, working on
+    the stored entries of the sparse ones: products with ``@``/``dot``/``einsum`` (one sparse operand), elementwise
+    products and quotients by dense values or scalars, sums of two sparse arrays (their entries concatenated),
+    zero-preserving elementwise functions (``abs``, ``sin``, ``sqrt``, ``log1p``, ``tanh``, ...), ``sum``,
+    transposes, casts, and ``while_loop``/``scan``/``cond``/``jit`` bodies using them. A sparse plus a dense array is
+    dense (as in JAX). Results are BCOO where the computation keeps sparsity, dense otherwise. A primitive without a
+    sparse rule raises ``NotImplementedError: sparse rule for <primitive> is not implemented``.
+
+    ``use_tracer``: accepted for JAX compatibility; kiln always uses the interpreter.
+
+    >>> @sparsify
+    ... def f(M, v):
+    ...     return 2 * M.T @ v
+    >>> f(BCOO.fromdense(jnp.arange(12).reshape(3, 4)), jnp.array([3, 4, 2]))
+    Array([ 64,  82, 100, 118], dtype=int32)
+    """
+    if not callable(f):
+        raise TypeError(f"sparsify: expected a function, got {type(f).__name__}")
+    del use_tracer
+
+    @functools.wraps(f)
+    def wrapped(*args: Any, **kwargs: Any) -> Any:
+        leaves, in_tree = tree_util.tree_flatten(args, is_leaf=_is_sparse)
+        if not any(_is_sparse(x) for x in leaves):
+            return f(*args, **kwargs)  # nothing sparse: f itself
+        avals = [ShapedArray(x.shape, np.dtype(x.dtype), False) if _is_sparse(x) else abstractify(x) for x in leaves]
+        out_tree: list = []
+
+        def flat(*tracers: Any) -> list:
+            out = f(*tree_util.tree_unflatten(in_tree, tracers), **kwargs)
+            out_leaves, tree = tree_util.tree_flatten(out)
+            out_tree.append(tree)
+            return out_leaves
+        closed, _ = trace_to_ir(flat, avals, name=getattr(f, "__name__", "the sparsified function"))
+        outs = eval_sparse(closed.ir, closed.consts, leaves)
+        return tree_util.tree_unflatten(out_tree[0], outs)
+    return wrapped
