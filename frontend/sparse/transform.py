@@ -33,7 +33,7 @@ from ..core.source_info import at as _at
 from ..core.tracing import abstractify, materialize, trace_to_ir
 from ..lax import elementwise as _ew
 from ..lax.reduction import dot_general_p, reduce_prims
-from ..lax.structural import broadcast_in_dim_p, transpose_p
+from ..lax.structural import broadcast_in_dim_p, concatenate_p, reshape_p, rev_p, slice_p, transpose_p
 from .bcoo import (
     BCOO,
     TODENSE_CALL,
@@ -194,9 +194,10 @@ def _same_entries(x: BCOO, y: BCOO) -> bool:
 def _mul(x: Any, y: Any) -> list:
     if _is_sparse(x) and _is_sparse(y):
         if not _same_entries(x, y):
-            raise SparsifyError("sparse rule for mul of two BCOO arrays with different indices is not implemented in "
-                                "kiln (JAX's bcoo_multiply_sparse); convert one operand to a dense array with "
-                                "sparse.todense(x)")
+            # The product's entries are among those of either operand: keep the one with fewer, read the other
+            # densely (JAX intersects the two index sets instead, without a dense intermediate).
+            sp, de = (x, y) if x.nse <= y.nse else (y, x)
+            return [_rebuild(sp, bcoo_multiply_dense(sp, de.todense()))]
         if not x.unique_indices:
             x, y = _unique(x), _unique(y)
         return [_rebuild(x, _mul_p.bind(x.data, y.data))]
@@ -246,10 +247,121 @@ def _add(x: Any, y: Any, *, prim: Any = _add_p) -> list:
     return [prim.bind(x, y)]
 
 
+# --- structural rules: the sparse dimensions move by index arithmetic; an entry that falls outside the result is
+# given an out-of-range index (as padding), which every BCOO operation drops.
+
+def _with_index(indices: Any, j: int, col: Any) -> Any:
+    """``indices`` with sparse dimension ``j`` replaced by ``col``."""
+    cols = [col if k == j else indices[..., k] for k in range(indices.shape[-1])]
+    return jnp.stack([c.astype(indices.dtype) for c in cols], axis=-1)
+
+
+def _slice(x: BCOO, *, start_indices: tuple, limit_indices: tuple, strides: Any) -> list:
+    strides = tuple(strides) if strides is not None else (1,) * x.ndim
+    nb, ns = x.n_batch, x.n_sparse
+    data, indices = x.data, x.indices
+    shape = []
+    for d, (lo, hi, st) in enumerate(zip(start_indices, limit_indices, strides)):
+        n = len(range(lo, hi, st))
+        shape.append(n)
+        if (lo, hi, st) == (0, x.shape[d], 1):
+            continue
+        if d < nb or d >= nb + ns:  # a batch or dense axis: slice the arrays that hold it
+            axis = d if d < nb else d - ns + 1
+            data = _slice_axis(data, axis, lo, hi, st)
+            if d < nb:
+                indices = _slice_axis(indices, axis, lo, hi, st)
+            continue
+        j = d - nb
+        i = indices[..., j]
+        keep = (i >= lo) & (i < hi) & ((i - lo) % st == 0)
+        indices = _with_index(indices, j, jnp.where(keep, (i - lo) // st, n))
+    return [BCOO((data, indices), shape=tuple(shape), unique_indices=x.unique_indices)]
+
+
+def _slice_axis(a: Any, axis: int, lo: int, hi: int, st: int) -> Any:
+    index = [slice(None)] * a.ndim
+    index[axis] = slice(lo, hi, st)
+    return a[tuple(index)]
+
+
+def _rev(x: BCOO, *, dimensions: tuple) -> list:
+    nb, ns = x.n_batch, x.n_sparse
+    data, indices = x.data, x.indices
+    for d in dimensions:
+        if d < nb or d >= nb + ns:
+            axis = d if d < nb else d - ns + 1
+            data = jnp.flip(data, axis)
+            if d < nb:
+                indices = jnp.flip(indices, axis)
+            continue
+        j, n = d - nb, x.shape[d]
+        i = indices[..., j]
+        indices = _with_index(indices, j, jnp.where((i >= 0) & (i < n), n - 1 - i, n))
+    return [BCOO((data, indices), shape=x.shape, unique_indices=x.unique_indices)]
+
+
+def _reshape(x: BCOO, *, new_sizes: tuple, **params: Any) -> list:
+    new_sizes = tuple(new_sizes)
+    if x.n_batch or x.n_dense:
+        raise SparsifyError(f"sparse rule for reshape of a BCOO with batch or dense dimensions (n_batch={x.n_batch}, "
+                            f"n_dense={x.n_dense}) is not implemented in kiln; build the array with n_batch=0 and "
+                            "n_dense=0, or convert it to a dense array with sparse.todense(x)")
+    if not new_sizes or 0 in new_sizes or 0 in x.shape:
+        return [jnp.reshape(x.todense(), new_sizes)]
+    flat = _flat_index(x)
+    size = int(np.prod(x.shape))
+    ok = (flat >= 0) & (flat < size)
+    cols, rest = [], flat
+    for n in new_sizes[::-1]:
+        cols.append(rest % n)
+        rest = rest // n
+    cols = [jnp.where(ok, c, n) for c, n in zip(cols[::-1], new_sizes)]
+    indices = jnp.stack([c.astype(x.indices.dtype) for c in cols], axis=-1)
+    return [BCOO((x.data, indices), shape=new_sizes, indices_sorted=x.indices_sorted,
+                 unique_indices=x.unique_indices)]
+
+
+def _flat_index(x: BCOO) -> Any:
+    """Each entry's position in the row-major flattening of ``x`` (an unbatched BCOO without dense axes); -1 for
+    padding entries."""
+    dtype = np.int64 if int(np.prod(x.shape)) > np.iinfo(np.int32).max else x.indices.dtype
+    flat = jnp.zeros(x.indices.shape[:-1], dtype)
+    for k, n in enumerate(x.shape):
+        flat = flat * n + x.indices[..., k].astype(dtype)
+    return jnp.where(_in_range(x), flat, -1)
+
+
+def _concatenate(*xs: Any, dimension: int) -> list:
+    if not all(_is_sparse(x) for x in xs):
+        raise SparsifyError("sparse rule for concatenate of BCOO and dense arrays is not implemented; convert the "
+                            "dense operands with sparse.BCOO.fromdense or the sparse ones with sparse.todense(x)")
+    x0 = xs[0]
+    nb, ns = x0.n_batch, x0.n_sparse
+    if any(x.n_batch != nb or x.n_dense != x0.n_dense for x in xs) or not nb <= dimension < nb + ns:
+        raise SparsifyError(f"sparse rule for concatenate is implemented along a sparse dimension of BCOO arrays "
+                            f"with equal n_batch and n_dense only (dimension {dimension}, n_batch "
+                            f"{[x.n_batch for x in xs]}, n_dense {[x.n_dense for x in xs]}); convert the operands "
+                            "with sparse.todense(x)")
+    j, total = dimension - nb, sum(x.shape[dimension] for x in xs)
+    datas, indices, offset = [], [], 0
+    for x in xs:
+        col = jnp.where(_in_range(x), x.indices[..., j] + offset, total)
+        indices.append(_with_index(x.indices, j, col).astype(x0.indices.dtype))
+        datas.append(x.data)
+        offset += x.shape[dimension]
+    shape = x0.shape[:dimension] + (total,) + x0.shape[dimension + 1:]
+    return [BCOO((jnp.concatenate(datas, axis=nb), jnp.concatenate(indices, axis=nb)), shape=shape)]
+
+
 sparse_rules.update({
     dot_general_p: _dot_general,
     transpose_p: _transpose,
     reduce_prims["reduce_sum"]: _reduce_sum,
+    slice_p: _slice,
+    rev_p: _rev,
+    reshape_p: _reshape,
+    concatenate_p: _concatenate,
     _mul_p: _mul,
     _div_p: _div,
     _add_p: _add,

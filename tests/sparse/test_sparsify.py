@@ -100,14 +100,15 @@ _SPARSE_OUT = {"div2", "mul_row", "neg", "sum0", "f16", "square", "abs", "sin", 
                "sign", "add_self", "sub", "div_row", "scalar_mul"}
 
 
-@pytest.mark.parametrize("layout", [dict(), dict(n_batch=1), dict(n_dense=1)])
-@pytest.mark.parametrize("dtype", [np.float32, np.float64])
-def test_elementwise_and_reduction_rules(layout, dtype):
+@pytest.mark.parametrize("layout,dtype,eager", [(dict(), np.float32, True), (dict(n_batch=1), np.float32, False),
+                                                (dict(n_dense=1), np.float32, False), (dict(), np.float64, False)])
+def test_elementwise_and_reduction_rules(layout, dtype, eager):
     with kiln.config.override("enable_x64", dtype == np.float64):
         m = _sparse_dense((3, 4), dtype)
         want = _elementwise(jnp.asarray(m))
-        for got in (sparsify(_elementwise)(BCOO.fromdense(m, **layout)),
-                    kiln.jit(sparsify(_elementwise))(BCOO.fromdense(m, **layout))):
+        fns = [sparsify(_elementwise), kiln.jit(sparsify(_elementwise))] if eager else \
+            [kiln.jit(sparsify(_elementwise))]
+        for got in (fn(BCOO.fromdense(m, **layout)) for fn in fns):
             for k, w in want.items():
                 assert isinstance(got[k], BCOO) == (k in _SPARSE_OUT), k
                 assert _dense(got[k]).dtype == np.asarray(w).dtype, k
@@ -145,6 +146,36 @@ def test_transpose_rule():
     out = sparsify(lambda M: jnp.transpose(M, (2, 0, 1)))(BCOO.fromdense(m))
     assert isinstance(out, BCOO) and out.shape == (4, 2, 3)
     np.testing.assert_array_equal(_dense(out), m.transpose(2, 0, 1))
+
+
+def _structural(M):
+    return {"row": M[0], "cols": M[:, 1:3], "lead": M[None], "flat": M.reshape(-1), "cat0": jnp.concatenate([M, 2 * M]),
+            "flip": M[::-1], "step": M[:, ::-2], "squeeze": jnp.squeeze(M[None]), "trail": jnp.expand_dims(M, -1),
+            "part": M[1:, 2], "reshape": M.reshape(2, 6), "cat1": jnp.concatenate([M, M], 1),
+            "rev1": jnp.flip(M, 1)}
+
+
+@pytest.mark.parametrize("nse", [None, 10])  # 10: with padding entries, which must stay padding
+def test_structural_rules(nse):
+    m = _sparse_dense((3, 4))
+    want = _structural(jnp.asarray(m))
+    fns = [kiln.jit(sparsify(_structural))] + ([sparsify(_structural)] if nse is None else [])
+    for got in (fn(BCOO.fromdense(m, nse=nse)) for fn in fns):
+        for k, w in want.items():
+            assert isinstance(got[k], BCOO), k
+            assert got[k].shape == w.shape, k
+            np.testing.assert_array_equal(_dense(got[k]), np.asarray(w), err_msg=k)
+
+
+@pytest.mark.parametrize("layout", [dict(n_batch=1), dict(n_dense=1)])
+def test_slice_and_rev_with_batch_and_dense_axes(layout):
+    m = _sparse_dense((3, 4))
+
+    def f(M):
+        return M[1:, ::2], M[::-1, ::-1], M[:2, 1:3]
+    for got, want in zip(sparsify(f)(BCOO.fromdense(m, **layout)), f(m)):
+        assert isinstance(got, BCOO)
+        np.testing.assert_array_equal(_dense(got), np.asarray(want))
 
 
 def test_sparse_plus_sparse_concatenates_entries():
@@ -304,9 +335,9 @@ def test_sparse_logistic_regression_matches_dense_and_scipy():
 
 def test_unsupported_primitive_names_it_and_suggests_todense():
     A = BCOO.fromdense(_sparse_dense((3, 4)))
-    with pytest.raises(NotImplementedError, match=r"sparse rule for reshape is not implemented .*test_sparsify.py"
-                                                  r".*sparse.todense\(x\)"):
-        sparsify(lambda M: M.reshape(-1))(A)
+    with pytest.raises(NotImplementedError, match=r"sparse rule for broadcast_in_dim is not implemented "
+                                                  r".*test_sparsify.py.*sparse.todense\(x\)"):
+        sparsify(lambda M: jnp.broadcast_to(M, (2, 3, 4)))(A)
     with pytest.raises(NotImplementedError, match=r"sparse rule for exp is not implemented because it would result "
                                                   r"in dense output.*sparse.todense\(x\)"):
         sparsify(jnp.exp)(A)
@@ -314,10 +345,17 @@ def test_unsupported_primitive_names_it_and_suggests_todense():
         sparsify(jnp.cos)(A)
 
 
-def test_product_of_two_sparse_arrays_errors():
+def test_product_of_two_sparse_arrays():
+    a, b = _sparse_dense((3, 3)), _sparse_dense((3, 3))
+    A = BCOO.fromdense(a)
+    out = sparsify(lambda x, y: (x * y, x * x.T))(A, BCOO.fromdense(b))
+    assert all(isinstance(o, BCOO) for o in out)
+    np.testing.assert_allclose(_dense(out[0]), a * b, rtol=1e-6)
+    np.testing.assert_allclose(_dense(out[1]), a * a.T, rtol=1e-6)
+
+
+def test_matmul_and_division_by_sparse_errors():
     A = BCOO.fromdense(_sparse_dense((3, 3)))
-    with pytest.raises(NotImplementedError, match=r"mul of two BCOO arrays with different indices.*todense"):
-        sparsify(lambda x: x * x.T)(A)
     with pytest.raises(NotImplementedError, match=r"product of two BCOO arrays is not supported.*todense"):
         sparsify(lambda x: x @ x)(A)
     with pytest.raises(NotImplementedError, match=r"div by a sparse array.*dense output.*todense"):
@@ -329,6 +367,18 @@ def test_sparse_addition_with_other_layout_errors():
     with pytest.raises(NotImplementedError, match=r"add of two BCOO arrays with different batch/dense dimensions "
                                                   r"\(n_batch 0 and 1"):
         sparsify(lambda x, y: x + y)(BCOO.fromdense(m), BCOO.fromdense(m, n_batch=1))
+
+
+def test_structural_rule_errors():
+    m = _sparse_dense((2, 3))
+    with pytest.raises(NotImplementedError, match=r"reshape of a BCOO with batch or dense dimensions \(n_batch=1, "
+                                                  r"n_dense=0\).*sparse.todense\(x\)"):
+        sparsify(lambda x: x.reshape(-1))(BCOO.fromdense(m, n_batch=1))
+    with pytest.raises(NotImplementedError, match=r"concatenate of BCOO and dense arrays.*sparse.todense\(x\)"):
+        sparsify(lambda x, y: jnp.concatenate([x, y]))(BCOO.fromdense(m), m)
+    with pytest.raises(NotImplementedError, match=r"concatenate is implemented along a sparse dimension.*"
+                                                  r"n_dense \[1, 0\]"):
+        sparsify(lambda x, y: jnp.concatenate([x, y]))(BCOO.fromdense(m, n_dense=1), BCOO.fromdense(m))
 
 
 def test_scan_over_sparse_xs_errors():
