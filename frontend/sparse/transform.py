@@ -19,6 +19,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from .. import lax
 from .. import numpy as jnp
 from ..ad.remat import remat_p
 from ..control.cond import cond_p, switch
@@ -33,7 +34,15 @@ from ..core.source_info import at as _at
 from ..core.tracing import abstractify, materialize, trace_to_ir
 from ..lax import elementwise as _ew
 from ..lax.reduction import dot_general_p, reduce_prims
-from ..lax.structural import broadcast_in_dim_p, concatenate_p, reshape_p, rev_p, slice_p, transpose_p
+from ..lax.structural import (
+    broadcast_in_dim_p,
+    concatenate_p,
+    dynamic_slice_p,
+    reshape_p,
+    rev_p,
+    slice_p,
+    transpose_p,
+)
 from .bcoo import (
     BCOO,
     TODENSE_CALL,
@@ -106,8 +115,13 @@ def eval_sparse(ir: IR, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]
             if eqn.prim in _TAKES_COMPACT:
                 invals = [compact.get(a, v) if isinstance(a, Var) else v for a, v in zip(eqn.inputs, invals)]
             invals = [v if _is_sparse(v) else materialize(v) for v in invals]
-            with _at(eqn.source):
-                outs = rule(*invals, **eqn.params)
+            try:
+                with _at(eqn.source):
+                    outs = rule(*invals, **eqn.params)
+            except SparsifyError as e:
+                if eqn.source is None or "(at " in str(e):
+                    raise
+                raise SparsifyError(f"{e} (at {eqn.source.short()})") from None
             _check_outputs(eqn, outs)
         else:
             with _at(eqn.source):
@@ -285,6 +299,31 @@ def _slice_axis(a: Any, axis: int, lo: int, hi: int, st: int) -> Any:
     return a[tuple(index)]
 
 
+def _dynamic_slice(x: BCOO, *starts: Any, slice_sizes: tuple) -> list:
+    if any(_is_sparse(s) for s in starts):
+        raise SparsifyError("sparse rule for dynamic_slice with BCOO start indices is not implemented; pass them "
+                            "dense")
+    nb, ns = x.n_batch, x.n_sparse
+    data, indices = x.data, x.indices
+    for d, (start, size) in enumerate(zip(starts, slice_sizes)):
+        n = x.shape[d]
+        if size == n:
+            continue
+        start = jnp.clip(jnp.asarray(start), 0, n - size)  # XLA's clamping: the window stays inside
+        if d < nb or d >= nb + ns:
+            axis = d if d < nb else d - ns + 1
+            data = lax.dynamic_slice_in_dim(data, start, size, axis)
+            if d < nb:
+                indices = lax.dynamic_slice_in_dim(indices, start, size, axis)
+            continue
+        j = d - nb
+        i = indices[..., j]
+        start = start.astype(i.dtype)
+        keep = (i >= start) & (i < start + size)
+        indices = _with_index(indices, j, jnp.where(keep, i - start, size))
+    return [BCOO((data, indices), shape=tuple(slice_sizes), unique_indices=x.unique_indices)]
+
+
 def _rev(x: BCOO, *, dimensions: tuple) -> list:
     nb, ns = x.n_batch, x.n_sparse
     data, indices = x.data, x.indices
@@ -303,12 +342,15 @@ def _rev(x: BCOO, *, dimensions: tuple) -> list:
 
 def _reshape(x: BCOO, *, new_sizes: tuple, **params: Any) -> list:
     new_sizes = tuple(new_sizes)
-    if x.n_batch or x.n_dense:
-        raise SparsifyError(f"sparse rule for reshape of a BCOO with batch or dense dimensions (n_batch={x.n_batch}, "
-                            f"n_dense={x.n_dense}) is not implemented in kiln; build the array with n_batch=0 and "
-                            "n_dense=0, or convert it to a dense array with sparse.todense(x)")
     if not new_sizes or 0 in new_sizes or 0 in x.shape:
         return [jnp.reshape(x.todense(), new_sizes)]
+    if [n for n in x.shape if n != 1] == [n for n in new_sizes if n != 1]:
+        return [_squeeze_expand(x, new_sizes)]
+    if x.n_batch or x.n_dense:
+        raise SparsifyError(f"sparse rule for reshape of a BCOO with batch or dense dimensions (n_batch={x.n_batch}, "
+                            f"n_dense={x.n_dense}) is implemented only for adding or removing axes of size 1 "
+                            f"(got shape {x.shape} to {new_sizes}); build the array with n_batch=0 and n_dense=0, or "
+                            "convert it to a dense array with sparse.todense(x)")
     flat = _flat_index(x)
     size = int(np.prod(x.shape))
     ok = (flat >= 0) & (flat < size)
@@ -320,6 +362,42 @@ def _reshape(x: BCOO, *, new_sizes: tuple, **params: Any) -> list:
     indices = jnp.stack([c.astype(x.indices.dtype) for c in cols], axis=-1)
     return [BCOO((x.data, indices), shape=new_sizes, indices_sorted=x.indices_sorted,
                  unique_indices=x.unique_indices)]
+
+
+def _squeeze_expand(x: BCOO, new_sizes: tuple) -> BCOO:
+    """A reshape that only removes and inserts axes of size 1 (``squeeze``, ``x[None]``): the other axes keep their
+    kind (batch, sparse, dense); an inserted axis takes the kind of the axis before it (the first kept axis's
+    kind when it leads)."""
+    nb, ns = x.n_batch, x.n_sparse
+    kinds = [0] * nb + [1] * ns + [2] * (x.ndim - nb - ns)
+    kept = [d for d, n in enumerate(x.shape) if n != 1]
+    new_kinds, it = [], iter(kept)
+    for n in new_sizes:
+        new_kinds.append(kinds[next(it)] if n != 1 else None)
+    first = next((k for k in new_kinds if k is not None), 1)
+    for i, k in enumerate(new_kinds):
+        if k is None:
+            new_kinds[i] = new_kinds[i - 1] if i else min(first, 1 if not nb else 0)
+    data, indices = x.data, x.indices
+    # Sparse axes of size 1 that go away: an entry with a nonzero index there is padding, zero it.
+    gone = [d - nb for d in range(nb, nb + ns) if x.shape[d] == 1]
+    if gone:
+        bad = functools.reduce(lambda a, b: a | b, [indices[..., j] != 0 for j in gone])
+        bad = bad.reshape(tuple(bad.shape) + (1,) * x.n_dense)
+        data = jnp.where(bad, jnp.zeros((), data.dtype), data)
+    cols = [indices[..., j] for j in range(ns) if x.shape[nb + j] != 1]
+    new_cols, it = [], iter(cols)
+    zero = jnp.zeros(indices.shape[:-1], indices.dtype)
+    for n, k in zip(new_sizes, new_kinds):
+        if k == 1:
+            new_cols.append(next(it) if n != 1 else zero)
+    batch = tuple(n for n, k in zip(new_sizes, new_kinds) if k == 0)
+    dense = tuple(n for n, k in zip(new_sizes, new_kinds) if k == 2)
+    data = data.reshape(batch + (x.nse,) + dense)
+    indices = jnp.stack(new_cols, axis=-1) if new_cols else jnp.zeros(indices.shape[:-1] + (0,), indices.dtype)
+    indices = indices.reshape(batch + (x.nse, len(new_cols)))
+    return BCOO((data, indices), shape=new_sizes, indices_sorted=x.indices_sorted and not gone,
+                unique_indices=x.unique_indices and not gone)
 
 
 def _flat_index(x: BCOO) -> Any:
@@ -360,6 +438,7 @@ sparse_rules.update({
     reduce_prims["reduce_sum"]: _reduce_sum,
     slice_p: _slice,
     rev_p: _rev,
+    dynamic_slice_p: _dynamic_slice,
     reshape_p: _reshape,
     concatenate_p: _concatenate,
     _mul_p: _mul,

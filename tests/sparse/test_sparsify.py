@@ -178,6 +178,24 @@ def test_slice_and_rev_with_batch_and_dense_axes(layout):
         np.testing.assert_array_equal(_dense(got), np.asarray(want))
 
 
+def _indexing(M, i):
+    return (M[i], M[:, i], M[-1], lax.dynamic_slice_in_dim(M, i, 2, 0), lax.dynamic_slice_in_dim(M, i + 1, 2, 1),
+            M[None], M[:, None], M[..., None], M[None][:, 1:][0], jnp.squeeze(M[1:2]), M[None, :, None, :, None])
+
+
+@pytest.mark.parametrize("shape,layout", [((3, 4), dict()), ((3, 4), dict(n_batch=1)), ((3, 4, 2), dict(n_dense=1)),
+                                          ((3, 4, 2), dict(n_batch=1, n_dense=1))])
+def test_traced_indexing_and_size_one_axes(shape, layout):
+    """``M[i]`` with a traced ``i`` (dynamic_slice, clamped as XLA does) and adding/removing axes of size 1."""
+    m = _sparse_dense(shape)
+    A = BCOO.fromdense(m, nse=int(np.count_nonzero(m)) + 2, **layout)  # with padding entries
+    fn = kiln.jit(sparsify(_indexing))
+    for i in (0, 2, -1):
+        for k, (got, want) in enumerate(zip(fn(A, i), _indexing(m, i))):
+            assert isinstance(got, BCOO), k
+            np.testing.assert_array_equal(_dense(got), np.asarray(want), err_msg=f"output {k}, i={i}")
+
+
 def test_sparse_plus_sparse_concatenates_entries():
     a, b = _sparse_dense((3, 4)), _sparse_dense((3, 4))
     A, B = BCOO.fromdense(a), BCOO.fromdense(b)
@@ -393,7 +411,8 @@ def test_sparse_addition_with_other_layout_errors():
 def test_structural_rule_errors():
     m = _sparse_dense((2, 3))
     with pytest.raises(NotImplementedError, match=r"reshape of a BCOO with batch or dense dimensions \(n_batch=1, "
-                                                  r"n_dense=0\).*sparse.todense\(x\)"):
+                                                  r"n_dense=0\) is implemented only for adding or removing axes of "
+                                                  r"size 1 \(got shape \(2, 3\) to \(6,\)\).*sparse.todense\(x\)"):
         sparsify(lambda x: x.reshape(-1))(BCOO.fromdense(m, n_batch=1))
     with pytest.raises(NotImplementedError, match=r"concatenate of BCOO and dense arrays.*sparse.todense\(x\)"):
         sparsify(lambda x, y: jnp.concatenate([x, y]))(BCOO.fromdense(m), m)
