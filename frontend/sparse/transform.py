@@ -324,6 +324,22 @@ def _dynamic_slice(x: BCOO, *starts: Any, slice_sizes: tuple) -> list:
     return [BCOO((data, indices), shape=tuple(slice_sizes), unique_indices=x.unique_indices)]
 
 
+def _broadcast_in_dim(x: BCOO, *, shape: tuple, broadcast_dimensions: tuple) -> list:
+    """New leading axes become batch axes (each batch element holds the same entries, as in JAX); batch and dense
+    axes of size 1 broadcast."""
+    shape, dims = tuple(shape), tuple(broadcast_dimensions)
+    lead = len(shape) - x.ndim
+    nb, ns = x.n_batch, x.n_sparse
+    if dims != tuple(range(lead, len(shape))) or shape[lead + nb:lead + nb + ns] != x.shape[nb:nb + ns]:
+        raise SparsifyError(f"sparse rule for broadcast_in_dim of a BCOO of shape {x.shape} to {shape} "
+                            f"(broadcast_dimensions={dims}) is implemented only for new leading axes and batch or "
+                            "dense axes of size 1; convert the operand to a dense array with sparse.todense(x)")
+    batch, dense = shape[:lead + nb], shape[lead + nb + ns:]
+    data = jnp.broadcast_to(x.data, batch + (x.nse,) + dense)
+    indices = jnp.broadcast_to(x.indices, batch + (x.nse, ns))
+    return [BCOO((data, indices), shape=shape, indices_sorted=x.indices_sorted, unique_indices=x.unique_indices)]
+
+
 def _rev(x: BCOO, *, dimensions: tuple) -> list:
     nb, ns = x.n_batch, x.n_sparse
     data, indices = x.data, x.indices
@@ -438,6 +454,7 @@ sparse_rules.update({
     reduce_prims["reduce_sum"]: _reduce_sum,
     slice_p: _slice,
     rev_p: _rev,
+    broadcast_in_dim_p: _broadcast_in_dim,
     dynamic_slice_p: _dynamic_slice,
     reshape_p: _reshape,
     concatenate_p: _concatenate,
@@ -518,7 +535,8 @@ def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
     the stored entries of the sparse ones: products with ``@``/``dot``/``einsum`` (one sparse operand), elementwise
     products and quotients by dense values or scalars, sums of two sparse arrays (their entries concatenated),
     zero-preserving elementwise functions (``abs``, ``sin``, ``sqrt``, ``log1p``, ``tanh``, ...), ``sum``,
-    transposes, casts, and ``while_loop``/``scan``/``cond``/``jit`` bodies using them. A sparse plus a dense array is
+    transposes, casts, slicing and indexing, ``flip``, ``reshape``, ``broadcast_to``, ``concatenate``, and
+    ``while_loop``/``scan``/``cond``/``jit`` bodies using them. A sparse plus a dense array is
     dense (as in JAX). Results are BCOO where the computation keeps sparsity, dense otherwise. A primitive without a
     sparse rule raises ``NotImplementedError: sparse rule for <primitive> is not implemented``.
 

@@ -196,6 +196,18 @@ def test_traced_indexing_and_size_one_axes(shape, layout):
             np.testing.assert_array_equal(_dense(got), np.asarray(want), err_msg=f"output {k}, i={i}")
 
 
+@pytest.mark.parametrize("layout", [dict(), dict(n_batch=1), dict(n_dense=1)])
+def test_broadcast_rule(layout):
+    m = _sparse_dense((3, 4))
+    x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
+
+    def f(M, x):
+        return jnp.broadcast_to(M, (2, 3, 4)), M * x, M[:, :1] * x[..., :1]
+    for got, want in zip(kiln.jit(sparsify(f))(BCOO.fromdense(m, **layout), x), f(m, x)):
+        assert isinstance(got, BCOO) and got.shape == want.shape
+        np.testing.assert_allclose(_dense(got), np.asarray(want), rtol=1e-6)
+
+
 def test_sparse_plus_sparse_concatenates_entries():
     a, b = _sparse_dense((3, 4)), _sparse_dense((3, 4))
     A, B = BCOO.fromdense(a), BCOO.fromdense(b)
@@ -374,9 +386,9 @@ def test_sparse_logistic_regression_matches_dense_and_scipy():
 
 def test_unsupported_primitive_names_it_and_suggests_todense():
     A = BCOO.fromdense(_sparse_dense((3, 4)))
-    with pytest.raises(NotImplementedError, match=r"sparse rule for broadcast_in_dim is not implemented "
+    with pytest.raises(NotImplementedError, match=r"sparse rule for reduce_max is not implemented "
                                                   r".*test_sparsify.py.*sparse.todense\(x\)"):
-        sparsify(lambda M: jnp.broadcast_to(M, (2, 3, 4)))(A)
+        sparsify(lambda M: jnp.max(M, axis=0))(A)
     with pytest.raises(NotImplementedError, match=r"sparse rule for exp is not implemented because it would result "
                                                   r"in dense output.*sparse.todense\(x\)"):
         sparsify(jnp.exp)(A)
@@ -419,6 +431,14 @@ def test_structural_rule_errors():
     with pytest.raises(NotImplementedError, match=r"concatenate is implemented along a sparse dimension.*"
                                                   r"n_dense \[1, 0\]"):
         sparsify(lambda x, y: jnp.concatenate([x, y]))(BCOO.fromdense(m, n_dense=1), BCOO.fromdense(m))
+
+
+def test_broadcast_of_a_sparse_axis_errors():
+    A = BCOO.fromdense(_sparse_dense((3, 1)))
+    with pytest.raises(NotImplementedError, match=r"broadcast_in_dim of a BCOO of shape \(3,\) to \(3, 4\) "
+                                                  r"\(broadcast_dimensions=\(0,\)\) is implemented only for new "
+                                                  r"leading axes.*sparse.todense\(x\)"):
+        sparsify(lambda M: jnp.broadcast_to(M, (3, 4)))(A)
 
 
 def test_scan_over_sparse_xs_errors():
