@@ -257,6 +257,8 @@ def _add(x: Any, y: Any, *, prim: Any = _add_p) -> list:
         return [BCOO((data, indices), shape=x.shape)]
     # sparse + dense: the result is dense, as in JAX (the sum has a nonzero wherever the dense operand has one).
     shape = x.shape if _is_sparse(x) else y.shape
+    # (JAX raises for a scalar operand, to avoid densifying silently; kiln's IR broadcasts scalars explicitly, as
+    # jnp.ones does, so the two cases look alike here and kiln computes both.)
     x, y = (jnp.broadcast_to(v.todense() if _is_sparse(v) else v, shape) for v in (x, y))
     return [prim.bind(x, y)]
 

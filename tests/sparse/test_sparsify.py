@@ -92,8 +92,10 @@ def _elementwise(M):
     return {"div2": M / 2, "mul_row": M * jnp.arange(1., M.shape[-1] + 1), "neg": -M, "sum0": M.sum(0),
             "sum_all": M.sum(), "f16": M.astype(jnp.float16), "square": M ** 2, "abs": jnp.abs(M),
             "sin": jnp.sin(M), "sqrt_abs": jnp.sqrt(jnp.abs(M)), "tanh": jnp.tanh(M), "expm1": jnp.expm1(M),
-            "sign": jnp.sign(M), "add_self": M + M, "sub": M - 2 * M, "add_dense": M + 1.0,
-            "dense_sub": 1.0 - M, "div_row": M / jnp.arange(1., M.shape[-1] + 1), "scalar_mul": 3 * M}
+            "sign": jnp.sign(M), "add_self": M + M, "sub": M - 2 * M, "add_dense": M + jnp.ones(M.shape, M.dtype),
+            "dense_sub": jnp.ones(M.shape, M.dtype) - M, "plus_scalar": M + 1.0, "scalar_minus": 1 - M,
+            "div_row": M / jnp.arange(1., M.shape[-1] + 1),
+            "scalar_mul": 3 * M}
 
 
 _SPARSE_OUT = {"div2", "mul_row", "neg", "sum0", "f16", "square", "abs", "sin", "sqrt_abs", "tanh", "expm1",
