@@ -33,6 +33,7 @@ from ..core.primitive import registry
 from ..core.source_info import at as _at
 from ..core.tracing import abstractify, materialize, trace_to_ir
 from ..lax import elementwise as _ew
+from ..lax.indexing import gather_p
 from ..lax.reduction import dot_general_p, reduce_prims
 from ..lax.structural import (
     broadcast_in_dim_p,
@@ -342,6 +343,53 @@ def _broadcast_in_dim(x: BCOO, *, shape: tuple, broadcast_dimensions: tuple) -> 
     return [BCOO((data, indices), shape=shape, indices_sorted=x.indices_sorted, unique_indices=x.unique_indices)]
 
 
+def _gather(x: BCOO, idx: Any, *, dimension_numbers: Any, slice_sizes: tuple, **params: Any) -> list:
+    """``take`` along one axis (``M[i]``, ``M[:, i]`` with an index array): along a batch or dense axis the arrays
+    that hold it are gathered; along a sparse axis each entry is matched against every index (``nse`` grows by the
+    number of indices; unmatched copies become padding)."""
+    if _is_sparse(idx):
+        raise SparsifyError("sparse rule for gather with BCOO indices is not implemented; pass the indices dense")
+    dn = dimension_numbers
+    n_idx = abstractify(idx).ndim - 1
+    axis = dn.start_index_map[0] if len(dn.start_index_map) == 1 else None
+    rank = n_idx + x.ndim - 1
+    if (axis is None or tuple(dn.collapsed_slice_dims) != (axis,) or dn.operand_batching_dims
+            or abstractify(idx).shape[-1] != 1
+            or any(s != (1 if d == axis else x.shape[d]) for d, s in enumerate(slice_sizes))
+            or tuple(dn.offset_dims) != tuple(d for d in range(rank) if not axis <= d < axis + n_idx)):
+        raise SparsifyError(f"sparse rule for gather is implemented for taking along one axis (M[i], M[:, i] with "
+                            f"an index array) only, not for {dn} with slice_sizes={tuple(slice_sizes)}; convert the "
+                            "operand to a dense array with sparse.todense(x)")
+    nb, ns = x.n_batch, x.n_sparse
+    n = x.shape[axis]
+    take = jnp.clip(idx[..., 0], 0, n - 1)  # XLA's gather clamps
+    shape = x.shape[:axis] + tuple(take.shape) + x.shape[axis + 1:]
+    if axis < nb or axis >= nb + ns:
+        data_axis = axis if axis < nb else axis - ns + 1
+        data = jnp.take(x.data, take, axis=data_axis)
+        indices = jnp.take(x.indices, take, axis=axis) if axis < nb else x.indices
+        return [BCOO((data, indices), shape=shape, indices_sorted=x.indices_sorted,
+                     unique_indices=x.unique_indices)]
+    sizes = tuple(take.shape)
+    k = int(np.prod(sizes))
+    j = axis - nb
+    col = x.indices[..., j]  # batch + (nse,)
+    hit = col[..., None] == take.reshape(-1).astype(col.dtype)  # batch + (nse, k)
+    pos = jnp.where(hit, jnp.arange(k, dtype=col.dtype), k).reshape(tuple(col.shape[:-1]) + (x.nse * k,))
+    data = jnp.repeat(x.data, k, axis=nb)
+    # Unmatched copies also get zero data (with a 0-d index array the sparse axis goes away, and its index with it).
+    data = jnp.where((pos < k).reshape(tuple(pos.shape) + (1,) * x.n_dense), data, jnp.zeros((), data.dtype))
+    repeated = jnp.repeat(x.indices, k, axis=nb)
+    # The position among the k indices, unravelled into the index array's dimensions (k: padding).
+    cols, rest = [], pos
+    for size in sizes[::-1]:
+        cols.append(jnp.where(pos < k, rest % size, size))
+        rest = rest // size
+    cols = [repeated[..., c] for c in range(j)] + cols[::-1] + [repeated[..., c] for c in range(j + 1, ns)]
+    indices = jnp.stack([c.astype(x.indices.dtype) for c in cols], axis=-1)
+    return [BCOO((data, indices), shape=shape)]
+
+
 def _rev(x: BCOO, *, dimensions: tuple) -> list:
     nb, ns = x.n_batch, x.n_sparse
     data, indices = x.data, x.indices
@@ -456,6 +504,7 @@ sparse_rules.update({
     reduce_prims["reduce_sum"]: _reduce_sum,
     slice_p: _slice,
     rev_p: _rev,
+    gather_p: _gather,
     broadcast_in_dim_p: _broadcast_in_dim,
     dynamic_slice_p: _dynamic_slice,
     reshape_p: _reshape,

@@ -210,6 +210,21 @@ def test_broadcast_rule(layout):
         np.testing.assert_allclose(_dense(got), np.asarray(want), rtol=1e-6)
 
 
+def _take(M, i, i2):
+    return M[i], M[:, i], M[i2], M[:, i2]
+
+
+@pytest.mark.parametrize("shape,layout", [((3, 4), dict()), ((3, 4), dict(n_batch=1)), ((3, 4, 2), dict(n_dense=1)),
+                                          ((3, 4, 2), dict(n_batch=1, n_dense=1))])
+def test_gather_rule_takes_along_one_axis(shape, layout):
+    m = _sparse_dense(shape)
+    i, i2 = jnp.array([2, 0, -1, 2]), jnp.array([[0, 1], [2, 2]])
+    A = BCOO.fromdense(m, nse=int(np.count_nonzero(m)) + 2, **layout)
+    for k, (got, want) in enumerate(zip(kiln.jit(sparsify(_take))(A, i, i2), _take(m, i, i2))):
+        assert isinstance(got, BCOO), k
+        np.testing.assert_array_equal(_dense(got), np.asarray(want), err_msg=f"output {k}")
+
+
 def test_sparse_plus_sparse_concatenates_entries():
     a, b = _sparse_dense((3, 4)), _sparse_dense((3, 4))
     A, B = BCOO.fromdense(a), BCOO.fromdense(b)
@@ -441,6 +456,13 @@ def test_broadcast_of_a_sparse_axis_errors():
                                                   r"\(broadcast_dimensions=\(0,\)\) is implemented only for new "
                                                   r"leading axes.*sparse.todense\(x\)"):
         sparsify(lambda M: jnp.broadcast_to(M, (3, 4)))(A)
+
+
+def test_gather_of_several_axes_errors():
+    A = BCOO.fromdense(_sparse_dense((3, 4)))
+    with pytest.raises(NotImplementedError, match=r"sparse rule for gather is implemented for taking along one axis "
+                                                  r"\(M\[i\], M\[:, i\] with an index array\) only.*todense"):
+        sparsify(lambda M, i: M[i, 1:])(A, jnp.array([0, 2]))
 
 
 def test_scan_over_sparse_xs_errors():
