@@ -100,9 +100,9 @@ def eval_sparse(ir: IR, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]
     equations with a BCOO operand by their sparse rule."""
     env: dict[Var, Any] = dict(zip(ir.constvars, consts))
     env.update(zip(ir.invars, args))
-    # Outputs of broadcast_in_dim: the operand shaped to broadcast NumPy-style (size-1 axes), for the rules
-    # of elementwise products and sums (``2 * M`` need not gather a dense array of 2s).
-    compact: dict[Var, Any] = {}
+    # Outputs of broadcast_in_dim, with their operand: the rules of elementwise products and sums use the operand
+    # shaped to broadcast NumPy-style (``2 * M`` need not gather a dense array of 2s).
+    compact: dict[Var, tuple] = {}
 
     def read(a: Any) -> Any:
         return a if isinstance(a, Literal) else env[a]
@@ -114,7 +114,8 @@ def eval_sparse(ir: IR, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]
             if rule is None:
                 raise _unimplemented(eqn)
             if eqn.prim in _TAKES_COMPACT:
-                invals = [compact.get(a, v) if isinstance(a, Var) else v for a, v in zip(eqn.inputs, invals)]
+                invals = [_compact_broadcast(*compact[a]) if isinstance(a, Var) and a in compact else v
+                          for a, v in zip(eqn.inputs, invals)]
             invals = [v if _is_sparse(v) else materialize(v) for v in invals]
             try:
                 with _at(eqn.source):
@@ -128,20 +129,18 @@ def eval_sparse(ir: IR, consts: Sequence[Any], args: Sequence[Any]) -> list[Any]
             with _at(eqn.source):
                 outs = eqn.prim.bind(*invals, **eqn.params)
             outs = outs if eqn.prim.multiple_results else [outs]
-            if eqn.prim is broadcast_in_dim_p:
-                small = _compact_broadcast(invals[0], **eqn.params)
-                if small is not None:
-                    compact[eqn.outputs[0]] = small
+            if eqn.prim is broadcast_in_dim_p and _in_order(eqn.params["broadcast_dimensions"]):
+                compact[eqn.outputs[0]] = (invals[0], eqn.params["shape"], eqn.params["broadcast_dimensions"])
         env.update(zip(eqn.outputs, outs))
     return [read(a) if isinstance(a, Var) else materialize(a) for a in ir.outvars]
 
 
-def _compact_broadcast(x: Any, *, shape: tuple, broadcast_dimensions: tuple) -> Any:
-    """``x`` reshaped so that NumPy broadcasting gives ``broadcast_in_dim(x, shape, broadcast_dimensions)``, or
-    None when the dimensions are not in order."""
-    dims = tuple(broadcast_dimensions)
-    if list(dims) != sorted(set(dims)):
-        return None
+def _in_order(dims: Sequence[int]) -> bool:
+    return list(dims) == sorted(set(dims))
+
+
+def _compact_broadcast(x: Any, shape: tuple, dims: tuple) -> Any:
+    """``x`` reshaped so that NumPy broadcasting gives ``broadcast_in_dim(x, shape, dims)`` (``dims`` in order)."""
     x = materialize(x)
     if not dims:
         return x
