@@ -327,17 +327,20 @@ def _dynamic_slice(x: BCOO, *starts: Any, slice_sizes: tuple) -> list:
 
 
 def _broadcast_in_dim(x: BCOO, *, shape: tuple, broadcast_dimensions: tuple) -> list:
-    """New leading axes become batch axes (each batch element holds the same entries, as in JAX); batch and dense
-    axes of size 1 broadcast."""
+    """New leading axes become batch axes (each batch element holds the same entries, as in JAX), new trailing axes
+    dense axes; batch and dense axes of size 1 broadcast."""
     shape, dims = tuple(shape), tuple(broadcast_dimensions)
-    lead = len(shape) - x.ndim
+    lead = dims[0] if dims else len(shape)
+    trail = len(shape) - lead - x.ndim
     nb, ns = x.n_batch, x.n_sparse
-    if dims != tuple(range(lead, len(shape))) or shape[lead + nb:lead + nb + ns] != x.shape[nb:nb + ns]:
+    if dims != tuple(range(lead, lead + x.ndim)) or shape[lead + nb:lead + nb + ns] != x.shape[nb:nb + ns]:
         raise SparsifyError(f"sparse rule for broadcast_in_dim of a BCOO of shape {x.shape} to {shape} "
-                            f"(broadcast_dimensions={dims}) is implemented only for new leading axes and batch or "
-                            "dense axes of size 1; convert the operand to a dense array with sparse.todense(x)")
+                            f"(broadcast_dimensions={dims}) is implemented only for new leading or trailing axes and "
+                            "batch or dense axes of size 1; convert the operand to a dense array with "
+                            "sparse.todense(x)")
     batch, dense = shape[:lead + nb], shape[lead + nb + ns:]
-    data = jnp.broadcast_to(x.data, batch + (x.nse,) + dense)
+    data = x.data.reshape(tuple(x.data.shape) + (1,) * trail)
+    data = jnp.broadcast_to(data, batch + (x.nse,) + dense)
     indices = jnp.broadcast_to(x.indices, batch + (x.nse, ns))
     return [BCOO((data, indices), shape=shape, indices_sorted=x.indices_sorted, unique_indices=x.unique_indices)]
 

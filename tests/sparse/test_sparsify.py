@@ -204,7 +204,8 @@ def test_broadcast_rule(layout):
     x = RNG.standard_normal((2, 3, 4)).astype(np.float32)
 
     def f(M, x):
-        return jnp.broadcast_to(M, (2, 3, 4)), M * x, M[:, :1] * x[..., :1]
+        return (jnp.broadcast_to(M, (2, 3, 4)), M * x, M[:, :1] * x[..., :1], jnp.outer(M[0], x[0, 0]),
+                lax.broadcast_in_dim(M, (2, 3, 4, 2), (1, 2)))
     for got, want in zip(kiln.jit(sparsify(f))(BCOO.fromdense(m, **layout), x), f(m, x)):
         assert isinstance(got, BCOO) and got.shape == want.shape
         np.testing.assert_allclose(_dense(got), np.asarray(want), rtol=1e-6)
@@ -452,10 +453,10 @@ def test_structural_rule_errors():
 
 def test_broadcast_of_a_sparse_axis_errors():
     A = BCOO.fromdense(_sparse_dense((3, 1)))
-    with pytest.raises(NotImplementedError, match=r"broadcast_in_dim of a BCOO of shape \(3,\) to \(3, 4\) "
-                                                  r"\(broadcast_dimensions=\(0,\)\) is implemented only for new "
-                                                  r"leading axes.*sparse.todense\(x\)"):
-        sparsify(lambda M: jnp.broadcast_to(M, (3, 4)))(A)
+    with pytest.raises(NotImplementedError, match=r"broadcast_in_dim of a BCOO of shape \(3, 1\) to \(3, 4\) "
+                                                  r"\(broadcast_dimensions=\(0, 1\)\) is implemented only for new "
+                                                  r"leading or trailing axes.*sparse.todense\(x\)"):
+        sparsify(lambda M: lax.broadcast_in_dim(M, (3, 4), (0, 1)))(A)
 
 
 def test_gather_of_several_axes_errors():
