@@ -423,10 +423,30 @@ def test_product_of_two_sparse_arrays():
     np.testing.assert_allclose(_dense(out[1]), a * a.T, rtol=1e-6)
 
 
-def test_matmul_and_division_by_sparse_errors():
+def test_matrix_product_of_two_sparse_arrays():
+    a, b = _sparse_dense((4, 3)), _sparse_dense((4, 3))
+    A, B = BCOO.fromdense(a), BCOO.fromdense(b, nse=int(np.count_nonzero(b)) + 2)
+    v = RNG.standard_normal(3).astype(np.float32)
+
+    def f(M, N):
+        return M.T @ N, M @ N.T, jnp.einsum("ij,ik->jk", M, N), jnp.vdot(M, N), M.T @ M @ v
+    want = (a.T @ b, a @ b.T, a.T @ b, np.vdot(a, b), a.T @ a @ v)
+    for fn in (sparsify(f), kiln.jit(sparsify(f))):
+        got = fn(A, B)
+        assert [isinstance(g, BCOO) for g in got] == [True, True, True, False, False]
+        assert got[0].nse == A.nse * B.nse  # one entry per pair, as JAX's bcoo_spdot_general
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(_dense(g), w, rtol=1e-5, atol=1e-5)
+    rows, cols = np.asarray(A.indices).T
+    g = kiln.grad(lambda d: sparsify(lambda M: (M.T @ M).sum())(BCOO((d, A.indices), shape=A.shape)))(A.data)
+    np.testing.assert_allclose(np.asarray(g), (2 * a @ np.ones((3, 3)))[rows, cols], rtol=1e-5)
+
+
+def test_batched_sparse_product_and_division_by_sparse_errors():
     A = BCOO.fromdense(_sparse_dense((3, 3)))
-    with pytest.raises(NotImplementedError, match=r"product of two BCOO arrays is not supported.*todense"):
-        sparsify(lambda x: x @ x)(A)
+    with pytest.raises(NotImplementedError, match=r"dot_general of two BCOO arrays is implemented without batch or "
+                                                  r"dense dimensions only \(n_batch 1 and 0.*todense"):
+        sparsify(lambda x, y: x @ y)(BCOO.fromdense(_sparse_dense((3, 3)), n_batch=1), A)
     with pytest.raises(NotImplementedError, match=r"div by a sparse array.*dense output.*todense"):
         sparsify(lambda x: 1.0 / x)(A)
 
