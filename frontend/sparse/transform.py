@@ -239,8 +239,9 @@ def _same_entries(x: BCOO, y: BCOO) -> bool:
 def _mul(x: Any, y: Any) -> list:
     if _is_sparse(x) and _is_sparse(y):
         if not _same_entries(x, y):
-            # The product's entries are among those of either operand: keep the one with fewer, read the other
-            # densely (JAX intersects the two index sets instead, without a dense intermediate).
+            if not (x.n_batch or y.n_batch or x.n_dense or y.n_dense):
+                return [_multiply_sparse(x, y)]
+            # With batch or dense axes: keep the entries of the operand with fewer, read the other densely.
             sp, de = (x, y) if x.nse <= y.nse else (y, x)
             return [_rebuild(sp, bcoo_multiply_dense(sp, de.todense()))]
         if not x.unique_indices:
@@ -251,6 +252,18 @@ def _mul(x: Any, y: Any) -> list:
         de = jnp.broadcast_to(de, sp.data.shape)
         return [_rebuild(sp, _mul_p.bind(sp.data, de) if left else _mul_p.bind(de, sp.data))]
     return [_rebuild(sp, bcoo_multiply_dense(sp, de))]
+
+
+def _multiply_sparse(x: BCOO, y: BCOO) -> BCOO:
+    """The elementwise product of two unbatched BCOO arrays without dense axes, as JAX's ``bcoo_multiply_sparse``:
+    one entry per pair of entries (``nse = x.nse * y.nse``), kept where their indices agree, padding elsewhere."""
+    index_dtype = jnp.result_type(x.indices, y.indices)
+    xi, yi = x.indices.astype(index_dtype), y.indices.astype(index_dtype)
+    ok = _in_range(x)[:, None] & jnp.all(xi[:, None, :] == yi[None, :, :], axis=-1)  # (nse_x, nse_y)
+    data = _mul_p.bind(*jnp.broadcast_arrays(x.data[:, None], y.data[None, :])).reshape(-1)
+    bound = jnp.asarray(np.asarray(x.shape, np.dtype(index_dtype)))
+    indices = jnp.where(ok[..., None], xi[:, None, :], bound).reshape(-1, x.n_sparse)
+    return BCOO((data, indices), shape=x.shape)
 
 
 def _values_at(mat: BCOO, v: Any) -> Any:

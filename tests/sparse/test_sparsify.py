@@ -414,13 +414,16 @@ def test_unsupported_primitive_names_it_and_suggests_todense():
         sparsify(jnp.cos)(A)
 
 
-def test_product_of_two_sparse_arrays():
+@pytest.mark.parametrize("layout", [dict(), dict(n_batch=1)])
+def test_product_of_two_sparse_arrays(layout):
     a, b = _sparse_dense((3, 3)), _sparse_dense((3, 3))
-    A = BCOO.fromdense(a)
-    out = sparsify(lambda x, y: (x * y, x * x.T))(A, BCOO.fromdense(b))
+    A, B = BCOO.fromdense(a, **layout), BCOO.fromdense(b, nse=int(np.count_nonzero(b)) + 1, **layout)
+    out = kiln.jit(sparsify(lambda x, y: (x * y, x * y[::-1])))(A, B)
     assert all(isinstance(o, BCOO) for o in out)
+    if not layout:  # one entry per pair of entries, as JAX's bcoo_multiply_sparse
+        assert out[0].nse == A.nse * B.nse
     np.testing.assert_allclose(_dense(out[0]), a * b, rtol=1e-6)
-    np.testing.assert_allclose(_dense(out[1]), a * a.T, rtol=1e-6)
+    np.testing.assert_allclose(_dense(out[1]), a * b[::-1], rtol=1e-6)
 
 
 def test_matrix_product_of_two_sparse_arrays():
