@@ -364,6 +364,20 @@ def test_checkpoint_and_custom_jvp_bodies_with_sparse_operands_are_inlined():
     np.testing.assert_allclose(np.asarray(g), np.tanh(m).sum(0) + np.sin(m).sum(0), rtol=1e-5)
 
 
+def test_vmap_and_forward_derivative_through_a_loop_over_a_sparse_matrix():
+    m = _sparse_dense((4, 3))
+    V = RNG.standard_normal((3, 3)).astype(np.float32)
+
+    def f(M, v):
+        _, x = lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, jnp.tanh(M.T @ (M @ c[1]))), (0, v))
+        return lax.cond(x.sum() > 0, lambda M, x: M @ x, lambda M, x: -(M @ x), M, x)
+    A = BCOO.fromdense(m)
+    np.testing.assert_allclose(np.asarray(kiln.vmap(sparsify(f), (None, 0))(A, V)),
+                               np.stack([np.asarray(f(m, v)) for v in V]), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(kiln.jacfwd(sparsify(f), 1)(A, V[0])),
+                               np.asarray(kiln.jacfwd(f, 1)(m, V[0])), rtol=1e-5, atol=1e-6)
+
+
 def _sigmoid(x):
     return 0.5 * (jnp.tanh(x / 2) + 1)
 
