@@ -163,10 +163,10 @@ def _check_outputs(eqn: Any, outs: Sequence[Any]) -> None:
 sparse_rules: dict[Any, Callable[..., list]] = {}
 
 
-def _rebuild(mat: BCOO, data: Any, indices: Any = None, same_layout: bool = True) -> BCOO:
-    indices = mat.indices if indices is None else indices
-    return BCOO((data, indices), shape=mat.shape, indices_sorted=same_layout and mat.indices_sorted,
-                unique_indices=same_layout and mat.unique_indices)
+def _rebuild(mat: BCOO, data: Any) -> BCOO:
+    """``mat``'s entries (the same ``indices`` object, so that later rules see them as the same) with new data."""
+    return BCOO((data, mat.indices), shape=mat.shape, indices_sorted=mat.indices_sorted,
+                unique_indices=mat.unique_indices)
 
 
 def _unique(mat: BCOO) -> BCOO:
