@@ -13,7 +13,8 @@ from .bcoo import empty as empty
 from .bcoo import eye as eye
 from .bcoo import fromdense as fromdense
 from .bcoo import todense as todense
+from .transform import sparsify as sparsify
 
 __all__ = ["BCOO", "bcoo_dot_general", "bcoo_eliminate_zeros", "bcoo_fromdense", "bcoo_multiply_dense",
            "bcoo_reduce_sum", "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty",
-           "eye", "fromdense", "todense"]
+           "eye", "fromdense", "sparsify", "todense"]

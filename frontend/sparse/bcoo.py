@@ -23,7 +23,9 @@ from .. import lax
 from .. import numpy as jnp
 from ..batching.api import vmap
 from ..core import dtypes
+from ..core.call import bind_call
 from ..core.errors import ConcretizationTypeError
+from ..core.ir import IR, ClosedIR, Var
 from ..core.tracing import Tracer
 from ..core.tree_util import register_pytree_node_class
 
@@ -456,9 +458,22 @@ def bcoo_todense(mat: BCOO) -> Any:
     return _nest(one, n_batch)(mat.data, mat.indices)
 
 
+# The name of the identity call that ``todense`` records on a traced dense value: ``sparsify`` densifies there.
+TODENSE_CALL = "sparse.todense"
+
+
 def todense(arr: Any) -> Any:
-    """The dense form of ``arr``: ``arr.todense()`` for a BCOO array, anything else unchanged."""
-    return arr.todense() if isinstance(arr, BCOO) else arr
+    """The dense form of ``arr``: ``arr.todense()`` for a BCOO array, anything else unchanged.
+
+    On a traced value it records an identity call (``sparse.todense``), where ``sparsify`` (which traces with dense
+    stand-ins for BCOO arguments) converts a sparse value to dense, as JAX's ``todense_p``."""
+    if isinstance(arr, BCOO):
+        return arr.todense()
+    if isinstance(arr, Tracer):
+        var = Var(arr.aval)
+        (out,) = bind_call(ClosedIR(IR([], [var], [], [var]), []), [arr], name=TODENSE_CALL)
+        return out
+    return arr
 
 
 def fromdense(mat: Any, *, nse: int | None = None, index_dtype: Any = np.int32, n_dense: int = 0,
