@@ -212,6 +212,21 @@ def load_checkpoint(path: pathlib.Path, template):
     return kiln.tree_util.tree_unflatten(treedef, leaves), meta["step"], meta["extra"]
 
 
+def resume(parser: argparse.ArgumentParser, args: argparse.Namespace, template):
+    """``(tree, step, extra)`` from ``--out``'s checkpoint with ``--resume`` (in ``template``'s structure, on
+    ``args.device_obj``), else ``(template, 0, {})``. A missing or mismatched checkpoint is a parser error."""
+    if not args.resume:
+        return template, 0, {}
+    path = args.out / "checkpoint.npz"
+    if not path.exists():
+        parser.error(f"--resume: there is no checkpoint at {path}")
+    try:
+        tree, step, extra = load_checkpoint(path, template)
+    except ValueError as e:  # a checkpoint of another model or configuration
+        parser.error(f"--resume: {e}")
+    return kiln.device_put(tree, args.device_obj), step, extra
+
+
 # -- the end --------------------------------------------------------------------------------------
 
 def summary(name: str, **fields) -> str:

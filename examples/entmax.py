@@ -35,7 +35,7 @@ import sys
 import time
 
 import numpy as np
-from _training import Progress, StepTimer, load_checkpoint, make_parser, parse, save_checkpoint, save_plot, summary
+from _training import Progress, StepTimer, make_parser, parse, resume, save_checkpoint, save_plot, summary
 
 import kiln
 import kiln.numpy as jnp
@@ -267,14 +267,9 @@ def main(argv: list[str] | None = None) -> int:
     params = kiln.device_put(init_params(init_key, x_train.shape[1], 10), device)
     optimizer = optax.adam(args.lr)
     opt_state = optimizer.init(params)
-    start_step, history = 0, {"loss": [], "test accuracy": []}
+    (params, opt_state), start_step, extra = resume(parser, args, (params, opt_state))
+    history = extra.get("history", {"loss": [], "test accuracy": []})
     if args.resume:
-        try:
-            (params, opt_state), start_step, extra = load_checkpoint(ckpt_path, (params, opt_state))
-        except ValueError as e:  # a checkpoint of another model or configuration
-            parser.error(f"--resume: {e}")
-        params, opt_state = kiln.device_put((params, opt_state), device)
-        history = extra.get("history", history)
         print(f"resumed from {ckpt_path} at step {start_step}")
     if start_step >= args.steps:
         parser.error(f"--steps {args.steps}: the checkpoint is already at step {start_step}; ask for more steps")

@@ -28,7 +28,7 @@ import sys
 
 import numpy as onp
 import scipy.sparse as sp
-from _training import Progress, StepTimer, load_checkpoint, make_parser, parse, save_checkpoint, save_plot, summary
+from _training import Progress, StepTimer, make_parser, parse, resume, save_checkpoint, save_plot, summary
 
 import kiln
 import kiln.numpy as np
@@ -212,15 +212,9 @@ def main(argv: list[str] | None = None) -> int:
     optimizer = optax.adam(args.lr)
     opt_state = optimizer.init(params)
 
-    start_epoch = 0
-    history = {"train loss": [], "train accuracy": [], "val accuracy": []}
+    (params, opt_state), start_epoch, extra = resume(parser, args, (params, opt_state))
+    history = extra.get("history", {"train loss": [], "train accuracy": [], "val accuracy": []})
     if args.resume:
-        try:
-            (params, opt_state), start_epoch, extra = load_checkpoint(ckpt_path, (params, opt_state))
-        except ValueError as e:  # a checkpoint of another model or configuration
-            parser.error(f"--resume: {e}")
-        params, opt_state = kiln.device_put((params, opt_state), device)
-        history = extra.get("history", history)
         print(f"resumed from {ckpt_path} at epoch {start_epoch}")
     if start_epoch >= args.epochs:
         parser.error(f"--epochs {args.epochs}: the checkpoint is already at epoch {start_epoch}; ask for more")

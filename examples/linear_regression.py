@@ -70,15 +70,9 @@ def main(argv: list[str] | None = None) -> int:
         params = init(init_key)
 
     checkpoint = args.out / "checkpoint.npz"
-    start, losses = 0, []
+    params, start, extra = _training.resume(parser, args, params)
+    losses = extra.get("losses", [])
     if args.resume:
-        if not checkpoint.exists():
-            parser.error(f"--resume: there is no checkpoint at {checkpoint}")
-        try:
-            params, start, extra = _training.load_checkpoint(checkpoint, params)
-        except ValueError as e:
-            parser.error(f"--resume: {e}")
-        params, losses = kiln.device_put(params, device), extra["losses"]
         print(f"resumed from {checkpoint} at step {start}")
 
     print("\nkiln IR of the update step:")

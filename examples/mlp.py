@@ -113,16 +113,9 @@ def main(argv: list[str] | None = None) -> int:
           f"model: {sum(p.size for p in kiln.tree_util.tree_leaves(params)):,} parameters")
 
     checkpoint = args.out / "checkpoint.npz"
-    start_epoch, history = 0, {"loss": [], "test accuracy": []}
+    (params, opt_state), _, extra = _training.resume(parser, args, (params, opt_state))
+    start_epoch, history = extra.get("epoch", 0), extra.get("history", {"loss": [], "test accuracy": []})
     if args.resume:
-        if not checkpoint.exists():
-            parser.error(f"--resume: there is no checkpoint at {checkpoint}")
-        try:
-            (params, opt_state), _, extra = _training.load_checkpoint(checkpoint, (params, opt_state))
-        except ValueError as e:
-            parser.error(f"--resume: {e}")
-        params, opt_state = kiln.device_put((params, opt_state), device)
-        start_epoch, history = extra["epoch"], extra["history"]
         print(f"resumed from {checkpoint}: epoch {start_epoch}, step {start_epoch * steps_per_epoch}")
 
     if args.show_program:

@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import importlib
-import os
 import pathlib
-import re
-import subprocess
 import sys
 
 import numpy as np
@@ -158,47 +155,27 @@ def test_entmax_loss_gradient_is_p_minus_y(em, alpha):
 
 # -- the script (the digits come from scikit-learn, the kiln[examples] extra) ----------------------
 
-def run_script(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if env.get("KILN_TEST_BACKEND"):
-        args = (*args, "--backend", env["KILN_TEST_BACKEND"])
-    return subprocess.run([sys.executable, str(EXAMPLES / "entmax.py"), *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
 
 
-def run_main(module, capsys, *args: str) -> subprocess.CompletedProcess:
-    """The script's ``main(argv)`` in this process (no seconds of imports), as a CompletedProcess."""
-    backend = os.environ.get("KILN_TEST_BACKEND")
-    argv = [*args, *(("--backend", backend) if backend else ())]
-    capsys.readouterr()
-    try:
-        rc = module.main(argv)
-    except SystemExit as e:  # argparse's errors
-        rc = e.code
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(argv, rc, out.out, out.err)
 
 
-def summary_fields(stdout: str) -> dict[str, str]:
-    line = [ln for ln in stdout.splitlines() if ln.startswith("summary: entmax ")][-1]
-    return dict(re.findall(r"(\w+)=(\S+)", line))
 
 
-def test_entmax_script_trains_and_resumes(em, capsys, tmp_path):
+def test_entmax_script_trains_and_resumes(em, runs, tmp_path):
     """A run as a program (as a user does), then 6 steps + resume to 12 in this process: the same parameters."""
     pytest.importorskip("sklearn")
     straight, split = tmp_path / "straight", tmp_path / "split"
-    proc = run_script("--steps", "12", "--lr", "0.05", "--out", str(straight))
+    proc = runs.script("entmax.py", "--steps", "12", "--lr", "0.05", "--out", str(straight))
     assert proc.returncode == 0, f"rc={proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-    fields = summary_fields(proc.stdout)
+    fields = runs.summary(proc, "entmax")
     assert float(fields["grad_diff_vjp"]) < 1e-4 and float(fields["grad_diff_jvp"]) < 1e-4
     assert float(fields["sparsity"]) > 0.5 and float(fields["accuracy"]) >= 0.9
     assert "jitted gradient time: autodiff" in proc.stdout
     assert (straight / "entmax.png").stat().st_size > 0
 
-    first = run_main(em, capsys, "--steps", "6", "--lr", "0.05", "--out", str(split), "--no-plot")
+    first = runs.main(em, "--steps", "6", "--lr", "0.05", "--out", str(split), "--no-plot")
     assert first.returncode == 1 and "FAILED: test accuracy" in first.stderr  # 6 steps: below the floor
-    resumed = run_main(em, capsys, "--steps", "12", "--lr", "0.05", "--out", str(split), "--resume", "--no-plot")
+    resumed = runs.main(em, "--steps", "12", "--lr", "0.05", "--out", str(split), "--resume", "--no-plot")
     assert resumed.returncode == 0, resumed.stderr
     assert "resumed from" in resumed.stdout and "at step 6" in resumed.stdout
     with np.load(straight / "checkpoint.npz") as a, np.load(split / "checkpoint.npz") as b:
@@ -209,7 +186,7 @@ def test_entmax_script_trains_and_resumes(em, capsys, tmp_path):
             np.testing.assert_allclose(a[name], b[name], rtol=1e-6, atol=1e-7, err_msg=name)
 
 
-def test_entmax_script_bad_flags(em, capsys, tmp_path):
+def test_entmax_script_bad_flags(em, runs, tmp_path):
     pytest.importorskip("sklearn")
     for args, message in [(("--steps", "0"), "--steps must be positive, got 0"),
                           (("--device", "99"), "--device 99 is out of range"),
@@ -217,13 +194,13 @@ def test_entmax_script_bad_flags(em, capsys, tmp_path):
                           (("--alpha", "3"), "--alpha must be in [1, 2] (1 is softmax, 2 sparsemax), got 3.0"),
                           (("--n-iter", "0"), "--n-iter must be positive, got 0"),
                           (("--resume",), "--resume: no checkpoint at")]:
-        proc = run_main(em, capsys, *args, "--out", str(tmp_path))
+        proc = runs.main(em, *args, "--out", str(tmp_path))
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
 
 
-def test_entmax_script_refuses_another_models_checkpoint(em, capsys, tmp_path):
+def test_entmax_script_refuses_another_models_checkpoint(em, runs, tmp_path):
     pytest.importorskip("sklearn")
     em.save_checkpoint(tmp_path / "checkpoint.npz", {"w": np.zeros((3, 3), np.float32)}, step=5)
-    proc = run_main(em, capsys, "--resume", "--steps", "10", "--out", str(tmp_path))
+    proc = runs.main(em, "--resume", "--steps", "10", "--out", str(tmp_path))
     assert proc.returncode == 2 and "--resume: " in proc.stderr and "holds 1 arrays but the model has" in proc.stderr, \
         proc.stderr

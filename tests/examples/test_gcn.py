@@ -2,10 +2,7 @@
 from __future__ import annotations
 
 import importlib
-import os
 import pathlib
-import re
-import subprocess
 import sys
 
 import numpy as np
@@ -119,31 +116,10 @@ def test_dropout_keeps_the_mean(gcn):
 
 # -- the script -----------------------------------------------------------------------------------
 
-def run_script(*args: str) -> subprocess.CompletedProcess:
-    env = dict(os.environ)
-    if env.get("KILN_TEST_BACKEND"):
-        args = (*args, "--backend", env["KILN_TEST_BACKEND"])
-    return subprocess.run([sys.executable, str(EXAMPLES / "gcn.py"), *args], cwd=REPO, env=env,
-                          capture_output=True, text=True, timeout=300)
 
 
-def run_main(module, capsys, *args: str) -> subprocess.CompletedProcess:
-    """The script's ``main(argv)`` in this process (no seconds of imports), as a CompletedProcess."""
-    backend = os.environ.get("KILN_TEST_BACKEND")
-    argv = [*args, *(("--backend", backend) if backend else ())]
-    capsys.readouterr()
-    try:
-        rc = module.main(argv)
-    except SystemExit as e:  # argparse's errors
-        rc = e.code
-    out = capsys.readouterr()
-    return subprocess.CompletedProcess(argv, rc, out.out, out.err)
 
 
-def summary_fields(proc: subprocess.CompletedProcess) -> dict[str, str]:
-    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("summary: gcn ")]
-    assert lines, f"no summary line\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-    return dict(re.findall(r"(\w+)=(\S+)", lines[-1]))
 
 
 def leaves(path: pathlib.Path) -> dict[str, np.ndarray]:
@@ -151,33 +127,33 @@ def leaves(path: pathlib.Path) -> dict[str, np.ndarray]:
         return {name: f[name] for name in f.files if name != "__kiln_checkpoint__"}
 
 
-def test_gcn_karate_dense_and_sparse_agree(gcn, capsys, tmp_path):
+def test_gcn_karate_dense_and_sparse_agree(gcn, runs, tmp_path):
     """The default run (karate club, 200 epochs) beats the floor; --sparse gives the same accuracy and
     nearly the same loss and parameters."""
-    runs = {}
+    results = {}
     for mode in ("dense", "sparse"):
         if mode == "dense":  # as a program, as a user runs it
-            proc = run_script("--out", str(tmp_path / mode))
+            proc = runs.script("gcn.py", "--out", str(tmp_path / mode))
         else:
-            proc = run_main(gcn, capsys, "--out", str(tmp_path / mode), "--sparse")
+            proc = runs.main(gcn, "--out", str(tmp_path / mode), "--sparse")
         assert proc.returncode == 0, f"rc={proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
-        runs[mode] = summary_fields(proc)
-        assert runs[mode]["sparse"] == str(mode == "sparse") and runs[mode]["epochs"] == "200"
-        assert float(runs[mode]["test_accuracy"]) >= 0.9
+        results[mode] = runs.summary(proc, "gcn")
+        assert results[mode]["sparse"] == str(mode == "sparse") and results[mode]["epochs"] == "200"
+        assert float(results[mode]["test_accuracy"]) >= 0.9
         assert (tmp_path / mode / "gcn.png").stat().st_size > 0
         assert "val_acc" in proc.stdout and "epochs 200/200" in proc.stdout
-    assert runs["dense"]["test_accuracy"] == runs["sparse"]["test_accuracy"]
-    assert abs(float(runs["dense"]["test_loss"]) - float(runs["sparse"]["test_loss"])) < 1e-3
+    assert results["dense"]["test_accuracy"] == results["sparse"]["test_accuracy"]
+    assert abs(float(results["dense"]["test_loss"]) - float(results["sparse"]["test_loss"])) < 1e-3
     dense, bcoo = leaves(tmp_path / "dense" / "checkpoint.npz"), leaves(tmp_path / "sparse" / "checkpoint.npz")
     for name in dense:
         np.testing.assert_allclose(bcoo[name], dense[name], rtol=1e-3, atol=1e-4, err_msg=name)
 
 
-def test_gcn_resume_continues_the_run(gcn, capsys, tmp_path):
+def test_gcn_resume_continues_the_run(gcn, runs, tmp_path):
     """2 epochs + resume to 4 ≡ 4 epochs straight (dropout keys come from the epoch number)."""
-    straight = run_main(gcn, capsys, "--epochs", "4", "--sparse", "--no-plot", "--out", str(tmp_path / "straight"))
-    first = run_main(gcn, capsys, "--epochs", "2", "--sparse", "--no-plot", "--out", str(tmp_path / "split"))
-    resumed = run_main(gcn, capsys, "--epochs", "4", "--sparse", "--no-plot", "--out", str(tmp_path / "split"),
+    straight = runs.main(gcn, "--epochs", "4", "--sparse", "--no-plot", "--out", str(tmp_path / "straight"))
+    first = runs.main(gcn, "--epochs", "2", "--sparse", "--no-plot", "--out", str(tmp_path / "split"))
+    resumed = runs.main(gcn, "--epochs", "4", "--sparse", "--no-plot", "--out", str(tmp_path / "split"),
                        "--resume")
     for proc in (straight, first, resumed):  # 4 epochs are below the floor: exit 1, checkpoint written
         assert proc.returncode in (0, 1) and "summary: gcn" in proc.stdout, proc.stderr
@@ -186,27 +162,27 @@ def test_gcn_resume_continues_the_run(gcn, capsys, tmp_path):
     assert sorted(a) == sorted(b)
     for name in a:
         np.testing.assert_allclose(b[name], a[name], rtol=1e-6, atol=1e-7, err_msg=name)
-    assert summary_fields(straight)["test_accuracy"] == summary_fields(resumed)["test_accuracy"]
-    other = run_main(gcn, capsys, "--epochs", "6", "--hidden", "8", "--out", str(tmp_path / "split"), "--resume")
+    assert runs.summary(straight, "gcn")["test_accuracy"] == runs.summary(resumed, "gcn")["test_accuracy"]
+    other = runs.main(gcn, "--epochs", "6", "--hidden", "8", "--out", str(tmp_path / "split"), "--resume")
     assert other.returncode == 2 and "--resume: " in other.stderr and "does not match the model's" in other.stderr, \
         other.stderr
 
 
-def test_gcn_synthetic_citation_graph(gcn, capsys, tmp_path):
-    proc = run_main(gcn, capsys, "--dataset", "synthetic", "--sparse", "--epochs", "30", "--lr", "0.05",
+def test_gcn_synthetic_citation_graph(gcn, runs, tmp_path):
+    proc = runs.main(gcn, "--dataset", "synthetic", "--sparse", "--epochs", "30", "--lr", "0.05",
                     "--out", str(tmp_path))
     assert proc.returncode == 0, f"rc={proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert "synthetic: 2708 nodes" in proc.stdout and "7 classes; 140 train / 500 val / 1000 test" in proc.stdout
-    fields = summary_fields(proc)
+    fields = runs.summary(proc, "gcn")
     assert fields["dataset"] == "synthetic" and float(fields["test_accuracy"]) >= 0.85
 
 
-def test_gcn_script_bad_flags(gcn, capsys, tmp_path):
+def test_gcn_script_bad_flags(gcn, runs, tmp_path):
     for args, message in [(("--epochs", "0"), "--epochs must be positive, got 0"),
                           (("--device", "99"), "--device 99 is out of range"),
                           (("--dropout", "1"), "--dropout must be in [0, 1), got 1.0"),
                           (("--hidden", "0"), "--hidden must be positive, got 0"),
                           (("--dataset", "cora"), "invalid choice: 'cora'"),
                           (("--resume",), "--resume: no checkpoint at")]:
-        proc = run_main(gcn, capsys, *args, "--out", str(tmp_path))
+        proc = runs.main(gcn, *args, "--out", str(tmp_path))
         assert proc.returncode == 2 and message in proc.stderr, (args, proc.stderr)
