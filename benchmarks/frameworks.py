@@ -38,6 +38,8 @@ def load_kiln(backend: str | None = None) -> Framework:
 
     if backend is not None:
         kiln.config.update("default_backend", backend)
+    # The compile and trace+lower rows jit a fresh function on purpose, once per repeat: no retrace warnings.
+    kiln.config.update("retrace_warning_limit", 0)
     device = kiln.devices(backend)[0]
     return Framework(
         name="kiln", version=kiln.__version__, device=f"{device} ({device.device_kind})", np=knp, jit=kiln.jit,
