@@ -114,3 +114,35 @@ def test_pmap_built_inline_in_a_loop_traces_once():
         np.testing.assert_array_equal(np.asarray(out), np.full(8, 2.0 * step))
     assert len(traced) == 1
     kiln.pmap(f, in_axes={"a": 0})  # unhashable options: built, not cached
+
+
+def test_optimizer_state_through_pmap_with_donation():
+    """A data-parallel training step as optax users write it: params and kiln.optim state replicated over 8
+    devices, gradients averaged with pmean, state donated; every replica equals one run on the summed batch."""
+    from kiln import optim
+    rng = np.random.default_rng(0)
+    w0 = rng.standard_normal((3, 2)).astype(np.float32)
+    xs = rng.standard_normal((8, 4, 3)).astype(np.float32)  # 8 devices x 4 examples
+    opt = optim.chain(optim.clip_by_global_norm(10.0), optim.adam(0.05))
+
+    def loss(w, x):
+        return knp.mean((x @ w) ** 2)
+
+    def step(w, state, x):
+        g = lax.pmean(kiln.grad(loss)(w, x), "d")
+        updates, state = opt.update(g, state, w)
+        return optim.apply_updates(w, updates), state
+
+    pstep = kiln.pmap(step, axis_name="d", donate_argnums=(0, 1))
+    w = knp.asarray(np.broadcast_to(w0, (8, 3, 2)))
+    state = kiln.tree_util.tree_map(lambda a: knp.asarray(np.broadcast_to(np.asarray(a), (8, *np.shape(a)))),
+                                    opt.init(knp.asarray(w0)))
+    for _ in range(3):
+        w, state = pstep(w, state, xs)
+    w1, s1 = knp.asarray(w0), opt.init(knp.asarray(w0))
+    for _ in range(3):
+        u, s1 = opt.update(kiln.grad(loss)(w1, knp.asarray(xs.reshape(32, 3))), s1, w1)
+        w1 = optim.apply_updates(w1, u)
+    for replica in np.asarray(w):
+        np.testing.assert_allclose(replica, np.asarray(w1), rtol=2e-5, atol=1e-6)
+    assert int(np.asarray(state[1][0].count)[5]) == 3  # each replica's adam step count
