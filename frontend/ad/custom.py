@@ -86,13 +86,29 @@ def _trace_body(owner, args: tuple, nondiff_argnums: tuple[int, ...]):
     return call_body(closed), closed.consts, flat, _Call(owner, nondiff, in_tree, out_tree_box[0])
 
 
-def _positional(fun: Callable, name: str, kind: str, args: tuple, kwargs: dict) -> tuple:
+def _signature(owner) -> tuple[inspect.Signature | None, int | None]:
+    """``owner.fun``'s signature and, when it has only plain positional parameters without defaults, their
+    count (a call with exactly that many positional arguments needs no binding). Computed once per owner:
+    inspect.signature costs microseconds, and custom functions (relu) are called on hot paths."""
+    cached = owner.__dict__.get("_signature_cache")
+    if cached is None:
+        try:
+            signature = inspect.signature(owner.fun)
+        except (TypeError, ValueError):  # a builtin or callable without a signature: take the call as it is
+            signature = None
+        params = () if signature is None else signature.parameters.values()
+        plain = signature is not None and all(
+            p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty for p in params)
+        cached = owner.__dict__["_signature_cache"] = (signature, len(signature.parameters) if plain else None)
+    return cached
+
+
+def _positional(owner, name: str, kind: str, args: tuple, kwargs: dict) -> tuple:
     """The call's arguments as one positional tuple, defaults filled in (as JAX does), so that keyword
     arguments and defaulted parameters (``nondiff_argnums`` among them) reach the rules by position."""
-    try:
-        signature = inspect.signature(fun)
-    except (TypeError, ValueError):  # a builtin or callable without a signature: take the call as it is
-        signature = None
+    signature, plain_arity = _signature(owner)
+    if not kwargs and len(args) == plain_arity:
+        return tuple(args)
     if signature is None:
         if kwargs:
             raise TypeError(f"kiln.{kind} function {name} has no inspectable signature, so it takes positional "
@@ -113,7 +129,7 @@ def _positional(fun: Callable, name: str, kind: str, args: tuple, kwargs: dict) 
 def _call_custom(owner, prim: Primitive, kind: str, missing: str | None, args: tuple, kwargs: dict):
     """Call a custom-derivative function: run it plainly outside any trace, else record one equation."""
     name = owner.__name__
-    args = _positional(owner.fun, name, kind, args, kwargs)
+    args = _positional(owner, name, kind, args, kwargs)
     if missing is not None:
         raise TypeError(f"kiln.{kind} function {name} " + missing.format(name=name))
     if current_builder() is None:
