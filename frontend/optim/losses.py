@@ -20,12 +20,12 @@ def _floating(x, name: str, fn: str):
     return x
 
 
-def _errors(predictions, targets, fn: str):
+def _errors(predictions, targets, fn: str, same_shape: bool = False):
     predictions = _floating(predictions, "predictions", fn)
     if targets is None:
         return predictions
     targets = jnp.asarray(targets)
-    if fn in ("squared_error", "l2_loss") and targets.shape != predictions.shape:
+    if same_shape and targets.shape != predictions.shape:
         raise ValueError(f"optim.{fn}: predictions {predictions.shape} and targets {targets.shape} must have the "
                          f"same shape (as in optax); reshape one of them")
     return predictions - targets
@@ -33,12 +33,12 @@ def _errors(predictions, targets, fn: str):
 
 def squared_error(predictions, targets=None):
     """``(predictions - targets) ** 2`` elementwise (targets default to zeros)."""
-    return _errors(predictions, targets, "squared_error") ** 2
+    return _errors(predictions, targets, "squared_error", same_shape=True) ** 2
 
 
 def l2_loss(predictions, targets=None):
     """Half the squared error, elementwise."""
-    return 0.5 * _errors(predictions, targets, "l2_loss") ** 2
+    return 0.5 * _errors(predictions, targets, "l2_loss", same_shape=True) ** 2
 
 
 def huber_loss(predictions, targets=None, *, delta=1.0):
