@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import importlib
 import itertools
+import math
 from dataclasses import dataclass
 from typing import Callable
 
@@ -102,12 +103,20 @@ def bench_jit_dispatch(fw: Framework, quick: bool) -> float:
     return per_call(lambda: add(a, b), fw.block, number=50 if quick else 500, repeat=5 if quick else 40)
 
 
-def _eager(op: Callable[..., object], *host_args: np.ndarray):
+def _eager(op: Callable[..., object], *host_args: np.ndarray | Callable[[], np.ndarray], number: int = 200,
+           repeat: int = 25):
+    """``op(fw.np)`` called without jit on the arguments (host arrays, or functions making them) put on the
+    device."""
     def bench(fw: Framework, quick: bool) -> float:
-        args = [fw.put(x) for x in host_args]
+        args = [fw.put(x() if callable(x) else x) for x in host_args]
         fn = op(fw.np)
-        return per_call(lambda: fn(*args), fw.block, number=20 if quick else 200, repeat=5 if quick else 25)
+        return per_call(lambda: fn(*args), fw.block, number=min(number, 20) if quick else number,
+                        repeat=min(repeat, 5) if quick else repeat)
     return bench
+
+
+def _times_167(np_):
+    return lambda x: x * 1.67
 
 
 _rng = _host_rng()
@@ -676,14 +685,23 @@ SELU_STREAM = "jit SELU f32[{stream}]"
 COPY_STREAM = "jit copy f32[{stream}] (device to device)"
 MATMUL = "jit matmul bf16[{matmul},{matmul}] @ bf16[{matmul},{matmul}]"
 
+EAGER_SMALL = ("eager add f32[4]", "eager mul f32[4]", "eager tanh f32[4]", "eager sum f32[4]", "eager max f32[4]")
+EAGER_MUL, EAGER_MAX = EAGER_SMALL[1], EAGER_SMALL[4]
+
 CASES: list[Case] = [
     Case("jit dispatch: f32[4] add", "us", bench_jit_dispatch, gpu=True),
-    Case("eager add f32[4]", "us", _eager(lambda np_: np_.add, _V4, _W4)),
-    Case("eager tanh f32[4]", "us", _eager(lambda np_: np_.tanh, _V4)),
+    Case(EAGER_SMALL[0], "us", _eager(lambda np_: np_.add, _V4, _W4)),
+    Case(EAGER_SMALL[2], "us", _eager(lambda np_: np_.tanh, _V4)),
     Case("eager exp f32[4]", "us", _eager(lambda np_: np_.exp, _V4)),
-    Case("eager sum f32[4]", "us", _eager(lambda np_: np_.sum, _V4)),
+    Case(EAGER_SMALL[3], "us", _eager(lambda np_: np_.sum, _V4)),
     Case("eager where f32[4]", "us", _eager(lambda np_: np_.where, _MASK4, _V4, _W4)),
+    Case(EAGER_MUL, "us", _eager(lambda np_: np_.multiply, _V4, _W4)),
+    Case(EAGER_MAX, "us", _eager(lambda np_: np_.max, _V4)),
     Case("eager matmul f32[64,64]", "us", _eager(lambda np_: np_.matmul, _M64, _M64)),
+    Case(f"eager x * 1.67, f32[{SELU_SIZE:,}]", "us",
+         _eager(_times_167, lambda: _host_normal(SELU_SIZE), number=20, repeat=15)),
+    Case(f"eager SELU f32[{SELU_SIZE:,}] (seed 004, without jit)", "ms",
+         _eager(_selu, lambda: _host_normal(SELU_SIZE), number=3, repeat=7)),
     Case(f"trace+lower: {CHAIN_OPS:,}-op chain", "ms", bench_trace_lower),
     Case(f"compile: {CHAIN_OPS:,}-op chain", "ms", bench_compile),
     Case("MLP forward+loss 784-512-512-10, batch 128", "ms", bench_mlp_forward),
@@ -718,7 +736,13 @@ def _stream_bytes(sizes: dict[str, int]) -> int:
     return 2 * 4 * sizes["stream"]  # f32[n] read once and written once
 
 
+def _geomean(sizes: dict[str, int], *seconds: float) -> float:
+    return math.exp(sum(math.log(s) for s in seconds) / len(seconds))
+
+
 DERIVED: list[Derived] = [
+    Derived("eager op latency, small arrays: geometric mean of the add, mul, tanh, sum and max rows (issue 18's "
+            "target: kiln/jax ≤ 0.8)", EAGER_SMALL, lambda sizes, *s: _geomean(sizes, *s) * 1e6, "{:.2f} us"),
     Derived("↳ first-call speed-up of a warm cache (cold / warm; issue 16's target: ≥ 3.3, warm ≤ 0.3× cold)",
             (FIRST_COLD, FIRST_WARM), lambda sizes, cold, warm: cold / warm, "{:.1f}×"),
     Derived("↳ copy bandwidth (read + write)", (COPY_STREAM,),

@@ -141,6 +141,7 @@ class Config:
         object.__setattr__(self, "_values", {})
         object.__setattr__(self, "_jax_only", {})  # JAX flags kiln does not implement: the values set
         object.__setattr__(self, "_warned", set())
+        object.__setattr__(self, "_epochs", {})
         for name, (default, _, _) in self._FLAGS.items():
             self._set(name, default)
 
@@ -152,7 +153,13 @@ class Config:
         # Read on every dispatch (one attribute each): checks on results, and whether jit must leave C++.
         special = bool(self._values.get("debug_nans") or self._values.get("debug_infs"))
         object.__setattr__(self, "_debug_special", special)
-        object.__setattr__(self, "_python_dispatch", special or bool(self._values.get("disable_jit")))
+        python_dispatch = special or bool(self._values.get("disable_jit"))
+        object.__setattr__(self, "_python_dispatch", python_dispatch)
+        # One object per combination of the flags that decide which program a call runs and how: a launch
+        # recorded under it stays valid while this is the same object (checked by identity on every call), and
+        # is valid again when the flags come back to those values.
+        epoch = (self._trace_key, python_dispatch)
+        object.__setattr__(self, "_dispatch_epoch", self._epochs.setdefault(epoch, epoch))
 
     def __getattr__(self, name: str) -> Any:  # only called for names that are not flags
         kiln_name = self._kiln_name(name)

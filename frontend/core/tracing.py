@@ -38,6 +38,9 @@ from .source_info import current as _current_source
 # a KeyboardInterrupt between two Python lines, can leave a builder pushed. Each thread has its own.
 _stack: contextvars.ContextVar[tuple] = contextvars.ContextVar("kiln_trace_stack", default=())
 # Inside kiln.ensure_compile_time_eval(): operations on concrete values run eagerly even under a trace.
+# The active builders (a tuple, empty outside any trace): a bound C method, for hot paths that only ask
+# whether anything is being traced.
+active_traces = _stack.get
 _compile_time_eval: contextvars.ContextVar[bool] = contextvars.ContextVar("kiln_compile_time_eval", default=False)
 
 

@@ -13,6 +13,8 @@ from kiln import runtime
 from ..core.array_methods import ArrayMethods, check_to_device_stream
 from ..core.avals import ShapedArray
 
+_new_object = object.__new__
+
 
 class Array(ArrayMethods):
     """An immutable n-dimensional array on a device (the result of every kiln computation).
@@ -38,7 +40,14 @@ class Array(ArrayMethods):
 
     @staticmethod
     def _from_flat(aux: tuple, children: tuple) -> Array:
-        return Array(children[0], *aux)
+        # The C++ dispatch path builds every output through this: set the slots directly (no __init__ call,
+        # and the children and aux tuples are reused as they are).
+        a = _new_object(Array)
+        a._buf = children[0]
+        a.aval, a._device, a._committed, a._sharding = aux
+        a._npy = None
+        a._flat = (children, aux)
+        return a
 
     # -- device -------------------------------------------------------------------------------
     @property

@@ -16,6 +16,7 @@ from ..core.ir import IR, Eqn, Var
 from ..core.tracing import abstractify
 from . import dispatch, nan_check, spmd
 from .array import Array
+from .direct_call import DirectCall, direct_call
 
 # Bytes of executables the eager caches may keep (least recently used go first).
 EAGER_CACHE_BYTES = 128 << 20
@@ -26,6 +27,7 @@ def _evicted(key: Any, compiled: dispatch.CompiledIR) -> None:
     fn = _cpp.get(key[:2])
     if fn is not None:
         fn._clear_cache()
+    _direct.pop(key[:2], None)
 
 
 # (primitive, parameters, argument avals, device, flags) -> CompiledIR, bounded in bytes: parameters that hold
@@ -53,6 +55,9 @@ def one_equation_ir(prim, in_avals, params) -> IR:
 # (each one's fast paths keep executables that _cache also holds).
 _cpp: dict[Any, Any] = {}
 _CPP_FUNCTIONS = 4096
+# (primitive, parameters) -> the last all-arrays signature, launched directly (see direct_call.py); an entry
+# goes with its C++ function.
+_direct: dict[Any, DirectCall] = {}
 
 
 def apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
@@ -76,13 +81,21 @@ def _apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
     if fastpath.available():
         try:
             key = (prim, _params_key(params))
+            direct = _direct.get(key)
             fn = _cpp.get(key)
         except TypeError:  # unhashable parameters: no caching at all
             return _apply(prim, args, params)[0]
+        if direct is not None:
+            out = direct.run(args)
+            if out is not None:
+                return out
         if fn is None:
             if len(_cpp) >= _CPP_FUNCTIONS:
-                del _cpp[next(iter(_cpp))]
-            fn = _cpp[key] = fastpath.make_function(prim.name, functools.partial(_cpp_miss, prim, params), (), ())
+                oldest = next(iter(_cpp))
+                del _cpp[oldest]
+                _direct.pop(oldest, None)
+            fn = _cpp[key] = fastpath.make_function(prim.name, functools.partial(_cpp_miss, key, prim, params),
+                                                    (), ())
         try:
             return fn(*args)
         except BaseException as e:
@@ -95,12 +108,16 @@ def _apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
     return _apply(prim, args, params)[0]
 
 
-def _cpp_miss(prim, params: dict, *args):
+def _cpp_miss(key: Any, prim, params: dict, *args):
     out, compiled, committed = _apply(prim, args, params)
     device = None if compiled is None else compiled.device
     if device is None or compiled.executable.host_callbacks or not all(
             type(a) is Array and a._device is device for a in args):
         return out, None
+    if not prim.multiple_results:  # (a DirectCall returns a tuple for several results; a primitive a list)
+        direct = direct_call(args, [a.aval for a in args], compiled.kept, [], compiled.executable, out, device)
+        if direct is not None:
+            _direct[key] = direct
     _, out_treedef = fastpath.flatten(out)
     return out, fastpath.record(compiled.executable, out_treedef, (), [True] * len(args))
 
@@ -160,6 +177,7 @@ def _compile(prim, avals, params: dict, device) -> dispatch.CompiledIR:
 def clear_cache() -> None:
     _cache.clear()
     _cpp.clear()
+    _direct.clear()
     _over_mesh.clear()
 
 

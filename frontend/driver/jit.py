@@ -29,6 +29,7 @@ from ..core.ir import IR, ClosedIR
 from ..core.tracing import Tracer, abstractify, current_builder, trace_to_ir
 from . import dispatch, nan_check, retrace, spmd, stale
 from .array import Array
+from .direct_call import DirectCall, direct_call
 from .sharding import flatten_shardings, resolve_spec, shardings_per_leaf
 
 
@@ -110,6 +111,7 @@ class _Signatures:
         self.history = retrace.TraceHistory()  # for the warning when the function keeps retracing
         self.baked: tuple[stale.Baked, ...] = ()  # globals/closure values the last trace read
         self.stale_warned: set[str] = set()
+        self.direct: DirectCall | None = None  # the last all-arrays signature, launched without the C++ path
 
     def get(self, key: Any) -> _Entry | None:
         entry = self.entries.get(key)
@@ -132,6 +134,7 @@ class _Signatures:
         self.entries.clear()
         self.baked, self.history = (), retrace.TraceHistory()
         self.stale_warned.clear()
+        self.direct = None
 
 
 # fun -> {jit options -> _Signatures}: the trace cache belongs to the function, held weakly.
@@ -169,6 +172,7 @@ class JittedFunction:
         self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun
+        self._where = f"kiln.jit({self.__name__})"  # how error messages name the function
         self._params = _signature_params(fun)
         static_argnums = _as_tuple(static_argnums, int)
         static_argnames = _as_tuple(static_argnames, str)
@@ -178,7 +182,7 @@ class JittedFunction:
         self.donate_argnums, self.donate_argnames = self._resolve(donate_argnums, donate_argnames, "donate")
         both = set(self.static_argnums) & set(self.donate_argnums)
         if both:
-            raise JitError(f"kiln.jit({self.__name__}): argument {sorted(both)} cannot be both static and donated")
+            raise JitError(f"{self._where}: argument {sorted(both)} cannot be both static and donated")
         self.keep_unused = keep_unused
         self.in_shardings, self.out_shardings = _check_shardings(self.__name__, in_shardings, out_shardings)
         self._in_prefix = _ShardingPrefix.of(self.in_shardings)
@@ -209,9 +213,9 @@ class JittedFunction:
         nums_out = set()
         for n in nums:
             if not isinstance(n, int):
-                raise JitError(f"kiln.jit({self.__name__}): {what}_argnums must be ints, got {n!r}")
+                raise JitError(f"{self._where}: {what}_argnums must be ints, got {n!r}")
             if n >= len(positional) and not has_varargs or n < -len(positional):
-                raise JitArgumentError(f"kiln.jit({self.__name__}): {what}_argnums={n} is out of range: the function "
+                raise JitArgumentError(f"{self._where}: {what}_argnums={n} is out of range: the function "
                                f"takes {len(positional)} positional argument(s) ({', '.join(positional)})")
             nums_out.add(n % len(positional) if n < 0 else n)
         names_out = set(names)
@@ -219,7 +223,7 @@ class JittedFunction:
         has_varkw = any(p.kind == p.VAR_KEYWORD for p in params)
         for name in names:
             if name not in all_names and not has_varkw:
-                raise JitError(f"kiln.jit({self.__name__}): {what}_argnames={name!r} is not a parameter of the "
+                raise JitError(f"{self._where}: {what}_argnames={name!r} is not a parameter of the "
                                f"function (its parameters: {', '.join(p.name for p in params)})")
             if name in positional:
                 nums_out.add(positional.index(name))
@@ -287,23 +291,17 @@ class JittedFunction:
 
     # -- calling -------------------------------------------------------------------------------
     def __call__(self, *args, **kwargs):
-        baked = self._signatures.baked
-        if baked:
-            stale.check(self.__name__, baked, self._signatures.stale_warned)
-        if self._cpp is not None and not config._python_dispatch:  # disable_jit, debug_nans, debug_infs
-            try:
-                return self._cpp(*args, **kwargs)
-            except BaseException as e:
-                if runtime.fastpath.raised_in_miss(e):
-                    # Tracing or compiling failed (or was interrupted) inside the C++ path's miss: the
-                    # error propagates once, and the C++ stops treating that signature as Python-only.
-                    self._cpp._clear_cache()
-                    raise
-                if not isinstance(e, Exception) or isinstance(e, runtime.KilnRuntimeError):
-                    raise
-                # A jaxlib error from the C++ path itself (e.g. a deleted argument): the Python path
-                # explains it.
-        return self._call(*args, **kwargs)
+        sigs = self._signatures
+        if sigs.baked:
+            stale.check(self.__name__, sigs.baked, sigs.stale_warned)
+        direct = sigs.direct
+        if direct is not None and not kwargs:
+            out = direct.run(args)
+            if out is not None:
+                return out
+        if config._python_dispatch:  # disable_jit, debug_nans, debug_infs
+            return self._call(*args, **kwargs)
+        return call_cpp(self, args, kwargs)
 
     def _cpp_miss(self, *args, **kwargs):
         """The C++ path's miss: run in Python, and describe the signature for C++ when it can take it."""
@@ -315,7 +313,14 @@ class JittedFunction:
         if current_builder() is not None:
             return self._call_traced(entry, leaves), None
         out = self._execute(entry, leaves)
-        return out, self._fast_path(entry, leaves, out)
+        record = self._fast_path(entry, leaves, out)
+        if record is not None and not kwargs and not static and not any(entry.donated) and len(leaves) == len(args):
+            compiled = entry.compiled
+            kept = compiled.kept[len(entry.closed.ir.constvars):]
+            in_avals = [v.aval for v in entry.closed.ir.invars]
+            self._signatures.direct = direct_call(args, in_avals, kept, entry.const_buffers, compiled.executable,
+                                                  out, entry.device)
+        return out, record
 
     def _fast_path(self, entry: _Entry, leaves: list, out: Any):
         """The C++ record for this signature, or None when an argument is one the C++ cannot take as it is
@@ -359,13 +364,13 @@ class JittedFunction:
         if explicit is None:
             placement = spmd.placement_for(leaves, lambda: self._leaf_names(dyn_args, dyn_kwargs, static),
                                            self._leaf_in_shardings(dyn_args, static, len(leaves)),
-                                           self._out_leaves(), f"kiln.jit({self.__name__})")
+                                           self._out_leaves(), f"{self._where}")
         try:
             device, committed = (placement, True) if placement is not None else dispatch.pick_device(
                 leaves, None, explicit)
         except dispatch.DeviceMismatchError:
             names = self._leaf_names(dyn_args, dyn_kwargs, static)
-            raise dispatch.device_mismatch(leaves, names, f"kiln.jit({self.__name__})") from None
+            raise dispatch.device_mismatch(leaves, names, f"{self._where}") from None
         key = (treedef, avals, static, config.trace_key(), device)
         entry = self._signatures.get(key)
         if entry is None:
@@ -399,7 +404,7 @@ class JittedFunction:
         prefix = self._in_prefix
         if prefix is None:
             return None
-        where = f"kiln.jit({self.__name__})"
+        where = f"{self._where}"
         leaves = [resolve_spec(s, f"{where}: in_shardings") for s in prefix.leaves]
         if prefix.is_leaf:
             return leaves * n_leaves
@@ -424,7 +429,7 @@ class JittedFunction:
         prefix = self._out_prefix
         if prefix is None:
             return None
-        return tuple(resolve_spec(s, f"kiln.jit({self.__name__}): out_shardings") for s in prefix.leaves)
+        return tuple(resolve_spec(s, f"{self._where}: out_shardings") for s in prefix.leaves)
 
     def _out_shardings_per_leaf(self, out_leaves: tuple, out_tree: Any) -> tuple:
         """One sharding (or None) per output leaf: ``out_shardings`` is a pytree prefix of the output."""
@@ -434,7 +439,7 @@ class JittedFunction:
             return out_leaves * n
         dummy = tree_util.tree_unflatten(out_tree, [0] * n)
         return tuple(shardings_per_leaf(out_leaves, prefix.treedef, dummy,
-                                             f"kiln.jit({self.__name__}): out_shardings",
+                                             f"{self._where}: out_shardings",
                                              lambda path: "output" + tree_util.keystr(path)))
 
     def _explicit_device(self) -> runtime.Device | None:
@@ -451,10 +456,10 @@ class JittedFunction:
             except TypeError:
                 head = name.split("[")[0].split(".")[0]
                 return JitError(
-                    f"kiln.jit({self.__name__}): argument {name} is a {type(leaf).__name__} ({leaf!r:.60}), "
+                    f"{self._where}: argument {name} is a {type(leaf).__name__} ({leaf!r:.60}), "
                     "which is not a valid array type. Pass an array, a scalar or a pytree of them, or mark "
                     f"the argument static with static_argnames='{head}' (static values must be hashable).")
-        return JitError(f"kiln.jit({self.__name__}): invalid argument")
+        return JitError(f"{self._where}: invalid argument")
 
     def _trace(self, avals, treedef, dyn_args, dyn_kwargs, static, device, committed) -> _Entry:
         out_tree_box = []
@@ -573,17 +578,17 @@ class JittedFunction:
         for name, leaf in zip(entry.arg_names, leaves):
             if type(leaf) is Array and leaf.is_deleted():
                 return runtime.DeletedBufferError(
-                    f"kiln.jit({self.__name__}): argument {name} refers to a deleted array: it was donated to an "
+                    f"{self._where}: argument {name} refers to a deleted array: it was donated to an "
                     "earlier call (donate_argnums/donate_argnames) or deleted with .delete(). A donated array "
                     "cannot be used again; use the function's output instead.")
         for i, (name, leaf, donated) in enumerate(zip(entry.arg_names, leaves, entry.donated)):
             other = next((n for j, (n, x) in enumerate(zip(entry.arg_names, leaves)) if j != i and x is leaf), None)
             if donated and type(leaf) is Array and other is not None:
                 return runtime.DeletedBufferError(
-                    f"kiln.jit({self.__name__}): argument {name} is donated, but the same array is also passed as "
+                    f"{self._where}: argument {name} is donated, but the same array is also passed as "
                     f"argument {other}; a donated buffer cannot be read by the same call. Pass a copy, or do not "
                     "donate it.")
-        return runtime.DeletedBufferError(f"kiln.jit({self.__name__}): an argument was deleted or donated")
+        return runtime.DeletedBufferError(f"{self._where}: an argument was deleted or donated")
 
     def _call_traced(self, entry: _Entry, leaves: list) -> Any:
         """Inside another trace: record one ``jit_call`` equation instead of running."""
@@ -867,23 +872,24 @@ def make_ir(fun: Callable, *, static_argnums=None, static_argnames=None) -> Call
     return traced
 
 
-def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
-    """Decorator for long library compositions (``unique``, quantiles, scans): called outside any
-    trace they run as one compiled program (one compile per signature and one dispatch, instead of
-    one per primitive); inside a trace they are simply inlined."""
-    def wrap(fun: Callable) -> Callable:
-        jitted: JittedFunction | None = None
-
-        @functools.wraps(fun)
-        def call(*args, **kwargs):
-            nonlocal jitted
-            if current_builder() is not None:
-                return fun(*args, **kwargs)
-            if jitted is None:
-                jitted = JittedFunction(fun, static_argnames=static_argnames)
-            return jitted(*args, **kwargs)
-        return call
-    return wrap
+def call_cpp(jitted: JittedFunction, args: tuple, kwargs: dict) -> Any:
+    """Call ``jitted`` through its C++ dispatch function, or its Python path where the C++ cannot take the
+    call."""
+    cpp = jitted._cpp
+    if cpp is None:  # no C++ dispatch in this process (see kiln.runtime.fastpath)
+        return jitted._call(*args, **kwargs)
+    try:
+        return cpp(*args, **kwargs)
+    except BaseException as e:
+        if runtime.fastpath.raised_in_miss(e):
+            # Tracing or compiling failed (or was interrupted) inside the C++ path's miss: the error
+            # propagates once, and the C++ stops treating that signature as Python-only.
+            cpp._clear_cache()
+            raise
+        if not isinstance(e, Exception) or isinstance(e, runtime.KilnRuntimeError):
+            raise
+        # A jaxlib error from the C++ path itself (e.g. a deleted argument): the Python path explains it.
+    return jitted._call(*args, **kwargs)
 
 
 def explain_cache_misses(enabled: bool = True):

@@ -21,7 +21,7 @@ from ..core.axes import canonical_axis
 from ..core.errors import ShapeError
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify
-from ..driver.jit import eager_jit
+from ..driver.eager_jit import eager_jit
 from . import api
 
 __all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",

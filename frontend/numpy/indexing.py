@@ -39,8 +39,9 @@ from .. import lax
 from ..core import dtypes
 from ..core.config import config
 from ..core.errors import ConcretizationTypeError, IndexTypeError
-from ..core.tracing import Tracer, abstractify, concrete, current_builder
+from ..core.tracing import Tracer, abstractify, active_traces, concrete, current_builder
 from ..driver.array import Array
+from ..driver.eager_jit import eager_jit
 
 __all__: list[str] = []
 
@@ -561,7 +562,36 @@ def _gather(fname: str, x: Any, index: Any, *, mode: Any = None, fill_value: Any
 
 def getitem(x: Any, index: Any) -> Any:
     """``x[index]``: NumPy indexing with JAX's out-of-bounds rules (see the module docstring)."""
+    key = _static_index_key(index) if type(x) is Array and not active_traces() else None
+    if key is not None:  # eagerly, a static index is one compiled program per (shape, index), as in JAX
+        return _getitem_static(x, key)
     return _gather("__getitem__", x, index)
+
+
+_SLICE = object()  # marks a slice in a static index key
+
+
+def _static_index_key(index: Any) -> Any:
+    """A hashable stand-in for an index made only of Python ints, slices of ints, None and Ellipsis (tuples
+    of them too), or None for any other index (arrays, lists, booleans: they take the general path)."""
+    parts = index if type(index) is tuple else (index,)
+    key = []
+    for p in parts:
+        t = type(p)
+        if t is int or p is None or p is Ellipsis:
+            key.append(p)
+        elif t is slice and all(type(v) is int or v is None for v in (p.start, p.stop, p.step)):
+            key.append((_SLICE, p.start, p.stop, p.step))
+        else:
+            return None
+    return (type(index) is tuple, tuple(key))
+
+
+@eager_jit("key")
+def _getitem_static(x: Any, key: Any) -> Any:
+    is_tuple, parts = key
+    index = tuple(slice(*p[1:]) if type(p) is tuple else p for p in parts)
+    return _gather("__getitem__", x, index if is_tuple else index[0])
 
 
 # ---------------------------------------------------------------------------------------------

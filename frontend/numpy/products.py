@@ -12,6 +12,7 @@ from .. import lax
 from ..core import dtypes
 from ..core.errors import ShapeError
 from ..core.tracing import abstractify, materialize
+from ..driver.eager_jit import eager_jit
 from ..lax.precision import canonicalize_precision
 from ..lax.sharding import takes_out_sharding
 from ._util import (
@@ -57,6 +58,7 @@ def _conj_if_complex(x):
 
 
 @takes_out_sharding
+@eager_jit("precision", "preferred_element_type")
 def matmul(a, b, /, *, precision=None, preferred_element_type=None):
     """Matrix product with NumPy's rules: 1-D operands are promoted to matrices (and the added axis
     removed afterwards), leading (batch) dimensions broadcast."""
@@ -89,6 +91,7 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
 
 
 @takes_out_sharding
+@eager_jit("precision", "preferred_element_type")
 def dot(a, b, /, *, precision=None, preferred_element_type=None):
     """NumPy's dot: scalars multiply; otherwise contract a's last axis with b's second-to-last
     (its only axis when 1-D)."""

@@ -16,6 +16,7 @@ import numpy as np
 from .. import lax
 from ..core import dtypes
 from ..core.tracing import abstractify, materialize
+from ..driver.eager_jit import eager_jit
 from ._util import broadcast_shapes, broadcast_to_shape, canonical_axis, convert, promote_dtypes, sorted_axes
 
 __all__ = [
@@ -139,24 +140,28 @@ def _sum_like(fname: str, kind: str, a, axis, dtype, out, keepdims, initial, whe
     return _reduce(fname, kind, a, axis, dtype, keepdims, where, initial, identity)
 
 
+@eager_jit("axis", "dtype", "out", "keepdims", "promote_integers")
 def sum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,  # noqa: A001
         promote_integers: bool = True):
     """Sum of elements over ``axis`` (an int, a tuple or None for all)."""
     return _sum_like("sum", "sum", a, axis, dtype, out, keepdims, initial, where, promote_integers, 0)
 
 
+@eager_jit("axis", "dtype", "out", "keepdims", "promote_integers")
 def prod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None,
          promote_integers: bool = True):
     """Product of elements over ``axis``."""
     return _sum_like("prod", "prod", a, axis, dtype, out, keepdims, initial, where, promote_integers, 1)
 
 
+@eager_jit("axis", "out", "keepdims")
 def max(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     """Maximum over ``axis`` (NaN propagates). ``where=`` needs ``initial=``."""
     _no_out("max", out)
     return _reduce("max", "max", a, axis, None, keepdims, where, initial, None)
 
 
+@eager_jit("axis", "out", "keepdims")
 def min(a, axis=None, out=None, keepdims=False, initial=None, where=None):  # noqa: A001
     """Minimum over ``axis`` (NaN propagates). ``where=`` needs ``initial=``."""
     _no_out("min", out)
@@ -182,12 +187,14 @@ def _logical(fname: str, a, axis, keepdims, where, identity: bool):
     return _keepdims(out, axes, aval.shape) if keepdims else out
 
 
+@eager_jit("axis", "out", "keepdims")
 def any(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
     """Whether any element over ``axis`` is true."""
     _no_out("any", out)
     return _logical("any", a, axis, keepdims, where, False)
 
 
+@eager_jit("axis", "out", "keepdims")
 def all(a, axis=None, out=None, keepdims=False, *, where=None):  # noqa: A001
     """Whether all elements over ``axis`` are true."""
     _no_out("all", out)
@@ -228,6 +235,7 @@ def _mean_parts(fname: str, a, axes, where, compute: np.dtype, keepdims: bool, m
     return total, count
 
 
+@eager_jit("axis", "dtype", "out", "keepdims")
 def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Arithmetic mean over ``axis``; bool and integers average as floats."""
     _no_out("mean", out)
@@ -289,12 +297,14 @@ def _complex_var(fname: str, a, axis, dtype, ddof, keepdims, where, nan: bool):
     return lax.add(*parts)
 
 
+@eager_jit("axis", "dtype", "out", "ddof", "keepdims", "correction")
 def var(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     """Variance over ``axis`` (two-pass: mean first, then the mean squared deviation, divided by N - ddof)."""
     _no_out("var", out)
     return _var("var", a, axis, dtype, ddof, keepdims, where, correction, False)
 
 
+@eager_jit("axis", "dtype", "out", "ddof", "keepdims", "correction")
 def std(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     """Standard deviation over ``axis``."""
     _no_out("std", out)
@@ -328,12 +338,14 @@ def _arg(fname: str, lax_fn, a, axis, keepdims: bool):
     return _keepdims(out, (ax,), aval.shape) if keepdims else out
 
 
+@eager_jit("axis", "out", "keepdims")
 def argmax(a, axis=None, out=None, keepdims=False):
     """Index of the first maximum (over the flattened array when ``axis`` is None); NaN counts as maximal."""
     _no_out("argmax", out)
     return _arg("argmax", lax.argmax, a, axis, keepdims)
 
 
+@eager_jit("axis", "out", "keepdims")
 def argmin(a, axis=None, out=None, keepdims=False):
     """Index of the first minimum (over the flattened array when ``axis`` is None); NaN counts as minimal."""
     _no_out("argmin", out)

@@ -14,7 +14,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.errors import ConcretizationTypeError
 from ..core.tracing import abstractify, materialize
-from ..driver.jit import eager_jit
+from ..driver.eager_jit import eager_jit
 from ._util import check_arraylike, promote_dtypes, static_int
 from .creation import asarray, ones, zeros
 from .index_funcs import _nonzero, take

@@ -14,6 +14,7 @@ from ..core import dtypes
 from ..core.errors import BroadcastError, ConcretizationTypeError, NegativeDimensionError, ShapeError
 from ..core.tracing import Tracer, abstractify, concrete, materialize
 from ..driver.array import Array
+from ..driver.eager_jit import eager_jit
 from ..lax.sharding import takes_out_sharding
 from ._util import broadcast_shapes as _broadcast_shapes
 from ._util import (
@@ -144,6 +145,7 @@ def size(a, axis: int | None = None) -> int:
 
 
 @takes_out_sharding
+@eager_jit("shape", "order", "newshape", "copy")
 def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
     """Reshape ``a``; one dimension may be -1 (inferred). ``order='F'`` reshapes column-major."""
     a = _array("reshape", a)
@@ -177,12 +179,14 @@ def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
 
 
 @takes_out_sharding
+@eager_jit("order")
 def ravel(a, order: str = "C"):
     """The flattened array."""
     a = _array("ravel", a)
     return reshape(a, (abstractify(a).size,), order=order)
 
 
+@eager_jit("axes")
 def transpose(a, axes: Sequence[int] | None = None):
     """Permute axes (reverse them by default)."""
     a = _array("transpose", a)
@@ -208,6 +212,7 @@ def matrix_transpose(x):
     return swapaxes(x, -1, -2)
 
 
+@eager_jit("axis1", "axis2")
 def swapaxes(a, axis1: int, axis2: int):
     """Swap two axes."""
     a = _array("swapaxes", a)
@@ -218,6 +223,7 @@ def swapaxes(a, axis1: int, axis2: int):
     return lax.transpose(a, perm)
 
 
+@eager_jit("source", "destination")
 def moveaxis(a, source, destination):
     """Move axes to new positions, keeping the order of the others."""
     a = _array("moveaxis", a)
@@ -247,6 +253,7 @@ def rollaxis(a, axis: int, start: int = 0):
     return moveaxis(a, axis, start) if nd else a
 
 
+@eager_jit("axis")
 def squeeze(a, axis: int | Sequence[int] | None = None):
     """Remove axes of length one."""
     a = _array("squeeze", a)
@@ -262,6 +269,7 @@ def squeeze(a, axis: int | Sequence[int] | None = None):
     return lax.reshape(a, tuple(d for i, d in enumerate(shp) if i not in axes))
 
 
+@eager_jit("axis")
 def expand_dims(a, axis: int | Sequence[int]):
     """Insert axes of length one at ``axis``."""
     a = _array("expand_dims", a)

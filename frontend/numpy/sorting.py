@@ -14,7 +14,7 @@ from .. import lax
 from ..core import dtypes
 from ..core.errors import AxisError, ConcretizationTypeError
 from ..core.tracing import abstractify, materialize
-from ..driver.jit import eager_jit
+from ..driver.eager_jit import eager_jit
 from ._util import as_operand, canonical_axis, check_arraylike, promote_dtypes, static_int
 
 __all__ = [

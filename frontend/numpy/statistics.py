@@ -14,7 +14,7 @@ import numpy as np
 from .. import lax
 from ..core import dtypes
 from ..core.tracing import abstractify, materialize
-from ..driver.jit import eager_jit
+from ..driver.eager_jit import eager_jit
 from ..lax.sharding import takes_out_sharding
 from ._util import as_operand, canonical_axis, check_arraylike, convert, promote_dtypes, sorted_axes
 

@@ -9,7 +9,7 @@ from .. import lax
 from ..core import dtypes
 from ..core.ir import Literal
 from ..core.tracing import abstractify, materialize
-from ..driver.jit import eager_jit
+from ..driver.eager_jit import eager_jit
 from . import _util
 from ._util import check_arraylike, convert, is_array
 
@@ -64,7 +64,7 @@ def _unary_float(fname: str, lax_fn):
         return lax_fn(x)
     fn.__name__ = fname
     fn.__doc__ = f"Elementwise {fname} (as ``numpy.{fname}``); integers are computed as floats."
-    return fn
+    return eager_jit()(fn)
 
 
 exp = _unary_float("exp", lax.exp)
@@ -87,7 +87,7 @@ def _binary(fname: str, lax_fn, doc: str, bool_fn=None):
         return lax_fn(x, y)
     fn.__name__ = fname
     fn.__doc__ = doc
-    return fn
+    return eager_jit()(fn)
 
 
 def _bool_subtract(x, y):
@@ -135,6 +135,7 @@ def right_shift(x, y, /):
     return (lax.shift_right_logical if dtypes.kind(dtype) == "u" else lax.shift_right_arithmetic)(x, y)
 
 
+@eager_jit()
 def true_divide(x, y, /):
     """Elementwise ``x / y``; integers divide as floats."""
     x, y = promote_and_broadcast("true_divide", x, y)
@@ -148,6 +149,7 @@ def true_divide(x, y, /):
 divide = true_divide
 
 
+@eager_jit()
 def floor_divide(x, y, /):
     """Elementwise ``x // y``, rounding toward minus infinity as Python does."""
     x, y = promote_and_broadcast("floor_divide", x, y)
@@ -166,6 +168,7 @@ def _complex_unsupported(fname: str):
     raise TypeError(f"kiln.numpy.{fname}: not supported for complex inputs")
 
 
+@eager_jit()
 def remainder(x, y, /):
     """Elementwise remainder with the sign of the divisor (Python's ``%``)."""
     x, y = promote_and_broadcast("remainder", x, y)
@@ -196,18 +199,25 @@ def divmod(x, y, /):  # noqa: A001
 def power(x, y, /):
     """Elementwise ``x ** y``. A Python int exponent is exact repeated multiplication (as JAX's
     ``integer_pow``); integer arrays to traced integer powers stay integers."""
-    check_arraylike("power", x, y)
     if type(y) is int:
         return _integer_power(x, y)
+    return _power(x, y)
+
+
+@eager_jit()
+def _power(x, y):
+    check_arraylike("power", x, y)
     x, y = promote_and_broadcast("power", x, y)
     if dtypes.kind(abstractify(x).dtype) in "iub":
         return _int_pow_traced(x, y)
     return lax.pow(x, y)
 
 
+@eager_jit("n")  # eagerly, one program per exponent (it is a parameter of integer_pow)
 def _integer_power(x, n: int):
     """``x ** n`` for a static int ``n``: ``lax.integer_pow`` after kiln.numpy's promotion. The powers 0 and
     1 need no multiplication, so they take every dtype (bool too)."""
+    check_arraylike("power", x)
     (x,) = promote_dtypes("power", x)
     if n < 0 and not dtypes.is_inexact(abstractify(x).dtype):
         raise ValueError("kiln.numpy.power: integers to negative integer powers are not allowed")
@@ -232,6 +242,7 @@ def _int_pow_traced(x, y):
     return acc
 
 
+@eager_jit()
 def negative(x, /):
     """Elementwise ``-x``."""
     (x,) = promote_dtypes("negative", x)
@@ -246,6 +257,7 @@ def positive(x, /):
     return _as_array(x)
 
 
+@eager_jit()
 def abs(x, /):  # noqa: A001
     """Elementwise absolute value (complex: the modulus)."""
     (x,) = promote_dtypes("abs", x)
@@ -258,6 +270,7 @@ def abs(x, /):  # noqa: A001
 absolute = abs
 
 
+@eager_jit()
 def sign(x, /):
     """Elementwise sign: -1, 0 or 1 (NaN for NaN)."""
     (x,) = promote_dtypes("sign", x)
@@ -278,6 +291,7 @@ def invert(x, /):
 bitwise_not = invert
 
 
+@eager_jit()
 def logical_not(x, /):
     (x,) = promote_dtypes("logical_not", x)
     return lax.bitwise_not(_to_bool(x))
@@ -334,6 +348,7 @@ def rsqrt_(x):
     return lax.rsqrt(x)
 
 
+@eager_jit()
 def where(condition, x=None, y=None, /):
     """``x`` where ``condition`` else ``y``, with broadcasting and promotion of ``x`` and ``y``."""
     if x is None or y is None:
@@ -551,6 +566,7 @@ def _binary_float(fname: str, *args):
     return _real_float_args(fname, *args, promoted=True)
 
 
+@eager_jit()
 def arctan2(x1, x2, /):
     """Elementwise arc tangent of ``x1 / x2`` choosing the quadrant by the signs of both."""
     x1, x2 = _binary_float("arctan2", x1, x2)
@@ -567,6 +583,7 @@ def float_power(x, y, /):
     return lax.pow(x, y)
 
 
+@eager_jit()
 def square(x, /):
     """Elementwise ``x * x`` (booleans count as integers)."""
     (x,) = promote_dtypes("square", x)
@@ -575,12 +592,14 @@ def square(x, /):
     return lax.mul(x, x)
 
 
+@eager_jit()
 def reciprocal(x, /):
     """Elementwise ``1 / x``; integers are computed as floats (as JAX)."""
     (x,) = _float_dtype_args("reciprocal", x)
     return lax.reciprocal(x)
 
 
+@eager_jit()
 def hypot(x1, x2, /):
     """Elementwise ``sqrt(x1**2 + x2**2)``, without overflow or underflow in the squares."""
     x1, x2 = _binary_float("hypot", x1, x2)
@@ -617,6 +636,7 @@ rad2deg = _scale("rad2deg", 180 / np.pi, "Convert angles from radians to degrees
 degrees = _scale("degrees", 180 / np.pi, "Convert angles from radians to degrees.")
 
 
+@eager_jit()
 def logaddexp(x1, x2, /):
     """Elementwise ``log(exp(x1) + exp(x2))`` without overflow."""
     x1, x2 = _binary_float("logaddexp", x1, x2)

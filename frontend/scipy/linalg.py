@@ -12,7 +12,7 @@ from .. import numpy as jnp
 from ..control.loops import fori_loop
 from ..core import dtypes
 from ..core.errors import MatrixShapeError
-from ..driver.jit import eager_jit
+from ..driver.eager_jit import eager_jit
 from ..lax import linalg as lax_linalg
 from ..numpy import linalg as _nla
 from ..numpy._util import check_arraylike

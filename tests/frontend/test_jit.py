@@ -184,7 +184,7 @@ def test_donate_argnums():
     with pytest.raises(kiln.DeletedBufferError, match=r"kiln\.jit\(step\): argument params refers to a deleted "
                                                       r"array.*donate"):
         step(params, grads)
-    with pytest.raises(kiln.DeletedBufferError, match="deleted or donated"):
+    with pytest.raises(kiln.DeletedBufferError, match=r"kiln\.numpy\.add: argument x refers to a deleted array"):
         params + 1
     # the function still works with live arrays
     newer = step(new, grads)

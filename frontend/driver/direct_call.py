@@ -1,0 +1,139 @@
+"""The last signature of a jitted function whose arguments are all plain kiln arrays, launched without
+jaxlib's C++ dispatch.
+
+jaxlib's C++ ``pjit`` path checks a signature in C++, but a kiln array is a Python wrapper around a jaxlib
+array, so every argument and every result costs a Python callback there (flatten, unflatten), and the
+signature includes every jit-key config flag registered in the process (JAX's too, when JAX is loaded). For
+the calls where latency matters most (small functions of a few arrays: ``f(x, y)``, eager ``kiln.numpy``
+ops) a check of each argument's (aval, device, committed, sharding) against the last call's, by identity
+first, then one launch of the executable, is cheaper. Anything else (pytrees, scalars, keyword arguments,
+donation, host callbacks, several devices) takes the C++ path.
+"""
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+import numpy as np
+
+from ..core.config import config
+from .array import Array
+from .dispatch import to_buffer
+
+# Python scalars the path takes: converted as the other paths convert them (kiln.dtypes: a weak float,
+# int or complex, a strong bool).
+_SCALARS = frozenset({bool, int, float, complex})
+
+_new_object = object.__new__
+
+
+class DirectCall:
+    """One compiled signature: per argument, the ``Array._flat`` aux tuple it takes (or a :class:`ScalarSlot`),
+    and what to launch."""
+
+    __slots__ = ("auxes", "epoch", "execute_sharded", "handlers", "prefix", "out_auxes", "single")
+
+    def __init__(self, auxes: tuple, executable: Any, prefix: list, out_auxes: tuple, single: bool) -> None:
+        self.auxes = auxes            # per argument: (aval, device, committed, sharding), or a ScalarSlot
+        self.epoch = config._dispatch_epoch  # the flags that change programs, as they were
+        self.execute_sharded = executable._exe.execute_sharded
+        self.handlers = executable._handlers
+        self.prefix = prefix          # buffers passed ahead of the arguments (the program's constants)
+        self.out_auxes = out_auxes    # per output: its aux tuple
+        self.single = single          # the function returns one array (else a tuple of them)
+
+    def run(self, args: tuple) -> Any:
+        """The result of the call on ``args``, or None when they do not match this signature (or the launch
+        failed before running: the caller's other paths then explain it)."""
+        auxes = self.auxes
+        if len(args) != len(auxes) or config._dispatch_epoch is not self.epoch:
+            return None
+        bufs = self.prefix[:]
+        for a, aux in zip(args, auxes):
+            if type(a) is Array:
+                flat = a._flat
+                if flat[1] is not aux and flat[1] != aux:
+                    return None
+                bufs.append(flat[0][0])
+            elif type(aux) is ScalarSlot and type(a) is aux.type:
+                buf = aux.buffer(a)
+                if buf is None:
+                    return None
+                bufs.append(buf)
+            else:
+                return None
+        try:
+            outs = self.execute_sharded(bufs).consume_with_handlers(self.handlers)
+        except Exception:  # e.g. a deleted argument
+            return None
+        if self.single:  # _array, inlined: this is the hot path of small jitted functions and eager ops
+            buf, aux = outs[0], self.out_auxes[0]
+            a = _new_object(Array)
+            a._buf = buf
+            a.aval, a._device, a._committed, a._sharding = aux
+            a._npy = None
+            a._flat = ((buf,), aux)
+            return a
+        return tuple([_array(aux, b) for aux, b in zip(self.out_auxes, outs)])
+
+
+class ScalarSlot:
+    """An argument position that took a Python scalar (``f(x, 0.5)``, eager ``x * 2``): the scalar's type,
+    and the device buffers of the values seen there, so that a repeated value is not transferred again."""
+
+    __slots__ = ("type", "device", "bounds", "buffers")
+    LIMIT = 64  # values remembered per position (a loop over many values starts over)
+
+    def __init__(self, value: Any, dtype: Any, device: Any) -> None:
+        self.type = type(value)
+        self.device = device
+        info = np.iinfo(dtype) if self.type is int else None
+        self.bounds = range(int(info.min), int(info.max) + 1) if info is not None else None
+        self.buffers: dict[Any, Any] = {}
+
+    def buffer(self, value: Any) -> Any:
+        buf = self.buffers.get(value)
+        if buf is None:
+            if self.bounds is not None and value not in self.bounds:
+                return None  # out of the argument's int range: the other paths raise kiln's overflow error
+            if len(self.buffers) >= self.LIMIT:
+                self.buffers.clear()
+            buf = self.buffers[value] = to_buffer(value, self.device)
+        return buf
+
+
+def _array(aux: tuple, buf: Any) -> Array:
+    # As Array._from_flat, without building the children tuple first.
+    a = _new_object(Array)
+    a._buf = buf
+    a.aval, a._device, a._committed, a._sharding = aux
+    a._npy = None
+    a._flat = ((buf,), aux)
+    return a
+
+
+def direct_call(args: Sequence[Any], in_avals: Sequence[Any], kept: Sequence[bool], const_buffers: list,
+                executable: Any, out: Any, device: Any) -> DirectCall | None:
+    """The direct launch of a signature just run, or None when it is not one this path takes: every argument a
+    single-device kiln array on ``device`` or a Python scalar, each passed to the executable, the result one
+    array or a tuple of arrays on it, no host callbacks (their errors and ordering are handled on the other
+    paths)."""
+    if config._python_dispatch or executable.host_callbacks or len(kept) != len(args) or not all(kept):
+        return None
+    slots = []
+    for a, aval in zip(args, in_avals):
+        if type(a) is Array and a._device is device:
+            slots.append(a._flat[1])
+        elif type(a) in _SCALARS:
+            slots.append(ScalarSlot(a, aval.dtype, device))
+        else:
+            return None
+    if type(out) is Array:
+        outs, single = [out], True
+    elif type(out) is tuple and all(type(o) is Array for o in out):
+        outs, single = list(out), False
+    else:
+        return None
+    if any(o._device is not device for o in outs):
+        return None
+    return DirectCall(tuple(slots), executable, list(const_buffers),
+                      tuple(o._flat[1] for o in outs), single)

@@ -1,0 +1,127 @@
+"""Library functions that run as one compiled program when called outside any trace.
+
+``kiln.numpy.add(x, 1.67)`` called eagerly is one jitted program per signature, dispatched by jaxlib's C++
+path (as JAX wraps its ``jax.numpy`` functions in ``jit``): the promotion, weak types and broadcasting of the
+Python implementation run once, at trace time, and a Python scalar is a weak 0-d argument broadcast inside
+the program, not a separate execution that materializes a full-size temporary. Inside a trace the
+implementation is simply inlined.
+
+Arguments this path cannot take as they are (host NumPy arrays, lists, Python ints outside a small range,
+unhashable static options, ...) run the implementation op by op instead, so every error message and every
+overflow check is the implementation's own.
+"""
+from __future__ import annotations
+
+import functools
+import inspect
+from typing import Any, Callable
+
+import numpy as np
+
+from ..core import dtypes
+from ..core.config import config
+from ..core.tracing import active_traces
+from .array import Array
+from .jit import JittedFunction, call_cpp
+
+# Python ints the compiled path takes whatever the arrays' dtypes: they fit every integer dtype (uint8
+# included), so the implementation's overflow check (a Python int out of an array dtype's range) cannot fire.
+_SMALL_INT = range(0, 128)
+_INT32 = range(-2**31, 2**31)
+# Static options the C++ path hashes as they are.
+_STATIC_TYPES = (type(None), bool, int, str, tuple, np.dtype, type)
+_TAKEN, _REFUSED, _BIG_INT = 0, 1, 2
+
+
+def _kind_of(x: Any) -> int:
+    """How the compiled path takes a dynamic argument: as it is (an array, a weak Python float or complex, a
+    strong bool, a small int, a NumPy float scalar, a host array, which jit copies), not at all (lists,
+    other objects: the implementation explains them), or as a larger int (only beside inexact arrays)."""
+    t = type(x)
+    if t is Array or t is float or t is bool or t is complex or t is np.ndarray:
+        return _TAKEN
+    if t is int:
+        return _TAKEN if x in _SMALL_INT else _BIG_INT if x in _INT32 else _REFUSED
+    return _TAKEN if x is None or isinstance(x, (np.floating, np.bool_)) else _REFUSED
+
+
+def _big_ints_convert_freely(args: tuple, kwargs: dict) -> bool:
+    """Python ints beyond the small range are taken only where every array argument is inexact: they then
+    convert to its float dtype, with no overflow check in the implementation to bypass."""
+    arrays = [a for a in (*args, *kwargs.values()) if type(a) in (Array, np.ndarray)]
+    return bool(arrays) and all(dtypes.is_inexact(dtypes.canonicalize_dtype(a.dtype)) for a in arrays)
+
+
+def public_name(fun: Callable) -> str:
+    """``kiln.numpy.add`` for the ``add`` of kiln/frontend/numpy/ufuncs.py: the name users call it by."""
+    parts = (fun.__module__ or "").removeprefix("kiln.frontend.").split(".")
+    package = parts[0] if parts[0] in ("numpy", "lax", "nn", "random") else ".".join(parts[:2])
+    return f"kiln.{package}.{fun.__name__}"
+
+
+def all_arrays(args: tuple) -> bool:
+    for a in args:
+        if type(a) is not Array:
+            return False
+    return True
+
+
+def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
+    """Decorator for kiln's own user-level functions (ufuncs, reductions, long compositions such as
+    ``unique``): called outside any trace, each runs as one compiled program (one compile per signature,
+    one C++ dispatch per call, instead of one execution per primitive); inside a trace it is inlined.
+
+    ``static_argnames`` are options that select the program (axis, keepdims, dtype, ...): part of the cache
+    key, hashed as they are."""
+    def wrap(fun: Callable) -> Callable:
+        static = frozenset(static_argnames)
+        names = [p.name for p in inspect.signature(fun).parameters.values()
+                 if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+        static_positions = frozenset(i for i, n in enumerate(names) if n in static)
+        first_static = min(static_positions, default=1 << 30)
+        jitted: list[JittedFunction] = []
+
+        def compiled_path_takes(args: tuple, kwargs: dict) -> bool:
+            big_int = False
+            for i, a in enumerate(args):
+                if i >= first_static and i in static_positions:
+                    if not isinstance(a, _STATIC_TYPES):
+                        return False
+                    continue
+                kind = _kind_of(a)
+                if kind:
+                    if kind == _REFUSED:
+                        return False
+                    big_int = True
+            for k, v in kwargs.items():
+                if k in static:
+                    if not isinstance(v, _STATIC_TYPES):
+                        return False
+                    continue
+                kind = _kind_of(v)
+                if kind:
+                    if kind == _REFUSED:
+                        return False
+                    big_int = True
+            return not big_int or _big_ints_convert_freely(args, kwargs)
+
+        @functools.wraps(fun)
+        def call(*args, **kwargs):
+            if active_traces() or config._python_dispatch:  # traced, disable_jit, debug_nans/infs
+                return fun(*args, **kwargs)
+            if kwargs or not all_arrays(args):
+                if not compiled_path_takes(args, kwargs):
+                    return fun(*args, **kwargs)
+            if not jitted:
+                j = JittedFunction(fun, static_argnames=static_argnames)
+                j._where = public_name(fun)
+                jitted.append(j)
+            j = jitted[0]
+            direct = j._signatures.direct
+            if direct is not None and not kwargs:
+                out = direct.run(args)
+                if out is not None:
+                    return out
+            return call_cpp(j, args, kwargs)
+        return call
+    return wrap

@@ -1,0 +1,204 @@
+"""Eager kiln.numpy calls run as one compiled program per signature (frontend/driver/eager_jit.py), and small
+calls of all-array (or scalar) signatures launch directly (frontend/driver/direct_call.py)."""
+import logging
+
+import numpy as np
+import pytest
+from kiln.frontend.core import tracing
+from kiln.frontend.driver import jit as jit_module
+
+import kiln
+import kiln.numpy as knp
+
+RNG = np.random.default_rng(0)
+
+
+@pytest.fixture
+def primitive_runs(monkeypatch):
+    """Primitives executed one by one (eagerly, outside any compiled user-level op)."""
+    runs = []
+    original = tracing._eager.apply
+
+    def counting(prim, args, params):
+        runs.append(prim.name)
+        return original(prim, args, params)
+    monkeypatch.setattr(tracing._eager, "apply", counting)
+    return runs
+
+
+@pytest.fixture
+def compiles(caplog):
+    caplog.set_level(logging.WARNING, logger="kiln")
+    with kiln.config.override("log_compiles", True):
+        yield lambda: [r.getMessage() for r in caplog.records if "XLA compilation" in r.getMessage()]
+
+
+def test_scalar_operand_is_broadcast_inside_one_program(primitive_runs):
+    x = knp.asarray(RNG.standard_normal(1000).astype(np.float32))
+    y = x * 1.67
+    assert primitive_runs == []  # no separate broadcast (nor convert) of the scalar to a full array
+    np.testing.assert_array_equal(y, np.asarray(x) * np.float32(1.67))
+    selu = 1.0507 * knp.where(x > 0, x, 1.6733 * knp.exp(x) - 1.6733)
+    assert primitive_runs == []
+    expect = 1.0507 * np.where(np.asarray(x) > 0, np.asarray(x), 1.6733 * np.exp(np.asarray(x)) - 1.6733)
+    np.testing.assert_allclose(selu, expect.astype(np.float32), rtol=1e-5, atol=1e-6)
+
+
+def test_one_compile_per_signature(compiles):
+    x = knp.asarray(RNG.standard_normal((3, 5)).astype(np.float32))
+    before = len(compiles())
+    for _ in range(3):
+        knp.tanh(x), knp.sum(x, axis=1), x + 2.5
+    assert len(compiles()) - before <= 3  # at most one each (none when another test compiled them already)
+    n = len(compiles())
+    knp.sum(x, axis=0)  # a new static option: a new program
+    assert len(compiles()) == n + 1 and "sum" in compiles()[-1]
+
+
+@pytest.mark.parametrize("dtype", [np.float16, knp.bfloat16, np.float32, np.int8, np.uint8, np.int32, np.bool_])
+def test_eager_equals_traced_dtypes_and_weak_types(dtype):
+    """Eager results equal the same expression traced: dtypes, weak types and values, for Python scalars of each
+    kind beside arrays of each dtype."""
+    x = knp.asarray((RNG.standard_normal(6) * 4).astype(np.float32)).astype(dtype)
+    exprs = [lambda a: a + 2, lambda a: a * 2.5, lambda a: a > 1, lambda a: knp.maximum(a, 0),
+             lambda a: knp.where(a > 0, a, 0), lambda a: knp.sum(a), lambda a: a * True, lambda a: -a,
+             lambda a: knp.abs(a), lambda a: a ** 2, lambda a: knp.max(a, keepdims=True)]
+    if np.dtype(dtype) == np.bool_:
+        exprs = [e for i, e in enumerate(exprs) if i in (2, 5, 6, 10)]
+    for expr in exprs:
+        eager, traced = expr(x), kiln.jit(expr)(x)
+        assert eager.dtype == traced.dtype and eager.weak_type == traced.weak_type, expr
+        np.testing.assert_array_equal(np.asarray(eager, np.float64), np.asarray(traced, np.float64))
+
+
+def test_integer_overflow_checks_are_kept():
+    small = knp.asarray(np.array([1, 2], np.uint8))
+    with pytest.raises(kiln.IntegerOverflowError, match=r"kiln\.numpy\.add: Python int 300 is out of range for uint8"):
+        small + 300
+    with pytest.raises(kiln.IntegerOverflowError, match=r"kiln\.numpy\.multiply: Python int -1 is out of range"):
+        small * -1
+    big = knp.arange(3.0) * 2**20  # a larger int beside a float array converts to the float
+    np.testing.assert_array_equal(big, np.arange(3.0, dtype=np.float32) * np.float32(2**20))
+    with pytest.raises(kiln.IntegerOverflowError, match=r"kiln\.numpy\.multiply: Python int 1099511627776 is out"):
+        knp.arange(3.0) * 2**40  # beyond int32 (without x64), as JAX
+    i32 = knp.arange(3)
+    np.testing.assert_array_equal(i32 + 1000, np.arange(3) + 1000)
+
+
+def test_bad_arguments_get_the_functions_own_messages():
+    x = knp.ones(3)
+    with pytest.raises(TypeError, match=r"kiln\.numpy\.add: argument 1 is a list"):
+        knp.add(x, [1, 2, 3])
+    with pytest.raises(kiln.BroadcastError, match=r"kiln\.numpy\.add: operands could not be broadcast"):
+        x + knp.ones(4)
+    with pytest.raises(TypeError, match=r"kiln\.numpy\.sum: out= is not supported"):
+        knp.sum(x, out=x)
+    x.delete()
+    with pytest.raises(kiln.DeletedBufferError, match=r"kiln\.numpy\.tanh: argument x refers to a deleted array"):
+        knp.tanh(x)
+
+
+def test_inside_a_trace_the_implementation_is_inlined():
+    ir = kiln.make_ir(lambda a: knp.tanh(a) * 2.0 + knp.sum(a))(knp.ones(3))
+    names = [e.prim.name for e in ir.ir.eqns]
+    assert "tanh" in names and "reduce_sum" in names and not any("call" in n for n in names)
+
+
+def test_host_arrays_and_lists_of_axes():
+    host = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    np.testing.assert_array_equal(knp.sum(host, axis=[0, 1]), host.sum())
+    np.testing.assert_array_equal(knp.multiply(host, 2.0), host * 2)
+    host[0, 0] = 100.0  # the result above is not affected: jit copies host arrays
+    np.testing.assert_array_equal(knp.max(host), 100.0)
+
+
+def test_debug_nans_still_checks_eager_ops():
+    with kiln.config.override("debug_nans", True):
+        with pytest.raises(FloatingPointError, match="log"):
+            knp.log(knp.asarray([-1.0]))
+    np.testing.assert_array_equal(knp.log(knp.asarray([1.0])), [0.0])
+
+
+# -- the direct launch of the last all-arrays signature ------------------------------------------------------
+
+@pytest.fixture
+def cpp_misses(monkeypatch):
+    calls = []
+    original = jit_module.JittedFunction._cpp_miss
+
+    def counting(self, *args, **kwargs):
+        calls.append(self.__name__)
+        return original(self, *args, **kwargs)
+    monkeypatch.setattr(jit_module.JittedFunction, "_cpp_miss", counting)
+    return calls
+
+
+def test_direct_launch_matches_and_falls_back(cpp_misses):
+    f = kiln.jit(lambda a, b: (a * b, a - b))
+    a, b = knp.arange(4.0), knp.ones(4)
+    first = f(a, b)
+    assert f._signatures.direct is not None
+    for _ in range(3):
+        out = f(a, b)
+        assert type(out) is tuple and len(out) == 2
+        np.testing.assert_array_equal(out[0], first[0])
+    assert len(cpp_misses) == 1
+    # equal but distinct arrays, a new shape, a committed argument: right results on every path
+    np.testing.assert_array_equal(f(knp.arange(4.0), knp.ones(4))[1], np.arange(4.0) - 1)
+    np.testing.assert_array_equal(f(knp.arange(3.0), knp.ones(3))[0], np.arange(3.0))
+    committed = kiln.device_put(knp.ones(4), kiln.devices()[0])
+    out = f(a, committed)
+    assert out[0].committed and not f(a, b)[0].committed
+    np.testing.assert_array_equal(f(a, b)[0], np.arange(4.0))
+
+
+def test_direct_launch_scalars():
+    f = kiln.jit(lambda a, s: a * s)
+    x = knp.arange(4.0)
+    for s in [2.0, 3.0, 2.0, float("nan"), *[float(i) for i in range(100)], 2.0]:  # more values than are kept
+        np.testing.assert_array_equal(f(x, s), np.arange(4.0, dtype=np.float32) * np.float32(s))
+    i = knp.arange(4)
+    assert f(i, 5).dtype == np.int32 and f(i, True).dtype == np.int32
+    with pytest.raises(kiln.IntegerOverflowError, match="out of range for int32"):
+        f(i, 2**40)
+    np.testing.assert_array_equal(f(i, 2**30), np.arange(4, dtype=np.int32) * np.int32(2**30))
+
+
+def test_direct_launch_follows_flags():
+    f = kiln.jit(lambda a: a + 1.0)
+    x = knp.ones(2)
+    f(x), f(x)
+    with kiln.config.override("enable_x64", True):
+        assert f(np.ones(2)).dtype == np.float64
+        assert f(x).dtype == np.float32  # a float32 argument stays float32
+    with kiln.config.override("debug_nans", True):
+        g = kiln.jit(lambda a: knp.log(a))
+        with pytest.raises(FloatingPointError):
+            g(-x)
+    np.testing.assert_array_equal(f(x), [2.0, 2.0])
+
+
+def test_direct_launch_deleted_and_donated_arguments():
+    f = kiln.jit(lambda a: a + 1)
+    x = knp.ones(3)
+    f(x), f(x)
+    x.delete()
+    with pytest.raises(kiln.DeletedBufferError, match=r"kiln\.jit\(<lambda>\): argument a refers to a deleted"):
+        f(x)
+    g = kiln.jit(lambda a: a * 2, donate_argnums=0)
+    y = knp.ones(3)
+    out = g(y)
+    assert g._signatures.direct is None  # donation stays on the C++/Python paths
+    with pytest.raises(kiln.DeletedBufferError):
+        g(y)
+    np.testing.assert_array_equal(g(out), [4.0, 4.0, 4.0])
+
+
+def test_clear_caches_drops_the_direct_launch():
+    f = kiln.jit(lambda a: a * 3)
+    x = knp.ones(2)
+    f(x), f(x)
+    assert f._signatures.direct is not None
+    kiln.clear_caches()
+    assert f._signatures.direct is None
+    np.testing.assert_array_equal(f(x), [3.0, 3.0])
