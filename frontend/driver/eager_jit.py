@@ -79,7 +79,6 @@ def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         static_positions = frozenset(i for i, n in enumerate(names) if n in static)
         first_static = min(static_positions, default=1 << 30)
-        jitted: list[JittedFunction] = []
 
         def compiled_path_takes(args: tuple, kwargs: dict) -> bool:
             big_int = False
@@ -105,23 +104,26 @@ def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
                     big_int = True
             return not big_int or _big_ints_convert_freely(args, kwargs)
 
+        state: list = []  # [the JittedFunction, its signatures], made at the first compiled call
+
         @functools.wraps(fun)
         def call(*args, **kwargs):
-            if active_traces() or config._python_dispatch:  # traced, disable_jit, debug_nans/infs
+            if active_traces():  # inside a trace: inlined
                 return fun(*args, **kwargs)
-            if kwargs or not all_arrays(args):
-                if not compiled_path_takes(args, kwargs):
-                    return fun(*args, **kwargs)
-            if not jitted:
+            if state and not kwargs:  # the last all-arrays signature (it checks the flags itself)
+                direct = state[1].direct
+                if direct is not None:
+                    out = direct.run(args)
+                    if out is not None:
+                        return out
+            if config._python_dispatch:  # disable_jit, debug_nans/infs: op by op, each primitive checked
+                return fun(*args, **kwargs)
+            if (kwargs or not all_arrays(args)) and not compiled_path_takes(args, kwargs):
+                return fun(*args, **kwargs)
+            if not state:
                 j = JittedFunction(fun, static_argnames=static_argnames)
                 j._where = public_name(fun)
-                jitted.append(j)
-            j = jitted[0]
-            direct = j._signatures.direct
-            if direct is not None and not kwargs:
-                out = direct.run(args)
-                if out is not None:
-                    return out
-            return call_cpp(j, args, kwargs)
+                state.extend((j, j._signatures))
+            return call_cpp(state[0], args, kwargs)
         return call
     return wrap
