@@ -130,9 +130,10 @@ def raised_in_miss(e: BaseException) -> bool:
 
 
 def make_function(name: str, cache_miss: Callable, static_argnums: Sequence[int],
-                  static_argnames: Sequence[str]) -> Any:
+                  static_argnames: Sequence[str], capacity: int = 256) -> Any:
     """A C++ jitted callable. ``cache_miss(*args, **kwargs)`` returns ``(outputs, FastPath | None)``;
-    None keeps that signature on the Python path."""
+    None keeps that signature on the Python path. It keeps at most ``capacity`` signatures (and their
+    executables)."""
     def miss(*args, **kwargs):
         try:
             out, fast = cache_miss(*args, **kwargs)
@@ -147,6 +148,6 @@ def make_function(name: str, cache_miss: Callable, static_argnums: Sequence[int]
         raise TypeError(f"kiln fast path: cannot place argument of type {type(x).__name__}")
 
     f = _jax.pjit(name, None, miss, list(static_argnums), list(static_argnames), object(), _state["registry"],
-                  shard_arg_fallback, _jax.PjitFunctionCache(capacity=256))
+                  shard_arg_fallback, _jax.PjitFunctionCache(capacity=capacity))
     _functions.add(f)
     return f

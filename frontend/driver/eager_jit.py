@@ -31,6 +31,9 @@ _INT32 = range(-2**31, 2**31)
 # Static options the C++ path hashes as they are.
 _STATIC_TYPES = (type(None), bool, int, str, tuple, np.dtype, type)
 _TAKEN, _REFUSED, _BIG_INT = 0, 1, 2
+# Signatures (compiled programs) each eagerly called function keeps, least recently used going first: eager
+# code over many shapes must not hold on to a program for every shape it has seen.
+EAGER_SIGNATURES = 64
 
 
 def _kind_of(x: Any) -> int:
@@ -121,9 +124,10 @@ def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
             if (kwargs or not all_arrays(args)) and not compiled_path_takes(args, kwargs):
                 return fun(*args, **kwargs)
             if not state:
-                j = JittedFunction(fun, static_argnames=static_argnames)
+                j = JittedFunction(fun, static_argnames=static_argnames, _max_signatures=EAGER_SIGNATURES)
                 j._where = public_name(fun)
                 state.extend((j, j._signatures))
             return call_cpp(state[0], args, kwargs)
+        call._eager_state = state  # for tests: the JittedFunction behind the eager calls
         return call
     return wrap

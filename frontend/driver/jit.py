@@ -112,6 +112,7 @@ class _Signatures:
         self.baked: tuple[stale.Baked, ...] = ()  # globals/closure values the last trace read
         self.stale_warned: set[str] = set()
         self.direct: DirectCall | None = None  # the last all-arrays signature, launched without the C++ path
+        self.capacity = SIGNATURES_PER_FUNCTION
 
     def get(self, key: Any) -> _Entry | None:
         entry = self.entries.get(key)
@@ -124,7 +125,7 @@ class _Signatures:
 
     def put(self, key: Any, entry: _Entry) -> None:
         self.entries[key] = entry
-        while len(self.entries) > SIGNATURES_PER_FUNCTION:
+        while len(self.entries) > self.capacity:
             try:
                 self.entries.popitem(last=False)
             except KeyError:
@@ -164,7 +165,7 @@ class JittedFunction:
 
     def __init__(self, fun: Callable, *, static_argnums=None, static_argnames=None, donate_argnums=None,
                  donate_argnames=None, keep_unused: bool = False, device=None, backend: str | None = None,
-                 in_shardings=None, out_shardings=None):
+                 in_shardings=None, out_shardings=None, _max_signatures: int = 0):
         if not callable(fun):
             raise TypeError(f"kiln.jit: expected a function, got {type(fun).__name__}: {fun!r}")
         self.fun = fun
@@ -200,7 +201,9 @@ class JittedFunction:
         self._cpp = None
         if runtime.fastpath.available():
             self._cpp = runtime.fastpath.make_function(self.__name__, self._cpp_miss, self.static_argnums,
-                                                       self.static_argnames)
+                                                       self.static_argnames, _max_signatures or 256)
+        if _max_signatures:  # kiln's own eager programs: fewer signatures per function than a user's jit
+            self._signatures.capacity = _max_signatures
 
     # -- argument bookkeeping --------------------------------------------------------------
     def _resolve(self, nums: tuple, names: tuple, what: str) -> tuple[tuple[int, ...], tuple[str, ...]]:

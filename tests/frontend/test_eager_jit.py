@@ -100,6 +100,16 @@ def test_bad_arguments_get_the_functions_own_messages():
         knp.tanh(x)
 
 
+def test_eager_programs_per_function_are_bounded():
+    from kiln.frontend.driver.eager_jit import EAGER_SIGNATURES
+    for n in range(1, EAGER_SIGNATURES + 8):
+        knp.cos(knp.ones(n))
+    jitted, signatures = knp.cos._eager_state
+    assert len(signatures.entries) == EAGER_SIGNATURES
+    assert jitted._cpp._cache_size() <= EAGER_SIGNATURES
+    np.testing.assert_allclose(knp.cos(knp.zeros(3)), np.ones(3))
+
+
 def test_inside_a_trace_the_implementation_is_inlined():
     ir = kiln.make_ir(lambda a: knp.tanh(a) * 2.0 + knp.sum(a))(knp.ones(3))
     names = [e.prim.name for e in ir.ir.eqns]
