@@ -41,12 +41,10 @@ class DirectCall:
         self.prefix = prefix          # buffers passed ahead of the arguments (the program's constants)
         self.out_auxes = out_auxes    # per output: its aux tuple
         self.single = single          # the function returns one array (else a tuple of them)
-        # The shapes of call that small programs and eager ops make, unrolled (half a microsecond less per
-        # call than the general loop): one or two arrays in, one array out, no constants.
-        plain = single and not prefix and all(type(a) is tuple for a in auxes)
-        self.run = {1: self._run_one, 2: self._run_two}.get(len(auxes)) if plain else None
-        if self.run is None:
-            self.run = self._run_any
+        # The calls that small programs and eager ops make, unrolled (half a microsecond less per call than
+        # the general loop): one or two arrays in, one array out, no constants.
+        plain = single and not prefix and len(auxes) in (1, 2) and all(type(a) is tuple for a in auxes)
+        self.run = self._run_plain if plain else self._run_any
 
     def _run_any(self, args: tuple) -> Any:
         """The result of the call on ``args``, or None when they do not match this signature (or the launch
@@ -76,42 +74,31 @@ class DirectCall:
             return _array(self.out_auxes[0], outs[0])
         return tuple([_array(aux, b) for aux, b in zip(self.out_auxes, outs)])
 
-    def _run_one(self, args: tuple) -> Any:
-        if len(args) != 1 or config._dispatch_epoch is not self.epoch:
+    def _run_plain(self, args: tuple) -> Any:
+        """:meth:`_run_any` for one or two arrays in, one array out, no constants: unrolled."""
+        auxes = self.auxes
+        if len(args) != len(auxes) or config._dispatch_epoch is not self.epoch:
             return None
         a = args[0]
         if type(a) is not Array:
             return None
-        flat, aux = a._flat, self.auxes[0]
+        flat, aux = a._flat, auxes[0]
         if flat[1] is not aux and flat[1] != aux:
             return None
+        bufs = [flat[0][0]]
+        if len(auxes) == 2:
+            a = args[1]
+            if type(a) is not Array:
+                return None
+            flat, aux = a._flat, auxes[1]
+            if flat[1] is not aux and flat[1] != aux:
+                return None
+            bufs.append(flat[0][0])
         try:
-            buf = self.execute_sharded([flat[0][0]]).consume_with_handlers(self.handlers)[0]
+            buf = self.execute_sharded(bufs).consume_with_handlers(self.handlers)[0]
         except Exception:
             return None
-        # _array, inlined (as in _run_two): a function call is a tenth of a microsecond here
-        aux = self.out_auxes[0]
-        out = _new_object(Array)
-        out._buf = buf
-        out.aval, out._device, out._committed, out._sharding = aux
-        out._npy = None
-        out._flat = ((buf,), aux)
-        return out
-
-    def _run_two(self, args: tuple) -> Any:
-        if len(args) != 2 or config._dispatch_epoch is not self.epoch:
-            return None
-        a, b = args
-        if type(a) is not Array or type(b) is not Array:
-            return None
-        fa, fb = a._flat, b._flat
-        aux_a, aux_b = self.auxes
-        if fa[1] is not aux_a and fa[1] != aux_a or fb[1] is not aux_b and fb[1] != aux_b:
-            return None
-        try:
-            buf = self.execute_sharded([fa[0][0], fb[0][0]]).consume_with_handlers(self.handlers)[0]
-        except Exception:
-            return None
+        # _array, inlined: a function call is a tenth of a microsecond here
         aux = self.out_auxes[0]
         out = _new_object(Array)
         out._buf = buf

@@ -30,7 +30,7 @@ _SMALL_INT = range(0, 128)
 _INT32 = range(-2**31, 2**31)
 # Static options the C++ path hashes as they are.
 _STATIC_TYPES = (type(None), bool, int, str, tuple, np.dtype, type)
-_TAKEN, _REFUSED, _BIG_INT = 0, 1, 2
+_TAKEN, _REFUSED, _BIG_INT, _STATIC_KIND = 0, 1, 2, 3
 # Signatures (compiled programs) each eagerly called function keeps, least recently used going first: eager
 # code over many shapes must not hold on to a program for every shape it has seen.
 EAGER_SIGNATURES = 64
@@ -81,31 +81,15 @@ def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
         names = [p.name for p in inspect.signature(fun).parameters.values()
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         static_positions = frozenset(i for i, n in enumerate(names) if n in static)
-        first_static = min(static_positions, default=1 << 30)
 
         def compiled_path_takes(args: tuple, kwargs: dict) -> bool:
-            big_int = False
-            for i, a in enumerate(args):
-                if i >= first_static and i in static_positions:
-                    if not isinstance(a, _STATIC_TYPES):
-                        return False
-                    continue
-                kind = _kind_of(a)
-                if kind:
-                    if kind == _REFUSED:
-                        return False
-                    big_int = True
-            for k, v in kwargs.items():
-                if k in static:
-                    if not isinstance(v, _STATIC_TYPES):
-                        return False
-                    continue
-                kind = _kind_of(v)
-                if kind:
-                    if kind == _REFUSED:
-                        return False
-                    big_int = True
-            return not big_int or _big_ints_convert_freely(args, kwargs)
+            values = [(i in static_positions, a) for i, a in enumerate(args)]
+            values += [(k in static, v) for k, v in kwargs.items()]
+            kinds = {_STATIC_KIND if is_static else _kind_of(v) for is_static, v in values}
+            if _REFUSED in kinds or _STATIC_KIND in kinds and not all(
+                    isinstance(v, _STATIC_TYPES) for is_static, v in values if is_static):
+                return False
+            return _BIG_INT not in kinds or _big_ints_convert_freely(args, kwargs)
 
         state: list = []  # [the JittedFunction, its signatures], made at the first compiled call
 

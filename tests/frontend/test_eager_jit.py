@@ -5,7 +5,6 @@ import logging
 import numpy as np
 import pytest
 from kiln.frontend.core import tracing
-from kiln.frontend.driver import jit as jit_module
 
 import kiln
 import kiln.numpy as knp
@@ -133,20 +132,7 @@ def test_debug_nans_still_checks_eager_ops():
 
 # -- the direct launch of the last all-arrays signature ------------------------------------------------------
 
-@pytest.fixture
-def cpp_misses(monkeypatch):
-    calls = []
-    original = jit_module.JittedFunction._cpp_miss
-
-    def counting(self, *args, **kwargs):
-        if self._where.startswith("kiln.jit("):  # the test's functions, not kiln.numpy's eager programs
-            calls.append(self.__name__)
-        return original(self, *args, **kwargs)
-    monkeypatch.setattr(jit_module.JittedFunction, "_cpp_miss", counting)
-    return calls
-
-
-def test_direct_launch_matches_and_falls_back(cpp_misses):
+def test_direct_launch_matches_and_falls_back(count_misses):
     f = kiln.jit(lambda a, b: (a * b, a - b))
     a, b = knp.arange(4.0), knp.ones(4)
     first = f(a, b)
@@ -155,7 +141,7 @@ def test_direct_launch_matches_and_falls_back(cpp_misses):
         out = f(a, b)
         assert type(out) is tuple and len(out) == 2
         np.testing.assert_array_equal(out[0], first[0])
-    assert len(cpp_misses) == 1
+    assert len(count_misses) == 1
     # equal but distinct arrays, a new shape, a committed argument: right results on every path
     np.testing.assert_array_equal(f(knp.arange(4.0), knp.ones(4))[1], np.arange(4.0) - 1)
     np.testing.assert_array_equal(f(knp.arange(3.0), knp.ones(3))[0], np.arange(3.0))

@@ -2,26 +2,12 @@
 on repeated calls, and every error still explained by kiln."""
 import numpy as np
 import pytest
-from kiln.frontend.driver import jit as jit_module
 
 import kiln
 import kiln.numpy as knp
 from kiln import runtime
 
 pytestmark = pytest.mark.skipif(not runtime.fastpath.available(), reason="C++ dispatch unavailable here")
-
-
-@pytest.fixture
-def count_misses(monkeypatch):
-    calls = []
-    original = jit_module.JittedFunction._cpp_miss
-
-    def counting(self, *args, **kwargs):
-        if self._where.startswith("kiln.jit("):  # the test's functions, not kiln.numpy's eager programs
-            calls.append(self.__name__)
-        return original(self, *args, **kwargs)
-    monkeypatch.setattr(jit_module.JittedFunction, "_cpp_miss", counting)
-    return calls
 
 
 def test_repeated_calls_stay_in_cpp(count_misses):
