@@ -5,6 +5,7 @@ Fetching from a CPU device is never a transfer (as in JAX)."""
 from __future__ import annotations
 
 import contextlib
+import threading
 from typing import Iterator
 
 from ._jaxlib import _jax
@@ -30,12 +31,29 @@ def _state(thread_local: bool):
     return _guard.thread_local_state() if thread_local else _guard.global_state()
 
 
+# (thread id, or None for the global default) of every host-to-device level set other than "allow": while any
+# is set, kiln does not reuse device copies of host values (a Python scalar argument's), so that every
+# implicit transfer is checked (or logged) by jaxlib as it happens.
+_watching_host_to_device: set = set()
+
+
 def set_level(direction: str, level: str | None, *, thread_local: bool) -> str | None:
     """Set the guard of ``direction`` to ``level`` (None: the global default); returns the previous level."""
     state = _state(thread_local)
     old = getattr(state, direction)
     setattr(state, direction, None if level is None else getattr(_guard.TransferGuardLevel, level.upper()))
+    if direction == "host_to_device":
+        key = threading.get_ident() if thread_local else None
+        if level in (None, "allow"):
+            _watching_host_to_device.discard(key)
+        else:
+            _watching_host_to_device.add(key)
     return None if old is None else old.name.lower()
+
+
+def host_to_device_watched() -> bool:
+    """Whether a host-to-device guard level other than "allow" is set anywhere (any thread, or globally)."""
+    return bool(_watching_host_to_device)
 
 
 @contextlib.contextmanager

@@ -15,6 +15,8 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from kiln import runtime
+
 from ..core import dtypes
 from ..core.config import config
 from .array import Array
@@ -128,12 +130,12 @@ class ScalarSlot:
 
     def buffer(self, value: Any) -> Any:
         buf = self.buffers.get(value)
-        if buf is None:
+        if buf is None or runtime.transfer_guard.host_to_device_watched():
             if self.bounds is not None and value not in self.bounds:
                 return None  # out of the argument's int range: the other paths raise kiln's overflow error
             if len(self.buffers) >= self.LIMIT:
                 self.buffers.clear()
-            buf = self.buffers[value] = to_buffer(value, self.device)
+            buf = self.buffers[value] = to_buffer(value, self.device)  # the guard, if any, checks this one
         return buf
 
 

@@ -78,3 +78,26 @@ def test_bad_level():
             pass
     with pytest.raises(ValueError, match="expected one of"):
         kiln.config.update("transfer_guard", "sometimes")
+
+
+def test_python_scalars_are_transfers_even_when_seen_before(capfd):
+    """kiln reuses the device copy of a repeated Python scalar argument (jit's direct launch, eager ops), but
+    not while a host-to-device guard is set: each implicit transfer is checked, as JAX checks it."""
+    f = kiln.jit(lambda a, s: a * s)
+    x = knp.ones(3)
+    for _ in range(3):
+        f(x, 2.0), x * 3.0
+    for level in ("disallow", "log"):
+        with kiln.transfer_guard_host_to_device(level):
+            if level == "disallow":
+                with pytest.raises(TransferGuardError, match="float32"):
+                    f(x, 2.0)
+                with pytest.raises(TransferGuardError, match="float32"):
+                    x * 3.0
+            else:
+                capfd.readouterr()
+                for _ in range(2):
+                    np.testing.assert_array_equal(f(x, 2.0), [2.0, 2.0, 2.0])
+                assert capfd.readouterr().err.count("host-to-device transfer") == 2  # logged at each call
+    np.testing.assert_array_equal(f(x, 2.0), [2.0, 2.0, 2.0])  # the guard is gone: reused again
+    np.testing.assert_array_equal(x * 3.0, [3.0, 3.0, 3.0])
