@@ -73,6 +73,16 @@ class Executable:
 
     __call__ = execute
 
+    def launcher(self) -> Any:
+        """``launch(buffers) -> output buffers``: :meth:`execute` without its checks, for a caller that has
+        matched the arguments to this executable itself and falls back to :meth:`execute` (which explains
+        errors) when the launch raises. Not for executables with host callbacks."""
+        execute_sharded, handlers = self._exe.execute_sharded, self._handlers
+
+        def launch(buffers: list) -> list:
+            return execute_sharded(buffers).consume_with_handlers(handlers)
+        return launch
+
     def _argument_error(self, e: BaseException, args: Sequence[Any]) -> Exception:
         """Explain a failed launch: deleted/donated or misplaced argument, wrong count, or XLA's message."""
         msg = jaxlib_message(e)

@@ -1,13 +1,13 @@
-"""The last signature of a jitted function whose arguments are all plain kiln arrays, launched without
-jaxlib's C++ dispatch.
+"""The last signature of a jitted function whose arguments are kiln arrays and Python scalars, launched
+without jaxlib's C++ dispatch.
 
 jaxlib's C++ ``pjit`` path checks a signature in C++, but a kiln array is a Python wrapper around a jaxlib
 array, so every argument and every result costs a Python callback there (flatten, unflatten), and the
 signature includes every jit-key config flag registered in the process (JAX's too, when JAX is loaded). For
 the calls where latency matters most (small functions of a few arrays: ``f(x, y)``, eager ``kiln.numpy``
 ops) a check of each argument's (aval, device, committed, sharding) against the last call's, by identity
-first, then one launch of the executable, is cheaper. Anything else (pytrees, scalars, keyword arguments,
-donation, host callbacks, several devices) takes the C++ path.
+first, then one launch of the executable, is cheaper. Anything else (pytrees, keyword arguments, donation,
+host callbacks, several devices) takes the C++ path.
 """
 from __future__ import annotations
 
@@ -33,13 +33,12 @@ class DirectCall:
     """One compiled signature: per argument, the ``Array._flat`` aux tuple it takes (or a :class:`ScalarSlot`),
     and what to launch. ``run(args)`` is the call."""
 
-    __slots__ = ("auxes", "epoch", "execute_sharded", "handlers", "prefix", "out_auxes", "single", "run")
+    __slots__ = ("auxes", "epoch", "launch", "prefix", "out_auxes", "single", "run")
 
     def __init__(self, auxes: tuple, executable: Any, prefix: list, out_auxes: tuple, single: bool) -> None:
         self.auxes = auxes            # per argument: (aval, device, committed, sharding), or a ScalarSlot
         self.epoch = config._dispatch_epoch  # the flags that change programs, as they were
-        self.execute_sharded = executable._exe.execute_sharded
-        self.handlers = executable._handlers
+        self.launch = executable.launcher()
         self.prefix = prefix          # buffers passed ahead of the arguments (the program's constants)
         self.out_auxes = out_auxes    # per output: its aux tuple
         self.single = single          # the function returns one array (else a tuple of them)
@@ -69,7 +68,7 @@ class DirectCall:
             else:
                 return None
         try:
-            outs = self.execute_sharded(bufs).consume_with_handlers(self.handlers)
+            outs = self.launch(bufs)
         except Exception:  # e.g. a deleted argument
             return None
         if self.single:
@@ -97,7 +96,7 @@ class DirectCall:
                 return None
             bufs.append(flat[0][0])
         try:
-            buf = self.execute_sharded(bufs).consume_with_handlers(self.handlers)[0]
+            buf = self.launch(bufs)[0]
         except Exception:
             return None
         # _array, inlined: a function call is a tenth of a microsecond here

@@ -1,14 +1,14 @@
 """Library functions that run as one compiled program when called outside any trace.
 
-``kiln.numpy.add(x, 1.67)`` called eagerly is one jitted program per signature, dispatched by jaxlib's C++
-path (as JAX wraps its ``jax.numpy`` functions in ``jit``): the promotion, weak types and broadcasting of the
-Python implementation run once, at trace time, and a Python scalar is a weak 0-d argument broadcast inside
-the program, not a separate execution that materializes a full-size temporary. Inside a trace the
-implementation is simply inlined.
+``kiln.numpy.add(x, 1.67)`` called eagerly is one jitted program per signature, launched directly (see
+direct_call.py) or by jaxlib's C++ path, as JAX wraps its ``jax.numpy`` functions in ``jit``: the promotion,
+weak types and broadcasting of the Python implementation run once, at trace time, and a Python scalar is a
+weak 0-d argument broadcast inside the program, not a separate execution that materializes a full-size
+temporary. Inside a trace the implementation is simply inlined.
 
-Arguments this path cannot take as they are (host NumPy arrays, lists, Python ints outside a small range,
-unhashable static options, ...) run the implementation op by op instead, so every error message and every
-overflow check is the implementation's own.
+Arguments this path cannot take as they are (lists and other objects, Python ints outside the range every
+integer dtype holds beside integer arrays, unhashable static options, ...) run the implementation op by op
+instead, so every error message and every overflow check is the implementation's own.
 """
 from __future__ import annotations
 
