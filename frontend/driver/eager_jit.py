@@ -55,6 +55,14 @@ def _big_ints_convert_freely(args: tuple, kwargs: dict) -> bool:
     return bool(arrays) and all(dtypes.is_inexact(dtypes.canonicalize_dtype(a.dtype)) for a in arrays)
 
 
+def _hashable_static(value: Any) -> bool:
+    """Whether the C++ path can hash ``value`` as a static option (a tuple only when all its items can: a shape
+    holding an array is not)."""
+    if type(value) is tuple:
+        return all(map(_hashable_static, value))
+    return isinstance(value, _STATIC_TYPES)
+
+
 def public_name(fun: Callable) -> str:
     """``kiln.numpy.add`` for the ``add`` of kiln/frontend/numpy/ufuncs.py: the name users call it by."""
     parts = (fun.__module__ or "").removeprefix("kiln.frontend.").split(".")
@@ -87,7 +95,7 @@ def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
             values += [(k in static, v) for k, v in kwargs.items()]
             kinds = {_STATIC_KIND if is_static else _kind_of(v) for is_static, v in values}
             if _REFUSED in kinds or _STATIC_KIND in kinds and not all(
-                    isinstance(v, _STATIC_TYPES) for is_static, v in values if is_static):
+                    _hashable_static(v) for is_static, v in values if is_static):
                 return False
             return _BIG_INT not in kinds or _big_ints_convert_freely(args, kwargs)
 

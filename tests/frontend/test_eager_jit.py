@@ -99,6 +99,13 @@ def test_bad_arguments_get_the_functions_own_messages():
         knp.tanh(x)
 
 
+def test_static_options_the_cpp_path_cannot_hash_run_op_by_op():
+    x = knp.arange(6.0)
+    for shape in [(knp.asarray(2), 3), (np.int64(3), 2), [2, 3]]:  # an array, a NumPy int, a list
+        assert knp.reshape(x, shape).shape == tuple(int(d) for d in shape)
+    np.testing.assert_array_equal(knp.sum(x.reshape(2, 3), axis=[0, 1]), 15.0)
+
+
 def test_eager_programs_per_function_are_bounded():
     from kiln.frontend.driver.eager_jit import EAGER_SIGNATURES
     for n in range(1, EAGER_SIGNATURES + 8):
