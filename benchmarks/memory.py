@@ -40,6 +40,11 @@ SCENARIOS = {
         for i in range(n):
             f(fw.numpy.ones(i + 1)).block_until_ready()
     """),
+    "eager ops on many shapes (sin, *, sum: one program each per shape)": ("1000", """
+        for i in range(n):
+            x = fw.numpy.ones(i + 1)
+            fw.numpy.sum(fw.numpy.sin(x) * 2.0).block_until_ready()
+    """),
 }
 
 _CHILD = """
