@@ -139,7 +139,7 @@ def _scalar_value(a: Atom, defs: dict[Var, Eqn]) -> Any:
     """The value of ``a`` if it is a scalar literal or a broadcast of one, else None."""
     if isinstance(a, Var) and a in defs and defs[a].prim.name == "broadcast_in_dim":
         a = defs[a].inputs[0]
-    if isinstance(a, Literal):
+    if isinstance(a, Literal) and not a.aval.shape:
         return a.val
     return None
 
@@ -156,7 +156,7 @@ def _fold(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn | None:
     """An elementwise equation whose operands are all constants (scalar literals, or broadcasts of one), as a
     literal (a scalar result) or a broadcast of one; None where it is not folded (``folding.fold``)."""
     out = eqn.outputs[0]
-    if eqn.prim.name == "select" and isinstance(ins[0], Literal):  # a constant predicate picks a case
+    if eqn.prim.name == "select" and isinstance(ins[0], Literal) and not ins[0].aval.shape:  # picks a case
         case = ins[1] if bool(ins[0].val) else ins[2]
         return case if _is_identity(case, out) else None
     if eqn.prim.name not in folding.FOLDABLE:
@@ -164,14 +164,10 @@ def _fold(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn | None:
     broadcast = None
     values = []
     for a in ins:
-        if isinstance(a, Literal):
-            if a.aval.shape != out.aval.shape:
-                return None
-        elif isinstance(a, Var) and a in defs and defs[a].prim.name == "broadcast_in_dim" \
-                and isinstance(defs[a].inputs[0], Literal):
+        if isinstance(a, Var) and a in defs and defs[a].prim.name == "broadcast_in_dim":
             broadcast = defs[a]
             a = broadcast.inputs[0]
-        else:
+        if not isinstance(a, Literal) or a.aval.shape:  # (an array literal is left to XLA)
             return None
         values.append(a.val)
     value = folding.fold(eqn.prim.name, eqn.params, values, out.aval.dtype)
