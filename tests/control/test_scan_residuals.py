@@ -26,3 +26,40 @@ def test_loop_constants_are_not_stacked():
     e[2, 3] = eps
     fd = (float(_rnn_loss(w + e, xs)) - float(_rnn_loss(w - e, xs))) / (2 * eps)
     np.testing.assert_allclose(g[2, 3], fd, rtol=2e-2)
+
+
+def _rnn2_loss(params, xs, reverse=False, loop=False):
+    """h = tanh(h @ w + (x @ u) * 1.0) on a batch of 2: the 1.0 is a broadcast constant in the body; x is a
+    slice of xs."""
+    w, u = params
+
+    def step(h, x):
+        h = knp.tanh(h @ w + (x @ u) * 1.0)
+        return h, h
+    if loop:  # the same recurrence as a Python loop: no scan, the oracle for the scan's gradient
+        h, hs = knp.zeros((2, 8)), []
+        for x in (xs[::-1] if reverse else xs):
+            h, y = step(h, x)
+            hs.append(y)
+        hs = knp.stack(hs[::-1] if reverse else hs)
+    else:
+        _, hs = lax.scan(step, knp.zeros((2, 8)), xs, reverse=reverse)
+    return knp.mean(hs * hs)
+
+
+def test_xs_and_constants_are_not_stacked():
+    """Residuals that are slices of the scan's own xs are read from xs, and constants computed from literals
+    are computed again in the backward loop: neither is stacked per step (JAX stacks neither)."""
+    rng = np.random.default_rng(2)
+    params = (knp.asarray(rng.normal(size=(8, 8)).astype(np.float32) * 0.3),
+              knp.asarray(rng.normal(size=(4, 8)).astype(np.float32) * 0.3))
+    xs = knp.asarray(rng.normal(size=(30, 2, 4)).astype(np.float32))
+    for reverse in (False, True):
+        text = kiln.jit(kiln.grad(lambda p, xs: _rnn2_loss(p, xs, reverse))).lower(params, xs).as_text()
+        # stacked by the forward loop: the hs (its output), the previous h and 1 - tanh(.)**2; no x, no ones
+        assert text.count("stablehlo.dynamic_update_slice") == 3, reverse
+        assert "tensor<30x2x4xf32>" in text
+        got = kiln.jit(kiln.grad(lambda p, xs: _rnn2_loss(p, xs, reverse)))(params, xs)
+        want = kiln.grad(lambda p, xs: _rnn2_loss(p, xs, reverse, loop=True))(params, xs)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
