@@ -679,7 +679,8 @@ def _op_count(program: str, which: str):
 _OP_COUNTS = [Case(f"ops: {program}, {label}", "ops", _op_count(program, which))
               for program in ("MLP train step (value_and_grad + SGD)", "MLP train step: stax + adam",
                               "RNN forward (scan)", "RNN value_and_grad (scan)")
-              for which, label in (("stablehlo", "StableHLO emitted"), ("hlo", "HLO after XLA"))]
+              for which, label in (("stablehlo", "StableHLO emitted"), ("hlo", "HLO after XLA"),
+                                   ("kernels", "kernels after XLA"))]
 
 STAX_ADAM = "MLP train step: stax + adam (784-512-512-10, batch 128)"
 GCN_EPOCH = f"GCN epoch (seed 003): 2 graph convs, dropout, adam + l2_norm, {GCN_NODES:,} nodes"

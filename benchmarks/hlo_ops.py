@@ -3,8 +3,9 @@
 ``python benchmarks/hlo_ops.py [--dump DIR] [-k NAME]`` prints, for the MLP train step, the stax + adam step
 and the RNN's forward and value_and_grad (the programs of the timing rows in ``cases.py``, same shapes), how many
 operations each framework emits (StableHLO, before XLA) and how many are left after XLA's optimizations
-(optimized HLO), with the count of each kind of operation where the two differ; ``--dump DIR`` writes the four
-texts per program (``DIR/<program>.<framework>.{stablehlo,hlo}.txt``) for reading the differences.
+(optimized HLO instructions, and kernels among them), with the count of each kind of operation where the two
+differ; ``--dump DIR`` writes the four texts per program (``DIR/<program>.<framework>.{stablehlo,hlo}.txt``)
+for reading the differences.
 ``cases.py`` shows the totals as table rows (unit "ops": kiln/jax < 1 means kiln emits fewer).
 
 How the counts are taken (the same way on both sides):
@@ -14,9 +15,9 @@ How the counts are taken (the same way on both sides):
   loops and conditionals, and reducers. ``parameter`` instructions are not counted (they name inputs and do no
   work; a fusion's parameter count depends only on how XLA cut the fusions). A fusion counts once as an
   instruction of its caller and its body's instructions count too, so fusing neither adds nor removes work;
-  ``kernels`` (reported beside it by the script) counts what runs one after the other: the instructions
-  outside fusion bodies, but not ``parameter``, ``constant``, ``tuple``, ``get-tuple-element`` or ``bitcast``
-  there.
+  ``kernels`` counts what runs one after the other: the instructions of
+  the entry computation and of loop and branch bodies (not of the computations fusions and reductions call),
+  but not ``parameter``, ``constant``, ``tuple``, ``get-tuple-element`` or ``bitcast`` there.
 * **StableHLO** (``jit(f).lower(*args).as_text()``): every operation in every function of the module
   (``%x = stablehlo.add ...``, ``"stablehlo.reduce"(...)``, ``func.call``, ...), without the terminators
   (``stablehlo.return``, ``func.return``) and the ``func.func`` headers.
@@ -39,25 +40,28 @@ _HLO_INSTRUCTION = re.compile(r"^\s*(?:ROOT\s+)?%?[\w.\-]+\s*=\s*.*?\s([a-z][a-z
 _HLO_COMPUTATION = re.compile(r"^(ENTRY\s+)?%?([\w.\-]+)\s.*\{\s*$")
 _STABLEHLO_OP = re.compile(r"^\s*(?:%[^=]*=\s*)?\"?([a-z_]+\.[a-z_][\w.]*)\"?[\s(<{]")
 _NOT_OPS = frozenset({"func.func", "func.return", "stablehlo.return", "sdy.return", "mhlo.return"})
+_CALLED = re.compile(r"(?:calls|to_apply)=%?([\w.\-]+)")
 _NOT_KERNELS = frozenset({"parameter", "constant", "tuple", "get-tuple-element", "bitcast"})
 
 
 def hlo_counts(text: str) -> tuple[collections.Counter, int]:
     """(the opcode of each instruction of every computation, ``parameter`` left out; the number of kernels:
-    the instructions outside fusion bodies that are not parameters, constants, tuples or bitcasts)."""
+    the instructions of the entry computation and of loop and branch bodies, not of the computations that
+    fusions and reductions call, that are not parameters, constants, tuples or bitcasts)."""
+    called = set(_CALLED.findall(text))
     ops: collections.Counter = collections.Counter()
     kernels = 0
-    in_fusion = False
+    inside_called = False
     for line in text.splitlines():
-        head = _HLO_COMPUTATION.match(line)
-        if head is not None and "=" not in line.split("{", 1)[0]:
-            in_fusion = "fused" in head.group(2) or "fusion" in head.group(2)
+        head = _HLO_COMPUTATION.match(line)  # a computation's header (instructions are indented)
+        if head is not None and not line[:1].isspace():
+            inside_called = head.group(2) in called
             continue
         m = _HLO_INSTRUCTION.match(line)
         if m is None or m.group(1) == "parameter":
             continue
         ops[m.group(1)] += 1
-        if not in_fusion and m.group(1) not in _NOT_KERNELS:
+        if not inside_called and m.group(1) not in _NOT_KERNELS:
             kernels += 1
     return ops, kernels
 
@@ -136,8 +140,8 @@ def texts(fw: Framework, program: str) -> tuple[str, str] | None:
 
 
 def count(program: str, which: str) -> Callable[[Framework, bool], float | None]:
-    """A ``cases.Case`` function: the number of operations of ``program`` (``which``: "hlo" after XLA's
-    optimizations, "stablehlo" as emitted), counted as the module docstring says."""
+    """A ``cases.Case`` function: the number of operations of ``program`` (``which``: "hlo" instructions after
+    XLA's optimizations, "kernels" among them, "stablehlo" as emitted), counted as the module docstring says."""
     def bench(fw: Framework, quick: bool) -> float | None:
         got = texts(fw, program)
         if got is None:
@@ -145,6 +149,8 @@ def count(program: str, which: str) -> Callable[[Framework, bool], float | None]
         stablehlo, hlo = got
         if which == "hlo":
             return float(sum(hlo_counts(hlo)[0].values()))
+        if which == "kernels":
+            return float(hlo_counts(hlo)[1])
         return float(sum(stablehlo_counts(stablehlo).values()))
     return bench
 
