@@ -63,3 +63,16 @@ def test_xs_and_constants_are_not_stacked():
         want = kiln.grad(lambda p, xs: _rnn2_loss(p, xs, reverse, loop=True))(params, xs)
         for g, w in zip(got, want):
             np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+
+
+def test_scan_counter_is_not_multiplied_by_one():
+    """The step index of a scan without unrolling is the loop counter itself (no ``i * 1`` in every trip)."""
+    f = kiln.jit(lambda xs: lax.scan(lambda c, x: (c + x, c), 0.0, xs))
+    xs = np.arange(5.0, dtype=np.float32)
+    assert "stablehlo.multiply" not in f.lower(xs).as_text()
+    g = kiln.jit(lambda xs: lax.scan(lambda c, x: (c + x, c), 0.0, xs, unroll=2))
+    assert "stablehlo.multiply" in g.lower(xs).as_text()  # trip i starts at step 2 * i
+    for fn in (f, g):
+        carry, ys = fn(xs)
+        assert float(carry) == 10.0
+        np.testing.assert_array_equal(ys, [0, 0, 1, 3, 6])
