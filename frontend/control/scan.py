@@ -222,8 +222,16 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
                 if len(e.outputs) == 1 and not e.prim.multiple_results and e.inputs and not has_effects(e)
                 and all(isinstance(a, Literal) for a in e.inputs)
                 and not any(isinstance(v, (IR, ClosedIR)) for v in e.params.values())}
-    kind = [("const" if r in const_pos else "xs" if r in xs_pos else "literal" if r in constant else "stacked")
-            if isinstance(r, Var) else "stacked" for r in residuals]
+    # Residuals computed from the known consts alone (a transposed or broadcast weight) are loop-invariant too:
+    # computed once before the loops (``hoisted``) and taken by the linear scan as consts.
+    invariant = set(const_pos)
+    for e in known.eqns:
+        if not has_effects(e) and all(not isinstance(a, Var) or a in invariant for a in e.inputs):
+            invariant.update(e.outputs)
+    kind = [("const" if r in const_pos else "xs" if r in xs_pos else "literal" if r in constant else
+             "hoist" if r in invariant else "stacked") if isinstance(r, Var) else "stacked" for r in residuals]
+    hoisted, outer = _hoist(known.eqns, [r for r, k in zip(residuals, kind) if k == "hoist"],
+                            {v: ins_c[i] for v, i in const_pos.items()})
     stacked = [r for r, k in zip(residuals, kind) if k == "stacked"]
     # Known scan: (known consts, known carry, known xs) -> (known carry, known ys, stacked residuals).
     n_kc, n_kk = c_u.count(False), k_u.count(False)
@@ -243,8 +251,8 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
 
     def of(k):
         return [(v, r) for v, r, kk in zip(res_in, residuals, kind) if kk == k]
-    inv_in = [v for v, _ in of("const")]
-    inv_outer = [ins_c[const_pos[r]] for _, r in of("const")]
+    inv_in = [v for v, _ in of("const")] + [v for v, _ in of("hoist")]
+    inv_outer = [ins_c[const_pos[r]] for _, r in of("const")] + [outer[r] for _, r in of("hoist")]
     fwd_in = [v for v, _ in of("xs")]
     fwd_outer = [ins_x[xs_pos[r]] for _, r in of("xs")]
     stacked_in = [v for v, _ in of("stacked")]
@@ -256,7 +264,27 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
                       + res_vars + fwd_outer + [a for a, u in zip(ins_x, x_u) if u],
                       [v for v, u in zip(outs_c, k_u) if u] + [v for v, u in zip(outs_y, y_u) if u],
                       {**p, "body": unknown_body, "num_consts": n_uc + len(inv_in), "num_carry": n_uk}, eqn.source)
-    return [known_eqn], [unknown_eqn], k_u + y_u
+    return hoisted + [known_eqn], [unknown_eqn], k_u + y_u
+
+
+def _hoist(eqns: list[Eqn], wanted: list[Var], env: dict) -> tuple[list[Eqn], dict]:
+    """The equations of a loop body that compute ``wanted`` (loop-invariant values: from the body's consts
+    alone), copied out of the loop with the body's consts replaced by the outer values ``env``; and the outer
+    variable of each wanted value."""
+    if not wanted:
+        return [], {}
+    needed, chosen = set(wanted), []
+    for e in reversed(eqns):
+        if any(o in needed for o in e.outputs):
+            chosen.append(e)
+            needed.update(a for a in e.inputs if isinstance(a, Var))
+    env, out = dict(env), []
+    for e in reversed(chosen):
+        outs = [Var(o.aval) for o in e.outputs]
+        out.append(Eqn(e.prim, [env.get(a, a) if isinstance(a, Var) else a for a in e.inputs], outs, e.params,
+                       e.source))
+        env.update(zip(e.outputs, outs))
+    return out, {r: env[r] for r in wanted}
 
 
 def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse, unroll):
