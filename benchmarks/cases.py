@@ -62,7 +62,7 @@ def title(template: str, platform: str) -> str:
 @dataclass(frozen=True)
 class Case:
     name: str  # a template: {stream}, {normal} and {matmul} are filled in with the sizes used (see title)
-    unit: str  # "us" or "ms": how the table shows the seconds the function returns
+    unit: str  # "us" or "ms": how the table shows the seconds the function returns; "ops": a count (hlo_ops.py)
     run: Callable[[Framework, bool], float | None]
     gpu: bool = False  # part of the GPU suite (run.py --gpu)
 
@@ -676,6 +676,21 @@ def bench_gcn_epoch(fw: Framework, quick: bool) -> float | None:
     return _steady_state_step(fw, step, state, batch, quick=quick, number=5, repeat=7)
 
 
+def _op_count(program: str, which: str):
+    def bench(fw: Framework, quick: bool) -> float | None:
+        import hlo_ops
+        return hlo_ops.count(program, which)(fw, quick)
+    return bench
+
+
+# What the MLP, stax + adam and RNN programs compile to (hlo_ops.py says how the operations are counted): the
+# StableHLO each framework emits and the HLO left after XLA's optimizations, each compiled once per process.
+_OP_COUNTS = [Case(f"ops: {program}, {label}", "ops", _op_count(program, which))
+              for program in ("MLP train step (value_and_grad + SGD)", "MLP train step: stax + adam",
+                              "RNN forward (scan)", "RNN value_and_grad (scan)")
+              for which, label in (("stablehlo", "StableHLO emitted"), ("hlo", "HLO after XLA"),
+                                   ("kernels", "kernels after XLA"))]
+
 STAX_ADAM = "MLP train step: stax + adam (784-512-512-10, batch 128)"
 GCN_EPOCH = f"GCN epoch (seed 003): 2 graph convs, dropout, adam + l2_norm, {GCN_NODES:,} nodes"
 
@@ -713,6 +728,7 @@ CASES: list[Case] = [
     Case("RNN h=128, 200 steps (scan), batch 32: forward", "ms", _rnn_steady(_rnn_loss), gpu=True),
     Case("RNN h=128, 200 steps (scan), batch 32: value_and_grad compile", "ms", _rnn_compile(_rnn_grad)),
     Case("RNN h=128, 200 steps (scan), batch 32: value_and_grad", "ms", _rnn_steady(_rnn_grad), gpu=True),
+    *_OP_COUNTS,
     Case("jit random.normal f32[{normal}]", "ms", bench_random_normal, gpu=True),
     Case(f"compile: {RANDOM_CALLS} random calls", "ms", bench_compile_random_calls),
     Case(f"per-example grads: jit(vmap(grad)) MLP 64-128-128-10, batch {PEG_BATCH}", "us", bench_per_example_grads,

@@ -6,7 +6,8 @@ never imports jax. Every number is a median after warm-up, with results waited f
 The benchmarks themselves are in ``cases.py``; data sizes follow the device (1 GiB arrays on a GPU,
 small ones on the CPU). ``--gpu`` selects issue 13's GPU suite (``--backend cuda --gpu`` on a GPU
 machine); ``--list`` prints the selected names without running anything. Rows marked ↳ are rates
-derived from the rows above them (higher is better).
+derived from the rows above them (higher is better). Rows in "ops" count the operations of a compiled
+program instead of timing it (``hlo_ops.py``; fewer is better).
 
 Both frameworks share the device in one process, so GPU memory preallocation is off unless
 ``XLA_PYTHON_CLIENT_PREALLOCATE`` says otherwise (both read it): otherwise the first client to start
@@ -32,8 +33,11 @@ _UNIT_TEXT = {"us": "µs", "ms": "ms"}
 
 
 def _fmt(seconds: float | None, unit: str) -> str:
+    """A row's value as the table shows it: seconds in µs or ms, or a count of operations (unit "ops")."""
     if seconds is None:
         return "n/a"
+    if unit == "ops":
+        return f"{seconds:.0f} ops"
     value = seconds * _SCALE[unit]
     digits = 2 if value < 10 else 1 if value < 100 else 0
     return f"{value:.{digits}f} {_UNIT_TEXT[unit]}"
@@ -169,7 +173,9 @@ def main(argv: list[str] | None = None) -> int:
         cells = [row[0].ljust(widths[0])] + [c.rjust(w) for c, w in zip(row[1:], widths[1:])]
         print("| " + " | ".join(cells) + " |")
     rates = "; in the ↳ rows (rates), > 1 does" if any(r[0].startswith("↳") for r in rows) else ""
-    print(f"\n(total {time.perf_counter() - start:.1f} s; kiln/jax < 1 means kiln is faster{rates})")
+    counts = "; in the ops rows (operations in the compiled program), < 1 means kiln emits fewer" if any(
+        r[1].endswith(" ops") for r in rows) else ""
+    print(f"\n(total {time.perf_counter() - start:.1f} s; kiln/jax < 1 means kiln is faster{rates}{counts})")
     if interrupted:
         print(f"(interrupted: {len(cases) - len(seconds)} of {len(cases)} benchmarks not measured)")
         return 130

@@ -79,6 +79,27 @@ def test_benchmarks_smoke():
     assert ("jax not installed" in out) == jax_missing
 
 
+def test_benchmark_op_counts(monkeypatch):
+    """benchmarks/hlo_ops.py counts StableHLO operations (no terminators) and optimized HLO instructions over all
+    computations (no parameters; a fusion once, its body's instructions too), and kernels outside fusions."""
+    import numpy as np
+
+    import kiln
+    import kiln.numpy as knp
+
+    monkeypatch.syspath_prepend(str(REPO / "benchmarks"))
+    import hlo_ops
+
+    lowered = kiln.jit(lambda x: knp.sum(knp.sin(x) * 2.0)).lower(np.ones(4, np.float32))
+    shlo = hlo_ops.stablehlo_counts(lowered.as_text())
+    assert shlo == {"stablehlo.sine": 1, "stablehlo.constant": 2, "stablehlo.broadcast_in_dim": 1,
+                    "stablehlo.multiply": 1, "stablehlo.reduce": 1}, shlo
+    hlo, kernels = hlo_ops.hlo_counts(lowered.compile().as_text())
+    # (the reducer's add, then in the fusion sine, 2 constants, broadcast, multiply, reduce; the fusion itself)
+    assert sum(hlo.values()) == 8 and hlo["fusion"] == 1 and hlo["sine"] == 1 and "parameter" not in hlo, hlo
+    assert kernels == 1
+
+
 def test_benchmarks_warn_about_mixed_checkouts(monkeypatch):
     """run.py says so when kiln comes from one checkout and its implementation from another (an editable install
     of another checkout, PYTHONPATH pointing at this one): its numbers would measure the other checkout."""

@@ -43,8 +43,19 @@ def _unary(name, deriv):
 
 
 _unary("exp", lambda x, y: y)
-_unary("log", lambda x, y: lax.div(_full_like(x, 1), x))
-_unary("log1p", lambda x, y: lax.div(_full_like(x, 1), lax.add(x, _full_like(x, 1))))
+
+
+def _divided_jvp(prim, denominator):
+    """Register the JVP rule ``t / denominator(x)`` of ``prim`` (one division, where ``t * (1 / d)`` would
+    leave a reciprocal for the backward pass to keep and multiply by: JAX's rule, and one fusion fewer)."""
+    def rule(primals, tangents):
+        (x,), (t,) = primals, tangents
+        return prim.bind(x), lax.div(t, denominator(x))
+    jvp_rules[prim] = rule
+
+
+_divided_jvp(U["log"], lambda x: x)
+_divided_jvp(U["log1p"], lambda x: lax.add(x, _full_like(x, 1)))
 _unary("expm1", lambda x, y: lax.add(y, _full_like(y, 1)))
 _unary("sin", lambda x, y: lax.cos(x))
 _unary("cos", lambda x, y: lax.neg(lax.sin(x)))

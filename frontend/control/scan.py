@@ -13,7 +13,8 @@ from .. import lax
 from ..core import tree_util
 from ..core.avals import ShapedArray
 from ..core.call import bind_call, call_body
-from ..core.ir import IR, ClosedIR, Eqn, Var
+from ..core.ir import IR, ClosedIR, Eqn, Literal, Var
+from ..core.passes import has_effects
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify, trace_to_ir
 from .common import (
@@ -210,37 +211,80 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     inputs = eqn.inputs
     ins_c, ins_k, ins_x = _split3(inputs, nc, nk)
     # Residuals that are the scan's own (known) consts are loop-invariant: the linear scan takes the
-    # outer value as a const instead of a per-step stacked copy.
+    # outer value as a const instead of a per-step stacked copy. Residuals that are the scan's own (known) xs
+    # are the outer xs themselves: the linear scan reads those instead of a stacked copy. Residuals computed
+    # from literals alone (a broadcast constant) are computed again in the linear body, not stacked.
     n_known_out = len(known.outvars) - nres
     residuals = known.outvars[n_known_out:]
     const_pos = {v: i for i, v in enumerate(body.ir.invars[:nc]) if not c_u[i]}
-    invariant = [isinstance(r, Var) and r in const_pos for r in residuals]
+    xs_pos = {v: i for i, v in enumerate(body.ir.invars[nc + nk:]) if not x_u[i]}
+    constant = {e.outputs[0]: e for e in known.eqns
+                if len(e.outputs) == 1 and not e.prim.multiple_results and e.inputs and not has_effects(e)
+                and all(isinstance(a, Literal) for a in e.inputs)
+                and not any(isinstance(v, (IR, ClosedIR)) for v in e.params.values())}
+    # Residuals computed from the known consts alone (a transposed or broadcast weight) are loop-invariant too:
+    # computed once before the loops (``hoisted``) and taken by the linear scan as consts.
+    invariant = set(const_pos)
+    for e in known.eqns:
+        if not has_effects(e) and all(not isinstance(a, Var) or a in invariant for a in e.inputs):
+            invariant.update(e.outputs)
+    kind = [("const" if r in const_pos else "xs" if r in xs_pos else "literal" if r in constant else
+             "hoist" if r in invariant else "stacked") if isinstance(r, Var) else "stacked" for r in residuals]
+    hoisted, outer = _hoist(known.eqns, [r for r, k in zip(residuals, kind) if k == "hoist"],
+                            {v: ins_c[i] for v, i in const_pos.items()})
+    stacked = [r for r, k in zip(residuals, kind) if k == "stacked"]
     # Known scan: (known consts, known carry, known xs) -> (known carry, known ys, stacked residuals).
     n_kc, n_kk = c_u.count(False), k_u.count(False)
-    known_body = ClosedIR(IR([], known.invars, known.eqns, known.outvars[:n_known_out]
-                             + [r for r, inv in zip(residuals, invariant) if not inv]), [])
-    res_vars = [Var(r.aval.update(shape=(length,) + r.aval.shape)) for r, inv in zip(residuals, invariant) if not inv]
+    known_body = ClosedIR(IR([], known.invars, known.eqns, known.outvars[:n_known_out] + stacked), [])
+    res_vars = [Var(r.aval.update(shape=(length,) + r.aval.shape)) for r in stacked]
     outs_c, outs_y = eqn.outputs[:nk], eqn.outputs[nk:]
     known_eqn = Eqn(scan_p, [a for a, u in zip(ins_c, c_u) if not u] + [a for a, u in zip(ins_k, k_u) if not u]
                     + [a for a, u in zip(ins_x, x_u) if not u],
                     [v for v, u in zip(outs_c, k_u) if not u] + [v for v, u in zip(outs_y, y_u) if not u] + res_vars,
                     {**p, "body": known_body, "num_consts": n_kc, "num_carry": n_kk}, eqn.source)
     # Unknown scan: consts = unknown consts + invariant residuals, carry = unknown carry,
-    # xs = stacked residuals + unknown xs.
+    # xs = stacked residuals + forwarded xs + unknown xs.
     u_in = unknown.invars
     res_in, rest = u_in[:nres], u_in[nres:]
     n_uc, n_uk = c_u.count(True), k_u.count(True)
     u_consts, u_carry, u_xs = rest[:n_uc], rest[n_uc:n_uc + n_uk], rest[n_uc + n_uk:]
-    inv_in = [v for v, inv in zip(res_in, invariant) if inv]
-    stacked_in = [v for v, inv in zip(res_in, invariant) if not inv]
-    inv_outer = [ins_c[const_pos[r]] for r, inv in zip(residuals, invariant) if inv]
-    unknown_body = ClosedIR(IR([], u_consts + inv_in + u_carry + stacked_in + u_xs, unknown.eqns, unknown.outvars),
-                            [])
+
+    def of(k):
+        return [(v, r) for v, r, kk in zip(res_in, residuals, kind) if kk == k]
+    inv_in = [v for v, _ in of("const")] + [v for v, _ in of("hoist")]
+    inv_outer = [ins_c[const_pos[r]] for _, r in of("const")] + [outer[r] for _, r in of("hoist")]
+    fwd_in = [v for v, _ in of("xs")]
+    fwd_outer = [ins_x[xs_pos[r]] for _, r in of("xs")]
+    stacked_in = [v for v, _ in of("stacked")]
+    recomputed = [Eqn(constant[r].prim, constant[r].inputs, [v], constant[r].params, constant[r].source)
+                  for v, r in of("literal")]
+    unknown_body = ClosedIR(IR([], u_consts + inv_in + u_carry + stacked_in + fwd_in + u_xs,
+                               recomputed + unknown.eqns, unknown.outvars), [])
     unknown_eqn = Eqn(scan_p, [a for a, u in zip(ins_c, c_u) if u] + inv_outer + [a for a, u in zip(ins_k, k_u) if u]
-                      + res_vars + [a for a, u in zip(ins_x, x_u) if u],
+                      + res_vars + fwd_outer + [a for a, u in zip(ins_x, x_u) if u],
                       [v for v, u in zip(outs_c, k_u) if u] + [v for v, u in zip(outs_y, y_u) if u],
                       {**p, "body": unknown_body, "num_consts": n_uc + len(inv_in), "num_carry": n_uk}, eqn.source)
-    return [known_eqn], [unknown_eqn], k_u + y_u
+    return hoisted + [known_eqn], [unknown_eqn], k_u + y_u
+
+
+def _hoist(eqns: list[Eqn], wanted: list[Var], env: dict) -> tuple[list[Eqn], dict]:
+    """The equations of a loop body that compute ``wanted`` (loop-invariant values: from the body's consts
+    alone), copied out of the loop with the body's consts replaced by the outer values ``env``; and the outer
+    variable of each wanted value."""
+    if not wanted:
+        return [], {}
+    needed, chosen = set(wanted), []
+    for e in reversed(eqns):
+        if any(o in needed for o in e.outputs):
+            chosen.append(e)
+            needed.update(a for a in e.inputs if isinstance(a, Var))
+    env, out = dict(env), []
+    for e in reversed(chosen):
+        outs = [Var(o.aval) for o in e.outputs]
+        out.append(Eqn(e.prim, [env.get(a, a) if isinstance(a, Var) else a for a in e.inputs], outs, e.params,
+                       e.source))
+        env.update(zip(e.outputs, outs))
+    return out, {r: env[r] for r in wanted}
 
 
 def _scan_transpose(cts, *args, body, num_consts, num_carry, length, reverse, unroll):

@@ -6,8 +6,10 @@
       in (e,) }
 
 Variables before ``;`` are constvars (closed-over arrays, passed in at run time), after it the
-inputs. Literals are Python/NumPy scalars written inline. Sub-IRs (a ``jit_call``'s body, a
-loop body) are ``ClosedIR`` parameters of their equation and print indented below it.
+inputs. Literals are Python/NumPy scalars and small NumPy arrays (at most ``INLINE_CONSTANT_SIZE``
+elements, printed ``[0,2]:i32[2]``) written inline; they become ``stablehlo.constant`` operations.
+Sub-IRs (a ``jit_call``'s body, a loop body) are ``ClosedIR`` parameters of their equation and print
+indented below it.
 """
 from __future__ import annotations
 
@@ -31,13 +33,24 @@ class Var:
         return f"Var({self.aval.str_short()})"
 
 
+# NumPy arrays with at most this many elements that a traced function reads (a closed-over table, the bounds
+# of a gather's indices) are written into the program as literals instead of becoming constvars (arguments
+# of the compiled program), as JAX writes small constants inline.
+INLINE_CONSTANT_SIZE = 64
+
+
 class Literal:
-    """A scalar constant written into the IR: a 0-d NumPy value with its abstract value."""
+    """A constant written into the IR: a 0-d NumPy value (a Python or NumPy scalar) or a small NumPy array
+    (``INLINE_CONSTANT_SIZE`` elements at most; a read-only copy), with its abstract value."""
 
     __slots__ = ("val", "aval")
 
     def __init__(self, val: Any, aval: ShapedArray):
-        self.val = np.asarray(val, dtype=aval.dtype)
+        if aval.shape:
+            self.val = np.array(val, dtype=aval.dtype)  # a copy: the user may change the array later
+            self.val.flags.writeable = False
+        else:
+            self.val = np.asarray(val, dtype=aval.dtype)
         self.aval = aval
 
     # Literals stand in for Python scalars in promotion: they answer like arrays do.
@@ -61,6 +74,8 @@ class Literal:
         return f"Literal({self})"
 
     def __str__(self) -> str:
+        if self.aval.shape:
+            return f"{self.val.tolist()}:{self.aval.str_short()}".replace(" ", "")
         v = self.val.item()
         if isinstance(v, bool):
             return str(v)

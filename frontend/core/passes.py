@@ -5,6 +5,7 @@ from __future__ import annotations
 import weakref
 from typing import Any
 
+from kiln.frontend.core import folding
 from kiln.frontend.core.ir import IR, Atom, ClosedIR, Eqn, Literal, Var
 
 
@@ -138,7 +139,7 @@ def _scalar_value(a: Atom, defs: dict[Var, Eqn]) -> Any:
     """The value of ``a`` if it is a scalar literal or a broadcast of one, else None."""
     if isinstance(a, Var) and a in defs and defs[a].prim.name == "broadcast_in_dim":
         a = defs[a].inputs[0]
-    if isinstance(a, Literal):
+    if isinstance(a, Literal) and not a.aval.shape:
         return a.val
     return None
 
@@ -151,6 +152,34 @@ def _is(value: Any, target: int) -> bool:
     return value is not None and value.dtype != bool and bool(value == target)
 
 
+def _fold(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn | None:
+    """An elementwise equation whose operands are all constants (scalar literals, or broadcasts of one), as a
+    literal (a scalar result) or a broadcast of one; None where it is not folded (``folding.fold``)."""
+    out = eqn.outputs[0]
+    if eqn.prim.name == "select" and isinstance(ins[0], Literal) and not ins[0].aval.shape:  # picks a case
+        case = ins[1] if bool(ins[0].val) else ins[2]
+        return case if _is_identity(case, out) else None
+    if eqn.prim.name not in folding.FOLDABLE:
+        return None
+    broadcast = None
+    values = []
+    for a in ins:
+        if isinstance(a, Var) and a in defs and defs[a].prim.name == "broadcast_in_dim":
+            broadcast = defs[a]
+            a = broadcast.inputs[0]
+        if not isinstance(a, Literal) or a.aval.shape:  # (an array literal is left to XLA)
+            return None
+        values.append(a.val)
+    value = folding.fold(eqn.prim.name, eqn.params, values, out.aval.dtype)
+    if value is None:
+        return None
+    literal = Literal(value, out.aval.update(shape=()))
+    if broadcast is None:
+        return literal
+    return Eqn(broadcast.prim, [literal], eqn.outputs, {"shape": out.aval.shape, "broadcast_dimensions": ()},
+               eqn.source)
+
+
 def _simplify_eqn(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn:
     """A replacement atom for the equation's (single) output, or the equation, maybe rewritten."""
     name, params = eqn.prim.name, eqn.params
@@ -158,6 +187,9 @@ def _simplify_eqn(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn
     if eqn.prim.multiple_results or len(eqn.outputs) != 1:
         return unchanged
     out = eqn.outputs[0]
+    folded = _fold(eqn, ins, defs) if ins else None
+    if folded is not None:
+        return folded
     x = ins[0] if ins else None
     inner = defs.get(x) if isinstance(x, Var) else None
     inner_name = inner.prim.name if inner is not None else None
@@ -204,7 +236,10 @@ def simplify(ir: IR) -> IR:
     """Local algebraic simplifications, mostly of what the transformations leave behind: a transpose of a
     transpose, a reshape of a reshape, a broadcast of a broadcast become one op (or none, when the result
     is the operand); identity reshapes, transposes, broadcasts and conversions, the negation of a
-    negation, multiplications by one and additions of zero disappear. The equations left unused are
+    negation, multiplications by one and additions of zero disappear; elementwise arithmetic, comparisons
+    and conversions of constants (scalar literals or broadcasts of one) become constants, computed at trace
+    time where the result is the one XLA would compute (``folding.py``: ``-1.0 / 128.0`` becomes
+    ``-0.0078125``), and a select with a constant predicate becomes its case. The equations left unused are
     for dead-code elimination to remove."""
     env: dict[Var, Atom] = {}
     defs: dict[Var, Eqn] = {}

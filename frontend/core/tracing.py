@@ -29,7 +29,7 @@ from .errors import (
     TracerIntegerConversionError,
     UnexpectedTracerError,
 )
-from .ir import IR, Atom, ClosedIR, Eqn, Literal, Var
+from .ir import INLINE_CONSTANT_SIZE, IR, Atom, ClosedIR, Eqn, Literal, Var
 from .source_info import at as _at
 from .source_info import current as _current_source
 
@@ -191,6 +191,8 @@ class Builder:
         aval = abstractify(x)
         if aval.ndim == 0 and isinstance(x, (np.ndarray, np.generic)):
             return Literal(np.asarray(x, aval.dtype), aval)
+        if type(x) is np.ndarray and aval.size <= INLINE_CONSTANT_SIZE:  # a small table: written inline
+            return Literal(x, aval)
         return self._capture(x, aval)
 
     def _capture(self, value: Any, aval: ShapedArray) -> Var:

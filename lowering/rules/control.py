@@ -80,7 +80,7 @@ def _scan(ctx, eqn, *args):
             i = V(i, (), np.int32)
             b_consts, b_carry = state[:nc], state[nc:nc + nk]
             b_xs, b_ys = state[nc + nk:nc + nk + len(xs)], state[nc + nk + len(xs):]
-            base = i * unroll
+            base = i * unroll if unroll > 1 else i  # (no multiplication by 1 in every trip)
             for u in range(unroll):
                 b_carry, b_ys = _emit_scan_steps(ctx, eqn, base + u if u else base, b_consts, b_carry, b_xs, b_ys)
             return [(i + 1).v, *b_consts, *b_carry, *b_xs, *b_ys] + ([ctx.token] if threaded else [])

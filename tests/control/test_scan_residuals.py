@@ -26,3 +26,88 @@ def test_loop_constants_are_not_stacked():
     e[2, 3] = eps
     fd = (float(_rnn_loss(w + e, xs)) - float(_rnn_loss(w - e, xs))) / (2 * eps)
     np.testing.assert_allclose(g[2, 3], fd, rtol=2e-2)
+
+
+def _rnn2_loss(params, xs, reverse=False, loop=False):
+    """h = tanh(h @ w + (x @ u) * 1.0) on a batch of 2: the 1.0 is a broadcast constant in the body; x is a
+    slice of xs."""
+    w, u = params
+
+    def step(h, x):
+        h = knp.tanh(h @ w + (x @ u) * 1.0)
+        return h, h
+    if loop:  # the same recurrence as a Python loop: no scan, the oracle for the scan's gradient
+        h, hs = knp.zeros((2, 8)), []
+        for x in (xs[::-1] if reverse else xs):
+            h, y = step(h, x)
+            hs.append(y)
+        hs = knp.stack(hs[::-1] if reverse else hs)
+    else:
+        _, hs = lax.scan(step, knp.zeros((2, 8)), xs, reverse=reverse)
+    return knp.mean(hs * hs)
+
+
+def test_xs_and_constants_are_not_stacked():
+    """Residuals that are slices of the scan's own xs are read from xs, and constants computed from literals
+    are computed again in the backward loop: neither is stacked per step (JAX stacks neither)."""
+    rng = np.random.default_rng(2)
+    params = (knp.asarray(rng.normal(size=(8, 8)).astype(np.float32) * 0.3),
+              knp.asarray(rng.normal(size=(4, 8)).astype(np.float32) * 0.3))
+    xs = knp.asarray(rng.normal(size=(30, 2, 4)).astype(np.float32))
+    for reverse in (False, True):
+        text = kiln.jit(kiln.grad(lambda p, xs: _rnn2_loss(p, xs, reverse))).lower(params, xs).as_text()
+        # stacked by the forward loop: the hs (its output), the previous h and 1 - tanh(.)**2; no x, no ones
+        assert text.count("stablehlo.dynamic_update_slice") == 3, reverse
+        assert "tensor<30x2x4xf32>" in text
+        got = kiln.jit(kiln.grad(lambda p, xs: _rnn2_loss(p, xs, reverse)))(params, xs)
+        want = kiln.grad(lambda p, xs: _rnn2_loss(p, xs, reverse, loop=True))(params, xs)
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(g, w, rtol=1e-5, atol=1e-7)
+
+
+def test_scan_counter_is_not_multiplied_by_one():
+    """The step index of a scan without unrolling is the loop counter itself (no ``i * 1`` in every trip)."""
+    f = kiln.jit(lambda xs: lax.scan(lambda c, x: (c + x, c), 0.0, xs))
+    xs = np.arange(5.0, dtype=np.float32)
+    assert "stablehlo.multiply" not in f.lower(xs).as_text()
+    g = kiln.jit(lambda xs: lax.scan(lambda c, x: (c + x, c), 0.0, xs, unroll=2))
+    assert "stablehlo.multiply" in g.lower(xs).as_text()  # trip i starts at step 2 * i
+    for fn in (f, g):
+        carry, ys = fn(xs)
+        assert float(carry) == 10.0
+        np.testing.assert_array_equal(ys, [0, 0, 1, 3, 6])
+
+
+def _rnn3_loss(params, xs, loop=False):
+    """A body that transforms its weights: w * 0.5 and the gain g broadcast to the batch are loop-invariant."""
+    w, g = params
+
+    def step(h, x):
+        h = knp.tanh((h @ (w * 0.5)) * g + x)
+        return h, h
+    if loop:
+        h, hs = knp.zeros((2, 8)), []
+        for x in xs:
+            h, y = step(h, x)
+            hs.append(y)
+        hs = knp.stack(hs)
+    else:
+        _, hs = lax.scan(step, knp.zeros((2, 8)), xs)
+    return knp.mean(hs * hs)
+
+
+def test_loop_invariant_residuals_are_computed_once():
+    """Residuals computed from the loop's constants alone (w * 0.5, g broadcast to (2, 8)) are computed once
+    before the loop, not once per step and stacked (as JAX hoists them)."""
+    rng = np.random.default_rng(3)
+    params = (knp.asarray(rng.normal(size=(8, 8)).astype(np.float32) * 0.5),
+              knp.asarray(rng.normal(size=(8,)).astype(np.float32)))
+    xs = knp.asarray(rng.normal(size=(30, 2, 8)).astype(np.float32))
+    text = kiln.jit(kiln.grad(_rnn3_loss)).lower(params, xs).as_text()
+    assert "tensor<30x8x8xf32>" not in text  # w * 0.5, stacked once per step
+    # stacked: the hs, the previous h, (h @ w') for g's gradient and 1 - tanh(.)**2; not the broadcast g
+    assert text.count("stablehlo.dynamic_update_slice") == 4
+    got = kiln.jit(kiln.grad(_rnn3_loss))(params, xs)
+    want = kiln.grad(lambda p, xs: _rnn3_loss(p, xs, loop=True))(params, xs)
+    for a, b in zip(got, want):
+        np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)

@@ -94,3 +94,15 @@ def test_mlp_gradient_module_is_lean():
         defined = set(re.findall(rf"(%\w+) = stablehlo\.{producer} ", text))
         chained = re.findall(rf"= stablehlo\.{producer} (%\w+)", text)
         assert not defined.intersection(chained), f"a {producer} of a {producer} is left"
+
+
+def test_log_derivative_is_one_division():
+    """d log(x) = t / x, as JAX's rule: no reciprocal 1 / x kept for the backward pass and multiplied by (the
+    log-softmax backward then fuses into one kernel, as JAX's)."""
+    x = np.array([0.5, 2.0, 4.0], np.float32)
+    c = np.array([1.0, -3.0, 0.25], np.float32)
+    for log, deriv in ((knp.log, lambda x: 1 / x), (knp.log1p, lambda x: 1 / (1 + x))):
+        f = lambda x, c: knp.sum(log(x) * c)  # noqa: E731
+        ops = _lowered(kiln.grad(f), x, c)
+        assert ops["divide"] == 1 and ops["multiply"] == 0, (log, ops)
+        np.testing.assert_allclose(kiln.jit(kiln.grad(f))(x, c), c * deriv(x), rtol=1e-6)
