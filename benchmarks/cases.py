@@ -15,6 +15,7 @@ import functools
 import importlib
 import itertools
 import math
+import os
 from dataclasses import dataclass
 from typing import Callable
 
@@ -27,7 +28,15 @@ CHAIN_OPS = 1000
 MLP_SIZES = (784, 512, 512, 10)
 MLP_BATCH = 128
 LEARNING_RATE = 0.01
-_SALTS = itertools.count(1)  # a new constant for every chain built in this process
+# A new constant for every function built to be traced or compiled afresh, different in every process too (a
+# random start): the compile rows must not hit a compile cache kept from an earlier run (kiln's is on by default).
+_SALT_BITS = 20
+_SALTS = itertools.count(int.from_bytes(os.urandom(4), "little") % 2**_SALT_BITS)
+
+
+def _fresh_factor() -> float:
+    """A factor in [1, 1.5) not used before: 2**-21 steps, distinct in float32."""
+    return 1.0 + (next(_SALTS) % 2**_SALT_BITS) / 2**(_SALT_BITS + 1)
 
 
 # Sizes by kind of device. "gpu" (also used on TPUs): issue 13's sizes. "cpu": small enough for a
@@ -132,7 +141,7 @@ def _make_chain(fw: Framework):
     """A fresh function of CHAIN_OPS elementwise ops with a constant never used before, so that neither
     framework can answer from a trace or compile cache keyed on the function or the module text."""
     np_ = fw.np
-    scale = 1.0 + next(_SALTS) / 2**20
+    scale = _fresh_factor()
 
     def chain(x, x0):
         x = x * scale
@@ -233,7 +242,7 @@ def bench_mlp_train_trace_lower(fw: Framework, quick: bool) -> float | None:
     args = _mlp_data(fw)
 
     def work(i):
-        fn = fw.jit(_mlp_train_step(fw, LEARNING_RATE * (1.0 + next(_SALTS) / 2**20)))
+        fn = fw.jit(_mlp_train_step(fw, LEARNING_RATE * _fresh_factor()))
         return lambda: fn.lower(*args).as_text()
     work(0)()  # warm-up: first-use costs of both libraries
     return once_each(work, repeat=2 if quick else 9)
@@ -284,7 +293,7 @@ def _rnn_compile(make: Callable[[Framework, float], Callable]):
         args = _rnn_data(fw)
 
         def work(i):  # trace + lower + XLA compile of a function with a fresh constant
-            fn = fw.jit(make(fw, 1.0 + next(_SALTS) / 2**20))
+            fn = fw.jit(make(fw, _fresh_factor()))
             return lambda: fn.lower(*args).compile()
         work(0)()  # warm-up: first-use costs of both libraries
         return once_each(work, repeat=1 if quick else 5)
@@ -340,7 +349,7 @@ def bench_compile_random_calls(fw: Framework, quick: bool) -> float:
     key = fw.put(_random_module(fw).key(0))
 
     def work(calls):
-        fn = fw.jit(_many_random_calls(fw, calls, 1.0 + next(_SALTS) / 2**20))
+        fn = fw.jit(_many_random_calls(fw, calls, _fresh_factor()))
         return lambda: fn.lower(key).compile()
     work(2)()  # warm-up (a small program): first-use costs of both libraries
     return once_each(lambda i: work(RANDOM_CALLS), repeat=1 if quick else 3)
