@@ -544,10 +544,10 @@ def _steady_state_step(fw: Framework, step: Callable, state: tuple, *rest, quick
     return per_call(call, fw.block, number=2 if quick else number, repeat=3 if quick else repeat)
 
 
-def bench_stax_adam_step(fw: Framework, quick: bool) -> float | None:
-    """Steady-state jitted training step of ``stax.serial(Dense(512), Relu, Dense(512), Relu, Dense(10),
-    LogSoftmax)`` on a batch of 128: cross-entropy, ``value_and_grad``, ``adam(1e-3)`` (``kiln.optim`` against
-    ``optax``), ``apply_updates``; params and optimizer state donated and returned."""
+def stax_adam_program(fw: Framework) -> tuple[Callable, tuple] | None:
+    """The training step of ``stax.serial(Dense(512), Relu, Dense(512), Relu, Dense(10), LogSoftmax)`` on a
+    batch of 128: cross-entropy, ``value_and_grad``, ``adam(1e-3)`` (``kiln.optim`` against ``optax``),
+    ``apply_updates``; and its arguments (params, optimizer state, inputs, labels). None without the libraries."""
     libs = _training_libraries(fw)
     if libs is None or fw.value_and_grad is None:
         return None
@@ -557,7 +557,6 @@ def bench_stax_adam_step(fw: Framework, quick: bool) -> float | None:
                                stax.Dense(MLP_SIZES[3]), stax.LogSoftmax)
     host_params, x, labels = mlp_host_data()
     params = fw.put([host_params[0], (), host_params[1], (), host_params[2], ()])  # stax's layout: () for Relu
-    x, labels = fw.put(x), fw.put(labels)
     opt = optax.adam(1e-3)
 
     def loss_fn(params, x, labels):
@@ -567,9 +566,18 @@ def bench_stax_adam_step(fw: Framework, quick: bool) -> float | None:
         loss, grads = fw.value_and_grad(loss_fn)(params, x, labels)
         updates, opt_state = opt.update(grads, opt_state, params)
         return optax.apply_updates(params, updates), opt_state, loss
+    return train_step, (params, opt.init(params), fw.put(x), fw.put(labels))
 
+
+def bench_stax_adam_step(fw: Framework, quick: bool) -> float | None:
+    """Steady state of :func:`stax_adam_program`, jitted with the params and optimizer state donated and
+    returned."""
+    program = stax_adam_program(fw)
+    if program is None:
+        return None
+    train_step, (params, opt_state, x, labels) = program
     step = fw.jit(train_step, donate_argnums=(0, 1))
-    return _steady_state_step(fw, step, (params, opt.init(params)), x, labels, quick=quick, number=20, repeat=15)
+    return _steady_state_step(fw, step, (params, opt_state), x, labels, quick=quick, number=20, repeat=15)
 
 
 # Cora's sizes (2,708 papers, 1,433 words, 7 topics, 140 labelled nodes for training) and seed 003's model.

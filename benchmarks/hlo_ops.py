@@ -85,26 +85,8 @@ def _mlp_step(fw: Framework):
 
 def _stax_adam_step(fw: Framework):
     import cases
-    libs = cases._training_libraries(fw)
-    if libs is None or fw.value_and_grad is None:
-        return None
-    stax, _, optax = libs
-    np_ = fw.np
-    sizes = cases.MLP_SIZES
-    _, apply_fun = stax.serial(stax.Dense(sizes[1]), stax.Relu, stax.Dense(sizes[2]), stax.Relu,
-                               stax.Dense(sizes[3]), stax.LogSoftmax)
-    host_params, x, labels = cases.mlp_host_data()
-    params = fw.put([host_params[0], (), host_params[1], (), host_params[2], ()])
-    opt = optax.adam(1e-3)
-
-    def loss_fn(params, x, labels):
-        return -np_.mean(np_.sum(labels * apply_fun(params, x), axis=-1))
-
-    def train_step(params, opt_state, x, labels):
-        loss, grads = fw.value_and_grad(loss_fn)(params, x, labels)
-        updates, opt_state = opt.update(grads, opt_state, params)
-        return optax.apply_updates(params, updates), opt_state, loss
-    return train_step, (params, opt.init(params), fw.put(x), fw.put(labels)), {"donate_argnums": (0, 1)}
+    program = cases.stax_adam_program(fw)
+    return None if program is None else (*program, {"donate_argnums": (0, 1)})
 
 
 def _rnn(make_name: str):
