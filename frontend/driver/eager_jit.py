@@ -70,7 +70,7 @@ def public_name(fun: Callable) -> str:
     return f"kiln.{package}.{fun.__name__}"
 
 
-def all_arrays(args: tuple) -> bool:
+def _all_arrays(args: tuple) -> bool:
     for a in args:
         if type(a) is not Array:
             return False
@@ -113,7 +113,7 @@ def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
                         return out
             if config._python_dispatch:  # disable_jit, debug_nans/infs: op by op, each primitive checked
                 return fun(*args, **kwargs)
-            if (kwargs or not all_arrays(args)) and not compiled_path_takes(args, kwargs):
+            if (kwargs or not _all_arrays(args)) and not compiled_path_takes(args, kwargs):
                 return fun(*args, **kwargs)
             if not state:
                 j = JittedFunction(fun, static_argnames=static_argnames, _max_signatures=EAGER_SIGNATURES)
