@@ -35,6 +35,18 @@ class ConfigError(KilnError, ValueError):
     """An unknown configuration name or a value of the wrong type."""
 
 
+class _DispatchEpoch:
+    """``dispatch_epoch.current``: one object per combination of the flags that decide which program a call runs and
+    how. A launch recorded under it stays valid while this is the same object (checked by identity on every
+    direct launch), and is valid again when the flags come back to those values. It lives here, not on
+    :class:`Config`, because Config's ``__getattr__`` hook makes every read of its attributes slower."""
+
+    __slots__ = ("current",)
+
+
+dispatch_epoch = _DispatchEpoch()
+
+
 class Config:
     """Holds kiln's flags. Read them as attributes, change them with :meth:`update`."""
 
@@ -155,11 +167,8 @@ class Config:
         object.__setattr__(self, "_debug_special", special)
         python_dispatch = special or bool(self._values.get("disable_jit"))
         object.__setattr__(self, "_python_dispatch", python_dispatch)
-        # One object per combination of the flags that decide which program a call runs and how: a launch
-        # recorded under it stays valid while this is the same object (checked by identity on every call), and
-        # is valid again when the flags come back to those values.
         epoch = (self._trace_key, python_dispatch)
-        object.__setattr__(self, "_dispatch_epoch", self._epochs.setdefault(epoch, epoch))
+        dispatch_epoch.current = self._epochs.setdefault(epoch, epoch)
 
     def __getattr__(self, name: str) -> Any:  # only called for names that are not flags
         kiln_name = self._kiln_name(name)

@@ -19,7 +19,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..core import dtypes
-from ..core.config import config
+from ..core.config import config, dispatch_epoch
 from ..core.tracing import active_traces
 from .array import Array
 from .jit import JittedFunction, call_cpp
@@ -34,6 +34,15 @@ _TAKEN, _REFUSED, _BIG_INT, _STATIC_KIND = 0, 1, 2, 3
 # Signatures (compiled programs) each eagerly called function keeps, least recently used going first: eager
 # code over many shapes must not hold on to a program for every shape it has seen.
 EAGER_SIGNATURES = 64
+
+_new_object = object.__new__
+
+
+class _NoSignatures:
+    direct = None  # what an eagerly called function reads before its first compiled call
+
+
+_NO_SIGNATURES = _NoSignatures()
 
 
 def _kind_of(x: Any) -> int:
@@ -99,18 +108,42 @@ def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
                 return False
             return _BIG_INT not in kinds or _big_ints_convert_freely(args, kwargs)
 
-        state: list = []  # [the JittedFunction, its signatures], made at the first compiled call
+        state: list = []  # [the JittedFunction], made at the first compiled call
+        sigs = _NO_SIGNATURES  # its signatures, then
 
         @functools.wraps(fun)
         def call(*args, **kwargs):
+            nonlocal sigs
+            direct = sigs.direct
+            if direct is not None and not kwargs and not active_traces():  # inside a trace: inlined (below)
+                # JittedFunction.__call__'s inline match of a plain signature, the same lines (a call to a
+                # shared function would cost a tenth of a microsecond).
+                if len(args) == direct.arity and direct.epoch is dispatch_epoch.current:
+                    a = args[0]
+                    if type(a) is Array and a._flat[1] is direct.aux0:
+                        if direct.arity == 1:
+                            bufs = [a._buf]
+                        else:
+                            b = args[1]
+                            bufs = [a._buf, b._buf] if type(b) is Array and b._flat[1] is direct.aux1 else None
+                        if bufs is not None:
+                            try:
+                                buf = direct.launch(bufs)[0]
+                            except Exception:  # e.g. a deleted argument: the paths below explain it
+                                buf = None
+                            if buf is not None:
+                                aux = direct.out_aux
+                                out = _new_object(Array)
+                                out._buf = buf
+                                out.aval, out._device, out._committed, out._sharding = aux
+                                out._npy = None
+                                out._flat = ((buf,), aux)
+                                return out
+                out = direct.run(args)
+                if out is not None:
+                    return out
             if active_traces():  # inside a trace: inlined
                 return fun(*args, **kwargs)
-            if state and not kwargs:  # the last all-arrays signature (it checks the flags itself)
-                direct = state[1].direct
-                if direct is not None:
-                    out = direct.run(args)
-                    if out is not None:
-                        return out
             if config._python_dispatch:  # disable_jit, debug_nans/infs: op by op, each primitive checked
                 return fun(*args, **kwargs)
             if (kwargs or not _all_arrays(args)) and not compiled_path_takes(args, kwargs):
@@ -118,7 +151,8 @@ def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
             if not state:
                 j = JittedFunction(fun, static_argnames=static_argnames, _max_signatures=EAGER_SIGNATURES)
                 j._where = public_name(fun)
-                state.extend((j, j._signatures))
+                state.append(j)
+                sigs = j._signatures
             return call_cpp(state[0], args, kwargs)
         call._eager_state = state  # for tests: the JittedFunction behind the eager calls
         return call

@@ -112,8 +112,8 @@ def test_eager_programs_per_function_are_bounded(monkeypatch):
     cos = eager_jit_module.eager_jit()(lambda x: knp.cos(x))  # a function made after the bound is lowered
     for n in range(1, 9):
         np.testing.assert_allclose(cos(knp.zeros(n)), np.ones(n))
-    jitted, signatures = cos._eager_state
-    assert len(signatures.entries) == 4
+    jitted, = cos._eager_state
+    assert len(jitted._signatures.entries) == 4
     assert jitted._cpp._cache_size() <= 4
     np.testing.assert_allclose(cos(knp.zeros(3)), np.ones(3))
 
@@ -210,3 +210,39 @@ def test_clear_caches_drops_the_direct_launch():
     kiln.clear_caches()
     assert f._signatures.direct is None
     np.testing.assert_array_equal(f(x), [3.0, 3.0])
+
+
+def test_inline_match_of_plain_signatures_checks_every_argument_and_the_flags():
+    # One or two arrays in, one out: JittedFunction.__call__ and the eager wrapper match these inline.
+    g = kiln.jit(lambda a, b: a * b)
+    a, b = knp.arange(4.0), knp.full(4, 2.0)
+    g(a, b), g(a, b)
+    assert g._signatures.direct.arity == 2
+    np.testing.assert_array_equal(g(a, b), np.arange(4.0) * 2)
+    np.testing.assert_array_equal(g(b, a), np.arange(4.0) * 2)
+    np.testing.assert_array_equal(g(a, knp.full(1, 3.0)), np.arange(4.0) * 3)  # second argument differs
+    np.testing.assert_array_equal(g(a, 0.5), np.arange(4.0) / 2)
+    with pytest.raises(TypeError):
+        g(a)
+    b.delete()
+    with pytest.raises(kiln.DeletedBufferError, match="argument b refers to a deleted"):
+        g(a, b)
+    h = kiln.jit(lambda: knp.arange(3.0))  # no arguments: never a plain signature
+    h(), h()
+    np.testing.assert_array_equal(h(), [0.0, 1.0, 2.0])
+    y = -knp.ones(2)
+    f = kiln.jit(lambda x: knp.log(x))
+    f(y), f(y), knp.log(y), knp.log(y)
+    with kiln.config.override("debug_nans", True):  # the flags changed: the recorded launches do not run
+        with pytest.raises(FloatingPointError):
+            f(y)
+        with pytest.raises(FloatingPointError):
+            knp.log(y)
+    assert np.isnan(np.asarray(f(y))).all() and np.isnan(np.asarray(knp.log(y))).all()
+
+
+def test_eager_ops_inside_a_trace_are_inlined_even_on_arrays():
+    c = knp.arange(3.0)
+    knp.sin(c), knp.sin(c)  # a direct launch recorded for (c,)
+    ir = kiln.make_ir(lambda x: knp.sin(c) + x)(knp.ones(3))
+    assert "sin" in [e.prim.name for e in ir.ir.eqns]  # staged, as JAX stages jnp functions under jit
