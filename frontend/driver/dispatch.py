@@ -195,9 +195,12 @@ def _lower(ir: IR, donated: Sequence[bool], keep_unused: bool, device: runtime.D
 
 
 def compile_ir(ir: IR, device: runtime.Device, *, donated: Sequence[bool] = (),
-               keep_unused: bool = False, debug_name: str | None = None) -> CompiledIR:
-    """Lower ``ir`` to StableHLO and compile it for ``device``."""
-    lowered = lower_ir(ir, donated=donated, keep_unused=keep_unused, device=device, debug_name=debug_name)
+               keep_unused: bool = False, debug_name: str | None = None,
+               lowered: lowering.LoweredModule | None = None) -> CompiledIR:
+    """Lower ``ir`` to StableHLO (unless ``lowered``, the module :func:`lower_ir` made with these arguments, is
+    given) and compile it for ``device``."""
+    if lowered is None:
+        lowered = lower_ir(ir, donated=donated, keep_unused=keep_unused, device=device, debug_name=debug_name)
     return compile_lowered(ir, lowered, device, num_donated=sum(bool(d) for d in donated))
 
 

@@ -541,25 +541,26 @@ class JittedFunction:
             flags += [k in self.donate_argnames] * len(tree_util.tree_leaves(dyn_kwargs[k]))
         return flags
 
-    def _compiled(self, entry: _Entry) -> dispatch.CompiledIR:
+    def _compiled(self, entry: _Entry, lowered: Any = None) -> dispatch.CompiledIR:
+        """The executable of ``entry``, compiled once however many threads ask (from ``lowered``, the module a
+        :class:`Lowered` holds, rather than lowering again, when given)."""
         if entry.compiled is None:
-            # One compile per signature, however many threads call it.
             self._signatures.once.get(("compile", id(entry)), lambda: entry.compiled,
-                                      functools.partial(self._compile, entry))
+                                      functools.partial(self._compile, entry, lowered))
         return entry.compiled
 
-    def _compile(self, entry: _Entry) -> dispatch.CompiledIR:
+    def _compile(self, entry: _Entry, lowered: Any = None) -> dispatch.CompiledIR:
         start = time.perf_counter()
         ir = entry.closed.ir
         donated = [False] * len(ir.constvars) + entry.donated
         if isinstance(entry.device, spmd.MeshPlacement):
             compiled = spmd.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
-                                       n_consts=len(ir.constvars), debug_name=self.__name__)
+                                       n_consts=len(ir.constvars), debug_name=self.__name__, lowered=lowered)
             replicated = spmd.NamedSharding(entry.device.mesh, spmd.PartitionSpec())
             put = functools.partial(spmd.to_buffer, sharding=replicated)
         else:
             compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
-                                           debug_name=self.__name__)
+                                           debug_name=self.__name__, lowered=lowered)
             # Outputs carry the very aval objects of equal inputs of this signature: a loop feeding them back
             # in (a training step's params and optimizer state) then finds its signature by identity checks
             # rather than an aval comparison per leaf.
@@ -702,7 +703,7 @@ class Lowered:
         return self.entry.closed
 
     def compile(self) -> Compiled:
-        self.jitted._compiled(self.entry)
+        self.jitted._compiled(self.entry, self._lowered)  # the module above, not a second lowering
         return Compiled(self.jitted, self.entry)
 
 

@@ -24,6 +24,22 @@ def test_compiled_as_text_is_optimised_hlo_and_lowered_stays_stablehlo():
     assert "f32[4,8]" in hlo and "f32[4,3]" in hlo and "stablehlo." not in hlo
 
 
+def test_lowered_compile_compiles_the_lowered_module(monkeypatch):
+    """``lower(...).compile()`` lowers once (as JAX's ``Lowered.compile``), and jit's calls reuse the result."""
+    from kiln.frontend.driver import dispatch
+    x = knp.arange(3.0)
+    lowerings = []
+    lower_ir = dispatch.lower_ir
+    monkeypatch.setattr(dispatch, "lower_ir", lambda *a, **k: lowerings.append(1) or lower_ir(*a, **k))
+    f = kiln.jit(lambda x: knp.sin(x) * 2.0 + 1.0)
+    lowered = f.lower(x)
+    compiled = lowered.compile()
+    assert len(lowerings) == 1
+    np.testing.assert_allclose(compiled(x), np.sin(np.arange(3.0)) * 2 + 1, rtol=1e-6)
+    np.testing.assert_allclose(f(x), np.sin(np.arange(3.0)) * 2 + 1, rtol=1e-6)
+    assert len(lowerings) == 1 and f._cache_size() == 1
+
+
 def test_cost_analysis_is_a_dict_of_xla_estimates():
     n = 16
     a = np.ones((n, n), np.float32)
