@@ -29,7 +29,7 @@ from .jit import JittedFunction, call_cpp
 _SMALL_INT = range(0, 128)
 _INT32 = range(-2**31, 2**31)
 # Static options the C++ path hashes as they are.
-_STATIC_TYPES = (type(None), bool, int, str, tuple, np.dtype, type)
+_STATIC_TYPES = (type(None), bool, int, float, str, tuple, np.dtype, type)
 _TAKEN, _REFUSED, _BIG_INT, _STATIC_KIND = 0, 1, 2, 3
 # Signatures (compiled programs) each eagerly called function keeps, least recently used going first: eager
 # code over many shapes must not hold on to a program for every shape it has seen.

@@ -18,6 +18,7 @@ from ..core.errors import BroadcastError, NegativeDimensionError
 from ..core.ir import Literal
 from ..core.tracing import Tracer, abstractify
 from ..driver.array import Array
+from ..driver.eager_jit import eager_jit
 from ..numpy import _util
 from ..numpy import reductions as _red
 from ..numpy import ufuncs as _uf
@@ -78,6 +79,7 @@ def _const(x: Any, value: Any) -> Any:
 # Activations
 # ---------------------------------------------------------------------------------------------
 
+@eager_jit()
 def relu(x):
     """Rectified linear unit, ``max(x, 0)`` (integers stay integers). Its derivative at 0 is 0, as JAX's."""
     return _relu(_numeric_arg("kiln.nn.relu", x))
@@ -94,6 +96,7 @@ def _relu_jvp(primals, tangents):
     return _relu(x), lax.select(lax.gt(x, _const(x, 0)), t, lax.full_like(t, 0))
 
 
+@eager_jit()
 def relu6(x):
     """``min(max(x, 0), 6)``; its derivative is 0 at 0 and at 6, as JAX's."""
     return _relu6(_numeric_arg("kiln.nn.relu6", x))
@@ -111,12 +114,14 @@ def _relu6_jvp(primals, tangents):
     return _relu6(x), lax.select(inside, t, lax.full_like(t, 0))
 
 
+@eager_jit()
 def sigmoid(x):
     """Logistic sigmoid, ``1 / (1 + exp(-x))``."""
     (x,) = float_args("kiln.nn.sigmoid", x, allow_complex=True)
     return lax.logistic(x)
 
 
+@eager_jit()
 def silu(x):
     """SiLU (swish), ``x * sigmoid(x)``."""
     (x,) = float_args("kiln.nn.silu", x, allow_complex=True)
@@ -126,24 +131,28 @@ def silu(x):
 swish = silu
 
 
+@eager_jit()
 def softplus(x):
     """``log(1 + exp(x))``, computed as ``logaddexp(x, 0)`` (no overflow for large x)."""
     (x,) = float_args("kiln.nn.softplus", x)
     return _uf._logaddexp(x, _const(x, 0), lax.exp, None)
 
 
+@eager_jit()
 def log_sigmoid(x):
     """``log(sigmoid(x))``, computed as ``-softplus(-x)``."""
     (x,) = float_args("kiln.nn.log_sigmoid", x)
     return lax.neg(softplus(lax.neg(x)))
 
 
+@eager_jit()
 def soft_sign(x):
     """``x / (|x| + 1)``."""
     (x,) = float_args("kiln.nn.soft_sign", x)
     return lax.div(x, lax.add(lax.abs(x), _const(x, 1)))
 
 
+@eager_jit("approximate")
 def gelu(x, approximate: bool = True):
     """Gaussian error linear unit: ``x * Phi(x)``, or its tanh approximation (the default)."""
     (x,) = float_args("kiln.nn.gelu", x)
@@ -156,6 +165,7 @@ def gelu(x, approximate: bool = True):
     return lax.mul(lax.mul(_const(x, 0.5), x), lax.erfc(lax.mul(x, _const(x, -1 / np.sqrt(2)))))
 
 
+@eager_jit("alpha")
 def elu(x, alpha=1.0):
     """Exponential linear unit: ``x`` for ``x > 0``, else ``alpha * (exp(x) - 1)``."""
     (x,) = float_args("kiln.nn.elu", x)
@@ -163,6 +173,7 @@ def elu(x, alpha=1.0):
     return lax.select(lax.gt(x, _const(x, 0)), x, neg)
 
 
+@eager_jit()
 def selu(x):
     """Scaled ELU with the self-normalising constants."""
     (x,) = float_args("kiln.nn.selu", x)
@@ -170,6 +181,7 @@ def selu(x):
     return lax.mul(_const(x, scale), elu(x, alpha))
 
 
+@eager_jit("alpha")
 def celu(x, alpha=1.0):
     """Continuously differentiable ELU: ``max(x, 0) + alpha * expm1(min(x, 0) / alpha)``."""
     (x,) = float_args("kiln.nn.celu", x)
@@ -177,24 +189,28 @@ def celu(x, alpha=1.0):
     return lax.select(lax.gt(x, _const(x, 0)), x, neg)
 
 
+@eager_jit("negative_slope")
 def leaky_relu(x, negative_slope=1e-2):
     """``x`` where ``x >= 0``, else ``negative_slope * x``."""
     (x,) = float_args("kiln.nn.leaky_relu", x)
     return lax.select(lax.ge(x, _const(x, 0)), x, lax.mul(x, _const(x, negative_slope)))
 
 
+@eager_jit()
 def hard_tanh(x):
     """``x`` clipped to ``[-1, 1]``."""
     (x,) = float_args("kiln.nn.hard_tanh", x)
     return lax.min(lax.max(x, _const(x, -1)), _const(x, 1))
 
 
+@eager_jit()
 def hard_sigmoid(x):
     """``relu6(x + 3) / 6``."""
     (x,) = float_args("kiln.nn.hard_sigmoid", x)
     return lax.div(relu6(lax.add(x, _const(x, 3))), _const(x, 6))
 
 
+@eager_jit()
 def hard_silu(x):
     """``x * hard_sigmoid(x)``."""
     (x,) = float_args("kiln.nn.hard_silu", x)
@@ -204,18 +220,21 @@ def hard_silu(x):
 hard_swish = hard_silu
 
 
+@eager_jit()
 def mish(x):
     """``x * tanh(softplus(x))``."""
     (x,) = float_args("kiln.nn.mish", x)
     return lax.mul(x, lax.tanh(softplus(x)))
 
 
+@eager_jit("b")
 def squareplus(x, b=4):
     """``(x + sqrt(x**2 + b)) / 2``, a smooth ReLU."""
     (x,) = float_args("kiln.nn.squareplus", x)
     return lax.mul(lax.add(x, lax.sqrt(lax.add(lax.mul(x, x), _const(x, b)))), _const(x, 0.5))
 
 
+@eager_jit("axis")
 def glu(x, axis: int = -1):
     """Gated linear unit: split ``x`` in two halves along ``axis``, ``a * sigmoid(b)``."""
     (x,) = float_args("kiln.nn.glu", x)
@@ -269,6 +288,7 @@ def _max_shift(x: Any, axes: tuple[int, ...], mask: Any) -> Any:
     return lax.reduce_max(lax.stop_gradient(masked), axes)
 
 
+@eager_jit("axis")
 def softmax(x, axis: Any = -1, where: Any = None):
     """``exp(x) / sum(exp(x))`` over ``axis``, computed as ``exp(x - max(x))`` normalised.
 
@@ -288,6 +308,7 @@ def softmax(x, axis: Any = -1, where: Any = None):
     return out if mask is None else lax.select(mask, out, _const(out, 0))
 
 
+@eager_jit("axis")
 def log_softmax(x, axis: Any = -1, where: Any = None):
     """``x - logsumexp(x)`` over ``axis``, computed from ``x - max(x)``.
 
@@ -305,6 +326,7 @@ def log_softmax(x, axis: Any = -1, where: Any = None):
     return out if mask is None else lax.select(mask, out, _const(x, -np.inf))
 
 
+@eager_jit("axis", "keepdims", "return_sign")
 def logsumexp(a, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False,
               where: Any = None):
     """``log(sum(b * exp(a)))`` over ``axis``, without overflow (as ``jax.nn.logsumexp``)."""
@@ -354,6 +376,7 @@ def logsumexp_impl(fname: str, a, axis, b, keepdims: bool, return_sign: bool, wh
 # Encodings
 # ---------------------------------------------------------------------------------------------
 
+@eager_jit("num_classes", "dtype", "axis")
 def one_hot(x, num_classes: int, *, dtype: Any = None, axis: int = -1):
     """One-hot encoding: ``out[..., i] = (x == i)`` for ``i < num_classes`` (a new axis at ``axis``).
 
@@ -387,6 +410,7 @@ def one_hot(x, num_classes: int, *, dtype: Any = None, axis: int = -1):
     return lax.convert_element_type(lax.eq(lhs, rhs), dtype)
 
 
+@eager_jit("axis", "epsilon")
 def standardize(x, axis: Any = -1, mean: Any = None, variance: Any = None, epsilon: Any = 1e-5,
                 where: Any = None):
     """``(x - mean) / sqrt(variance + epsilon)``, with mean and variance over ``axis`` unless given."""

@@ -15,6 +15,7 @@ from ..core.tracing import Tracer, abstractify, materialize
 from ..driver import dispatch
 from ..driver.array import Array
 from ..driver.dlpack import from_dlpack  # noqa: F401  (kiln.numpy.from_dlpack)
+from ..driver.eager_jit import eager_jit
 from ..lax.sharding import apply_out_sharding, takes_out_sharding
 from ._util import (
     broadcast_shapes,
@@ -310,6 +311,7 @@ def _along(x, shape, axis: int):
     return lax.broadcast_in_dim(x, shape, tuple(d for d in range(len(shape)) if d != axis))
 
 
+@eager_jit("num", "endpoint", "retstep", "dtype", "axis")
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None,
              axis: int = 0, *, device=None):
     """``num`` evenly spaced values from ``start`` to ``stop`` (arrays of bounds give one series each,
@@ -389,6 +391,7 @@ def _diag_mask(N: int, M: int, k: int):
     return lax.eq(lax.sub(cols, rows), lax.broadcast_in_dim(lax.literal(k, i32), (N, M), ()))
 
 
+@eager_jit("N", "M", "k", "dtype")
 def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) -> Any:
     """A 2-D array with ones on the ``k``-th diagonal (``k > 0`` above the main one)."""
     N = static_int("eye", "N", N)
@@ -413,6 +416,7 @@ def _tri_mask(N: int, M: int, k: int):
     return lax.le(lax.sub(cols, rows), lax.broadcast_in_dim(lax.literal(k, i32), (N, M), ()))
 
 
+@eager_jit("N", "M", "k", "dtype")
 def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
     """Ones at and below the ``k``-th diagonal, zeros elsewhere."""
     N = static_int("tri", "N", N)

@@ -562,36 +562,60 @@ def _gather(fname: str, x: Any, index: Any, *, mode: Any = None, fill_value: Any
 
 def getitem(x: Any, index: Any) -> Any:
     """``x[index]``: NumPy indexing with JAX's out-of-bounds rules (see the module docstring)."""
-    key = _static_index_key(index) if type(x) is Array and not active_traces() else None
-    if key is not None:  # eagerly, a static index is one compiled program per (shape, index), as in JAX
-        return _getitem_static(x, key)
+    if type(x) is Array and not active_traces():
+        # Eagerly, an index of ints, slices, None, Ellipsis and integer kiln arrays is one compiled program per
+        # (shape, index) rather than one execution per primitive of the gather.
+        arrays: list = []
+        key = _static_index_key(index, arrays)
+        if key is not None:
+            return _getitem_arrays(x, key, *arrays) if arrays else _getitem_static(x, key)
     return _gather("__getitem__", x, index)
 
 
-_SLICE = object()  # marks a slice in a static index key
+# A static index key holds ints, None, a (start, stop, step) tuple per slice, and these strings per Ellipsis
+# and per integer array (passed beside the key): values jit hashes as static options (an Ellipsis or a slice
+# object would send the call op by op).
+_ELLIPSIS, _ARRAY = "...", "array"
 
 
-def _static_index_key(index: Any) -> Any:
-    """A hashable stand-in for an index made only of Python ints, slices of ints, None and Ellipsis (tuples
-    of them too), or None for any other index (arrays, lists, booleans: they take the general path)."""
+def _static_index_key(index: Any, arrays: list) -> Any:
+    """A hashable stand-in for an index made only of Python ints, slices of ints, None, Ellipsis and integer
+    kiln arrays (appended to ``arrays``), alone or in a tuple; None for any other index (boolean masks, whose
+    result shape depends on their values, lists, NumPy arrays: they take the general path)."""
     parts = index if type(index) is tuple else (index,)
     key = []
     for p in parts:
         t = type(p)
-        if t is int or p is None or p is Ellipsis:
+        if t is int or p is None:
             key.append(p)
+        elif p is Ellipsis:
+            key.append(_ELLIPSIS)
         elif t is slice and all(type(v) is int or v is None for v in (p.start, p.stop, p.step)):
-            key.append((_SLICE, p.start, p.stop, p.step))
+            key.append((p.start, p.stop, p.step))
+        elif t is Array and dtypes.kind(p.dtype) in "iu":
+            key.append(_ARRAY)
+            arrays.append(p)
         else:
             return None
     return (type(index) is tuple, tuple(key))
 
 
+def _index_of_key(key: Any, arrays: Any) -> Any:
+    is_tuple, parts = key
+    arrays = iter(arrays)
+    index = tuple(slice(*p) if type(p) is tuple else Ellipsis if p == _ELLIPSIS else next(arrays) if p == _ARRAY
+                  else p for p in parts)
+    return index if is_tuple else index[0]
+
+
 @eager_jit("key")
 def _getitem_static(x: Any, key: Any) -> Any:
-    is_tuple, parts = key
-    index = tuple(slice(*p[1:]) if type(p) is tuple else p for p in parts)
-    return _gather("__getitem__", x, index if is_tuple else index[0])
+    return _gather("__getitem__", x, _index_of_key(key, ()))
+
+
+@eager_jit("key")
+def _getitem_arrays(x: Any, key: Any, *arrays: Any) -> Any:
+    return _gather("__getitem__", x, _index_of_key(key, arrays))
 
 
 # ---------------------------------------------------------------------------------------------

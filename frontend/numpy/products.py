@@ -155,6 +155,7 @@ def inner(a, b, /, *, precision=None, preferred_element_type=None):
                            preferred_element_type=preferred_element_type)
 
 
+@eager_jit()
 def outer(a, b, out=None):
     """Outer product of the flattened arrays."""
     if out is not None:

@@ -540,6 +540,7 @@ def dsplit(ary, indices_or_sections) -> list[Any]:
 # Tile, repeat, resize
 # ---------------------------------------------------------------------------------------------
 
+@eager_jit("reps")
 def tile(A, reps):
     """``A`` repeated ``reps`` times along each axis."""
     A = _array("tile", A)

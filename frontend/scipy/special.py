@@ -12,6 +12,7 @@ from ..control.loops import fori_loop, while_loop
 from ..core import dtypes
 from ..core.ir import Literal
 from ..core.tracing import materialize
+from ..driver.eager_jit import eager_jit
 from ..nn import functions as _nn
 from ..nn.functions import broadcast_args, float_args, logsumexp_impl
 from ..numpy._util import check_arraylike
@@ -103,6 +104,7 @@ def entr(x):
     return lax.select(lax.ne(x, x), x, out)
 
 
+@eager_jit("axis", "keepdims", "return_sign")
 def logsumexp(a, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False,
               where: Any = None):
     """``log(sum(b * exp(a)))`` over ``axis`` without overflow (as ``scipy.special.logsumexp``).

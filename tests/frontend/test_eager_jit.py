@@ -246,3 +246,37 @@ def test_eager_ops_inside_a_trace_are_inlined_even_on_arrays():
     knp.sin(c), knp.sin(c)  # a direct launch recorded for (c,)
     ir = kiln.make_ir(lambda x: knp.sin(c) + x)(knp.ones(3))
     assert "sin" in [e.prim.name for e in ir.ir.eqns]  # staged, as JAX stages jnp functions under jit
+
+
+def test_indexing_with_slices_ellipsis_and_integer_arrays_is_one_program(primitive_runs):
+    h = np.arange(24.0, dtype=np.float32).reshape(2, 3, 4)
+    x, i = knp.asarray(h), knp.array([0, 2, -1])
+    cases = [(lambda: x[1:2], h[1:2]), (lambda: x[0, 1:3], h[0, 1:3]), (lambda: x[..., 0], h[..., 0]),
+             (lambda: x[::-1, None], h[::-1, None]), (lambda: x[:, i], h[:, [0, 2, -1]]),
+             (lambda: x[1, :, i], h[1, :, [0, 2, -1]]), (lambda: x[knp.array([[1], [0]])], h[[[1], [0]]])]
+    for index, expected in cases:
+        np.testing.assert_array_equal(index(), expected)
+    assert primitive_runs == []
+    np.testing.assert_array_equal(x[x > 20.0], h[h > 20.0])  # a mask: its shape depends on values, op by op
+    with pytest.raises(IndexError):
+        x[knp.array([0.5])]
+
+
+def test_nn_and_creation_functions_are_one_program(primitive_runs):
+    h = np.linspace(-3, 3, 12, dtype=np.float32).reshape(3, 4)
+    x = knp.asarray(h)
+    e = np.exp(h - h.max(axis=-1, keepdims=True))
+    np.testing.assert_allclose(kiln.nn.softmax(x), e / e.sum(axis=-1, keepdims=True), rtol=1e-6)
+    np.testing.assert_array_equal(kiln.nn.relu(x), np.maximum(h, 0))
+    np.testing.assert_allclose(kiln.nn.elu(x, 0.5), np.where(h > 0, h, 0.5 * np.expm1(h)), rtol=1e-6)
+    np.testing.assert_array_equal(kiln.nn.one_hot(knp.array([0, 2]), 3), np.eye(3, dtype=np.float32)[[0, 2]])
+    np.testing.assert_allclose(kiln.scipy.special.logsumexp(x, axis=1), np.log(np.exp(h).sum(axis=1)), rtol=1e-6)
+    np.testing.assert_allclose(knp.linspace(0, 1, 5), np.linspace(0, 1, 5, dtype=np.float32))
+    np.testing.assert_array_equal(knp.eye(3, k=1), np.eye(3, k=1, dtype=np.float32))
+    np.testing.assert_array_equal(knp.outer(x[0], x[1]), np.outer(h[0], h[1]))
+    np.testing.assert_array_equal(knp.tile(x, (1, 2)), np.tile(h, (1, 2)))
+    assert primitive_runs == []
+    with pytest.raises(ValueError, match="kiln.numpy.linspace: num must be non-negative"):
+        knp.linspace(0, 1, -1)
+    with pytest.raises(TypeError, match="kiln.nn.one_hot: num_classes must be a static Python int"):
+        kiln.nn.one_hot(knp.array([0]), 2.5)
