@@ -689,6 +689,13 @@ def _scatter_update(fname: str, x: Any, index: Any, values: Any, kind: str, *, m
     return lax.convert_element_type(out, aval.dtype, weak_type=aval.weak_type)
 
 
+@eager_jit("key", "name", "kind", "mode", "indices_are_sorted", "unique_indices")
+def _update_eagerly(x: Any, values: Any, key: Any, name: str, kind: str, mode: Any, indices_are_sorted: bool,
+                    unique_indices: bool, *arrays: Any) -> Any:
+    return _scatter_update(f"at[].{name}", x, _index_of_key(key, arrays), values, kind, mode=mode,
+                           indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+
+
 class _IndexUpdateRef:
     """``x.at[index]``: the pending update; call one of its methods to get the updated array."""
 
@@ -709,7 +716,14 @@ class _IndexUpdateRef:
 
     def _update(self, name: str, kind: str, values: Any, indices_are_sorted: bool, unique_indices: bool,
                 mode: Any) -> Any:
-        return _scatter_update(f"at[].{name}", self.array, self.index, values, kind, mode=mode,
+        x = self.array
+        if type(x) is Array and not active_traces():  # eagerly: one program, as for x[index]
+            arrays: list = []
+            key = _static_index_key(self.index, arrays)
+            if key is not None:
+                return _update_eagerly(x, values, key, name, kind, mode, indices_are_sorted, unique_indices,
+                                       *arrays)
+        return _scatter_update(f"at[].{name}", x, self.index, values, kind, mode=mode,
                                indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
 
     def set(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,

@@ -280,3 +280,21 @@ def test_nn_and_creation_functions_are_one_program(primitive_runs):
         knp.linspace(0, 1, -1)
     with pytest.raises(TypeError, match="kiln.nn.one_hot: num_classes must be a static Python int"):
         kiln.nn.one_hot(knp.array([0]), 2.5)
+
+
+def test_functional_updates_are_one_program(primitive_runs):
+    h = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    x, i, ones = knp.asarray(h), knp.array([0, 2]), knp.ones(4)
+    primitive_runs.clear()
+    expected = h.copy()
+    expected[[0, 2]] = 1.0
+    np.testing.assert_array_equal(x.at[i].set(ones), expected)
+    expected = h.copy()
+    np.add.at(expected, (slice(None), [0, 2, 0]), 2.0)
+    np.testing.assert_array_equal(x.at[:, knp.array([0, 2, 0])].add(2.0), expected)  # repeated indices add twice
+    expected = h.copy()
+    expected[1:3, ..., 0] *= 3.0
+    np.testing.assert_array_equal(x.at[1:3, ..., 0].multiply(3.0), expected)
+    assert primitive_runs == []
+    with pytest.raises(kiln.IntegerOverflowError, match=r"at\[\]\.set: Python int 300 is out of range for uint8"):
+        knp.arange(4, dtype=np.uint8).at[0].set(300)
