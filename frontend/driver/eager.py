@@ -72,43 +72,49 @@ def apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
 def _apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
     """Run ``prim`` on concrete arguments now and return kiln Arrays.
 
-    Repeated calls with kiln arrays of the same types go through jaxlib's C++ dispatch; anything else
-    (host values, literals, a first call) through :func:`_apply`. A primitive with its own ``impl`` (host
+    A repeated call of the last all-arrays signature launches directly (direct_call.py); other repeated calls
+    with kiln arrays go through jaxlib's C++ dispatch; anything else (host values, literals, a first call, no
+    C++ dispatch in this process) through :func:`_apply`. A primitive with its own ``impl`` (host
     callbacks: the callable runs right away) runs that.
     """
     if prim.impl is not None:
         return prim.impl(*args, **params)
-    if fastpath.available():
-        try:
-            key = (prim, _params_key(params))
-            direct = _direct.get(key)
-            fn = _cpp.get(key)
-        except TypeError:  # unhashable parameters: no caching at all
-            return _apply(prim, args, params)[0]
-        if direct is not None:
-            out = direct.run(args)
-            if out is not None:
-                return out
-        if fn is None:
-            if len(_cpp) >= _CPP_FUNCTIONS:
-                oldest = next(iter(_cpp))
-                del _cpp[oldest]
-                _direct.pop(oldest, None)
-            fn = _cpp[key] = fastpath.make_function(prim.name, functools.partial(_cpp_miss, key, prim, params),
-                                                    (), ())
-        try:
-            return fn(*args)
-        except BaseException as e:
-            if fastpath.raised_in_miss(e):
-                fn._clear_cache()  # the C++ would keep this signature on the Python path
-                raise
-            if not isinstance(e, Exception) or isinstance(e, KilnError):
-                raise
-            # A jaxlib error from the C++ path itself: the Python path explains it.
+    try:
+        key = (prim, _params_key(params))
+        direct = _direct.get(key)
+    except TypeError:  # unhashable parameters: no caching at all
+        return _apply(prim, args, params)[0]
+    if direct is not None:
+        out = direct.run(args)
+        if out is not None:
+            return out
+    if not fastpath.available():  # (jax imported first): the direct launch still is
+        if len(_direct) >= _CPP_FUNCTIONS:
+            _direct.pop(next(iter(_direct), None), None)
+        return _run_and_record(key, prim, params, *args)[0]
+    fn = _cpp.get(key)
+    if fn is None:
+        if len(_cpp) >= _CPP_FUNCTIONS:
+            oldest = next(iter(_cpp))
+            del _cpp[oldest]
+            _direct.pop(oldest, None)
+        fn = _cpp[key] = fastpath.make_function(prim.name, functools.partial(_cpp_miss, key, prim, params),
+                                                (), ())
+    try:
+        return fn(*args)
+    except BaseException as e:
+        if fastpath.raised_in_miss(e):
+            fn._clear_cache()  # the C++ would keep this signature on the Python path
+            raise
+        if not isinstance(e, Exception) or isinstance(e, KilnError):
+            raise
+        # A jaxlib error from the C++ path itself: the Python path explains it.
     return _apply(prim, args, params)[0]
 
 
-def _cpp_miss(key: Any, prim, params: dict, *args):
+def _run_and_record(key: Any, prim, params: dict, *args) -> tuple[Any, Any]:
+    """Run ``prim`` in Python; keep its direct launch when every argument is a kiln array on the device it ran
+    on. Returns the outputs and that compiled program (None when the signature is not one to record)."""
     out, compiled, committed = _apply(prim, args, params)
     device = None if compiled is None else compiled.device
     if device is None or compiled.executable.host_callbacks or not all(
@@ -118,6 +124,13 @@ def _cpp_miss(key: Any, prim, params: dict, *args):
         direct = direct_call(args, [a.aval for a in args], compiled.kept, [], compiled.executable, out, device)
         if direct is not None:
             _direct[key] = direct
+    return out, compiled
+
+
+def _cpp_miss(key: Any, prim, params: dict, *args):
+    out, compiled = _run_and_record(key, prim, params, *args)
+    if compiled is None:
+        return out, None
     _, out_treedef = fastpath.flatten(out)
     return out, fastpath.record(compiled.executable, out_treedef, (), [True] * len(args))
 

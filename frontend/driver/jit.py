@@ -342,13 +342,20 @@ class JittedFunction:
             return self._call_traced(entry, leaves), None
         out = self._execute(entry, leaves)
         record = self._fast_path(entry, leaves, out)
-        if record is not None and not kwargs and not static and not any(entry.donated) and len(leaves) == len(args):
+        if record is not None:
+            self._record_direct(args, kwargs, static, entry, leaves, out)
+        return out, record
+
+    def _record_direct(self, args: tuple, kwargs: dict, static: tuple, entry: _Entry, leaves: list,
+                       out: Any) -> None:
+        """Keep the signature just run for the direct launch (direct_call.py) when it is a plain one: positional
+        arguments only, each one leaf, nothing static or donated (direct_call checks the rest)."""
+        if not kwargs and not static and not any(entry.donated) and len(leaves) == len(args):
             compiled = entry.compiled
             kept = compiled.kept[len(entry.closed.ir.constvars):]
             in_avals = [v.aval for v in entry.closed.ir.invars]
             self._signatures.direct = direct_call(args, in_avals, kept, entry.const_buffers, compiled.executable,
                                                   out, entry.device)
-        return out, record
 
     def _fast_path(self, entry: _Entry, leaves: list, out: Any):
         """The C++ record for this signature, or None when an argument is one the C++ cannot take as it is
@@ -380,7 +387,10 @@ class JittedFunction:
         entry = self._entry(leaves, treedef, dyn_args, dyn_kwargs, static)
         if current_builder() is not None:
             return self._call_traced(entry, leaves)
-        return self._execute(entry, leaves)
+        out = self._execute(entry, leaves)
+        if self._cpp is None:  # no C++ dispatch in this process (jax imported first): the direct launch still is
+            self._record_direct(args, kwargs, static, entry, leaves, out)
+        return out
 
     def _entry(self, leaves, treedef, dyn_args, dyn_kwargs, static) -> _Entry:
         try:
