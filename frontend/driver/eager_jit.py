@@ -86,13 +86,14 @@ def _all_arrays(args: tuple) -> bool:
     return True
 
 
-def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
+def eager_jit(*static_argnames: str, where: str | None = None) -> Callable[[Callable], Callable]:
     """Decorator for kiln's own user-level functions (ufuncs, reductions, long compositions such as
     ``unique``): called outside any trace, each runs as one compiled program (one compile per signature,
     one C++ dispatch per call, instead of one execution per primitive); inside a trace it is inlined.
 
     ``static_argnames`` are options that select the program (axis, keepdims, dtype, ...): part of the cache
-    key, hashed as they are."""
+    key, hashed as they are. ``where`` names the operation in errors (default: its public name, see
+    :func:`public_name`), for private helpers behind an operator (``x[index]``)."""
     def wrap(fun: Callable) -> Callable:
         static = frozenset(static_argnames)
         names = [p.name for p in inspect.signature(fun).parameters.values()
@@ -150,7 +151,7 @@ def eager_jit(*static_argnames: str) -> Callable[[Callable], Callable]:
                 return fun(*args, **kwargs)
             if not state:
                 j = JittedFunction(fun, static_argnames=static_argnames, _max_signatures=EAGER_SIGNATURES)
-                j._where = public_name(fun)
+                j._where = where or public_name(fun)
                 state.append(j)
                 sigs = j._signatures
             return call_cpp(state[0], args, kwargs)

@@ -608,12 +608,12 @@ def _index_of_key(key: Any, arrays: Any) -> Any:
     return index if is_tuple else index[0]
 
 
-@eager_jit("key")
+@eager_jit("key", where="kiln.Array.__getitem__")
 def _getitem_static(x: Any, key: Any) -> Any:
     return _gather("__getitem__", x, _index_of_key(key, ()))
 
 
-@eager_jit("key")
+@eager_jit("key", where="kiln.Array.__getitem__")
 def _getitem_arrays(x: Any, key: Any, *arrays: Any) -> Any:
     return _gather("__getitem__", x, _index_of_key(key, arrays))
 
@@ -689,7 +689,7 @@ def _scatter_update(fname: str, x: Any, index: Any, values: Any, kind: str, *, m
     return lax.convert_element_type(out, aval.dtype, weak_type=aval.weak_type)
 
 
-@eager_jit("key", "name", "kind", "mode", "indices_are_sorted", "unique_indices")
+@eager_jit("key", "name", "kind", "mode", "indices_are_sorted", "unique_indices", where="kiln.Array.at[]")
 def _update_eagerly(x: Any, values: Any, key: Any, name: str, kind: str, mode: Any, indices_are_sorted: bool,
                     unique_indices: bool, *arrays: Any) -> Any:
     return _scatter_update(f"at[].{name}", x, _index_of_key(key, arrays), values, kind, mode=mode,

@@ -320,3 +320,14 @@ def test_direct_launch_without_the_cpp_dispatch(run_py):
         print("ok")
     """, env={"KILN_CPP_DISPATCH": "0"})
     assert out.stdout.strip().endswith("ok")
+
+
+def test_errors_of_operators_name_the_operator():
+    for index, where in [(lambda x: x[1:2], "kiln.Array.__getitem__"),
+                         (lambda x: x[knp.array([0])], "kiln.Array.__getitem__"),
+                         (lambda x: x.at[0].add(1.0), r"kiln.Array.at\[\]")]:
+        x = knp.arange(3.0)
+        index(x)
+        x.delete()
+        with pytest.raises(kiln.DeletedBufferError, match=where + ": argument x refers to a deleted array"):
+            index(x)
