@@ -24,16 +24,18 @@ nox.options.reuse_venv = "yes"
 nox.options.sessions = ["lint", "tests"]
 
 
-# How the tests session spreads tests over its pytest-xdist workers (measured on the 2-core CI machine:
-# see the README's "Testing").
-TEST_DIST = "worksteal"
+# How the tests session spreads tests over its pytest-xdist workers. Measured on the 2-core CI machine (one
+# run each, from a fresh clone): --dist load 565 s, --dist worksteal 712 s (pytest's times), a weak comparison:
+# in the worksteal run the slowest tests took 2-3x their times of the load run (the shared machine was busier).
+# loadfile and loadscope were not measured (the suite has no test classes: the two are the same here).
+TEST_DIST = "load"
 
 
 def _xdist_args(posargs: list[str]) -> list[str]:
     """pytest-xdist's options for the tests session: one worker per CPU (``-n auto``), or
     ``KILN_TEST_WORKERS`` workers (``0``: serial, in the session's own process). Arguments given after ``--``
-    come later on pytest's command line and win (``-n 0``, ``--dist load``); with ``-p no:xdist`` among them
-    none are added (pytest would not know ``-n``)."""
+    come later on pytest's command line and win (``-n 0``, ``--dist worksteal``); with ``-p no:xdist`` among
+    them none are added (pytest would not know ``-n``)."""
     if any(a.endswith("no:xdist") for a in posargs):
         return []
     workers = os.environ.get("KILN_TEST_WORKERS", "").strip() or "auto"
