@@ -25,8 +25,9 @@ nox.options.sessions = ["lint", "tests"]
 
 
 # How the tests session spreads tests over its pytest-xdist workers. Measured on the 2-core CI machine (one
-# run each, from a fresh clone): --dist load 565 s, --dist worksteal 712 s (pytest's times), a weak comparison:
-# in the worksteal run the slowest tests took 2-3x their times of the load run (the shared machine was busier).
+# run each, from a fresh clone; pytest's times): --dist load 565 s, --dist worksteal 712 s, serially 829 s.
+# A weak comparison: in the worksteal run the slowest tests took 2-3x their times of the load run (the shared
+# machine was busier then).
 # loadfile and loadscope were not measured (the suite has no test classes: the two are the same here).
 TEST_DIST = "load"
 
