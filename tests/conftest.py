@@ -5,11 +5,18 @@
   ``@pytest.mark.backend("cpu")`` and skip in sessions that test another one.
 - Every test gets its ``kiln.config`` flags restored afterwards, so a test that turns on
   ``enable_x64`` (and fails halfway) cannot leak 64-bit mode into the tests that follow.
-- The persistent compile cache is on, as for users, in a fresh temporary directory per session (shared
-  with the session's subprocesses, removed at the end): hermetic, and every executable of the suite goes
-  through the cache (measured: no slower than the cache off). ``KILN_TEST_CACHE_DIR=/some/dir`` keeps
-  the entries between sessions instead (a second run of tests/control + tests/numpy/test_reductions.py:
-  4 s instead of 27 s).
+- The persistent compile cache is on, as for users, in a fresh temporary directory per test run (shared
+  with the run's subprocesses and, under pytest-xdist, with every worker; removed at the end): hermetic,
+  and every executable of the suite goes through the cache (measured: no slower than the cache off).
+  ``KILN_TEST_CACHE_DIR=/some/dir`` keeps the entries between runs instead (a second run of tests/control +
+  tests/numpy/test_reductions.py: 4 s instead of 27 s).
+- Under pytest-xdist (``-n``, what ``nox -s tests`` runs) each worker is a session process of its own. The
+  workers share the controller's cache directory rather than making one each: the cache is written for
+  several processes at once (whole entries renamed into place, no locks, trimming tolerates other
+  writers), a program one worker compiled is a disk hit for the other, and no test reads the shared
+  directory's contents or counters (tests/runtime/test_compile_cache.py gives every such test a directory
+  of its own). The process that made the directory removes it, once, in its ``pytest_unconfigure``; on the
+  controller that runs after every worker has exited.
 """
 from __future__ import annotations
 
@@ -25,8 +32,17 @@ import pytest
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 # Before kiln is imported: the runtime reads the cache directory from the environment.
-_SESSION_CACHE = None if os.environ.get("KILN_TEST_CACHE_DIR") else tempfile.mkdtemp(prefix="kiln-test-cache-")
-os.environ["KILN_CACHE_DIR"] = os.environ.get("KILN_TEST_CACHE_DIR") or _SESSION_CACHE
+# _RUN_CACHE_VAR names the directory that the controller of an xdist run made; its workers inherit the
+# variable (xdist sets PYTEST_XDIST_WORKER in a worker's environment before this file is imported).
+_RUN_CACHE_VAR = "KILN_TEST_RUN_CACHE_DIR"
+_SESSION_CACHE = None  # the directory this process made and removes at the end; None: not ours to remove
+if os.environ.get("KILN_TEST_CACHE_DIR"):
+    os.environ["KILN_CACHE_DIR"] = os.environ["KILN_TEST_CACHE_DIR"]
+elif os.environ.get("PYTEST_XDIST_WORKER") and os.environ.get(_RUN_CACHE_VAR):
+    os.environ["KILN_CACHE_DIR"] = os.environ[_RUN_CACHE_VAR]  # an xdist worker: the controller's directory
+else:
+    _SESSION_CACHE = tempfile.mkdtemp(prefix="kiln-test-cache-")
+    os.environ["KILN_CACHE_DIR"] = os.environ[_RUN_CACHE_VAR] = _SESSION_CACHE
 
 TEST_BACKEND = os.environ.get("KILN_TEST_BACKEND", "").strip() or None
 

@@ -27,6 +27,9 @@ class Box:
     def __eq__(self, other):
         return isinstance(other, Box) and (self.label, self.contents) == (other.label, other.contents)
 
+    def __repr__(self):  # test_round_trip's id: the default repr's address differs between pytest-xdist workers
+        return f"Box({self.label!r}, {self.contents!r})"
+
 
 class Pair:
     def __init__(self, a, b):
