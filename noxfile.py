@@ -11,7 +11,8 @@
 
 Sessions use the interpreter that runs nox (no ``python=`` given). ``KILN_TEST_BACKEND=cuda``
 and the other ``KILN_*`` variables pass through to the sessions; ``KILN_TEST_WORKERS=N`` sets the
-tests session's number of pytest-xdist workers (default: one per CPU).
+tests session's number of pytest-xdist workers (default: one per CPU; one process with
+``KILN_TEST_BACKEND`` set to an accelerator).
 """
 from __future__ import annotations
 
@@ -39,7 +40,10 @@ def _xdist_args(posargs: list[str]) -> list[str]:
     them none are added (pytest would not know ``-n``)."""
     if any(a.endswith("no:xdist") for a in posargs):
         return []
-    workers = os.environ.get("KILN_TEST_WORKERS", "").strip() or "auto"
+    # On an accelerator the default is one process: each worker would open the device and (XLA's default)
+    # take most of its memory up front.
+    on_cpu = os.environ.get("KILN_TEST_BACKEND", "").strip().lower() in ("", "cpu")
+    workers = os.environ.get("KILN_TEST_WORKERS", "").strip() or ("auto" if on_cpu else "0")
     return ["-n", workers, "--dist", TEST_DIST]
 
 
