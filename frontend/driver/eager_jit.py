@@ -140,7 +140,7 @@ def eager_jit(*static_argnames: str, where: str | None = None) -> Callable[[Call
                                 out._npy = None
                                 out._flat = ((buf,), aux)
                                 return out
-                out = direct.run(args)
+                out = sigs.run_direct(args)
                 if out is not None:
                     return out
             if active_traces():  # inside a trace: inlined

@@ -70,6 +70,8 @@ class _Entry:
 # A function keeps at most this many traced signatures (least recently used go first): a function
 # called with ever new shapes must not keep every executable it ever made.
 SIGNATURES_PER_FUNCTION = 512
+# Plain signatures per function kept for the direct launch (see _Signatures.recent).
+RECENT_DIRECT_CALLS = 4
 
 
 class _Once:
@@ -113,7 +115,12 @@ class _Signatures:
         self.history = retrace.TraceHistory()  # for the warning when the function keeps retracing
         self.baked: tuple[stale.Baked, ...] = ()  # globals/closure values the last trace read
         self.stale_warned: set[str] = set()
-        self.direct: DirectCall | None = None  # the last all-arrays signature, launched without the C++ path
+        # The plain signatures last recorded for the direct launch (direct_call.py), most recently used first;
+        # ``direct`` is the first, matched inline. A few are kept, not one: a function called alternately with
+        # two signatures (``x * y`` and ``x * 2.0``) would otherwise leave one of them on the C++ path, whose
+        # hits never record a direct launch again.
+        self.direct: DirectCall | None = None
+        self.recent: list[DirectCall] = []
         self.capacity = SIGNATURES_PER_FUNCTION
 
     def get(self, key: Any) -> _Entry | None:
@@ -137,7 +144,24 @@ class _Signatures:
         self.entries.clear()
         self.baked, self.history = (), retrace.TraceHistory()
         self.stale_warned.clear()
-        self.direct = None
+        self.direct, self.recent = None, []
+
+    def remember(self, direct: DirectCall | None) -> None:
+        """Record ``direct`` (a signature just run) as the first one to try."""
+        if direct is not None:
+            self.recent = [direct] + self.recent[:RECENT_DIRECT_CALLS - 1]
+            self.direct = direct
+
+    def run_direct(self, args: tuple) -> Any:
+        """The result of the first recent signature ``args`` match (it becomes the first), or None."""
+        for direct in self.recent:
+            out = direct.run(args)
+            if out is not None:
+                if direct is not self.direct:
+                    self.recent = [direct] + [d for d in self.recent if d is not direct]
+                    self.direct = direct
+                return out
+        return None
 
 
 # fun -> {jit options -> _Signatures}: the trace cache belongs to the function, held weakly.
@@ -324,7 +348,7 @@ class JittedFunction:
                             out._npy = None
                             out._flat = ((buf,), aux)
                             return out
-            out = direct.run(args)
+            out = sigs.run_direct(args)
             if out is not None:
                 return out
         if config._python_dispatch:  # disable_jit, debug_nans, debug_infs
@@ -354,8 +378,8 @@ class JittedFunction:
             compiled = entry.compiled
             kept = compiled.kept[len(entry.closed.ir.constvars):]
             in_avals = [v.aval for v in entry.closed.ir.invars]
-            self._signatures.direct = direct_call(args, in_avals, kept, entry.const_buffers, compiled.executable,
-                                                  out, entry.device)
+            self._signatures.remember(direct_call(args, in_avals, kept, entry.const_buffers,
+                                                  compiled.executable, out, entry.device))
 
     def _fast_path(self, entry: _Entry, leaves: list, out: Any):
         """The C++ record for this signature, or None when an argument is one the C++ cannot take as it is

@@ -331,3 +331,24 @@ def test_errors_of_operators_name_the_operator():
         x.delete()
         with pytest.raises(kiln.DeletedBufferError, match=where + ": argument x refers to a deleted array"):
             index(x)
+
+
+def test_alternating_signatures_each_launch_directly(monkeypatch):
+    # x * y and x * 2.0 alternately: both stay on the direct launch (the C++ path's hits record none).
+    from kiln.frontend.driver import jit as jit_module
+    x, y = knp.arange(4.0), knp.ones(4)
+    for _ in range(2):
+        knp.multiply(x, y), knp.multiply(x, 2.0)
+    sigs = knp.multiply._eager_state[0]._signatures
+    assert len(sigs.recent) == 2
+    monkeypatch.setattr(jit_module, "call_cpp", lambda *a: pytest.fail("took the C++ path"))
+    from kiln.frontend.driver import eager_jit as eager_jit_module
+    monkeypatch.setattr(eager_jit_module, "call_cpp", lambda *a: pytest.fail("took the C++ path"))
+    for _ in range(3):
+        np.testing.assert_array_equal(knp.multiply(x, y), np.arange(4.0))
+        np.testing.assert_array_equal(x * 2.0, np.arange(4.0) * 2)
+    monkeypatch.undo()
+    f = kiln.jit(lambda a, b: a + b)
+    for b in (y, 1.0, knp.ones(3), 2.0, knp.ones(2), 3.0):  # five signatures: the oldest is forgotten
+        f(x[:len(b)] if type(b) is not float else x, b), f(x[:len(b)] if type(b) is not float else x, b)
+    assert len(f._signatures.recent) == jit_module.RECENT_DIRECT_CALLS
