@@ -36,7 +36,8 @@ class DirectCall:
     The plain signatures (one or two arrays in, one array out, no constants: ``f(x, y)``, every eager
     ``kiln.numpy`` op on arrays) are also matched inline, arguments by identity, by the two entry points that
     call them (``JittedFunction.__call__`` and ``eager_jit``'s wrapper, the same lines in both): a Python call
-    costs a tenth of a microsecond on a path of under one microsecond. ``run`` is their fallback."""
+    costs a tenth of a microsecond on a path of under one microsecond. Their fallback is ``run`` of each
+    of the function's recent signatures (``_Signatures.run_direct`` in jit.py)."""
 
     __slots__ = ("auxes", "epoch", "launch", "prefix", "out_auxes", "single", "arity", "aux0", "aux1", "out_aux")
 
