@@ -116,10 +116,10 @@ def eager_jit(*static_argnames: str, where: str | None = None) -> Callable[[Call
         def call(*args, **kwargs):
             nonlocal sigs
             direct = sigs.direct
-            if direct is not None and not kwargs and not active_traces():  # inside a trace: inlined (below)
+            if direct is not None and not active_traces():  # inside a trace: inlined (below)
                 # JittedFunction.__call__'s inline match of a plain signature, the same lines (a call to a
                 # shared function would cost a tenth of a microsecond).
-                if len(args) == direct.arity and direct.epoch is dispatch_epoch.current:
+                if not kwargs and len(args) == direct.arity and direct.epoch is dispatch_epoch.current:
                     a = args[0]
                     if type(a) is Array and a._flat[1] is direct.aux0:
                         if direct.arity == 1:
@@ -140,7 +140,9 @@ def eager_jit(*static_argnames: str, where: str | None = None) -> Callable[[Call
                                 out._npy = None
                                 out._flat = ((buf,), aux)
                                 return out
-                out = sigs.run_direct(args)
+                out = direct.run(args, kwargs)  # the last signature, then the other recent ones
+                if out is None:
+                    out = sigs.run_direct(args, kwargs)
                 if out is not None:
                     return out
             if active_traces():  # inside a trace: inlined

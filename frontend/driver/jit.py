@@ -152,10 +152,10 @@ class _Signatures:
             self.recent = [direct] + self.recent[:RECENT_DIRECT_CALLS - 1]
             self.direct = direct
 
-    def run_direct(self, args: tuple) -> Any:
-        """The result of the first recent signature ``args`` match (it becomes the first), or None."""
+    def run_direct(self, args: tuple, kwargs: dict) -> Any:
+        """The result of the first recent signature the call matches (it becomes the first), or None."""
         for direct in self.recent:
-            out = direct.run(args)
+            out = direct.run(args, kwargs)
             if out is not None:
                 if direct is not self.direct:
                     self.recent = [direct] + [d for d in self.recent if d is not direct]
@@ -324,9 +324,9 @@ class JittedFunction:
         if sigs.baked:
             stale.check(self.__name__, sigs.baked, sigs.stale_warned)
         direct = sigs.direct
-        if direct is not None and not kwargs:
+        if direct is not None:
             # A plain signature matched inline, arguments by identity (direct_call.py); DirectCall.run otherwise.
-            if len(args) == direct.arity and direct.epoch is dispatch_epoch.current:
+            if not kwargs and len(args) == direct.arity and direct.epoch is dispatch_epoch.current:
                 a = args[0]
                 if type(a) is Array and a._flat[1] is direct.aux0:
                     if direct.arity == 1:
@@ -348,7 +348,9 @@ class JittedFunction:
                             out._npy = None
                             out._flat = ((buf,), aux)
                             return out
-            out = sigs.run_direct(args)
+            out = direct.run(args, kwargs)  # the last signature, then the other recent ones
+            if out is None:
+                out = sigs.run_direct(args, kwargs)
             if out is not None:
                 return out
         if config._python_dispatch:  # disable_jit, debug_nans, debug_infs
@@ -367,19 +369,21 @@ class JittedFunction:
         out = self._execute(entry, leaves)
         record = self._fast_path(entry, leaves, out)
         if record is not None:
-            self._record_direct(args, kwargs, static, entry, leaves, out)
+            self._record_direct(len(args), dyn_args, dyn_kwargs, static, entry, leaves, out)
         return out, record
 
-    def _record_direct(self, args: tuple, kwargs: dict, static: tuple, entry: _Entry, leaves: list,
-                       out: Any) -> None:
-        """Keep the signature just run for the direct launch (direct_call.py) when it is a plain one: positional
-        arguments only, each one leaf, nothing static or donated (direct_call checks the rest)."""
-        if not kwargs and not static and not any(entry.donated) and len(leaves) == len(args):
+    def _record_direct(self, n_args: int, dyn_args: tuple, dyn_kwargs: dict, static: tuple, entry: _Entry,
+                       leaves: list, out: Any) -> None:
+        """Keep the signature just run (``n_args`` positional arguments, split by :meth:`_split`) for the direct
+        launch (direct_call.py): dynamic arguments positional, each one leaf, nothing donated; static options
+        anywhere (direct_call checks the rest)."""
+        if not dyn_kwargs and not any(entry.donated) and len(leaves) == len(dyn_args):
             compiled = entry.compiled
             kept = compiled.kept[len(entry.closed.ir.constvars):]
             in_avals = [v.aval for v in entry.closed.ir.invars]
-            self._signatures.remember(direct_call(args, in_avals, kept, entry.const_buffers,
-                                                  compiled.executable, out, entry.device))
+            options = tuple((where, value.value) for where, value in static)
+            self._signatures.remember(direct_call(dyn_args, in_avals, kept, entry.const_buffers,
+                                                  compiled.executable, out, entry.device, options, n_args))
 
     def _fast_path(self, entry: _Entry, leaves: list, out: Any):
         """The C++ record for this signature, or None when an argument is one the C++ cannot take as it is
@@ -413,7 +417,7 @@ class JittedFunction:
             return self._call_traced(entry, leaves)
         out = self._execute(entry, leaves)
         if self._cpp is None:  # no C++ dispatch in this process (jax imported first): the direct launch still is
-            self._record_direct(args, kwargs, static, entry, leaves, out)
+            self._record_direct(len(args), dyn_args, dyn_kwargs, static, entry, leaves, out)
         return out
 
     def _entry(self, leaves, treedef, dyn_args, dyn_kwargs, static) -> _Entry:

@@ -172,6 +172,64 @@ def test_direct_launch_scalars():
     np.testing.assert_array_equal(f(i, 2**30), np.arange(4, dtype=np.int32) * np.int32(2**30))
 
 
+def test_direct_launch_of_one_array_and_one_scalar(monkeypatch):
+    # x * 2.0, 2.0 - x, x > 0: DirectCall.run unrolled; every mismatch falls back to the other paths.
+    from kiln.frontend.driver import eager_jit as eager_jit_module
+    from kiln.frontend.driver.direct_call import ArrayAndScalarCall
+    x = knp.arange(4.0)
+    for _ in range(2):
+        x * 2.0, 2.0 - x
+    sigs = knp.subtract._eager_state[0]._signatures
+    assert type(sigs.direct) is ArrayAndScalarCall and sigs.direct.array_at == 1
+    monkeypatch.setattr(eager_jit_module, "call_cpp", lambda *a: pytest.fail("took the C++ path"))
+    for s in (2.0, 3.5, 2.0):
+        np.testing.assert_array_equal(x * s, np.arange(4.0, dtype=np.float32) * np.float32(s))
+        np.testing.assert_array_equal(s - x, np.float32(s) - np.arange(4.0, dtype=np.float32))
+    monkeypatch.undo()
+    y = 10.0 - knp.arange(3.0)  # another shape
+    np.testing.assert_array_equal(y, [10.0, 9.0, 8.0])
+    i = 3 - knp.arange(4)  # an int scalar beside an int array: another signature, int32 as before
+    assert i.dtype == np.int32 and i.tolist() == [3, 2, 1, 0]
+    assert (2.0 - knp.arange(4)).dtype == np.float32
+    x.delete()
+    with pytest.raises(kiln.DeletedBufferError, match="refers to a deleted"):
+        2.0 - x
+
+
+def test_direct_launch_with_static_options(monkeypatch):
+    # knp.sum(x, axis=0), knp.round(x, 2), static_argnums: the options must equal the recorded ones, by type too.
+    from kiln.frontend.driver import eager_jit as eager_jit_module
+    from kiln.frontend.driver.direct_call import StaticOptionsCall
+    h = np.arange(12.0, dtype=np.float32).reshape(3, 4) * np.float32(1.2345)
+    x = knp.asarray(h)
+    for _ in range(2):
+        knp.sum(x, axis=0), knp.sum(x, axis=1), knp.round(x, 2), knp.round(x, 1)
+    assert type(knp.sum._eager_state[0]._signatures.direct) is StaticOptionsCall
+    monkeypatch.setattr(eager_jit_module, "call_cpp", lambda *a: pytest.fail("took the C++ path"))
+    for _ in range(2):
+        np.testing.assert_allclose(knp.sum(x, axis=0), h.sum(axis=0), rtol=1e-6)
+        np.testing.assert_allclose(knp.sum(x, axis=1), h.sum(axis=1), rtol=1e-6)
+        np.testing.assert_allclose(knp.round(x, 2), np.round(h, 2), rtol=1e-6)  # rounded in float32 (as JAX)
+        np.testing.assert_allclose(knp.round(x, 1), np.round(h, 1), rtol=1e-6)
+    monkeypatch.undo()
+    np.testing.assert_allclose(knp.sum(x), h.sum(), rtol=1e-6)  # no option: another signature
+    np.testing.assert_allclose(knp.sum(x, 1), h.sum(axis=1), rtol=1e-6)  # the option given by position
+    f = kiln.jit(lambda a, n: a * n, static_argnums=1)
+    i = knp.arange(3)
+    for _ in range(2):
+        assert f(i, 2).dtype == np.int32
+    assert f(i, 2.0).dtype == np.float32  # 2.0 == 2, but another type: another program
+    g = kiln.jit(lambda a, k=1: a + k, static_argnames="k")
+    for _ in range(2):
+        np.testing.assert_array_equal(g(i, k=5), [5, 6, 7])
+    np.testing.assert_array_equal(g(i), [1, 2, 3])  # k left to its default is not k=5
+    np.testing.assert_array_equal(g(i, 7), [7, 8, 9])
+    np.testing.assert_array_equal(g(i), [1, 2, 3])  # nor is k=7 given by position (never matched inline)
+    x.delete()
+    with pytest.raises(kiln.DeletedBufferError, match="kiln.numpy.sum: argument a refers to a deleted"):
+        knp.sum(x, axis=0)
+
+
 def test_direct_launch_follows_flags():
     f = kiln.jit(lambda a: a + 1.0)
     x = knp.ones(2)
@@ -336,6 +394,7 @@ def test_errors_of_operators_name_the_operator():
 def test_alternating_signatures_each_launch_directly(monkeypatch):
     # x * y and x * 2.0 alternately: both stay on the direct launch (the C++ path's hits record none).
     from kiln.frontend.driver import jit as jit_module
+    kiln.clear_caches()  # other tests' signatures of multiply: this one counts its own
     x, y = knp.arange(4.0), knp.ones(4)
     for _ in range(2):
         knp.multiply(x, y), knp.multiply(x, 2.0)
