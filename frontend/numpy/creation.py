@@ -501,6 +501,7 @@ def _diagonal(fname: str, a, offset, axis1, axis2):
     return lax.slice(flat, (0,) * nl + (start,), lead + (limit,), (1,) * nl + (m + 1,))
 
 
+@eager_jit("k")
 def diag(v, k: int = 0):
     """A 1-D ``v`` as a 2-D array with ``v`` on its ``k``-th diagonal; a 2-D ``v``'s ``k``-th diagonal."""
     v = _array_arg("diag", v)

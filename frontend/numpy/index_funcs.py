@@ -19,7 +19,8 @@ import numpy as np
 from .. import lax
 from ..core import dtypes
 from ..core.errors import ConcretizationTypeError
-from ..core.tracing import Tracer, abstractify, concrete, current_builder, materialize
+from ..core.tracing import Tracer, abstractify, active_traces, concrete, current_builder, materialize
+from ..driver.eager_jit import eager_jit
 from ._util import canonical_axis, check_arraylike, promote_dtypes, static_int
 from .indexing import _as_index, _index_dtype
 
@@ -65,6 +66,7 @@ def _zeros(shape: tuple[int, ...], aval) -> Any:
     return lax.broadcast_in_dim(lax.literal(0, aval.dtype, aval.weak_type), shape, ())
 
 
+@eager_jit("axis", "out", "mode", "unique_indices", "indices_are_sorted")
 def take(a, indices, axis: int | None = None, out=None, mode: str | None = None, unique_indices: bool = False,
          indices_are_sorted: bool = False, fill_value=None):
     """Elements of ``a`` at ``indices`` along ``axis`` (the flattened array if None), as ``jax.numpy.take``.
@@ -123,6 +125,7 @@ def take(a, indices, axis: int | None = None, out=None, mode: str | None = None,
                       unique_indices=unique_indices, indices_are_sorted=indices_are_sorted)
 
 
+@eager_jit("axis", "mode")
 def take_along_axis(arr, indices, axis: int | None = -1, mode: str | None = None, fill_value=None):
     """``arr`` picked at ``indices`` along ``axis``, matching the other dimensions (as
     ``jax.numpy.take_along_axis``); ``indices`` and ``arr`` broadcast against each other outside ``axis``.
@@ -308,6 +311,16 @@ def _nonzero(fname: str, a: Any, size: Any, fill_value: Any) -> tuple[Any, ...]:
     return tuple(out)
 
 
+def _eager_size(a: Any, size: Any) -> Any:
+    """``size`` for the compiled program of an eager call: when it is None, the number of nonzero elements of
+    the concrete ``a`` (one small program and a wait for its value, as JAX's eager nonzero). Under a trace it
+    stays None, and the implementation explains that size= is needed there."""
+    if size is not None or isinstance(a, Tracer) or active_traces():
+        return size
+    from .reductions import count_nonzero
+    return int(count_nonzero(a))
+
+
 def nonzero(a, *, size: int | None = None, fill_value=None) -> tuple[Any, ...]:
     """Indices of the nonzero elements, one integer array per dimension (as ``jax.numpy.nonzero``).
 
@@ -318,12 +331,22 @@ def nonzero(a, *, size: int | None = None, fill_value=None) -> tuple[Any, ...]:
     if abstractify(a).ndim == 0:
         raise ValueError("kiln.numpy.nonzero: calling nonzero on 0-d arrays is not allowed; use "
                          "kiln.numpy.atleast_1d(x).nonzero() or reshape it to 1-d")
+    return _nonzero_sized(a, size=_eager_size(a, size), fill_value=fill_value)
+
+
+@eager_jit("size", "fill_value", where="kiln.numpy.nonzero")
+def _nonzero_sized(a, size, fill_value):
     return _nonzero("nonzero", a, size, fill_value)
 
 
 def flatnonzero(a, *, size: int | None = None, fill_value=None) -> Any:
     """Indices of the nonzero elements of the flattened array (``size``/``fill_value`` as ``nonzero``)."""
     a = _operand("flatnonzero", a)
+    return _flatnonzero_sized(a, size=_eager_size(a, size), fill_value=fill_value)
+
+
+@eager_jit("size", "fill_value", where="kiln.numpy.flatnonzero")
+def _flatnonzero_sized(a, size, fill_value):
     a = lax.reshape(a, (abstractify(a).size,))
     return _nonzero("flatnonzero", a, size, fill_value)[0]
 
@@ -331,6 +354,11 @@ def flatnonzero(a, *, size: int | None = None, fill_value=None) -> Any:
 def argwhere(a, *, size: int | None = None, fill_value=None) -> Any:
     """``(count, a.ndim)`` array of the indices of the nonzero elements (``size``/``fill_value`` as ``nonzero``)."""
     a = _operand("argwhere", a)
+    return _argwhere_sized(a, size=_eager_size(a, size), fill_value=fill_value)
+
+
+@eager_jit("size", "fill_value", where="kiln.numpy.argwhere")
+def _argwhere_sized(a, size, fill_value):
     aval = abstractify(a)
     if aval.ndim == 0:  # NumPy: shape (1, 0) for a nonzero scalar, (0, 0) for zero
         (col,) = _nonzero("argwhere", lax.reshape(a, (1,)), size, fill_value)

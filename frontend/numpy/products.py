@@ -197,6 +197,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())), preferred_element_type=preferred_element_type)
 
 
+@eager_jit("offset", "axis1", "axis2", "dtype", "out")
 def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=None):
     """Sum along the ``offset``-th diagonal over ``axis1`` and ``axis2`` (sum's dtype rules)."""
     if out is not None:

@@ -362,6 +362,7 @@ def ptp(a, axis=None, out=None, keepdims=False):
     return lax.sub(max(a, axis=axis, keepdims=keepdims), min(a, axis=axis, keepdims=keepdims))
 
 
+@eager_jit("axis", "keepdims")
 def count_nonzero(a, axis=None, keepdims=False):
     """Number of non-zero elements over ``axis`` (default int dtype)."""
     b = _to_bool("count_nonzero", a)

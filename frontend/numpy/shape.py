@@ -501,16 +501,19 @@ def _split(fname: str, ary, indices_or_sections, axis: int, even: bool) -> list[
                                                                          indices_or_sections, even)]
 
 
+@eager_jit("indices_or_sections", "axis")
 def split(ary, indices_or_sections, axis: int = 0) -> list[Any]:
     """Split into equal sections (an int that must divide the axis) or at the given indices."""
     return _split("split", ary, indices_or_sections, axis, True)
 
 
+@eager_jit("indices_or_sections", "axis")
 def array_split(ary, indices_or_sections, axis: int = 0) -> list[Any]:
     """Like :func:`split`, but a number of sections need not divide the axis (the first parts get one more)."""
     return _split("array_split", ary, indices_or_sections, axis, False)
 
 
+@eager_jit("indices_or_sections")
 def hsplit(ary, indices_or_sections) -> list[Any]:
     """Split horizontally (axis 1, or axis 0 for 1-D arrays)."""
     ary = _array("hsplit", ary)
@@ -520,6 +523,7 @@ def hsplit(ary, indices_or_sections) -> list[Any]:
     return _split("hsplit", ary, indices_or_sections, 1 if nd > 1 else 0, True)
 
 
+@eager_jit("indices_or_sections")
 def vsplit(ary, indices_or_sections) -> list[Any]:
     """Split vertically (axis 0) an array of at least 2 dimensions."""
     ary = _array("vsplit", ary)
@@ -528,6 +532,7 @@ def vsplit(ary, indices_or_sections) -> list[Any]:
     return _split("vsplit", ary, indices_or_sections, 0, True)
 
 
+@eager_jit("indices_or_sections")
 def dsplit(ary, indices_or_sections) -> list[Any]:
     """Split along the third axis an array of at least 3 dimensions."""
     ary = _array("dsplit", ary)
@@ -924,6 +929,7 @@ def flipud(m):
     return lax.rev(m, (0,))
 
 
+@eager_jit("axis")
 def roll(a, shift, axis: int | Sequence[int] | None = None):
     """Shift elements cyclically along ``axis`` (the flattened array when None). ``shift`` may be traced."""
     a = _array("roll", a)
@@ -1014,11 +1020,13 @@ def _triangle(fname: str, m, k, lower: bool):
     return lax.select(mask, m, zero)
 
 
+@eager_jit("k")
 def tril(m, k: int = 0):
     """The lower triangle of the last two axes (at and below the ``k``-th diagonal); zeros elsewhere."""
     return _triangle("tril", m, k, True)
 
 
+@eager_jit("k")
 def triu(m, k: int = 0):
     """The upper triangle of the last two axes (at and above the ``k``-th diagonal); zeros elsewhere."""
     return _triangle("triu", m, k, False)

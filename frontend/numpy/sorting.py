@@ -90,6 +90,7 @@ def sort_complex(a: Any) -> Any:
     return lax.convert_element_type(out, dtype) if abstractify(out).dtype != dtype else out
 
 
+@eager_jit("axis", "kind", "order", "stable", "descending")
 def argsort(a: Any, axis: int | None = -1, kind: str | None = None, order: Any = None, *, stable: bool = True,
             descending: bool = False) -> Any:
     """Indices that sort ``a`` along ``axis`` (stable: equal elements keep their order, also when

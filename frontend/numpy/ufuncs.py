@@ -327,6 +327,7 @@ def ceil(x, /):
     return _as_array(x) if dtypes.is_int(abstractify(x).dtype) or abstractify(x).dtype == np.bool_ else lax.ceil(x)
 
 
+@eager_jit("decimals")
 def round(x, decimals: int = 0):  # noqa: A001
     """Round half to even (as NumPy), optionally to ``decimals`` decimal places."""
     (x,) = promote_dtypes("round", x)
@@ -870,6 +871,7 @@ def bitwise_count(x, /):
 # Comparisons of whole arrays
 # ---------------------------------------------------------------------------------------------
 
+@eager_jit("equal_nan")
 def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     """Elementwise ``|a - b| <= atol + rtol * |b|``; infinities are close only to themselves, NaN
     to nothing unless ``equal_nan``."""
@@ -883,12 +885,14 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     return out
 
 
+@eager_jit("equal_nan")
 def allclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     """Whether every element of ``a`` is close to ``b`` (see :func:`isclose`); a 0-d bool array."""
     out = isclose(a, b, rtol=rtol, atol=atol, equal_nan=equal_nan)
     return lax.reduce_and(out, tuple(range(abstractify(out).ndim)))
 
 
+@eager_jit("equal_nan")
 def array_equal(a1, a2, equal_nan: bool = False):
     """Whether ``a1`` and ``a2`` have the same shape and elements (a 0-d bool array)."""
     check_arraylike("array_equal", a1, a2)

@@ -340,6 +340,62 @@ def test_nn_and_creation_functions_are_one_program(primitive_runs):
         kiln.nn.one_hot(knp.array([0]), 2.5)
 
 
+def test_indexing_comparison_and_linalg_functions_are_one_program(primitive_runs):
+    h = np.array([[4.0, 1.0, -2.0], [1.0, 5.0, 0.5], [-2.0, 0.5, 6.0]], np.float32)
+    x, v, i = knp.asarray(h), knp.asarray(h[0]), knp.array([2, 0, 5])
+    np.testing.assert_array_equal(knp.take(v, i, mode="clip"), np.take(h[0], [2, 0, 5], mode="clip"))
+    np.testing.assert_array_equal(knp.take(v, i, fill_value=-1.0), [-2.0, 4.0, -1.0])  # out of bounds: the fill
+    order = np.argsort(h, axis=1)
+    np.testing.assert_array_equal(knp.argsort(x, axis=1), order)
+    np.testing.assert_array_equal(knp.take_along_axis(x, knp.asarray(order), axis=1), np.sort(h, axis=1))
+    np.testing.assert_array_equal(knp.isclose(x, x + 1e-7), np.isclose(h, h + np.float32(1e-7)))
+    assert bool(knp.allclose(x, x * 1.5, rtol=0.6)) and not bool(knp.allclose(x, x * 1.5))
+    assert bool(knp.array_equal(x, x)) and not bool(knp.array_equal(x, v))
+    np.testing.assert_allclose(knp.round(x * 1.2345, 2), np.round(h * np.float32(1.2345), 2), rtol=1e-6)
+    np.testing.assert_array_equal(knp.diag(v, 1), np.diag(h[0], 1))
+    np.testing.assert_array_equal(knp.triu(x, 1), np.triu(h, 1))
+    np.testing.assert_array_equal(knp.tril(x), np.tril(h))
+    np.testing.assert_array_equal(knp.roll(v, 1), np.roll(h[0], 1))
+    np.testing.assert_array_equal(knp.trace(x), np.trace(h))
+    for got, want in zip(knp.split(v, 3), np.split(h[0], 3)):
+        np.testing.assert_array_equal(got, want)
+    for got, want in zip(knp.array_split(x, 2, axis=1), np.array_split(h, 2, axis=1)):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_allclose(knp.linalg.norm(x, axis=1), np.linalg.norm(h, axis=1), rtol=1e-6)
+    np.testing.assert_allclose(knp.linalg.norm(x, "fro"), np.linalg.norm(h, "fro"), rtol=1e-6)
+    np.testing.assert_allclose(knp.linalg.inv(x), np.linalg.inv(h), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(knp.linalg.solve(x, v), np.linalg.solve(h, h[0]), rtol=1e-5)
+    np.testing.assert_allclose(knp.linalg.det(x), np.linalg.det(h), rtol=1e-5)
+    np.testing.assert_allclose(knp.linalg.eigh(x).eigenvalues, np.linalg.eigh(h).eigenvalues, rtol=1e-5)
+    np.testing.assert_allclose(knp.linalg.cholesky(x), np.linalg.cholesky(h), rtol=1e-5)
+    np.testing.assert_allclose(knp.linalg.matrix_power(x, 3), np.linalg.matrix_power(h, 3), rtol=1e-5)
+    assert int(knp.linalg.matrix_rank(x)) == 3
+    # Data-dependent sizes: one small program counts the nonzero elements, one more computes the indices.
+    m = h > 0.9
+    for got, want in zip(knp.nonzero(m), np.nonzero(m)):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(knp.flatnonzero(x > 0.9), np.flatnonzero(m))
+    np.testing.assert_array_equal(knp.argwhere(x > 0.9), np.argwhere(m))
+    np.testing.assert_array_equal(knp.nonzero(v, size=4, fill_value=7)[0], [0, 1, 2, 7])
+    assert primitive_runs == []
+    # The implementations' own errors, raised while tracing the program.
+    with pytest.raises(NotImplementedError, match="kiln.numpy.take: mode='raise' is not supported"):
+        knp.take(v, i, mode="raise")
+    with pytest.raises(ValueError, match="kiln.numpy.linalg.qr: mode must be"):
+        knp.linalg.qr(x, mode="raw")
+    with pytest.raises(TypeError, match="matrix_power: exponent must be a static integer"):
+        knp.linalg.matrix_power(x, 1.5)
+    with pytest.raises(ValueError, match="kiln.numpy.nonzero: calling nonzero on 0-d arrays"):
+        knp.nonzero(v[0])
+    with pytest.raises(kiln.ConcretizationTypeError, match="kiln.numpy.flatnonzero: the number of nonzero"):
+        kiln.jit(knp.flatnonzero)(v)
+    y = knp.ones((2, 2))
+    knp.linalg.inv(y)
+    y.delete()
+    with pytest.raises(kiln.DeletedBufferError, match="kiln.numpy.linalg.inv: argument a refers to a deleted"):
+        knp.linalg.inv(y)
+
+
 def test_functional_updates_are_one_program(primitive_runs):
     h = np.arange(12.0, dtype=np.float32).reshape(3, 4)
     x, i, ones = knp.asarray(h), knp.array([0, 2]), knp.ones(4)
