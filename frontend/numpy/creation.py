@@ -359,10 +359,15 @@ def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype
 
 def geomspace(start, stop, num: int = 50, endpoint: bool = True, dtype=None, axis: int = 0):
     """Numbers spaced evenly on a log scale, from ``start`` to ``stop`` (both non-zero, same sign)."""
-    for name, v in (("start", start), ("stop", stop)):
+    for name, v in (("start", start), ("stop", stop)):  # Python numbers: checked before they are traced
         if isinstance(v, (int, float)) and v == 0:
             raise ValueError(f"kiln.numpy.geomspace: {name} must be non-zero (geometric sequence cannot include "
                              "zero)")
+    return _geomspace(start, stop, num, endpoint, dtype, axis)
+
+
+@eager_jit("num", "endpoint", "dtype", "axis", where="kiln.numpy.geomspace")
+def _geomspace(start, stop, num, endpoint, dtype, axis):
     num = static_int("geomspace", "num", num)
     start_a, stop_a, bshape, dtype, ctype = _bounds("geomspace", start, stop, dtype)
     sign = lax.sign(start_a)
@@ -471,6 +476,7 @@ def _array_arg(fname: str, x):
     return materialize(x)
 
 
+@eager_jit("offset", "axis1", "axis2")
 def diagonal(a, offset: int = 0, axis1: int = 0, axis2: int = 1):
     """The ``offset``-th diagonal over ``axis1`` and ``axis2`` (appended as the last axis)."""
     return _diagonal("diagonal", a, offset, axis1, axis2)
@@ -526,6 +532,7 @@ def diagflat(v, k: int = 0):
     return diag(lax.reshape(v, (abstractify(v).size,)), k)
 
 
+@eager_jit("N", "increasing")
 def vander(x, N: int | None = None, increasing: bool = False):
     """The Vandermonde matrix of the 1-D ``x``: column ``j`` is ``x ** (N - 1 - j)`` (``x ** j`` when
     ``increasing``), built by repeated multiplication as NumPy does. ``N`` (default ``len(x)``) is static."""

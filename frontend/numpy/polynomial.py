@@ -14,6 +14,7 @@ import numpy as np
 from ..control.api import scan
 from ..core import dtypes
 from ..core.tracing import abstractify
+from ..driver.eager_jit import eager_jit
 from ._util import check_arraylike, static_int
 from .creation import arange, asarray, full, ones, zeros
 from .products import convolve, dot, outer
@@ -162,6 +163,7 @@ def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     return concatenate([p, kk]) / divisor
 
 
+@eager_jit("unroll")
 def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
     """The polynomial ``p`` evaluated at ``x`` by Horner's scheme (a ``scan`` over the coefficients;
     ``unroll`` as in ``kiln.lax.scan``). ``p`` may be 2-D: one polynomial per column."""

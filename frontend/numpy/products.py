@@ -106,6 +106,7 @@ def dot(a, b, /, *, precision=None, preferred_element_type=None):
     return lax.dot_general(a, b, (((len(sa) - 1,), (cb,)), ((), ())), preferred_element_type=preferred_element_type)
 
 
+@eager_jit("precision", "preferred_element_type")
 def vdot(a, b, /, *, precision=None, preferred_element_type=None):
     """Dot product of the flattened arrays."""
     canonicalize_precision("numpy.vdot", precision)
@@ -208,6 +209,7 @@ def trace(a, offset: int = 0, axis1: int = 0, axis2: int = 1, dtype=None, out=No
     return _sum(_diagonal("trace", a, offset, axis1, axis2), axis=-1, dtype=dtype)
 
 
+@eager_jit()
 def kron(a, b):
     """Kronecker product: blocks of ``b`` scaled by the elements of ``a``."""
     a, b = _operands("kron", a, b)
@@ -264,6 +266,7 @@ def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | N
 
 # -- 1-D convolution and correlation ------------------------------------------------------------------
 
+@eager_jit("mode", "precision", "preferred_element_type")
 def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type=None):
     """NumPy's ``convolve`` of two 1-D arrays: ``(a * v)[n] = sum_m a[m] v[n - m]``. ``mode`` is
     ``'full'`` (length ``N + M - 1``), ``'same'`` (``max(N, M)``) or ``'valid'`` (``max(N, M) - min(N, M) + 1``).
@@ -271,6 +274,7 @@ def convolve(a, v, mode: str = "full", *, precision=None, preferred_element_type
     return _conv1d("convolve", a, v, mode, precision, preferred_element_type)
 
 
+@eager_jit("mode", "precision", "preferred_element_type")
 def correlate(a, v, mode: str = "valid", *, precision=None, preferred_element_type=None):
     """NumPy's ``correlate`` of two 1-D arrays: ``c[k] = sum_n a[n + k] conj(v[n])`` (modes as
     :func:`convolve`'s, default ``'valid'``)."""

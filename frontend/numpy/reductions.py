@@ -419,12 +419,14 @@ def _nan_filled(fname: str, a, value):
     return _select_fill(lax.bitwise_not(nan), a, value), nan
 
 
+@eager_jit("axis", "dtype", "out", "keepdims")
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Sum over ``axis``, treating NaN as zero."""
     a, _ = _nan_filled("nansum", a, 0)
     return sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
 
 
+@eager_jit("axis", "dtype", "out", "keepdims")
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Product over ``axis``, treating NaN as one."""
     a, _ = _nan_filled("nanprod", a, 1)
@@ -441,16 +443,19 @@ def _nan_extreme(fname: str, fn, fill, a, axis, out, keepdims, initial, where):
     return _select_fill(lax.bitwise_not(all_nan), res, float("nan"))
 
 
+@eager_jit("axis", "out", "keepdims")
 def nanmax(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Maximum over ``axis``, ignoring NaN (NaN for an all-NaN slice)."""
     return _nan_extreme("nanmax", max, float("-inf"), a, axis, out, keepdims, initial, where)
 
 
+@eager_jit("axis", "out", "keepdims")
 def nanmin(a, axis=None, out=None, keepdims=False, initial=None, where=None):
     """Minimum over ``axis``, ignoring NaN (NaN for an all-NaN slice)."""
     return _nan_extreme("nanmin", min, float("inf"), a, axis, out, keepdims, initial, where)
 
 
+@eager_jit("axis", "dtype", "out", "keepdims")
 def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     """Mean over ``axis`` of the non-NaN elements (NaN for an all-NaN slice)."""
     _no_out("nanmean", out)
@@ -465,12 +470,14 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     return lax.convert_element_type(lax.div(total, count), result)
 
 
+@eager_jit("axis", "dtype", "out", "ddof", "keepdims", "correction")
 def nanvar(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     """Variance over ``axis`` of the non-NaN elements."""
     _no_out("nanvar", out)
     return _var("nanvar", a, axis, dtype, ddof, keepdims, where, correction, True)
 
 
+@eager_jit("axis", "dtype", "out", "ddof", "keepdims", "correction")
 def nanstd(a, axis=None, dtype=None, out=None, ddof=0, keepdims=False, *, where=None, correction=None):
     """Standard deviation over ``axis`` of the non-NaN elements."""
     _no_out("nanstd", out)
@@ -487,11 +494,13 @@ def _nan_arg(fname: str, fn, fill, a, axis, out, keepdims):
     return _select_fill(lax.bitwise_not(all_nan), res, -1)
 
 
+@eager_jit("axis", "out", "keepdims")
 def nanargmax(a, axis=None, out=None, keepdims=False):
     """Index of the maximum ignoring NaN (-1 for an all-NaN slice)."""
     return _nan_arg("nanargmax", argmax, float("-inf"), a, axis, out, keepdims)
 
 
+@eager_jit("axis", "out", "keepdims")
 def nanargmin(a, axis=None, out=None, keepdims=False):
     """Index of the minimum ignoring NaN (-1 for an all-NaN slice)."""
     return _nan_arg("nanargmin", argmin, float("inf"), a, axis, out, keepdims)

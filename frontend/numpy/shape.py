@@ -981,6 +981,7 @@ def roll(a, shift, axis: int | Sequence[int] | None = None):
     return a
 
 
+@eager_jit("k", "axes")
 def rot90(m, k: int = 1, axes: tuple[int, int] = (0, 1)):
     """Rotate by 90 degrees ``k`` times in the plane of ``axes`` (from the first axis toward the second)."""
     m = _array("rot90", m)

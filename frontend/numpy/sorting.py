@@ -83,6 +83,7 @@ def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
     return lax.argsort(a, dimension=axis, index_dtype=dtypes.default_int_dtype())
 
 
+@eager_jit()
 def sort_complex(a: Any) -> Any:
     """``a`` sorted along its last axis, as a complex array (by real part, then imaginary part)."""
     out = sort(a, axis=-1)

@@ -266,12 +266,14 @@ def cumprod(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None)
     return _cumulative("cumprod", lax.cumprod, a, axis, dtype)
 
 
+@eager_jit("axis", "dtype", "out")
 def nancumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative sum treating NaNs as 0."""
     _no_out("nancumsum", out)
     return _cumulative("nancumsum", lax.cumsum, a, axis, dtype, nan_identity=0)
 
 
+@eager_jit("axis", "dtype", "out")
 def nancumprod(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative product treating NaNs as 1."""
     _no_out("nancumprod", out)

@@ -309,7 +309,7 @@ def _logical(fname: str, lax_fn):
         x, y = promote_and_broadcast(fname, x, y)
         return lax_fn(_to_bool(x), _to_bool(y))
     fn.__name__ = fname
-    return fn
+    return eager_jit()(fn)
 
 
 logical_and = _logical("logical_and", lax.bitwise_and)
@@ -430,6 +430,7 @@ def _isnan(x):  # x: one already promoted operand (Literals included)
     return lax.ne(x, x)
 
 
+@eager_jit()
 def isinf(x, /):
     """Elementwise: is positive or negative infinity (complex: either part is)."""
     (x,) = promote_dtypes("isinf", x)
@@ -456,7 +457,7 @@ def _isinf_signed(fname: str, value: float):
         return lax.eq(x, full_like_(x, value))
     fn.__name__ = fname
     fn.__doc__ = f"Elementwise: is {'positive' if value > 0 else 'negative'} infinity (real inputs)."
-    return fn
+    return eager_jit()(fn)
 
 
 isposinf = _isinf_signed("isposinf", np.inf)
@@ -486,6 +487,7 @@ def conj(x, /):
 conjugate = conj
 
 
+@eager_jit("deg")
 def angle(z, deg: bool = False):
     """The counterclockwise angle from the positive real axis, in radians (or degrees)."""
     (z,) = _float_dtype_args("angle", z)
@@ -546,7 +548,7 @@ def _log_base(fname: str, base: float):
         return lax.div(y, full_like_(y, np.log(base)))
     fn.__name__ = fname
     fn.__doc__ = f"Elementwise base-{base:g} logarithm."
-    return fn
+    return eager_jit()(fn)
 
 
 log2 = _log_base("log2", 2)
@@ -613,6 +615,7 @@ def hypot(x1, x2, /):
     return lax.select(lax.bitwise_or(lax.eq(a1, inf), lax.eq(a2, inf)), inf, out)
 
 
+@eager_jit()
 def sinc(x, /):
     """Normalized sinc, ``sin(pi x) / (pi x)``, with ``sinc(0) = 1``."""
     (x,) = _float_dtype_args("sinc", x)
@@ -628,7 +631,7 @@ def _scale(fname: str, factor: float, doc: str):
         return lax.mul(x, full_like_(x, factor))
     fn.__name__ = fname
     fn.__doc__ = doc
-    return fn
+    return eager_jit()(fn)
 
 
 deg2rad = _scale("deg2rad", np.pi / 180, "Convert angles from degrees to radians.")
@@ -644,6 +647,7 @@ def logaddexp(x1, x2, /):
     return _logaddexp(x1, x2, lax.exp, None)
 
 
+@eager_jit()
 def logaddexp2(x1, x2, /):
     """Elementwise ``log2(2**x1 + 2**x2)`` without overflow."""
     x1, x2 = _binary_float("logaddexp2", x1, x2)
@@ -671,6 +675,7 @@ def fabs(x, /):
     return lax.abs(x)
 
 
+@eager_jit()
 def trunc(x, /):
     """Round toward zero (integers are returned as they are)."""
     (x,) = promote_dtypes("trunc", x)
@@ -693,6 +698,7 @@ def rint(x, /):
     return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
 
 
+@eager_jit()
 def modf(x, /):
     """``(fractional part, integral part)``, both with the sign of ``x``."""
     (x,) = _real_float_args("modf", x)
@@ -703,6 +709,7 @@ def modf(x, /):
     return copysign(frac, x), whole
 
 
+@eager_jit()
 def signbit(x, /):
     """Elementwise: the sign bit is set (true for -0.0 and negative NaNs too)."""
     (x,) = promote_dtypes("signbit", x)
@@ -722,6 +729,7 @@ def _signbit(x):
     return _zeros_bool(x)
 
 
+@eager_jit()
 def copysign(x1, x2, /):
     """``x1`` with the sign of ``x2``, elementwise (floating result)."""
     x1, x2 = _binary_float("copysign", x1, x2)
@@ -729,6 +737,7 @@ def copysign(x1, x2, /):
     return lax.select(_signbit(x2), lax.neg(mag), mag)
 
 
+@eager_jit()
 def heaviside(x1, x2, /):
     """Heaviside step: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0`` (NaN stays NaN)."""
     x1, x2 = _binary_float("heaviside", x1, x2)
@@ -737,6 +746,7 @@ def heaviside(x1, x2, /):
     return lax.select(lax.ne(x1, x1), x1, out)
 
 
+@eager_jit("copy", "nan", "posinf", "neginf")
 def nan_to_num(x, copy: bool = True, nan=0.0, posinf=None, neginf=None):
     """Replace NaN by ``nan`` and infinities by ``posinf``/``neginf`` (default: the largest finite
     values of the dtype). Complex arrays are treated part by part; integers are returned as is."""
@@ -770,6 +780,7 @@ def _int_full(like, value):
     return full_like_(like, value)
 
 
+@eager_jit()
 def frexp(x, /):
     """Split ``x`` into ``(mantissa, exponent)`` with ``x = mantissa * 2**exponent`` and
     ``0.5 <= |mantissa| < 1`` (0, inf and NaN give themselves and exponent 0). The exponent is int32."""
@@ -840,6 +851,7 @@ def nextafter(x1, x2, /):
     return lax.nextafter(x1, x2)
 
 
+@eager_jit()
 def spacing(x, /):
     """The distance from ``x`` to the next representable value away from zero (negative for x < 0)."""
     (x,) = _real_float_args("spacing", x)
@@ -901,6 +913,7 @@ def array_equal(a1, a2, equal_nan: bool = False):
     return _all_equal("array_equal", a1, a2, equal_nan)
 
 
+@eager_jit()
 def array_equiv(a1, a2):
     """Whether ``a1`` and ``a2`` broadcast to one shape and are equal there (a 0-d bool array)."""
     check_arraylike("array_equiv", a1, a2)
@@ -937,7 +950,7 @@ def _nan_ignoring(fname: str, pick):
     fn.__name__ = fname
     fn.__doc__ = (f"Elementwise {fname[1:]}imum that ignores NaNs: where one operand is NaN the other is the "
                   "result (NaN only where both are).")
-    return fn
+    return eager_jit()(fn)
 
 
 fmax = _nan_ignoring("fmax", lambda a, b: maximum(a, b))

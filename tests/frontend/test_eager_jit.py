@@ -396,6 +396,39 @@ def test_indexing_comparison_and_linalg_functions_are_one_program(primitive_runs
         knp.linalg.inv(y)
 
 
+def test_more_elementwise_nan_and_product_functions_are_one_program(primitive_runs):
+    h = np.array([[1.5, -np.inf, np.nan], [0.25, 2.0, -3.0]], np.float32)
+    x, v = knp.asarray(h), knp.asarray(h[1])
+    np.testing.assert_array_equal(knp.logical_and(x > 0, x < 2), np.logical_and(h > 0, h < 2))
+    np.testing.assert_array_equal(knp.isinf(x), np.isinf(h))
+    np.testing.assert_array_equal(knp.isneginf(x), np.isneginf(h))
+    np.testing.assert_allclose(knp.log10(knp.abs(v)), np.log10(np.abs(h[1])), rtol=1e-6)
+    np.testing.assert_array_equal(knp.nan_to_num(x, nan=9.0), np.nan_to_num(h, nan=9.0))
+    np.testing.assert_array_equal(knp.trunc(x), np.trunc(h))
+    np.testing.assert_array_equal(knp.copysign(v, -1.0), np.copysign(h[1], -1.0))
+    np.testing.assert_allclose(knp.sinc(v), np.sinc(h[1]), rtol=1e-6)
+    np.testing.assert_array_equal(knp.fmax(x, 0.0), np.fmax(h, 0.0))
+    np.testing.assert_allclose(knp.degrees(v), np.degrees(h[1]), rtol=1e-6)
+    np.testing.assert_allclose(knp.nanmean(x, axis=1), np.nanmean(h, axis=1), rtol=1e-6)
+    np.testing.assert_array_equal(knp.nanmax(x, axis=0), np.nanmax(h, axis=0))
+    finite_and_nan = np.array([1.0, np.nan, 3.0], np.float32)
+    np.testing.assert_allclose(knp.nanstd(knp.asarray(finite_and_nan)), np.nanstd(finite_and_nan), rtol=1e-6)
+    np.testing.assert_array_equal(knp.nancumsum(x, axis=1), np.nancumsum(h, axis=1))
+    np.testing.assert_allclose(knp.geomspace(1.0, 100.0, 5), np.geomspace(1.0, 100.0, 5, dtype=np.float32),
+                               rtol=1e-6)
+    np.testing.assert_array_equal(knp.diagonal(x), np.diagonal(h))
+    np.testing.assert_array_equal(knp.rot90(x), np.rot90(h))
+    np.testing.assert_array_equal(knp.kron(v, v), np.kron(h[1], h[1]))
+    np.testing.assert_allclose(knp.convolve(v, v), np.convolve(h[1], h[1]), rtol=1e-6)
+    np.testing.assert_allclose(knp.vdot(v, v), np.vdot(h[1], h[1]), rtol=1e-6)
+    np.testing.assert_allclose(knp.polyval(v, 2.0), np.polyval(h[1], 2.0), rtol=1e-6)
+    assert primitive_runs == []
+    with pytest.raises(TypeError, match="kiln.numpy.isposinf: not supported for complex inputs"):
+        knp.isposinf(knp.ones(2, np.complex64))
+    with pytest.raises(ValueError, match="kiln.numpy.convolve"):
+        knp.convolve(v, v, mode="nope")
+
+
 def test_functional_updates_are_one_program(primitive_runs):
     h = np.arange(12.0, dtype=np.float32).reshape(3, 4)
     x, i, ones = knp.asarray(h), knp.array([0, 2]), knp.ones(4)

@@ -374,8 +374,9 @@ def test_vmap_and_forward_derivative_through_a_loop_over_a_sparse_matrix():
     A = BCOO.fromdense(m)
     np.testing.assert_allclose(np.asarray(kiln.vmap(sparsify(f), (None, 0))(A, V)),
                                np.stack([np.asarray(f(m, v)) for v in V]), rtol=1e-5, atol=1e-6)
+    # Three tanh iterations in float32: entries near zero carry the rounding of the large ones (atol).
     np.testing.assert_allclose(np.asarray(kiln.jacfwd(sparsify(f), 1)(A, V[0])),
-                               np.asarray(kiln.jacfwd(f, 1)(m, V[0])), rtol=1e-5, atol=1e-6)
+                               np.asarray(kiln.jacfwd(f, 1)(m, V[0])), rtol=1e-5, atol=1e-5)
 
 
 def _sigmoid(x):
