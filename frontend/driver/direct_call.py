@@ -6,8 +6,9 @@ array, so every argument and every result costs a Python callback there (flatten
 signature includes every jit-key config flag registered in the process (JAX's too, when JAX is loaded). For
 the calls where latency matters most (small functions of a few arrays: ``f(x, y)``, eager ``kiln.numpy``
 ops) a check of each argument's (aval, device, committed, sharding) against the last call's, by identity
-first, then one launch of the executable, is cheaper. Anything else (pytrees, keyword arguments, donation,
-host callbacks, several devices) takes the C++ path.
+first, then one launch of the executable, is cheaper; static options (``axis=0``) match by type and value
+(:class:`StaticOptionsCall`). Anything else (pytrees, dynamic keyword arguments, donation, host callbacks,
+several devices) takes the C++ path.
 """
 from __future__ import annotations
 
