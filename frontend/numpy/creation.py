@@ -432,6 +432,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
     return _mask_to_dtype(_tri_mask(N, M, k), _dtype_or_default(dtype, dtypes.default_float_dtype()))
 
 
+@eager_jit("copy", "sparse", "indexing")
 def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy") -> list[Any]:
     """Coordinate arrays from 1-D coordinate vectors (``indexing='xy'`` swaps the first two axes)."""
     if indexing not in ("xy", "ij"):

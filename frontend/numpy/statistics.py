@@ -380,6 +380,7 @@ def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: in
     return squeeze(dot(X, conj(XT)) / fact)
 
 
+@eager_jit("rowvar", "dtype")
 def corrcoef(x: Any, y: Any = None, rowvar: bool = True, dtype: Any = None) -> Any:
     """The Pearson correlation coefficients of the variables (as :func:`cov`), clipped to [-1, 1]."""
     from .creation import diagonal

@@ -422,11 +422,17 @@ def test_more_elementwise_nan_and_product_functions_are_one_program(primitive_ru
     np.testing.assert_allclose(knp.convolve(v, v), np.convolve(h[1], h[1]), rtol=1e-6)
     np.testing.assert_allclose(knp.vdot(v, v), np.vdot(h[1], h[1]), rtol=1e-6)
     np.testing.assert_allclose(knp.polyval(v, 2.0), np.polyval(h[1], 2.0), rtol=1e-6)
+    for got, want in zip(knp.meshgrid(v, v[:2], indexing="ij"), np.meshgrid(h[1], h[1, :2], indexing="ij")):
+        np.testing.assert_array_equal(got, want)
+    rows = np.array([[1.0, 2.0, 4.0], [3.0, 1.0, 0.0]], np.float32)
+    np.testing.assert_allclose(knp.corrcoef(knp.asarray(rows)), np.corrcoef(rows), rtol=1e-5, atol=1e-6)
     assert primitive_runs == []
     with pytest.raises(TypeError, match="kiln.numpy.isposinf: not supported for complex inputs"):
         knp.isposinf(knp.ones(2, np.complex64))
     with pytest.raises(ValueError, match="kiln.numpy.convolve"):
         knp.convolve(v, v, mode="nope")
+    with pytest.raises(ValueError, match="kiln.numpy.meshgrid: indexing must be 'xy' or 'ij'"):
+        knp.meshgrid(v, v, indexing="q")
 
 
 def test_functional_updates_are_one_program(primitive_runs):
