@@ -49,10 +49,6 @@ def _is_operand(x: Any) -> bool:
     return isinstance(x, _OPERAND_TYPES) or isinstance(x, ArrayMethods) or hasattr(x, "aval")
 
 
-# The operands most operators see, checked first: another array or tracer, a Python float or int.
-_COMMON_OPERANDS: tuple = ()  # (ArrayMethods, float, int), set below the class
-
-
 def _bound_binary(dunder: str, fn: Any, reflected: bool):
     """The operator ``dunder`` calling ``fn`` (``fn(other, self)`` when ``reflected``)."""
     if reflected:
@@ -365,4 +361,6 @@ class ArrayMethods:
         return _np().imag(self)
 
 
+# The operands most operators see, checked first (read by _bound_binary's methods at call time): another array
+# or tracer, a Python float or int.
 _COMMON_OPERANDS = (ArrayMethods, float, int)

@@ -10,6 +10,7 @@ import collections
 import dataclasses
 import functools
 import inspect
+import itertools
 import threading
 import time
 import weakref
@@ -153,13 +154,13 @@ class _Signatures:
             self.direct = direct
 
     def run_direct(self, args: tuple, kwargs: dict) -> Any:
-        """The result of the first recent signature the call matches (it becomes the first), or None."""
-        for direct in self.recent:
+        """The result of the first of the other recent signatures the call matches (it becomes the first), or
+        None. The callers have tried ``direct`` (always ``recent[0]``) already."""
+        for direct in itertools.islice(self.recent, 1, None):
             out = direct.run(args, kwargs)
             if out is not None:
-                if direct is not self.direct:
-                    self.recent = [direct] + [d for d in self.recent if d is not direct]
-                    self.direct = direct
+                self.recent = [direct] + [d for d in self.recent if d is not direct]
+                self.direct = direct
                 return out
         return None
 
