@@ -161,8 +161,12 @@ JAX_LEGACY = {
     'permutation': ([40274, 54263, 67834, 2966], (70000,), 'int32', '924b114a54c11dfd'),
 }
 
-# Linear algebra (a QR factorisation here) rounds differently from JAX's LAPACK calls.
-CLOSE_ONLY = {"orthogonal"}
+# Linear algebra (a QR factorisation here) rounds differently from JAX's LAPACK calls. gamma's rejection loop
+# rounds by an ulp differently with the CPU XLA compiles for and the program around it: on an AVX-512 machine
+# JAX 0.10.2 itself draws 0.7479124 eagerly and 0.7479126 under jit as gamma's first value for this key, and
+# its dirichlet (drawn from gammas) differs there from the values below, which came from another machine
+# (there kiln draws JAX's eager gamma and JAX's dirichlet).
+CLOSE_ONLY = {"orthogonal", "gamma", "dirichlet"}
 
 
 @pytest.mark.parametrize("partitionable", [True, False], ids=["partitionable", "legacy"])
