@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import operator
 import re
 from typing import Any, Sequence
 
@@ -73,15 +74,13 @@ class Executable:
 
     __call__ = execute
 
-    def launcher(self) -> Any:
-        """``launch(buffers) -> output buffers``: :meth:`execute` without its checks, for a caller that has
-        matched the arguments to this executable itself and falls back to :meth:`execute` (which explains
-        errors) when the launch raises. Not for executables with host callbacks."""
-        execute_sharded, handlers = self._exe.execute_sharded, self._handlers
-
-        def launch(buffers: list) -> list:
-            return execute_sharded(buffers).consume_with_handlers(handlers)
-        return launch
+    def launcher(self) -> tuple[Any, Any]:
+        """``(start, finish)``: ``finish(start(buffers))`` is :meth:`execute` without its checks (the output
+        buffers), for a caller that has matched the arguments to this executable itself and falls back to
+        :meth:`execute` (which explains errors) when the launch raises. Two C-level callables, so that no
+        Python frame runs between them: one costs a tenth of a microsecond on a launch of about three. Not
+        for executables with host callbacks."""
+        return self._exe.execute_sharded, operator.methodcaller("consume_with_handlers", self._handlers)
 
     def _argument_error(self, e: BaseException, args: Sequence[Any]) -> Exception:
         """Explain a failed launch: deleted/donated or misplaced argument, wrong count, or XLA's message."""

@@ -40,12 +40,13 @@ class DirectCall:
     costs a tenth of a microsecond on a path of under one microsecond. Their fallback is ``run`` of each
     of the function's recent signatures (``_Signatures.run_direct`` in jit.py)."""
 
-    __slots__ = ("auxes", "epoch", "launch", "prefix", "out_auxes", "single", "arity", "aux0", "aux1", "out_aux")
+    __slots__ = ("auxes", "epoch", "start", "finish", "prefix", "out_auxes", "single", "arity", "aux0", "aux1",
+                 "out_aux")
 
     def __init__(self, auxes: tuple, executable: Any, prefix: list, out_auxes: tuple, single: bool) -> None:
         self.auxes = auxes            # per argument: (aval, device, committed, sharding), or a ScalarSlot
         self.epoch = dispatch_epoch.current   # the flags that change programs, as they were
-        self.launch = executable.launcher()
+        self.start, self.finish = executable.launcher()  # the launch is finish(start(buffers))
         self.prefix = prefix          # buffers passed ahead of the arguments (the program's constants)
         self.out_auxes = out_auxes    # per output: its aux tuple
         self.single = single          # the function returns one array (else a tuple of them)
@@ -78,7 +79,7 @@ class DirectCall:
             else:
                 return None
         try:
-            outs = self.launch(bufs)
+            outs = self.finish(self.start(bufs))
         except Exception:  # e.g. a deleted argument
             return None
         if self.single:
@@ -111,7 +112,7 @@ class ArrayAndScalarCall(DirectCall):
         if buf is None:
             return None
         try:
-            out = self.launch([a._buf, buf] if at == 0 else [buf, a._buf])[0]
+            out = self.finish(self.start([a._buf, buf] if at == 0 else [buf, a._buf]))[0]
         except Exception:  # e.g. a deleted argument
             return None
         return _from_flat(self.out_aux, (out,))

@@ -337,7 +337,7 @@ class JittedFunction:
                         bufs = [a._buf, b._buf] if type(b) is Array and b._flat[1] is direct.aux1 else None
                     if bufs is not None:
                         try:
-                            buf = direct.launch(bufs)[0]
+                            buf = direct.finish(direct.start(bufs))[0]
                         except Exception:  # e.g. a deleted argument: the paths below explain it
                             buf = None
                         if buf is not None:
