@@ -4,6 +4,11 @@ A benchmark receives a :class:`Framework` and uses only its attributes: ``np`` (
 ``jax.numpy``), ``jit``, ``put`` (host data to the default device), ``block`` (wait for a pytree),
 ``tree_map``, ``value_and_grad`` (None while the framework lacks it: the benchmark is skipped),
 ``lax`` (for ``lax.scan``) and ``platform`` (the kind of device: benchmarks size their data by it).
+
+Both frameworks share one jaxlib in the process, and one of its process-wide settings differs between them:
+jaxlib's per-array Python tracebacks, which kiln turns off when it is imported before jax
+(kiln/runtime/tracebacks.py) and jax leaves on. ``enter()`` sets it as the framework has it on its own;
+run.py calls it before each measurement, so that each side is timed as it runs without the other.
 """
 from __future__ import annotations
 
@@ -25,6 +30,17 @@ class Framework:
     value_and_grad: Callable[..., Any] | None
     lax: ModuleType | None = None  # kiln.lax / jax.lax (structured control flow: scan)
     platform: str = "cpu"  # "cpu", "gpu" (kiln's cuda/rocm, jax's gpu) or "tpu": the kind of the default device
+    enter: Callable[[], None] = lambda: None  # process-wide settings as the framework has them alone (above)
+
+
+def _tracebacks_as(enabled: bool | None) -> Callable[[], None]:
+    """``enter`` for a framework that runs with jaxlib's tracebacks ``enabled`` (None: leave them)."""
+    from jaxlib import _jax
+
+    def enter() -> None:
+        if enabled is not None:
+            _jax.set_tracebacks_enabled(enabled)
+    return enter
 
 
 def _kind(platform: str) -> str:
@@ -45,7 +61,8 @@ def load_kiln(backend: str | None = None) -> Framework:
         name="kiln", version=kiln.__version__, device=f"{device} ({device.device_kind})", np=knp, jit=kiln.jit,
         put=lambda x: kiln.device_put(x, device) if backend is not None else kiln.device_put(x),
         block=kiln.block_until_ready, tree_map=kiln.tree_util.tree_map,
-        value_and_grad=getattr(kiln, "value_and_grad", None), lax=kiln.lax, platform=_kind(device.platform))
+        value_and_grad=getattr(kiln, "value_and_grad", None), lax=kiln.lax, platform=_kind(device.platform),
+        enter=_tracebacks_as(kiln.runtime.tracebacks.enabled()))
 
 
 def load_jax(backend: str | None = None) -> Framework | None:
@@ -61,4 +78,5 @@ def load_jax(backend: str | None = None) -> Framework | None:
         name="jax", version=jax.__version__, device=f"{device} ({device.device_kind})", np=jnp, jit=jax.jit,
         put=lambda x: jax.device_put(x, device) if backend is not None else jax.device_put(x),
         block=jax.block_until_ready, tree_map=jax.tree_util.tree_map, value_and_grad=jax.value_and_grad,
-        lax=jax.lax, platform=_kind(device.platform))
+        lax=jax.lax, platform=_kind(device.platform),
+        enter=_tracebacks_as(True))  # jaxlib's default, which jax does not change

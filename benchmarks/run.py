@@ -143,6 +143,7 @@ def main(argv: list[str] | None = None) -> int:
             samples: dict[str, list[float | None]] = {fw.name: [] for fw in frameworks}
             for r in range(args.rounds):
                 for fw in (frameworks if r % 2 == 0 else frameworks[::-1]):
+                    fw.enter()  # its process-wide jaxlib settings (frameworks.py)
                     samples[fw.name].append(case.run(fw, args.quick))
             results = {name_: None if None in vals else min(vals) for name_, vals in samples.items()}
             seconds[case.name] = results

@@ -20,6 +20,7 @@ from . import (
     ffi,  # noqa: E402,F401  (registering XLA FFI targets: kiln.ffi)
     portable,  # noqa: E402,F401  (portable StableHLO artifacts, for export)
     profiler,  # noqa: E402,F401  (jaxlib's profiler)
+    tracebacks,  # noqa: E402  (jaxlib's per-array Python tracebacks: off, see there)
     transfer_guard,  # noqa: E402,F401  (jaxlib's transfer guards)
 )
 from ._jaxlib import JAXLIB_VERSION, _jax  # noqa: E402
@@ -82,6 +83,8 @@ def _collect_garbage(*_: object) -> None:
     # Frees Python references whose release jaxlib deferred from its runtime threads (as jax does).
     _jax.collect_garbage()
 
+
+tracebacks.configure()
 
 if not any(getattr(cb, "__name__", "") == "_kiln_collect_garbage" for cb in gc.callbacks):
     _collect_garbage.__name__ = "_kiln_collect_garbage"
