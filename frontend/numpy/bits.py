@@ -6,6 +6,7 @@ from typing import Any
 import numpy as np
 
 from ..core.tracing import abstractify
+from ..driver.eager_jit import eager_jit
 from ._util import canonical_axis, check_arraylike, static_int
 from .creation import asarray
 from .reductions import sum as _sum
@@ -32,6 +33,7 @@ def _operand(fname: str, a: Any, axis: int | None, bitorder: str, packed: bool) 
     return a, canonical_axis(fname, axis, abstractify(a).ndim), shifts
 
 
+@eager_jit("axis", "bitorder")
 def packbits(a: Any, axis: int | None = None, bitorder: str = "big") -> Any:
     """The elements of the integer or boolean ``a`` as bits (nonzero -> 1), packed eight to a uint8
     along ``axis`` (of the flattened array when None); the last byte is padded with zeros.
@@ -47,6 +49,7 @@ def packbits(a: Any, axis: int | None = None, bitorder: str = "big") -> Any:
     return moveaxis(packed, -1, axis)
 
 
+@eager_jit("axis", "count", "bitorder")
 def unpackbits(a: Any, axis: int | None = None, count: int | None = None, bitorder: str = "big") -> Any:
     """The bits of the uint8 array ``a`` as a uint8 array of 0s and 1s, eight per byte along ``axis``
     (of the flattened array when None). ``count`` keeps that many bits along the axis (negative:

@@ -16,6 +16,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.errors import ConcretizationTypeError
 from ..core.tracing import Tracer, abstractify, concrete
+from ..driver.eager_jit import eager_jit
 from ..lax.sharding import takes_out_sharding
 from ._util import check_arraylike, static_int
 from .creation import asarray, linspace, ones_like, zeros
@@ -134,6 +135,7 @@ def _inexact_pair(fname: str, a: Any, weights: Any) -> tuple[Any, Any]:
     return a.astype(dtype), weights.astype(dtype)
 
 
+@eager_jit("bins", "range", "density")
 def histogram(a: Any, bins: Any = 10, range: Any = None, weights: Any = None,  # noqa: A002
               density: bool | None = None) -> tuple[Any, Any]:
     """``(counts, bin_edges)`` of the flattened ``a``: the last bin includes its right edge; values

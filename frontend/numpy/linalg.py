@@ -775,6 +775,7 @@ def multi_dot(arrays, *, precision=None):
 
 
 # -- the array API's names -------------------------------------------------------------------------
+@eager_jit("axis", where="kiln.numpy.linalg.cross")
 def cross(x1, x2, /, *, axis: int = -1):
     """The cross product of 3-vectors along ``axis`` (both arrays must have size 3 there)."""
     check_arraylike("linalg.cross", x1, x2)

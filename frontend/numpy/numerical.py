@@ -9,6 +9,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.tracing import abstractify, materialize
+from ..driver.eager_jit import eager_jit
 from ._util import canonical_axis, check_arraylike, convert, static_int
 from .creation import asarray
 from .reductions import sum as _sum
@@ -89,6 +90,7 @@ def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     return concatenate(parts) if len(parts) > 1 else out
 
 
+@eager_jit("axis", "edge_order")
 def gradient(f: Any, *varargs: Any, axis: int | Any = None, edge_order: int | None = None) -> Any:
     """The gradient of sampled ``f``: second-order central differences inside, first-order one-sided
     differences at the edges. ``varargs`` are the spacings, one for all axes or one per axis: each a

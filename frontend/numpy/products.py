@@ -222,6 +222,7 @@ def kron(a, b):
     return lax.reshape(_mul(a, b), tuple(x * y for x, y in zip(sa, sb)))
 
 
+@eager_jit("axisa", "axisb", "axisc", "axis")
 def cross(a, b, axisa: int = -1, axisb: int = -1, axisc: int = -1, axis: int | None = None):
     """Cross product of 3-vectors (or 2-vectors, whose missing z is 0) along ``axisa``/``axisb``;
     ``axis`` sets all three. Two 2-vectors give the scalar z component."""

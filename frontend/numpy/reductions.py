@@ -369,6 +369,7 @@ def count_nonzero(a, axis=None, keepdims=False):
     return sum(b, axis=axis, dtype=dtypes.default_int_dtype(), keepdims=keepdims)
 
 
+@eager_jit("axis", "returned", "keepdims")
 def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool = False):
     """Weighted average over ``axis`` (``returned=True`` also gives the sum of the weights)."""
     a = _operand("average", a)

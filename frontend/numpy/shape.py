@@ -452,6 +452,7 @@ def column_stack(tup):
     return concatenate(arrs, axis=1)
 
 
+@eager_jit("axis")
 def append(arr, values, axis: int | None = None):
     """``values`` appended to ``arr`` (both flattened when ``axis`` is None)."""
     check_arraylike("append", arr, values)
@@ -567,6 +568,7 @@ def tile(A, reps):
 
 
 @takes_out_sharding
+@eager_jit("repeats", "axis", "total_repeat_length")
 def repeat(a, repeats, axis: int | None = None, *, total_repeat_length: int | None = None):
     """Repeat each element of ``a`` (along ``axis``; flattened when None).
 
@@ -669,6 +671,7 @@ def _repeat_traced(a, repeats, axis: int, n: int, total: int):
     return _take_traced(a, idx, axis)
 
 
+@eager_jit("new_shape")
 def resize(a, new_shape):
     """``a`` flattened, repeated cyclically and cut to fill ``new_shape``."""
     a = _array("resize", a)
@@ -702,6 +705,7 @@ def _static_positions(fname: str, obj, n: int):
     return value, value.ndim == 0
 
 
+@eager_jit("obj", "axis", "assume_unique_indices")
 def delete(arr, obj, axis: int | None = None, *, assume_unique_indices: bool = False):
     """``arr`` without the entries at ``obj`` (an int, a slice, a sequence of ints or a boolean mask)."""
     arr = _array("delete", arr)
@@ -726,6 +730,7 @@ def delete(arr, obj, axis: int | None = None, *, assume_unique_indices: bool = F
     return _take_static(arr, np.nonzero(keep)[0], axis)
 
 
+@eager_jit("obj", "axis")
 def insert(arr, obj, values, axis: int | None = None):
     """``values`` inserted into ``arr`` before the positions ``obj`` (static) along ``axis``."""
     arr = _array("insert", arr)

@@ -69,6 +69,7 @@ def _kth(fname: str, a: Any, kth: Any, axis: Any) -> tuple[Any, int]:
     return a, axis
 
 
+@eager_jit("kth", "axis")
 def partition(a: Any, kth: int, axis: int = -1) -> Any:
     """``a`` rearranged along ``axis`` so that position ``kth`` holds the value it would have sorted,
     smaller-or-equal values before it and larger-or-equal after (the order within each side is
@@ -77,6 +78,7 @@ def partition(a: Any, kth: int, axis: int = -1) -> Any:
     return lax.sort(a, dimension=axis)
 
 
+@eager_jit("kth", "axis")
 def argpartition(a: Any, kth: int, axis: int = -1) -> Any:
     """Indices that partition ``a`` along ``axis`` around position ``kth`` (see :func:`partition`)."""
     a, axis = _kth("argpartition", a, kth, axis)

@@ -435,6 +435,35 @@ def test_more_elementwise_nan_and_product_functions_are_one_program(primitive_ru
         knp.meshgrid(v, v, indexing="q")
 
 
+def test_shape_histogram_fft_and_bit_functions_are_one_program(primitive_runs):
+    h = np.array([[1.5, -2.0, 0.5, 3.0], [0.25, 2.0, -3.0, 1.0], [4.0, -1.0, 0.0, 2.5]], np.float32)
+    x, w = knp.asarray(h), knp.asarray(np.arange(4.0, dtype=np.float32))
+    np.testing.assert_array_equal(knp.repeat(x, 2, axis=1), np.repeat(h, 2, axis=1))
+    np.testing.assert_array_equal(knp.repeat(x, (1, 0, 2), axis=0), np.repeat(h, (1, 0, 2), axis=0))
+    np.testing.assert_array_equal(knp.resize(x, (5, 3)), np.resize(h, (5, 3)))
+    np.testing.assert_array_equal(knp.append(x, 7.0), np.append(h, 7.0))
+    np.testing.assert_array_equal(knp.insert(x, 1, 9.0, axis=0), np.insert(h, 1, 9.0, axis=0))
+    np.testing.assert_array_equal(knp.delete(x, 2, axis=1), np.delete(h, 2, axis=1))
+    np.testing.assert_allclose(knp.gradient(x, 0.5, axis=1), np.gradient(h, 0.5, axis=1), rtol=1e-6)
+    counts, edges = knp.histogram(x, bins=3, range=(-3.0, 3.0))
+    want_counts, want_edges = np.histogram(h, bins=3, range=(-3.0, 3.0))
+    np.testing.assert_array_equal(counts, want_counts)
+    np.testing.assert_allclose(edges, want_edges, rtol=1e-6)
+    np.testing.assert_allclose(knp.average(x, axis=1, weights=w), np.average(h, axis=1, weights=np.arange(4.0)),
+                               rtol=1e-6)
+    np.testing.assert_allclose(knp.cross(x[:, :3], x[:, 1:]), np.cross(h[:, :3], h[:, 1:]), rtol=1e-6)
+    np.testing.assert_allclose(knp.fft.fft(x), np.fft.fft(h), rtol=1e-5, atol=1e-5)
+    np.testing.assert_allclose(knp.fft.irfft2(x), np.fft.irfft2(h), rtol=1e-5, atol=1e-6)
+    np.testing.assert_array_equal(knp.partition(x[0], 1)[1], np.partition(h[0], 1)[1])
+    bits = knp.asarray(np.array([3, 250], np.uint8))
+    np.testing.assert_array_equal(knp.unpackbits(bits), np.unpackbits(np.array([3, 250], np.uint8)))
+    assert primitive_runs == []
+    with pytest.raises(ValueError, match="kiln.numpy.repeat: repeats must be non-negative"):
+        knp.repeat(x, -1)
+    with pytest.raises(ValueError, match="kiln.numpy.fft.fft: invalid norm 'bad'"):
+        knp.fft.fft(x, norm="bad")
+    np.testing.assert_array_equal(knp.delete(x, [0, 2], axis=1), np.delete(h, [0, 2], axis=1))  # a list: op by op
+
 def test_functional_updates_are_one_program(primitive_runs):
     h = np.arange(12.0, dtype=np.float32).reshape(3, 4)
     x, i, ones = knp.asarray(h), knp.array([0, 2]), knp.ones(4)
