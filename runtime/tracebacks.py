@@ -3,8 +3,9 @@
 With them on (jaxlib's default), jaxlib records the Python stack when it creates an array or launches a
 program, for ``jax.Array.traceback`` and the allocation sites of a device memory profile. In jaxlib 0.10
 that costs about 0.3 µs of every launch, and the calls kiln makes on its hot paths (``execute_sharded``,
-``is_ready``, ``block_until_ready``) each leak about 100 bytes while it is on: a loop of a million eager
-ops grew by over 100 MB. (jaxlib's C++ jit dispatch, which JAX's calls take, does not leak.)
+``is_ready``, ``block_until_ready``: launches, transfers to the host, waits) each leak about 100 bytes while
+it is on: a loop of a million eager ops grew by over 100 MB. (jaxlib's C++ jit dispatch, which JAX's jitted
+calls take, does not leak.)
 
 It is one process-wide jaxlib setting, so kiln changes it only where jax has not been imported yet, as
 for the C++ dispatch path (fastpath.py); a jax imported later leaves it as it is. ``KILN_JAXLIB_TRACEBACKS=1``

@@ -29,9 +29,9 @@ def test_left_as_jax_has_them_when_jax_came_first(run_py):
 
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the resident size from /proc")
-def test_eager_launches_do_not_grow_memory(run_py):
-    # 200,000 eager ops (direct launches: execute_sharded) and as many waits (block_until_ready): with jaxlib
-    # 0.10's tracebacks on, this grew the process by about 25 MB each.
+def test_launches_transfers_and_waits_do_not_grow_memory(run_py):
+    # 100,000 each of eager ops (direct launches: execute_sharded), indexing, transfers to the host and waits
+    # (block_until_ready): with jaxlib 0.10's tracebacks on, each loop grew the process by 4-12 MB.
     code = """
         import os
         import numpy as np
@@ -41,15 +41,15 @@ def test_eager_launches_do_not_grow_memory(run_py):
             return int(open("/proc/self/statm").read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
 
         x = kiln.device_put(np.arange(4, dtype=np.float32))
-        for _ in range(20_000):  # warm: compile, caches, allocator pools
-            y = knp.tanh(x)
-            y.block_until_ready()
+        steps = [lambda: knp.tanh(x), lambda: x[1:3], lambda: np.asarray(x + 1), x.block_until_ready]
+        for step in steps:  # warm: compile, caches, allocator pools
+            for _ in range(5_000):
+                step()
         before = resident_mb()
-        for _ in range(200_000):
-            y = knp.tanh(x)
-        for _ in range(200_000):
-            y.block_until_ready()
+        for step in steps:
+            for _ in range(100_000):
+                step()
         print(round(resident_mb() - before, 1))
     """
     grown = float(run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "0"}).stdout.split()[-1])
-    assert grown < 8, f"400,000 launches and waits grew the process by {grown} MB"
+    assert grown < 8, f"400,000 launches, transfers and waits grew the process by {grown} MB"
