@@ -72,10 +72,18 @@ def _hashable_static(value: Any) -> bool:
     return isinstance(value, _STATIC_TYPES)
 
 
+# Modules of kiln/frontend/numpy that are public subpackages of kiln.numpy (kiln.numpy.fft.fft).
+_NUMPY_SUBPACKAGES = frozenset({"fft", "linalg"})
+
+
 def public_name(fun: Callable) -> str:
-    """``kiln.numpy.add`` for the ``add`` of kiln/frontend/numpy/ufuncs.py: the name users call it by."""
+    """``kiln.numpy.add`` for the ``add`` of kiln/frontend/numpy/ufuncs.py, ``kiln.numpy.linalg.inv`` for the
+    ``inv`` of kiln/frontend/numpy/linalg.py: the name users call it by."""
     parts = (fun.__module__ or "").removeprefix("kiln.frontend.").split(".")
-    package = parts[0] if parts[0] in ("numpy", "lax", "nn", "random") else ".".join(parts[:2])
+    if parts[0] == "numpy" and len(parts) > 1 and parts[1] in _NUMPY_SUBPACKAGES:
+        package = ".".join(parts[:2])
+    else:
+        package = parts[0] if parts[0] in ("numpy", "lax", "nn", "random") else ".".join(parts[:2])
     return f"kiln.{package}.{fun.__name__}"
 
 

@@ -159,31 +159,31 @@ def _check_2d(fname: str, axes: Sequence[int]) -> None:
                          f"kiln.numpy.fft.{fname[:-1]}n for other numbers of axes")
 
 
-@eager_jit("n", "axis", "norm", where="kiln.numpy.fft.fft")
+@eager_jit("n", "axis", "norm")
 def fft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
     """One-dimensional discrete Fourier transform along ``axis`` (as ``numpy.fft.fft``)."""
     return _fft_1d("fft", FftType.FFT, a, n, axis, norm, inverse=False)
 
 
-@eager_jit("n", "axis", "norm", where="kiln.numpy.fft.ifft")
+@eager_jit("n", "axis", "norm")
 def ifft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
     """One-dimensional inverse discrete Fourier transform along ``axis`` (as ``numpy.fft.ifft``)."""
     return _fft_1d("ifft", FftType.IFFT, a, n, axis, norm, inverse=True)
 
 
-@eager_jit("n", "axis", "norm", where="kiln.numpy.fft.rfft")
+@eager_jit("n", "axis", "norm")
 def rfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
     """Fourier transform of real input: the ``n // 2 + 1`` non-negative frequencies (``numpy.fft.rfft``)."""
     return _fft_1d("rfft", FftType.RFFT, a, n, axis, norm, inverse=False)
 
 
-@eager_jit("n", "axis", "norm", where="kiln.numpy.fft.irfft")
+@eager_jit("n", "axis", "norm")
 def irfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
     """Inverse of :func:`rfft`: a real signal of length ``n`` (default ``2 * (m - 1)``) (``numpy.fft.irfft``)."""
     return _fft_1d("irfft", FftType.IRFFT, a, n, axis, norm, inverse=True)
 
 
-@eager_jit("n", "axis", "norm", where="kiln.numpy.fft.hfft")
+@eager_jit("n", "axis", "norm")
 def hfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
     """Transform of a Hermitian-symmetric signal given by its first half: a real spectrum of length ``n``
     (default ``2 * (m - 1)``) (``numpy.fft.hfft``)."""
@@ -198,7 +198,7 @@ def hfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
     return _scale(out, nn * _norm_scale("hfft", norm, nn, inverse=False))
 
 
-@eager_jit("n", "axis", "norm", where="kiln.numpy.fft.ihfft")
+@eager_jit("n", "axis", "norm")
 def ihfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
     """Inverse of :func:`hfft`: the first ``n // 2 + 1`` entries of a Hermitian signal (``numpy.fft.ihfft``)."""
     _check_1d("ihfft", axis)
@@ -209,53 +209,53 @@ def ihfft(a, n: int | None = None, axis: int = -1, norm: str | None = None):
     return _scale(out, _norm_scale("ihfft", norm, nn, inverse=True) / nn)
 
 
-@eager_jit("s", "axes", "norm", where="kiln.numpy.fft.fft2")
+@eager_jit("s", "axes", "norm")
 def fft2(a, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: str | None = None):
     """Two-dimensional discrete Fourier transform (``numpy.fft.fft2``)."""
     _check_2d("fft2", axes)
     return _fft_nd("fft2", FftType.FFT, a, s, axes, norm, inverse=False)
 
 
-@eager_jit("s", "axes", "norm", where="kiln.numpy.fft.ifft2")
+@eager_jit("s", "axes", "norm")
 def ifft2(a, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: str | None = None):
     """Two-dimensional inverse discrete Fourier transform (``numpy.fft.ifft2``)."""
     _check_2d("ifft2", axes)
     return _fft_nd("ifft2", FftType.IFFT, a, s, axes, norm, inverse=True)
 
 
-@eager_jit("s", "axes", "norm", where="kiln.numpy.fft.rfft2")
+@eager_jit("s", "axes", "norm")
 def rfft2(a, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: str | None = None):
     """Two-dimensional transform of real input (``numpy.fft.rfft2``)."""
     _check_2d("rfft2", axes)
     return _fft_nd("rfft2", FftType.RFFT, a, s, axes, norm, inverse=False)
 
 
-@eager_jit("s", "axes", "norm", where="kiln.numpy.fft.irfft2")
+@eager_jit("s", "axes", "norm")
 def irfft2(a, s: Sequence[int] | None = None, axes: Sequence[int] = (-2, -1), norm: str | None = None):
     """Inverse of :func:`rfft2` (``numpy.fft.irfft2``)."""
     _check_2d("irfft2", axes)
     return _fft_nd("irfft2", FftType.IRFFT, a, s, axes, norm, inverse=True)
 
 
-@eager_jit("s", "axes", "norm", where="kiln.numpy.fft.fftn")
+@eager_jit("s", "axes", "norm")
 def fftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str | None = None):
     """N-dimensional discrete Fourier transform (all axes by default) (``numpy.fft.fftn``)."""
     return _fft_nd("fftn", FftType.FFT, a, s, axes, norm, inverse=False)
 
 
-@eager_jit("s", "axes", "norm", where="kiln.numpy.fft.ifftn")
+@eager_jit("s", "axes", "norm")
 def ifftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str | None = None):
     """N-dimensional inverse discrete Fourier transform (``numpy.fft.ifftn``)."""
     return _fft_nd("ifftn", FftType.IFFT, a, s, axes, norm, inverse=True)
 
 
-@eager_jit("s", "axes", "norm", where="kiln.numpy.fft.rfftn")
+@eager_jit("s", "axes", "norm")
 def rfftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str | None = None):
     """N-dimensional transform of real input; the last axis keeps ``n // 2 + 1`` entries (``numpy.fft.rfftn``)."""
     return _fft_nd("rfftn", FftType.RFFT, a, s, axes, norm, inverse=False)
 
 
-@eager_jit("s", "axes", "norm", where="kiln.numpy.fft.irfftn")
+@eager_jit("s", "axes", "norm")
 def irfftn(a, s: Sequence[int] | None = None, axes: Sequence[int] | None = None, norm: str | None = None):
     """Inverse of :func:`rfftn` (``numpy.fft.irfftn``)."""
     return _fft_nd("irfftn", FftType.IRFFT, a, s, axes, norm, inverse=True)

@@ -220,7 +220,7 @@ def _pivot_sign(pivots, dtype):
 
 # -- decompositions -------------------------------------------------------------------------------
 
-@eager_jit("upper", "symmetrize_input", where="kiln.numpy.linalg.cholesky")
+@eager_jit("upper", "symmetrize_input")
 def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     """Cholesky factor of a Hermitian positive-definite matrix (stack): lower ``L`` with ``a = L @ L^H``,
     or the upper ``L^H`` when ``upper``.
@@ -234,7 +234,7 @@ def cholesky(a, *, upper: bool = False, symmetrize_input: bool = True):
     return _mH(factor) if upper else factor
 
 
-@eager_jit("mode", where="kiln.numpy.linalg.qr")
+@eager_jit("mode")
 def qr(a, mode: str = "reduced"):
     """QR decomposition of a matrix (stack). ``mode``: 'reduced' (default), 'complete' or 'r'.
 
@@ -249,7 +249,7 @@ def qr(a, mode: str = "reduced"):
     return r if mode == "r" else QRResult(q, r)
 
 
-@eager_jit("UPLO", "symmetrize_input", where="kiln.numpy.linalg.eigh")
+@eager_jit("UPLO", "symmetrize_input")
 def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
     """Eigenvalues (ascending) and eigenvectors of a Hermitian matrix (stack).
 
@@ -265,7 +265,7 @@ def eigh(a, UPLO: str | None = None, symmetrize_input: bool = True):
     return EighResult(w, v)
 
 
-@eager_jit(where="kiln.numpy.linalg.eig")
+@eager_jit()
 def eig(a):
     """Eigenvalues and right eigenvectors of a general square matrix (stack): ``EigResult(eigenvalues,
     eigenvectors)`` with ``a @ v[..., :, j] == w[..., j] * v[..., :, j]``.
@@ -281,7 +281,7 @@ def eig(a):
     return EigResult(w, v)
 
 
-@eager_jit(where="kiln.numpy.linalg.eigvals")
+@eager_jit()
 def eigvals(a):
     """Eigenvalues of a general square matrix (stack), always complex as in JAX (see ``eig``)."""
     (a,) = _inexact("eigvals", a)
@@ -289,13 +289,13 @@ def eigvals(a):
     return lax_linalg.eig(a, compute_left_eigenvectors=False, compute_right_eigenvectors=False)[0]
 
 
-@eager_jit("UPLO", where="kiln.numpy.linalg.eigvalsh")
+@eager_jit("UPLO")
 def eigvalsh(a, UPLO: str | None = "L"):
     """Eigenvalues (ascending) of a Hermitian matrix (stack)."""
     return eigh(a, UPLO).eigenvalues
 
 
-@eager_jit("full_matrices", "compute_uv", "hermitian", where="kiln.numpy.linalg.svd")
+@eager_jit("full_matrices", "compute_uv", "hermitian")
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool = False):
     """Singular value decomposition ``a = U @ diag(S) @ Vh`` of a matrix (stack); ``S`` descending.
 
@@ -310,7 +310,7 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, hermitian: bool 
     return SVDResult(u, s, vh)
 
 
-@eager_jit(where="kiln.numpy.linalg.svdvals")
+@eager_jit()
 def svdvals(x):
     """The singular values of a matrix (stack), descending."""
     return svd(x, compute_uv=False)
@@ -318,7 +318,7 @@ def svdvals(x):
 
 # -- determinants, inverses, solves ---------------------------------------------------------------
 
-@eager_jit(where="kiln.numpy.linalg.det")
+@eager_jit()
 def det(a):
     """Determinant of a square matrix (stack), from its LU factorization (0 for a singular matrix)."""
     (a,) = _inexact("det", a)
@@ -331,7 +331,7 @@ def det(a):
     return lax.mul(_pivot_sign(pivots, _dtype(a)), prod)
 
 
-@eager_jit(where="kiln.numpy.linalg.slogdet")
+@eager_jit()
 def slogdet(a):
     """Sign and natural log of the absolute value of the determinant: ``SlogdetResult(sign, logabsdet)``.
 
@@ -362,7 +362,7 @@ def slogdet(a):
     return SlogdetResult(lax.mul(_pivot_sign(pivots, dtype), sign), logabsdet)
 
 
-@eager_jit(where="kiln.numpy.linalg.inv")
+@eager_jit()
 def inv(a):
     """Inverse of a square matrix (stack), from LU and two triangular solves. A singular matrix gives
     inf/NaN entries (no error)."""
@@ -381,7 +381,7 @@ def inv(a):
     return lax_linalg.triangular_solve(lu, y, left_side=True, lower=False)
 
 
-@eager_jit(where="kiln.numpy.linalg.solve")
+@eager_jit()
 def solve(a, b):
     """Solve ``a @ x = b`` for square ``a`` (stack).
 
@@ -418,7 +418,7 @@ def solve(a, b):
     return x
 
 
-@eager_jit("n", where="kiln.numpy.linalg.matrix_power")
+@eager_jit("n")
 def matrix_power(a, n):
     """``a`` raised to the integer power ``n`` (repeated squaring); ``n < 0`` inverts ``a`` first.
 
@@ -441,7 +441,7 @@ def matrix_power(a, n):
     return square_and_multiply(a, n, _matmul)
 
 
-@eager_jit("hermitian", where="kiln.numpy.linalg.pinv")
+@eager_jit("hermitian")
 def pinv(a, rtol=None, hermitian: bool = False, *, rcond=None):
     """Moore-Penrose pseudo-inverse from the SVD; singular values ``<= rtol * max(s)`` are dropped.
 
@@ -532,7 +532,7 @@ def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     return x, resid, rank, s
 
 
-@eager_jit(where="kiln.numpy.linalg.matrix_rank")
+@eager_jit()
 def matrix_rank(M, rtol=None, *, tol=None):
     """Rank of a matrix (stack): the number of singular values ``> tol``.
 
@@ -564,7 +564,7 @@ def matrix_rank(M, rtol=None, *, tol=None):
     return lax.reduce_sum(lax.convert_element_type(keep, np.int32), (len(batch),))
 
 
-@eager_jit("p", where="kiln.numpy.linalg.cond")
+@eager_jit("p")
 def cond(x, p=None):
     """Condition number of a matrix (stack) in the norm ``p`` (None/2/-2 from the SVD; 'fro', 'nuc',
     1, -1, inf, -inf as ``norm(x, p) * norm(inv(x), p)``)."""
@@ -664,7 +664,7 @@ def _matrix_norm(x, ord, row: int, col: int, fname: str):
                      "'nuc', inf, -inf, 1, -1, 2 or -2)")
 
 
-@eager_jit("ord", "axis", "keepdims", where="kiln.numpy.linalg.norm")
+@eager_jit("ord", "axis", "keepdims")
 def norm(x, ord=None, axis=None, keepdims: bool = False):
     """Matrix or vector norm, as ``numpy.linalg.norm``.
 
@@ -696,7 +696,7 @@ def norm(x, ord=None, axis=None, keepdims: bool = False):
     return _keep(out, axes, shape, keepdims)
 
 
-@eager_jit("axis", "keepdims", "ord", where="kiln.numpy.linalg.vector_norm")
+@eager_jit("axis", "keepdims", "ord")
 def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
     """Vector norm over ``axis`` (all axes, flattened, when None), as the array API's ``vector_norm``."""
     ord = _static_order("vector_norm", "ord", ord)
@@ -706,7 +706,7 @@ def vector_norm(x, /, *, axis=None, keepdims: bool = False, ord=2):
     return _keep(_vector_norm(x, ord, axes, "vector_norm"), axes, shape, keepdims)
 
 
-@eager_jit("keepdims", "ord", where="kiln.numpy.linalg.matrix_norm")
+@eager_jit("keepdims", "ord")
 def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
     """Matrix norm over the last two axes, as the array API's ``matrix_norm``."""
     ord = _static_order("matrix_norm", "ord", ord)
@@ -775,7 +775,7 @@ def multi_dot(arrays, *, precision=None):
 
 
 # -- the array API's names -------------------------------------------------------------------------
-@eager_jit("axis", where="kiln.numpy.linalg.cross")
+@eager_jit("axis")
 def cross(x1, x2, /, *, axis: int = -1):
     """The cross product of 3-vectors along ``axis`` (both arrays must have size 3 there)."""
     check_arraylike("linalg.cross", x1, x2)

@@ -535,3 +535,18 @@ def test_alternating_signatures_each_launch_directly(monkeypatch):
     for b in (y, 1.0, knp.ones(3), 2.0, knp.ones(2), 3.0):  # five signatures: the oldest is forgotten
         f(x[:len(b)] if type(b) is not float else x, b), f(x[:len(b)] if type(b) is not float else x, b)
     assert len(f._signatures.recent) == jit_module.RECENT_DIRECT_CALLS
+
+
+def test_errors_name_the_function_by_its_public_path():
+    # Errors of eagerly compiled functions name them as users call them, subpackages included.
+    x = knp.ones((2, 3))
+    with pytest.raises(ValueError, match=r"kiln\.numpy\.fft\.ifft: invalid norm 'bad'"):
+        knp.fft.ifft(x, norm="bad")
+    y = knp.ones((2, 2))
+    y.delete()
+    with pytest.raises(kiln.DeletedBufferError, match=r"kiln\.numpy\.linalg\.det: argument a refers to a deleted"):
+        knp.linalg.det(y)
+    z = knp.ones(3)
+    z.delete()
+    with pytest.raises(kiln.DeletedBufferError, match=r"kiln\.numpy\.fft\.rfft: argument a refers to a deleted"):
+        knp.fft.rfft(z)
