@@ -112,6 +112,16 @@ def bench_jit_dispatch(fw: Framework, quick: bool) -> float:
     return per_call(lambda: add(a, b), fw.block, number=50 if quick else 500, repeat=5 if quick else 40)
 
 
+def bench_jit_dispatch_pytree(fw: Framework, quick: bool) -> float:
+    """A jitted update of a dict of 8 f32[4] parameters by one array (8 results): the per-call cost of jit on
+    pytrees, as a small model's training step has them."""
+    rng = _host_rng()
+    params = {f"w{i}": fw.put(rng.standard_normal(4, dtype=np.float32)) for i in range(8)}
+    x = fw.put(rng.standard_normal(4, dtype=np.float32))
+    step = fw.jit(lambda p, v: {k: w - 0.1 * v for k, w in p.items()})
+    return per_call(lambda: step(params, x), fw.block, number=50 if quick else 300, repeat=5 if quick else 30)
+
+
 def _eager(op: Callable[..., object], *host_args: np.ndarray | Callable[[], np.ndarray], number: int = 200,
            repeat: int = 25):
     """``op(fw.np)`` called without jit on the arguments (host arrays, or functions making them) put on the
@@ -722,6 +732,7 @@ EAGER_MUL, EAGER_MAX = EAGER_SMALL[1], EAGER_SMALL[4]
 
 CASES: list[Case] = [
     Case("jit dispatch: f32[4] add", "us", bench_jit_dispatch, gpu=True),
+    Case("jit dispatch: dict of 8 f32[4] parameters", "us", bench_jit_dispatch_pytree),
     Case(EAGER_SMALL[0], "us", _eager(lambda np_: np_.add, _V4, _W4)),
     Case(EAGER_SMALL[2], "us", _eager(lambda np_: np_.tanh, _V4)),
     Case("eager exp f32[4]", "us", _eager(lambda np_: np_.exp, _V4)),
