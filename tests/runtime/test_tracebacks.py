@@ -28,6 +28,21 @@ def test_left_as_jax_has_them_when_jax_came_first(run_py):
     assert run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "0"}).stdout.split() == ["True"]
 
 
+
+def test_memory_profile_names_the_allocating_line_only_with_tracebacks(run_py):
+    code = """
+        import gzip
+        import kiln, kiln.numpy as knp
+
+        def allocate_here():
+            return knp.ones((100, 100)) * 2.0
+
+        kept = allocate_here()
+        print(b"allocate_here" in gzip.decompress(kiln.profiler.device_memory_profile()))
+    """
+    assert run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "1"}).stdout.split() == ["True"]
+    assert run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "0"}).stdout.split() == ["False"]
+
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the resident size from /proc")
 def test_launches_transfers_and_waits_do_not_grow_memory(run_py):
     # 100,000 each of eager ops (direct launches: execute_sharded), indexing, transfers to the host and waits
