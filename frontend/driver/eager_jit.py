@@ -94,14 +94,17 @@ def _all_arrays(args: tuple) -> bool:
     return True
 
 
-def eager_jit(*static_argnames: str, where: str | None = None) -> Callable[[Callable], Callable]:
+def eager_jit(*static_argnames: str, where: str | None = None,
+              op_by_op: Callable[[tuple, dict], bool] | None = None) -> Callable[[Callable], Callable]:
     """Decorator for kiln's own user-level functions (ufuncs, reductions, long compositions such as
     ``unique``): called outside any trace, each runs as one compiled program (one compile per signature,
     one C++ dispatch per call, instead of one execution per primitive); inside a trace it is inlined.
 
     ``static_argnames`` are options that select the program (axis, keepdims, dtype, ...): part of the cache
     key, hashed as they are. ``where`` names the operation in errors (default: its public name, see
-    :func:`public_name`), for private helpers behind an operator (``x[index]``)."""
+    :func:`public_name`), for private helpers behind an operator (``x[index]``). Calls for which
+    ``op_by_op(args, kwargs)`` is true run the implementation op by op: forms whose result shape depends on the
+    values (``where(condition)``), which one compiled program cannot give."""
     def wrap(fun: Callable) -> Callable:
         static = frozenset(static_argnames)
         names = [p.name for p in inspect.signature(fun).parameters.values()
@@ -158,6 +161,8 @@ def eager_jit(*static_argnames: str, where: str | None = None) -> Callable[[Call
             if config._python_dispatch:  # disable_jit, debug_nans/infs: op by op, each primitive checked
                 return fun(*args, **kwargs)
             if (kwargs or not _all_arrays(args)) and not compiled_path_takes(args, kwargs):
+                return fun(*args, **kwargs)
+            if op_by_op is not None and op_by_op(args, kwargs):
                 return fun(*args, **kwargs)
             if not state:
                 j = JittedFunction(fun, static_argnames=static_argnames, _max_signatures=EAGER_SIGNATURES)

@@ -12,6 +12,7 @@ from ..core.tracing import abstractify, materialize
 from ..driver.eager_jit import eager_jit
 from . import _util
 from ._util import check_arraylike, convert, is_array
+from .index_funcs import nonzero
 
 __all__ = [
     "abs", "absolute", "acos", "acosh", "add", "allclose", "angle", "arccos", "arccosh", "arcsin", "arcsinh",
@@ -349,12 +350,24 @@ def rsqrt_(x):
     return lax.rsqrt(x)
 
 
-@eager_jit()
-def where(condition, x=None, y=None, /):
-    """``x`` where ``condition`` else ``y``, with broadcasting and promotion of ``x`` and ``y``."""
+def _condition_alone(args: tuple, kwargs: dict) -> bool:
+    return len(args) < 3  # where(condition): nonzero, whose shape depends on the values (or a missing y's error)
+
+
+@eager_jit(op_by_op=_condition_alone)
+def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
+    """``x`` where ``condition`` else ``y``, with broadcasting and promotion of ``x`` and ``y``; with ``condition``
+    alone, its nonzero indices (:func:`~kiln.numpy.nonzero`, which ``size`` and ``fill_value`` go to; ``size`` is
+    needed under ``jit``), as in JAX and NumPy."""
+    if x is None and y is None:
+        check_arraylike("where", condition)
+        return nonzero(condition, size=size, fill_value=fill_value)
+    if size is not None or fill_value is not None:
+        raise ValueError("kiln.numpy.where: size and fill_value apply to the one-argument form (the indices of "
+                         "condition's nonzero elements) only; leave them out when passing x and y")
     if x is None or y is None:
-        raise ValueError("kiln.numpy.where: the one-argument form (nonzero indices) has a data-dependent "
-                         "shape; pass x and y, or use kiln.numpy.nonzero with size=")
+        raise ValueError("kiln.numpy.where: pass both x and y (the values where condition is true and false), or "
+                         f"neither (for condition's nonzero indices); got {'y' if x is None else 'x'} alone")
     check_arraylike("where", condition, x, y)
     x, y = promote_dtypes("where", x, y)
     c = _to_bool(condition if not isinstance(condition, (bool, np.bool_)) else np.asarray(condition))

@@ -383,6 +383,26 @@ def test_nonzero_eager(shape, dtype):
     np.testing.assert_array_equal(np.asarray(knp.flatnonzero(a)), np.flatnonzero(a))
 
 
+def test_where_with_condition_alone_is_nonzero():
+    # As in JAX and NumPy: where(c) is nonzero(c); size and fill_value go to it (size is needed under jit).
+    a = (rng.integers(0, 3, (3, 4)) * rng.integers(0, 2, (3, 4))).astype(np.float32)
+    got = knp.where(knp.asarray(a) > 0)
+    assert isinstance(got, tuple) and len(got) == 2
+    for g, e in zip(got, np.where(a > 0)):
+        np.testing.assert_array_equal(np.asarray(g), e)
+    count = int(np.count_nonzero(a))
+    padded = kiln.jit(lambda x: knp.where(x, size=count + 1, fill_value=-1))(a)
+    for g, e in zip(padded, np.nonzero(a)):
+        np.testing.assert_array_equal(np.asarray(g), np.concatenate([e, [-1]]))
+    with pytest.raises(kiln.ConcretizationTypeError, match="size"):
+        kiln.jit(lambda x: knp.where(x))(a)
+    x = knp.asarray(a)
+    with pytest.raises(ValueError, match=r"kiln\.numpy\.where: pass both x and y .*; got x alone"):
+        knp.where(x > 0, x)
+    with pytest.raises(ValueError, match=r"kiln\.numpy\.where: size and fill_value apply to the one-argument form"):
+        knp.where(x > 0, x, 0.0, size=3)
+    np.testing.assert_array_equal(knp.where(x > 0, x, -1.0), np.where(a > 0, a, -1.0))
+
 def test_nonzero_size_under_jit():
     a = (rng.integers(0, 3, (3, 4, 5)) * rng.integers(0, 2, (3, 4, 5))).astype(np.float32)
     count = int(np.count_nonzero(a))
