@@ -6,6 +6,7 @@ signature is known to drift goes through a helper in this module.
 from __future__ import annotations
 
 import functools
+import sys
 from typing import Any
 
 import jaxlib.xla_client as xc
@@ -33,6 +34,12 @@ if "enable_x64" in (getattr(_jax.batched_device_put, "__doc__", None) or "enable
 device_put = functools.partial(_jax.batched_device_put, **_PUT_KWARGS)
 
 
+def jax_loaded() -> bool:
+    """Whether jax has been imported in this process: jax then owns jaxlib's process-wide settings (the C++
+    jit states, the traceback switch), which kiln leaves as jax set them (NOTES §0.2)."""
+    return "jax._src.config" in sys.modules
+
+
 def result_handler(aval: Any, sharding: Any) -> Any:
     """A C++ ``array_result_handler`` (the fast path for wrapping execute outputs, NOTES §2.2).
 
@@ -45,5 +52,5 @@ def result_handler(aval: Any, sharding: Any) -> Any:
         return xc.array_result_handler(aval, sharding, committed=True)
 
 
-__all__ = ["xc", "_jax", "JaxRuntimeError", "JAXLIB_VERSION", "API_VERSION", "result_handler", "device_put",
-           "IMMUTABLE_ONLY_DURING_CALL", "ALWAYS_COPY"]
+__all__ = ["xc", "_jax", "jax_loaded", "JaxRuntimeError", "JAXLIB_VERSION", "API_VERSION", "result_handler",
+           "device_put", "IMMUTABLE_ONLY_DURING_CALL", "ALWAYS_COPY"]

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import collections
 import os
-import sys
 import threading
 import weakref
 from typing import Any, Callable, Sequence
 
-from ._jaxlib import _jax
+from ._jaxlib import _jax, jax_loaded
 
 _lock = threading.Lock()
 _state: dict[str, Any] = {}
@@ -35,7 +34,7 @@ def _setup() -> bool:
             return _state["ok"]
         ok = False
         try:
-            if os.environ.get("KILN_CPP_DISPATCH", "1") == "0" or "jax._src.config" in sys.modules:
+            if os.environ.get("KILN_CPP_DISPATCH", "1") == "0" or jax_loaded():
                 raise RuntimeError("disabled")  # jax owns these states when it is loaded (NOTES §0.2)
             jit = _jax.jax_jit
             x64 = _jax.config.Config("kiln_enable_x64", False, include_in_jit_key=True,

@@ -14,9 +14,8 @@ keeps them on, for a device memory profile that names the Python line that alloc
 from __future__ import annotations
 
 import os
-import sys
 
-from ._jaxlib import _jax
+from ._jaxlib import _jax, jax_loaded
 
 
 def configure() -> None:
@@ -24,7 +23,7 @@ def configure() -> None:
     import)."""
     if os.environ.get("KILN_JAXLIB_TRACEBACKS", "0") not in ("", "0"):
         return
-    if "jax._src.config" in sys.modules:  # jax's process: its arrays keep their tracebacks
+    if jax_loaded():  # jax's process: its arrays keep their tracebacks
         return
     set_enabled = getattr(_jax, "set_tracebacks_enabled", None)
     if set_enabled is not None:  # absent from some jaxlib: nothing to turn off there
