@@ -69,12 +69,13 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
         raise ValueError(f"kiln.numpy.matmul: operands must not be 0-d (got shapes {sa} and {sb}); use * for "
                          "scalars")
     a_vec, b_vec = len(sa) == 1, len(sb) == 1
+    b_dim = 0 if b_vec else len(sb) - 2  # b's contracted dimension
+    if sa[-1] != sb[b_dim]:  # checked on the shapes as given, before 1-D operands become matrices
+        raise _shape_error("matmul", a, b, f"{sa[-1]} (dim {len(sa) - 1}) != {sb[b_dim]} (dim {b_dim})")
     if a_vec:
         a, sa = lax.reshape(a, (1,) + sa), (1,) + sa
     if b_vec:
         b, sb = lax.reshape(b, sb + (1,)), sb + (1,)
-    if sa[-1] != sb[-2]:
-        raise _shape_error("matmul", a, b, f"{sa[-1]} (dim {len(sa) - 1}) != {sb[-2]} (dim {len(sb) - 2})")
     batch = broadcast_shapes("matmul", sa[:-2], sb[:-2])
     nb = len(batch)
     if nb:

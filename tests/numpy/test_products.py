@@ -130,6 +130,12 @@ def test_product_errors():
     with pytest.raises(TypeError, match=r"kiln.numpy.matmul: shapes \(3, 4\) and \(5, 2\) are not aligned: "
                                          r"4 \(dim 1\) != 5 \(dim 0\)"):
         knp.matmul(f32(3, 4), f32(5, 2))
+    with pytest.raises(TypeError, match=r"kiln.numpy.matmul: shapes \(200,\) and \(3,\) are not aligned: "
+                                         r"200 \(dim 0\) != 3 \(dim 0\)"):  # 1-D operands: their shapes as given
+        knp.matmul(f32(200), f32(3))
+    with pytest.raises(TypeError, match=r"kiln.numpy.matmul: shapes \(2, 4\) and \(3,\) are not aligned: "
+                                         r"4 \(dim 1\) != 3 \(dim 0\)"):
+        knp.asarray(f32(2, 4)) @ knp.asarray(f32(3))
     with pytest.raises(ValueError, match="kiln.numpy.matmul: operands could not be broadcast together"):
         knp.matmul(f32(2, 3, 4), f32(3, 4, 2))
     with pytest.raises(ValueError, match="kiln.numpy.matmul: operands must not be 0-d"):
