@@ -3,10 +3,10 @@
 - ``KILN_TEST_BACKEND=cuda`` (or ``tpu``, ``cpu``...) makes that backend kiln's default for the whole
   session, so the same suite runs on every backend. Tests that need one specific backend are marked
   ``@pytest.mark.backend("cpu")`` and skip in sessions that test another one.
-- A test module's shared ``rng`` (a module-level ``numpy.random.Generator``) is reseeded before each
-  test from the test's id, so a test draws the same numbers whichever tests ran before it in its
-  process: under pytest-xdist that order changes from run to run, and a draw that hits a tolerance
-  edge would fail one CI run in many instead of every run.
+- A test module's shared random generators (module-level ``numpy.random.Generator`` and ``RandomState``
+  objects) are reseeded before each test from the test's id, so a test draws the same numbers whichever
+  tests ran before it in its process: under pytest-xdist that order changes from run to run, and a draw
+  that hits a tolerance edge would fail one CI run in many instead of every run.
 - Every test gets its ``kiln.config`` flags restored afterwards, so a test that turns on
   ``enable_x64`` (and fails halfway) cannot leak 64-bit mode into the tests that follow.
 - The persistent compile cache is on, as for users, in a fresh temporary directory per test run (shared
@@ -86,10 +86,15 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture(autouse=True)
 def _reseed_module_rng(request, monkeypatch):
-    """Give the test module's ``rng`` a seed of this test's own (see the module docstring)."""
+    """Give each of the test module's random generators a seed of this test's own (see the module
+    docstring)."""
     module = getattr(request, "module", None)
-    if isinstance(getattr(module, "rng", None), np.random.Generator):
-        monkeypatch.setattr(module, "rng", np.random.default_rng(zlib.crc32(request.node.nodeid.encode())))
+    for name, value in list(vars(module).items()) if module is not None else ():
+        seed = zlib.crc32(f"{request.node.nodeid}:{name}".encode())
+        if isinstance(value, np.random.Generator):
+            monkeypatch.setattr(module, name, np.random.default_rng(seed))
+        elif isinstance(value, np.random.RandomState):
+            monkeypatch.setattr(module, name, np.random.RandomState(seed))
 
 
 @pytest.fixture(autouse=True)
