@@ -9,6 +9,15 @@ machine); ``--list`` prints the selected names without running anything. Rows ma
 derived from the rows above them (higher is better). Rows in "ops" count the operations of a compiled
 program instead of timing it (``hlo_ops.py``; fewer is better).
 
+Large host arrays: by default glibc's malloc hands freed memory back to the operating system once the
+free space at the top of its heap passes a threshold that it moves as it goes, and the next allocation
+then page-faults its way back in. On the CPU backend an eager op on a million floats (a 4 MB buffer)
+spent up to half its time in those faults, and how many it met changed from process to process
+(kiln's eager SELU row read 1.7 to 3.8 ms in three runs, JAX's 1.9 to 3.9 ms in one process), for
+both frameworks alike: it measured the heap's history, not kiln or JAX. So the bench fixes glibc's
+thresholds for its own process (``mallopt``: less than 2 GB of free heap is never trimmed, blocks up
+to 32 MB come from the heap), the same for both; ``--malloc default`` measures with glibc's defaults instead.
+
 Both frameworks share the device in one process, so GPU memory preallocation is off unless
 ``XLA_PYTHON_CLIENT_PREALLOCATE`` says otherwise (both read it): otherwise the first client to start
 takes 75% of the GPU's memory and the second runs short.
@@ -27,6 +36,24 @@ from cases import CASES, DERIVED, sizes_for, title  # noqa: E402
 from frameworks import load_jax, load_kiln  # noqa: E402
 
 _GPU_NAMES = ("cuda", "rocm", "gpu")
+
+# glibc's mallopt parameters (malloc.h) and the values the bench sets (see the docstring).
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
+# Trim only above 2 GB of free heap top (mallopt takes an int); 32 MB: the largest mmap threshold glibc takes.
+_STEADY_MALLOC = ((_M_TRIM_THRESHOLD, 2**31 - 1), (_M_MMAP_THRESHOLD, 32 << 20))
+
+
+def _steady_malloc() -> str:
+    """Fix glibc's trim and mmap thresholds for this process; says what was done."""
+    import ctypes
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return "malloc: left as it is (no glibc mallopt here)"
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    if not all(mallopt(param, value) == 1 for param, value in _STEADY_MALLOC):
+        return "malloc: glibc refused the steady thresholds; left as it is"
+    return "malloc: glibc's trim and mmap thresholds fixed for both frameworks (--malloc default: glibc's own)"
 
 _SCALE = {"us": 1e6, "ms": 1e3}
 _UNIT_TEXT = {"us": "µs", "ms": "ms"}
@@ -79,6 +106,9 @@ def main(argv: list[str] | None = None) -> int:
                              "not given) and exit without loading kiln or jax")
     parser.add_argument("--rounds", type=int, default=3, help="rounds per benchmark; the best median counts")
     parser.add_argument("--no-jax", action="store_true", help="measure kiln only, even if jax is installed")
+    parser.add_argument("--malloc", choices=("steady", "default"), default="steady",
+                        help="steady (default): fix glibc's trim and mmap thresholds, so that large-array rows "
+                             "do not measure page faults that depend on the heap's history; default: glibc's own")
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be positive, got {args.rounds}")
@@ -115,6 +145,7 @@ def main(argv: list[str] | None = None) -> int:
     kiln_fw = load_kiln(args.backend)
     frameworks = [kiln_fw] + ([jax_fw] if jax_fw is not None else [])
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}")
+    print(_steady_malloc() if args.malloc == "steady" else "malloc: glibc's defaults (--malloc default)")
     from jaxlib import version as jaxlib_version
     print(f"jaxlib {jaxlib_version.__version__}")
     for fw in frameworks:
