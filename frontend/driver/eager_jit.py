@@ -31,6 +31,9 @@ _INT32 = range(-2**31, 2**31)
 # Static options the C++ path hashes as they are.
 _STATIC_TYPES = (type(None), bool, int, float, str, tuple, np.dtype, type)
 _TAKEN, _REFUSED, _BIG_INT, _STATIC_KIND = 0, 1, 2, 3
+# The longest list of arrays a sequence argument (``concatenate(arrays)``) takes into one program: a longer one
+# runs op by op, since compiling a program with hundreds of parameters costs more than a one-off call saves.
+MAX_SEQUENCE = 32
 # Signatures (compiled programs) each eagerly called function keeps, least recently used going first: eager
 # code over many shapes must not hold on to a program for every shape it has seen.
 EAGER_SIGNATURES = 64
@@ -55,6 +58,21 @@ def _kind_of(x: Any) -> int:
     if t is int:
         return _TAKEN if x in _SMALL_INT else _BIG_INT if x in _INT32 else _REFUSED
     return _TAKEN if x is None or isinstance(x, (np.floating, np.bool_)) else _REFUSED
+
+
+def _sequence_kind(x: Any) -> int:
+    """How the compiled path takes a sequence argument: a list or tuple of at most MAX_SEQUENCE arrays as a
+    pytree (one parameter per array), an array as any other argument; anything else (Python scalars among the
+    items, whose promotion the implementation decides, an empty list, a generator) op by op."""
+    t = type(x)
+    if t is list or t is tuple:
+        if not 0 < len(x) <= MAX_SEQUENCE:
+            return _REFUSED
+        for item in x:
+            if type(item) is not Array and type(item) is not np.ndarray:
+                return _REFUSED
+        return _TAKEN
+    return _kind_of(x)
 
 
 def _big_ints_convert_freely(args: tuple, kwargs: dict) -> bool:
@@ -94,7 +112,7 @@ def _all_arrays(args: tuple) -> bool:
     return True
 
 
-def eager_jit(*static_argnames: str, where: str | None = None,
+def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[str, ...] = (),
               op_by_op: Callable[[tuple, dict], bool] | None = None) -> Callable[[Callable], Callable]:
     """Decorator for kiln's own user-level functions (ufuncs, reductions, long compositions such as
     ``unique``): called outside any trace, each runs as one compiled program (one compile per signature,
@@ -102,7 +120,9 @@ def eager_jit(*static_argnames: str, where: str | None = None,
 
     ``static_argnames`` are options that select the program (axis, keepdims, dtype, ...): part of the cache
     key, hashed as they are. ``where`` names the operation in errors (default: its public name, see
-    :func:`public_name`), for private helpers behind an operator (``x[index]``). Calls for which
+    :func:`public_name`), for private helpers behind an operator (``x[index]``). ``sequences`` names the
+    arguments that may be a list or tuple of arrays (``concatenate(arrays)``, see :func:`_sequence_kind`). Calls
+    for which
     ``op_by_op(args, kwargs)`` is true run the implementation op by op: forms whose result shape depends on the
     values (``where(condition)``), which one compiled program cannot give."""
     def wrap(fun: Callable) -> Callable:
@@ -110,13 +130,20 @@ def eager_jit(*static_argnames: str, where: str | None = None,
         names = [p.name for p in inspect.signature(fun).parameters.values()
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         static_positions = frozenset(i for i, n in enumerate(names) if n in static)
+        unknown = set(sequences) - set(names)
+        if unknown:
+            raise TypeError(f"eager_jit: {fun.__name__} has no positional parameter {sorted(unknown)[0]!r}")
+        sequence_positions = frozenset(i for i, n in enumerate(names) if n in sequences)
+
+        def kind(is_static: bool, is_sequence: bool, value: Any) -> int:
+            return _STATIC_KIND if is_static else _sequence_kind(value) if is_sequence else _kind_of(value)
 
         def compiled_path_takes(args: tuple, kwargs: dict) -> bool:
-            values = [(i in static_positions, a) for i, a in enumerate(args)]
-            values += [(k in static, v) for k, v in kwargs.items()]
-            kinds = {_STATIC_KIND if is_static else _kind_of(v) for is_static, v in values}
+            values = [(i in static_positions, i in sequence_positions, a) for i, a in enumerate(args)]
+            values += [(k in static, k in sequences, v) for k, v in kwargs.items()]
+            kinds = {kind(*v) for v in values}
             if _REFUSED in kinds or _STATIC_KIND in kinds and not all(
-                    _hashable_static(v) for is_static, v in values if is_static):
+                    _hashable_static(v) for is_static, _, v in values if is_static):
                 return False
             return _BIG_INT not in kinds or _big_ints_convert_freely(args, kwargs)
 

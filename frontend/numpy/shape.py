@@ -324,6 +324,7 @@ def _sequence(fname: str, arrays) -> list[Any]:
         raise TypeError(f"kiln.numpy.{fname}: expected a sequence of arrays, got {type(arrays).__name__}") from None
 
 
+@eager_jit("axis", "dtype", sequences=("arrays",))
 def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype=None):
     """Join arrays along an existing axis (``axis=None`` flattens first)."""
     arrays = _sequence("concatenate", arrays)
@@ -359,6 +360,7 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0):
     return concatenate(arrays, axis=axis)
 
 
+@eager_jit("axis", "out", "dtype", sequences=("arrays",))
 def stack(arrays: Sequence[Any], axis: int = 0, out=None, dtype=None):
     """Join arrays along a new axis."""
     arrays = _sequence("stack", arrays)
@@ -417,6 +419,7 @@ def atleast_3d(*arys):
     return _atleast("atleast_3d", 3, arys)
 
 
+@eager_jit("dtype", sequences=("tup",))
 def hstack(tup, dtype=None):
     """Join horizontally: along axis 1, or axis 0 for 1-D arrays."""
     arrs = [_atleast("hstack", 1, [a]) for a in _sequence("hstack", tup)]
@@ -425,6 +428,7 @@ def hstack(tup, dtype=None):
     return concatenate(arrs, axis=0 if abstractify(arrs[0]).ndim == 1 else 1, dtype=dtype)
 
 
+@eager_jit("dtype", sequences=("tup",))
 def vstack(tup, dtype=None):
     """Join vertically: along axis 0, with 1-D arrays as rows."""
     arrs = [_atleast("vstack", 2, [a]) for a in _sequence("vstack", tup)]
@@ -434,12 +438,14 @@ def vstack(tup, dtype=None):
 row_stack = vstack
 
 
+@eager_jit("dtype", sequences=("tup",))
 def dstack(tup, dtype=None):
     """Join along the third axis (depth)."""
     arrs = [_atleast("dstack", 3, [a]) for a in _sequence("dstack", tup)]
     return concatenate(arrs, axis=2, dtype=dtype)
 
 
+@eager_jit(sequences=("tup",))
 def column_stack(tup):
     """Join 1-D arrays as columns (and 2-D arrays as they are) into a 2-D array."""
     arrs = []

@@ -104,6 +104,7 @@ def argsort(a: Any, axis: int | None = -1, kind: str | None = None, order: Any =
     return lax.argsort(a, dimension=axis, descending=descending, index_dtype=dtypes.default_int_dtype())
 
 
+@eager_jit("axis", sequences=("keys",))
 def lexsort(keys: Any, axis: int = -1) -> Any:
     """Indices that sort by several keys: the last key is the primary one (as ``numpy.lexsort``).
 

@@ -464,6 +464,43 @@ def test_shape_histogram_fft_and_bit_functions_are_one_program(primitive_runs):
         knp.fft.fft(x, norm="bad")
     np.testing.assert_array_equal(knp.delete(x, [0, 2], axis=1), np.delete(h, [0, 2], axis=1))  # a list: op by op
 
+def test_joining_a_list_of_arrays_is_one_program(primitive_runs, compiles):
+    """concatenate, stack, hstack, vstack, dstack, column_stack and lexsort take a list (or tuple) of arrays as
+    one program: one compile for a new signature and no primitive run by itself (before, every array was
+    reshaped by an execution of its own and then joined by another)."""
+    h = np.arange(21.0, dtype=np.float32).reshape(7, 3)  # shapes no other test uses: the compiles are counted
+    x, y, v = knp.asarray(h), knp.asarray(h * 2), knp.asarray(h[:, 0])
+    keys = (knp.array([3, 1, 3, 2, 1, 3, 2]), knp.array([1, 1, 0, 0, 1, 1, 0]))
+    cases = [(lambda: knp.concatenate([x, y], axis=1), np.concatenate([h, h * 2], axis=1)),
+             (lambda: knp.concatenate((x, y), axis=None), np.concatenate([h, h * 2], axis=None)),
+             (lambda: knp.stack([x, y, x], axis=1), np.stack([h, h * 2, h], axis=1)),
+             (lambda: knp.hstack([v, v]), np.hstack([h[:, 0], h[:, 0]])),
+             (lambda: knp.vstack([v, v]), np.vstack([h[:, 0], h[:, 0]])),
+             (lambda: knp.dstack([x, y]), np.dstack([h, h * 2])),
+             (lambda: knp.column_stack([v, x, v]), np.column_stack([h[:, 0], h, h[:, 0]])),
+             (lambda: knp.lexsort(keys), np.lexsort([np.asarray(k) for k in keys])),
+             (lambda: knp.stack([np.float32(2) * h, x]), np.stack([2 * h, h]))]  # a host array among them
+    for join, expected in cases:
+        before = len(compiles())
+        got = join()
+        assert len(compiles()) - before == 1, compiles()[before:]
+        np.testing.assert_array_equal(got, expected)
+        assert got.dtype == (np.int32 if expected.dtype == np.int64 else expected.dtype)  # 64-bit off: int32
+        join()
+        assert len(compiles()) - before == 1  # the second call: the same program
+    assert primitive_runs == []
+    # Forms the compiled path does not take run op by op, with the same results and errors.
+    np.testing.assert_array_equal(knp.stack([v[1], 2.5]), np.array([3.0, 2.5], np.float32))  # a Python float
+    many = [v] * 40  # longer than eager_jit.MAX_SEQUENCE: a one-off call would compile a 40-parameter program
+    np.testing.assert_array_equal(knp.stack(many), np.stack([h[:, 0]] * 40))
+    np.testing.assert_array_equal(knp.stack(x), np.stack(h))  # an array: its rows
+    with pytest.raises(ValueError, match=r"kiln.numpy.stack: all input arrays must have the same shape, got "
+                                         r"\(7, 3\) \(7,\)"):
+        knp.stack([x, v])
+    with pytest.raises(ValueError, match="kiln.numpy.concatenate: need at least one array"):
+        knp.concatenate([])
+
+
 def test_functional_updates_are_one_program(primitive_runs):
     h = np.arange(12.0, dtype=np.float32).reshape(3, 4)
     x, i, ones = knp.asarray(h), knp.array([0, 2]), knp.ones(4)
