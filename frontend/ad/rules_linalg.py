@@ -115,9 +115,10 @@ def _not_differentiable(what: str):
 def _cholesky_jvp(primals, tangents):
     (x,), (dx,) = primals, tangents
     low = cholesky_p.bind(x)
-    sigma = _hermitian_from(dx, lower=True)  # the primitive reads the lower triangle
-    # dL = L phi(L^-1 dA L^-H), phi: lower triangle with the diagonal halved
-    tmp = triangular_solve_p.bind(low, sigma, left_side=False, lower=True, transpose_a=True, conjugate_a=True,
+    # dL = L phi(L^-1 dA L^-H), phi: lower triangle with the diagonal halved. The whole tangent dA, as JAX's
+    # rule has it, though the primitive reads only the lower triangle: for a symmetric dA (what every symmetric
+    # input gives) the two agree, and for the rest JAX's numbers are the ones users compare against.
+    tmp = triangular_solve_p.bind(low, dx, left_side=False, lower=True, transpose_a=True, conjugate_a=True,
                                   unit_diagonal=False)
     inner = triangular_solve_p.bind(low, tmp, left_side=True, lower=True, transpose_a=False, conjugate_a=False,
                                     unit_diagonal=False)

@@ -66,11 +66,14 @@ def _columns(fname: str, a, b):
 
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
     """The Cholesky factor of a Hermitian positive definite matrix: upper ``U`` with ``a = U^H U`` (default,
-    as SciPy) or lower ``L`` with ``a = L L^H``. A matrix that is not positive definite gives NaNs."""
+    as SciPy) or lower ``L`` with ``a = L L^H``. A matrix that is not positive definite gives NaNs.
+
+    Only the requested triangle of ``a`` is read, as in SciPy and JAX (``kiln.numpy.linalg.cholesky``
+    symmetrizes its input instead)."""
     del overwrite_a, check_finite
     (a,) = _inexact("cholesky", a)
     _square("cholesky", a)
-    factor = lax_linalg.cholesky(a)
+    factor = lax_linalg.cholesky(a if lower else _mH(a), symmetrize_input=False)
     return factor if lower else _mH(factor)
 
 

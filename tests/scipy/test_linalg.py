@@ -39,6 +39,43 @@ def test_cholesky_family(x64):
         close(kl.cho_solve(c, b), sl.cho_solve(sl.cho_factor(SPD, lower), b))
 
 
+def test_cholesky_reads_only_the_requested_triangle(x64):
+    """As scipy.linalg: the other triangle of ``a`` is never read (it was averaged in: a wrong factor)."""
+    skewed = np.tril(SPD) + np.triu(rng.standard_normal((4, 4)), 1)  # upper triangle: not SPD's
+    close(kl.cholesky(skewed, lower=True), sl.cholesky(skewed, lower=True))
+    close(kl.cholesky(skewed.T), sl.cholesky(skewed.T))  # upper: reads the upper triangle
+    # SciPy's cho_factor leaves the other triangle as it found it: compare the factor's own triangle.
+    close(np.tril(np.asarray(kl.cho_factor(skewed, lower=True)[0])), np.tril(sl.cho_factor(skewed, lower=True)[0]))
+
+
+def test_cholesky_derivative_takes_the_whole_tangent(x64):
+    """The JVP of the lower-reading Cholesky is L phi(L^-1 dA L^-H) on the whole of dA (JAX's rule: a symmetric
+    dA gives the true derivative, and users compare the rest against JAX): the gradient of sum(L) checked
+    entry by entry against that formula evaluated with SciPy, and a symmetric direction against finite
+    differences."""
+    low = sl.cholesky(SPD, lower=True)
+
+    def formula_jvp(d):
+        inner = sl.solve_triangular(low, sl.solve_triangular(low, d.T, lower=True).T, lower=True)
+        return low @ (np.tril(inner) - np.diag(np.diag(inner)) / 2)
+
+    def basis(i, j):
+        e = np.zeros((4, 4))
+        e[i, j] = 1.0
+        return e
+
+    want = np.array([[formula_jvp(basis(i, j)).sum() for j in range(4)] for i in range(4)])
+    got = kiln.grad(lambda a: kiln.lax.linalg.cholesky(a, symmetrize_input=False).sum())(SPD)
+    close(got, want)
+    assert np.abs(want - want.T).max() > 1e-3  # not symmetric: the test tells the two conventions apart
+    sym = rng.standard_normal((4, 4))
+    sym = sym + sym.T
+    eps = 1e-6
+    fd = (sl.cholesky(SPD + eps * sym, lower=True) - sl.cholesky(SPD - eps * sym, lower=True)) / (2 * eps)
+    _, tangent = kiln.jvp(lambda a: kl.cholesky(a, lower=True), (SPD,), (sym,))
+    close(tangent, fd, tol=1e-6)
+
+
 def test_lu_family(x64):
     for M in (A, WIDE, TALL):
         for got, want in zip(kl.lu(M), sl.lu(M)):
