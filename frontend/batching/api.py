@@ -134,23 +134,32 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             arg_dims = _broadcast_prefix(fname, in_axes, args, "in_axes", "in_axes", "the arguments")
         dims = arg_dims + [0] * len(tree_util.tree_leaves(kwargs))
         size = _batch_size(name, flat, dims, labels, axis_size)
-        norm_dims = [None if d is None else d % abstractify(x).ndim for x, d in zip(flat, dims)]
-        per_example = [abstractify(x) if d is None else
-                       abstractify(x).update(shape=tuple(s for i, s in enumerate(abstractify(x).shape) if i != d))
-                       for x, d in zip(flat, norm_dims)]
+        # Only the mapped leaves are traced. The others reach the function as they are, as in JAX: a Python
+        # int stays an int (a static argument of a jit inside, a shape), an array stays concrete.
+        mapped = [i for i, d in enumerate(dims) if d is not None]
+        mapped_dims = [dims[i] % abstractify(flat[i]).ndim for i in mapped]
+        per_example = [abstractify(flat[i]).update(shape=tuple(s for j, s in enumerate(abstractify(flat[i]).shape)
+                                                               if j != d))
+                       for i, d in zip(mapped, mapped_dims)]
         out_tree_box = []
 
         def flat_fun(*tracers):
-            a, k = tree_util.tree_unflatten(in_tree, list(tracers))
+            leaves = list(flat)
+            for i, t in zip(mapped, tracers):
+                leaves[i] = t
+            a, k = tree_util.tree_unflatten(in_tree, leaves)
             out = fun(*a, **k)
             leaves, tree = tree_util.tree_flatten(out)
             # The output's structure only (no tracers kept past the trace: check_tracer_leaks would see them).
             out_tree_box.append((tree, tree_util.tree_unflatten(tree, [0] * len(leaves))))
             return leaves
 
-        closed, _ = axis_env.run_with_axis(axis_name, size, lambda: trace_to_ir(flat_fun, per_example, name=name))
+        # known_values: the mapped inputs are unknown, but what the function computes from unmapped and
+        # closed-over arrays alone has a value (Python can branch on it or convert it, as in JAX).
+        closed, _ = axis_env.run_with_axis(axis_name, size, lambda: trace_to_ir(
+            flat_fun, per_example, name=name, known_values=[None] * len(per_example)))
         ctx = BatchContext(size, axis_name)
-        outs, out_dims = batch_eval(closed.ir, closed.consts, flat, norm_dims, ctx)
+        outs, out_dims = batch_eval(closed.ir, closed.consts, [flat[i] for i in mapped], mapped_dims, ctx)
         out_tree, out_example = out_tree_box[0]
         wanted = _broadcast_prefix(fname, out_axes, out_example, "out_axes", "out_axes", "the function's output")
         final = []

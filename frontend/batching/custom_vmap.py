@@ -16,7 +16,7 @@ from ..core import tree_util
 from ..core.call import call_body
 from ..core.errors import KilnError
 from ..core.primitive import Primitive
-from ..core.tracing import abstractify
+from ..core.tracing import abstractify, materialize
 from .core import batch_closed, batch_rules, move_dim
 
 __all__ = ["custom_vmap", "CustomVmapError"]
@@ -64,7 +64,9 @@ def _custom_vmap_batch(ctx, args, dims, *, body, rule, name):
         # The function closes over a batched value, which the rule cannot see: batch the body instead.
         new, out_dims = batch_closed(body, dims, ctx)
         return custom_vmap_call_p.bind(*args, body=call_body(new), rule=rule, name=name), out_dims
-    flat = [a if d is None else move_dim(a, d, 0, ctx.size) for a, d in zip(args[n_consts:], dims[n_consts:])]
+    # materialize: an unmapped Python scalar reaches the rule as a value, not as the IR's Literal.
+    flat = [materialize(a) if d is None else move_dim(a, d, 0, ctx.size)
+            for a, d in zip(args[n_consts:], dims[n_consts:])]
     in_batched = tree_util.tree_unflatten(rule.in_tree, [d is not None for d in dims[n_consts:]])
     user_args = tree_util.tree_unflatten(rule.in_tree, flat)
     res = rule.owner.vmap_rule(ctx.size, list(in_batched), *user_args)

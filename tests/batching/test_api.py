@@ -102,6 +102,25 @@ def test_axis_size_without_mapped_arguments():
     np.testing.assert_array_equal(np.asarray(out), [[0.0, 1.0], [0.0, 1.0]])
 
 
+def test_unmapped_arguments_reach_the_function_as_they_are():
+    """in_axes=None leaves are not traced (as in JAX): a Python int stays an int, so it can be a jit's static
+    argument or a shape inside (JAX's examples/pca_from_scratch.py), and an array stays concrete."""
+    seen = []
+
+    def f(x, n, table):
+        seen.append((type(n), type(table)))
+        return x[:n] * float(table[0])
+
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    table = knp.asarray(np.array([2.0, 5.0], np.float32))
+    out = kiln.vmap(f, in_axes=(0, None, None))(x, 2, table)
+    np.testing.assert_array_equal(out, x[:, :2] * 2.0)
+    assert seen == [(int, type(table))]
+    first_n = kiln.jit(lambda v, n: v[:n] * 3.0, static_argnames="n")
+    np.testing.assert_array_equal(kiln.vmap(first_n, in_axes=(0, None))(x, 3), x[:, :3] * 3.0)
+    np.testing.assert_array_equal(kiln.vmap(lambda n, v: v * n, in_axes=(None, 0))(1.5, x), x * 1.5)
+
+
 def test_outputs_independent_of_the_batch_are_broadcast():
     out = kiln.vmap(lambda x: (x, knp.float32(7.0)))(randn(3))
     np.testing.assert_array_equal(np.asarray(out[1]), [7.0, 7.0, 7.0])
