@@ -211,9 +211,11 @@ def reduce_window_shape_tuple(operand_shape: Sequence[int], window_dimensions: S
                               window_strides: Sequence[int], padding: Sequence[tuple[int, int]],
                               base_dilation: Sequence[int] | None = None,
                               window_dilation: Sequence[int] | None = None) -> tuple[int, ...]:
-    """The output shape of ``reduce_window`` with explicit (low, high) ``padding``."""
+    """The output shape of ``reduce_window`` with explicit (low, high) ``padding``; a dimension that is negative
+    after padding (stax's -1 batch size) gives 0, as in JAX."""
     n = len(operand_shape)
     return window_output_shape("reduce_window_shape_tuple", tuple(operand_shape), tuple(window_dimensions),
                                tuple(window_strides), tuple(tuple(p) for p in padding),
                                tuple(base_dilation) if base_dilation is not None else (1,) * n,
-                               tuple(window_dilation) if window_dilation is not None else (1,) * n)
+                               tuple(window_dilation) if window_dilation is not None else (1,) * n,
+                               negative_is_empty=True)

@@ -40,14 +40,17 @@ def dilate_dim(d: int, dilation: int) -> int:
     return 0 if d == 0 else 1 + dilation * (d - 1)
 
 
-def window_output_shape(fname: str, shape, window, strides, padding, base_dilation, window_dilation):
-    """The output shape of a strided, padded, dilated window over ``shape`` (XLA's formula)."""
+def window_output_shape(fname: str, shape, window, strides, padding, base_dilation, window_dilation,
+                        negative_is_empty: bool = False):
+    """The output shape of a strided, padded, dilated window over ``shape`` (XLA's formula). A padded size
+    below zero is an error, or with ``negative_is_empty`` an empty dimension (JAX's shape helpers: stax asks
+    for the shape of a batch of size -1, "any")."""
     out = []
     for i, (d, w, s, (lo, hi), bd, wd) in enumerate(zip(shape, window, strides, padding, base_dilation,
                                                       window_dilation)):
         padded = dilate_dim(d, bd) + lo + hi
         span = dilate_dim(w, wd)
-        if padded < 0:
+        if padded < 0 and not negative_is_empty:
             raise ValueError(f"kiln.lax.{fname}: padding {(lo, hi)} of dimension {i} leaves a negative size")
         out.append(0 if padded < span else (padded - span) // s + 1)
     return tuple(out)

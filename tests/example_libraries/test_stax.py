@@ -105,6 +105,19 @@ def test_avgpool_same_padding_counts_only_real_cells():
     np.testing.assert_allclose(np.asarray(apply((), x))[0, :, :, 0], expected, rtol=1e-6)
 
 
+def test_any_batch_size_minus_one_through_pooling():
+    """stax's init_fun takes -1 for "any batch size"; pooling then gives 0 for it, as JAX's stax does (kiln's
+    reduce_window_shape_tuple raised on the negative size: JAX's sentiment_analysis.py example)."""
+    key = random.PRNGKey(0)
+    assert stax.MaxPool((2,), strides=(2,), spec="NWC")[0](key, (-1, 8, 3))[0] == (0, 4, 3)
+    assert stax.AvgPool((2, 2), padding="SAME")[0](key, (-1, 8, 8, 3))[0] == (0, 8, 8, 3)
+    net_init, _ = stax.serial(stax.Conv(4, (3, 3)), stax.Relu, stax.MaxPool((2, 2)), stax.Flatten, stax.Dense(10))
+    assert net_init(key, (-1, 8, 8, 3))[0] == (0, 10)
+    with pytest.raises(ValueError, match=r"kiln.lax.reduce_window: padding \(-9, 0\) of dimension 0 leaves a "
+                                         "negative size"):
+        kiln.lax.reduce_window(knp.ones(4), 0.0, kiln.lax.add, (1,), (1,), [(-9, 0)])
+
+
 def test_pooling_spec_nchw():
     x = np.random.RandomState(3).randn(2, 3, 4, 4).astype(np.float32)
     init, apply = stax.AvgPool((2, 2), strides=(2, 2), spec="NCHW")
