@@ -7,7 +7,9 @@ from __future__ import annotations
 
 import contextlib
 import difflib
+import itertools
 import os
+import sys
 import warnings
 from typing import Any, Iterator
 
@@ -263,6 +265,26 @@ class Config:
             from kiln import runtime
             runtime.fastpath.set_x64(self.enable_x64)
 
+    def parse_flags_with_absl(self) -> None:
+        """Apply the ``--jax_...`` flags of the command line (``sys.argv`` up to a ``--``), as JAX's method of
+        this name: ``--jax_enable_x64``, ``--nojax_enable_x64``, ``--jax_enable_x64=false``,
+        ``--jax_platform_name=cpu``. kiln reads them itself; it does not import absl."""
+        for arg in itertools.takewhile(lambda a: a != "--", sys.argv[1:]):
+            parsed = _command_line_flag(arg)
+            if parsed is not None:
+                name, text = parsed
+                kiln_name = self._kiln_name(name)
+                typ = self._FLAGS[kiln_name][1] if kiln_name is not None else str
+                try:
+                    self.update(name, _flag_value(typ, text))
+                except (ConfigError, ValueError) as e:
+                    raise ConfigError(f"kiln.config.parse_flags_with_absl: command-line flag {arg!r}: {e}") from None
+
+    def config_with_absl(self) -> None:
+        """JAX registers its flags with absl here, for ``absl.app.run`` to parse; kiln applies the ``--jax_...``
+        flags of the command line at once instead (:meth:`parse_flags_with_absl`)."""
+        self.parse_flags_with_absl()
+
     @staticmethod
     def _apply_transfer_guard(name: str, value: str | None) -> None:
         """Set jaxlib's global transfer guard levels (the context managers set the thread's)."""
@@ -331,6 +353,30 @@ class Config:
 
 
 config = Config()
+
+
+def _command_line_flag(arg: str) -> tuple[str, str] | None:
+    """``("jax_enable_x64", "true")`` for ``--jax_enable_x64`` (``"false"`` for ``--nojax_enable_x64``), the
+    name and text of ``--jax_name=text``; None for any other argument."""
+    if not arg.startswith(("--jax", "--nojax")):
+        return None
+    body = arg[2:]
+    if "=" in body:
+        name, text = body.split("=", 1)
+        return name, text
+    if body.startswith("nojax"):
+        return body[2:], "false"
+    return body, "true"
+
+
+def _flag_value(typ: type, text: str) -> Any:
+    """A command-line flag's text as the flag's type (bools: true/false/1/0, any case)."""
+    if typ is bool:
+        lowered = text.lower()
+        if lowered not in ("true", "false", "1", "0"):
+            raise ValueError(f"expected true or false, got {text!r}")
+        return lowered in ("true", "1")
+    return typ(text) if typ in (int, float) else text
 
 
 class FlagContext:

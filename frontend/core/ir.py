@@ -145,6 +145,15 @@ class ClosedIR:
     __hash__ = object.__hash__
 
     @property
+    def jaxpr(self) -> IR:
+        """The IR without its constants (JAX's ``ClosedJaxpr.jaxpr``: what ``kiln.core.eval_jaxpr`` takes)."""
+        return self.ir
+
+    @property
+    def eqns(self) -> list:
+        return self.ir.eqns
+
+    @property
     def in_avals(self):
         return self.ir.in_avals
 

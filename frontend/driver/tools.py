@@ -1,9 +1,10 @@
 """Top-level helpers around tracing and devices (as JAX's): ``disable_jit``, ``eval_shape``, ``make_jaxpr``,
-``typeof``, ``named_scope``/``named_call``, ``local_device_count``, ``print_environment_info``."""
+``eval_jaxpr``, ``typeof``, ``named_scope``/``named_call``, ``local_device_count``, ``print_environment_info``."""
 from __future__ import annotations
 
 import contextlib
 import functools
+import operator
 import os
 import platform
 import sys
@@ -16,8 +17,8 @@ from kiln import runtime
 from ..core import caches, tree_util
 from ..core.avals import ManualShapedArray, ShapedArray, ShapeDtypeStruct
 from ..core.config import config
-from ..core.ir import ClosedIR
-from ..core.tracing import abstractify, trace_to_ir
+from ..core.ir import IR, ClosedIR
+from ..core.tracing import abstractify, eval_ir, trace_to_ir
 from ..core.varying import varying_in_trace
 from ..core.version import __version__
 from .array import Array
@@ -87,6 +88,31 @@ def make_jaxpr(fun: Callable, static_argnums: int | Sequence[int] = (), axis_env
                                                            for a in entry.closed.ir.out_avals])
         return entry.closed, shapes
     return make
+
+
+def eval_jaxpr(jaxpr: IR | ClosedIR, consts: Sequence[Any], *args: Any, propagate_source_info: bool = True
+               ) -> list[Any]:
+    """The outputs (a list) of the IR ``make_jaxpr`` gave (``closed.jaxpr`` and ``closed.consts``, as JAX's
+    ``jax.core.eval_jaxpr``) on ``args``: eagerly, or recorded into the trace around the call."""
+    del propagate_source_info  # kiln's equations always keep their source lines
+    ir = jaxpr.ir if isinstance(jaxpr, ClosedIR) else jaxpr
+    if not isinstance(ir, IR):
+        raise TypeError(f"kiln.core.eval_jaxpr: expected the IR of kiln.make_jaxpr(f)(...) (or its .jaxpr), got "
+                        f"{type(jaxpr).__name__}")
+    if len(consts) != len(ir.constvars) or len(args) != len(ir.invars):
+        raise TypeError(f"kiln.core.eval_jaxpr: the IR takes {len(ir.constvars)} constant(s) and {len(ir.invars)} "
+                        f"argument(s), got {len(consts)} and {len(args)}")
+    return eval_ir(ir, list(consts), list(args))
+
+
+def max_dim(a: int, b: int) -> int:
+    """The larger of two dimension sizes (kiln's shapes are plain ints; JAX's may be symbolic)."""
+    return max(operator.index(a), operator.index(b))
+
+
+def min_dim(a: int, b: int) -> int:
+    """The smaller of two dimension sizes."""
+    return min(operator.index(a), operator.index(b))
 
 
 def typeof(x: Any) -> ShapedArray:

@@ -2,10 +2,12 @@
 dtype promotion, and kiln.default_device."""
 from __future__ import annotations
 
+import sys
 import warnings
 
 import numpy as np
 import pytest
+from kiln.frontend.core.config import ConfigError
 from kiln.frontend.core.jax_flags import JAX_FLAG_NAMES
 
 import kiln
@@ -138,3 +140,21 @@ def test_threefry_partitionable_context():
     assert not np.array_equal(default, legacy) and kiln.threefry_partitionable.value is True
     with kiln.threefry_partitionable():  # no value: True, as JAX's boolean flags
         np.testing.assert_array_equal(np.asarray(kiln.random.bits(key, (6,))), default)
+
+
+def test_command_line_flags_as_jax_parses_them_with_absl(monkeypatch):
+    """config_with_absl / parse_flags_with_absl apply the --jax_... flags of sys.argv (up to --), as JAX's
+    (JAX's examples/gaussian_process_regression.py calls both); kiln does not import absl."""
+    monkeypatch.setattr(sys, "argv", ["prog", "--jax_enable_x64", "--jax_log_compiles=false", "--nojax_debug_nans",
+                                      "--verbose", "--", "--jax_debug_infs"])
+    with kiln.config.override("debug_nans", True):
+        kiln.config.config_with_absl()
+        assert kiln.config.enable_x64 is True and kiln.config.debug_nans is False
+        assert kiln.config.log_compiles is False and kiln.config.debug_infs is False  # after "--": not a flag
+    monkeypatch.setattr(sys, "argv", ["prog", "--jax_enable_x64=perhaps"])
+    with pytest.raises(ConfigError, match=r"command-line flag '--jax_enable_x64=perhaps': expected true or false, "
+                                          "got 'perhaps'"):
+        kiln.config.parse_flags_with_absl()
+    monkeypatch.setattr(sys, "argv", ["prog", "--jax_enable_x46"])
+    with pytest.raises(ConfigError, match=r"unknown flag 'jax_enable_x46'.*Did you mean 'jax_enable_x64'"):
+        kiln.config.parse_flags_with_absl()
