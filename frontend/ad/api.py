@@ -37,7 +37,7 @@ from . import (  # noqa: F401  (each registers the derivative rules of its famil
     rules_windowed,
 )
 from .custom import custom_vjp as _custom_vjp
-from .jvp import jvp_ir
+from .jvp import jvp_ir, non_differentiable
 from .partial_eval import partial_eval
 from .tangents import Zero, float0, instantiate, tangent_aval
 from .transpose import UndefinedPrimal, backward_pass
@@ -59,7 +59,8 @@ def _trace_flat(f: Callable, flat_args: list, in_tree, name: str) -> tuple[Close
         return leaves
 
     avals = [abstractify(a) for a in flat_args]
-    closed, _ = trace_to_ir(flat_fun, avals, name=name, known_values=flat_args)
+    closed, _ = trace_to_ir(flat_fun, avals, name=name, known_values=flat_args,
+                            tangent_flows=lambda eqn: eqn.prim not in non_differentiable)
     return closed, out_tree_box[0]
 
 

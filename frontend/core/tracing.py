@@ -118,6 +118,11 @@ class Tracer(ArrayMethods):
         return complex(self.builder.concrete_value(self, ConcretizationTypeError, "complex()"))
 
     def __array__(self, dtype=None, copy=None):
+        # Under eager grad, a value with no derivative (integer indices, say) converts, as in JAX.
+        self.builder.check_no_derivative(self, TracerArrayConversionError, "a NumPy conversion")
+        value = self.builder._evaluate(self.var)
+        if value is not None:
+            return np.asarray(value, dtype=dtype)
         raise TracerArrayConversionError(
             f"kiln: cannot convert a traced array {self.aval.str_short()} to a NumPy array "
             f"{self.builder.where()}. NumPy functions cannot run on traced values: use "
@@ -158,6 +163,12 @@ class Builder:
         # What the caller knows of an input besides its type (jit: the layout of an argument over a mesh).
         self.input_hints: dict[Var, Any] = {}
         self.finished = False
+        # Under eager grad/vjp/jvp (set by trace_to_ir's ``tangent_flows``): the variables that carry a
+        # derivative of the inputs, found as equations are recorded (``_derivative_vars``). Converting one to
+        # a Python or NumPy value would silently drop its derivative, so that raises, as in JAX.
+        self.tangent_flows: Callable[[Eqn], bool] | None = None
+        self._carrying: set[Var] = set()
+        self._carrying_upto = 0
 
     # -- building ---------------------------------------------------------------------------
     def new_arg(self, aval: ShapedArray, name: str = "", value: Any = None, hint: Any = None) -> Tracer:
@@ -235,7 +246,31 @@ class Builder:
                 names.append(name)
         return names
 
+    def _derivative_vars(self) -> set[Var]:
+        """The variables so far that depend on an input through equations that pass derivatives on (inexact
+        values only: an integer or boolean result has no derivative)."""
+        carrying = self._carrying
+        if self._carrying_upto == 0:
+            carrying.update(v for v in self.invars if dtypes.is_inexact(v.aval.dtype))
+        for eqn in self.eqns[self._carrying_upto:]:
+            if self.tangent_flows(eqn) and any(type(a) is Var and a in carrying for a in eqn.inputs):
+                carrying.update(o for o in eqn.outputs if dtypes.is_inexact(o.aval.dtype))
+        self._carrying_upto = len(self.eqns)
+        return carrying
+
+    def check_no_derivative(self, tracer: Tracer, error: type, what: str) -> None:
+        """Raise ``error`` if ``tracer`` carries a derivative of the differentiated inputs (see __init__)."""
+        if self.tangent_flows is None or tracer.var not in self._derivative_vars():
+            return
+        names = self._inputs_of(tracer.var)
+        of = f" {', '.join(names)}" if names else ""
+        raise error(f"kiln: {what} of the traced value {tracer.aval.str_short()} {self.where()}: it depends on the "
+                    f"differentiated argument{of}, and as a Python or NumPy value it would be a constant to the "
+                    "derivative (JAX raises here too). Keep the computation in kiln.numpy, or wrap the value in "
+                    "kiln.lax.stop_gradient(...) if it is meant to be a constant.")
+
     def concrete_value(self, tracer: Tracer, error: type, what: str) -> Any:
+        self.check_no_derivative(tracer, error, what)
         value = self._evaluate(tracer.var)
         if value is not None:
             return value
@@ -356,13 +391,17 @@ def ensure_compile_time_eval() -> Iterator[None]:
 
 def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "",
                 arg_names: Sequence[str] = (), known_values: Sequence[Any] | None = None,
-                input_hints: Sequence[Any] | None = None) -> tuple[ClosedIR, Any]:
+                input_hints: Sequence[Any] | None = None,
+                tangent_flows: Callable[[Eqn], bool] | None = None) -> tuple[ClosedIR, Any]:
     """Trace ``fun(*tracers)`` into a ClosedIR; returns it and the raw Python output (flat list).
 
     ``fun`` takes one tracer per aval and returns a flat list of outputs. ``input_hints``: per input, what
-    the caller knows of it besides its type (see :func:`trace_origin`), or None.
+    the caller knows of it besides its type (see :func:`trace_origin`), or None. ``tangent_flows``: the
+    inputs are being differentiated, and this says which equations pass a derivative from their inputs to
+    their outputs; values that carry one do not convert to Python or NumPy values (:meth:`Builder.check_no_derivative`).
     """
     builder = Builder(name or getattr(fun, "__name__", "a function"), known_inputs=known_values is not None)
+    builder.tangent_flows = tangent_flows
     names = list(arg_names) or [""] * len(in_avals)
     values = list(known_values) if known_values is not None else [None] * len(in_avals)
     hints = list(input_hints) if input_hints is not None else [None] * len(in_avals)

@@ -111,6 +111,36 @@ def test_seed_python_control_flow():
     assert float(kiln.grad(h)(3.0)) == 4.0
 
 
+def test_values_without_a_derivative_convert_under_eager_grad():
+    """As in JAX: under eager grad, a value that carries no derivative of the differentiated argument (integer
+    indices, a comparison, a stop_gradient, a non-differentiated argument) converts to NumPy or Python; one
+    that carries a derivative raises instead of silently becoming a constant (kiln returned float(x) as a
+    constant: d/dx x * float(x) came out 2.0 at x = 2, not 4.0). JAX's fluidsim example indexes a NumPy table
+    with such integers."""
+    table = np.arange(10.0, dtype=np.float32) ** 2
+
+    def lookup(x):
+        i = knp.floor(x).astype(int)
+        return knp.sum(table[i] * x)  # NumPy indexing: the index array converts
+
+    x = np.array([1.5, 2.5], np.float32)
+    np.testing.assert_array_equal(kiln.grad(lookup)(x), table[[1, 2]])
+    np.testing.assert_array_equal(
+        kiln.grad(lambda v: knp.sum(v * np.asarray(knp.floor(v).astype(int)).sum()))(x), [3.0, 3.0])
+    assert float(kiln.grad(lambda v: v * float(lax.stop_gradient(v)))(2.0)) == 2.0
+    assert float(kiln.grad(lambda v, w: v * float(w))(2.0, 5.0)) == 5.0  # w is not differentiated
+    with pytest.raises(kiln.ConcretizationTypeError, match=r"kiln: float\(\) of the traced value f32\[\] while "
+                                                           "tracing <lambda>: it depends on the differentiated "
+                                                           "argument.*kiln.lax.stop_gradient"):
+        kiln.grad(lambda v: v * float(v))(2.0)
+    with pytest.raises(kiln.TracerArrayConversionError, match="a NumPy conversion of the traced value f32\\[2\\]"):
+        kiln.grad(lambda v: knp.sum(v * np.asarray(v * 2.0)))(x)
+    with pytest.raises(kiln.TracerIntegerConversionError, match=r"int\(\) of the traced value"):
+        kiln.grad(lambda v: v * int(v))(2.0)
+    with pytest.raises(kiln.TracerArrayConversionError, match="cannot convert a traced array"):
+        kiln.jit(lambda v: np.asarray(knp.floor(v).astype(int)))(x)  # under jit nothing has a value
+
+
 # -- Jacobians and Hessians against finite differences ----------------------------------------------------
 def _vec_f(x):
     return knp.stack([knp.sin(x[0]) * x[1], x[2] ** 3 / x[1], knp.exp(x[0] * x[2])])
