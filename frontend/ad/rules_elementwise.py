@@ -112,7 +112,9 @@ def _div_jvp(primals, tangents):
     out = lax.div(x, y)
     t = Zero(abstractify(out)) if isinstance(tx, Zero) else lax.div(tx, y)
     if not isinstance(ty, Zero):
-        t = add_tangents(t, lax.neg(lax.mul(ty, lax.div(out, y))))
+        # -ty * x * y**-2 in JAX's order, y**-2 being 1 / (y * y): each rounding as JAX's, so the float
+        # results are bit-identical (-ty * (out / y) rounds differently in the last place).
+        t = add_tangents(t, lax.mul(lax.mul(lax.neg(ty), x), lax.integer_pow(y, -2)))
     return out, t
 
 

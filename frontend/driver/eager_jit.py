@@ -75,11 +75,13 @@ def _sequence_kind(x: Any) -> int:
     return _kind_of(x)
 
 
-def _big_ints_convert_freely(args: tuple, kwargs: dict) -> bool:
+def _big_ints_convert_freely(args: tuple, kwargs: dict, ints_to_inexact: bool = False) -> bool:
     """Python ints beyond the small range are taken only where every array argument is inexact: they then
-    convert to its float dtype, with no overflow check in the implementation to bypass."""
+    convert to its float dtype, with no overflow check in the implementation to bypass. With no array argument
+    too where the implementation makes every argument inexact (``ints_to_inexact``)."""
     arrays = [a for a in (*args, *kwargs.values()) if type(a) in (Array, np.ndarray)]
-    return bool(arrays) and all(dtypes.is_inexact(dtypes.canonicalize_dtype(a.dtype)) for a in arrays)
+    return (bool(arrays) or ints_to_inexact) and all(dtypes.is_inexact(dtypes.canonicalize_dtype(a.dtype))
+                                                     for a in arrays)
 
 
 def _hashable_static(value: Any) -> bool:
@@ -113,7 +115,8 @@ def _all_arrays(args: tuple) -> bool:
 
 
 def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[str, ...] = (),
-              op_by_op: Callable[[tuple, dict], bool] | None = None) -> Callable[[Callable], Callable]:
+              op_by_op: Callable[[tuple, dict], bool] | None = None,
+              ints_to_inexact: bool = False) -> Callable[[Callable], Callable]:
     """Decorator for kiln's own user-level functions (ufuncs, reductions, long compositions such as
     ``unique``): called outside any trace, each runs as one compiled program (one compile per signature,
     one C++ dispatch per call, instead of one execution per primitive); inside a trace it is inlined.
@@ -122,9 +125,11 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
     key, hashed as they are. ``where`` names the operation in errors (default: its public name, see
     :func:`public_name`), for private helpers behind an operator (``x[index]``). ``sequences`` names the
     arguments that may be a list or tuple of arrays (``concatenate(arrays)``, see :func:`_sequence_kind`). Calls
-    for which
-    ``op_by_op(args, kwargs)`` is true run the implementation op by op: forms whose result shape depends on the
-    values (``where(condition)``), which one compiled program cannot give."""
+    for which ``op_by_op(args, kwargs)`` is true run the implementation op by op: forms whose result shape
+    depends on the values (``where(condition)``), which one compiled program cannot give. ``ints_to_inexact`` says the
+    implementation converts its dynamic arguments to an inexact dtype whatever the static ones
+    (``linspace(-2, 2)``): Python ints in the int32 range are then taken even with no array beside them, so
+    the call runs the one program (the rounding of its compiled arithmetic) that JAX's jitted function runs."""
     def wrap(fun: Callable) -> Callable:
         static = frozenset(static_argnames)
         names = [p.name for p in inspect.signature(fun).parameters.values()
@@ -145,7 +150,7 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
             if _REFUSED in kinds or _STATIC_KIND in kinds and not all(
                     _hashable_static(v) for is_static, _, v in values if is_static):
                 return False
-            return _BIG_INT not in kinds or _big_ints_convert_freely(args, kwargs)
+            return _BIG_INT not in kinds or _big_ints_convert_freely(args, kwargs, ints_to_inexact)
 
         state: list = []  # [the JittedFunction], made at the first compiled call
         sigs = _NO_SIGNATURES  # its signatures, then

@@ -311,7 +311,7 @@ def _along(x, shape, axis: int):
     return lax.broadcast_in_dim(x, shape, tuple(d for d in range(len(shape)) if d != axis))
 
 
-@eager_jit("num", "endpoint", "retstep", "dtype", "axis")
+@eager_jit("num", "endpoint", "retstep", "dtype", "axis", ints_to_inexact=True)
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None,
              axis: int = 0, *, device=None):
     """``num`` evenly spaced values from ``start`` to ``stop`` (arrays of bounds give one series each,
@@ -323,22 +323,30 @@ def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = 
     axis = canonical_axis("linspace", axis, len(bshape) + 1)
     shape = bshape[:axis] + (num,) + bshape[axis:]
     div = (num - 1) if endpoint else num
-    delta = lax.sub(stop_a, start_a)
-    idx = lax.broadcasted_iota(ctype, shape, axis)
-    if div > 0:
-        step = lax.div(delta, _fill(div, ctype, bshape))
-        out = lax.mul(idx, _along(step, shape, axis))
-    else:
-        step = _fill(np.nan, ctype, bshape)
-        out = lax.mul(idx, _along(delta, shape, axis))
-    out = lax.add(out, _along(start_a, shape, axis))
-    if endpoint and num > 1:
-        last = lax.eq(lax.broadcasted_iota(dtypes.int32, shape, axis), num - 1)
-        out = lax.select(last, _along(stop_a, shape, axis), out)
+    # (no step: a scalar NaN, as JAX, whatever the shape of the bounds)
+    step = lax.div(lax.sub(stop_a, start_a), _fill(div, ctype, bshape)) if div > 0 else _fill(np.nan, ctype, ())
+    if num > 1:
+        out = _interpolate(start_a, stop_a, div, axis)
+        if endpoint:  # stop itself, appended (as JAX): the formula would round it
+            out = lax.concatenate([out, _along(stop_a, bshape[:axis] + (1,) + bshape[axis:], axis)], axis)
+    else:  # nothing, or start alone (no arithmetic, as JAX: 0 * stop would be NaN for an infinite stop)
+        out = _along(start_a, shape, axis)
     if not dtypes.is_inexact(dtype):
         out = lax.floor(out)
     out = lax.convert_element_type(out, dtype)
     return (out, step) if retstep else out
+
+
+def _interpolate(start, stop, n: int, axis: int):
+    """``start * (1 - f) + stop * f`` for ``f = i / n``, ``i < n`` along a new ``axis``: JAX's formula, op for
+    op, so that the values round as JAX's (``start + i * step`` differs in the last place for half of them).
+    Compiled, XLA rewrites the division by the constant ``n`` and reassociates the products, for JAX's program
+    as for this one; op by op (``disable_jit``, eager transformations) the ops round as written."""
+    bshape, ctype = abstractify(start).shape, abstractify(start).dtype
+    shape = bshape[:axis] + (n,) + bshape[axis:]
+    f = lax.div(lax.broadcasted_iota(ctype, shape, axis), _fill(n, ctype, shape))
+    one_minus_f = lax.sub(_fill(1, ctype, shape), f)
+    return lax.add(lax.mul(_along(start, shape, axis), one_minus_f), lax.mul(_along(stop, shape, axis), f))
 
 
 def _fill(value, dtype, shape):

@@ -73,9 +73,15 @@ def logit(x):
 
 
 def ndtr(x):
-    """The standard normal CDF, ``0.5 * erfc(-x / sqrt(2))``."""
+    """The standard normal CDF, ``(1 + erf(w)) / 2`` for ``w = x / sqrt(2)``: ``1 + erf(w)`` near 0, ``2 -
+    erfc(|w|)`` or ``erfc(|w|)`` in the tails (JAX's formula, branch for branch, for JAX's roundings)."""
     (x,) = float_args("kiln.scipy.special.ndtr", x)
-    return lax.mul(full_like_(x, 0.5), lax.erfc(lax.mul(x, full_like_(x, -1 / np.sqrt(2)))))
+    half_sqrt_2 = full_like_(x, 0.5 * np.sqrt(2.0))
+    w = lax.mul(x, half_sqrt_2)
+    z = lax.abs(w)
+    tail = lax.select(lax.gt(w, full_like_(x, 0)), lax.sub(full_like_(x, 2), lax.erfc(z)), lax.erfc(z))
+    near_0 = lax.add(full_like_(x, 1), lax.erf(w))
+    return lax.mul(full_like_(x, 0.5), lax.select(lax.lt(z, half_sqrt_2), near_0, tail))
 
 
 def _binary(where: str, x: Any, y: Any) -> list[Any]:

@@ -182,6 +182,50 @@ def test_linspace():
         _check(knp.linspace(0, 1, 11), np.linspace(0, 1, 11), dict(rtol=1e-15, atol=1e-15))
 
 
+def _jax_linspace(start, stop, num, endpoint=True):
+    """JAX's linspace formula in NumPy float32, op for op: ``start * (1 - f) + stop * f`` for ``f = i / div``,
+    then ``stop`` itself (with an endpoint). Each op is a correctly rounded IEEE op, as kiln's are."""
+    div = num - 1 if endpoint else num
+    f = np.arange(div, dtype=np.float32) / np.float32(div)
+    out = np.float32(start) * (np.float32(1) - f) + np.float32(stop) * f
+    return np.append(out, np.float32(stop)) if endpoint else out
+
+
+def test_linspace_rounds_as_jax():
+    # start + i * step (kiln's old formula) differs in the last place from JAX's for about half of the values:
+    # -1.9199999570846558 for linspace(-2, 2, 101)[2], where JAX gives -1.9200000762939453.
+    r = np.random.default_rng(5)
+    cases = [(-2, 2, 101, True)] + [(*(r.standard_normal(2) * 10).astype(np.float32), int(r.integers(2, 120)),
+                                     bool(r.integers(0, 2))) for _ in range(12)]
+    with kiln.disable_jit():  # op by op: the ops round exactly as written
+        for lo, hi, num, endpoint in cases:
+            np.testing.assert_array_equal(knp.linspace(lo, hi, num, endpoint=endpoint),
+                                          _jax_linspace(lo, hi, num, endpoint), err_msg=str((lo, hi, num)))
+    assert float(knp.linspace(-2, 2, 101)[2]) == -1.9200000762939453
+    # Compiled, XLA turns the division by the constant div into a product with its reciprocal and reassociates
+    # the products (in JAX's program as in kiln's, which is the same): within a few ulps of the bounds. And one
+    # program whether the bounds are Python ints (which used to run op by op), floats or traced.
+    traced = kiln.jit(lambda lo, hi: knp.linspace(lo, hi, 101))(np.float32(-2), np.float32(2))
+    for out in (knp.linspace(-2, 2, 101), knp.linspace(-2.0, 2.0, 101), traced):
+        np.testing.assert_array_equal(out, traced)
+    for lo, hi, num, endpoint in cases:
+        out = np.asarray(knp.linspace(lo, hi, num, endpoint=endpoint))
+        want = _jax_linspace(lo, hi, num, endpoint)
+        np.testing.assert_allclose(out, want, rtol=0, atol=4 * np.spacing(max(abs(lo), abs(hi)), dtype=np.float32))
+        assert out[0] == np.float32(lo) and (not endpoint or out[-1] == np.float32(hi))
+
+
+def test_linspace_without_a_step():
+    # no step to take: a scalar NaN (as JAX) for any bounds, and start itself, untouched by arithmetic
+    start, stop = np.array([[-0.0, 1.0]], np.float32), np.array([np.inf, 2.0], np.float32)
+    for num, endpoint in [(0, True), (0, False), (1, True)]:
+        out, step = knp.linspace(start, stop, num, endpoint=endpoint, retstep=True)
+        assert step.shape == () and np.isnan(step) and out.shape == (num, 1, 2)
+    out, step = knp.linspace(start, stop, 1, endpoint=False, retstep=True)
+    np.testing.assert_array_equal(np.signbit(out), [[[True, False]]])
+    np.testing.assert_array_equal(step, stop - start)
+
+
 def test_logspace_geomspace():
     _check(knp.logspace(0, 3, 4), np.logspace(0, 3, 4).astype(np.float32), dict(rtol=1e-5, atol=0))
     _check(knp.logspace(0, 3, 5, base=2.0, endpoint=False), np.logspace(0, 3, 5, base=2.0, endpoint=False),

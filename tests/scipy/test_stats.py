@@ -107,6 +107,53 @@ def test_tails_and_defaults():
                                ss.truncnorm.logpdf([5.5, 6.0], 5.0, 7.0), rtol=1e-4)
 
 
+def test_norm_rounds_as_jax():
+    # JAX's formulas op for op: logpdf = (log(2 pi scale^2) + (x - loc)^2 / scale^2) / -2, in NumPy float32
+    # around kiln's own log (the primitive), every other op a correctly rounded IEEE op. The old
+    # -z^2 / 2 - log(scale) - log(2 pi) / 2 differed in the last place for half of these values.
+    r = np.random.default_rng(3)
+    x = (r.standard_normal(2000) * 3).astype(np.float32)
+    loc = r.standard_normal(2000).astype(np.float32)
+    scale = np.exp(r.uniform(-3, 3, 2000)).astype(np.float32)
+    s2 = scale * scale
+    logpdf = (np.asarray(kiln.numpy.log(np.float32(2 * np.pi) * s2)) + (x - loc) * (x - loc) / s2) / np.float32(-2)
+    compiled_too = kiln.devices()[0].platform == "cpu"  # (another backend's compiler may fuse ops into FMAs)
+    for fn in (ks.norm.logpdf, kiln.jit(ks.norm.logpdf)) if compiled_too else (ks.norm.logpdf,):
+        np.testing.assert_array_equal(fn(x, loc, scale), logpdf)
+    np.testing.assert_array_equal(ks.norm.pdf(x, loc, scale), kiln.numpy.exp(logpdf))
+    np.testing.assert_allclose(logpdf, ss.norm.logpdf(x, loc, scale), rtol=1e-5, atol=1e-4)
+    # scale^2 underflows to 0: NaN (0 / 0), as JAX, where the old formula stayed finite (56.6)
+    assert np.isnan(ks.norm.logpdf(0.0, 0.0, 1e-25)) and np.isnan(ks.norm.pdf(0.0, 0.0, 1e-25))
+    # isf is -ndtri(q), not JAX's ppf(1 - q), which rounds 1 - q to 1 for a small q (README: Differences);
+    # ppf and isf give the default float dtype whatever q's, as JAX
+    np.testing.assert_allclose(ks.norm.isf(np.float32([1e-10, 1e-30, 0.3])), ss.norm.isf([1e-10, 1e-30, 0.3]),
+                               rtol=1e-5)
+    assert ks.norm.ppf(np.float16(0.3)).dtype == np.float32
+    with kiln.config.override("enable_x64", True):
+        assert ks.norm.ppf(np.float32(0.3)).dtype == np.float64
+        assert ks.norm.isf(np.float32(0.3)).dtype == np.float64
+
+
+def test_multivariate_normal_shapes_and_dtypes():
+    # The solve of the rows against one L at once, or against each of a batch of L's (as JAX's vectorized
+    # solve does), and log(2 pi) in the arguments' dtype: float16 stays float16.
+    r = np.random.default_rng(5)
+    A = r.standard_normal((4, 3, 3))
+    covs = A @ np.swapaxes(A, -1, -2) + 3 * np.eye(3)
+    for x, mean, cov in [(r.standard_normal((2, 5, 3)), r.standard_normal(3), covs[0]),
+                         (r.standard_normal(3), r.standard_normal(3), covs[0]),
+                         (r.standard_normal((4, 3)), r.standard_normal((4, 3)), covs),
+                         (r.standard_normal((2, 1, 3)), r.standard_normal(3), covs)]:
+        want = np.vectorize(ss.multivariate_normal.logpdf, signature="(n),(n),(n,n)->()")(x, mean, cov)
+        for fn in (ks.multivariate_normal.logpdf, kiln.jit(ks.multivariate_normal.logpdf)):
+            out = fn(*(np.float32(v) for v in (x, mean, cov)))
+            assert out.shape == want.shape and out.dtype == np.float32
+            np.testing.assert_allclose(np.asarray(out), want, rtol=1e-5, atol=1e-5)
+    x16 = np.float16([0.5, -1.0])
+    for mean, cov in [(np.float16(0.25), np.float16(1.5)), (np.float16([0.0, 0.5]), np.float16(2.0))]:
+        assert ks.multivariate_normal.logpdf(x16, mean, cov).dtype == np.float16
+
+
 def test_multivariate():
     n = 3
     A = rng.standard_normal((n, n))

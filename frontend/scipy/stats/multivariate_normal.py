@@ -17,23 +17,35 @@ def logpdf(x, mean, cov, allow_singular: None = None):
         raise NotImplementedError("kiln.scipy.stats.multivariate_normal.logpdf: allow_singular is not supported "
                                   "(as in JAX); pass a positive definite cov")
     x, mean, cov = _promote(x, mean, cov)
+    # JAX's formulas, op for op, for its roundings: log(2 pi) is taken in the arguments' dtype (a NumPy float64
+    # scalar would be rounded from float64, and promote float16 arguments), squared norms are einsums.
     if mean.ndim == 0:
-        return -0.5 * (x - mean) ** 2 / cov - 0.5 * (np.log(2 * np.pi) + jnp.log(cov))
+        return -1 / 2 * jnp.square(x - mean) / cov - 1 / 2 * (jnp.log(2 * np.pi) + jnp.log(cov))
     n = mean.shape[-1]
     if cov.ndim == 0:
         y = x - mean
-        return -0.5 * jnp.sum(y * y, axis=-1) / cov - n / 2 * (np.log(2 * np.pi) + jnp.log(cov))
+        return -1 / 2 * jnp.einsum("...i,...i->...", y, y) / cov - n / 2 * (jnp.log(2 * np.pi) + jnp.log(cov))
     if cov.ndim < 2 or cov.shape[-2:] != (n, n):
         raise ValueError(f"kiln.scipy.stats.multivariate_normal.logpdf: cov must be a scalar or have shape "
                          f"(..., {n}, {n}) to match mean's shape {mean.shape}, got {cov.shape}")
     L = lax_linalg.cholesky(cov)
-    y = x - mean
-    batch = np.broadcast_shapes(y.shape[:-1], L.shape[:-2])
-    L = jnp.broadcast_to(L, batch + (n, n))
-    y = jnp.broadcast_to(y, batch + (n,))
-    z = lax_linalg.triangular_solve(L, y[..., None], left_side=True, lower=True)[..., 0]
-    logdet = jnp.sum(jnp.log(jnp.diagonal(L, axis1=-2, axis2=-1)), axis=-1)
-    return -0.5 * jnp.sum(z * z, axis=-1) - n / 2 * np.log(2 * np.pi) - logdet
+    y = _solve_rows(L, x - mean)
+    return (-1 / 2 * jnp.einsum("...i,...i->...", y, y) - n / 2 * jnp.log(2 * np.pi)
+            - jnp.log(L.diagonal(axis1=-1, axis2=-2)).sum(-1))
+
+
+def _solve_rows(L, b):
+    """The rows ``y`` with ``y @ L.T = b``, solved as JAX's vectorized solve is, for its roundings: against one
+    ``L``, all the rows of ``b`` at once (its batching rule stacks them); else each row against its ``L``."""
+    if L.ndim == 2:
+        n = L.shape[-1]
+        y = lax_linalg.triangular_solve(L, jnp.reshape(b, (-1, n)), lower=True, transpose_a=True)
+        return jnp.reshape(y, b.shape)
+    return jnp.vectorize(_solve_row, signature="(n,n),(n)->(n)")(L, b)
+
+
+def _solve_row(L, b):
+    return lax_linalg.triangular_solve(L, b[None, :], lower=True, transpose_a=True)[0]
 
 
 def pdf(x, mean, cov):

@@ -13,8 +13,10 @@ __all__ = ["logpdf", "pdf", "cdf", "logcdf", "sf", "logsf", "ppf", "isf"]
 def logpdf(x, loc=0, scale=1):
     """Log of the normal density with mean ``loc`` and standard deviation ``scale``."""
     x, loc, scale = args("norm.logpdf", x, loc, scale)
-    z = standardize(x, loc, scale)
-    return -0.5 * z * z - jnp.log(scale) - 0.5 * np.log(2 * np.pi)
+    # JAX's formula, (log(2 pi scale^2) + (x - loc)^2 / scale^2) / -2, op for op, for JAX's roundings: and NaN
+    # where scale^2 underflows to 0, as JAX (-z^2 / 2 - log(scale) - log(2 pi) / 2 would stay finite).
+    scale_sq = jnp.square(scale)
+    return (jnp.log(2 * np.pi * scale_sq) + jnp.square(x - loc) / scale_sq) / -2
 
 
 def pdf(x, loc=0, scale=1):
@@ -37,22 +39,23 @@ def logcdf(x, loc=0, scale=1):
 def sf(x, loc=0, scale=1):
     """The normal survival function ``1 - cdf``."""
     x, loc, scale = args("norm.sf", x, loc, scale)
-    return sc.ndtr(-standardize(x, loc, scale))
+    return cdf(-x, -loc, scale)  # as JAX (-x + loc rounds as -(x - loc): the same values)
 
 
 def logsf(x, loc=0, scale=1):
     """Log of the normal survival function, accurate in the upper tail."""
     x, loc, scale = args("norm.logsf", x, loc, scale)
-    return sc.log_ndtr(-standardize(x, loc, scale))
+    return logcdf(-x, -loc, scale)
 
 
 def ppf(q, loc=0, scale=1):
-    """The normal quantile function (inverse of ``cdf``)."""
-    q, loc, scale = args("norm.ppf", q, loc, scale)
-    return sc.ndtri(q) * scale + loc
+    """The normal quantile function (inverse of ``cdf``), in the default float dtype (as JAX)."""
+    args("norm.ppf", q, loc, scale)  # (for the checks only: as JAX, ndtri takes q in its own dtype)
+    return jnp.asarray(sc.ndtri(q) * scale + loc, float)
 
 
 def isf(q, loc=0, scale=1):
     """The inverse of the normal survival function."""
-    q, loc, scale = args("norm.isf", q, loc, scale)
-    return -sc.ndtri(q) * scale + loc
+    args("norm.isf", q, loc, scale)  # (for the checks only: as in ppf, ndtri takes q in its own dtype)
+    # -ndtri(q), not JAX's ppf(1 - q): 1 - q rounds to 1 for a small q (isf(1e-10) would be inf, not 6.36)
+    return jnp.asarray(-sc.ndtri(q) * scale + loc, float)
