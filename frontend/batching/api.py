@@ -154,10 +154,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             out_tree_box.append((tree, tree_util.tree_unflatten(tree, [0] * len(leaves))))
             return leaves
 
-        # known_values: the mapped inputs are unknown, but what the function computes from unmapped and
-        # closed-over arrays alone has a value (Python can branch on it or convert it, as in JAX).
-        closed, _ = axis_env.run_with_axis(axis_name, size, lambda: trace_to_ir(
-            flat_fun, per_example, name=name, known_values=[None] * len(per_example)))
+        # (No known values: what the function computes inside from unmapped arrays stays traced. JAX computes
+        # it concretely; kiln's trace cannot tell a value that carries an enclosing eager grad's derivative,
+        # which must not become a Python constant, so it does not convert any.)
+        closed, _ = axis_env.run_with_axis(axis_name, size, lambda: trace_to_ir(flat_fun, per_example, name=name))
         ctx = BatchContext(size, axis_name)
         outs, out_dims = batch_eval(closed.ir, closed.consts, [flat[i] for i in mapped], mapped_dims, ctx)
         out_tree, out_example = out_tree_box[0]

@@ -139,6 +139,9 @@ def test_values_without_a_derivative_convert_under_eager_grad():
         kiln.grad(lambda v: v * int(v))(2.0)
     with pytest.raises(kiln.TracerArrayConversionError, match="cannot convert a traced array"):
         kiln.jit(lambda v: np.asarray(knp.floor(v).astype(int)))(x)  # under jit nothing has a value
+    # A vmap inside the grad: values computed inside it stay traced (no silent constant either).
+    with pytest.raises(kiln.ConcretizationTypeError, match=r"float\(\) needs a concrete value"):
+        kiln.grad(lambda w: knp.sum(kiln.vmap(lambda v, w: v * float(w * 2), in_axes=(0, None))(x, w)))(2.0)
 
 
 # -- Jacobians and Hessians against finite differences ----------------------------------------------------

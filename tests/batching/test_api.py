@@ -104,12 +104,12 @@ def test_axis_size_without_mapped_arguments():
 
 def test_unmapped_arguments_reach_the_function_as_they_are():
     """in_axes=None leaves are not traced (as in JAX): a Python int stays an int, so it can be a jit's static
-    argument or a shape inside (JAX's examples/pca_from_scratch.py), and an array stays concrete."""
+    argument or a shape inside (JAX's examples/pca_from_scratch.py), and an array stays a concrete array."""
     seen = []
 
     def f(x, n, table):
         seen.append((type(n), type(table)))
-        return x[:n] * float(table[0])
+        return x[:n] * table[0]
 
     x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
     table = knp.asarray(np.array([2.0, 5.0], np.float32))
