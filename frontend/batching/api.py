@@ -137,10 +137,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         # Only the mapped leaves are traced. The others reach the function as they are, as in JAX: a Python
         # int stays an int (a static argument of a jit inside, a shape), an array stays concrete.
         mapped = [i for i, d in enumerate(dims) if d is not None]
-        mapped_dims = [dims[i] % abstractify(flat[i]).ndim for i in mapped]
-        per_example = [abstractify(flat[i]).update(shape=tuple(s for j, s in enumerate(abstractify(flat[i]).shape)
-                                                               if j != d))
-                       for i, d in zip(mapped, mapped_dims)]
+        mapped_avals = [abstractify(flat[i]) for i in mapped]
+        mapped_dims = [dims[i] % a.ndim for i, a in zip(mapped, mapped_avals)]
+        per_example = [a.update(shape=a.shape[:d] + a.shape[d + 1:]) for a, d in zip(mapped_avals, mapped_dims)]
         out_tree_box = []
 
         def flat_fun(*tracers):

@@ -150,7 +150,8 @@ class Tracer(ArrayMethods):
 class Builder:
     """Records the IR of one function being traced."""
 
-    def __init__(self, fun_name: str = "a function", known_inputs: bool = False):
+    def __init__(self, fun_name: str = "a function", known_inputs: bool = False,
+                 tangent_flows: Callable[[Eqn], bool] | None = None):
         self.fun_name = fun_name
         self.eqns: list[Eqn] = []
         self.invars: list[Var] = []
@@ -166,7 +167,7 @@ class Builder:
         # Under eager grad/vjp/jvp (set by trace_to_ir's ``tangent_flows``): the variables that carry a
         # derivative of the inputs, found as equations are recorded (``_derivative_vars``). Converting one to
         # a Python or NumPy value would silently drop its derivative, so that raises, as in JAX.
-        self.tangent_flows: Callable[[Eqn], bool] | None = None
+        self.tangent_flows = tangent_flows
         self._carrying: set[Var] = set()
         self._carrying_upto = 0
 
@@ -400,8 +401,8 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
     inputs are being differentiated, and this says which equations pass a derivative from their inputs to
     their outputs; values that carry one do not convert to Python or NumPy values (:meth:`Builder.check_no_derivative`).
     """
-    builder = Builder(name or getattr(fun, "__name__", "a function"), known_inputs=known_values is not None)
-    builder.tangent_flows = tangent_flows
+    builder = Builder(name or getattr(fun, "__name__", "a function"), known_inputs=known_values is not None,
+                      tangent_flows=tangent_flows)
     names = list(arg_names) or [""] * len(in_avals)
     values = list(known_values) if known_values is not None else [None] * len(in_avals)
     hints = list(input_hints) if input_hints is not None else [None] * len(in_avals)
