@@ -11,6 +11,7 @@ fraction of the copy bandwidth, TFLOP/s).
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import importlib
 import itertools
@@ -185,6 +186,35 @@ def bench_compile(fw: Framework, quick: bool) -> float:
     """``lowered.compile()`` of the same 1,000-op function (mostly XLA's own compile time)."""
     args = _chain_args(fw)
     return once_each(lambda i: fw.jit(_make_chain(fw)).lower(*args).compile, repeat=1 if quick else 5)
+
+
+def bench_compile_both_caches(fw: Framework, quick: bool) -> float:
+    """The compile row with both persistent compile caches on and writing, like for like: kiln's as it is by
+    default, JAX's turned on for this row only (no minimum compile time or entry size, as kiln's defaults), each
+    into a new temporary directory. The row above compares kiln's default against JAX's (its cache off)."""
+    import tempfile
+    with tempfile.TemporaryDirectory() as directory, _persistent_cache(fw, directory):
+        return bench_compile(fw, quick)
+
+
+@contextlib.contextmanager
+def _persistent_cache(fw: Framework, directory: str):
+    """``fw``'s persistent compile cache on, writing every executable into ``directory``; restored after."""
+    top = importlib.import_module(fw.name)
+    names = (("jax_compilation_cache_dir", directory), ("jax_persistent_cache_min_compile_time_secs", 0.0),
+             ("jax_persistent_cache_min_entry_size_bytes", -1)) if fw.name == "jax" else \
+        (("compilation_cache", True), ("compilation_cache_dir", directory))
+    saved = [(name, getattr(top.config, name)) for name, _ in names]
+    for name, value in names:
+        top.config.update(name, value)
+    try:
+        yield
+    finally:
+        for name, value in saved:
+            top.config.update(name, value)
+        if fw.name == "jax":
+            from jax._src import compilation_cache
+            compilation_cache.reset_cache()  # the next row runs without it, as JAX's default
 
 
 # -- an MLP ---------------------------------------------------------------------------------------
@@ -747,6 +777,7 @@ CASES: list[Case] = [
          _eager(_selu, lambda: _host_normal(SELU_SIZE), number=3, repeat=7)),
     Case(f"trace+lower: {CHAIN_OPS:,}-op chain", "ms", bench_trace_lower),
     Case(f"compile: {CHAIN_OPS:,}-op chain", "ms", bench_compile),
+    Case(f"compile: {CHAIN_OPS:,}-op chain, both persistent caches on", "ms", bench_compile_both_caches),
     Case("MLP forward+loss 784-512-512-10, batch 128", "ms", bench_mlp_forward),
     Case("MLP train step (value_and_grad + SGD)", "ms", bench_mlp_train_step, gpu=True),
     Case("MLP train step: trace+lower", "ms", bench_mlp_train_trace_lower),
