@@ -38,6 +38,16 @@ def unary_jvp(prim, deriv) -> None:
     jvp_rules[prim] = rule
 
 
+def tangent_jvp(prim, tangent) -> None:
+    """Register the JVP rule of the unary primitive ``prim`` whose tangent is ``tangent(t, x, out)``: for the
+    rules JAX writes in another order than ``t * derivative`` (floating-point results then match JAX's bits)."""
+    def rule(primals, tangents):
+        (x,), (t,) = primals, tangents
+        out = prim.bind(x)
+        return out, tangent(t, x, out)
+    jvp_rules[prim] = rule
+
+
 def _unary(name, deriv):
     unary_jvp(U[name], deriv)
 
@@ -60,11 +70,12 @@ _unary("expm1", lambda x, y: lax.add(y, _full_like(y, 1)))
 _unary("sin", lambda x, y: lax.cos(x))
 _unary("cos", lambda x, y: lax.neg(lax.sin(x)))
 _unary("tan", lambda x, y: lax.add(_full_like(y, 1), lax.mul(y, y)))
-_unary("tanh", lambda x, y: lax.sub(_full_like(y, 1), lax.mul(y, y)))
+# (t + t*y) * (1 - y), JAX's order (t * (1 - y*y) rounds differently)
+tangent_jvp(U["tanh"], lambda t, x, y: lax.mul(lax.add(t, lax.mul(t, y)), lax.sub(_full_like(y, 1), y)))
 _unary("logistic", lambda x, y: lax.mul(y, lax.sub(_full_like(y, 1), y)))
 _unary("sqrt", lambda x, y: lax.div(_full_like(y, 0.5), y))
 _unary("rsqrt", lambda x, y: lax.mul(_full_like(y, -0.5), lax.div(y, x)))
-_unary("cbrt", lambda x, y: lax.div(y, lax.mul(_full_like(x, 3), x)))
+_unary("cbrt", lambda x, y: lax.mul(_full_like(x, 1 / 3), lax.integer_pow(y, -2)))  # JAX's (1/3) * y**-2
 
 
 def _abs_jvp(primals, tangents):

@@ -9,7 +9,7 @@ from .. import lax
 from ..core.tracing import abstractify
 from ..lax import special as sp
 from .jvp import jvp_rules, non_differentiable
-from .rules_elementwise import unary_jvp
+from .rules_elementwise import tangent_jvp, unary_jvp
 from .tangents import Zero, instantiate
 from .transpose import is_undefined, transpose_rules
 
@@ -37,18 +37,23 @@ _TWO_OVER_SQRT_PI = 2.0 / np.sqrt(np.pi)
 
 _unary("asin", lambda x, y: lax.rsqrt(_one_minus_sq(x)))
 _unary("acos", lambda x, y: lax.neg(lax.rsqrt(_one_minus_sq(x))))
-_unary("atan", lambda x, y: lax.div(_full_like(x, 1), _one_plus_sq(x)))
+tangent_jvp(S["atan"], lambda t, x, y: lax.div(t, _one_plus_sq(x)))  # JAX's t / (1 + x*x)
 _unary("sinh", lambda x, y: sp.cosh(x))
 _unary("cosh", lambda x, y: sp.sinh(x))
 _unary("asinh", lambda x, y: lax.rsqrt(_one_plus_sq(x)))
 # 1 / (sqrt(x - 1) sqrt(x + 1)): the principal branch for complex x as well.
 _unary("acosh", lambda x, y: lax.div(_full_like(x, 1), lax.mul(lax.sqrt(lax.sub(x, _full_like(x, 1))),
                                                               lax.sqrt(lax.add(x, _full_like(x, 1))))))
-_unary("atanh", lambda x, y: lax.div(_full_like(x, 1), _one_minus_sq(x)))
-_unary("erf", lambda x, y: lax.mul(_full_like(x, _TWO_OVER_SQRT_PI), lax.exp(lax.neg(lax.mul(x, x)))))
-_unary("erfc", lambda x, y: lax.mul(_full_like(x, -_TWO_OVER_SQRT_PI), lax.exp(lax.neg(lax.mul(x, x)))))
+# JAX's orders: (1 / (1 + x)) * (t / (1 - x)), and c * (t * exp(-x*x)) for erf and erfc
+tangent_jvp(S["atanh"], lambda t, x, y: lax.mul(lax.div(_full_like(x, 1), lax.add(_full_like(x, 1), x)),
+                                                lax.div(t, lax.sub(_full_like(x, 1), x))))
+tangent_jvp(S["erf"], lambda t, x, y: lax.mul(_full_like(x, _TWO_OVER_SQRT_PI),
+                                              lax.mul(t, lax.exp(lax.neg(lax.mul(x, x))))))
+tangent_jvp(S["erfc"], lambda t, x, y: lax.mul(_full_like(x, -_TWO_OVER_SQRT_PI),
+                                               lax.mul(t, lax.exp(lax.neg(lax.mul(x, x))))))
 # d/dx erf^-1(x) = 1 / erf'(y) = sqrt(pi) / 2 * exp(y^2) with y = erf^-1(x).
-_unary("erf_inv", lambda x, y: lax.mul(_full_like(y, 1 / _TWO_OVER_SQRT_PI), lax.exp(lax.mul(y, y))))
+tangent_jvp(S["erf_inv"], lambda t, x, y: lax.mul(_full_like(y, 1 / _TWO_OVER_SQRT_PI),
+                                                   lax.mul(t, lax.exp(lax.mul(y, y)))))
 _unary("lgamma", lambda x, y: sp.digamma(x))
 
 
@@ -113,12 +118,27 @@ def _complex_jvp(primals, tangents):
     return sp.complex_p.bind(x, y), sp.complex_p.bind(instantiate(tx), instantiate(ty))
 
 
+def _strong_zeros_like(x):
+    """Zeros of ``x``'s shape and dtype, strongly typed: as in JAX, the cotangent a complex input gets back
+    through ``real``/``imag`` is not weak even when the real cotangent is."""
+    aval = abstractify(x)
+    return lax.full(aval.shape, 0, aval.dtype)
+
+
 def _real_transpose(ct, x):
-    return [sp.complex_p.bind(ct, _full_like(ct, 0))]
+    return [sp.complex_p.bind(ct, _strong_zeros_like(ct))]
 
 
 def _imag_transpose(ct, x):
-    return [sp.complex_p.bind(_full_like(ct, 0), lax.neg(ct))]
+    return [sp.complex_p.bind(_strong_zeros_like(ct), lax.neg(ct))]
+
+
+def _conj_jvp(primals, tangents):
+    return sp.conj_p.bind(primals[0]), sp.conj_p.bind(tangents[0])
+
+
+def _conj_transpose(ct, x):
+    return [sp.conj_p.bind(ct)]
 
 
 def _complex_transpose(ct, x, y):
@@ -132,3 +152,5 @@ jvp_rules[sp.complex_p] = _complex_jvp
 transpose_rules[sp.real_p] = _real_transpose
 transpose_rules[sp.imag_p] = _imag_transpose
 transpose_rules[sp.complex_p] = _complex_transpose
+jvp_rules[sp.conj_p] = _conj_jvp
+transpose_rules[sp.conj_p] = _conj_transpose

@@ -96,6 +96,17 @@ def _complex_rule(x: ShapedArray, y: ShapedArray) -> ShapedArray:
 complex_p = Primitive("complex", _complex_rule)
 
 
+def _conj_rule(x: ShapedArray) -> ShapedArray:
+    if x.dtype.kind != "c":
+        raise TypeError(f"kiln.lax.conj: the primitive takes a complex array, got {x.dtype.name}")
+    return x
+
+
+# A primitive of its own (not complex(real(x), -imag(x))) for its transpose, conj of the cotangent: composed,
+# the transpose adds 0 + -0 and loses the sign of a zero imaginary part (JAX's grad(conj) at 3+4j is 1-0j).
+conj_p = Primitive("conj", _conj_rule)
+
+
 def real(x):
     """The real part of a complex array (kiln primitive)."""
     return real_p.bind(x)
@@ -115,7 +126,7 @@ def conj(x):
     """Complex conjugate; as in JAX, a real floating input gives a complex result."""
     aval = abstractify(x)
     if aval.dtype.kind == "c":
-        return complex(real(x), api.neg(imag(x)))
+        return conj_p.bind(x)
     _check_kind("conj", aval, _FLOAT)
     if aval.dtype not in _COMPLEX_OF:
         x = api.convert_element_type(x, dtypes.float32, weak_type=aval.weak_type)

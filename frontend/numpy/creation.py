@@ -22,6 +22,7 @@ from ._util import (
     broadcast_to_shape,
     canonical_axis,
     check_arraylike,
+    convert,
     is_array,
     promote_dtypes,
     static_int,
@@ -190,31 +191,34 @@ def empty(shape, dtype=None, *, device=None) -> Any:
     return zeros(shape, dtype)
 
 
-def _like(fname, x, shape, dtype):
+def _filled_like(fname, x, fill_value, shape, dtype):
+    """``full`` with the shape and dtype of ``x`` (unless given). As in JAX, the result is weakly typed when
+    ``x`` is, no dtype is given and the fill is a scalar: ``zeros_like(1.0) + bfloat16_array`` stays bfloat16."""
     check_arraylike(fname, x)
     aval = abstractify(x)
-    return (aval.shape if shape is None else static_shape(fname, shape)), _dtype_or_default(dtype, aval.dtype)
+    shape = aval.shape if shape is None else static_shape(fname, shape)
+    if dtype is None and aval.weak_type and np.ndim(fill_value) == 0:  # (an array fill keeps its strong type)
+        check_arraylike(fname, x, fill_value)
+        return lax.broadcast_in_dim(convert(fill_value, aval.dtype, True), shape, ())
+    return full(shape, fill_value, _dtype_or_default(dtype, aval.dtype))
 
 
 @takes_out_sharding
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None) -> Any:
     """An array with the shape and dtype of ``a`` filled with ``fill_value``."""
-    shape, dtype = _like("full_like", a, shape, dtype)
-    return full(shape, fill_value, dtype)
+    return _filled_like("full_like", a, fill_value, shape, dtype)
 
 
 @takes_out_sharding
 def zeros_like(a, dtype=None, shape=None, *, device=None) -> Any:
     """An array of zeros with the shape and dtype of ``a``."""
-    shape, dtype = _like("zeros_like", a, shape, dtype)
-    return full(shape, 0, dtype)
+    return _filled_like("zeros_like", a, 0, shape, dtype)
 
 
 @takes_out_sharding
 def ones_like(a, dtype=None, shape=None, *, device=None) -> Any:
     """An array of ones with the shape and dtype of ``a``."""
-    shape, dtype = _like("ones_like", a, shape, dtype)
-    return full(shape, 1, dtype)
+    return _filled_like("ones_like", a, 1, shape, dtype)
 
 
 def empty_like(a, dtype=None, shape=None, *, device=None) -> Any:

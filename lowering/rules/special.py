@@ -5,8 +5,11 @@ legalizes them to HLO (tests/lax/test_special.py compiles every one of them).
 """
 from __future__ import annotations
 
-from ..hlo import op_rule
+import numpy as np
+
+from ..hlo import op, op_rule, out_type
 from ..registry import register
+from ..types import ranked_type
 
 _OPS = {
     "asin": "chlo.asin", "acos": "chlo.acos", "atan": "chlo.atan", "sinh": "chlo.sinh",
@@ -21,3 +24,12 @@ _OPS = {
 
 for _kiln, _name in _OPS.items():
     register(_kiln)(op_rule(_name))
+
+
+@register("conj")
+def _conj(ctx, eqn, x):
+    """complex(real(x), -imag(x)): StableHLO has no conjugate (XLA's HLO ``conj`` is what this becomes)."""
+    aval = eqn.inputs[0].aval
+    part = ranked_type(aval.shape, np.finfo(aval.dtype).dtype)  # the real dtype of the complex one
+    re, im = op("stablehlo.real", [x], part), op("stablehlo.imag", [x], part)
+    return op("stablehlo.complex", [re, op("stablehlo.negate", [im], part)], out_type(eqn))

@@ -334,3 +334,24 @@ def test_diag_errors():
         knp.diagonal(np.zeros((2, 2)), 0, 0, 2)
     with pytest.raises(ValueError, match="kiln.numpy.diagonal: the array must be at least 2-D"):
         knp.diagonal(np.zeros(3))
+
+
+def test_like_functions_keep_a_weak_type():
+    # As JAX: *_like of a weakly typed value without a dtype is weakly typed, so it does not widen what it
+    # meets (zeros_like(1.0) + a bfloat16 array stays bfloat16); a dtype, a strong input or an array fill
+    # gives a strong result.
+    weak = knp.asarray(1.0)
+    for like in (knp.zeros_like, knp.ones_like, knp.empty_like, lambda a: knp.full_like(a, 3),
+                 lambda a: knp.full_like(a, np.float32(3)), lambda a: knp.full_like(a, knp.asarray(3)),
+                 lambda a: knp.zeros_like(a, shape=(2, 3))):
+        out = like(weak)
+        assert out.weak_type and out.dtype == np.float32, like
+        assert kiln.jit(like)(1.0).weak_type
+        assert not like(knp.ones(2)).weak_type
+    assert (knp.zeros_like(1.0) + knp.ones(3, knp.bfloat16)).dtype == knp.bfloat16
+    assert knp.zeros_like(2).dtype == np.int32 and knp.zeros_like(2).weak_type
+    assert not knp.zeros_like(weak, dtype=np.float32).weak_type
+    assert not knp.full_like(knp.ones(2), knp.ones(2) * 3).weak_type
+    np.testing.assert_array_equal(knp.full_like(weak, 3, shape=(2,)), [3.0, 3.0])
+    with pytest.raises(TypeError, match=r"kiln.numpy.full_like: argument 1 of type str \('x'\) is not an array"):
+        knp.full_like(weak, "x")
