@@ -153,4 +153,16 @@ transpose_rules[sp.real_p] = _real_transpose
 transpose_rules[sp.imag_p] = _imag_transpose
 transpose_rules[sp.complex_p] = _complex_transpose
 jvp_rules[sp.conj_p] = _conj_jvp
+
+
+def _integer_pow_jvp(primals, tangents, *, y):
+    (x,), (t,) = primals, tangents
+    out = sp.integer_pow_p.bind(x, y=y)
+    if y == 0:
+        return out, Zero(abstractify(out))
+    # JAX's t * (y * x**(y - 1))
+    return out, lax.mul(t, lax.mul(_full_like(x, y), sp.integer_pow_p.bind(x, y=y - 1)))
+
+
+jvp_rules[sp.integer_pow_p] = _integer_pow_jvp
 transpose_rules[sp.conj_p] = _conj_transpose

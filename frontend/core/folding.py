@@ -52,7 +52,40 @@ _OPS: dict[str, tuple[Callable[..., Any], frozenset]] = {
     "not": (np.invert, _LOGIC),
 }
 
-FOLDABLE = frozenset(_OPS) | {"convert_element_type"}
+FOLDABLE = frozenset(_OPS) | {"convert_element_type", "integer_pow"}
+
+
+def square_and_multiply(x: Any, n: int, mul: Callable[[Any, Any], Any]) -> Any:
+    """``x`` to the static power ``n >= 1`` under the product ``mul``: the squares of ``x`` for the set bits of
+    ``n``, multiplied in from the lowest bit up. One order for every use, so that they agree to the bit: the
+    emission of ``integer_pow`` (as JAX's), its constant folding, and ``kiln.numpy.linalg.matrix_power``."""
+    result = None
+    while True:
+        if n & 1:
+            result = x if result is None else mul(result, x)
+        n >>= 1
+        if not n:
+            return result
+        x = mul(x, x)
+
+
+def _integer_pow(v: np.ndarray, y: int) -> np.ndarray | None:
+    """``v ** y`` as the emitted program computes it (correctly rounded products, then ``1 / acc`` for y < 0),
+    or None when a product is subnormal (a backend may flush it to zero)."""
+    if v.dtype not in _ARITH or (y < 0 and v.dtype not in _FLOATS):
+        return None
+    if y == 0:
+        return np.ones((), v.dtype)
+    subnormal = []
+
+    def mul(a, b):
+        out = np.multiply(a, b)
+        subnormal.append(_subnormal(out))
+        return out
+    with np.errstate(all="ignore"):
+        acc = square_and_multiply(v, abs(y), mul)
+        out = np.asarray(np.divide(np.ones((), v.dtype), acc) if y < 0 else acc)
+    return None if any(subnormal) else out
 
 
 def _subnormal(v: np.ndarray) -> bool:
@@ -86,7 +119,9 @@ def fold(name: str, params: dict, values: list[np.ndarray], out_dtype: np.dtype)
     ``params``), of dtype ``out_dtype``, or None where folding could change the result (see the module)."""
     if any(v.dtype not in _ALL or _subnormal(v) for v in values):
         return None
-    if name == "convert_element_type":
+    if name == "integer_pow":
+        out = _integer_pow(values[0], params["y"])
+    elif name == "convert_element_type":
         if out_dtype not in _ALL:
             return None
         with np.errstate(all="ignore"):  # a float too large for float16 becomes inf, as in XLA

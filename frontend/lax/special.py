@@ -8,7 +8,7 @@ so it needs no derivative or batching rule of its own.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 
@@ -197,6 +197,15 @@ def reciprocal(x):
     return api.div(_full_like(x, 1), x)
 
 
+def _integer_pow_rule(x: ShapedArray, *, y: int) -> ShapedArray:
+    return x
+
+
+# A primitive, as JAX's (emitted as square-and-multiply, lowering/rules/special.py): its derivative is then
+# y * x**(y - 1), JAX's formula and numbers, rather than the product rule through a chain of multiplies.
+integer_pow_p = Primitive("integer_pow", _integer_pow_rule)
+
+
 def integer_pow(x, y: Any):
     """``x ** y`` for a static Python int ``y``, by repeated squaring (exact for integers)."""
     if isinstance(y, bool) or not isinstance(y, (int, np.integer)):
@@ -205,23 +214,7 @@ def integer_pow(x, y: Any):
     y = int(y)
     aval = abstractify(x)
     _check_kind("integer_pow", aval, "iufc")
-    if y < 0:
-        if not dtypes.is_inexact(aval.dtype):
-            raise ValueError(f"kiln.lax.integer_pow: integers to negative powers are not allowed "
-                             f"(exponent {y}, dtype {aval.dtype.name})")
-        return reciprocal(integer_pow(x, -y))
-    return _full_like(x, 1) if y == 0 else square_and_multiply(x, y, api.mul)
-
-
-def square_and_multiply(x, n: int, mul: Callable[[Any, Any], Any]):
-    """``x`` to the static power ``n >= 1`` under the product ``mul`` (elementwise for ``integer_pow``, the
-    matrix product for ``kiln.numpy.linalg.matrix_power``): the squares of ``x`` for the set bits of ``n``,
-    multiplied in from the lowest bit up."""
-    result = None
-    while True:
-        if n & 1:
-            result = x if result is None else mul(result, x)
-        n >>= 1
-        if not n:
-            return result
-        x = mul(x, x)
+    if y < 0 and not dtypes.is_inexact(aval.dtype):
+        raise ValueError(f"kiln.lax.integer_pow: integers to negative powers are not allowed "
+                         f"(exponent {y}, dtype {aval.dtype.name})")
+    return integer_pow_p.bind(x, y=y)

@@ -37,11 +37,11 @@ from .. import lax
 from ..core import dtypes
 from ..core.axes import canonical_axes
 from ..core.errors import MatrixShapeError
+from ..core.folding import square_and_multiply
 from ..core.tracing import abstractify, materialize
 from ..driver.eager_jit import eager_jit
 from ..lax import linalg as lax_linalg
 from ..lax import precision as lax_precision
-from ..lax.special import square_and_multiply
 from . import products as _products
 from ._util import check_arraylike, convert
 

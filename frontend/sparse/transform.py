@@ -187,6 +187,16 @@ for _name in _ZERO_PRESERVING + _ZERO_PRESERVING_LINEAR:
     sparse_rules[_p] = _unary(_p, linear=_name in _ZERO_PRESERVING_LINEAR)
 
 
+def _integer_pow(x: BCOO, *, y: int) -> list:
+    if y <= 0:  # 0 ** y is 1 or inf: a dense result
+        raise SparsifyError(f"sparsify: x ** {y} of a sparse array would be dense (0 ** {y} is not 0); take it of "
+                            "x.todense(), or of x.data for the stored entries only")
+    return _unary(registry["integer_pow"], linear=False)(x, y=y)
+
+
+sparse_rules[registry["integer_pow"]] = _integer_pow
+
+
 def _dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, preferred_element_type: Any) -> list:
     if _is_sparse(lhs) and _is_sparse(rhs):
         return [_sparse_sparse_dot(lhs, rhs, dimension_numbers, preferred_element_type)]

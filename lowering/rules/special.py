@@ -5,9 +5,12 @@ legalizes them to HLO (tests/lax/test_special.py compiles every one of them).
 """
 from __future__ import annotations
 
-import numpy as np
+import operator
 
-from ..hlo import op, op_rule, out_type
+import numpy as np
+from kiln.frontend.core.folding import square_and_multiply
+
+from ..hlo import V, full, op, op_rule, out_type
 from ..registry import register
 from ..types import ranked_type
 
@@ -33,3 +36,13 @@ def _conj(ctx, eqn, x):
     part = ranked_type(aval.shape, np.finfo(aval.dtype).dtype)  # the real dtype of the complex one
     re, im = op("stablehlo.real", [x], part), op("stablehlo.imag", [x], part)
     return op("stablehlo.complex", [re, op("stablehlo.negate", [im], part)], out_type(eqn))
+
+
+@register("integer_pow")
+def _integer_pow(ctx, eqn, x):
+    """Square and multiply (JAX's order of products, the one constant folding uses), then 1 / acc for y < 0."""
+    aval, y = eqn.inputs[0].aval, eqn.params["y"]
+    if y == 0:
+        return full(1, aval.shape, aval.dtype).v
+    acc = square_and_multiply(V.of(x, aval), abs(y), operator.mul)
+    return (1 / acc).v if y < 0 else acc.v

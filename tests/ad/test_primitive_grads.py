@@ -165,6 +165,8 @@ CASES: dict[str, list[Case]] = {
     "imag": [c(lax.imag, a(3) + 1j * a(3))],
     "complex": [c(lax.complex, a(3), a(3))],
     "conj": [c(lax.conj, a(3) + 1j * a(3))],
+    "integer_pow": [c(lambda x: lax.integer_pow(x, 3), a(3)), c(lambda x: lax.integer_pow(x, -2), a(3, lo=0.5, hi=2)),
+                    c(lambda x: lax.integer_pow(x, 0), a(3), order=1)],
     # -- structural --
     "broadcast_in_dim": [c(lambda x: lax.broadcast_in_dim(x, (2, 3, 4), (0, 2)), a(2, 4))],
     "reshape": [c(lambda x: lax.reshape(x, (6,)), a(2, 3))],
@@ -404,6 +406,10 @@ def test_derivatives_in_jaxs_order_of_operations():
     np.testing.assert_array_equal(grads(lax.atan, x), one / (one + x * x))
     u = x[1:4]
     np.testing.assert_array_equal(grads(lax.atanh, u), (one / (one + u)) * (one / (one - u)))
+    # integer_pow: y * x**(y - 1), not the product rule through its multiplies
+    np.testing.assert_array_equal(grads(lambda v: lax.integer_pow(v, 3), x), f32(3) * (x * x))
+    np.testing.assert_array_equal(grads(lambda v: lax.integer_pow(v, 5), x), f32(5) * ((x * x) * (x * x)))
+    np.testing.assert_array_equal(grads(lambda v: lax.integer_pow(v, -2), x), f32(-2) * (one / (x * x * x)))
 
 
 def test_complex_part_derivatives_as_jax():

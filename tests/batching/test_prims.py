@@ -137,6 +137,7 @@ case("real", lax.real, lambda r: [(f32(r, 2, 3) + 1j * f32(r, 2, 3)).astype(np.c
 case("imag", lax.imag, lambda r: [(f32(r, 2, 3) + 1j * f32(r, 2, 3)).astype(np.complex64)], [((-1,), 1)])
 case("complex", lax.complex, lambda r: [f32(r, 2, 3), f32(r, 2, 3)], [((0, None), 0), ((1, -1), -1)])
 case("conj", lax.conj, lambda r: [(f32(r, 2, 3) + 1j * f32(r, 2, 3)).astype(np.complex64)], [((1,), 0)])
+case("integer_pow", lambda x: lax.integer_pow(x, 3), lambda r: [f32(r, 2, 3)], [((1,), 0), ((0,), 1)])
 case("bitcast_convert_type", lambda x: lax.bitcast_convert_type(x, np.int32), lambda r: [f32(r, 2, 3)],
      [((1,), 0)], id="bitcast-same-width")
 case("bitcast_convert_type", lambda x: lax.bitcast_convert_type(x, np.uint8), lambda r: [f32(r, 2, 3)],

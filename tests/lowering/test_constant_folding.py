@@ -12,6 +12,7 @@ import pytest
 from kiln.frontend.core import folding
 from kiln.frontend.lax import elementwise as ew
 from kiln.frontend.lax.api import literal
+from kiln.frontend.lax.special import integer_pow_p
 
 import kiln
 import kiln.numpy as knp
@@ -31,6 +32,8 @@ _HLO = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "re
 def _prim(name):
     if name == "convert_element_type":
         return ew.convert_p
+    if name == "integer_pow":
+        return integer_pow_p
     return ew.unary_prims.get(name) or ew.binary_prims[name]
 
 
@@ -107,6 +110,17 @@ def test_float_arithmetic_folds_to_xlas_bits(dtype):
 _NUMPY = {"add": np.add, "sub": np.subtract, "mul": np.multiply, "div": np.divide, "max": np.maximum,
           "min": np.minimum, "eq": np.equal, "ne": np.not_equal, "lt": np.less, "le": np.less_equal,
           "gt": np.greater, "ge": np.greater_equal}
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16, np.int32, np.uint8], ids=lambda d: np.dtype(d).name)
+def test_integer_pow_folds_to_xlas_bits(dtype):
+    # square and multiply, the emitted order of products (then 1/acc for y < 0): XLA's bits, or not folded
+    is_float = dtype in (F32, F16, BF16)  # (bfloat16's NumPy kind is 'V')
+    values = _float_values(dtype)[:-1] if is_float else _int_values(dtype)
+    for y in ((-3, -1, 0, 1, 2, 3, 5, 7) if is_float else (0, 1, 2, 3, 5, 7)):
+        _check("integer_pow", [(v,) for v in values], {"y": y})
+        folded = [v for v in values if folding.fold("integer_pow", {"y": y}, [v], np.dtype(dtype)) is not None]
+        assert len(folded) >= len(values) // 2, (y, folded)  # most are folded (not subnormal products, ...)
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.uint32], ids=lambda d: np.dtype(d).name)
