@@ -135,7 +135,7 @@ swish = silu
 def softplus(x):
     """``log(1 + exp(x))``, computed as ``logaddexp(x, 0)`` (no overflow for large x)."""
     (x,) = float_args("kiln.nn.softplus", x)
-    return _uf._logaddexp(x, _const(x, 0), lax.exp, None)
+    return _uf.logaddexp_e(x, _const(x, 0))
 
 
 @eager_jit()

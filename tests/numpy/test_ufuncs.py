@@ -422,3 +422,20 @@ def test_spacing_and_numpy2_aliases():
     _check(knp.bitwise_invert(i), ~i, F32)
     _check(knp.bitwise_left_shift(i, 1), i << 1, F32)
     _check(knp.bitwise_right_shift(i, 1), i >> 1, F32)
+
+
+def test_logaddexp_derivative_is_jaxs_rule():
+    # d/dx1 = exp(x1 - out) with +inf taken as 0 in both (JAX's custom rule, not the derivative of the stable
+    # formula): finite at infinities, and the same float32 numbers as JAX's; softplus and logaddexp2 share it.
+    g = kiln.grad(knp.logaddexp, argnums=(0, 1))
+    f32 = np.float32
+    for a, b in [(1.0, 2.0), (0.3, -0.7), (-5.3, 0.0)]:
+        out = knp.logaddexp(f32(a), f32(b))
+        want = [np.asarray(kiln.lax.exp(f32(v) - out)) for v in (a, b)]
+        assert [np.asarray(v) for v in g(f32(a), f32(b))] == want, (a, b)
+    assert [float(v) for v in g(f32(np.inf), f32(1.0))] == [1.0, float(kiln.lax.exp(f32(1.0)))]  # (JAX: [1, e])
+    assert [float(v) for v in g(f32(np.inf), f32(np.inf))] == [1.0, 1.0]
+    assert [float(v) for v in g(f32(-np.inf), f32(1.0))] == [0.0, 1.0]
+    x = f32(-5.3)
+    assert kiln.grad(kiln.nn.softplus)(x) == kiln.lax.exp(x - kiln.nn.softplus(x))
+    assert kiln.grad(lambda a: knp.logaddexp2(a, 1.0))(0.5) == kiln.lax.exp2(f32(0.5) - knp.logaddexp2(0.5, 1.0))
