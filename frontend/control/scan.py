@@ -230,6 +230,17 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
             invariant.update(e.outputs)
     kind = [("const" if r in const_pos else "xs" if r in xs_pos else "literal" if r in constant else
              "hoist" if r in invariant else "stacked") if isinstance(r, Var) else "stacked" for r in residuals]
+    # A residual that one cheap elementwise operation computes from another stacked residual and literals (tanh's
+    # derivative keeps y and 1 - y, JAX's order of operations) is computed again in the linear body from that
+    # one: not stacked too.
+    stacked_set = {r for r, k in zip(residuals, kind) if k == "stacked"}
+    derived = {e.outputs[0]: e for e in known.eqns
+               if e.prim.name in _CHEAP and len(e.outputs) == 1 and e.outputs[0] in stacked_set
+               and all(isinstance(a, Literal) or a in constant or (a in stacked_set and a is not e.outputs[0])
+                       for a in e.inputs)
+               and any(a in stacked_set for a in e.inputs if isinstance(a, Var))}
+    derived = {r: e for r, e in derived.items() if not any(a in derived for a in e.inputs if isinstance(a, Var))}
+    kind = ["derived" if k == "stacked" and r in derived else k for r, k in zip(residuals, kind)]
     hoisted, outer = _hoist(known.eqns, [r for r, k in zip(residuals, kind) if k == "hoist"],
                             {v: ins_c[i] for v, i in const_pos.items()})
     stacked = [r for r, k in zip(residuals, kind) if k == "stacked"]
@@ -258,6 +269,17 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     stacked_in = [v for v, _ in of("stacked")]
     recomputed = [Eqn(constant[r].prim, constant[r].inputs, [v], constant[r].params, constant[r].source)
                   for v, r in of("literal")]
+    stacked_var = {r: v for v, r in of("stacked")}
+    for v, r in of("derived"):
+        e, ins = derived[r], []
+        for a in e.inputs:
+            if isinstance(a, Var) and a in constant:  # a broadcast literal: computed again as well
+                c = constant[a]
+                a_new = Var(a.aval)
+                recomputed.append(Eqn(c.prim, c.inputs, [a_new], c.params, c.source))
+                a = a_new
+            ins.append(stacked_var.get(a, a) if isinstance(a, Var) else a)
+        recomputed.append(Eqn(e.prim, ins, [v], e.params, e.source))
     unknown_body = ClosedIR(IR([], u_consts + inv_in + u_carry + stacked_in + fwd_in + u_xs,
                                recomputed + unknown.eqns, unknown.outvars), [])
     unknown_eqn = Eqn(scan_p, [a for a, u in zip(ins_c, c_u) if u] + inv_outer + [a for a, u in zip(ins_k, k_u) if u]
@@ -265,6 +287,10 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
                       [v for v, u in zip(outs_c, k_u) if u] + [v for v, u in zip(outs_y, y_u) if u],
                       {**p, "body": unknown_body, "num_consts": n_uc + len(inv_in), "num_carry": n_uk}, eqn.source)
     return hoisted + [known_eqn], [unknown_eqn], k_u + y_u
+
+
+# Elementwise operations cheap enough to compute again in the linear loop rather than stack their result.
+_CHEAP = frozenset({"add", "sub", "mul", "neg"})
 
 
 def _hoist(eqns: list[Eqn], wanted: list[Var], env: dict) -> tuple[list[Eqn], dict]:

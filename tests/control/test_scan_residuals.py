@@ -56,7 +56,8 @@ def test_xs_and_constants_are_not_stacked():
     xs = knp.asarray(rng.normal(size=(30, 2, 4)).astype(np.float32))
     for reverse in (False, True):
         text = kiln.jit(kiln.grad(lambda p, xs: _rnn2_loss(p, xs, reverse))).lower(params, xs).as_text()
-        # stacked by the forward loop: the hs (its output), the previous h and 1 - tanh(.)**2; no x, no ones
+        # stacked by the forward loop: the hs (its output), the previous h and tanh(.) (its derivative's 1 - y is
+        # computed again in the backward loop from it); no x, no ones
         assert text.count("stablehlo.dynamic_update_slice") == 3, reverse
         assert "tensor<30x2x4xf32>" in text
         got = kiln.jit(kiln.grad(lambda p, xs: _rnn2_loss(p, xs, reverse)))(params, xs)
@@ -105,7 +106,8 @@ def test_loop_invariant_residuals_are_computed_once():
     xs = knp.asarray(rng.normal(size=(30, 2, 8)).astype(np.float32))
     text = kiln.jit(kiln.grad(_rnn3_loss)).lower(params, xs).as_text()
     assert "tensor<30x8x8xf32>" not in text  # w * 0.5, stacked once per step
-    # stacked: the hs, the previous h, (h @ w') for g's gradient and 1 - tanh(.)**2; not the broadcast g
+    # stacked: the hs, the previous h, (h @ w') for g's gradient and tanh(.) (not 1 - tanh: computed again); not
+    # the broadcast g
     assert text.count("stablehlo.dynamic_update_slice") == 4
     got = kiln.jit(kiln.grad(_rnn3_loss))(params, xs)
     want = kiln.grad(lambda p, xs: _rnn3_loss(p, xs, loop=True))(params, xs)

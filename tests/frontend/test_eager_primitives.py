@@ -461,6 +461,10 @@ CASES: dict[str, list[Case]] = {
     "real": [Case(lax.real, (np.complex64([1 + 2j, -3j]),), np.real)],
     "imag": [Case(lax.imag, (np.complex64([1 + 2j, -3j]),), np.imag)],
     "complex": [Case(lax.complex, (f32(1.0, -2.0), f32(0.5, 3.0)), lambda x, y: (x + 1j * y).astype(np.complex64))],
+    "conj": [Case(lax.conj, (np.complex64([1 + 2j, -3j, 4]),), np.conj)],
+    "integer_pow": [Case(lambda x: lax.integer_pow(x, 3), (f32(1.5, -2.0),), lambda x: x * x * x),
+                    Case(lambda x: lax.integer_pow(x, -2), (f32(1.5, -2.0),), lambda x: 1 / (x * x)),
+                    Case(lambda x: lax.integer_pow(x, 5), (np.int32([2, -3]),), lambda x: x ** 5)],
     "bitcast_convert_type": [
         Case(lambda x: lax.bitcast_convert_type(x, np.int32), (f32(1.0, -0.0),), lambda x: x.view(np.int32)),
         Case(lambda x: lax.bitcast_convert_type(x, np.uint8), (f32(1.0, 3.5),),
