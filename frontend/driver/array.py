@@ -234,12 +234,21 @@ class Array(ArrayMethods):
             return f"Array(<deleted>, shape={self.shape}, dtype={self.dtype.name})"
         if not self._holds_value():  # the array spans processes and this one lacks some pieces
             return f"Array(shape={self.shape}, dtype={self.dtype.name}{', weak_type=True' if self.weak_type else ''})"
-        suffix = f", dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "") + ")"
-        value = self._value()
-        if value.size == 0 and value.shape != (0,):
-            return f"Array([], shape={self.shape}{suffix}"
-        body = np.array2string(value, separator=", ", prefix="Array(", suffix=suffix)
-        return f"Array({body}{suffix}"
+        # Laid out as JAX lays it out, so that programs print what they print under JAX: NumPy wraps
+        # the numbers as if only a ',' followed them, and the dtype then goes on the last line after
+        # one space -- or after len("Array(") spaces, still on that line, when JAX's measure of the
+        # line (its length plus two, not counting "Array(" on a first line) and the dtype would pass
+        # the line width. An empty array of any shape prints "[], shape=...".
+        dtype_text = f"dtype={self.dtype.name}" + (", weak_type=True" if self.weak_type else "")
+        width = np.get_printoptions()["linewidth"]
+        if self.size == 0:
+            body = f"[], shape={self.shape}"
+        else:
+            body = np.array2string(self._value(), max_line_width=width, separator=", ",
+                                   prefix="Array(", suffix=",")
+        measured = len(body) - body.rfind("\n") + 1
+        gap = " " * len("Array(") if measured + len(dtype_text) + 2 > width else " "
+        return f"Array({body},{gap}{dtype_text})"
 
     def __str__(self) -> str:
         return str(self._value())

@@ -135,7 +135,7 @@ def test_pickle_round_trip():
     (lambda: knp.array(np.float32(1.)), "Array(1., dtype=float32)"),
     (lambda: knp.array([True, False]), "Array([ True, False], dtype=bool)"),
     (lambda: knp.arange(6).reshape(2, 3), "Array([[0, 1, 2],\n       [3, 4, 5]], dtype=int32)"),
-    (lambda: knp.zeros((0,)), "Array([], dtype=float32)"),
+    (lambda: knp.zeros((0,)), "Array([], shape=(0,), dtype=float32)"),
     (lambda: knp.zeros((0, 3)), "Array([], shape=(0, 3), dtype=float32)"),
     (lambda: knp.array([1 + 2j], dtype=knp.complex64), "Array([1.+2.j], dtype=complex64)"),
     (lambda: knp.array([1.5, 2], dtype=knp.bfloat16), "Array([1.5, 2], dtype=bfloat16)"),
@@ -143,6 +143,81 @@ def test_pickle_round_trip():
 ])
 def test_repr(make, expected):
     assert repr(make()) == expected
+
+
+_TEN = np.array([-147.84032, 12.5, 3.25, -0.001, 1e3, 7.123456, -99.99, 0.5, 42.0, -1.0], np.float32)
+
+
+# Expected strings are what JAX 0.10.2 prints for the same arrays: NumPy lays the numbers out with a
+# trailing ',' as the suffix, and the dtype goes after it on the last line, preceded by one space, or
+# by len("Array(") spaces when one space would take the line past the line width (on the same line:
+# JAX's rule, which these strings pin).
+@pytest.mark.parametrize("make,options,expected", [
+    (lambda: knp.array(_TEN), {},
+     "Array([-1.4784032e+02,  1.2500000e+01,  3.2500000e+00, -1.0000000e-03,\n"
+     "        1.0000000e+03,  7.1234560e+00, -9.9989998e+01,  5.0000000e-01,\n"
+     "        4.2000000e+01, -1.0000000e+00], dtype=float32)"),
+    (lambda: knp.arange(30.), {},
+     "Array([ 0.,  1.,  2.,  3.,  4.,  5.,  6.,  7.,  8.,  9., 10., 11., 12.,\n"
+     "       13., 14., 15., 16., 17., 18., 19., 20., 21., 22., 23., 24., 25.,\n"
+     "       26., 27., 28., 29.], dtype=float32)"),
+    (lambda: knp.arange(30), {},
+     "Array([ 0,  1,  2,  3,  4,  5,  6,  7,  8,  9, 10, 11, 12, 13, 14, 15, 16,\n"
+     "       17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29], dtype=int32)"),
+    (lambda: knp.arange(13.), {},
+     "Array([ 0.,  1.,  2.,  3.,  4.,  5.,  6.,  7.,  8.,  9., 10., 11., 12.],      dtype=float32)"),
+    (lambda: knp.arange(2000.), {},
+     "Array([0.000e+00, 1.000e+00, 2.000e+00, ..., 1.997e+03, 1.998e+03,\n"
+     "       1.999e+03], dtype=float32)"),
+    (lambda: knp.arange(2000).reshape(40, 50), {},
+     "Array([[   0,    1,    2, ...,   47,   48,   49],\n"
+     "       [  50,   51,   52, ...,   97,   98,   99],\n"
+     "       [ 100,  101,  102, ...,  147,  148,  149],\n"
+     "       ...,\n"
+     "       [1850, 1851, 1852, ..., 1897, 1898, 1899],\n"
+     "       [1900, 1901, 1902, ..., 1947, 1948, 1949],\n"
+     "       [1950, 1951, 1952, ..., 1997, 1998, 1999]], dtype=int32)"),
+    (lambda: knp.arange(24.).reshape(2, 3, 4), {},
+     "Array([[[ 0.,  1.,  2.,  3.],\n"
+     "        [ 4.,  5.,  6.,  7.],\n"
+     "        [ 8.,  9., 10., 11.]],\n"
+     "\n"
+     "       [[12., 13., 14., 15.],\n"
+     "        [16., 17., 18., 19.],\n"
+     "        [20., 21., 22., 23.]]], dtype=float32)"),
+    (lambda: knp.zeros((2, 0), knp.int32), {}, "Array([], shape=(2, 0), dtype=int32)"),
+    (lambda: knp.broadcast_to(knp.array(2.), (0,)), {}, "Array([], shape=(0,), dtype=float32, weak_type=True)"),
+    (lambda: knp.array([True, False] * 20), {},
+     "Array([ True, False,  True, False,  True, False,  True, False,  True,\n"
+     "       False,  True, False,  True, False,  True, False,  True, False,\n"
+     "        True, False,  True, False,  True, False,  True, False,  True,\n"
+     "       False,  True, False,  True, False,  True, False,  True, False,\n"
+     "        True, False,  True, False], dtype=bool)"),
+    (lambda: knp.arange(10.) * (1 + 2j), {},
+     "Array([0. +0.j, 1. +2.j, 2. +4.j, 3. +6.j, 4. +8.j, 5.+10.j, 6.+12.j,\n"
+     "       7.+14.j, 8.+16.j, 9.+18.j], dtype=complex64)"),
+    (lambda: knp.arange(20, dtype=knp.bfloat16), {},
+     "Array([0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 18,\n"
+     "       19], dtype=bfloat16)"),
+    (lambda: knp.broadcast_to(knp.array(1.5), (13,)), {},
+     "Array([1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5, 1.5],      dtype=float32, weak_type=True)"),
+    (lambda: knp.broadcast_to(knp.array(7), (20,)), {},
+     "Array([7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7],      dtype=int32, weak_type=True)"),
+    (lambda: knp.arange(12.), {"linewidth": 40},
+     "Array([ 0.,  1.,  2.,  3.,  4.,  5.,\n"
+     "        6.,  7.,  8.,  9., 10., 11.],      dtype=float32)"),
+    (lambda: knp.array(2.5), {"linewidth": 10}, "Array(2.5,      dtype=float32, weak_type=True)"),
+    (lambda: knp.arange(30.), {"linewidth": 120},
+     "Array([ 0.,  1.,  2.,  3.,  4.,  5.,  6.,  7.,  8.,  9., 10., 11., 12., "
+     "13., 14., 15., 16., 17., 18., 19., 20., 21.,\n"
+     "       22., 23., 24., 25., 26., 27., 28., 29.], dtype=float32)"),
+    (lambda: knp.linspace(0, 1, 17), {"precision": 3, "threshold": 10, "edgeitems": 2},
+     "Array([0.   , 0.062, ..., 0.938, 1.   ], dtype=float32)"),
+])
+def test_repr_line_wrapping_matches_jax(make, options, expected):
+    x = make()
+    with np.printoptions(**options):
+        assert repr(x) == expected
 
 
 def test_str_is_numpy_str():
