@@ -191,6 +191,9 @@ def test_ir_printout_names_the_custom_rules():
         return (2 * g,)
     double.defvjp(double_fwd, double_bwd)
     text = str(kiln.make_ir(lambda x: kiln.nn.relu(x) + double(x))(knp.ones(3)))
-    assert "custom_jvp_call[rule=_relu_jvp name='_relu']" in text
-    assert "custom_vjp_call[rule=(double_fwd, double_bwd) name='double']" in text
+    # laid out as JAX prints its custom_jvp_call/custom_vjp_call: name= first, then the others sorted
+    assert "= custom_jvp_call[\n      name=_relu\n      body={ lambda" in text
+    assert "      rule=_relu_jvp\n    ] a" in text
+    assert "= custom_vjp_call[\n      name=double\n      body={ lambda" in text
+    assert "      rule=(double_fwd, double_bwd)\n    ] a" in text
     assert " at 0x" not in text

@@ -168,20 +168,18 @@ def test_cond_and_switch_lower_to_case():
     assert all(op in text for op in ("stablehlo.sine", "stablehlo.cosine", "stablehlo.tanh"))
 
 
-def test_cond_ir_prints_branches_indented():
+def test_cond_ir_prints_branches_as_jax_does():
     text = str(kiln.make_ir(lambda p, x: lax.cond(p, lambda x: knp.sin(x), lambda x: knp.cos(x), x))(True, 1.0))
-    lines = text.splitlines()
-    (cond_line,) = [ln for ln in lines if "= cond" in ln]
-    i = lines.index(cond_line)
-    indent = len(cond_line) - len(cond_line.lstrip())
-    sin_line = next(ln for ln in lines if "= sin " in ln)
-    cos_line = next(ln for ln in lines if "= cos " in ln)
-    # Both branch bodies print after the equation, indented deeper, each under a labelled header.
-    assert lines.index(sin_line) > i and lines.index(cos_line) > i
-    for ln in (sin_line, cos_line):
-        assert len(ln) - len(ln.lstrip()) > indent
-    assert "branches[0]=" in text and "branches[1]=" in text
-    assert "{ lambda" not in cond_line  # the sub-IRs are not inlined into the equation's parameters
+    # what JAX's make_jaxpr prints for the same function: the branches inline, as the branches= parameter
+    assert text == ("{ lambda ; a:bool[] b:f32[]. let\n"
+                    "    c:i32[] = convert_element_type[new_dtype=int32 weak_type=False] a\n"
+                    "    d:f32[] = cond[\n"
+                    "      branches=(\n"
+                    "        { lambda ; e:f32[]. let f:f32[] = cos e in (f,) }\n"
+                    "        { lambda ; g:f32[]. let h:f32[] = sin g in (h,) }\n"
+                    "      )\n"
+                    "    ] c b\n"
+                    "  in (d,) }")
 
 
 # -- select_n, where, select, piecewise --------------------------------------------------------------------

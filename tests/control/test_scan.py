@@ -154,14 +154,21 @@ def test_scan_unroll_in_stablehlo(unroll, whiles, bodies):
     assert text.count("stablehlo.sine") == bodies
 
 
-def test_scan_ir_prints_body_indented():
+def test_scan_ir_prints_body_as_jax_does():
     ir = kiln.make_ir(lambda c, xs: lax.scan(lambda c, x: (knp.sin(c) + x, c * x), c, xs))(0.0, np.ones(3, np.float32))
-    lines = str(ir).splitlines()
-    i = next(k for k, ln in enumerate(lines) if "= scan[" in ln)
-    eq_indent = len(lines[i]) - len(lines[i].lstrip())
-    assert "length=3" in lines[i] and "num_carry=1" in lines[i]
-    assert lines[i + 1].strip() == "body="
-    body = lines[i + 2:]
-    sin = next(ln for ln in body if "= sin " in ln)
-    assert len(sin) - len(sin.lstrip()) > eq_indent
-    assert body[0].lstrip().startswith("{ lambda")
+    # JAX's layout (its scan calls the body jaxpr= and converts inside it; kiln converts the carry before)
+    assert str(ir) == ("{ lambda ; a:f32[] b:f32[3]. let\n"
+                       "    c:f32[] = convert_element_type[new_dtype=float32 weak_type=False] a\n"
+                       "    d:f32[] e:f32[3] = scan[\n"
+                       "      body={ lambda ; f:f32[] g:f32[]. let\n"
+                       "          h:f32[] = sin f\n"
+                       "          i:f32[] = add h g\n"
+                       "          j:f32[] = mul f g\n"
+                       "        in (i, j) }\n"
+                       "      length=3\n"
+                       "      num_carry=1\n"
+                       "      num_consts=0\n"
+                       "      reverse=False\n"
+                       "      unroll=1\n"
+                       "    ] c b\n"
+                       "  in (d, e) }")

@@ -14,13 +14,13 @@ X3 = np.array([1.0, -2.0, 3.0], np.float32)
 
 
 # -- the IR printer ---------------------------------------------------------------------------
+# The expected strings are what JAX 0.10.2's make_jaxpr prints for the same functions (where kiln's IR has
+# the same equations; the tests that show kiln's own primitives or parameters say so).
 
 def test_make_ir_prints_like_a_jaxpr():
     ir = kiln.make_ir(lambda a: knp.tanh(a))(X3)
-    assert str(ir) == ("{ lambda ; a:f32[3]. let\n"
-                       "    b:f32[3] = tanh a\n"
-                       "  in (b,) }")
-    assert repr(ir) == str(ir)
+    assert str(ir) == "{ lambda ; a:f32[3]. let b:f32[3] = tanh a in (b,) }"  # fits in 80 columns: one line
+    assert repr(ir) == str(ir) == str(ir.jaxpr)
 
 
 def test_make_ir_literals_inline_and_scalar_program():
@@ -29,20 +29,26 @@ def test_make_ir_literals_inline_and_scalar_program():
         return x * 2 * x + x * 3 + 3
 
     assert str(kiln.make_ir(f)(3)) == ("{ lambda ; a:i32[]. let\n"
-                                       "    b:i32[] = mul a 2\n"
+                                       "    b:i32[] = mul a 2:i32[]\n"
                                        "    c:i32[] = mul b a\n"
-                                       "    d:i32[] = mul a 3\n"
+                                       "    d:i32[] = mul a 3:i32[]\n"
                                        "    e:i32[] = add c d\n"
-                                       "    f:i32[] = add e 3\n"
+                                       "    f:i32[] = add e 3:i32[]\n"
                                        "  in (f,) }")
-    assert "mul a 2.0" in str(kiln.make_ir(f)(3.0))
-    assert str(kiln.make_ir(f)(3.0)).startswith("{ lambda ; a:f32[]. let")
+    assert str(kiln.make_ir(f)(3.0)) == ("{ lambda ; a:f32[]. let\n"
+                                         "    b:f32[] = mul a 2.0:f32[]\n"
+                                         "    c:f32[] = mul b a\n"
+                                         "    d:f32[] = mul a 3.0:f32[]\n"
+                                         "    e:f32[] = add c d\n"
+                                         "    f:f32[] = add e 3.0:f32[]\n"
+                                         "  in (f,) }")
 
 
 def test_make_ir_constvars_params_and_multiple_outputs():
     c = knp.asarray(np.arange(3, dtype=np.float32))
     h = np.ones((2, 3), np.float32)
     text = str(kiln.make_ir(lambda a, m: (a + c + c, m.sum(axis=0), lax.convert_element_type(a, np.int32)))(X3, h))
+    # kiln's reduce_sum has no out_sharding parameter (JAX's prints out_sharding=None)
     assert text == ("{ lambda a:f32[3]; b:f32[3] c:f32[2,3]. let\n"
                     "    d:f32[3] = add b a\n"
                     "    e:f32[3] = add d a\n"
@@ -52,20 +58,194 @@ def test_make_ir_constvars_params_and_multiple_outputs():
 
 
 def test_make_ir_identity_and_no_inputs():
-    assert str(kiln.make_ir(lambda a: a)(X3)) == "{ lambda ; a:f32[3]. let\n  in (a,) }"
+    assert str(kiln.make_ir(lambda a: a)(X3)) == "{ lambda ; a:f32[3]. let  in (a,) }"
+    assert str(kiln.make_ir(lambda a, b: a)(1.0, 2.0)) == "{ lambda ; a:f32[] b:f32[]. let  in (a,) }"
     text = str(kiln.make_ir(lambda: knp.zeros(2, dtype=knp.int32))())
-    assert text.startswith("{ lambda ; . let\n") and "a:i32[2] = broadcast_in_dim" in text
+    assert text == "{ lambda ; . let a:i32[2] = broadcast_in_dim 0:i32[] in (a,) }"
 
 
 def test_make_ir_static_argnums_and_nested_jit():
     text = str(kiln.make_ir(lambda a, n: a * n, static_argnums=1)(X3, 3))
-    assert "3.0" in text and text.startswith("{ lambda ; a:f32[3]. let")  # n is baked in, not an input
+    assert "3.0:f32[]" in text and text.startswith("{ lambda ; a:f32[3]. let")  # n is baked in, not an input
 
     inner = kiln.jit(lambda a: knp.sin(a))
     text = str(kiln.make_ir(lambda a: inner(a) + 1)(X3))
-    assert "jit_call[name='<lambda>'] a" in text
-    assert "{ lambda ; a:f32[3]. let\n            b:f32[3] = sin a" in text  # the body, indented
-    assert str(kiln.make_ir(inner)(X3)) == "{ lambda ; a:f32[3]. let\n    b:f32[3] = sin a\n  in (b,) }"
+    # JAX prints jit[name=<lambda> jaxpr={...}] for kiln's jit_call[name=<lambda> ir={...}], and adds the 1 without
+    # a broadcast_in_dim; the body's inputs and results take the names of the equation's (JAX's rule for jit)
+    assert text == ("{ lambda ; a:f32[3]. let\n"
+                    "    b:f32[3] = jit_call[\n"
+                    "      name=<lambda>\n"
+                    "      ir={ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }\n"
+                    "    ] a\n"
+                    "    c:f32[3] = broadcast_in_dim 1.0:f32[]\n"
+                    "    d:f32[3] = add b c\n"
+                    "  in (d,) }")
+    assert str(kiln.make_ir(inner)(X3)) == "{ lambda ; a:f32[3]. let b:f32[3] = sin a in (b,) }"
+
+
+def log1pexp(x):
+    return knp.log(1. + knp.exp(x))
+
+
+def unused_log(x):
+    knp.log(x)
+    return knp.sin(x) * 2.
+
+
+def sin_chain(x):
+    for _ in range(28):
+        x = knp.sin(x)
+    return x
+
+
+@pytest.mark.parametrize("make,expected", [
+    # JAX's docs notebook "Custom derivative rules for Python code": make_jaxpr(grad(log1pexp))(100.)
+    (lambda: kiln.make_jaxpr(kiln.grad(log1pexp))(100.),
+     "{ lambda ; a:f32[]. let\n"
+     "    b:f32[] = exp a\n"
+     "    c:f32[] = add 1.0:f32[] b\n"
+     "    _:f32[] = log c\n"
+     "    d:f32[] = div 1.0:f32[] c\n"
+     "    e:f32[] = mul d b\n"
+     "  in (e,) }"),
+    (lambda: kiln.make_jaxpr(log1pexp)(3.),
+     "{ lambda ; a:f32[]. let\n"
+     "    b:f32[] = exp a\n"
+     "    c:f32[] = add 1.0:f32[] b\n"
+     "    d:f32[] = log c\n"
+     "  in (d,) }"),
+    (lambda: kiln.make_jaxpr(unused_log)(1.),
+     "{ lambda ; a:f32[]. let\n"
+     "    _:f32[] = log a\n"
+     "    b:f32[] = sin a\n"
+     "    c:f32[] = mul b 2.0:f32[]\n"
+     "  in (c,) }"),
+    (lambda: kiln.make_jaxpr(lambda x: knp.sin(x) * 2.)(1.),
+     "{ lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 2.0:f32[] in (c,) }"),
+    (lambda: kiln.make_jaxpr(sin_chain)(1.),  # names past z: ba, bb, ...
+     "{ lambda ; a:f32[]. let\n" + "".join(
+         f"    {b}:f32[] = sin {a}\n" for a, b in zip([*"abcdefghijklmnopqrstuvwxyz", "ba", "bb"],
+                                                     [*"bcdefghijklmnopqrstuvwxyz", "ba", "bb", "bc"]))
+     + "  in (bc,) }"),
+    (lambda: kiln.make_jaxpr(lambda x: x + 1)(np.uint32(1)),
+     "{ lambda ; a:u32[]. let b:u32[] = add a 1:u32[] in (b,) }"),
+    (lambda: kiln.make_jaxpr(lambda x: x * 3)(np.int8(1)),
+     "{ lambda ; a:i8[]. let b:i8[] = mul a 3:i8[] in (b,) }"),
+    (lambda: kiln.make_jaxpr(lambda x: knp.logical_or(x, True))(True),
+     "{ lambda ; a:bool[]. let b:bool[] = or a True:bool[] in (b,) }"),
+    (lambda: kiln.make_jaxpr(lambda x: x + np.float16(0.1))(np.float16(1.0)),
+     "{ lambda ; a:f16[]. let b:f16[] = add a 0.0999755859375:f16[] in (b,) }"),
+    # a strongly typed literal prints its float32 value exactly, a weakly typed one the Python number
+    (lambda: kiln.make_jaxpr(lambda x: x * np.float32(0.1))(np.float32(1.0)),
+     "{ lambda ; a:f32[]. let b:f32[] = mul a 0.10000000149011612:f32[] in (b,) }"),
+    (lambda: kiln.make_jaxpr(lambda x: x * 0.1 + 1e-05)(1.0),
+     "{ lambda ; a:f32[]. let\n"
+     "    b:f32[] = mul a 0.1:f32[]\n"
+     "    c:f32[] = add b 1e-05:f32[]\n"
+     "  in (c,) }"),
+    (lambda: kiln.make_jaxpr(lambda x: x + 1e20)(1.0),
+     "{ lambda ; a:f32[]. let b:f32[] = add a 1e+20:f32[] in (b,) }"),
+    (lambda: kiln.make_jaxpr(lambda x: x * 1j)(np.complex64(1.0)),
+     "{ lambda ; a:c64[]. let b:c64[] = mul a 1j:c64[] in (b,) }"),
+    (lambda: kiln.make_jaxpr(lambda x: knp.maximum(x, -np.inf))(1.0),
+     "{ lambda ; a:f32[]. let b:f32[] = max a -inf:f32[] in (b,) }"),
+    (lambda: kiln.make_jaxpr(lambda p, x: lax.cond(p, lambda x: x + 1.0, knp.cos, x))(True, 1.0),
+     "{ lambda ; a:bool[] b:f32[]. let\n"
+     "    c:i32[] = convert_element_type[new_dtype=int32 weak_type=False] a\n"
+     "    d:f32[] = cond[\n"
+     "      branches=(\n"
+     "        { lambda ; e:f32[]. let f:f32[] = cos e in (f,) }\n"
+     "        { lambda ; g:f32[]. let h:f32[] = add g 1.0:f32[] in (h,) }\n"
+     "      )\n"
+     "    ] c b\n"
+     "  in (d,) }"),
+])
+def test_make_jaxpr_prints_what_jax_prints(make, expected):
+    assert str(make()) == expected
+
+
+def test_make_jaxpr_unused_results_of_a_sub_ir():
+    # "_" for results nothing reads: in the printed IR only; the sub-IR's result names follow the
+    # equation's (JAX prints jit[name=<lambda> jaxpr={...}] here, the rest alike)
+    text = str(kiln.make_jaxpr(lambda x: kiln.jit(lambda y: (knp.sin(y), knp.cos(y)))(x)[0])(1.))
+    assert text == ("{ lambda ; a:f32[]. let\n"
+                    "    b:f32[] _:f32[] = jit_call[\n"
+                    "      name=<lambda>\n"
+                    "      ir={ lambda ; a:f32[]. let b:f32[] = sin a; _:f32[] = cos a in (b, _) }\n"
+                    "    ] a\n"
+                    "  in (b,) }")
+
+
+def test_make_jaxpr_shares_a_sub_ir_printed_once():
+    # JAX's layout: a sub-IR used twice (or one with more than 10 equations) is printed first, named after
+    # the equation's name= without its <> (JAX prints jit[name=<lambda> jaxpr=lambda], the rest alike)
+    inner = kiln.jit(lambda x: knp.sin(x) + 1.0)
+    text = str(kiln.make_jaxpr(lambda x: inner(x) * inner(x + 1.))(1.))
+    assert text == ("let lambda = { lambda ; a:f32[]. let\n"
+                    "    b:f32[] = sin a\n"
+                    "    c:f32[] = add b 1.0:f32[]\n"
+                    "  in (c,) } in\n"
+                    "{ lambda ; d:f32[]. let\n"
+                    "    e:f32[] = jit_call[name=<lambda> ir=lambda] d\n"
+                    "    f:f32[] = add d 1.0:f32[]\n"
+                    "    g:f32[] = jit_call[name=<lambda> ir=lambda] f\n"
+                    "    h:f32[] = mul e g\n"
+                    "  in (h,) }")
+
+
+def test_make_jaxpr_long_params_and_no_result_equations():
+    # parameters that do not fit go one per line; dot_general's dimension numbers print as lists; an
+    # equation with no results prints without "_ ="
+    text = str(kiln.make_jaxpr(lambda x, y: knp.dot(x, y))(np.ones((2, 3), np.float32), np.ones(3, np.float32)))
+    assert text == ("{ lambda ; a:f32[2,3] b:f32[3]. let\n"
+                    "    c:f32[2] = dot_general[dimension_numbers=(([1], [0]), ([], []))] a b\n"
+                    "  in (c,) }")
+
+    def f(x):
+        kiln.debug.print("x={}", x)
+        return x * 2
+
+    text = str(kiln.make_jaxpr(f)(1.0))
+    assert text.startswith("{ lambda ; a:f32[]. let\n    debug_callback[\n      callback=") and "_ =" not in text
+    assert text.endswith("    ] a\n    b:f32[] = mul a 2.0:f32[]\n  in (b,) }")
+
+
+def _two_lines(x):
+    y = knp.sin(x)
+    return y * 3.0
+
+
+def test_pretty_print_source_info_notes_line_up():
+    # JAX's layout of the notes: after the line, one column past the longest line; a second note on a line
+    # goes on a line of its own (JAX's notes say file:line:column with the full path)
+    import inspect
+    first = inspect.getsourcelines(_two_lines)[1] + 1
+    text = kiln.make_jaxpr(_two_lines)(1.0).pretty_print(source_info=True)
+    line = "{ lambda ; a:f32[]. let b:f32[] = sin a; c:f32[] = mul b 3.0:f32[] in (c,) }"
+    assert text == (f"{line} # test_tracing.py:{first} (_two_lines)\n"
+                    f"{' ' * len(line)} # test_tracing.py:{first + 1} (_two_lines)")
+    text = kiln.make_jaxpr(_two_lines)(np.ones((2, 3, 4, 5, 6, 7), np.float32)).pretty_print(source_info=True)
+    assert text == ("{ lambda ; a:f32[2,3,4,5,6,7]. let\n"
+                    f"    b:f32[2,3,4,5,6,7] = sin a                      # test_tracing.py:{first} (_two_lines)\n"
+                    f"    c:f32[2,3,4,5,6,7] = broadcast_in_dim 3.0:f32[] # test_tracing.py:{first + 1} (_two_lines)\n"
+                    f"    d:f32[2,3,4,5,6,7] = mul b c                    # test_tracing.py:{first + 1} (_two_lines)\n"
+                    "  in (d,) }")
+
+
+def test_literal_str():
+    from kiln.frontend.core.avals import ShapedArray
+    from kiln.frontend.core.ir import Literal
+    f32, weak = np.dtype(np.float32), ShapedArray((), np.dtype(np.float32), True)
+    assert str(Literal(0.1, ShapedArray((), f32))) == "0.10000000149011612:f32[]"
+    assert str(Literal(0.1, weak)) == "0.1:f32[]"
+    assert str(Literal(3.14159265358979, weak)) == "3.1415927:f32[]"  # JAX: 3.14159265358979 (kiln keeps f32)
+    assert str(Literal(np.nan, weak)) == "nan:f32[]"
+    assert str(Literal(-0.0, weak)) == "-0.0:f32[]"
+    assert str(Literal(True, ShapedArray((), np.dtype(bool)))) == "True:bool[]"
+    assert str(Literal(0.1, ShapedArray((), np.dtype(knp.bfloat16)))) == "0.10009765625:bf16[]"
+    assert str(Literal(0.1, ShapedArray((), np.dtype(knp.bfloat16), True))) == "0.1:bf16[]"
+    assert str(Literal([1, 2], ShapedArray((2,), np.dtype(np.int32)))) == "[1,2]:i32[2]"
+    assert repr(Literal(2, ShapedArray((), np.dtype(np.int32)))) == "Literal(2:i32[])"
 
 
 def test_print_inside_jit_shows_a_tracer_and_runs_once(capsys):
