@@ -5,6 +5,10 @@ function (lowering inlines it) and whose parameters carry the user's rule. The J
 ``custom_jvp_call`` runs the user's JVP function; the JVP of ``custom_vjp_call`` runs the user's
 forward function and emits ``custom_vjp_lin``, a linear equation whose transpose runs the user's
 backward function. Outside any trace the function simply runs.
+
+A call whose arguments carry a derivative of what grad/vjp/jvp/linearize differentiates never runs the
+function, as in JAX: the rule (the JVP function with the tangents as inputs, or the forward function) is
+traced instead, its primal outputs are the equation's body, and its JVP evaluates the traced rule.
 """
 from __future__ import annotations
 
@@ -14,12 +18,15 @@ from typing import Any, Callable, Sequence
 
 from ..core import tree_util
 from ..core.avals import ShapedArray
+from ..core.call import call_body
 from ..core.errors import KilnError
-from ..core.ir import ClosedIR
+from ..core.ir import IR, ClosedIR
+from ..core.passes import eliminate_dead_code
 from ..core.primitive import Primitive
-from ..core.tracing import abstractify, current_builder, materialize, trace_to_ir
+from ..core.tracing import Tracer, abstractify, current_builder, eval_ir, materialize, trace_to_ir
 from .jvp import jvp_rules
-from .tangents import Zero, instantiate
+from .partial_eval import partial_eval
+from .tangents import Zero, instantiate, is_differentiable_dtype, tangent_aval, zeros_like_aval
 from .transpose import is_undefined, transpose_rules
 
 
@@ -57,10 +64,17 @@ def merge_nondiff(nondiff: list, diff: Sequence, nondiff_argnums: tuple[int, ...
 
 
 class _Call:
-    """Everything a custom rule needs at differentiation time (a primitive parameter: hashed by identity)."""
+    """Everything a custom rule needs at differentiation time (a primitive parameter: hashed by identity).
 
-    def __init__(self, owner, nondiff: list, in_tree, out_tree):
+    ``traced_rule``: when the call was recorded from its rule rather than its function (it was differentiated),
+    that rule traced over the equation's inputs: the JVP function, with the tangents of the inexact inputs as
+    further inputs and returning the outputs and their inexact ones' tangents; or the forward function,
+    returning the outputs and the residuals (of tree ``res_tree``)."""
+
+    def __init__(self, owner, nondiff: list, in_tree, out_tree, traced_rule: ClosedIR | None = None,
+                 res_tree=None):
         self.owner, self.nondiff, self.in_tree, self.out_tree = owner, nondiff, in_tree, out_tree
+        self.traced_rule, self.res_tree = traced_rule, res_tree
 
     def __repr__(self) -> str:
         # How the IR printer shows the parameter: the rule functions by name (as JAX's jvp=/bwd=), no address.
@@ -69,21 +83,71 @@ class _Call:
         return name("jvp") if hasattr(self.owner, "jvp") else f"({name('fwd')}, {name('bwd')})"
 
 
-def _trace_body(owner, args: tuple, nondiff_argnums: tuple[int, ...]):
-    nondiff, diff = _split_nondiff(args, nondiff_argnums)
-    flat, in_tree = tree_util.tree_flatten(tuple(diff))
+def _trace_body(owner, nondiff: list, flat: list, in_tree):
+    """The call traced through the function itself: ``(body, consts, rule)``."""
     out_tree_box = []
 
     def flat_fun(*tracers):
         diff_args = tree_util.tree_unflatten(in_tree, list(tracers))
-        out = owner.fun(*merge_nondiff(nondiff, diff_args, nondiff_argnums))
+        out = owner.fun(*merge_nondiff(nondiff, diff_args, owner.nondiff_argnums))
         leaves, tree = tree_util.tree_flatten(out)
         out_tree_box.append(tree)
         return leaves
 
     closed, _ = trace_to_ir(flat_fun, [abstractify(x) for x in flat], name=owner.__name__, known_values=flat)
-    from ..core.call import call_body
-    return call_body(closed), closed.consts, flat, _Call(owner, nondiff, in_tree, out_tree_box[0])
+    return call_body(closed), closed.consts, _Call(owner, nondiff, in_tree, out_tree_box[0])
+
+
+def _trace_jvp_rule(owner, nondiff: list, flat: list, in_tree):
+    """A differentiated custom_jvp call traced through its JVP function alone: ``(body, consts, rule)``. The body
+    is the traced JVP function's primal outputs."""
+    name = owner.__name__
+    avals = [abstractify(x) for x in flat]
+    t_avals = [a for a in avals if is_differentiable_dtype(a.dtype)]
+    trees = []
+
+    def flat_rule(*args):
+        primals, t_in = list(args[:len(avals)]), iter(args[len(avals):])
+        # An integer input's tangent is a float0 zero, as in JAX: no input of the traced rule.
+        tangents = [next(t_in) if is_differentiable_dtype(a.dtype) else zeros_like_aval(tangent_aval(a))
+                    for a in avals]
+        flat_out, out_tree, flat_t, t_tree = _run_jvp(owner, nondiff, in_tree, primals, tangents, name)
+        out_avals = [abstractify(o) for o in flat_out]
+        _check_like(f"kiln.custom_jvp rule of {name} (tangent output)", flat_t, out_avals, t_tree, out_tree)
+        trees.append(out_tree)
+        # The tangents of the inexact outputs (an integer output's is a symbolic zero, as in jvp_eval).
+        return flat_out + [zeros_like_aval(a) if isinstance(t, Zero) else t
+                           for a, t in zip(out_avals, flat_t) if is_differentiable_dtype(a.dtype)]
+
+    closed, _ = trace_to_ir(flat_rule, avals + t_avals, name=f"jvp({name})",
+                            known_values=list(flat) + [None] * len(t_avals))
+    rule = call_body(closed)
+    n_in = len(closed.consts) + len(avals)
+    n_out = trees[0].num_leaves
+    # The body: the part of the rule that does not read the tangents (an effect that does, a print of them, is
+    # left out), its primal outputs only.
+    split = partial_eval(rule.ir, [False] * n_in + [True] * len(t_avals))
+    if any(split.out_unknown[:n_out]):
+        raise CustomDerivativeError(f"kiln.custom_jvp rule of {name}: its primal output depends on the tangents")
+    body = eliminate_dead_code(IR([], split.known.invars, split.known.eqns, split.known.outvars[:n_out]))
+    return ClosedIR(body), closed.consts, _Call(owner, nondiff, in_tree, trees[0], traced_rule=rule)
+
+
+def _trace_fwd(owner, nondiff: list, flat: list, in_tree):
+    """A differentiated custom_vjp call traced through its forward function alone: ``(body, consts, rule)``. The
+    body is the traced forward function, its outputs without the residuals."""
+    trees = []
+
+    def flat_fwd(*primals):
+        flat_out, out_tree, flat_res, res_tree = _run_fwd(owner, nondiff, in_tree, primals, owner.__name__)
+        trees.append((out_tree, res_tree))
+        return flat_out + flat_res
+
+    closed, _ = trace_to_ir(flat_fwd, [abstractify(x) for x in flat], name=owner.__name__, known_values=flat)
+    fwd = call_body(closed)
+    out_tree, res_tree = trees[0]
+    body = ClosedIR(eliminate_dead_code(IR([], fwd.ir.invars, fwd.ir.eqns, fwd.ir.outvars[:out_tree.num_leaves])))
+    return body, closed.consts, _Call(owner, nondiff, in_tree, out_tree, traced_rule=fwd, res_tree=res_tree)
 
 
 def _signature(owner) -> tuple[inspect.Signature | None, int | None]:
@@ -126,6 +190,9 @@ def _positional(owner, name: str, kind: str, args: tuple, kwargs: dict) -> tuple
     return tuple(bound.args)
 
 
+_rule_tracers = {custom_jvp_call_p: _trace_jvp_rule, custom_vjp_call_p: _trace_fwd}
+
+
 def _call_custom(owner, prim: Primitive, kind: str, missing: str | None, args: tuple, kwargs: dict):
     """Call a custom-derivative function: run it plainly outside any trace, else record one equation."""
     name = owner.__name__
@@ -134,7 +201,15 @@ def _call_custom(owner, prim: Primitive, kind: str, missing: str | None, args: t
         raise TypeError(f"kiln.{kind} function {name} " + missing.format(name=name))
     if current_builder() is None:
         return owner.fun(*args)  # no transformation is active: just run it
-    body, consts, flat, call = _trace_body(owner, args, owner.nondiff_argnums)
+    nondiff, diff = _split_nondiff(args, owner.nondiff_argnums)
+    flat, in_tree = tree_util.tree_flatten(tuple(diff))
+    trace = _trace_body
+    trace_rule = _rule_tracers.get(prim)  # none for custom_vmap: it is differentiated through its body
+    if trace_rule is not None and any(isinstance(x, Tracer) and x.builder.carries_derivative(x) for x in flat):
+        # Differentiated (by the grad/vjp/jvp tracing this function or an enclosing one): as JAX, run only the
+        # rule, never the function (it may not even run: "primal only via the rule").
+        trace = trace_rule
+    body, consts, call = trace(owner, nondiff, flat, in_tree)
     outs = prim.bind(*consts, *flat, body=body, rule=call, name=name)
     return tree_util.tree_unflatten(call.out_tree, outs)
 
@@ -194,18 +269,33 @@ def _check_like(where: str, got: Any, expected: Sequence[ShapedArray], tree_got,
             raise CustomDerivativeError(f"{where}: output {i} has shape {ga.shape}, expected {e.shape}")
 
 
-def _custom_jvp_rule(primals, tangents, *, body: ClosedIR, rule: _Call, name: str):
-    n_consts = len(primals) - rule.in_tree.num_leaves
-    # User code sees arrays (or tracers), never IR literals.
-    p = tree_util.tree_unflatten(rule.in_tree, [materialize(x) for x in primals[n_consts:]])
-    t = tree_util.tree_unflatten(rule.in_tree, [instantiate(x) for x in tangents[n_consts:]])
-    res = rule.owner.jvp(*rule.nondiff, p, t)
+def _run_jvp(owner, nondiff: list, in_tree, primals: list, tangents: list, name: str):
+    """The user's JVP function on flat primals and tangents: ``(flat outputs, their tree, flat tangent outputs,
+    their tree)``."""
+    p = tree_util.tree_unflatten(in_tree, primals)
+    t = tree_util.tree_unflatten(in_tree, tangents)
+    res = owner.jvp(*nondiff, p, t)
     if not (isinstance(res, (tuple, list)) and len(res) == 2):
         raise CustomDerivativeError(f"kiln.custom_jvp rule of {name} must return a pair (primal_out, "
                                     f"tangent_out), got {type(res).__name__}")
     out, tout = res
-    flat_out, out_tree = tree_util.tree_flatten(out)
-    flat_t, t_tree = tree_util.tree_flatten(tout)
+    return (*tree_util.tree_flatten(out), *tree_util.tree_flatten(tout))
+
+
+def _custom_jvp_rule(primals, tangents, *, body: ClosedIR, rule: _Call, name: str):
+    n_consts = len(primals) - rule.in_tree.num_leaves
+    # User code sees arrays (or tracers), never IR literals.
+    primals = [materialize(x) for x in primals]
+    if rule.traced_rule is not None:  # the call was recorded from its rule: evaluate it, the user's rule ran then
+        inexact = [is_differentiable_dtype(a.dtype) for a in body.in_avals[n_consts:]]
+        outs = eval_ir(rule.traced_rule.ir, [], primals + [instantiate(t) for t, d in
+                                                          zip(tangents[n_consts:], inexact) if d])
+        n_out = len(body.out_avals)
+        touts = iter(outs[n_out:])
+        return outs[:n_out], [next(touts) if is_differentiable_dtype(a.dtype) else Zero(tangent_aval(a))
+                              for a in body.out_avals]
+    flat_out, out_tree, flat_t, t_tree = _run_jvp(rule.owner, rule.nondiff, rule.in_tree, primals[n_consts:],
+                                                  [instantiate(x) for x in tangents[n_consts:]], name)
     _check_like(f"kiln.custom_jvp rule of {name} (primal output)", flat_out, body.out_avals, out_tree, rule.out_tree)
     _check_like(f"kiln.custom_jvp rule of {name} (tangent output)", flat_t, body.out_avals, t_tree, rule.out_tree)
     return flat_out, flat_t
@@ -247,22 +337,42 @@ class _Lin:
         self.call, self.res_tree, self.name, self.in_avals = call, res_tree, name, in_avals
 
 
-def _custom_vjp_rule(primals, tangents, *, body: ClosedIR, rule: _Call, name: str):
-    owner = rule.owner
-    n_consts = len(primals) - rule.in_tree.num_leaves
-    p = tree_util.tree_unflatten(rule.in_tree, [materialize(x) for x in primals[n_consts:]])
-    res = owner.fwd(*merge_nondiff(rule.nondiff, p, owner.nondiff_argnums))  # as the primal: JAX's convention
+def _run_fwd(owner, nondiff: list, in_tree, primals: list, name: str):
+    """The user's forward function on flat primals: ``(flat outputs, their tree, flat residuals, their tree)``."""
+    p = tree_util.tree_unflatten(in_tree, primals)
+    res = owner.fwd(*merge_nondiff(nondiff, p, owner.nondiff_argnums))  # as the primal: JAX's convention
     if not (isinstance(res, (tuple, list)) and len(res) == 2):
         raise CustomDerivativeError(f"kiln.custom_vjp fwd of {name} must return a pair (output, residuals), "
                                     f"got {type(res).__name__}")
     out, residuals = res
-    flat_out, out_tree = tree_util.tree_flatten(out)
-    _check_like(f"kiln.custom_vjp fwd of {name}", flat_out, body.out_avals, out_tree, rule.out_tree)
-    flat_res, res_tree = tree_util.tree_flatten(residuals)
+    return (*tree_util.tree_flatten(out), *tree_util.tree_flatten(residuals))
+
+
+def _fwd_outputs(call: _Call, primals: Sequence, out_avals: Sequence[ShapedArray] | None, name: str):
+    """A custom_vjp call's forward pass on the equation's inputs (its trace's constants first): ``(flat outputs,
+    flat residuals, their tree)``. ``out_avals``: what the outputs must match (None: not checked)."""
+    primals = [materialize(x) for x in primals]  # user code sees arrays (or tracers), never IR literals
+    n_out = call.out_tree.num_leaves
+    if call.traced_rule is not None:  # the call was recorded from fwd: evaluate it, the user's fwd ran then
+        outs = eval_ir(call.traced_rule.ir, [], primals)
+        return outs[:n_out], outs[n_out:], call.res_tree
+    n_consts = len(primals) - call.in_tree.num_leaves
+    flat_out, out_tree, flat_res, res_tree = _run_fwd(call.owner, call.nondiff, call.in_tree, primals[n_consts:],
+                                                      name)
+    if out_avals is not None:
+        _check_like(f"kiln.custom_vjp fwd of {name}", flat_out, out_avals, out_tree, call.out_tree)
+    return flat_out, flat_res, res_tree
+
+
+def _custom_vjp_rule(primals, tangents, *, body: ClosedIR, rule: _Call, name: str):
+    n_consts = len(primals) - rule.in_tree.num_leaves
+    flat_out, flat_res, res_tree = _fwd_outputs(rule, primals, body.out_avals, name)
     diff_tangents = [instantiate(t) for t in tangents[n_consts:]]
     lin = _Lin(rule, res_tree, name, tuple(abstractify(x) for x in primals[n_consts:]))
+    # The outputs' tangents, of the outputs' types (weak ones too): bwd gets a zero cotangent of an unused
+    # output of that type, as in JAX.
     touts = custom_vjp_lin_p.bind(*flat_res, *diff_tangents, rule=lin, num_res=len(flat_res),
-                                  out_avals=tuple(a.strengthen() if a.weak_type else a for a in body.out_avals))
+                                  out_avals=tuple(body.out_avals))
     return flat_out, touts
 
 

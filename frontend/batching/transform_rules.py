@@ -69,13 +69,9 @@ class _BatchedVJP:
         self.res_tree = None
 
     def fwd(self, *primals):
-        rule, owner, n_consts = self.rule, self.rule.owner, self.n_consts
-
         def per_example(*p):
-            tree_args = tree_util.tree_unflatten(rule.in_tree, list(p[n_consts:]))
-            out, res = owner.fwd(*custom.merge_nondiff(rule.nondiff, tree_args, owner.nondiff_argnums))
-            flat_res, self.res_tree = tree_util.tree_flatten(res)
-            return tuple(tree_util.tree_leaves(out)), tuple(flat_res)
+            out, res, self.res_tree = custom._fwd_outputs(self.rule, p, None, self.name)
+            return tuple(out), tuple(res)
         outs, res = vmap(per_example)(*primals)
         return tuple(outs), tuple(res)
 

@@ -259,9 +259,14 @@ class Builder:
         self._carrying_upto = len(self.eqns)
         return carrying
 
+    def carries_derivative(self, tracer: Tracer) -> bool:
+        """Whether ``tracer``, a value of this trace, carries a derivative of the differentiated inputs (see
+        __init__); always False in a trace without ``tangent_flows``."""
+        return self.tangent_flows is not None and tracer.var in self._derivative_vars()
+
     def check_no_derivative(self, tracer: Tracer, error: type, what: str) -> None:
         """Raise ``error`` if ``tracer`` carries a derivative of the differentiated inputs (see __init__)."""
-        if self.tangent_flows is None or tracer.var not in self._derivative_vars():
+        if not self.carries_derivative(tracer):
             return
         names = self._inputs_of(tracer.var)
         of = f" {', '.join(names)}" if names else ""

@@ -483,6 +483,174 @@ def test_custom_vjp_fwd_takes_the_arguments_in_their_places():
     np.testing.assert_array_equal(np.asarray(g), [3.0, 3.0, 3.0])
 
 
+# Which user functions run, as in JAX: under differentiation only the rule (custom_jvp's jvp, custom_vjp's fwd
+# and bwd), never the primal function; without differentiation only the primal function. The primal function
+# is traced again where a trace of its own stands between it and the differentiation (grad of jit).
+def _logged_custom_jvp(calls: list):
+    @kiln.custom_jvp
+    def f(x):
+        calls.append("f")
+        return knp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        calls.append("f_jvp")
+        (x,), (t,) = primals, tangents
+        return knp.sin(x), knp.cos(x) * t
+    return f
+
+
+def _logged_custom_vjp(calls: list):
+    @kiln.custom_vjp
+    def g(x):
+        calls.append("g")
+        return knp.sin(x)
+
+    def g_fwd(x):
+        calls.append("g_fwd")
+        return knp.sin(x), knp.cos(x)
+
+    def g_bwd(cos_x, ct):
+        calls.append("g_bwd")
+        return (cos_x * ct,)
+    g.defvjp(g_fwd, g_bwd)
+    return g
+
+
+_AT = 0.7
+_ATS = np.array([0.1, 0.7, 2.0], np.float32)
+_CALL_CASES = {  # name: (how it is called, expected value, custom_jvp's calls, custom_vjp's calls)
+    "eager": (lambda f: f(_AT), np.sin(_AT), ["f"], ["g"]),
+    "jit": (lambda f: kiln.jit(f)(_AT), np.sin(_AT), ["f"], ["g"]),
+    "vmap": (lambda f: kiln.vmap(f)(_ATS), np.sin(_ATS), ["f"], ["g"]),
+    "grad": (lambda f: kiln.grad(f)(_AT), np.cos(_AT), ["f_jvp"], ["g_fwd", "g_bwd"]),
+    "vjp": (lambda f: kiln.vjp(f, _AT)[1](1.0)[0], np.cos(_AT), ["f_jvp"], ["g_fwd", "g_bwd"]),
+    "jacrev": (lambda f: kiln.jacrev(f)(_AT), np.cos(_AT), ["f_jvp"], ["g_fwd", "g_bwd"]),
+    "jit(grad)": (lambda f: kiln.jit(kiln.grad(f))(_AT), np.cos(_AT), ["f_jvp"], ["g_fwd", "g_bwd"]),
+    "vmap(grad)": (lambda f: kiln.vmap(kiln.grad(f))(_ATS), np.cos(_ATS), ["f_jvp"], ["g_fwd", "g_bwd"]),
+    "grad(grad)": (lambda f: kiln.grad(kiln.grad(f))(_AT), -np.sin(_AT), ["f_jvp"], ["g_fwd", "g_bwd"]),
+    "grad(jit)": (lambda f: kiln.grad(kiln.jit(f))(_AT), np.cos(_AT), ["f", "f_jvp"], ["g", "g_fwd", "g_bwd"]),
+}
+
+
+@pytest.mark.parametrize("case", list(_CALL_CASES))
+@pytest.mark.parametrize("kind", ["custom_jvp", "custom_vjp"])
+def test_custom_rules_run_instead_of_the_primal_function(kind, case):
+    call, expected, jvp_calls, vjp_calls = _CALL_CASES[case]
+    want = jvp_calls if kind == "custom_jvp" else vjp_calls
+    calls: list = []
+    fun = (_logged_custom_jvp if kind == "custom_jvp" else _logged_custom_vjp)(calls)
+    np.testing.assert_allclose(np.asarray(call(fun)), expected, rtol=1e-6)
+    assert calls == want
+
+
+def test_custom_jvp_forward_mode_runs_only_the_rule():
+    calls: list = []
+    f = _logged_custom_jvp(calls)
+    y, t = kiln.jvp(f, (_AT,), (2.0,))
+    np.testing.assert_allclose([float(y), float(t)], [np.sin(_AT), 2 * np.cos(_AT)], rtol=1e-6)
+    assert calls == ["f_jvp"]
+    calls.clear()
+    y, f_jvp = kiln.linearize(f, _AT)
+    np.testing.assert_allclose(float(f_jvp(1.0)), np.cos(_AT), rtol=1e-6)
+    assert calls == ["f_jvp"]
+    calls.clear()
+    np.testing.assert_allclose(np.asarray(kiln.jacfwd(f)(_ATS)), np.diag(np.cos(_ATS)), rtol=1e-6)
+    assert calls == ["f_jvp"]
+
+
+def test_custom_vjp_forward_mode_runs_fwd_then_raises():
+    calls: list = []
+    g = _logged_custom_vjp(calls)
+    with pytest.raises(TypeError, match="forward-mode.*custom_vjp"):
+        kiln.jvp(g, (_AT,), (1.0,))
+    assert calls == ["g_fwd"]
+
+
+def test_custom_rules_differentiate_a_primal_function_that_cannot_run():
+    """A primal function that raises is never called under differentiation (JAX's notebook: 'primal only via
+    the rule'); called plainly, it still raises."""
+    def unavailable(*args):
+        raise NotImplementedError("primal only via the rule")
+
+    f = kiln.custom_jvp(unavailable)
+    f.defjvp(lambda p, t: (knp.sin(p[0]), knp.cos(p[0]) * t[0]))
+    g = kiln.custom_vjp(unavailable)
+    g.defvjp(lambda x: (knp.sin(x), knp.cos(x)), lambda cos_x, ct: (cos_x * ct,))
+    for fun in (f, g):
+        np.testing.assert_allclose(float(kiln.grad(fun)(_AT)), np.cos(_AT), rtol=1e-6)
+        np.testing.assert_allclose(float(kiln.jit(kiln.grad(fun))(_AT)), np.cos(_AT), rtol=1e-6)
+        np.testing.assert_allclose(np.asarray(kiln.vmap(kiln.grad(fun))(_ATS)), np.cos(_ATS), rtol=1e-6)
+        np.testing.assert_allclose(float(kiln.grad(lambda x: fun(x) * x)(_AT)), np.cos(_AT) * _AT + np.sin(_AT),
+                                   rtol=1e-6)
+        for plain in (fun, kiln.jit(fun)):
+            with pytest.raises(NotImplementedError, match="primal only via the rule"):
+                plain(_AT)
+    y, t = kiln.jvp(f, (_AT,), (3.0,))
+    np.testing.assert_allclose([float(y), float(t)], [np.sin(_AT), 3 * np.cos(_AT)], rtol=1e-6)
+    np.testing.assert_allclose(float(kiln.grad(kiln.grad(f))(_AT)), -np.sin(_AT), rtol=1e-6)
+    np.testing.assert_allclose(float(kiln.hessian(f)(_AT)), -np.sin(_AT), rtol=1e-6)
+
+
+def test_custom_rules_alone_with_pytrees_nondiff_argnums_and_integers():
+    """Only the rules run, with pytree arguments and outputs, a non-differentiable argument and an integer
+    leaf (whose tangent is a float0 zero)."""
+    def unavailable(*args):
+        raise NotImplementedError("primal only via the rule")
+
+    seen = {}
+    f = kiln.custom_jvp(unavailable, nondiff_argnums=(0,))
+
+    @f.defjvp
+    def f_jvp(scale, primals, tangents):
+        (d,), (td,) = primals, tangents
+        seen["n tangent"] = td["n"].dtype
+        out = {"y": scale * d["x"] * d["n"], "z": (d["x"] ** 2,)}
+        return out, {"y": scale * td["x"] * d["n"], "z": (2 * d["x"] * td["x"],)}
+
+    def loss_f(x):
+        out = f(2.0, {"x": x, "n": knp.int32(3)})
+        return out["y"] + out["z"][0]
+
+    g = kiln.custom_vjp(unavailable, nondiff_argnums=(1,))
+    g.defvjp(lambda a, scale, b: ((scale * a * b, [a]), (a, b)),
+             lambda scale, res, ct: (ct[0] * scale * res[1] + ct[1][0], ct[0] * scale * res[0]))
+
+    def loss_g(a, b):
+        y, (a_again,) = g(a, 4.0, b)
+        return y + 5.0 * a_again
+
+    for grad in (kiln.grad, lambda fun, **kw: kiln.jit(kiln.grad(fun, **kw))):
+        np.testing.assert_allclose(float(grad(loss_f)(_AT)), 2.0 * 3 + 2 * _AT, rtol=1e-6)
+        assert seen.pop("n tangent") == float0
+        np.testing.assert_allclose([float(v) for v in grad(loss_g, argnums=(0, 1))(1.5, 2.5)],
+                                   [4.0 * 2.5 + 5.0, 4.0 * 1.5], rtol=1e-6)
+
+
+def test_custom_vjp_zero_cotangent_keeps_weak_type():
+    """bwd gets a zero cotangent for an unused output with the output's type, weak like the output (a Python
+    float argument), as in JAX; the gradient stays weak too."""
+    seen = []
+
+    @kiln.custom_vjp
+    def f(x):
+        return x, x
+
+    def bwd(_, ct):
+        seen.append(ct)
+        return (ct[0] + ct[1],)
+    f.defvjp(lambda x: (f(x), None), bwd)
+    g = kiln.grad(lambda x: f(x)[0])(2.0)
+    (ct_used, ct_zero), = seen
+    assert (float(ct_used), float(ct_zero)) == (1.0, 0.0)
+    assert ct_zero.dtype == np.float32 and ct_zero.weak_type and ct_used.weak_type
+    assert float(g) == 1.0 and g.dtype == np.float32 and g.weak_type
+    seen.clear()
+    g = kiln.grad(lambda x: f(x)[0])(np.float32(2.0))  # a strong argument: strong cotangents
+    (ct_used, ct_zero), = seen
+    assert not ct_zero.weak_type and not g.weak_type and float(g) == 1.0
+
+
 # -- errors ---------------------------------------------------------------------------------------------------
 def test_error_grad_of_non_scalar_output():
     with pytest.raises(TypeError, match=r"must return a scalar.*shape \(3,\).*kiln\.vjp or kiln\.jacrev"):

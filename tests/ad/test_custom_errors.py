@@ -69,3 +69,14 @@ def test_custom_vjp_defvjp_accepts_optimize_remat():
     f = kiln.custom_vjp(lambda x: x * 2.0)
     f.defvjp(lambda x: (x * 2.0, None), lambda _, g: (g * 3.0,), optimize_remat=True)
     assert float(f(1.5)) == 3.0 and float(kiln.grad(f)(1.0)) == 3.0
+
+
+def test_custom_jvp_rule_primal_output_reading_the_tangents():
+    """Under differentiation the rule's primal output stands for the function's: it must not read the tangents
+    (it used to end in reverse mode's internal error)."""
+    f = kiln.custom_jvp(lambda x: knp.sin(x))
+    f.defjvp(lambda p, t: (knp.sin(p[0]) + 0 * t[0], knp.cos(p[0]) * t[0]))
+    for diff in (kiln.grad(f), lambda x: kiln.jvp(f, (x,), (1.0,))):
+        with pytest.raises(kiln.CustomDerivativeError, match=r"rule of <lambda>: its primal output depends on the "
+                                                              r"tangents"):
+            diff(1.0)
