@@ -98,6 +98,17 @@ def _trace_body(owner, nondiff: list, flat: list, in_tree):
     return call_body(closed), closed.consts, _Call(owner, nondiff, in_tree, out_tree_box[0])
 
 
+def _check_no_differentiated_closure(consts: list, what: str) -> None:
+    """A rule traced for a differentiated call gets no tangents for the values it closes over: where one of them
+    carries a derivative, the result would silently miss that part. Raise instead (JAX raises too)."""
+    for c in consts:
+        if isinstance(c, Tracer) and c.builder.carries_derivative(c):
+            raise CustomDerivativeError(
+                f"{what} closes over a value that is being differentiated ({c.aval.str_short()}), so its derivative "
+                "through that value cannot be taken. Pass the value to the function as an argument instead (or "
+                "define the function outside the differentiated one).")
+
+
 def _trace_jvp_rule(owner, nondiff: list, flat: list, in_tree):
     """A differentiated custom_jvp call traced through its JVP function alone: ``(body, consts, rule)``. The body
     is the traced JVP function's primal outputs."""
@@ -121,6 +132,7 @@ def _trace_jvp_rule(owner, nondiff: list, flat: list, in_tree):
 
     closed, _ = trace_to_ir(flat_rule, avals + t_avals, name=f"jvp({name})",
                             known_values=list(flat) + [None] * len(t_avals))
+    _check_no_differentiated_closure(closed.consts, f"kiln.custom_jvp function {name}")
     rule = call_body(closed)
     n_in = len(closed.consts) + len(avals)
     n_out = trees[0].num_leaves
@@ -144,6 +156,7 @@ def _trace_fwd(owner, nondiff: list, flat: list, in_tree):
         return flat_out + flat_res
 
     closed, _ = trace_to_ir(flat_fwd, [abstractify(x) for x in flat], name=owner.__name__, known_values=flat)
+    _check_no_differentiated_closure(closed.consts, f"kiln.custom_vjp function {owner.__name__}")
     fwd = call_body(closed)
     out_tree, res_tree = trees[0]
     body = ClosedIR(eliminate_dead_code(IR([], fwd.ir.invars, fwd.ir.eqns, fwd.ir.outvars[:out_tree.num_leaves])))

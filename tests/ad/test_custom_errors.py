@@ -80,3 +80,27 @@ def test_custom_jvp_rule_primal_output_reading_the_tangents():
         with pytest.raises(kiln.CustomDerivativeError, match=r"rule of <lambda>: its primal output depends on the "
                                                               r"tangents"):
             diff(1.0)
+
+
+def test_custom_rules_closing_over_a_differentiated_value_raise():
+    """A custom_jvp/custom_vjp function defined inside the differentiated function that closes over one of its
+    differentiated values: its rule gets no tangent for that value, so a result would silently miss that part of
+    the derivative (d/dx x*x would be 2.0 at x=2). It raises, as JAX does (with UnexpectedTracerError)."""
+    def with_jvp(x):
+        @kiln.custom_jvp
+        def g(y):
+            return y * x
+        g.defjvp(lambda p, t: (g(*p), t[0] * x))
+        return g(x)
+
+    def with_vjp(x):
+        @kiln.custom_vjp
+        def g(y):
+            return y * x
+        g.defvjp(lambda y: (g(y), None), lambda r, c: (c * x,))
+        return g(x)
+    for fun, kind in ((with_jvp, "custom_jvp"), (with_vjp, "custom_vjp")):
+        with pytest.raises(kiln.CustomDerivativeError, match=rf"kiln.{kind} function g closes over a value that is "
+                                                             r"being differentiated \(f32\[\]\).*as an argument"):
+            kiln.grad(fun)(2.0)
+        assert float(fun(2.0)) == 4.0  # not differentiated: runs
