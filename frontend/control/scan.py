@@ -228,18 +228,27 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     for e in known.eqns:
         if not has_effects(e) and all(not isinstance(a, Var) or a in invariant for a in e.inputs):
             invariant.update(e.outputs)
-    kind = [("const" if r in const_pos else "xs" if r in xs_pos else "literal" if r in constant else
-             "hoist" if r in invariant else "stacked") if isinstance(r, Var) else "stacked" for r in residuals]
+    # Residuals that are the body's own known ys (an RNN's h, both output and its tanh's residual) are stacked by
+    # the known scan already: the linear scan reads that output instead of a second stacked copy.
+    known_ys = [v for v, u in zip(eqn.outputs[nk:], y_u) if not u]
+    ys_pos = {}
+    for i, v in enumerate(known.outvars[k_u.count(False):n_known_out]):
+        if isinstance(v, Var) and v not in ys_pos:
+            ys_pos[v] = i
+    kind = [("const" if r in const_pos else "xs" if r in xs_pos else "ys" if r in ys_pos else
+             "literal" if r in constant else "hoist" if r in invariant else "stacked") if isinstance(r, Var)
+            else "stacked" for r in residuals]
     # A residual that one cheap elementwise operation computes from another stacked residual and literals (tanh's
     # derivative keeps y and 1 - y, JAX's order of operations) is computed again in the linear body from that
     # one: not stacked too.
-    stacked_set = {r for r, k in zip(residuals, kind) if k == "stacked"}
+    stacked_set = {r for r, k in zip(residuals, kind) if k in ("stacked", "ys")}  # one array per step
     derived = {e.outputs[0]: e for e in known.eqns
                if e.prim.name in _CHEAP and len(e.outputs) == 1 and e.outputs[0] in stacked_set
                and all(isinstance(a, Literal) or a in constant or (a in stacked_set and a is not e.outputs[0])
                        for a in e.inputs)
                and any(a in stacked_set for a in e.inputs if isinstance(a, Var))}
-    derived = {r: e for r, e in derived.items() if not any(a in derived for a in e.inputs if isinstance(a, Var))}
+    derived = {r: e for r, e in derived.items() if r not in ys_pos
+               and not any(a in derived for a in e.inputs if isinstance(a, Var))}
     kind = ["derived" if k == "stacked" and r in derived else k for r, k in zip(residuals, kind)]
     hoisted, outer = _hoist(known.eqns, [r for r, k in zip(residuals, kind) if k == "hoist"],
                             {v: ins_c[i] for v, i in const_pos.items()})
@@ -264,12 +273,12 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
         return [(v, r) for v, r, kk in zip(res_in, residuals, kind) if kk == k]
     inv_in = [v for v, _ in of("const")] + [v for v, _ in of("hoist")]
     inv_outer = [ins_c[const_pos[r]] for _, r in of("const")] + [outer[r] for _, r in of("hoist")]
-    fwd_in = [v for v, _ in of("xs")]
-    fwd_outer = [ins_x[xs_pos[r]] for _, r in of("xs")]
+    fwd_in = [v for v, _ in of("xs")] + [v for v, _ in of("ys")]
+    fwd_outer = [ins_x[xs_pos[r]] for _, r in of("xs")] + [known_ys[ys_pos[r]] for _, r in of("ys")]
     stacked_in = [v for v, _ in of("stacked")]
     recomputed = [Eqn(constant[r].prim, constant[r].inputs, [v], constant[r].params, constant[r].source)
                   for v, r in of("literal")]
-    stacked_var = {r: v for v, r in of("stacked")}
+    stacked_var = {r: v for v, r in of("stacked") + of("ys")}
     for v, r in of("derived"):
         e, ins = derived[r], []
         for a in e.inputs:

@@ -56,9 +56,9 @@ def test_xs_and_constants_are_not_stacked():
     xs = knp.asarray(rng.normal(size=(30, 2, 4)).astype(np.float32))
     for reverse in (False, True):
         text = kiln.jit(kiln.grad(lambda p, xs: _rnn2_loss(p, xs, reverse))).lower(params, xs).as_text()
-        # stacked by the forward loop: the hs (its output), the previous h and tanh(.) (its derivative's 1 - y is
-        # computed again in the backward loop from it); no x, no ones
-        assert text.count("stablehlo.dynamic_update_slice") == 3, reverse
+        # stacked by the forward loop: the hs (its output, which is also tanh's residual: read by the backward
+        # loop, not stacked twice; its derivative's 1 - y is computed again from it) and the previous h; no x, no ones
+        assert text.count("stablehlo.dynamic_update_slice") == 2, reverse
         assert "tensor<30x2x4xf32>" in text
         got = kiln.jit(kiln.grad(lambda p, xs: _rnn2_loss(p, xs, reverse)))(params, xs)
         want = kiln.grad(lambda p, xs: _rnn2_loss(p, xs, reverse, loop=True))(params, xs)
@@ -106,10 +106,39 @@ def test_loop_invariant_residuals_are_computed_once():
     xs = knp.asarray(rng.normal(size=(30, 2, 8)).astype(np.float32))
     text = kiln.jit(kiln.grad(_rnn3_loss)).lower(params, xs).as_text()
     assert "tensor<30x8x8xf32>" not in text  # w * 0.5, stacked once per step
-    # stacked: the hs, the previous h, (h @ w') for g's gradient and tanh(.) (not 1 - tanh: computed again); not
-    # the broadcast g
-    assert text.count("stablehlo.dynamic_update_slice") == 4
+    # stacked: the hs (also tanh's residual; 1 - tanh computed again), the previous h and (h @ w') for g's
+    # gradient; not the broadcast g
+    assert text.count("stablehlo.dynamic_update_slice") == 3
     got = kiln.jit(kiln.grad(_rnn3_loss))(params, xs)
     want = kiln.grad(lambda p, xs: _rnn3_loss(p, xs, loop=True))(params, xs)
     for a, b in zip(got, want):
         np.testing.assert_allclose(a, b, rtol=1e-5, atol=1e-7)
+
+
+def test_residual_read_from_the_ys_with_unroll_and_reverse():
+    # tanh's output is both a ys output and a residual: the backward loop reads the forward loop's ys (one stacked
+    # array fewer), whatever the unrolling and direction.
+    rng = np.random.default_rng(5)
+    w = knp.asarray(rng.normal(size=(3, 3)).astype(np.float32) * 0.5)
+    xs = knp.asarray(rng.normal(size=(7, 3)).astype(np.float32))
+
+    def loss(w, xs, unroll, reverse):
+        def step(h, x):
+            h = knp.tanh(h @ w + x)
+            return h, h
+        _, ys = lax.scan(step, knp.zeros(3), xs, unroll=unroll, reverse=reverse)
+        return knp.sum(ys ** 2)
+
+    def loop_loss(w, xs, reverse):
+        h, total = knp.zeros(3), 0.0
+        for x in (xs[::-1] if reverse else xs):
+            h = knp.tanh(h @ w + x)
+            total = total + knp.sum(h ** 2)
+        return total
+    text = kiln.jit(kiln.grad(loss), static_argnums=(2, 3)).lower(w, xs, 1, False).as_text()
+    assert text.count("stablehlo.dynamic_update_slice") == 2  # the ys (h) and the previous h
+    for unroll in (1, 2, 7):
+        for reverse in (False, True):
+            got = kiln.jit(kiln.grad(loss), static_argnums=(2, 3))(w, xs, unroll, reverse)
+            want = kiln.grad(loop_loss)(w, xs, reverse)
+            np.testing.assert_allclose(got, want, rtol=1e-5, atol=1e-6)
