@@ -86,6 +86,9 @@ def _array(object: Any, dtype: Any, ndmin: int) -> Any:  # noqa: A002
         out = object if dtype is None else astype(object, dtype)
     elif isinstance(object, (list, tuple)) and _contains_traced(object):
         out = _stack_nested(object, dtype)
+        aval = abstractify(out)
+        if aval.weak_type:  # as JAX (and as outside a trace): a list makes a strongly typed array
+            out = convert(out, aval.dtype, False)
     else:
         if object is None:
             raise TypeError("kiln.numpy.array: None is not a valid array value")

@@ -355,3 +355,13 @@ def test_like_functions_keep_a_weak_type():
     np.testing.assert_array_equal(knp.full_like(weak, 3, shape=(2,)), [3.0, 3.0])
     with pytest.raises(TypeError, match=r"kiln.numpy.full_like: argument 1 of type str \('x'\) is not an array"):
         knp.full_like(weak, "x")
+
+
+def test_array_of_a_list_of_traced_weak_values_is_strong():
+    # As JAX, and as kiln outside a trace: a list makes a strongly typed array, whatever its items' weak types;
+    # an array (not a list) keeps its own.
+    for out in (kiln.jit(lambda a, b: knp.array([a, b]))(1.0, 2.0), kiln.jit(lambda x: knp.array(x))([1, 2]),
+                kiln.jit(lambda a: knp.asarray(((a, a), (a, a))))(1.0), knp.array([knp.asarray(1.0)] * 2)):
+        assert not out.weak_type, out
+    assert kiln.jit(lambda x: knp.array([x, x]))(1).dtype == np.int32
+    assert kiln.jit(lambda a: knp.array(a))(1.0).weak_type
