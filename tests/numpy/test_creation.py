@@ -365,3 +365,24 @@ def test_array_of_a_list_of_traced_weak_values_is_strong():
         assert not out.weak_type, out
     assert kiln.jit(lambda x: knp.array([x, x]))(1).dtype == np.int32
     assert kiln.jit(lambda a: knp.array(a))(1.0).weak_type
+
+
+def test_a_64_bit_dtype_without_x64_warns_that_it_is_truncated():
+    # As JAX (its "Common gotchas"): an explicit float64/int64 request with x64 off warns and gives 32 bits;
+    # Python's float and int ask for the default types and do not warn.
+    with pytest.warns(UserWarning, match=r"Explicitly requested dtype float64 is not available, and will be "
+                                         r"truncated to dtype float32\. To enable more dtypes, set "
+                                         r"kiln.config.update\('jax_enable_x64', True\)") as record:
+        out = knp.zeros(2, dtype=np.float64)
+    assert out.dtype == np.float32 and record[0].filename == __file__  # points at the user's line
+    with pytest.warns(UserWarning, match="requested dtype int64"):
+        assert knp.full((2,), 3, dtype="int64").dtype == np.int32
+    with pytest.warns(UserWarning, match="requested dtype float64"):
+        assert kiln.random.uniform(kiln.random.key(0), (3,), dtype=np.float64).dtype == np.float32
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert knp.zeros(2, dtype=float).dtype == np.float32 and knp.ones(2, dtype=int).dtype == np.int32
+        assert knp.zeros(2, dtype=np.float32).dtype == np.float32
+        with kiln.config.override("enable_x64", True):
+            assert knp.zeros(2, dtype=np.float64).dtype == np.float64
