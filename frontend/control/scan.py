@@ -244,12 +244,13 @@ def _scan_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     stacked_set = {r for r, k in zip(residuals, kind) if k in ("stacked", "ys")}  # one array per step
     derived = {e.outputs[0]: e for e in known.eqns
                if e.prim.name in _CHEAP and len(e.outputs) == 1 and e.outputs[0] in stacked_set
+               and e.outputs[0] not in ys_pos
                and all(isinstance(a, Literal) or a in constant or (a in stacked_set and a is not e.outputs[0])
                        for a in e.inputs)
                and any(a in stacked_set for a in e.inputs if isinstance(a, Var))}
-    derived = {r: e for r, e in derived.items() if r not in ys_pos
-               and not any(a in derived for a in e.inputs if isinstance(a, Var))}
-    kind = ["derived" if k == "stacked" and r in derived else k for r, k in zip(residuals, kind)]
+    # (not from another derived one: the linear body computes each from stacked arrays only)
+    derived = {r: e for r, e in derived.items() if not any(a in derived for a in e.inputs if isinstance(a, Var))}
+    kind = ["derived" if r in derived else k for r, k in zip(residuals, kind)]
     hoisted, outer = _hoist(known.eqns, [r for r, k in zip(residuals, kind) if k == "hoist"],
                             {v: ins_c[i] for v, i in const_pos.items()})
     stacked = [r for r, k in zip(residuals, kind) if k == "stacked"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import difflib
 import functools
-import sys
 import warnings
 from typing import Any
 
@@ -31,7 +30,7 @@ import numpy as np
 
 from .config import config
 from .errors import IntegerOverflowError
-from .source_info import is_internal
+from .source_info import user_stacklevel
 
 # The Python scalar types that kiln treats as (weakly typed) array values.
 PY_SCALARS = (bool, int, float, complex)
@@ -177,26 +176,17 @@ def _to_supported_dtype(spec: Any) -> np.dtype:
 _WIDE_TYPES = frozenset(np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128))
 
 
-def check_user_dtype(dtype: Any, where: str) -> np.dtype:
-    """:func:`canonicalize_dtype` of a dtype the user asked for explicitly (a ``dtype=`` argument of ``where``,
-    e.g. ``"in zeros"``). With ``enable_x64`` off a 64-bit dtype warns that it is truncated, as JAX warns
-    (Python's ``float``, ``int`` and ``complex`` ask for the default types, and do not)."""
+def check_user_dtype(dtype: Any) -> np.dtype:
+    """:func:`canonicalize_dtype` of a dtype the user asked for explicitly (a ``dtype=`` argument). With
+    ``enable_x64`` off a 64-bit dtype warns that it is truncated, as JAX warns (Python's ``float``, ``int`` and
+    ``complex`` ask for the default types, and do not)."""
     out = canonicalize_dtype(dtype)
     if (not config.enable_x64 and out != dtype and dtype not in (float, int, complex)
             and np.dtype(dtype) in _WIDE_TYPES):
-        requested = f"{np.dtype(dtype)} {where}" if where else np.dtype(dtype)
-        warnings.warn(f"Explicitly requested dtype {requested} is not available, and will be "
-                      f"truncated to dtype {out}. To enable more dtypes, set kiln.config.update('jax_enable_x64', "
-                      "True) or the KILN_ENABLE_X64 environment variable.", UserWarning, stacklevel=_user_level())
+        warnings.warn(f"Explicitly requested dtype {np.dtype(dtype)} is not available, and will be truncated to "
+                      f"dtype {out}. To enable more dtypes, set kiln.config.update('jax_enable_x64', True) or the "
+                      "KILN_ENABLE_X64 environment variable.", UserWarning, stacklevel=user_stacklevel())
     return out
-
-
-def _user_level() -> int:
-    """The ``stacklevel`` of the first frame outside kiln (for warnings about the user's call)."""
-    f, level = sys._getframe(2), 2
-    while f is not None and is_internal(f.f_code.co_filename):
-        f, level = f.f_back, level + 1
-    return level
 
 
 def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dtype:

@@ -133,6 +133,15 @@ def user_frame_info(depth: int = 1) -> SourceInfo | None:
     return None
 
 
+def user_stacklevel() -> int:
+    """The ``stacklevel`` for ``warnings.warn`` called by this function's caller that names the first frame
+    outside kiln (the user's line, however deep in kiln the warning is raised)."""
+    f, level = sys._getframe(2), 2
+    while f is not None and is_internal(f.f_code.co_filename):
+        f, level = f.f_back, level + 1
+    return level
+
+
 def current(depth: int = 1) -> SourceInfo | None:
     """The location of an equation created now: the one a transformation works on behalf of (see
     :class:`at`), else the first frame outside kiln on the stack, from ``depth`` frames up (1: the caller;

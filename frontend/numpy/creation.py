@@ -39,7 +39,7 @@ builtins_any, builtins_max, builtins_min = any, max, min
 
 
 def _dtype_or_default(dtype, default) -> np.dtype:
-    return dtypes.check_user_dtype(dtype, "") if dtype is not None else default
+    return dtypes.check_user_dtype(dtype) if dtype is not None else default
 
 
 def _check_python_ints(fname: str, obj: Any, target: np.dtype, explicit: bool = False) -> None:

@@ -40,7 +40,7 @@ _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint6
 # -- helpers ---------------------------------------------------------------------------------------
 
 def _float_dtype(fname: str, dtype: Any, allow_complex: bool = False) -> np.dtype:
-    dt = dtypes.default_float_dtype() if dtype is None else dtypes.check_user_dtype(dtype, "")
+    dt = dtypes.default_float_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
     if not (dtypes.is_float(dt) or (allow_complex and dtypes.is_complex(dt))):
         kinds = "a float or complex" if allow_complex else "a float"
         raise ValueError(f"kiln.random.{fname}: dtype must be {kinds} dtype, got {dt.name}")
@@ -52,7 +52,7 @@ def _float_dtype(fname: str, dtype: Any, allow_complex: bool = False) -> np.dtyp
 
 
 def _int_dtype(fname: str, dtype: Any) -> np.dtype:
-    dt = dtypes.default_int_dtype() if dtype is None else dtypes.check_user_dtype(dtype, "")
+    dt = dtypes.default_int_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
     if not dtypes.is_int(dt):
         raise TypeError(f"kiln.random.{fname}: dtype must be an integer dtype, got {dt.name}")
     return dt
