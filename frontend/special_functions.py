@@ -413,7 +413,8 @@ def polygamma_impl(n, x):
 # ---------------------------------------------------------------------------------------------
 
 def _lax_operands(name: str, *xs):
-    """Python scalars take the arrays' dtype; otherwise one floating dtype and one shape, or a clear error."""
+    """Python scalars take the arrays' dtype; otherwise one floating dtype and shapes that broadcast as JAX's lax
+    does, or a clear error."""
     xs = [jnp.asarray(x) for x in _operands(*xs)]
     avals = [abstractify(x) for x in xs]
     for av in avals:
@@ -426,8 +427,9 @@ def _lax_operands(name: str, *xs):
                         "promote: convert one with kiln.lax.convert_element_type, or use kiln.scipy.special)")
     if len({av.shape for av in avals}) > 1:
         got = " and ".join(str(av.shape) for av in avals)
-        raise ShapeError(f"kiln.lax.{name}: operands must have the same shape, got {got} (kiln.lax does not "
-                         "broadcast: use kiln.numpy.broadcast_arrays, or kiln.scipy.special)")
+        raise ShapeError(f"kiln.lax.{name}: operand shapes {got} do not broadcast (kiln.lax broadcasts rank-0 "
+                         "operands and axes of size 1, as JAX's lax does; use kiln.numpy.broadcast_arrays, or "
+                         "kiln.scipy.special)")
     return xs
 
 

@@ -1,7 +1,8 @@
 """``kiln.lax``: thin functions over the primitives, with JAX's lax signatures.
 
-No implicit promotion: operands must agree in dtype. The one convenience (as in JAX) is that a
-Python scalar operand takes the dtype of the array operands and broadcasts to their shape.
+No implicit promotion: operands must agree in dtype, except that a Python scalar operand takes the dtype of
+the array operands. Elementwise operands broadcast as in JAX's lax: a rank-0 operand to the others' shape, an
+axis of size 1 to the others' size (operands of one rank only).
 """
 from __future__ import annotations
 
@@ -38,22 +39,50 @@ def literal(value: Any, dtype: np.dtype, weak_type: bool = False) -> Literal:
     return Literal(val, ShapedArray((), np.dtype(dtype), weak_type))
 
 
-def _operands(*args: Any) -> list[Any]:
-    """Give Python scalars the dtype of the array operands and broadcast them to their shape."""
-    if not any(map(_is_py_scalar, args)):
-        return args
-    arrays = [a for a in args if not _is_py_scalar(a)]
-    if not arrays:
-        return list(args)
-    aval = abstractify(arrays[0])
+def _shape(x: Any) -> tuple[int, ...]:
+    return x.aval.shape if isinstance(x, Literal) else np.shape(x)
+
+
+def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None:
+    """The shape elementwise operands broadcast to as in JAX's lax: a rank-0 operand takes any shape, the others
+    must have one rank, and an axis of size 1 takes the size of the others. None where they do not broadcast (the
+    primitive's shape rule then explains it)."""
+    ranked = [s for s in shapes if s]
+    if not ranked:
+        return ()
+    if len({len(s) for s in ranked}) != 1:
+        return None
     out = []
-    for a in args:
-        if _is_py_scalar(a):
-            a = literal(a, aval.dtype, weak_type=True)
-            if aval.shape:
-                a = broadcast_in_dim(a, aval.shape, ())
-        out.append(a)
-    return out
+    for sizes in zip(*ranked):
+        others = {d for d in sizes if d != 1}
+        if len(others) > 1:
+            return None
+        out.append(others.pop() if others else 1)
+    return tuple(out)
+
+
+def _operands(*args: Any) -> list[Any]:
+    """Give Python scalars the dtype of the array operands, and broadcast the operands to one shape as JAX's lax
+    does (rank-0 operands, and axes of size 1: :func:`broadcast_shape`)."""
+    if any(map(_is_py_scalar, args)):
+        arrays = [a for a in args if not _is_py_scalar(a)]
+        if not arrays:
+            return list(args)
+        dtype = abstractify(arrays[0]).dtype
+        args = [literal(a, dtype, weak_type=True) if _is_py_scalar(a) else a for a in args]
+    shapes = [_shape(a) for a in args]
+    first = shapes[0]
+    if all(s == first for s in shapes):
+        return args
+    target = broadcast_shape(shapes)
+    if target is None:
+        return args
+    return [a if s == target else _broadcast_to(a, s, target) for a, s in zip(args, shapes)]
+
+
+def _broadcast_to(x: Any, shape: tuple[int, ...], target: tuple[int, ...]) -> Any:
+    """``x`` of ``shape`` (rank 0, or the rank of ``target`` with axes of size 1) broadcast to ``target``."""
+    return broadcast_in_dim(x, target, tuple(range(len(shape))))
 
 
 # Functions that take JAX's ``accuracy=`` (a Tolerance or AccuracyMode): checked, then ignored.

@@ -48,8 +48,9 @@ def _binary_rule(name: str, kinds: str, out_bool: bool = False):
                             f"{y.dtype.name} (kiln.lax does not promote: convert one with "
                             "kiln.lax.convert_element_type, or use kiln.numpy)")
         if x.shape != y.shape:
-            raise ShapeError(f"kiln.lax.{name}: operands must have the same shape, got {x.shape} and "
-                             f"{y.shape} (kiln.lax does not broadcast: use kiln.numpy or broadcast_in_dim)")
+            raise ShapeError(f"kiln.lax.{name}: operand shapes {x.shape} and {y.shape} do not broadcast (kiln.lax "
+                             "broadcasts rank-0 operands and axes of size 1, as JAX's lax does; use kiln.numpy, or "
+                             "kiln.lax.broadcast_in_dim)")
         _check_kind(name, x, kinds)
         if out_bool:
             return ShapedArray(x.shape, np.dtype(bool), False)

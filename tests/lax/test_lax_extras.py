@@ -57,6 +57,56 @@ def test_shape_helpers(jit):
     assert out["empty"].shape == (2, 2) and out["empty"].dtype == np.int32
 
 
+# -- implicit broadcasting of elementwise operands (JAX's lax: rank-0 operands, axes of size 1) ----------------
+
+_BCAST_CASES = [  # (x shape, y shape, result shape)
+    ((3, 4), (), (3, 4)), ((), (3, 4), (3, 4)), ((3, 4), (1, 4), (3, 4)), ((3, 1), (1, 4), (3, 4)),
+    ((1, 1), (2, 5), (2, 5)), ((2, 1, 3), (2, 4, 1), (2, 4, 3)),
+]
+
+
+@pytest.mark.parametrize("jit", [False, True])
+@pytest.mark.parametrize("xs,ys,out", _BCAST_CASES)
+def test_binary_ops_broadcast_rank0_and_size1(xs, ys, out, jit):
+    x, y = _f32(*xs), np.abs(_f32(*ys)) + 0.5
+    for name, ref in (("add", np.add), ("sub", np.subtract), ("mul", np.multiply), ("div", np.divide),
+                      ("max", np.maximum), ("atan2", np.arctan2), ("lt", np.less), ("nextafter", np.nextafter)):
+        fn = getattr(lax, name)
+        got = (kiln.jit(fn) if jit else fn)(x, y)
+        assert got.shape == out
+        # div and atan2 within an ulp: XLA divides by a broadcast value as a product with its reciprocal
+        tol = 2.5e-7 if name in ("div", "atan2") else 0
+        np.testing.assert_allclose(np.asarray(got), ref(x, y), rtol=tol, atol=0, err_msg=name)
+    _close(lax.igamma(y, np.abs(x) + 0.1), _scipy_gammainc(y, np.abs(x) + 0.1))
+
+
+def _scipy_gammainc(a, x):
+    from scipy import special
+    return special.gammainc(a, x).astype(np.float32)
+
+
+def test_broadcast_operands_in_the_ir_grad_and_vmap():
+    x, y = _f32(3, 4), _f32(1, 4)
+    printed = str(kiln.make_jaxpr(lax.mul)(x, y))
+    assert "broadcast_in_dim[broadcast_dimensions=(0, 1)]" in printed and "mul" in printed
+    # The size-1 operand's cotangent is summed over the broadcast axis; a rank-0 operand's over all of them.
+    _close(kiln.grad(lambda b: lax.mul(x, b).sum())(y), x.sum(0, keepdims=True))
+    _close(kiln.grad(lambda s: lax.mul(x, s).sum())(np.float32(2)), x.sum())
+    # vmap of an operand against a rank-0 array: the array stays unbatched and broadcasts to each row.
+    _close(kiln.vmap(lambda r: lax.sub(r, np.float32(1.5)))(x), x - np.float32(1.5))
+    _close(kiln.vmap(lax.add, in_axes=(0, None))(x, y[0]), x + y[0])
+
+
+def test_operands_that_do_not_broadcast_name_both_shapes():
+    with pytest.raises(kiln.ShapeError, match=r"kiln\.lax\.add: operand shapes \(3, 4\) and \(4,\) do not broadcast"):
+        lax.add(_f32(3, 4), _f32(4))
+    with pytest.raises(kiln.ShapeError, match=r"kiln\.lax\.sub: operand shapes \(3, 4\) and \(2, 4\) do not "
+                                              r"broadcast"):
+        kiln.jit(lax.sub)(_f32(3, 4), _f32(2, 4))
+    with pytest.raises(TypeError, match=r"kiln\.lax\.add: operands must have the same dtype, got float32 and int32"):
+        lax.add(_f32(3, 4), np.ones((), np.int32))
+
+
 def test_full_dtype_and_weak_type():
     assert lax.full((2,), 1.0).weak_type and not lax.full((2,), 1.0, np.float32).weak_type
     assert lax.full((), 3, jnp.bfloat16).dtype == bfloat16

@@ -96,8 +96,8 @@ def test_errors():
         lax.igamma(f32, f64)
     with pytest.raises(TypeError, match=r"kiln.lax.bessel_i0e: takes floating arrays, got int32"):
         lax.bessel_i0e(np.ones(2, np.int32))
-    with pytest.raises(TypeError, match=r"kiln.lax.betainc: operands must have the same shape, got \(2,\) and "
-                                         r"\(3,\) and \(2,\) .*does not broadcast"):
+    with pytest.raises(TypeError, match=r"kiln.lax.betainc: operand shapes \(2,\) and \(3,\) and \(2,\) do not "
+                                         r"broadcast \(kiln.lax broadcasts rank-0 operands and axes of size 1"):
         lax.betainc(f64, np.ones(3), f64)
     with pytest.raises(TypeError, match=r"kiln.lax.random_gamma_grad: dtype=float32 differs from the operands' "
                                         r"float64"):
