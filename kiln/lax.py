@@ -206,6 +206,65 @@ from kiln.frontend.lax import top_k as top_k
 from kiln.frontend.lax import transpose as transpose
 from kiln.frontend.lax import unstack as unstack
 from kiln.frontend.lax import with_sharding_constraint as with_sharding_constraint
+from kiln.frontend.lax.primitive_names import abs_p as abs_p
+from kiln.frontend.lax.primitive_names import acos_p as acos_p
+from kiln.frontend.lax.primitive_names import acosh_p as acosh_p
+from kiln.frontend.lax.primitive_names import add_p as add_p
+from kiln.frontend.lax.primitive_names import and_p as and_p
+from kiln.frontend.lax.primitive_names import asin_p as asin_p
+from kiln.frontend.lax.primitive_names import asinh_p as asinh_p
+from kiln.frontend.lax.primitive_names import atan2_p as atan2_p
+from kiln.frontend.lax.primitive_names import atan_p as atan_p
+from kiln.frontend.lax.primitive_names import atanh_p as atanh_p
+from kiln.frontend.lax.primitive_names import cbrt_p as cbrt_p
+from kiln.frontend.lax.primitive_names import ceil_p as ceil_p
+from kiln.frontend.lax.primitive_names import clz_p as clz_p
+from kiln.frontend.lax.primitive_names import convert_element_type_p as convert_element_type_p
+from kiln.frontend.lax.primitive_names import cos_p as cos_p
+from kiln.frontend.lax.primitive_names import cosh_p as cosh_p
+from kiln.frontend.lax.primitive_names import digamma_p as digamma_p
+from kiln.frontend.lax.primitive_names import div_p as div_p
+from kiln.frontend.lax.primitive_names import eq_p as eq_p
+from kiln.frontend.lax.primitive_names import erf_inv_p as erf_inv_p
+from kiln.frontend.lax.primitive_names import erf_p as erf_p
+from kiln.frontend.lax.primitive_names import erfc_p as erfc_p
+from kiln.frontend.lax.primitive_names import exp_p as exp_p
+from kiln.frontend.lax.primitive_names import expm1_p as expm1_p
+from kiln.frontend.lax.primitive_names import floor_p as floor_p
+from kiln.frontend.lax.primitive_names import ge_p as ge_p
+from kiln.frontend.lax.primitive_names import gt_p as gt_p
+from kiln.frontend.lax.primitive_names import is_finite_p as is_finite_p
+from kiln.frontend.lax.primitive_names import le_p as le_p
+from kiln.frontend.lax.primitive_names import lgamma_p as lgamma_p
+from kiln.frontend.lax.primitive_names import log1p_p as log1p_p
+from kiln.frontend.lax.primitive_names import log_p as log_p
+from kiln.frontend.lax.primitive_names import logistic_p as logistic_p
+from kiln.frontend.lax.primitive_names import lt_p as lt_p
+from kiln.frontend.lax.primitive_names import max_p as max_p
+from kiln.frontend.lax.primitive_names import min_p as min_p
+from kiln.frontend.lax.primitive_names import mul_p as mul_p
+from kiln.frontend.lax.primitive_names import ne_p as ne_p
+from kiln.frontend.lax.primitive_names import neg_p as neg_p
+from kiln.frontend.lax.primitive_names import nextafter_p as nextafter_p
+from kiln.frontend.lax.primitive_names import not_p as not_p
+from kiln.frontend.lax.primitive_names import or_p as or_p
+from kiln.frontend.lax.primitive_names import population_count_p as population_count_p
+from kiln.frontend.lax.primitive_names import pow_p as pow_p
+from kiln.frontend.lax.primitive_names import rem_p as rem_p
+from kiln.frontend.lax.primitive_names import round_p as round_p
+from kiln.frontend.lax.primitive_names import rsqrt_p as rsqrt_p
+from kiln.frontend.lax.primitive_names import shift_left_p as shift_left_p
+from kiln.frontend.lax.primitive_names import shift_right_arithmetic_p as shift_right_arithmetic_p
+from kiln.frontend.lax.primitive_names import shift_right_logical_p as shift_right_logical_p
+from kiln.frontend.lax.primitive_names import sign_p as sign_p
+from kiln.frontend.lax.primitive_names import sin_p as sin_p
+from kiln.frontend.lax.primitive_names import sinh_p as sinh_p
+from kiln.frontend.lax.primitive_names import sqrt_p as sqrt_p
+from kiln.frontend.lax.primitive_names import stop_gradient_p as stop_gradient_p
+from kiln.frontend.lax.primitive_names import sub_p as sub_p
+from kiln.frontend.lax.primitive_names import tan_p as tan_p
+from kiln.frontend.lax.primitive_names import tanh_p as tanh_p
+from kiln.frontend.lax.primitive_names import xor_p as xor_p
 from kiln.frontend.special_functions import bessel_i0e as bessel_i0e
 from kiln.frontend.special_functions import bessel_i1e as bessel_i1e
 from kiln.frontend.special_functions import betainc as betainc
@@ -247,3 +306,11 @@ __all__ = [
     "tan", "tanh", "tile", "Tolerance", "top_k", "transpose", "unstack", "while_loop", "with_sharding_constraint",
     "zeta",
 ]
+# JAX's names of the elementwise primitive objects (for interpreters of make_jaxpr's IR)
+__all__ += ["abs_p", "acos_p", "acosh_p", "add_p", "and_p", "asin_p", "asinh_p", "atan2_p", "atan_p", "atanh_p",
+    "cbrt_p", "ceil_p", "clz_p", "convert_element_type_p", "cos_p", "cosh_p", "digamma_p", "div_p",
+    "eq_p", "erf_inv_p", "erf_p", "erfc_p", "exp_p", "expm1_p", "floor_p", "ge_p", "gt_p", "is_finite_p",
+    "le_p", "lgamma_p", "log1p_p", "log_p", "logistic_p", "lt_p", "max_p", "min_p", "mul_p", "ne_p",
+    "neg_p", "nextafter_p", "not_p", "or_p", "population_count_p", "pow_p", "rem_p", "round_p", "rsqrt_p",
+    "shift_left_p", "shift_right_arithmetic_p", "shift_right_logical_p", "sign_p", "sin_p", "sinh_p",
+    "sqrt_p", "stop_gradient_p", "sub_p", "tan_p", "tanh_p", "xor_p"]

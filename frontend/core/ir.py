@@ -135,6 +135,20 @@ class Eqn:
     # Where the user's code created it (a core.source_info.SourceInfo), or None when unknown.
     source: Any = None
 
+    # JAX's names for the fields (``JaxprEqn.primitive``, ``.invars``, ``.outvars``), for interpreters written
+    # against jaxprs.
+    @property
+    def primitive(self) -> Any:
+        return self.prim
+
+    @property
+    def invars(self) -> list[Atom]:
+        return self.inputs
+
+    @property
+    def outvars(self) -> list[Var]:
+        return self.outputs
+
 
 @dataclass(eq=False)
 class IR:
@@ -185,6 +199,11 @@ class ClosedIR:
     def jaxpr(self) -> IR:
         """The IR without its constants (JAX's ``ClosedJaxpr.jaxpr``: what ``kiln.core.eval_jaxpr`` takes)."""
         return self.ir
+
+    @property
+    def literals(self) -> list[Any]:
+        """The values of the constvars (JAX's ``ClosedJaxpr.literals``, another name of ``consts``)."""
+        return self.consts
 
     @property
     def eqns(self) -> list:

@@ -711,6 +711,11 @@ class Traced:
     def ir(self) -> ClosedIR:
         return self.entry.closed
 
+    @property
+    def jaxpr(self) -> ClosedIR:
+        """The traced IR (JAX's ``Traced.jaxpr``, a ClosedJaxpr); the same as ``ir``."""
+        return self.entry.closed
+
     def lower(self) -> Lowered:
         return Lowered(self.jitted, self.entry)
 

@@ -105,6 +105,15 @@ def eval_jaxpr(jaxpr: IR | ClosedIR, consts: Sequence[Any], *args: Any, propagat
     return eval_ir(ir, list(consts), list(args))
 
 
+def jaxpr_as_fun(closed: ClosedIR) -> Callable[..., list[Any]]:
+    """``closed`` (what ``make_jaxpr`` gave) as a function of its inputs returning the list of its outputs,
+    as JAX's ``jax.extend.core.jaxpr_as_fun``."""
+    if not isinstance(closed, ClosedIR):
+        raise TypeError(f"kiln.extend.core.jaxpr_as_fun: expected the ClosedIR of kiln.make_jaxpr(f)(...), got "
+                        f"{type(closed).__name__}")
+    return lambda *args: eval_jaxpr(closed.ir, closed.consts, *args)
+
+
 def max_dim(a: int, b: int) -> int:
     """The larger of two dimension sizes (kiln's shapes are plain ints; JAX's may be symbolic)."""
     return max(operator.index(a), operator.index(b))
