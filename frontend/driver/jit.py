@@ -671,7 +671,7 @@ class JittedFunction:
         """Trace for these arguments (without compiling); ``.ir`` is the kiln IR."""
         dyn_args, dyn_kwargs, static = self._split(args, kwargs)
         leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        return Traced(self, self._entry(leaves, treedef, dyn_args, dyn_kwargs, static))
+        return Traced(self, self._entry(leaves, treedef, dyn_args, dyn_kwargs, static), treedef)
 
     def lower(self, *args, **kwargs) -> Lowered:
         """Trace and lower for these arguments; ``.as_text()`` is the StableHLO module."""
@@ -704,8 +704,8 @@ class JittedFunction:
 
 
 class Traced:
-    def __init__(self, jitted: JittedFunction, entry: _Entry):
-        self.jitted, self.entry = jitted, entry
+    def __init__(self, jitted: JittedFunction, entry: _Entry, in_tree: Any):
+        self.jitted, self.entry, self.in_tree = jitted, entry, in_tree  # in_tree: of (dynamic args, kwargs)
 
     @property
     def ir(self) -> ClosedIR:
@@ -717,14 +717,14 @@ class Traced:
         return self.entry.closed
 
     def lower(self) -> Lowered:
-        return Lowered(self.jitted, self.entry)
+        return Lowered(self.jitted, self.entry, self.in_tree)
 
 
 class Lowered:
     """A traced and lowered function: inspect its StableHLO, then compile it."""
 
-    def __init__(self, jitted: JittedFunction, entry: _Entry):
-        self.jitted, self.entry = jitted, entry
+    def __init__(self, jitted: JittedFunction, entry: _Entry, in_tree: Any):
+        self.jitted, self.entry, self.in_tree = jitted, entry, in_tree
         ir = entry.closed.ir
         donated = [False] * len(ir.constvars) + entry.donated
         if isinstance(entry.device, spmd.MeshPlacement):
@@ -748,25 +748,38 @@ class Lowered:
 
     def compile(self) -> Compiled:
         self.jitted._compiled(self.entry, self._lowered)  # the module above, not a second lowering
-        return Compiled(self.jitted, self.entry)
+        return Compiled(self.jitted, self.entry, self.in_tree)
 
 
 class Compiled:
-    """A compiled function for one signature. Call it with arguments of that signature."""
+    """A compiled function for one signature. Call it with the dynamic arguments of that signature: as in
+    JAX, the static ones (``static_argnums``/``static_argnames``) were fixed when it was traced and are not
+    passed again, and a weakly typed argument (a Python scalar) matches a strongly typed one of its dtype."""
 
-    def __init__(self, jitted: JittedFunction, entry: _Entry):
-        self.jitted, self.entry = jitted, entry
+    def __init__(self, jitted: JittedFunction, entry: _Entry, in_tree: Any):
+        self.jitted, self.entry, self.in_tree = jitted, entry, in_tree
 
     def __call__(self, *args, **kwargs):
-        jitted = self.jitted
-        dyn_args, dyn_kwargs, static = jitted._split(args, kwargs)
-        leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        entry = jitted._entry(leaves, treedef, dyn_args, dyn_kwargs, static)
-        if entry is not self.entry:
-            want = ", ".join(a.str_short() for a in self.entry.closed.ir.in_avals)
-            got = ", ".join(a.str_short() for a in entry.closed.ir.in_avals)
-            raise JitError(f"kiln: {jitted.__name__} was compiled for arguments ({want}) but called with "
-                           f"({got}); lower and compile again for these arguments")
+        jitted, entry = self.jitted, self.entry
+        leaves, treedef = tree_util.tree_flatten((args, kwargs))
+        if any(isinstance(x, Tracer) for x in leaves):
+            raise JitError(f"kiln: {jitted.__name__} was lowered and compiled for one signature and cannot be "
+                           "transformed (vmap, grad, jit) or called inside a traced function; transform the function "
+                           "and then lower and compile it, or call the kiln.jit function itself")
+        want = entry.closed.ir.in_avals
+        try:
+            got = [x.aval if type(x) is Array else abstractify(x) for x in leaves]
+        except TypeError:
+            got = None
+        if treedef != self.in_tree or got is None or any(
+                (a.shape, a.dtype) != (w.shape, w.dtype) for a, w in zip(got, want)):
+            static = " (without the static arguments)" if jitted.static_argnums or jitted.static_argnames else ""
+            shown = "arguments of other types" if got is None else f"({', '.join(a.str_short() for a in got)})"
+            if treedef != self.in_tree:
+                shown = f"arguments {treedef} where it takes {self.in_tree}"
+            raise JitError(f"kiln: {jitted.__name__} was compiled for arguments "
+                           f"({', '.join(a.str_short() for a in want)}){static} but called with {shown}; call it "
+                           "with arguments of those shapes and dtypes, or lower and compile again for these")
         return jitted._execute(entry, leaves)
 
     def as_text(self) -> str:

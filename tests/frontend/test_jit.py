@@ -422,6 +422,34 @@ def test_lower_with_keywords_and_statics():
     assert "3.000000e+00" in text
 
 
+def test_compiled_takes_the_dynamic_arguments_and_ignores_weak_types():
+    """As JAX's ahead-of-time docs: a Compiled is called without its static arguments, and a Python scalar
+    matches the strongly typed int32 of a ShapeDtypeStruct (and the other way round)."""
+    def f(x, y):
+        return 2 * x + y
+
+    i32 = kiln.ShapeDtypeStruct((), np.dtype("int32"))
+    compiled = kiln.jit(f).trace(i32, i32).lower().compile()
+    out = compiled(3, 4)
+    assert int(out) == 10 and out.dtype == np.int32
+    assert int(kiln.jit(f).lower(3, 4).compile()(np.int32(3), np.int32(4))) == 10
+    with pytest.raises(TypeError, match=r"compiled for arguments \(i32\[\], i32\[\]\) but called with "
+                                        r"\(i32\[3\], i32\[3\]\)"):
+        compiled(np.arange(3, dtype=np.int32), np.arange(3, dtype=np.int32))
+    with pytest.raises(TypeError, match=r"\(i32\[\], i32\[\]\) but called with \(f32\[\], f32\[\]\)"):
+        compiled(np.float32(72.0), np.float32(72.0))
+    with pytest.raises(TypeError, match="but called with arguments PyTreeDef"):
+        compiled(3)
+
+    with_x = kiln.jit(f, static_argnums=0).trace(7, 8).lower()
+    assert int(with_x.compile()(5)) == 19
+    assert int(kiln.jit(f, static_argnums=0).trace(10, i32).lower().compile()(5)) == 25
+    with pytest.raises(TypeError, match=r"\(without the static arguments\)"):
+        with_x.compile()(7, 5)
+    with pytest.raises(TypeError, match="cannot be transformed"):
+        kiln.vmap(with_x.compile())(np.arange(3, dtype=np.int32))
+
+
 # -- targets ----------------------------------------------------------------------------------
 
 @pytest.mark.backend("cpu")
