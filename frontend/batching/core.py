@@ -22,6 +22,9 @@ from ..core.source_info import at
 from ..core.tracing import abstractify, materialize, trace_to_ir
 
 batch_rules: dict[Primitive, Callable] = {}
+# Elementwise primitives, whose rules also get ``scalar_like``: which operands are unbatched broadcasts of a
+# scalar (kiln's IR spells out the broadcast of ``x * 2.0``'s 2.0, which JAX's leaves rank-0 for lax to broadcast).
+scalar_aware: set[Primitive] = set()
 # Primitives batched even when no operand is (they observe the axis itself, e.g. axis_index).
 always_batched: set[Primitive] = set()
 
@@ -64,6 +67,7 @@ def batch_eval(ir: IR, consts: Sequence[Any], args: Sequence[Any], dims: Sequenc
     def read(a):
         return (a, None) if isinstance(a, Literal) else (env[a], denv[a])
 
+    scalar_broadcasts: set[Var] = set()  # unbatched results of broadcast_in_dim of a rank-0 value
     for eqn in ir.eqns:
         with at(eqn.source):  # equations it creates keep eqn's location
             vals, ds = zip(*[read(a) for a in eqn.inputs]) if eqn.inputs else ((), ())
@@ -76,11 +80,17 @@ def batch_eval(ir: IR, consts: Sequence[Any], args: Sequence[Any], dims: Sequenc
                 rule = batch_rules.get(eqn.prim)
                 if rule is None:
                     raise BatchingError(f"kiln.vmap: batching of primitive {eqn.prim.name!r} is not implemented")
-                outs, out_dims = rule(ctx, list(vals), list(ds), **eqn.params)
+                if eqn.prim in scalar_aware:
+                    scalar_like = [a in scalar_broadcasts for a in eqn.inputs]
+                    outs, out_dims = rule(ctx, list(vals), list(ds), scalar_like=scalar_like, **eqn.params)
+                else:
+                    outs, out_dims = rule(ctx, list(vals), list(ds), **eqn.params)
                 if not eqn.prim.multiple_results:
                     outs, out_dims = [outs], [out_dims]
         env.update(zip(eqn.outputs, outs))
         denv.update(zip(eqn.outputs, out_dims))
+        if eqn.prim.name == "broadcast_in_dim" and not eqn.inputs[0].aval.shape and out_dims[0] is None:
+            scalar_broadcasts.add(eqn.outputs[0])
     outs, out_dims = zip(*[read(a) for a in ir.outvars]) if ir.outvars else ((), ())
     return [materialize(o) for o in outs], list(out_dims)
 

@@ -5,20 +5,32 @@ from __future__ import annotations
 from .. import lax
 from ..core.tracing import abstractify
 from ..lax import elementwise as ew
-from .core import BatchContext, batch_rules, common_dim, move_dim, operand_ndim
+from .core import BatchContext, batch_rules, common_dim, move_dim, operand_ndim, scalar_aware
+
+
+def _same_batching(args, dims, scalar_like) -> int | None:
+    """The batch dimension every operand has when all are batched alike (one shape, one batch dimension), else
+    None. Scalars, and unbatched broadcasts of one (``scalar_like``), do not count: they broadcast in any case."""
+    first = next(i for i, d in enumerate(dims) if d is not None)
+    shape, d = abstractify(args[first]).shape, dims[first]
+    for a, bd, scalar in zip(args, dims, scalar_like or [False] * len(args)):
+        aval = abstractify(a)
+        if aval.ndim and not scalar and (bd != d or aval.shape != shape):
+            return None
+    return d
 
 
 def register_elementwise(prim):
-    def rule(ctx: BatchContext, args, dims, **params):
-        d = common_dim(args, dims)
-        ranks = {operand_ndim(a) - (bd is not None) for a, bd in zip(args, dims)}
-        if len(ranks) == 1:
-            args = [move_dim(a, bd, d, ctx.size) for a, bd in zip(args, dims)]
-            return prim.bind(*args, **params), d
-        # Mixed ranks (a scalar predicate of select): put everything at the front.
-        args = [move_dim(a, bd, 0, ctx.size) for a, bd in zip(args, dims)]
-        return prim.bind(*args, **params), 0
+    def rule(ctx: BatchContext, args, dims, scalar_like=(), **params):
+        # As JAX's rule: operands batched alike stay where they are; otherwise (an unbatched array operand, batch
+        # dimensions that differ, a scalar predicate of select) every operand's batch dimension goes to the front.
+        # The place decides which transposes XLA sees, hence how it fuses the program and rounds its results.
+        d = _same_batching(args, dims, scalar_like)
+        d = 0 if d is None else d
+        args = [move_dim(a, bd, d, ctx.size) for a, bd in zip(args, dims)]
+        return prim.bind(*args, **params), d
     batch_rules[prim] = rule
+    scalar_aware.add(prim)
 
 
 for _p in [*ew.unary_prims.values(), *ew.binary_prims.values(), ew.round_p, ew.convert_p, ew.stop_gradient_p]:

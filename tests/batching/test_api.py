@@ -150,19 +150,39 @@ def test_vmap_inside_and_outside_jit():
 
 
 def test_batch_dimension_stays_in_place():
-    """Mapped over axis 1, a chain of elementwise ops, slices, concatenation, reductions, reshapes and
-    broadcasts keeps the batch dimension at 1: the batched IR has no transpose."""
+    """Mapped over axis 1, a chain of elementwise ops (with Python scalars), slices, concatenation, reductions,
+    reshapes and broadcasts of operands batched alike keeps the batch dimension at 1: the batched IR has no
+    transpose."""
     def f(m, w):
         r = knp.tanh(m * 2.0 + w)
         r = knp.concatenate([r, r[:, :1]], axis=1).reshape(3, 5)
         r = r - knp.max(r, axis=1, keepdims=True)
         return knp.exp(r) / knp.sum(knp.exp(r), axis=1, keepdims=True) + knp.where(r > 0, r, 0.0)
 
-    x, w = randn(3, 6, 4), randn(3, 4)
-    batched = kiln.vmap(f, in_axes=(1, None), out_axes=1)
+    x, w = randn(3, 6, 4), randn(3, 6, 4)
+    batched = kiln.vmap(f, in_axes=(1, 1), out_axes=1)
     assert "transpose" not in {e.prim.name for e in kiln.make_ir(batched)(x, w).ir.eqns}
-    np.testing.assert_allclose(np.asarray(batched(x, w)), np.stack([np.asarray(f(x[:, i], w)) for i in range(6)], 1),
-                               rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(np.asarray(batched(x, w)),
+                               np.stack([np.asarray(f(x[:, i], w[:, i])) for i in range(6)], 1), rtol=1e-5, atol=1e-6)
+
+
+def test_elementwise_batching_places_the_batch_dimension_as_jax():
+    """An elementwise op whose operands are not batched alike (an unbatched array, batch dimensions that differ)
+    moves every batch dimension to the front, as JAX's rule does (the transposes XLA sees decide how it fuses
+    the program, and so its float bits); Python scalars do not count."""
+    w, b, xs = randn(10, 16), randn(10), randn(8, 16)
+    layer = kiln.vmap(lambda w, b, x: knp.dot(w, x) + b, in_axes=(None, None, 0))
+    eqns = kiln.make_ir(layer)(w, b, xs).ir.eqns
+    assert [e.prim.name for e in eqns] == ["dot_general", "transpose", "broadcast_in_dim", "add"]
+    np.testing.assert_allclose(np.asarray(layer(w, b, xs)), xs @ w.T + b, rtol=1e-5, atol=1e-5)
+    # batched at 1 alike, with a Python scalar: stays at 1
+    ir = kiln.make_ir(kiln.vmap(lambda u, v: u * 2.0 + v, in_axes=1, out_axes=1))(randn(3, 5), randn(3, 5)).ir
+    assert "transpose" not in [e.prim.name for e in ir.eqns]
+    # batched at different dimensions: both go to the front
+    u, v = randn(5, 3), randn(3, 5)
+    both = kiln.vmap(lambda p, q: p - q, in_axes=(0, 1))
+    assert kiln.make_ir(both)(u, v).ir.eqns[-1].outputs[0].aval.shape == (5, 3)
+    np.testing.assert_allclose(np.asarray(both(u, v)), u - v.T, rtol=1e-6)
 
 # -- composites of kiln.numpy against a loop ----------------------------------------------------------
 
