@@ -165,7 +165,11 @@ def _split(body: ClosedIR, unknown: tuple[bool, ...]):
         k = split.known
         n_known = len(k.outvars) - split.num_residuals
         known_body = _prune(IR([], k.invars, k.eqns, k.outvars[:n_known]), [True] * n_known)
-        unknown_body = _prune(body.ir, out_unknown)
+        # The unknown half recomputes the known equations, then runs the unknown ones; both as the split
+        # made them, so that an equation mixing known and unknown inputs (a nested remat, a call, a loop)
+        # is its known half (non-linear) and its unknown half (linear), which transposition needs.
+        ir = body.ir
+        unknown_body = _prune(IR(ir.constvars, ir.invars, k.eqns + split.unknown.eqns, ir.outvars), out_unknown)
         memo[unknown] = (ClosedIR(known_body, []), ClosedIR(unknown_body, []), out_unknown)
     return memo[unknown]
 
