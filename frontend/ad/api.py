@@ -148,16 +148,21 @@ def linearize(fun: Callable, *primals):
     _check_arrays("linearize", flat_p)
     closed, out_tree = _trace_flat(fun, flat_p, in_tree, _fun_name(fun))
     out_primals, residuals, lin, nonzero, out_nonzero = _linearize_flat(closed, flat_p)
-
-    def f_jvp(*tangents):
-        flat_t, t_tree = tree_util.tree_flatten(tuple(tangents))
-        if t_tree != in_tree:
-            raise TypeError(f"kiln.linearize: tangents have structure {t_tree}, expected {in_tree}")
-        outs = eval_ir(lin.ir, lin.consts, list(residuals) + [t for t, nz in zip(flat_t, nonzero) if nz])
-        it = iter(outs)
-        touts = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(closed.out_avals, out_nonzero)]
-        return tree_util.tree_unflatten(out_tree, [_external(t, p) for t, p in zip(touts, out_primals)])
+    # A pytree whose leaves are the residuals (as JAX's): it can be returned from a jitted function.
+    f_jvp = tree_util.Partial(functools.partial(_apply_linearized, lin, in_tree, out_tree, nonzero, out_nonzero,
+                                                closed.out_avals), list(residuals))
     return tree_util.tree_unflatten(out_tree, out_primals), f_jvp
+
+
+def _apply_linearized(lin: ClosedIR, in_tree, out_tree, nonzero, out_nonzero, out_avals, residuals, *tangents):
+    """``linearize``'s ``f_jvp``: the linear part evaluated on ``tangents``."""
+    flat_t, t_tree = tree_util.tree_flatten(tuple(tangents))
+    if t_tree != in_tree:
+        raise TypeError(f"kiln.linearize: tangents have structure {t_tree}, expected {in_tree}")
+    outs = eval_ir(lin.ir, lin.consts, list(residuals) + [t for t, nz in zip(flat_t, nonzero) if nz])
+    it = iter(outs)
+    touts = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(out_avals, out_nonzero)]
+    return tree_util.tree_unflatten(out_tree, [_external_aval(t, a) for t, a in zip(touts, out_avals)])
 
 
 def _linearize_flat(closed: ClosedIR, flat_p: list):
@@ -183,10 +188,8 @@ def _linearize_flat(closed: ClosedIR, flat_p: list):
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_vjp)`` where ``f_vjp(ct)`` is the vector-Jacobian product ``ct @ J``."""
     main, info, residuals, aux = _forward("vjp", fun, tuple(primals), has_aux)
-
-    def f_vjp(ct):
-        return _apply_vjp(info, residuals, ct)
-
+    # A pytree whose leaves are the residuals (as JAX's): it can be returned from a jitted function.
+    f_vjp = tree_util.Partial(functools.partial(_apply_vjp, info), list(residuals))
     if has_aux:
         return main, f_vjp, aux
     return main, f_vjp

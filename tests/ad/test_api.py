@@ -180,6 +180,25 @@ def test_linearize_matches_jvp():
     np.testing.assert_allclose(f_jvp(t), t2, rtol=1e-6)
 
 
+def test_vjp_and_linearize_functions_are_pytrees_of_their_residuals():
+    # As JAX's: the returned function's leaves are the residuals (sin's cos(x)), so it can be returned
+    # from a jitted function and rebuilt from (traced) leaves, as JAX's remat notes' print_fwd_bwd does.
+    f = lambda x: knp.sin(x) * 2.0  # noqa: E731
+    x = np.array([0.1, -0.5, 2.0], np.float32)
+    ct = np.array([1.0, 2.0, -1.0], np.float32)
+    for transform in (kiln.vjp, kiln.linearize):
+        _, fn = transform(f, x)
+        leaves, tree = kiln.tree_util.tree_flatten(fn)
+        np.testing.assert_allclose(leaves[0], np.cos(x), rtol=1e-6)
+        out, fn2 = kiln.jit(lambda v, t=transform: t(f, v))(x)
+        np.testing.assert_allclose(out, 2 * np.sin(x), rtol=1e-6)
+        expected = 2 * np.cos(x) * ct
+        got = fn2(ct)[0] if transform is kiln.vjp else fn2(ct)
+        np.testing.assert_allclose(got, expected, rtol=1e-6)
+        rebuilt = kiln.jit(lambda res, c, tree=tree: kiln.tree_util.tree_unflatten(tree, res)(c))(leaves, ct)
+        np.testing.assert_allclose(rebuilt[0] if transform is kiln.vjp else rebuilt, expected, rtol=1e-6)
+
+
 # -- pytrees, has_aux, argnums, holomorphic, allow_int --------------------------------------------------
 class Params(NamedTuple):
     w: object
