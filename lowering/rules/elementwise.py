@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..hlo import V, compare, op, op_rule, out_type, real
+from ..hlo import V, compare, imag, op, op_rule, out_type, real, select, unary
 from ..registry import register
 from ..types import tensor_type
 
@@ -14,7 +14,7 @@ _SAME_NAME = {
     "not": "not", "shift_left": "shift_left", "shift_right_arithmetic": "shift_right_arithmetic",
     "shift_right_logical": "shift_right_logical", "atan2": "atan2", "neg": "negate", "sign": "sign",
     "abs": "abs", "exp": "exponential", "log": "log", "log1p": "log_plus_one",
-    "expm1": "exponential_minus_one", "sin": "sine", "cos": "cosine", "tan": "tan", "tanh": "tanh",
+    "expm1": "exponential_minus_one", "tan": "tan", "tanh": "tanh",
     "logistic": "logistic", "sqrt": "sqrt", "rsqrt": "rsqrt", "cbrt": "cbrt", "floor": "floor",
     "ceil": "ceil", "is_finite": "is_finite",
 }
@@ -22,6 +22,33 @@ _SAME_NAME = {
 
 for _kiln, _hlo in _SAME_NAME.items():
     register(_kiln)(op_rule(f"stablehlo.{_hlo}"))
+
+
+def _sin_cos_complex(x: V, cosine: bool) -> V:
+    """sin or cos of a complex ``x`` from real operations, JAX's formulas op for op (XLA's own complex
+    sine/cosine round differently): with ``a + ib = x``, ``sin(a) cosh(b) + i cos(a) sinh(b)`` and
+    ``cos(a) cosh(b) - i sin(a) sinh(b)``, sinh and cosh through expm1 (no cancellation for a small b),
+    and a zero imaginary (sin: real) part where ``a`` is zero (no NaN from inf * 0)."""
+    a, b = real(x), imag(x)
+    a_is_zero = a.eq(0)
+    sn, cs = unary("sine", a), unary("cosine", a)
+    e1m, e2m = unary("exponential_minus_one", b), unary("exponential_minus_one", -b)
+    snh, csh = (e1m - e2m) / 2, (e1m + e2m + 2) / 2
+    if cosine:
+        re, im = cs * csh, -sn * snh
+        re0, im0 = re, select(a_is_zero, 0, im)
+    else:
+        re, im = sn * csh, cs * snh
+        re0, im0 = select(a_is_zero, 0, re), im
+    return op("stablehlo.complex", [re0.v, im0.v], x.type)
+
+
+@register("sin", "cos")
+def _sin_cos(ctx, eqn, x):
+    aval = eqn.inputs[0].aval
+    if aval.dtype.kind == "c":
+        return _sin_cos_complex(V.of(x, aval), eqn.prim.name == "cos")
+    return op(f"stablehlo.{'cosine' if eqn.prim.name == 'cos' else 'sine'}", [x], out_type(eqn))
 
 
 @register("eq", "ne", "lt", "le", "gt", "ge")
