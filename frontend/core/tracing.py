@@ -89,16 +89,16 @@ def run_untraced(fun: Callable, *args: Any) -> Any:
 class Tracer(ArrayMethods):
     """A value inside a function being traced: an abstract value bound to an IR variable."""
 
-    __slots__ = ("builder", "var")
+    __slots__ = ("builder", "ir_var")
     __array_priority__ = 100
 
     def __init__(self, builder: Builder, var: Var):
         self.builder = builder
-        self.var = var
+        self.ir_var = var
 
     @property
     def aval(self) -> ShapedArray:
-        return self.var.aval
+        return self.ir_var.aval
 
     # -- conversions to Python values: need a concrete value ------------------------------
     def __bool__(self) -> bool:
@@ -120,7 +120,7 @@ class Tracer(ArrayMethods):
     def __array__(self, dtype=None, copy=None):
         # Under eager grad, a value with no derivative (integer indices, say) converts, as in JAX.
         self.builder.check_no_derivative(self, TracerArrayConversionError, "a NumPy conversion")
-        value = self.builder._evaluate(self.var)
+        value = self.builder._evaluate(self.ir_var)
         if value is not None:
             return np.asarray(value, dtype=dtype)
         raise TracerArrayConversionError(
@@ -186,7 +186,7 @@ class Builder:
         """The IR atom for an argument of a primitive applied inside this trace."""
         if isinstance(x, Tracer):
             if x.builder is self:
-                return x.var
+                return x.ir_var
             if x.builder.finished or x.builder not in _stack.get():
                 raise UnexpectedTracerError(
                     f"kiln: a traced value {x.aval.str_short()} created while tracing "
@@ -262,13 +262,13 @@ class Builder:
     def carries_derivative(self, tracer: Tracer) -> bool:
         """Whether ``tracer``, a value of this trace, carries a derivative of the differentiated inputs (see
         __init__); always False in a trace without ``tangent_flows``."""
-        return self.tangent_flows is not None and tracer.var in self._derivative_vars()
+        return self.tangent_flows is not None and tracer.ir_var in self._derivative_vars()
 
     def check_no_derivative(self, tracer: Tracer, error: type, what: str) -> None:
         """Raise ``error`` if ``tracer`` carries a derivative of the differentiated inputs (see __init__)."""
         if not self.carries_derivative(tracer):
             return
-        names = self._inputs_of(tracer.var)
+        names = self._inputs_of(tracer.ir_var)
         of = f" {', '.join(names)}" if names else ""
         raise error(f"kiln: {what} of the traced value {tracer.aval.str_short()} {self.where()}: it depends on the "
                     f"differentiated argument{of}, and as a Python or NumPy value it would be a constant to the "
@@ -277,10 +277,10 @@ class Builder:
 
     def concrete_value(self, tracer: Tracer, error: type, what: str) -> Any:
         self.check_no_derivative(tracer, error, what)
-        value = self._evaluate(tracer.var)
+        value = self._evaluate(tracer.ir_var)
         if value is not None:
             return value
-        names = self._inputs_of(tracer.var)
+        names = self._inputs_of(tracer.ir_var)
         depends = (f"It depends on argument{'s' if len(names) > 1 else ''} {', '.join(names)}. "
                    if names else "")
         static = ", ".join(names) or "that argument"
@@ -340,7 +340,7 @@ def device_put_eager(value: Any) -> Any:
 def concrete(value: Any) -> Any:
     """A concrete value for ``value`` (itself unless it is a tracer), or None if it has none."""
     if isinstance(value, Tracer):
-        return value.builder._evaluate(value.var)
+        return value.builder._evaluate(value.ir_var)
     return value
 
 
@@ -427,12 +427,12 @@ def trace_origin(x: Any) -> Any:
     is its own origin. None when nothing is known (an intermediate value of an abstract trace)."""
     while isinstance(x, Tracer):
         b = x.builder
-        hint = b.input_hints.get(x.var)
+        hint = b.input_hints.get(x.ir_var)
         if hint is not None:
             return hint
-        if b.known is None or x.var not in b.known:
+        if b.known is None or x.ir_var not in b.known:
             return None
-        x = b.known[x.var]
+        x = b.known[x.ir_var]
     return x
 
 

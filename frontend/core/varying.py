@@ -130,6 +130,6 @@ def varying_in_trace(x: Any) -> tuple[frozenset, tuple[str, ...]] | None:
     if not hints or not all(isinstance(h, VaryingInput) for h in hints):
         return None
     mesh_axes = hints[0].mesh_axes
-    sofar = IR(list(b.constvars), list(b.invars), list(b.eqns), [x.var])
+    sofar = IR(list(b.constvars), list(b.invars), list(b.eqns), [x.ir_var])
     (axes,) = varying_axes(sofar, [h.axes for h in hints], frozenset(mesh_axes))
     return axes, mesh_axes

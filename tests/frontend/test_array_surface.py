@@ -72,3 +72,17 @@ def test_copy_to_host_async_returns_its_argument_and_values_stay_right():
     deleted.delete()
     with pytest.raises(RuntimeError, match="deleted"):
         deleted.copy_to_host_async()
+
+
+def test_traced_arrays_have_the_methods_of_arrays():
+    # A tracer's own attributes must not shadow an array method: x.var() inside jit failed while the tracer's
+    # IR variable was its attribute ``var`` (found porting JAX's "Thinking in JAX" notebook).
+    from kiln.frontend.core.array_methods import ArrayMethods
+    from kiln.frontend.core.tracing import Tracer
+    shadowed = [n for n in vars(ArrayMethods) if not n.startswith("__") and getattr(Tracer, n) is not getattr(
+        ArrayMethods, n)]
+    assert not shadowed, f"kiln's Tracer shadows the array methods {shadowed}"
+    a = np.array([[1.0, 2.0, 4.0], [0.5, -3.0, 8.0]], np.float32)
+    got = kiln.jit(lambda x: (x.var(), x.var(axis=0, ddof=1), x.std(axis=1)))(knp.asarray(a))
+    for g, want in zip(got, (a.var(), a.var(axis=0, ddof=1), a.std(axis=1))):
+        np.testing.assert_allclose(np.asarray(g), want, rtol=1e-6)
