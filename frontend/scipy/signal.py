@@ -27,11 +27,8 @@ def _where(fname: str) -> str:
 
 
 def _operands(fname: str, in1, in2):
-    check_arraylike(_where(fname), in1, in2)
-    dtype = dtypes.result_type(in1, in2)
-    if dtype == np.bool_:
-        raise TypeError(f"{_where(fname)}: boolean inputs are not supported; convert them to a numeric dtype")
-    a, v = jnp.asarray(in1, dtype=dtype), jnp.asarray(in2, dtype=dtype)
+    """The inputs in their common inexact dtype (integers and bools compute in the default float, as JAX's)."""
+    a, v = _inexact_pair(fname, in1, in2)
     if a.ndim != v.ndim:
         raise ValueError(f"{_where(fname)}: in1 and in2 must have the same number of dimensions, got shapes "
                          f"{a.shape} and {v.shape}")
@@ -43,30 +40,30 @@ def _check_method(fname: str, method: str) -> None:
         raise ValueError(f"{_where(fname)}: method must be 'auto', 'direct' or 'fft', got {method!r}")
 
 
-def _conv(fname: str, a, v, mode: str, precision, same_start=lambda k: (k - 1) // 2):
-    """Convolution of ``a`` and ``v`` (``v`` already flipped for a correlation's sake or not). Mode 'same'
-    takes ``a``'s shape from the full result, from offset ``same_start(kernel size)`` in each dimension."""
+def _conv(fname: str, a, v, mode: str, precision):
+    """The convolution of ``a`` and ``v`` as JAX computes it: one XLA convolution of the larger input with the
+    flipped smaller one (the inputs swap when ``a`` is nowhere larger than ``v``, in every mode, which decides
+    the order of the sums); mode 'same' takes ``a``'s shape from the centre of the full result."""
     if mode not in ("full", "same", "valid"):
         raise ValueError(f"{_where(fname)}: mode must be 'full', 'same' or 'valid', got {mode!r}")
     if a.ndim == 0:
         return a * v
     if 0 in a.shape or 0 in v.shape:
         raise ValueError(f"{_where(fname)}: in1 and in2 must not be empty, got shapes {a.shape} and {v.shape}")
+    swap = all(x <= y for x, y in zip(a.shape, v.shape))
+    if mode == "valid" and not swap and not all(x >= y for x, y in zip(a.shape, v.shape)):
+        raise ValueError(f"{_where(fname)}: with mode='valid', one input must be at least as large as the other "
+                         f"in every dimension, got shapes {a.shape} and {v.shape}")
+    shape_o = v.shape
+    if swap:
+        a, v = v, a
     if mode == "valid":
-        if all(x >= y for x, y in zip(a.shape, v.shape)):
-            pass
-        elif all(x <= y for x, y in zip(a.shape, v.shape)):
-            a, v = v, a
-        else:
-            raise ValueError(f"{_where(fname)}: with mode='valid', one input must be at least as large as the other "
-                             f"in every dimension, got shapes {a.shape} and {v.shape}")
         padding = [(0, 0)] * a.ndim
     elif mode == "full":
         padding = [(k - 1, k - 1) for k in v.shape]
     else:
-        padding = [(k - 1 - same_start(k), same_start(k)) for k in v.shape]
-    kernel = jnp.flip(v)
-    out = lax.conv_general_dilated(a[None, None], kernel[None, None], (1,) * a.ndim, padding,
+        padding = [(k - 1 - (k_o - 1) // 2, k - k_o + (k_o - 1) // 2) for k, k_o in zip(v.shape, shape_o)]
+    out = lax.conv_general_dilated(a[None, None], jnp.flip(v)[None, None], (1,) * a.ndim, padding,
                                    precision=precision)
     return out[0, 0]
 
@@ -88,10 +85,6 @@ def correlate(in1, in2, mode: str = "full", method: str = "auto", precision=None
     a, v = _operands("correlate", in1, in2)
     if method == "fft":
         return _fftconvolve("correlate", a, jnp.flip(jnp.conj(v)), mode, None)
-    if mode == "valid" and a.ndim and not all(x >= y for x, y in zip(a.shape, v.shape)) \
-            and all(x <= y for x, y in zip(a.shape, v.shape)):
-        # SciPy swaps the inputs (and so reverses and conjugates the output) when in2 is the larger one.
-        return jnp.conj(jnp.flip(_conv("correlate", v, jnp.flip(jnp.conj(a)), mode, precision)))
     return _conv("correlate", a, jnp.flip(jnp.conj(v)), mode, precision)
 
 
@@ -114,9 +107,14 @@ def correlate2d(in1, in2, mode: str = "full", boundary: str = "fill", fillvalue=
     """The 2-d cross-correlation of ``in1`` and ``in2`` (zero boundary)."""
     a, v = _operands("correlate2d", in1, in2)
     _check_2d("correlate2d", a, v, boundary, fillvalue)
-    # As SciPy: the convolution with the flipped, conjugated kernel; 'same' starts at offset k // 2 of the
-    # full result (correlate's 'same' starts at (k - 1) // 2).
-    return _conv("correlate2d", a, jnp.flip(jnp.conj(v)), mode, precision, same_start=lambda k: k // 2)
+    # JAX's order of operations (and so its bits): flip in1 rather than in2, and the result back; 'valid' and
+    # 'full' with in1 nowhere larger convolve flip(in2) with conj(in1) instead.
+    swap = all(x <= y for x, y in zip(a.shape, v.shape))
+    if mode == "valid" and swap and a.shape != v.shape:
+        return _conv("correlate2d", jnp.flip(v), jnp.conj(a), mode, precision)
+    if mode == "full" and swap:
+        return jnp.conj(_conv("correlate2d", jnp.flip(v), jnp.conj(a), mode, precision))
+    return jnp.flip(_conv("correlate2d", jnp.flip(a), jnp.conj(v), mode, precision))
 
 
 def detrend(data, axis: int = -1, type: str = "linear", bp=0, overwrite_data=None):

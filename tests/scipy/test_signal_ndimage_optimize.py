@@ -50,6 +50,31 @@ def test_2d_integers_and_grad():
                                rtol=1e-5, atol=1e-5)
 
 
+def test_convolutions_compute_as_jax():
+    # Found porting JAX's convolutions notebook: integers and bools compute in float32 (JAX's
+    # promote_dtypes_inexact); the inputs swap whenever in1 is nowhere larger, so convolve is symmetric bit for bit;
+    # correlate2d flips in1 and the result, as JAX's; with in1 the smaller, complex correlate2d 'valid' is SciPy's
+    # (it conjugated as correlate does).
+    out = ks.convolve(np.arange(4), np.arange(3))
+    assert out.dtype == np.float32
+    np.testing.assert_array_equal(np.asarray(out), ss.convolve(np.arange(4), np.arange(3)))
+    assert ks.correlate2d(np.ones((2, 2), bool), np.ones((2, 2), bool)).dtype == np.float32
+    small, big = rng.standard_normal((4, 5)).astype(np.float32), rng.standard_normal((20, 17)).astype(np.float32)
+    for m in ("full", "valid"):
+        np.testing.assert_array_equal(np.asarray(ks.convolve(small, big, m)), np.asarray(ks.convolve(big, small, m)))
+    for a, v in ((big, small), (small, big), (small, small[::-1])):
+        np.testing.assert_array_equal(np.asarray(ks.correlate2d(a, v, "same")),
+                                      np.asarray(knp.flip(ks.convolve2d(knp.flip(a), v, "same"))))
+    cs = (small + 1j * rng.standard_normal((4, 5))).astype(np.complex64)
+    cb = (big - 1j * rng.standard_normal((20, 17))).astype(np.complex64)
+    for m in ("full", "same", "valid"):
+        for a, v in ((cb, cs), (cs, cb)):
+            np.testing.assert_allclose(np.asarray(ks.correlate2d(a, v, m)), ss.correlate2d(a, v, m), rtol=1e-4,
+                                       atol=1e-4, err_msg=m)
+            np.testing.assert_allclose(np.asarray(ks.correlate(a, v, m)), ss.correlate(a, v, m), rtol=1e-4,
+                                       atol=1e-4, err_msg=m)
+
+
 def test_detrend():
     x = rng.standard_normal((3, 20))
     np.testing.assert_allclose(np.asarray(ks.detrend(x)), ss.detrend(x), atol=1e-5)
@@ -74,8 +99,6 @@ def test_signal_errors():
         ks.convolve2d(np.ones(3), np.ones(2))
     with pytest.raises(ValueError, match="detrend: type must be"):
         ks.detrend(np.ones(4), type="quadratic")
-    with pytest.raises(TypeError, match="boolean inputs are not supported"):
-        ks.convolve(np.ones(3, bool), np.ones(2, bool))
 
 
 @pytest.mark.parametrize("order", [0, 1])
