@@ -117,8 +117,8 @@ class _NodeType:
 def _sorted_keys(d: dict) -> list:
     try:
         return sorted(d)
-    except TypeError:
-        raise TypeError(f"kiln pytrees sort dict keys, but the keys {list(d)!r:.200} of this dict "
+    except TypeError:  # a ValueError, as JAX's
+        raise ValueError(f"kiln pytrees sort dict keys, but the keys {list(d)!r:.200} of this dict "
                         "cannot be compared with each other; use keys of one type (e.g. all str), "
                         "or an OrderedDict, which keeps insertion order.") from None
 

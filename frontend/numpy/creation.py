@@ -90,8 +90,9 @@ def _array(object: Any, dtype: Any, ndmin: int) -> Any:  # noqa: A002
         if aval.weak_type:  # as JAX (and as outside a trace): a list makes a strongly typed array
             out = convert(out, aval.dtype, False)
     else:
-        if object is None:
-            raise TypeError("kiln.numpy.array: None is not a valid array value")
+        if _contains_none(object):  # a ValueError, as JAX's
+            raise ValueError("kiln.numpy.array: None is not a valid array value"
+                             + ("" if object is None else f" (in {object!r:.80})"))
         try:
             host = np.asarray(object) if dtype is None else np.asarray(object,
                                                                        dtype=dtypes.canonicalize_dtype(dtype))
@@ -128,6 +129,12 @@ def _contains_traced(obj) -> bool:
     if isinstance(obj, (list, tuple)):
         return builtins_any(_contains_traced(o) for o in obj)
     return isinstance(obj, (Tracer, Array))
+
+
+def _contains_none(obj) -> bool:
+    if isinstance(obj, (list, tuple)):
+        return builtins_any(_contains_none(o) for o in obj)
+    return obj is None
 
 
 def _stack_nested(obj, dtype):

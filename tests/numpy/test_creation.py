@@ -65,8 +65,12 @@ def test_array_of_traced_values_under_jit():
 
 
 def test_array_errors():
-    with pytest.raises(TypeError, match="kiln.numpy.array: None"):
+    # None, alone or in a list, is a ValueError, as JAX's ("None is not a valid value for jnp.array"; found
+    # porting JAX's custom pytrees page).
+    with pytest.raises(ValueError, match="kiln.numpy.array: None"):
         knp.array(None)
+    with pytest.raises(ValueError, match=r"kiln.numpy.array: None is not a valid array value \(in \[1, \[2, None\]\]"):
+        knp.asarray([1, [2, None]])
     with pytest.raises(TypeError, match="kiln.numpy.array: cannot make an array from str"):
         knp.array("abc")
     with pytest.raises(OverflowError, match="kiln.numpy.array: Python int 1099511627776 is out of range for int32"):
