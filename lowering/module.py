@@ -132,6 +132,9 @@ class LoweredModule:
     # are ordered (the module threads a token through them): for runtime.compile(host_callbacks=...).
     host_callbacks: list = field(default_factory=list)
     ordered_effects: bool = False
+    # Donated inputs (positions among constvars + invars) that are parameters of main but match no output of
+    # their shape and dtype: their buffers cannot be reused (JAX warns "Some donated buffers were not usable").
+    unusable_donations: list[int] = field(default_factory=list)
 
     def as_text(self, debug_info: bool = False) -> str:
         """The module as MLIR text (rendered once), without locations: the text compile caches are keyed on.
@@ -204,7 +207,7 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
         if platform_index_param:
             in_types = [ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))] + in_types
         with ir.InsertionPoint(module.body):
-            arg_attrs = _donation_attrs(params, kept, donated, body)
+            arg_attrs, unmatched = _donation_attrs(params, kept, donated, body)
             if platform_index_param:
                 arg_attrs = [ir.DictAttr.get({})] + arg_attrs
             if mesh is not None:
@@ -236,7 +239,7 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
             if "empty" in ctx.callback_meshes:  # callbacks inside shard_map run on every device
                 sdy.MeshOp("empty_mesh", ir.Attribute.parse("#sdy.mesh<[]>"))
     return LoweredModule(module, kept, [a.aval for a in body.outvars], host_callbacks=ctx.host_callbacks,
-                         ordered_effects=ctx.token is not None)
+                         ordered_effects=ctx.token is not None, unusable_donations=unmatched)
 
 
 def type_strings(avals: Sequence, context: ir.Context) -> list[str]:
@@ -245,12 +248,14 @@ def type_strings(avals: Sequence, context: ir.Context) -> list[str]:
         return [str(tensor_type(a)) for a in avals]
 
 
-def _donation_attrs(params, kept, donated, body: IR) -> list[ir.DictAttr]:
-    """``tf.aliasing_output`` for a donated input matching an output, else ``jax.buffer_donor``."""
+def _donation_attrs(params, kept, donated, body: IR) -> tuple[list[ir.DictAttr], list[int]]:
+    """``tf.aliasing_output`` for a donated input matching an output, else ``jax.buffer_donor``; and the
+    positions (among all inputs) of the donated parameters that matched no output."""
     free_outputs = list(range(len(body.outvars)))
-    attrs = []
+    attrs, unmatched = [], []
+    positions = [i for i, k in enumerate(kept) if k]
     donated_kept = [d for d, k in zip(donated, kept) if k]
-    for v, d in zip(params, donated_kept):
+    for v, d, position in zip(params, donated_kept, positions):
         entry = {}
         if d:
             match = next((i for i in free_outputs if body.outvars[i].aval.shape == v.aval.shape
@@ -260,8 +265,9 @@ def _donation_attrs(params, kept, donated, body: IR) -> list[ir.DictAttr]:
                 entry["tf.aliasing_output"] = i32_attr(match)
             else:
                 entry["jax.buffer_donor"] = ir.BoolAttr.get(True)
+                unmatched.append(position)
         attrs.append(ir.DictAttr.get(entry))
-    return attrs
+    return attrs, unmatched
 
 
 __all__ = ["lower", "type_strings", "LoweredModule", "MeshLayout", "EmitContext", "LoweringError", "element_type",

@@ -13,6 +13,7 @@ import inspect
 import itertools
 import threading
 import time
+import warnings
 import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
@@ -21,7 +22,7 @@ import numpy as np
 
 from kiln import runtime
 
-from ..core import caches, dtypes, tree_util
+from ..core import caches, dtypes, source_info, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import call_p
 from ..core.config import config, dispatch_epoch
@@ -588,6 +589,21 @@ class JittedFunction:
                                       functools.partial(self._compile, entry, lowered))
         return entry.compiled
 
+    def _warn_unusable_donations(self, entry: _Entry, positions: Sequence[int]) -> None:
+        """JAX's warning for donated arguments no output can reuse (same wording first, so that a filter written
+        for JAX's warning also silences kiln's)."""
+        if not positions:
+            return
+        n_consts = len(entry.closed.ir.constvars)
+        invars = entry.closed.ir.invars
+        which = ", ".join(f"{entry.arg_names[p - n_consts]} {invars[p - n_consts].aval.str_short()}"
+                          for p in positions)
+        warnings.warn(f"Some donated buffers were not usable: {which} ({self._where}: no output has the shape and "
+                      "dtype of these arguments, so XLA cannot write an output into their buffers; donate only "
+                      "arguments the function returns updated). See "
+                      "https://docs.jax.dev/en/latest/faq.html#buffer-donation.", UserWarning,
+                      stacklevel=source_info.user_stacklevel())
+
     def _compile(self, entry: _Entry, lowered: Any = None) -> dispatch.CompiledIR:
         start = time.perf_counter()
         ir = entry.closed.ir
@@ -600,6 +616,7 @@ class JittedFunction:
         else:
             compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
                                            debug_name=self.__name__, lowered=lowered)
+            self._warn_unusable_donations(entry, compiled.lowered.unusable_donations)
             # Outputs carry the very aval objects of equal inputs of this signature: a loop feeding them back
             # in (a training step's params and optimizer state) then finds its signature by identity checks
             # rather than an aval comparison per leaf.

@@ -270,6 +270,20 @@ def test_donation_marks_aliasing_in_stablehlo():
     assert "jax.buffer_donor = true" in sig  # b matches no output
 
 
+def test_donations_no_output_can_reuse_warn_once_as_jax():
+    f = kiln.jit(lambda a, b, c: (a * 2, b.sum(), c.sum()), donate_argnums=(0, 1, 2))
+    with pytest.warns(UserWarning, match=r"^Some donated buffers were not usable: b f32\[3\], c i32\[2\] "
+                                         r"\(kiln\.jit\(<lambda>\): no output has the shape and dtype") as rec:
+        f(knp.ones(8), knp.ones(3), knp.ones(2, knp.int32))
+    assert rec[0].filename == __file__  # at the user's call
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        f(knp.ones(8), knp.ones(3), knp.ones(2, knp.int32))  # the same signature: compiled once, warned once
+        kiln.jit(lambda a: a + 1, donate_argnums=0)(knp.ones(4))  # every donation usable: silent
+        kiln.jit(lambda a, b: a, donate_argnums=1)(knp.ones(4), knp.ones(3))  # b unused, not a parameter: silent
+
+
 def test_donating_an_array_also_passed_as_another_argument():
     f = kiln.jit(lambda a, b: a + b, donate_argnums=0)
     x = knp.ones(16)
