@@ -72,8 +72,9 @@ def _trace_branches(funs: Sequence[Callable], operands: tuple, what: str, labels
             raise ControlFlowError(f"kiln.lax.{what}: branches must return the same shapes and dtypes, but {first} "
                                    f"returned {avals_str(avals0)} and {other} returned "
                                    f"{avals_str(closed.out_avals)}")
-    # Weak types: the result is weak only where every branch's is.
-    weak = [all(c.out_avals[k].weak_type for c, _ in traced) for k in range(len(avals0))]
+    # Weak types: the first branch's (cond's false_fun, switch's branches[0]), as JAX's cond_p takes its result
+    # type from its first branch; the others' outputs convert to it.
+    weak = [a.weak_type for a in avals0]
     return leaves, [c for c, _ in traced], tree0, weak
 
 
@@ -98,13 +99,13 @@ def _with_extra_inputs(closed: ClosedIR, const_avals, offset: int, n: int, weak:
     invars[offset:offset + n] = own_consts
     outvars = list(body.outvars)
     eqns = list(body.eqns)
-    # Unify weak types of outputs across branches (a strong output where another branch's is weak).
+    # Unify weak types of outputs across branches (``weak``: the result's).
     fixed = []
     for a, w in zip(outvars, weak):
-        if a.aval.weak_type and not w:
-            v = Var(a.aval.update(weak_type=False))
+        if a.aval.weak_type != w:
+            v = Var(a.aval.update(weak_type=w))
             from ..lax.elementwise import convert_p
-            eqns.append(Eqn(convert_p, [a], [v], {"new_dtype": a.aval.dtype, "weak_type": False},
+            eqns.append(Eqn(convert_p, [a], [v], {"new_dtype": a.aval.dtype, "weak_type": w},
                             source_info.current()))
             fixed.append(v)
         else:
@@ -173,7 +174,7 @@ def _cond_jvp(primals, tangents, *, branches):
     out_nz = [any(nz) for nz in zip(*[jvp_ir(b, nonzero)[1] for b in branches])]
     new = [jvp_ir(b, nonzero, instantiate=out_nz)[0] for b in branches]
     n = len(branches[0].out_avals)
-    weak = [all(b.out_avals[k].weak_type for b in new) for k in range(len(new[0].out_avals))]
+    weak = [a.weak_type for a in new[0].out_avals]  # the first branch's, as the primal cond's
     outs = _bind_branches(index, list(ops) + [t for t in tops if not isinstance(t, Zero)], new, weak)
     it = iter(outs[n:])
     touts = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(branches[0].out_avals, out_nz)]
@@ -226,7 +227,7 @@ def _cond_transpose(cts, index, *ops, branches):
     from ..ad.transpose import is_undefined, transpose_closed
     linear = [is_undefined(o) for o in ops]
     transposed = [transpose_closed(b, linear) for b in branches]
-    weak = [False] * len(transposed[0].out_avals)
+    weak = [o.aval.weak_type for o in ops if is_undefined(o)]  # a cotangent is typed as its primal
     args = [o for o in ops if not is_undefined(o)] + [instantiate(c) for c in cts]
     outs = iter(_bind_branches(index, args, transposed, weak))
     return [None] + [next(outs) if lin else None for lin in linear]

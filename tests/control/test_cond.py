@@ -75,12 +75,25 @@ def test_cond_traced_predicate_from_data():
 
 
 def test_cond_weak_types():
-    # Both branches weakly typed: weak result; one strong branch: strong result of the same dtype.
+    # As JAX's cond_p: the result has the first branch's type (cond's false_fun, switch's branches[0]), weak
+    # or not, whichever branch runs; the dtype is every branch's.
     f = kiln.jit(lambda p: lax.cond(p, lambda: 1.0, lambda: 2.0))
     assert f(True).weak_type and float(f(False)) == 2.0
     g = kiln.jit(lambda p: lax.cond(p, lambda: knp.float32(1.0), lambda: 2.0))
-    out = g(False)
-    assert not out.weak_type and out.dtype == np.float32 and float(out) == 2.0
+    for p, value in ((False, 2.0), (True, 1.0)):
+        out = g(p)
+        assert out.weak_type and out.dtype == np.float32 and float(out) == value
+    h = lax.cond(True, lambda: 1.0, lambda: knp.float32(2.0))
+    assert not h.weak_type and float(h) == 1.0
+    s = lax.switch(1, [lambda x: x * 2, lambda x: knp.float32(1.0) + x], 3.0)
+    assert s.weak_type and float(s) == 4.0
+    # Derivatives: a cotangent has its primal's type (a Python float argument: weak), the tangent the primal
+    # output's.
+    d = kiln.grad(lambda y: lax.cond(y > 0, knp.sin, knp.cos, y))
+    assert d(3.0).weak_type and not d(knp.float32(3.0)).weak_type
+    np.testing.assert_allclose(float(d(3.0)), np.cos(3.0), rtol=1e-6)
+    _, t = kiln.jvp(lambda y: lax.cond(y > 0, knp.sin, knp.cos, y), (3.0,), (1.0,))
+    assert t.weak_type
 
 
 def test_eager_cond_traces_both_branches_as_jax():
