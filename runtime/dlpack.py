@@ -15,7 +15,7 @@ import numpy as np
 from ._jaxlib import JaxRuntimeError, _jax
 from .avals import aval_for
 from .backends import Device
-from .buffers import Buffer, _check_alive, mark_shared
+from .buffers import Buffer, _check_alive, _without_jax_import, mark_shared
 from .errors import KilnRuntimeError, jaxlib_message
 
 # DLPack's device types (dlpack.h) kiln's platforms map to.
@@ -87,7 +87,8 @@ def from_capsule(capsule: Any, device: Device) -> Buffer:
     """The device buffer a DLPack capsule describes, on ``device`` (aliasing its memory where jaxlib can)."""
     shape, dtype, _ = capsule_info(capsule)
     try:
-        raw = _jax.dlpack_managed_tensor_to_buffer(capsule, device._raw, None)
+        # jaxlib tries to import jax for the new array's aval (NOTES §0.1); kiln sets its own just below.
+        raw = _without_jax_import(lambda: _jax.dlpack_managed_tensor_to_buffer(capsule, device._raw, None))
     except (JaxRuntimeError, TypeError, ValueError) as e:
         msg = jaxlib_message(e)
         if "striding" in msg:

@@ -17,7 +17,7 @@ from . import compile_cache, distributed
 from ._jaxlib import JaxRuntimeError, device_put, result_handler, xc
 from .avals import KilnSharding, aval_for
 from .backends import Device, device_of_raw
-from .buffers import Buffer, _check_alive
+from .buffers import Buffer, _check_alive, _without_jax_import
 from .errors import CompileError, ExecutionError, KilnRuntimeError, deleted_error, jaxlib_message
 from .executable import Executable, apply_debug_options, callback_args, with_callbacks
 from .lapack import ensure_lapack_registered
@@ -74,7 +74,9 @@ def put_sharded(pieces: Sequence[np.ndarray], sharding: SpmdSharding, shape: tup
 def shards_of(buf: Buffer) -> list[Buffer]:
     """The single-device buffers making up ``buf`` on this process's devices, in its sharding's device order."""
     _check_alive(buf, "shards_of")
-    return list(buf._arrays)
+    # jaxlib builds the shard views of a multi-device array the first time they are asked for, and tries to
+    # import jax for their avals (NOTES §0.1): without it they get none, and kiln reads them as raw buffers.
+    return _without_jax_import(lambda: list(buf._arrays))
 
 
 def devices_of(buf: Buffer) -> list[Device]:
