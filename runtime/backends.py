@@ -7,6 +7,7 @@ requested explicitly through ``KILN_PLATFORMS`` (then it is an error, as with ``
 from __future__ import annotations
 
 import os
+import re
 import threading
 import warnings
 from typing import Any
@@ -42,6 +43,9 @@ class Device:
 
     def __repr__(self) -> str:
         return f"{self.platform.capitalize()}Device(id={self.id})"
+
+    def __str__(self) -> str:  # as JAX's: cpu:0, cuda:1
+        return f"{self.platform}:{self.id}"
 
     def __hash__(self) -> int:
         return self._hash
@@ -119,14 +123,41 @@ _default_override: str | None = None
 _lock = threading.RLock()
 
 
+_configured_cpu_devices: int | None = None  # kiln.config's num_cpu_devices (JAX's jax_num_cpu_devices)
+
+
+def set_num_cpu_devices(n: int | None) -> None:
+    """The number of CPU devices the CPU backend will have (None: from the environment). Only before the
+    backends start, as JAX's ``jax_num_cpu_devices``."""
+    global _configured_cpu_devices
+    if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
+        raise BackendError(f"num_cpu_devices={n!r} is not a positive integer; set it to the number of CPU devices "
+                           "wanted")
+    if started() and n != _configured_cpu_devices:
+        raise BackendError("num_cpu_devices can be set only before the backends start (before the first array, "
+                           "computation or kiln.devices() call); set it at the top of the program, or set the "
+                           "KILN_NUM_CPU_DEVICES environment variable")
+    _configured_cpu_devices = n
+
+
+_FORCE_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\S+)")
+
+
 def _num_cpu_devices() -> int:
-    value = os.environ.get("KILN_NUM_CPU_DEVICES", "1")
+    """kiln.config's num_cpu_devices, else KILN_NUM_CPU_DEVICES, else XLA_FLAGS'
+    ``--xla_force_host_platform_device_count`` (which JAX honours too), else 1."""
+    if _configured_cpu_devices is not None:
+        return _configured_cpu_devices
+    name, value = "KILN_NUM_CPU_DEVICES", os.environ.get("KILN_NUM_CPU_DEVICES")
+    if value is None:
+        forced = _FORCE_COUNT.findall(os.environ.get("XLA_FLAGS", ""))
+        name, value = "--xla_force_host_platform_device_count (XLA_FLAGS)", forced[-1] if forced else "1"
     try:
         n = int(value)
     except ValueError:
         n = 0
     if n < 1:
-        raise BackendError(f"KILN_NUM_CPU_DEVICES={value!r} is not a positive integer; set it to the number "
+        raise BackendError(f"{name}={value!r} is not a positive integer; set it to the number "
                            "of CPU devices wanted (default 1).")
     return n
 

@@ -84,6 +84,9 @@ class Config:
         # JAX's promotion modes: "standard" (the lattice) or "strict" (no implicit promotion between
         # different dtypes; only Python scalars adapt). See kiln.numpy_dtype_promotion.
         "numpy_dtype_promotion": ("standard", str, True),
+        # CPU devices of the CPU backend (JAX's jax_num_cpu_devices), before the backends start; -1: from
+        # KILN_NUM_CPU_DEVICES or XLA_FLAGS' --xla_force_host_platform_device_count (default 1).
+        "num_cpu_devices": (-1, int, False),
         # Where uncommitted arrays and computations on them go (None: the default backend's first
         # device). A kiln Device or a backend name. See kiln.default_device.
         "default_device": (None, object, True),
@@ -251,6 +254,12 @@ class Config:
         if name == "cpu_lapack":
             from kiln.runtime import lapack
             lapack.set_enabled(value)
+        if name == "num_cpu_devices":
+            from kiln import runtime
+            try:
+                runtime.backends.set_num_cpu_devices(None if value is None or value < 0 else value)
+            except runtime.BackendError as e:
+                raise ConfigError(f"kiln.config.update({jax_name!r}, {value!r}): {e}") from None
         if name in self._CACHE_SETTINGS:
             _compile_cache.configure(**{self._CACHE_SETTINGS[name]: value})
         if name in self._NOT_ENFORCED and value != default:

@@ -329,15 +329,9 @@ def _node_repr(node: Any) -> str:
         return "[" + ", ".join(parts) + "]"
     if nt is _DICT:
         return _items_repr(aux, parts)
-    if nt is _NAMEDTUPLE:
-        fields = ", ".join(f"{f}={p}" for f, p in zip(aux._fields, parts, strict=True))
-        return f"{aux.__name__}({fields})"
-    if nt is _ORDERED_DICT:
-        return f"OrderedDict({_items_repr(aux, parts)})"
-    if nt is _DEFAULTDICT:
-        factory = getattr(aux[0], "__name__", repr(aux[0]))
-        return f"defaultdict({factory}, {_items_repr(aux[1], parts)})"
-    return f"CustomNode({nt.type.__name__}[{aux!r}], [" + ", ".join(parts) + "])"
+    # The rest as JAX prints them: CustomNode(namedtuple[Point], [*, *]), CustomNode(OrderedDict[('b', 'a')], [*, *])
+    head = f"namedtuple[{aux.__name__}]" if nt is _NAMEDTUPLE else f"{nt.type.__name__}[{aux!r}]"
+    return f"CustomNode({head}, [" + ", ".join(parts) + "])"
 
 
 # ---------------------------------------------------------------------------------------------
@@ -448,7 +442,9 @@ def all_leaves(iterable: Iterable, is_leaf: Callable[[Any], bool] | None = None)
 # Mapping over several trees
 # ---------------------------------------------------------------------------------------------
 
-class _Mismatch(Exception):
+class _Mismatch(ValueError):
+    """A structure that does not fit (``PyTreeDef.flatten_up_to``): where (``path``) and how (``detail``)."""
+
     def __init__(self, path: KeyPath, detail: str):
         super().__init__(detail)
         self.path, self.detail = path, detail

@@ -93,8 +93,8 @@ def device_mismatch(values: Sequence[Any], names: Sequence[str] | None = None,
     def name(j):
         return names[j] if names else f"argument {j}"
     return DeviceMismatchError(
-        f"{where}: arguments are committed to different devices: {name(first)} is on {device} and {name(i)} is "
-        f"on {other}. Move them to one device with kiln.device_put first.")
+        f"{where}: arguments are committed to different devices: {name(first)} is on {device!r} and {name(i)} is "
+        f"on {other!r}. Move them to one device with kiln.device_put first.")
 
 
 def canonical_host_array(x: Any) -> np.ndarray:

@@ -96,7 +96,7 @@ def from_dlpack(x: Any, /, *, device: Any = None, copy: bool | None = None) -> A
         out = out.copy()
     if target is not None and target is not out._device:
         if copy is False:
-            raise ValueError(f"kiln.from_dlpack: copy=False, but the array is on {out._device} and device={target}")
+            raise ValueError(f"kiln.from_dlpack: copy=False, but the array is on {out._device!r} and device={target!r}")
         out = device_put(out, target)
     return out
 
@@ -112,7 +112,7 @@ def array_dlpack(x: Array, stream: Any = None, max_version: Any = None, dl_devic
     if dl_device is not None and tuple(int(v) for v in dl_device) != runtime.dlpack.dl_device(x._device):
         if int(dl_device[0]) != runtime.dlpack.KDL_CPU:
             raise runtime.dlpack.DLPackError(f"x.__dlpack__: cannot export to DLPack device {tuple(dl_device)} "
-                                             f"from {x._device}")
+                                             f"from {x._device!r}")
         return np.array(x).__dlpack__()  # a host copy for a CPU consumer
     source = x.copy() if copy else x
     return runtime.dlpack.to_capsule(source._buf, stream)

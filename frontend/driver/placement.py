@@ -88,7 +88,7 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Shardin
                          f"{scope} devices of {sharding}; give one per device")
     for a, d in zip(arrays, devices):
         if type(a) is Array and a._device is not None and a._device != d:
-            raise ValueError(f"kiln.make_array_from_single_device_arrays: the array for {d} is on {a._device}; "
+            raise ValueError(f"kiln.make_array_from_single_device_arrays: the array for {d!r} is on {a._device!r}; "
                              "put each piece on its device, in the order of the sharding's devices")
     return _assemble(shape, sharding, {d: np.asarray(a) for a, d in zip(arrays, devices)}, dtype,
                      "make_array_from_single_device_arrays")
@@ -179,13 +179,30 @@ def _resolve_device(device: Any) -> runtime.Device | Sharding | None:
                     f"or a backend name, got {type(device).__name__} {device!r:.60}")
 
 
+def _is_placement(d: Any) -> bool:
+    """Whether ``d`` is one placement (not a pytree of them): None, a device, a sharding, a PartitionSpec or a
+    backend name."""
+    return d is None or isinstance(d, (runtime.Device, Sharding, PartitionSpec, str))
+
+
 def device_put(x: Any, device: Any = None) -> Any:
     """Copy ``x`` (an array, NumPy array, scalar or pytree of them) to ``device``: a device, or a
-    ``kiln.sharding`` Sharding that lays each array out over several devices (``NamedSharding``).
+    ``kiln.sharding`` Sharding that lays each array out over several devices (``NamedSharding``), or (as JAX)
+    a pytree of those that is a prefix of ``x``'s structure, one placement per subtree.
 
     With a device or sharding the result is *committed*: computations on it run there. Without
     one, arrays go to the default device uncommitted.
     """
+    if not _is_placement(device) and isinstance(device, (tuple, list, dict)):
+        targets, tree = tree_util.tree_flatten(device, is_leaf=_is_placement)
+        try:
+            parts = tree.flatten_up_to(x)
+        except ValueError as e:
+            at = tree_util.keystr(getattr(e, "path", ())) or "the root"
+            raise ValueError(f"kiln.device_put: the placements are not a pytree prefix of x: at {at}, {e}. x has "
+                             f"structure {tree_util.tree_structure(x)}; give one placement (a device or sharding), "
+                             "or a pytree of them with one for each array or subtree of x") from None
+        return tree.unflatten([device_put(part, d) for part, d in zip(parts, targets)])
     target = _resolve_device(device)
 
     def put_leaf(leaf):

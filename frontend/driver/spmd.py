@@ -74,7 +74,7 @@ def placement_for(leaves: Sequence[Any], leaf_names: Callable[[], Sequence[str]]
         if type(leaf) is Array and leaf._committed and leaf._device is not None and leaf._device not in \
                 mesh.devices.flat:
             name = leaf_names()[k]
-            raise MeshMismatchError(f"{where}: argument {name} is committed to {leaf._device}, which is not in the "
+            raise MeshMismatchError(f"{where}: argument {name} is committed to {leaf._device!r}, which is not in the "
                                     f"mesh {mesh} the other arguments use; move it with kiln.device_put first")
     replicated = NamedSharding(mesh, PartitionSpec())
     return MeshPlacement(mesh, tuple(s if s is not None else replicated for s in found), out_shardings)

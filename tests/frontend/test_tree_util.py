@@ -111,10 +111,13 @@ def test_repr():
     assert repr(tu.tree_structure((1, {"a": 2, "b": [3, 4]}))) == "PyTreeDef((*, {'a': *, 'b': [*, *]}))"
     assert repr(tu.tree_structure((1,))) == "PyTreeDef((*,))"
     assert repr(tu.tree_structure(5)) == "PyTreeDef(*)"
-    assert repr(tu.tree_structure(Point(1, 2))) == "PyTreeDef(Point(x=*, y=*))"
+    # namedtuples, OrderedDicts and defaultdicts as JAX prints them (CustomNode, with the node data in brackets)
+    assert repr(tu.tree_structure(Point(1, 2))) == "PyTreeDef(CustomNode(namedtuple[Point], [*, *]))"
     assert repr(tu.tree_structure(Box("t", [1]))) == "PyTreeDef(CustomNode(Box['t'], [*]))"
     assert repr(tu.tree_structure(collections.defaultdict(list, a=1))) == \
-        "PyTreeDef(defaultdict(list, {'a': *}))"
+        "PyTreeDef(CustomNode(defaultdict[(<class 'list'>, ('a',))], [*]))"
+    assert repr(tu.tree_structure(collections.OrderedDict([("b", 1), ("a", [2])]))) == \
+        "PyTreeDef(CustomNode(OrderedDict[('b', 'a')], [*, [*]]))"
 
 
 def test_namedtuple():

@@ -24,6 +24,26 @@ def _shown(capsys, x, **kw):
     return capsys.readouterr().out
 
 
+def test_device_put_takes_a_pytree_of_placements(mesh):
+    # As JAX's: one device or sharding per array or subtree of x (a pytree prefix of x's structure).
+    s, r = NamedSharding(mesh, P("data")), NamedSharding(mesh, P())
+    a, b = kiln.device_put((np.arange(32.0), np.ones(4)), (s, r))
+    assert a.sharding == s and b.sharding == r
+    np.testing.assert_array_equal(a, np.arange(32.0))
+    devices = kiln.devices()
+    d = kiln.device_put({"a": np.ones(2), "b": [np.ones(3), np.zeros(3)]}, {"a": devices[1], "b": devices[2]})
+    assert d["a"].device == devices[1] and d["a"].committed
+    assert d["b"][0].device == devices[2] and d["b"][1].device == devices[2]
+    loose, fixed = kiln.device_put([np.ones(2), np.ones(2)], [None, devices[3]])
+    assert not loose.committed and fixed.committed and fixed.device == devices[3]
+    with pytest.raises(ValueError, match=r"not a pytree prefix of x: at the root, expected a tuple of 2 children"):
+        kiln.device_put((np.ones(2),), (s, r))
+    with pytest.raises(ValueError, match=r"expected dict keys \['b'\], got \['a'\]"):
+        kiln.device_put({"a": np.ones(2)}, {"b": devices[1]})
+    with pytest.raises(TypeError, match="device must be a kiln device"):
+        kiln.device_put([np.ones(2)], [3])
+
+
 # -- visualize_array_sharding ------------------------------------------------------------------
 
 def test_visualize_1d_split_over_data(capsys, mesh):

@@ -121,6 +121,44 @@ def test_bad_cpu_device_count_subprocess(run_py):
     assert proc.stdout.count("KILN_NUM_CPU_DEVICES='zero' is not a positive integer") == 2
 
 
+def test_cpu_device_count_from_xla_flags_and_config(run_py):
+    # As JAX: XLA_FLAGS' --xla_force_host_platform_device_count, and jax_num_cpu_devices before the backends start
+    proc = run_py("""
+        import kiln
+        print(len(kiln.devices()), str(kiln.devices()[2]), repr(kiln.devices()[2]))
+    """, env={"XLA_FLAGS": "--xla_dump_to=/tmp/nowhere --xla_force_host_platform_device_count=3"})
+    assert proc.stdout.strip() == "3 cpu:2 CpuDevice(id=2)"
+    proc = run_py("""
+        import kiln
+        kiln.config.update("jax_num_cpu_devices", 5)
+        print(len(kiln.devices()), kiln.config.num_cpu_devices)
+        kiln.config.update("jax_num_cpu_devices", 5)  # unchanged: fine
+        try:
+            kiln.config.update("jax_num_cpu_devices", 2)
+        except ValueError as e:
+            print(e)
+    """, env={"XLA_FLAGS": "--xla_force_host_platform_device_count=3"})
+    lines = proc.stdout.strip().splitlines()
+    assert lines[0] == "5 5"
+    assert "num_cpu_devices can be set only before the backends start" in lines[1]
+    proc = run_py("""
+        import kiln
+        try:
+            kiln.config.update("num_cpu_devices", 0)
+        except ValueError as e:
+            print(e)
+    """)
+    assert "num_cpu_devices=0 is not a positive integer" in proc.stdout
+    proc = run_py("""
+        from kiln import runtime
+        try:
+            runtime.available_backends()
+        except runtime.BackendError as e:
+            print(e)
+    """, env={"XLA_FLAGS": "--xla_force_host_platform_device_count=x"})
+    assert "--xla_force_host_platform_device_count (XLA_FLAGS)='x' is not a positive integer" in proc.stdout
+
+
 def test_kiln_platforms_subprocess(run_py):
     proc = run_py("""
         from kiln import runtime
