@@ -629,7 +629,8 @@ def promote_types(a: Any, b: Any) -> np.dtype:
     ``a`` and ``b`` are dtype specifiers; as in JAX, the Python types ``int``, ``float`` and
     ``complex`` are weak (``promote_types('uint8', int)`` is uint8). Unlike :func:`result_type`,
     the inputs and result are not canonicalized (as ``jnp.promote_types``), but the lattice used
-    is the one of the current x64 setting.
+    is the one of the current x64 setting. A weak join is NumPy's dtype of that Python type, as JAX's
+    (``promote_types(np.int16, float)`` is float64, also with x64 off).
     """
     nodes = []
     for x in (a, b):
@@ -638,7 +639,10 @@ def promote_types(a: Any, b: Any) -> np.dtype:
         else:
             nodes.append(_to_supported_dtype(x))
     x64 = config.enable_x64
-    return _node_to_dtype(_join(nodes, x64, strict=config.numpy_dtype_promotion == "strict"), x64)
+    node = _join(nodes, x64, strict=config.numpy_dtype_promotion == "strict")
+    if isinstance(node, str):
+        return np.dtype({_I: int, _F: float, _C: complex}[node])
+    return _node_to_dtype(node, x64)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -107,6 +107,15 @@ def public_name(fun: Callable) -> str:
     return f"kiln.{package}.{fun.__name__}"
 
 
+def _checked_dtype(dtype: Any) -> Any:
+    """``dtype`` canonical, having warned if it is a 64-bit dtype without x64; as it is when it is no dtype kiln
+    takes (the implementation then explains it)."""
+    try:
+        return dtypes.check_user_dtype(dtype)
+    except Exception:
+        return dtype
+
+
 def _all_arrays(args: tuple) -> bool:
     for a in args:
         if type(a) is not Array:
@@ -139,6 +148,20 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
         if unknown:
             raise TypeError(f"eager_jit: {fun.__name__} has no positional parameter {sorted(unknown)[0]!r}")
         sequence_positions = frozenset(i for i, n in enumerate(names) if n in sequences)
+        # A static dtype= is checked at every call (the implementation's own check runs only when it is traced)
+        has_dtype = "dtype" in static
+        dtype_at = names.index("dtype") if "dtype" in names else 1 << 30  # (keyword-only: never by position)
+
+        def user_dtype(args: tuple, kwargs: dict) -> tuple[tuple, dict]:
+            """The arguments with an explicit ``dtype`` checked now, as JAX checks it at every call (64-bit types
+            warn that they are truncated without x64), and passed on canonical (the implementation then does not
+            warn again)."""
+            if "dtype" in kwargs:
+                if kwargs["dtype"] is not None:
+                    kwargs = {**kwargs, "dtype": _checked_dtype(kwargs["dtype"])}
+            elif len(args) > dtype_at and args[dtype_at] is not None:
+                args = (*args[:dtype_at], _checked_dtype(args[dtype_at]), *args[dtype_at + 1:])
+            return args, kwargs
 
         def kind(is_static: bool, is_sequence: bool, value: Any) -> int:
             return _STATIC_KIND if is_static else _sequence_kind(value) if is_sequence else _kind_of(value)
@@ -158,6 +181,8 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
         @functools.wraps(fun)
         def call(*args, **kwargs):
             nonlocal sigs
+            if has_dtype and (kwargs or len(args) > dtype_at):
+                args, kwargs = user_dtype(args, kwargs)
             direct = sigs.direct
             if direct is not None and not active_traces():  # inside a trace: inlined (below)
                 # JittedFunction.__call__'s inline match of a plain signature, the same lines (a call to a

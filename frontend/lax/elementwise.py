@@ -52,9 +52,9 @@ def _binary_rule(name: str, kinds: str, out_bool: bool = False):
                              "broadcasts rank-0 operands and axes of size 1, as JAX's lax does; use kiln.numpy, or "
                              "kiln.lax.broadcast_in_dim)")
         _check_kind(name, x, kinds)
-        if out_bool:
-            return ShapedArray(x.shape, np.dtype(bool), False)
-        return ShapedArray(x.shape, x.dtype, x.weak_type and y.weak_type)
+        # Weakly typed when both operands are, a comparison's bool too (as JAX's: promotion treats a weak bool
+        # as bool, and the weak type shows in reprs).
+        return ShapedArray(x.shape, np.dtype(bool) if out_bool else x.dtype, x.weak_type and y.weak_type)
     return rule
 
 

@@ -399,7 +399,7 @@ def one_hot(x, num_classes: int, *, dtype: Any = None, axis: int = -1):
     aval = abstractify(x)
     if aval.dtype.kind == "c":
         raise TypeError(f"kiln.nn.one_hot: class indices must be integers (or floats), got {aval.dtype.name}")
-    dtype = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    dtype = dtypes.default_float_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
     out_ndim = aval.ndim + 1
     ax = canonical_axis("kiln.nn.one_hot", axis, out_ndim)
     shape = aval.shape[:ax] + (int(num_classes),) + aval.shape[ax:]

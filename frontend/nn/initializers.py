@@ -31,7 +31,7 @@ _DISTRIBUTIONS = ("truncated_normal", "normal", "uniform")
 
 
 def _dtype(fname: str, dtype: Any) -> np.dtype:
-    dt = dtypes.default_float_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    dt = dtypes.default_float_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
     if not dtypes.is_inexact(dt):
         raise ValueError(f"kiln.nn.initializers.{fname}: dtype must be a float or complex dtype, got {dt.name}")
     return dt

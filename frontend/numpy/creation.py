@@ -274,7 +274,8 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None) -> Any:
                                 (is_array(v) and dtypes.kind(abstractify(v).dtype) == "f") or
                                 (isinstance(v, np.ndarray) and v.dtype.kind == "f") for v in raw)
         dtype = dtypes.default_float_dtype() if is_float else dtypes.default_int_dtype()
-    dtype = dtypes.canonicalize_dtype(dtype)
+    else:
+        dtype = dtypes.check_user_dtype(dtype)
     if builtins_all_int(start, stop, step):
         n = builtins_max(0, -(-(int(stop) - int(start)) // int(step)))
     else:
@@ -370,8 +371,9 @@ def _fill(value, dtype, shape):
 
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None, axis: int = 0):
     """``base ** linspace(start, stop, ...)``."""
-    lin = linspace(start, stop, num, endpoint=endpoint, dtype=None if dtype is None else
-                   _float_type(dtypes.canonicalize_dtype(dtype)), axis=axis)
+    dtype = None if dtype is None else dtypes.check_user_dtype(dtype)
+    lin = linspace(start, stop, num, endpoint=endpoint, dtype=None if dtype is None else _float_type(dtype),
+                   axis=axis)
     from .ufuncs import power
     out = power(base, lin) if is_array(base) or not isinstance(base, int) else power(float(base), lin)
     if dtype is not None:

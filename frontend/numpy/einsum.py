@@ -249,7 +249,7 @@ def _contract(x, lx: list[int], y, ly: list[int], keep: set[int], preferred):
     contract = [lab for lab in lx if lab in ly and lab not in keep]
     dims = ((tuple(lx.index(lab) for lab in contract), tuple(ly.index(lab) for lab in contract)),
             (tuple(lx.index(lab) for lab in batch), tuple(ly.index(lab) for lab in batch)))
-    out = lax.dot_general(x, y, dims, preferred_element_type=preferred)
+    out = lax.dot_general(x, y, dims, preferred_element_type=abstractify(x).dtype if preferred is None else preferred)
     labels = batch + [lab for lab in lx if lab not in ly] + [lab for lab in ly if lab not in lx]
     return out, labels
 

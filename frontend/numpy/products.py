@@ -36,6 +36,12 @@ def _operands(fname: str, *args) -> list[Any]:
     return [materialize(x) for x in promote_dtypes(fname, *args)]
 
 
+def _preferred(a, preferred_element_type):
+    """The result dtype a product asks dot_general for: the operands' (promoted) dtype unless given, as JAX's
+    ``jnp.dot`` does (its jaxprs show ``preferred_element_type=float32``; the program is the same)."""
+    return abstractify(a).dtype if preferred_element_type is None else preferred_element_type
+
+
 def _shape_error(fname: str, a, b, detail: str) -> ShapeError:
     return ShapeError(f"kiln.numpy.{fname}: shapes {abstractify(a).shape} and {abstractify(b).shape} are not "
                       f"aligned: {detail}")
@@ -82,7 +88,7 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
         a = broadcast_to_shape(a, batch + sa[-2:])
         b = broadcast_to_shape(b, batch + sb[-2:])
     dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
-    out = lax.dot_general(a, b, dims, preferred_element_type=preferred_element_type)
+    out = lax.dot_general(a, b, dims, preferred_element_type=_preferred(a, preferred_element_type))
     shape = abstractify(out).shape
     if a_vec:
         shape = shape[:-2] + shape[-1:]
@@ -104,7 +110,8 @@ def dot(a, b, /, *, precision=None, preferred_element_type=None):
     cb = 0 if len(sb) == 1 else len(sb) - 2
     if sa[-1] != sb[cb]:
         raise _shape_error("dot", a, b, f"{sa[-1]} (dim {len(sa) - 1}) != {sb[cb]} (dim {cb})")
-    return lax.dot_general(a, b, (((len(sa) - 1,), (cb,)), ((), ())), preferred_element_type=preferred_element_type)
+    return lax.dot_general(a, b, (((len(sa) - 1,), (cb,)), ((), ())),
+                           preferred_element_type=_preferred(a, preferred_element_type))
 
 
 @eager_jit("precision", "preferred_element_type")
@@ -119,7 +126,7 @@ def vdot(a, b, /, *, precision=None, preferred_element_type=None):
         raise ShapeError(f"kiln.numpy.vdot: the arrays must have the same number of elements, got shapes {sa} "
                          f"and {sb}")
     return lax.dot_general(lax.reshape(a, (na,)), lax.reshape(b, (nb,)), (((0,), (0,)), ((), ())),
-                           preferred_element_type=preferred_element_type)
+                           preferred_element_type=_preferred(a, preferred_element_type))
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
@@ -141,7 +148,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
     a, b = broadcast_to_shape(a, batch + (n,)), broadcast_to_shape(b, batch + (n,))
     nb = len(batch)
     return lax.dot_general(a, b, (((nb,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                           preferred_element_type=preferred_element_type)
+                           preferred_element_type=_preferred(a, preferred_element_type))
 
 
 def inner(a, b, /, *, precision=None, preferred_element_type=None):
@@ -154,7 +161,7 @@ def inner(a, b, /, *, precision=None, preferred_element_type=None):
     if sa[-1] != sb[-1]:
         raise _shape_error("inner", a, b, f"last dimensions {sa[-1]} != {sb[-1]}")
     return lax.dot_general(a, b, (((len(sa) - 1,), (len(sb) - 1,)), ((), ())),
-                           preferred_element_type=preferred_element_type)
+                           preferred_element_type=_preferred(a, preferred_element_type))
 
 
 @eager_jit()
@@ -187,8 +194,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
         try:
             ax_a, ax_b = axes
         except (TypeError, ValueError):
-            raise ValueError(f"kiln.numpy.tensordot: axes must be an int or a pair of axis sequences, got "
-                             f"{axes!r}") from None
+            raise TypeError(f"kiln.numpy.tensordot: axes must be an int or a pair of axis sequences, got "
+                            f"{axes!r}") from None  # a TypeError, as JAX's
         ax_a = canonical_axes("tensordot", ax_a, na, within="axes[0]")
         ax_b = canonical_axes("tensordot", ax_b, nb, within="axes[1]")
         if len(ax_a) != len(ax_b):
@@ -196,7 +203,8 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     for i, j in zip(ax_a, ax_b):
         if sa[i] != sb[j]:
             raise _shape_error("tensordot", a, b, f"dim {i} of a ({sa[i]}) != dim {j} of b ({sb[j]})")
-    return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())), preferred_element_type=preferred_element_type)
+    return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())),
+                           preferred_element_type=_preferred(a, preferred_element_type))
 
 
 @eager_jit("offset", "axis1", "axis2", "dtype", "out")

@@ -96,7 +96,7 @@ def _reduce(fname: str, kind: str, a, axis, dtype, keepdims: bool, where, initia
     aval = abstractify(a)
     axes = sorted_axes(fname, axis, aval.ndim)
     if dtype is not None:
-        a = convert(a, dtypes.canonicalize_dtype(dtype), False)
+        a = convert(a, dtypes.check_user_dtype(dtype), False)
     out_aval = abstractify(a)
     if out_aval.dtype in _SMALL_FLOATS and kind in ("sum", "prod"):
         a = convert(a, dtypes.float32, out_aval.weak_type)  # accumulate in float32
@@ -242,7 +242,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     a = _operand("mean", a)
     aval = abstractify(a)
     axes = sorted_axes("mean", axis, aval.ndim)
-    result = dtypes.canonicalize_dtype(dtype) if dtype is not None else _inexact(aval.dtype)
+    result = dtypes.check_user_dtype(dtype) if dtype is not None else _inexact(aval.dtype)
     total, count = _mean_parts("mean", a, axes, where, _upcast(result), keepdims)
     return lax.convert_element_type(lax.div(total, count), result)
 
@@ -257,7 +257,7 @@ def _var(fname: str, a, axis, dtype, ddof, keepdims, where, correction, nan: boo
     if dtypes.kind(aval.dtype) == "c":
         return _complex_var(fname, a, axis, dtype, ddof, keepdims, where, nan)
     axes = sorted_axes(fname, axis, aval.ndim)
-    result = dtypes.canonicalize_dtype(dtype) if dtype is not None else _inexact(aval.dtype)
+    result = dtypes.check_user_dtype(dtype) if dtype is not None else _inexact(aval.dtype)
     compute = _upcast(_inexact(result))
     mask = lax.bitwise_not(_isnan(a)) if nan and dtypes.is_inexact(aval.dtype) else None
     x = convert(a, compute, False)
@@ -465,7 +465,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     if not dtypes.is_inexact(aval.dtype):
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     axes = sorted_axes("nanmean", axis, aval.ndim)
-    result = dtypes.canonicalize_dtype(dtype) if dtype is not None else aval.dtype
+    result = dtypes.check_user_dtype(dtype) if dtype is not None else aval.dtype
     total, count = _mean_parts("nanmean", a, axes, where, _upcast(_inexact(result)), keepdims,
                                lax.bitwise_not(_isnan(a)))
     return lax.convert_element_type(lax.div(total, count), result)

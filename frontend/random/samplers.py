@@ -267,7 +267,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None, mode: 
 def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Random signs: -1 or +1 with equal probability (integer ``dtype`` by default)."""
     data, _ = K.check_key("rademacher", key)
-    dtype = dtypes.default_int_dtype() if dtype is None else dtypes.canonicalize_dtype(dtype)
+    dtype = dtypes.default_int_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
     shape = K.canonical_shape("rademacher", shape)
     return _rademacher(data, shape, dtype)
 
@@ -1312,7 +1312,7 @@ def multinomial(key: Any, n: Any, p: Any, *, shape: Sequence[int] | None = None,
         shape = tuple(p.shape)
     if len(shape) < 1:
         raise ValueError("kiln.random.multinomial: p (or shape) needs at least one dimension: the categories")
-    out_dtype = common if dtype is None else dtypes.canonicalize_dtype(dtype)
+    out_dtype = common if dtype is None else dtypes.check_user_dtype(dtype)
     try:
         n = knp.broadcast_to(n, shape[:-1])
         p = knp.broadcast_to(p, shape)

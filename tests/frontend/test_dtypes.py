@@ -115,7 +115,10 @@ def test_promote_types_matches_table_for_strong_types():
                 assert dtypes.promote_types(STRONG[a], STRONG[b]) == STRONG[exp]
     assert dtypes.promote_types("uint8", int) == np.uint8
     assert dtypes.promote_types("float16", float) == np.float16
-    assert dtypes.promote_types(int, float) == np.float32
+    # A weak join is NumPy's dtype of that Python type, as in JAX, also with x64 off (not canonicalized).
+    assert dtypes.promote_types(int, float) == np.float64 and dtypes.promote_types(int, int) == np.int64
+    assert dtypes.promote_types(np.int16, float) == np.float64 and dtypes.promote_types(bool, int) == np.int64
+    assert dtypes.promote_types(np.int8, np.uint64) == np.float64
     assert dtypes.promote_types("bfloat16", "float16") == np.float32
     # Without x64 the lattice avoids forming int64 from 32-bit inputs.
     assert dtypes.promote_types("uint32", "int32") == np.int32

@@ -198,8 +198,11 @@ def test_make_jaxpr_long_params_and_no_result_equations():
     # equation with no results prints without "_ ="
     text = str(kiln.make_jaxpr(lambda x, y: knp.dot(x, y))(np.ones((2, 3), np.float32), np.ones(3, np.float32)))
     assert text == ("{ lambda ; a:f32[2,3] b:f32[3]. let\n"
-                    "    c:f32[2] = dot_general[dimension_numbers=(([1], [0]), ([], []))] a b\n"
-                    "  in (c,) }")
+                    "    c:f32[2] = dot_general[\n"
+                    "      dimension_numbers=(([1], [0]), ([], []))\n"
+                    "      preferred_element_type=float32\n"
+                    "    ] a b\n"
+                    "  in (c,) }")  # JAX's text (jnp.dot asks for its result dtype)
 
     def f(x):
         kiln.debug.print("x={}", x)

@@ -390,3 +390,24 @@ def test_a_64_bit_dtype_without_x64_warns_that_it_is_truncated():
         assert knp.zeros(2, dtype=np.float32).dtype == np.float32
         with kiln.config.override("enable_x64", True):
             assert knp.zeros(2, dtype=np.float64).dtype == np.float64
+
+
+@pytest.mark.parametrize("call", [
+    lambda: knp.arange(5, dtype="float64"), lambda: knp.linspace(0, 1, 3, dtype="float64"),
+    lambda: knp.logspace(0, 1, 3, dtype="float64"), lambda: knp.geomspace(1, 2, 3, dtype="float64"),
+    lambda: knp.eye(3, dtype="float64"), lambda: knp.identity(2, dtype="float64"), lambda: knp.tri(3, dtype="float64"),
+    lambda: knp.sum(knp.ones(3), dtype="float64"), lambda: knp.cumsum(knp.ones(3), dtype=np.int64)],
+    ids=["arange", "linspace", "logspace", "geomspace", "eye", "identity", "tri", "sum", "cumsum"])
+def test_the_truncation_warning_comes_at_every_call(call):
+    # Also for the functions that run as one cached compiled program (the check is not only in their trace), and
+    # once per call, pointing at the user's line.
+    for _ in range(3):
+        with pytest.warns(UserWarning, match="Explicitly requested dtype (float|int)64 is not available") as record:
+            out = call()
+        assert len(record) == 1 and record[0].filename == __file__
+        assert out.dtype.itemsize == 4
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with kiln.config.override("enable_x64", True):
+            assert call().dtype.itemsize == 8

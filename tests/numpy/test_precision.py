@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
+import kiln
 import kiln.numpy as knp
 from kiln import lax
 
@@ -73,3 +74,19 @@ def test_multi_dot_errors():
         knp.linalg.multi_dot([A, C])
     with pytest.raises(ValueError, match=r"kiln\.numpy\.linalg\.multi_dot: precision='x'"):
         knp.linalg.multi_dot([A, B], precision="x")
+
+
+@pytest.mark.parametrize("name,fn", [
+    ("dot", lambda: knp.dot(A, B)), ("matmul", lambda: knp.asarray(A) @ knp.asarray(B)),
+    ("vdot", lambda: knp.vdot(U, U)), ("inner", lambda: knp.inner(U, U)), ("vecdot", lambda: knp.vecdot(U, U)),
+    ("tensordot", lambda: knp.tensordot(A, B, 1)), ("einsum", lambda: knp.einsum("ij,jk", A, B))])
+def test_products_ask_dot_general_for_their_result_dtype(name, fn):
+    # As JAX's jnp.dot and its kin: preferred_element_type is the operands' dtype unless given, which the
+    # printed jaxpr shows (the program and the result are the same).
+    text = str(kiln.make_jaxpr(fn)())
+    assert "preferred_element_type=float32" in text, text
+
+
+def test_tensordot_bad_axes_is_a_type_error():
+    with pytest.raises(TypeError, match=r"kiln\.numpy\.tensordot: axes must be an int or a pair of axis sequences"):
+        knp.tensordot(A, B, axes=(1, 2, 3))

@@ -349,6 +349,18 @@ def test_weak_types_are_kept():
     assert knp.sinh(1.0).weak_type
 
 
+def test_comparisons_of_weakly_typed_values_are_weak_bools():
+    """As JAX's: a comparison (or is-test) is weakly typed when all its operands are; promotion treats a weak bool
+    as bool."""
+    w = kiln.jit(lambda x: x <= 0.0)(0.0)
+    assert w.dtype == np.bool_ and w.weak_type and bool(w)
+    assert knp.isnan(2.0).weak_type and (knp.asarray(2.0) > 1).weak_type and knp.equal(1, 1).weak_type
+    assert (~w).weak_type and not (w & True).weak_type  # a Python bool is strongly typed
+    assert not (knp.ones(2) > 1.0).weak_type and not (knp.float32(2.0) > 1).weak_type
+    assert (w + 1).dtype == np.int32 and (w + 1).weak_type  # a weak bool promotes as bool
+    assert (w * knp.ones(2, knp.int8)).dtype == np.int8 and (w + knp.ones(2, knp.bfloat16)).dtype == knp.bfloat16
+
+
 def test_python_scalar_arguments():
     """Python scalars (weakly typed) through functions that call each other."""
     assert float(knp.hypot(3.0, 4)) == 5.0
