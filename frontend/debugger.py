@@ -57,7 +57,8 @@ def _source_of(frame) -> tuple[list[str], int | None]:
     offset = frame.f_lineno - max(start, 1)
     if not 0 <= offset < len(lines):
         return [], None
-    return [line.rstrip("\n") for line in lines], offset
+    # The source split at newlines (so it ends with an empty line, which the context shows, as JAX's jdb does)
+    return "".join(lines).split("\n"), offset
 
 
 class _Captured:
@@ -103,17 +104,17 @@ class _Captured:
 
 
 class CliDebugger(cmd.Cmd):
-    """The command-line debugger of ``kiln.debug.breakpoint`` (prompt ``(kdb)``)."""
+    """The command-line debugger of ``kiln.debug.breakpoint``. It prints what JAX's ``jdb`` prints (its banner,
+    prompt and layout), so that the sessions of JAX's debugging docs read the same."""
 
-    prompt = "(kdb) "
+    prompt = "(jdb) "
 
     def __init__(self, frames: list[Frame], stdin: IO[str] | None = None, stdout: IO[str] | None = None) -> None:
         super().__init__(stdin=stdin, stdout=stdout)
         self.use_rawinput = stdin is None
         self.frames = frames
         self.index = 0  # 0: the innermost frame (where the breakpoint is)
-        self.intro = ("Entering kdb (kiln's debugger): p <expr>, pp <expr>, u(p), d(own), l(ist), w(here), "
-                      "c(ontinue), q(uit)")
+        self.intro = "Entering jdb:"
 
     def _say(self, text: str) -> None:
         print(text, file=self.stdout)
@@ -145,18 +146,19 @@ class CliDebugger(cmd.Cmd):
             self._error()
 
     def context(self, lines: int = 2) -> str:
+        """The current line with ``lines + 1`` lines before it and ``lines`` after it (JAX's window)."""
         f = self.frames[self.index]
-        out = [f"> {f.filename}({f.lineno}){f.function}()"]
+        out = [f"> {f.filename}({f.lineno})"]
         if f.offset is None:
             return "\n".join(out + ["    <no source>"])
-        for i in range(max(0, f.offset - lines), min(len(f.source), f.offset + lines + 1)):
+        for i in range(max(0, f.offset - lines - 1), min(len(f.source), f.offset + lines + 1)):
             out.append(("->  " if i == f.offset else "    ") + f.source[i])
         return "\n".join(out)
 
     def do_up(self, arg: str) -> None:
         """u(p): move to the frame that called this one."""
         if self.index == len(self.frames) - 1:
-            self._say("At the outermost frame.")
+            self._say("At topmost frame.")
         else:
             self.index += 1
         self._say(self.context())
@@ -164,7 +166,7 @@ class CliDebugger(cmd.Cmd):
     def do_down(self, arg: str) -> None:
         """d(own): move back towards the breakpoint's frame."""
         if self.index == 0:
-            self._say("At the innermost frame.")
+            self._say("At bottommost frame.")
         else:
             self.index -= 1
         self._say(self.context())
@@ -176,11 +178,9 @@ class CliDebugger(cmd.Cmd):
     def do_where(self, arg: str) -> None:
         """w(here): the frames, outermost first."""
         lines = ["Traceback:"]
-        for i, f in reversed(list(enumerate(self.frames))):
-            mark = "> " if i == self.index else "  "
-            lines.append(f'{mark}File "{f.filename}", line {f.lineno}, in {f.function}')
-            if f.offset is not None:
-                lines.append("    " + f.source[f.offset].strip())
+        for f in reversed(self.frames):
+            lines.append(f'  File "{f.filename}", line {f.lineno}')
+            lines.append("    " + (f.source[f.offset].strip() if f.offset is not None else "<no source>"))
         self._say("\n".join(lines))
 
     def do_continue(self, arg: str) -> bool:

@@ -10,7 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from . import compile_cache
-from ._jaxlib import JaxRuntimeError, result_handler, xc
+from ._jaxlib import JaxRuntimeError, _jax, result_handler, xc
 from .avals import Aval, aval_for
 from .backends import Device
 from .buffers import Buffer, buffer_device
@@ -355,3 +355,20 @@ def _check_outputs(exe: Any, out_avals: list[Aval]) -> None:
     if n != len(out_avals):
         raise CompileError(f"The module returns {n} results but out_types lists {len(out_avals)}: "
                            f"{[f'{av.dtype}{list(av.shape)}' for av in out_avals]}.")
+
+
+def module_hlo_text(stablehlo_text: str, debug_info: bool = False) -> str:
+    """The HLO text of a StableHLO module before XLA's optimisations (JAX's ``Lowered.as_text("hlo")``),
+    printed as JAX prints it (short and parsable); ``debug_info`` keeps each instruction's metadata (its
+    primitive and source line)."""
+    try:
+        computation = _jax.mlir.mlir_module_to_xla_computation(stablehlo_text, use_tuple_args=False,
+                                                               return_tuple=False)
+    except JaxRuntimeError as e:
+        raise CompileError(f"Converting the StableHLO module to HLO failed: {jaxlib_message(e)}") from e
+    options_type = getattr(getattr(xc, "hlo", None), "HloPrintOptions", None)
+    if options_type is None:  # a jaxlib without the printer's options: its default text
+        return str(computation.as_hlo_text())
+    options = options_type.short_parsable()
+    options.print_metadata = debug_info
+    return str(computation.as_hlo_module().to_string(options))

@@ -375,7 +375,16 @@ def _dot_general_params(params: dict) -> dict:
     return params
 
 
-_PARAM_RULES = {"broadcast_in_dim": _broadcast_in_dim_params, "dot_general": _dot_general_params}
+def _renamed(names: dict[str, str]):
+    """Parameters printed under JAX's names (kiln's ``body`` of a scan is JAX's ``jaxpr``)."""
+    def rule(params: dict) -> dict:
+        return {names.get(k, k): v for k, v in params.items()}
+    return rule
+
+
+_PARAM_RULES = {"broadcast_in_dim": _broadcast_in_dim_params, "dot_general": _dot_general_params,
+                "while": _renamed({"body": "body_jaxpr", "cond": "cond_jaxpr"}), "scan": _renamed({"body": "jaxpr"}),
+                "iota": lambda params: {**params, "sharding": params.get("sharding")}}  # JAX shows sharding=None
 _NAME_FIRST = ("jit_call", "custom_jvp_call", "custom_vjp_call")
 
 

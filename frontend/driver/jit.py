@@ -753,10 +753,13 @@ class Lowered:
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         """The StableHLO module as MLIR text; ``debug_info=True`` adds each operation's location
-        (``loc("jit(f)/mul"("file.py":12:4))``: the primitive and the user's line that created it)."""
+        (``loc("jit(f)/mul"("file.py":12:4))``: the primitive and the user's line that created it).
+        ``dialect="hlo"``: the module as XLA's HLO text, before XLA's optimisations (as JAX's)."""
+        if dialect == "hlo":
+            return runtime.module_hlo_text(self._lowered.as_text(debug_info=debug_info), debug_info=debug_info)
         if dialect not in (None, "stablehlo"):
-            raise JitError(f"kiln: Lowered.as_text(dialect={dialect!r}): kiln lowers to StableHLO only; call "
-                           "as_text() or as_text('stablehlo')")
+            raise JitError(f"kiln: Lowered.as_text(dialect={dialect!r}): the dialects are 'stablehlo' (the "
+                           "default) and 'hlo'")
         return self._lowered.as_text(debug_info=debug_info)
 
     @property

@@ -28,10 +28,12 @@ def test_breakpoint_under_jit_shows_run_time_values_and_frames():
     cmds = "p z\npp z.sum()\nw\nu\np x\np label\nl\nnope\nd\nc\n"
     np.testing.assert_array_equal(f(knp.arange(3.0), cmds, out), [2, 4, 6])
     text = out.getvalue()
-    assert "(kdb) array([2., 4., 6.], dtype=float32)" in text
+    assert "(jdb) array([2., 4., 6.], dtype=float32)" in text
     assert "np.float32(12.0)" in text or "12.0" in text
-    assert "Traceback:" in text and "in _outer" in text and "> File" in text
-    assert "(kdb) array([0., 1., 2.], dtype=float32)" in text and "'a static local'" in text
+    # JAX's jdb layout: a banner, the prompt, frames as "> file(line)", a traceback of "File ..., line N"
+    assert text.startswith("Entering jdb:\n") and f"> {__file__}(" in text
+    assert "Traceback:" in text and f'  File "{__file__}", line' in text and "return _inner(x + 1" in text
+    assert "(jdb) array([0., 1., 2.], dtype=float32)" in text and "'a static local'" in text
     assert "->      return _inner(x + 1, commands, out)" in text
     assert "*** NameError: name 'nope' is not defined" in text
     assert "kiln/frontend" not in text  # kiln's own frames are left out
@@ -43,14 +45,14 @@ def test_breakpoint_eager_and_under_vmap():
     assert "Array([2., 4.], dtype=float32)" in out.getvalue()
     out = io.StringIO()
     kiln.vmap(lambda v: _inner(v, "p z\nc\n" * 2, out))(knp.arange(2.0))  # one stop per batch element
-    assert out.getvalue().count("(kdb) array(") == 2
+    assert out.getvalue().count("(jdb) array(") == 2
 
 
 def test_breakpoint_token_and_errors():
     out = io.StringIO()
     f = kiln.jit(lambda x: kiln.debug.breakpoint(token=x, stdin=io.StringIO("p 1 + 1\nc\n"), stdout=out) * 2)
     np.testing.assert_array_equal(f(knp.ones(2)), [2, 2])
-    assert "(kdb) 2" in out.getvalue()
+    assert "(jdb) 2" in out.getvalue()
     with pytest.raises(ValueError, match="unknown debugger backend 'web'"):
         kiln.debug.breakpoint(backend="web")
     with pytest.raises(ValueError, match="`ordered` and `token` are mutually exclusive"):

@@ -156,11 +156,11 @@ def test_scan_unroll_in_stablehlo(unroll, whiles, bodies):
 
 def test_scan_ir_prints_body_as_jax_does():
     ir = kiln.make_ir(lambda c, xs: lax.scan(lambda c, x: (knp.sin(c) + x, c * x), c, xs))(0.0, np.ones(3, np.float32))
-    # JAX's layout (its scan calls the body jaxpr= and converts inside it; kiln converts the carry before)
+    # JAX's layout and parameter names (jaxpr=); JAX converts inside the body, kiln converts the carry before
     assert str(ir) == ("{ lambda ; a:f32[] b:f32[3]. let\n"
                        "    c:f32[] = convert_element_type[new_dtype=float32 weak_type=False] a\n"
                        "    d:f32[] e:f32[3] = scan[\n"
-                       "      body={ lambda ; f:f32[] g:f32[]. let\n"
+                       "      jaxpr={ lambda ; f:f32[] g:f32[]. let\n"
                        "          h:f32[] = sin f\n"
                        "          i:f32[] = add h g\n"
                        "          j:f32[] = mul f g\n"
@@ -172,3 +172,9 @@ def test_scan_ir_prints_body_as_jax_does():
                        "      unroll=1\n"
                        "    ] c b\n"
                        "  in (d, e) }")
+
+
+def test_while_ir_prints_jaxs_parameter_names():
+    text = str(kiln.make_jaxpr(lambda x: lax.while_loop(lambda v: v < 10, lambda v: v * 2, x))(np.float32(1)))
+    assert "body_jaxpr={ lambda" in text and "cond_jaxpr={ lambda" in text and "body_nconsts=0" in text
+    assert "iota[dimension=0 dtype=int32 shape=(3,) sharding=None]" in str(kiln.make_jaxpr(lambda: knp.arange(3))())

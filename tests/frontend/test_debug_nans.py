@@ -261,8 +261,13 @@ def test_stablehlo_locations_only_with_debug_info():
     assert re.search(rf'loc\(".*{re.escape(HERE)}":{mul_line}:\d+\)', text), text
     assert lowered.as_text() == plain  # the text compile caches are keyed on stays free of locations
     assert lowered.as_text("stablehlo") == plain and "loc(" in lowered.as_text("stablehlo", debug_info=True)
-    with pytest.raises(kiln.KilnError, match=r"as_text\(dialect='hlo'\): kiln lowers to StableHLO only"):
-        lowered.as_text("hlo")
+    # As JAX's: dialect="hlo" is the module in XLA's HLO text before its optimisations, metadata with debug_info
+    hlo = lowered.as_text("hlo")
+    assert hlo.startswith("HloModule ") and "ENTRY" in hlo and "sine(" in hlo and "metadata" not in hlo
+    with_info = lowered.as_text("hlo", debug_info=True)
+    assert 'op_name="jit(two_lines)/sin"' in with_info and HERE in with_info
+    with pytest.raises(kiln.KilnError, match=r"as_text\(dialect='mhlo'\): the dialects are 'stablehlo'"):
+        lowered.as_text("mhlo")
 
 
 def test_a_failing_rerun_is_reported(nans, monkeypatch):
