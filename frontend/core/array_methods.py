@@ -13,19 +13,27 @@ import numpy as np
 # register_jax_array_methods: the kiln.numpy namespace and the class behind ``x.at``.
 _knp: Any = None
 _index_update_helper: Any = None
+_iter_rows: Any = None  # iter() of a concrete array: kiln.numpy's chunked row iterator
 
 
-def install_array_methods(numpy_namespace: Any, index_update_helper: type) -> None:
+def install_array_methods(numpy_namespace: Any, index_update_helper: type, iter_rows: Any = None) -> None:
     """Make the operators and methods of arrays and tracers forward to ``numpy_namespace``'s functions.
 
     The binary operators are bound to their functions here, once: an operator is on the path of every eager
     ``x * 2`` and every traced one, and a lookup of the function per call costs a third of a microsecond."""
-    global _knp, _index_update_helper
-    _knp, _index_update_helper = numpy_namespace, index_update_helper
+    global _knp, _index_update_helper, _iter_rows
+    _knp, _index_update_helper, _iter_rows = numpy_namespace, index_update_helper, iter_rows
     for dunder, method in list(vars(ArrayMethods).items()):
         operator = getattr(method, "_operator", None)  # (kiln.numpy name, reflected), set by _binary
         if operator is not None:
             setattr(ArrayMethods, dunder, _bound_binary(dunder, getattr(numpy_namespace, operator[0]), operator[1]))
+
+
+def concrete_rows(x: Any):
+    """``iter(x)`` of a concrete array (see kiln.numpy's ``iter_rows``; row by row before kiln.numpy loads)."""
+    if _iter_rows is None:
+        return (x[i] for i in range(x.aval.shape[0]))
+    return _iter_rows(x)
 
 
 def check_to_device_stream(stream: Any) -> None:

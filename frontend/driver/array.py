@@ -10,7 +10,7 @@ from kiln.runtime import fastpath
 
 from kiln import runtime
 
-from ..core.array_methods import ArrayMethods, check_to_device_stream
+from ..core.array_methods import ArrayMethods, check_to_device_stream, concrete_rows
 from ..core.avals import ShapedArray
 
 _new_object = object.__new__
@@ -48,6 +48,11 @@ class Array(ArrayMethods):
         a._npy = None
         a._flat = (children, aux)
         return a
+
+    def __iter__(self):
+        if not self.aval.shape:
+            raise TypeError("iteration over a 0-d array")
+        return concrete_rows(self)
 
     # -- device -------------------------------------------------------------------------------
     @property

@@ -23,6 +23,7 @@ from .products import *  # noqa: F401,F403
 from .reductions import *  # noqa: F401,F403
 from .setops import *  # noqa: F401,F403
 from .shape import *  # noqa: F401,F403
+from .shape import iter_rows as _iter_rows  # noqa: E402
 from .sorting import *  # noqa: F401,F403
 from .statistics import *  # noqa: F401,F403
 from .ufuncs import *  # noqa: F401,F403
@@ -86,7 +87,8 @@ from .ufuncs import (  # noqa: F401
 )
 from .window import *  # noqa: F401,F403
 
-_install(_sys.modules[__name__], _IndexUpdateHelper)  # arrays' and tracers' operators forward to this namespace
+# Arrays' and tracers' operators forward to this namespace; iter() of a concrete array runs by chunks of rows.
+_install(_sys.modules[__name__], _IndexUpdateHelper, _iter_rows)
 
 from ..lax.windowed import register_monoids as _register_monoids  # noqa: E402
 

@@ -376,8 +376,9 @@ def stack(arrays: Sequence[Any], axis: int = 0, out=None, dtype=None):
     return concatenate([expand_dims(a, axis) for a in arrays], axis=axis, dtype=dtype)
 
 
+@eager_jit("axis")
 def unstack(x, /, *, axis: int = 0) -> tuple[Any, ...]:
-    """The slices of ``x`` along ``axis``, as a tuple."""
+    """The slices of ``x`` along ``axis``, as a tuple (called eagerly: one program for all of them)."""
     x = _array("unstack", x)
     aval = abstractify(x)
     if aval.ndim == 0:
@@ -1119,3 +1120,21 @@ def trim_zeros(filt, trim: str = "fb", axis=None):
         stop = int(nz[ax].max()) + 1 if "b" in trim else v.shape[ax]
         index[ax] = slice(start, stop)
     return x[tuple(index)]
+
+
+ITER_CHUNK = 100  # rows per program when iterating over a concrete array (as JAX's)
+
+
+def iter_rows(x: Array):
+    """``iter(x)`` of a concrete array, as JAX iterates its arrays: at most ``ITER_CHUNK`` rows at a time, each
+    chunk a dynamic slice (one program per chunk size, whatever its start) unstacked by one program; not one
+    program per row (a program per index would compile anew for every row of a long array)."""
+    n = x.shape[0]
+    if n <= ITER_CHUNK:
+        yield from unstack(x)
+        return
+    full, tail = divmod(n, ITER_CHUNK)
+    for i in range(full):
+        yield from unstack(lax.dynamic_slice_in_dim(x, i * ITER_CHUNK, ITER_CHUNK))
+    if tail:
+        yield from unstack(lax.dynamic_slice_in_dim(x, full * ITER_CHUNK, tail))

@@ -604,3 +604,25 @@ def test_errors_name_the_function_by_its_public_path():
     z.delete()
     with pytest.raises(kiln.DeletedBufferError, match=r"kiln\.numpy\.fft\.rfft: argument a refers to a deleted"):
         knp.fft.rfft(z)
+
+
+def test_iterating_over_an_array_compiles_a_few_programs_not_one_per_row(compiles):
+    # As JAX's: chunks of at most 100 rows, each a dynamic slice (one program per chunk size) unstacked by one
+    # program; before, every row was an indexing program of its own, compiled again for each new index.
+    h = np.arange(251 * 3, dtype=np.float32).reshape(251, 3)
+    x = knp.asarray(h)
+    before = len(compiles())
+    rows = list(x)
+    assert len(rows) == 251 and all(type(r) is kiln.Array and r.shape == (3,) for r in rows)
+    np.testing.assert_array_equal(np.stack([np.asarray(r) for r in rows]), h)
+    assert len(compiles()) - before <= 4  # slice and unstack for 100 rows, and for the 51 left
+    again = len(compiles())
+    assert len(list(x)) == 251 and len(compiles()) == again  # the same programs
+    assert [int(v) for v in knp.arange(5)] == [0, 1, 2, 3, 4]  # a short array: one unstack
+    a, b = knp.asarray(np.float32([[1, 2], [3, 4]]))  # unpacking
+    assert a.tolist() == [1.0, 2.0] and b.tolist() == [3.0, 4.0]
+    with pytest.raises(TypeError, match="iteration over a 0-d array"):
+        iter(knp.float32(1.0) + knp.zeros(()))
+    # inside a trace a tracer iterates row by row (traced indexing)
+    np.testing.assert_array_equal(kiln.jit(lambda v: sum(r for r in v))(knp.asarray(h[:4])), h[:4].sum(0))
+
