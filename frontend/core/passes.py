@@ -99,6 +99,13 @@ def _params_key(params: dict) -> Any:
     return key
 
 
+# Left to XLA's own CSE, which runs after its simplifier: a transpose with a single user can be sunk through the
+# elementwise operations after it (and cancel against another transpose), one shared by two users cannot, and
+# XLA then reassociates the arithmetic differently (jit(jacfwd(f)) rounded otherwise than JAX's, whose programs
+# are not deduplicated before XLA).
+_NOT_DEDUPLICATED = frozenset({"transpose"})
+
+
 def eliminate_common_subexpressions(ir: IR) -> IR:
     """Reuse the result of an identical earlier equation (same primitive, inputs, parameters)."""
     seen: dict[Any, list[Var]] = {}
@@ -109,6 +116,8 @@ def eliminate_common_subexpressions(ir: IR) -> IR:
         try:
             key = (eqn.prim, tuple(_atom_key(a) for a in ins), _params_key(eqn.params))
         except TypeError:
+            key = None
+        if eqn.prim.name in _NOT_DEDUPLICATED:
             key = None
         if key is not None and key in seen and not has_effects(eqn):
             env.update(zip(eqn.outputs, seen[key]))

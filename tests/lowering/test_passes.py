@@ -75,6 +75,23 @@ def test_cse_merges_duplicates():
     np.testing.assert_allclose(np.asarray(kiln.jit(f)(X)), 2 * np.tanh(X), rtol=1e-6)
 
 
+def test_cse_leaves_transposes_to_xla():
+    # A transpose read twice blocks XLA's sinking of transposes through elementwise operations (and so changes how
+    # it reassociates them: jit(jacfwd(f)) rounded otherwise than JAX's, which does not deduplicate); XLA's own CSE,
+    # after its simplifier, merges them.
+    a = np.float32([[0.52, 1.12, 0.77], [0.88, -1.08, 0.15], [0.52, 0.06, -1.30], [0.74, -2.49, 1.39]])
+    w = np.float32([-2.4424558, -2.0356805, 0.20553663])
+    jf = kiln.jacfwd(lambda w, a: knp.tanh(knp.dot(a, w) / 2))
+    assert _text(jf, w, a).count("stablehlo.transpose") == 3  # two of the same value, and the result's
+    optimized = kiln.jit(jf).lower(w, a).compile().as_text()
+    assert "transpose(" not in optimized.split("ENTRY")[0]  # XLA sank them: no transpose in the fusion
+    h = np.tanh(a.astype(np.float64) @ w / 2)
+    np.testing.assert_allclose(kiln.jit(jf)(w, a), (1 - h * h)[:, None] * a / 2, rtol=1e-5)
+    def f(x):
+        return lax.transpose(x, (1, 0)) + lax.transpose(x, (1, 0))
+    assert _prims(passes.eliminate_common_subexpressions(_ir(f, a))).count("transpose") == 2
+
+
 def test_cse_is_transitive_and_merges_literal_broadcasts():
     def f(x):
         a = knp.exp(x) * 2.0
