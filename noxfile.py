@@ -100,7 +100,8 @@ def against_jax(session: nox.Session) -> None:
         "python", "-c", "from jaxlib import version; print(version.__version__)", silent=True).strip()
     session.install(f"jax=={jaxlib_version}", "optax", "flatbuffers")
     session.run("python", "-m", "pytest", "tests/optim/test_against_optax.py", "tests/optim/test_optim.py",
-                "tests/frontend/test_export.py", "tests/frontend/test_error_classes.py", *session.posargs)
+                "tests/frontend/test_export.py", "tests/frontend/test_error_classes.py", "tests/ad/test_against_jax.py",
+                *session.posargs)
 
 
 @nox.session

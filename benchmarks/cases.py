@@ -139,6 +139,24 @@ def _times_167(np_):
     return lambda x: x * 1.67
 
 
+def bench_eager_grad(fw: Framework, quick: bool) -> float | None:
+    """value_and_grad without jit of a loss of five numpy functions on f32[256] (a notebook's first gradient): each
+    function's primal with its residuals runs as one compiled program in both frameworks, the backward pass op by
+    op."""
+    if fw.value_and_grad is None:
+        return None
+    np_ = fw.np
+    x = fw.put(_host_rng().uniform(-2, 2, 256).astype(np.float32))
+    vg = fw.value_and_grad(lambda v: np_.sum(np_.tanh(v) * np_.arctan(v) + np_.log1p(v * v)))
+    return per_call(lambda: vg(x), fw.block, number=5 if quick else 50, repeat=3 if quick else 15)
+
+
+def bench_iterate_rows(fw: Framework, quick: bool) -> float:
+    """``list(x)`` of an f32[128,4] array: its rows as arrays (a loop ``for row in x``)."""
+    x = fw.put(_host_rng().standard_normal((128, 4), dtype=np.float32))
+    return per_call(lambda: list(x), fw.block, number=3 if quick else 20, repeat=3 if quick else 15)
+
+
 _rng = _host_rng()
 _V4 = _rng.standard_normal(4, dtype=np.float32)
 _W4 = _rng.standard_normal(4, dtype=np.float32)
@@ -775,6 +793,8 @@ CASES: list[Case] = [
          _eager(_times_167, lambda: _host_normal(SELU_SIZE), number=20, repeat=15)),
     Case(f"eager SELU f32[{SELU_SIZE:,}] (seed 004, without jit)", "ms",
          _eager(_selu, lambda: _host_normal(SELU_SIZE), number=3, repeat=7)),
+    Case("eager value_and_grad: 5 numpy functions on f32[256]", "us", bench_eager_grad),
+    Case("eager iteration: list(x) of f32[128,4]", "us", bench_iterate_rows),
     Case(f"trace+lower: {CHAIN_OPS:,}-op chain", "ms", bench_trace_lower),
     Case(f"compile: {CHAIN_OPS:,}-op chain", "ms", bench_compile),
     Case(f"compile: {CHAIN_OPS:,}-op chain, both persistent caches on", "ms", bench_compile_both_caches),

@@ -85,6 +85,23 @@ def flatten(value: Any) -> tuple[list, Any]:
     return _state["registry"].flatten(value)
 
 
+def container_flattener() -> Callable[[Any], tuple[list, Any]] | None:
+    """jaxlib's C++ flatten with only Python's containers as nodes (tuple, list, dict by sorted keys,
+    namedtuple, None), everything else a leaf: ``flatten(value) -> (leaves, treedef)``, whose treedefs
+    compare with ``==`` and rebuild with ``treedef.unflatten(leaves)``. None when this jaxlib lacks it.
+
+    A registry of its own, not process-global state: it is there whether jax is loaded or not."""
+    if "containers" not in _state:
+        try:
+            registry = _jax.pytree.PyTreeRegistry(enable_none=True, enable_tuple=True, enable_namedtuple=True,
+                                                  enable_list=True, enable_dict=True)
+            flatten_ = registry.flatten
+        except Exception:  # a changed entry point: the callers keep their other paths
+            flatten_ = None
+        _state["containers"] = flatten_
+    return _state["containers"]
+
+
 # The record jaxlib's C++ reads positionally: these nine fields, in this order, have been stable across
 # the jaxlib releases kiln supports (0.10.x, 0.11.x).
 _FastPathData = collections.namedtuple("_FastPathData", [

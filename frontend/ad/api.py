@@ -47,8 +47,11 @@ def _fun_name(f: Callable) -> str:
     return getattr(f, "__name__", None) or type(f).__name__
 
 
-def _trace_flat(f: Callable, flat_args: list, in_tree, name: str) -> tuple[ClosedIR, Any]:
-    """Trace ``f`` on the flat arguments; the argument values are known (for Python control flow)."""
+def _trace_flat(f: Callable, flat_args: list, in_tree, name: str, keeps_calls: bool = True,
+                kind: str = "grad") -> tuple[ClosedIR, Any]:
+    """Trace ``f`` on the flat arguments; the argument values are known (for Python control flow). With
+    ``keeps_calls`` (the IR is to be evaluated right away) kiln.numpy's functions stay calls (see
+    ``tracing.calls_kept``); without it they are inlined, as under staging."""
     out_tree_box = []
 
     def flat_fun(*tracers):
@@ -60,7 +63,8 @@ def _trace_flat(f: Callable, flat_args: list, in_tree, name: str) -> tuple[Close
 
     avals = [abstractify(a) for a in flat_args]
     closed, _ = trace_to_ir(flat_fun, avals, name=name, known_values=flat_args,
-                            tangent_flows=lambda eqn: eqn.prim not in non_differentiable)
+                            tangent_flows=lambda eqn: eqn.prim not in non_differentiable, keeps_calls=keeps_calls,
+                            kind=kind)
     return closed, out_tree_box[0]
 
 
@@ -109,7 +113,7 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
             raise ValueError(f"kiln.jvp: tangent shape {ta.shape} does not match primal shape {pa.shape}")
         if dtypes.is_inexact(pa.dtype) and ta.dtype != pa.dtype:
             raise TypeError(f"kiln.jvp: tangent dtype {ta.dtype.name} does not match primal dtype {pa.dtype.name}")
-    closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun))
+    closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun), kind="jvp")
     nonzero = [dtypes.is_inexact(abstractify(p).dtype) and not _is_zero_tangent(t) for p, t in zip(flat_p, flat_t)]
     new, out_nonzero = jvp_ir(closed, nonzero, known_primals=flat_p)
     outs = eval_ir(new.ir, new.consts, list(flat_p) + [t for t, nz in zip(flat_t, nonzero) if nz])

@@ -94,6 +94,13 @@ def jvp_ir(closed: ClosedIR, nonzero: Sequence[bool], instantiate: Sequence[bool
     memo = _jvp_memo.setdefault(closed, {}) if known_primals is None else {}
     if key in memo:
         return memo[key]
+    if any(inst) and known_primals is None:
+        # When the IR without instantiation already has nonzero tangents wherever they are asked for, it is the
+        # answer: no second trace (which would call a custom_jvp rule inside it again; JAX calls it once).
+        plain = memo.get((nonzero, (False,) * n_out))
+        if plain is not None and all(nz or not i for nz, i in zip(plain[1], inst)):
+            memo[key] = plain
+            return plain
     in_avals = closed.in_avals
     t_avals = [tangent_aval(a) for a, nz in zip(in_avals, nonzero) if nz]
     out_nonzero: list[bool] = []
@@ -112,10 +119,10 @@ def jvp_ir(closed: ClosedIR, nonzero: Sequence[bool], instantiate: Sequence[bool
     return new, out_nonzero
 
 
-def _call_jvp(primals, tangents, *, ir: ClosedIR, name: str):
+def _call_jvp(primals, tangents, *, ir: ClosedIR, name: str, inline: bool = False):
     nonzero = [not isinstance(t, Zero) for t in tangents]
     new, out_nonzero = jvp_ir(ir, nonzero)
-    outs = bind_call(new, [*primals, *[t for t in tangents if not isinstance(t, Zero)]], f"jvp({name})")
+    outs = bind_call(new, [*primals, *[t for t in tangents if not isinstance(t, Zero)]], f"jvp({name})", inline)
     n = len(ir.out_avals)
     it = iter(outs[n:])
     touts = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(ir.out_avals, out_nonzero)]

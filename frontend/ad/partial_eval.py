@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Callable, Sequence
 
 from ..core import caches
-from ..core.call import call_body, call_p
+from ..core.call import call_body, call_p, inline_marked_calls
 from ..core.ir import IR, ClosedIR, Eqn, Var
 from ..core.primitive import Primitive
 
@@ -68,7 +68,9 @@ def partial_eval(ir: IR, unknown_inputs: list[bool], force_unknown: Sequence[boo
                   [a for a, u in zip(ir.outvars, out_unknown) if not u] + residuals)
     unknown_ir = IR([], residuals + [v for v, u in zip(ir.invars, unknown_inputs) if u], unknown_eqns,
                     [a for a, u in zip(ir.outvars, out_unknown) if u])
-    return Split(known_ir, unknown_ir, out_unknown, len(residuals))
+    # The linear halves of library functions (calls marked inline) dissolve into the linear IR, as in JAX: the
+    # backward pass runs their primitives one by one.
+    return Split(known_ir, inline_marked_calls(unknown_ir), out_unknown, len(residuals))
 
 
 _call_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -94,8 +96,10 @@ def _call_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     k_in = [a for a, u in zip(eqn.inputs, unknown_inputs) if not u]
     u_in = [a for a, u in zip(eqn.inputs, unknown_inputs) if u]
     known_eqn = Eqn(call_p, k_in, known_outs + residuals, {"ir": known, "name": name}, eqn.source)
-    unknown_eqn = Eqn(call_p, residuals + u_in, [v for v, u in zip(eqn.outputs, out_unknown) if u],
-                      {"ir": unk, "name": f"{name}_lin"}, eqn.source)
+    # A library function's linear half stays marked inline: partial_eval inlines it (see core/call.py).
+    lin_params = {"ir": unk, "name": f"{name}_lin", **({"inline": True} if eqn.params.get("inline") else {})}
+    unknown_eqn = Eqn(call_p, residuals + u_in, [v for v, u in zip(eqn.outputs, out_unknown) if u], lin_params,
+                      eqn.source)
     return [known_eqn], [unknown_eqn], out_unknown
 
 

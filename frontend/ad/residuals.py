@@ -79,7 +79,8 @@ def saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> list[tuple[Shaped
     for each, arguments first, then the outputs of equations in program order."""
     flat, in_tree = tree_util.tree_flatten(((args, kwargs),))
     _check_arrays("saved_residuals", flat)
-    closed, _ = _trace_flat(lambda ak: f(*ak[0], **ak[1]), flat, in_tree, _fun_name(f))
+    # Staged, as JAX's (make_jaxpr): kiln.numpy's functions are inlined, so residuals name their primitives.
+    closed, _ = _trace_flat(lambda ak: f(*ak[0], **ak[1]), flat, in_tree, _fun_name(f), keeps_calls=False)
     nonzero = [dtypes.is_inexact(abstractify(p).dtype) for p in flat]
     jvp_closed, _ = jvp_ir(closed, nonzero, known_primals=flat)
     split = partial_eval(jvp_closed.ir, [False] * len(flat) + [True] * sum(nonzero))

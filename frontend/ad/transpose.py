@@ -109,7 +109,7 @@ def transpose_closed(closed: ClosedIR, linear: Sequence[bool]) -> ClosedIR:
     return new
 
 
-def _call_transpose(cts, *args, ir: ClosedIR, name: str):
+def _call_transpose(cts, *args, ir: ClosedIR, name: str, inline: bool = False):
     body = call_body(ir)
     linear = [is_undefined(a) for a in args]
     t = transpose_closed(body, linear)

@@ -156,7 +156,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         # (No known values: what the function computes inside from unmapped arrays stays traced. JAX computes
         # it concretely; kiln's trace cannot tell a value that carries an enclosing eager grad's derivative,
         # which must not become a Python constant, so it does not convert any.)
-        closed, _ = axis_env.run_with_axis(axis_name, size, lambda: trace_to_ir(flat_fun, per_example, name=name))
+        closed, _ = axis_env.run_with_axis(axis_name, size, lambda: trace_to_ir(
+            flat_fun, per_example, name=name, keeps_calls=True, kind="vmap", batch=(size, mapped_dims)))
         ctx = BatchContext(size, axis_name)
         outs, out_dims = batch_eval(closed.ir, closed.consts, [flat[i] for i in mapped], mapped_dims, ctx)
         out_tree, out_example = out_tree_box[0]

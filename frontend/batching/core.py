@@ -138,9 +138,9 @@ def _batched_aval(aval: ShapedArray, d: int | None, size: int) -> ShapedArray:
     return aval.update(shape=aval.shape[:d] + (size,) + aval.shape[d:])
 
 
-def _call_batch(ctx, args, dims, *, ir: ClosedIR, name: str):
+def _call_batch(ctx, args, dims, *, ir: ClosedIR, name: str, inline: bool = False):
     new, out_dims = batch_closed(ir, dims, ctx)
-    return bind_call(new, args, f"vmap({name})"), out_dims
+    return bind_call(new, args, f"vmap({name})", inline), out_dims
 
 
 batch_rules[call_p] = _call_batch

@@ -55,11 +55,15 @@ def _check_pred(pred) -> None:
                                f"{aval.dtype.name}")
 
 
-def _trace_branches(funs: Sequence[Callable], operands: tuple, what: str, labels: Sequence[str]):
-    """Trace every branch on the operands; ``labels`` name the branches in errors (``true_fun``)."""
+def _trace_branches(funs: Sequence[Callable], operands: tuple, what: str, labels: Sequence[str],
+                    trace_order: Sequence[int] | None = None):
+    """Trace every branch on the operands; ``labels`` name the branches in errors (``true_fun``).
+    ``trace_order``: the order in which the branches are traced (what their prints show), if not theirs."""
     leaves, in_tree = tree_util.tree_flatten(operands)
     avals = [abstractify(x) for x in leaves]
-    traced = [trace_callable(f, in_tree, avals, fun_name(f)) for f in funs]
+    traced: list = [None] * len(funs)
+    for i in trace_order if trace_order is not None else range(len(funs)):
+        traced[i] = trace_callable(funs[i], in_tree, avals, fun_name(funs[i]))
     tree0, avals0 = traced[0][1], traced[0][0].out_avals
     first = f"{labels[0]} ({fun_name(funs[0])})"
     for i, (closed, tree) in enumerate(traced[1:], 1):
@@ -125,8 +129,9 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     concrete = _concrete(pred)
     if concrete is not None:
         return (true_fun if bool(concrete) else false_fun)(*operands)
+    # true_fun is traced first, as in JAX (a print in each shows in that order); the branch order is false, true
     leaves, closeds, out_tree, weak = _trace_branches([false_fun, true_fun], operands, "cond",
-                                                      ["false_fun", "true_fun"])
+                                                      ["false_fun", "true_fun"], trace_order=(1, 0))
     pred_aval = abstractify(pred)
     index = lax.ne(pred, lax.literal(0, pred_aval.dtype)) if pred_aval.dtype != np.bool_ else pred
     index = lax.convert_element_type(index, _index_dtype())

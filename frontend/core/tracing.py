@@ -76,6 +76,22 @@ def _run_with_stack(stack: tuple, fun: Callable, args: Sequence[Any]) -> Any:
     return fun(*args)
 
 
+def calls_kept() -> bool:
+    """Whether a library function that runs as one compiled program when called eagerly (kiln.numpy's, as JAX
+    jits its jax.numpy functions) should record one ``jit_call`` equation here rather than be inlined: every
+    active trace is an eager transformation's (see ``Builder.keeps_calls``), so the call still runs as one
+    compiled program, with XLA's rounding of the whole function, as JAX's eager ``grad(jnp.arctan)`` does.
+    Under a staging trace (jit, make_jaxpr, control flow bodies) the function is inlined, as JAX's
+    ``jit(inline=True)`` functions are."""
+    stack = _stack.get()
+    if not stack:
+        return False
+    for builder in stack:
+        if not builder.keeps_calls:
+            return False
+    return True
+
+
 def run_traced(builder: Builder, fun: Callable, *args: Any) -> Any:
     """``fun(*args)`` with ``builder`` as the innermost active trace."""
     return contextvars.copy_context().run(_run_with_stack, _stack.get() + (builder,), fun, args)
@@ -138,7 +154,38 @@ class Tracer(ArrayMethods):
                         "if you meant it as a static argument, pass a Python value instead)")
 
     def __repr__(self) -> str:
-        return f"Traced<{self.aval.str_short()}>({self.builder.fun_name})"
+        # As JAX prints its tracers (what print(x) shows inside a transformed function): JitTracer(~float32[]),
+        # VmapTracer(aval=float32[], batched=float32[3]), GradTracer(primal=2.0, typeof(tangent)=f32[]).
+        b = self.builder
+        kind = b.kind
+        if kind == "vmap" and b.batch is not None:
+            size, dims = b.batch
+            aval = self.aval
+            d = dims.get(self.ir_var, 0)
+            batched = aval.update(shape=aval.shape[:d] + (size,) + aval.shape[d:])
+            return f"VmapTracer(aval={_long_aval(aval)}, batched={_long_aval(batched)})"
+        if kind in ("grad", "jvp"):
+            primal = self._primal_text()
+            aval = self.aval
+            tangent = aval.str_short() if dtypes.is_inexact(aval.dtype) else f"float0[{','.join(map(str, aval.shape))}]"
+            name = "GradTracer" if kind == "grad" else "JVPTracer"
+            return f"{name}(primal={primal}, typeof(tangent)={tangent})"
+        return f"JitTracer({_long_aval(self.aval)})"
+
+    def _primal_text(self) -> str:
+        """The primal value as JAX shows it in a GradTracer: its value when known, the enclosing trace's tracer
+        for an input of this trace, else an abstract stand-in."""
+        b = self.builder
+        known = b.known.get(self.ir_var) if b.known is not None else None
+        if isinstance(known, Tracer):
+            return repr(known)
+        try:
+            value = b._evaluate(self.ir_var)
+        except Exception:  # printing must never fail
+            value = None
+        if value is None:
+            return f"JitTracer({_long_aval(self.aval)})"
+        return str(np.asarray(value))
 
     def item(self):
         return np.asarray(self.builder.concrete_value(self, ConcretizationTypeError, ".item()")).item()
@@ -151,8 +198,17 @@ class Builder:
     """Records the IR of one function being traced."""
 
     def __init__(self, fun_name: str = "a function", known_inputs: bool = False,
-                 tangent_flows: Callable[[Eqn], bool] | None = None):
+                 tangent_flows: Callable[[Eqn], bool] | None = None, keeps_calls: bool = False,
+                 kind: str = "jit"):
         self.fun_name = fun_name
+        # What traces, for the reprs of its tracers (as JAX names them): "jit" (staging), "grad", "jvp", "vmap"
+        # (then ``batch`` is (the batch size, {input var: its batch axis})).
+        self.kind = kind
+        self.batch: tuple[int, dict[Var, int]] | None = None
+        # The trace of an eager transformation (grad, vjp, jvp, vmap), whose IR is transformed and then evaluated
+        # equation by equation rather than compiled as one program: library functions that run as one compiled
+        # program when called eagerly keep that call boundary here (see calls_kept).
+        self.keeps_calls = keeps_calls
         self.eqns: list[Eqn] = []
         self.invars: list[Var] = []
         self.arg_names: list[str] = []
@@ -322,6 +378,11 @@ class Builder:
         return env[var]
 
 
+def _long_aval(aval: ShapedArray) -> str:
+    """``float32[2,3]``, ``~float32[]`` for a weakly typed value (JAX's tracer reprs)."""
+    return ("~" if aval.weak_type else "") + str(aval)
+
+
 def materialize(x: Any) -> Any:
     """A Literal as a user-visible value: a tracer of the current trace, or an Array when eager."""
     if not isinstance(x, Literal):
@@ -398,20 +459,26 @@ def ensure_compile_time_eval() -> Iterator[None]:
 def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "",
                 arg_names: Sequence[str] = (), known_values: Sequence[Any] | None = None,
                 input_hints: Sequence[Any] | None = None,
-                tangent_flows: Callable[[Eqn], bool] | None = None) -> tuple[ClosedIR, Any]:
+                tangent_flows: Callable[[Eqn], bool] | None = None,
+                keeps_calls: bool = False, kind: str = "jit",
+                batch: tuple[int, Sequence[int]] | None = None) -> tuple[ClosedIR, Any]:
     """Trace ``fun(*tracers)`` into a ClosedIR; returns it and the raw Python output (flat list).
 
     ``fun`` takes one tracer per aval and returns a flat list of outputs. ``input_hints``: per input, what
     the caller knows of it besides its type (see :func:`trace_origin`), or None. ``tangent_flows``: the
     inputs are being differentiated, and this says which equations pass a derivative from their inputs to
     their outputs; values that carry one do not convert to Python or NumPy values (:meth:`Builder.check_no_derivative`).
+    ``keeps_calls``: the trace of an eager transformation (see :func:`calls_kept`). ``kind`` and ``batch`` (the
+    batch size and each input's batch axis, for "vmap") only change how its tracers print (``Builder.kind``).
     """
     builder = Builder(name or getattr(fun, "__name__", "a function"), known_inputs=known_values is not None,
-                      tangent_flows=tangent_flows)
+                      tangent_flows=tangent_flows, keeps_calls=keeps_calls, kind=kind)
     names = list(arg_names) or [""] * len(in_avals)
     values = list(known_values) if known_values is not None else [None] * len(in_avals)
     hints = list(input_hints) if input_hints is not None else [None] * len(in_avals)
     tracers = [builder.new_arg(a, n, v, h) for a, n, v, h in zip(in_avals, names, values, hints)]
+    if batch is not None:
+        builder.batch = (batch[0], {t.ir_var: d for t, d in zip(tracers, batch[1])})
     def trace():
         outs = fun(*tracers)
         return builder.finish(outs), outs

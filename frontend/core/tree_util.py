@@ -312,6 +312,19 @@ def _count_leaves(node: Any) -> int:
     return 1 if node is _LEAF else sum(_count_leaves(c) for c in node[2])
 
 
+# The node types that jaxlib's C++ pytree code, with only Python's containers enabled, flattens as kiln does.
+_CONTAINER_NODES = (_TUPLE, _LIST, _DICT, _NONE, _NAMEDTUPLE)
+
+
+def has_only_containers(treedef: PyTreeDef) -> bool:
+    """Whether every node of ``treedef`` is a tuple, list, dict, None or namedtuple flattened by kiln's own rule:
+    no OrderedDict, defaultdict or registered class (a namedtuple class registered with a rule of its own is
+    not one). For the direct launch of jitted calls, which flattens such trees with jaxlib's C++ code."""
+    def walk(node: Any) -> bool:
+        return node is _LEAF or node[0] in _CONTAINER_NODES and all(walk(c) for c in node[2])
+    return walk(treedef._node)
+
+
 def _items_repr(keys: Iterable, parts: list[str]) -> str:
     return "{" + ", ".join(f"{k!r}: {p}" for k, p in zip(keys, parts, strict=True)) + "}"
 

@@ -7,18 +7,21 @@ signature includes every jit-key config flag registered in the process (JAX's to
 the calls where latency matters most (small functions of a few arrays: ``f(x, y)``, eager ``kiln.numpy``
 ops) a check of each argument's (aval, device, committed, sharding) against the last call's, by identity
 first, then one launch of the executable, is cheaper; static options (``axis=0``) match by type and value
-(:class:`StaticOptionsCall`). Anything else (pytrees, dynamic keyword arguments, donation, host callbacks,
-several devices) takes the C++ path.
+(:class:`StaticOptionsCall`). Pytrees of Python's containers holding arrays (a training step's parameters,
+keyword arguments included) are flattened by jaxlib's C++ pytree code with the arrays as leaves
+(:class:`PytreeCall`). Anything else (registered pytree classes, Python scalars inside containers, donation,
+host callbacks, several devices) takes the C++ path.
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
 import numpy as np
 
 from kiln import runtime
 
-from ..core import dtypes
+from ..core import dtypes, tree_util
 from ..core.config import config, dispatch_epoch
 from .array import Array
 from .dispatch import to_buffer
@@ -28,6 +31,8 @@ from .dispatch import to_buffer
 _SCALARS = frozenset({bool, int, float, complex})
 
 _from_flat = Array._from_flat
+_new_object = object.__new__
+_flat_of, _aux_of, _buf_of = operator.attrgetter("_flat"), operator.itemgetter(1), operator.attrgetter("_buf")
 
 
 class DirectCall:
@@ -118,17 +123,64 @@ class ArrayAndScalarCall(DirectCall):
         return _from_flat(self.out_aux, (out,))
 
 
-class StaticOptionsCall(DirectCall):
+class PytreeCall(DirectCall):
+    """A signature whose arguments are pytrees of Python's containers (tuple, list, dict, namedtuple, None)
+    holding kiln arrays, keyword arguments included, and whose result is one such pytree: a training step
+    ``step(params, batch)``, eager ``kiln.numpy.concatenate([x, y])``. The arguments are flattened by jaxlib's
+    C++ pytree code with only those containers as nodes (a kiln array is a leaf there, not a node with a
+    Python callback as on the C++ dispatch path), their structure compared with the recorded one, and each
+    leaf's aux tuple with the recorded one (by identity first), as :meth:`DirectCall.run` does."""
+
+    __slots__ = ("flatten", "treedef", "aux_list", "kept", "out_treedef")
+
+    def __init__(self, flatten: Any, treedef: Any, leaf_auxes: tuple, kept: list | None, executable: Any,
+                 prefix: list, out_treedef: Any, out_auxes: tuple) -> None:
+        super().__init__(leaf_auxes, executable, prefix, out_auxes, single=False)
+        self.flatten = flatten        # runtime.fastpath.container_flattener()
+        self.treedef = treedef        # of (args, kwargs)
+        self.aux_list = list(leaf_auxes)
+        self.kept = kept              # per buffer (prefix, then leaves): whether the executable takes it (None: all)
+        self.out_treedef = out_treedef
+
+    def run(self, args: tuple, kwargs: dict | None = None) -> Any:
+        if dispatch_epoch.current is not self.epoch:
+            return None
+        try:
+            leaves, treedef = self.flatten((args, kwargs or {}))
+            # Every leaf's aux tuple as recorded (by identity first: list equality): a leaf that is no kiln array
+            # has no _flat and raises. C-level maps: a Python loop costs a tenth of a microsecond per leaf.
+            if treedef != self.treedef or list(map(_aux_of, map(_flat_of, leaves))) != self.aux_list:
+                return None
+        except Exception:  # e.g. dict keys that do not sort, a leaf of another type: the other paths explain it
+            return None
+        bufs = self.prefix + list(map(_buf_of, leaves))
+        if self.kept is not None:
+            bufs = [b for b, k in zip(bufs, self.kept) if k]
+        try:
+            outs = self.finish(self.start(bufs))
+        except Exception:  # e.g. a deleted argument
+            return None
+        arrays = []
+        for buf, aux in zip(outs, self.out_auxes):  # Array._from_flat(aux, (buf,)), inlined
+            out = _new_object(Array)
+            out._buf = buf
+            out.aval, out._device, out._committed, out._sharding = aux
+            out._npy = None
+            out._flat = ((buf,), aux)
+            arrays.append(out)
+        return self.out_treedef.unflatten(arrays)
+
+
+class StaticOptionsCall:
     """A signature with static options (eager ``knp.sum(x, axis=0)``, ``knp.round(x, 2)``, a jitted function's
     ``static_argnums``): the call matches when its options equal the recorded ones, by type and value as the
-    cache key compares them (``axis=1`` is not ``axis=True``); its other arguments are matched and launched
-    by :meth:`DirectCall.run`."""
+    cache key compares them (``axis=1`` is not ``axis=True``); the other arguments are matched and launched
+    by ``inner`` (a :class:`DirectCall` of the signature without the options)."""
 
-    __slots__ = ("n_args", "positional", "keywords")
+    __slots__ = ("inner", "arity", "n_args", "positional", "keywords")
 
-    def __init__(self, auxes: tuple, executable: Any, prefix: list, out_auxes: tuple, single: bool,
-                 options: tuple, n_args: int) -> None:
-        super().__init__(auxes, executable, prefix, out_auxes, single)
+    def __init__(self, inner: DirectCall, options: tuple, n_args: int) -> None:
+        self.inner = inner
         self.arity = -1  # never matched inline: the inline match does not look at options
         self.n_args = n_args  # positional arguments, options included
         self.positional = tuple((i, v) for i, v in options if isinstance(i, int))  # ascending positions
@@ -136,11 +188,11 @@ class StaticOptionsCall(DirectCall):
 
     def run(self, args: tuple, kwargs: dict | None = None) -> Any:
         keywords = self.keywords
-        if len(args) != self.n_args or len(kwargs or ()) != len(keywords):
+        if len(args) != self.n_args:
             return None
         try:
             for name, value in keywords.items():
-                given = kwargs.get(name, _MISSING)
+                given = (kwargs or {}).get(name, _MISSING)
                 if type(given) is not type(value) or not given == value:
                     return None
             for i, value in self.positional:
@@ -152,7 +204,9 @@ class StaticOptionsCall(DirectCall):
         if self.positional:
             taken = {i for i, _ in self.positional}
             args = tuple(a for i, a in enumerate(args) if i not in taken)
-        return DirectCall.run(self, args)
+        if kwargs:
+            kwargs = {k: v for k, v in kwargs.items() if k not in keywords}
+        return self.inner.run(args, kwargs)
 
 
 _MISSING = object()
@@ -188,8 +242,7 @@ class ScalarSlot:
 
 
 def direct_call(args: Sequence[Any], in_avals: Sequence[Any], kept: Sequence[bool], const_buffers: list,
-                executable: Any, out: Any, device: Any, options: tuple = (), n_args: int | None = None
-                ) -> DirectCall | None:
+                executable: Any, out: Any, device: Any) -> DirectCall | None:
     """The direct launch of a signature just run, or None when it is not one this path takes: every argument a
     single-device kiln array on ``device`` or a Python scalar, each passed to the executable, the result one
     array or a tuple of arrays on it, no host callbacks (their errors and ordering are handled on the other
@@ -210,7 +263,47 @@ def direct_call(args: Sequence[Any], in_avals: Sequence[Any], kept: Sequence[boo
     if any(o._device is not device for o in outs):
         return None
     signature = (tuple(slots), executable, list(const_buffers), tuple(o._flat[1] for o in outs), single)
-    if options:
-        return StaticOptionsCall(*signature, options, len(args) if n_args is None else n_args)
     mixed = single and not const_buffers and len(slots) == 2 and {type(s) for s in slots} == {tuple, ScalarSlot}
     return (ArrayAndScalarCall if mixed else DirectCall)(*signature)
+
+
+def pytree_call(args: tuple, kwargs: dict, in_tree: Any, leaves: Sequence[Any], kept: Sequence[bool],
+                const_buffers: list, executable: Any, out_tree: Any, out: Any, device: Any) -> PytreeCall | None:
+    """The direct launch of a signature just run whose arguments ``args``, ``kwargs`` (flattened by kiln:
+    ``in_tree``, ``leaves``) and result ``out`` (``out_tree``) are pytrees of Python's containers holding
+    single-device kiln arrays on ``device``, or None when it is not one (another pytree type, a scalar among
+    the leaves, host callbacks).
+    ``kept`` says, for each of ``const_buffers`` and then each leaf, whether the executable takes it."""
+    flatten = runtime.fastpath.container_flattener()
+    if (flatten is None or config._python_dispatch or executable.host_callbacks
+            or len(kept) != len(const_buffers) + len(leaves)):
+        return None
+    if not (tree_util.has_only_containers(in_tree) and tree_util.has_only_containers(out_tree)):
+        return None
+    if not all(type(a) is Array and a._device is device for a in leaves):
+        return None
+    try:
+        in_leaves, treedef = flatten((args, kwargs))
+        out_leaves, out_treedef = flatten(out)
+    except Exception:
+        return None
+    # jaxlib's containers must be exactly kiln's nodes here, in kiln's order: the same leaves, one by one.
+    if len(in_leaves) != len(leaves) or any(a is not b for a, b in zip(in_leaves, leaves)):
+        return None
+    out_kiln = tree_util.tree_leaves(out)
+    if len(out_leaves) != len(out_kiln) or any(a is not b for a, b in zip(out_leaves, out_kiln)):
+        return None
+    if len(out_leaves) != len(executable.out_avals) or not all(
+            type(o) is Array and o._device is device for o in out_leaves):
+        return None
+    mask = None if all(kept) else [bool(k) for k in kept]
+    return PytreeCall(flatten, treedef, tuple(a._flat[1] for a in leaves), mask, executable, list(const_buffers),
+                      out_treedef, tuple(o._flat[1] for o in out_leaves))
+
+
+def with_options(call: DirectCall | None, options: tuple, n_args: int) -> DirectCall | StaticOptionsCall | None:
+    """``call`` (of a signature's dynamic arguments), matched only when the static options equal ``options``
+    (``((position or name, value), ...)``; ``n_args`` positional arguments, options included)."""
+    if call is None or not options:
+        return call
+    return StaticOptionsCall(call, options, n_args)

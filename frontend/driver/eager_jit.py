@@ -20,7 +20,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.config import config, dispatch_epoch
-from ..core.tracing import active_traces
+from ..core.tracing import Tracer, active_traces, calls_kept
 from .array import Array
 from .jit import JittedFunction, call_cpp
 
@@ -53,7 +53,7 @@ def _kind_of(x: Any) -> int:
     strong bool, a small int, a NumPy float scalar, a host array, which jit copies), not at all (lists,
     other objects: the implementation explains them), or as a larger int (only beside inexact arrays)."""
     t = type(x)
-    if t is Array or t is float or t is bool or t is complex or t is np.ndarray:
+    if t is Array or t is float or t is bool or t is complex or t is np.ndarray or t is Tracer:
         return _TAKEN
     if t is int:
         return _TAKEN if x in _SMALL_INT else _BIG_INT if x in _INT32 else _REFUSED
@@ -69,7 +69,7 @@ def _sequence_kind(x: Any) -> int:
         if not 0 < len(x) <= MAX_SEQUENCE:
             return _REFUSED
         for item in x:
-            if type(item) is not Array and type(item) is not np.ndarray:
+            if type(item) is not Array and type(item) is not np.ndarray and type(item) is not Tracer:
                 return _REFUSED
         return _TAKEN
     return _kind_of(x)
@@ -79,7 +79,7 @@ def _big_ints_convert_freely(args: tuple, kwargs: dict, ints_to_inexact: bool = 
     """Python ints beyond the small range are taken only where every array argument is inexact: they then
     convert to its float dtype, with no overflow check in the implementation to bypass. With no array argument
     too where the implementation makes every argument inexact (``ints_to_inexact``)."""
-    arrays = [a for a in (*args, *kwargs.values()) if type(a) in (Array, np.ndarray)]
+    arrays = [a for a in (*args, *kwargs.values()) if type(a) in (Array, np.ndarray, Tracer)]
     return (bool(arrays) or ints_to_inexact) and all(dtypes.is_inexact(dtypes.canonicalize_dtype(a.dtype))
                                                      for a in arrays)
 
@@ -213,20 +213,32 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
                     out = sigs.run_direct(args, kwargs)
                 if out is not None:
                     return out
-            if active_traces():  # inside a trace: inlined
-                return fun(*args, **kwargs)
+            if active_traces():
+                if calls_kept() and not config._python_dispatch and takes(args, kwargs):
+                    # under an eager grad/vjp/jvp/vmap: one jit_call equation, run as one compiled program
+                    return jitted()._call(*args, **kwargs)
+                return fun(*args, **kwargs)  # inside a staging trace: inlined
             if config._python_dispatch:  # disable_jit, debug_nans/infs: op by op, each primitive checked
                 return fun(*args, **kwargs)
+            if not takes(args, kwargs):
+                return fun(*args, **kwargs)
+            return call_cpp(jitted(), args, kwargs)
+
+        def takes(args: tuple, kwargs: dict) -> bool:
+            """Whether the call runs as one compiled program (else op by op)."""
             if (kwargs or not _all_arrays(args)) and not compiled_path_takes(args, kwargs):
-                return fun(*args, **kwargs)
-            if op_by_op is not None and op_by_op(args, kwargs):
-                return fun(*args, **kwargs)
+                return False
+            return op_by_op is None or not op_by_op(args, kwargs)
+
+        def jitted() -> JittedFunction:
+            nonlocal sigs
             if not state:
-                j = JittedFunction(fun, static_argnames=static_argnames, _max_signatures=EAGER_SIGNATURES)
+                # inline, as JAX's jitted jax.numpy functions (see kiln.jit's inline and core/call.py)
+                j = JittedFunction(fun, static_argnames=static_argnames, inline=True, _max_signatures=EAGER_SIGNATURES)
                 j._where = where or public_name(fun)
                 state.append(j)
                 sigs = j._signatures
-            return call_cpp(state[0], args, kwargs)
+            return state[0]
         call._eager_state = state  # for tests: the JittedFunction behind the eager calls
         return call
     return wrap

@@ -28,10 +28,10 @@ from ..core.call import call_p
 from ..core.config import config, dispatch_epoch
 from ..core.errors import KilnError
 from ..core.ir import IR, ClosedIR
-from ..core.tracing import Tracer, abstractify, current_builder, trace_to_ir
+from ..core.tracing import Tracer, abstractify, active_traces, calls_kept, current_builder, eval_ir, trace_to_ir
 from . import dispatch, nan_check, retrace, spmd, stale
 from .array import Array
-from .direct_call import DirectCall, direct_call
+from .direct_call import DirectCall, direct_call, pytree_call, with_options
 from .sharding import flatten_shardings, resolve_spec, shardings_per_leaf
 
 _new_object = object.__new__
@@ -193,7 +193,7 @@ class JittedFunction:
 
     def __init__(self, fun: Callable, *, static_argnums=None, static_argnames=None, donate_argnums=None,
                  donate_argnames=None, keep_unused: bool = False, device=None, backend: str | None = None,
-                 in_shardings=None, out_shardings=None, _max_signatures: int = 0):
+                 in_shardings=None, out_shardings=None, inline: bool = False, _max_signatures: int = 0):
         if not callable(fun):
             raise TypeError(f"kiln.jit: expected a function, got {type(fun).__name__}: {fun!r}")
         self.fun = fun
@@ -222,6 +222,7 @@ class JittedFunction:
                                                  self.donate_argnames, keep_unused, self._device_spec,
                                                  self._in_prefix, self._out_prefix))
         self._last_key: Any = None
+        self._inline = bool(inline)  # (kiln's own library functions, eager_jit, are inline too)
         # jaxlib's C++ dispatch: repeated calls of a signature whose arguments are all kiln arrays (or
         # scalars) skip Python entirely, donation included (a training step). The Python path drops the
         # cached host view of a donated array first; on the C++ path such a view keeps XLA from reusing
@@ -326,7 +327,7 @@ class JittedFunction:
         if sigs.baked:
             stale.check(self.__name__, sigs.baked, sigs.stale_warned)
         direct = sigs.direct
-        if direct is not None:
+        if direct is not None and not active_traces():  # inside a trace: recorded (below), even on concrete arrays
             # A plain signature matched inline, arguments by identity (direct_call.py); DirectCall.run otherwise.
             if not kwargs and len(args) == direct.arity and direct.epoch is dispatch_epoch.current:
                 a = args[0]
@@ -355,7 +356,9 @@ class JittedFunction:
                 out = sigs.run_direct(args, kwargs)
             if out is not None:
                 return out
-        if config._python_dispatch:  # disable_jit, debug_nans, debug_infs
+        # disable_jit, debug_nans, debug_infs; and inside a trace, where the call is recorded, not run (jaxlib's C++
+        # path, which knows nothing of kiln's traces, would run a signature it has seen)
+        if config._python_dispatch or active_traces():
             return self._call(*args, **kwargs)
         return call_cpp(self, args, kwargs)
 
@@ -371,21 +374,28 @@ class JittedFunction:
         out = self._execute(entry, leaves)
         record = self._fast_path(entry, leaves, out)
         if record is not None:
-            self._record_direct(len(args), dyn_args, dyn_kwargs, static, entry, leaves, out)
+            self._record_direct(len(args), dyn_args, dyn_kwargs, static, entry, treedef, leaves, out)
         return out, record
 
     def _record_direct(self, n_args: int, dyn_args: tuple, dyn_kwargs: dict, static: tuple, entry: _Entry,
-                       leaves: list, out: Any) -> None:
-        """Keep the signature just run (``n_args`` positional arguments, split by :meth:`_split`) for the direct
-        launch (direct_call.py): dynamic arguments positional, each one leaf, nothing donated; static options
+                       in_tree: Any, leaves: list, out: Any) -> None:
+        """Keep the signature just run (``n_args`` positional arguments, split by :meth:`_split`; the dynamic ones
+        flattened to ``in_tree`` and ``leaves``) for the direct launch (direct_call.py): arrays and scalars each
+        its own argument, or pytrees of Python's containers holding arrays; nothing donated; static options
         anywhere (direct_call checks the rest)."""
-        if not dyn_kwargs and not any(entry.donated) and len(leaves) == len(dyn_args):
-            compiled = entry.compiled
-            kept = compiled.kept[len(entry.closed.ir.constvars):]
+        if any(entry.donated):
+            return
+        compiled = entry.compiled
+        kept = compiled.kept[len(entry.closed.ir.constvars):]
+        call = None
+        if not dyn_kwargs and len(leaves) == len(dyn_args):
             in_avals = [v.aval for v in entry.closed.ir.invars]
-            options = tuple((where, value.value) for where, value in static)
-            self._signatures.remember(direct_call(dyn_args, in_avals, kept, entry.const_buffers,
-                                                  compiled.executable, out, entry.device, options, n_args))
+            call = direct_call(dyn_args, in_avals, kept, entry.const_buffers, compiled.executable, out, entry.device)
+        if call is None:
+            call = pytree_call(dyn_args, dyn_kwargs, in_tree, leaves, compiled.kept, entry.const_buffers,
+                               compiled.executable, entry.out_tree, out, entry.device)
+        options = tuple((where, value.value) for where, value in static)
+        self._signatures.remember(with_options(call, options, n_args))
 
     def _fast_path(self, entry: _Entry, leaves: list, out: Any):
         """The C++ record for this signature, or None when an argument is one the C++ cannot take as it is
@@ -419,7 +429,7 @@ class JittedFunction:
             return self._call_traced(entry, leaves)
         out = self._execute(entry, leaves)
         if self._cpp is None:  # no C++ dispatch in this process (jax imported first): the direct launch still is
-            self._record_direct(len(args), dyn_args, dyn_kwargs, static, entry, leaves, out)
+            self._record_direct(len(args), dyn_args, dyn_kwargs, static, entry, treedef, leaves, out)
         return out
 
     def _entry(self, leaves, treedef, dyn_args, dyn_kwargs, static) -> _Entry:
@@ -680,7 +690,12 @@ class JittedFunction:
         if entry.call_ir is None:
             ir = entry.closed.ir
             entry.call_ir = ClosedIR(IR([], ir.constvars + ir.invars, ir.eqns, ir.outvars), [])
-        outs = call_p.bind(*entry.closed.consts, *leaves, ir=entry.call_ir, name=self.__name__)
+        if self._inline and not calls_kept():  # staging: the body dissolves into the enclosing IR (JAX's inline)
+            outs = eval_ir(entry.closed.ir, entry.closed.consts, leaves)
+        elif self._inline:  # under an eager transformation: a call marked inline (see core/call.py)
+            outs = call_p.bind(*entry.closed.consts, *leaves, ir=entry.call_ir, name=self.__name__, inline=True)
+        else:
+            outs = call_p.bind(*entry.closed.consts, *leaves, ir=entry.call_ir, name=self.__name__)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     # -- ahead-of-time -------------------------------------------------------------------------
@@ -896,7 +911,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         static_argnames: str | Sequence[str] | None = None, donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
         device: runtime.Device | None = None, backend: str | None = None, in_shardings: Any = None,
-        out_shardings: Any = None):
+        out_shardings: Any = None, inline: bool = False):
     """Compile ``fun`` with XLA: trace it once per argument signature, then call the executable.
 
     Parameters
@@ -919,6 +934,10 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         argument, e.g. a dict of parameters) and ``out_shardings`` a pytree prefix of the output. None:
         inputs keep their own layouts, outputs get the partitioner's choice. A ``PartitionSpec`` takes the
         mesh in context (``kiln.set_mesh(mesh)``).
+    inline : bool
+        As JAX's: called inside a staging trace (another jit, make_jaxpr, a loop body), the function's equations
+        go into the enclosing IR instead of one ``jit_call`` equation; under an eager grad/vjp its linear half
+        runs primitive by primitive (JAX's jitted jax.numpy functions are ``inline=True``).
 
     Returns
     -------
@@ -928,7 +947,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
                    donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                    keep_unused=keep_unused, device=device, backend=backend, in_shardings=in_shardings,
-                   out_shardings=out_shardings)
+                   out_shardings=out_shardings, inline=inline)
     if fun is None:
         return lambda f: JittedFunction(f, **options)
     return JittedFunction(fun, **options)

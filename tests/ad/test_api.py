@@ -549,6 +549,11 @@ _CALL_CASES = {  # name: (how it is called, expected value, custom_jvp's calls, 
     "vmap(grad)": (lambda f: kiln.vmap(kiln.grad(f))(_ATS), np.cos(_ATS), ["f_jvp"], ["g_fwd", "g_bwd"]),
     "grad(grad)": (lambda f: kiln.grad(kiln.grad(f))(_AT), -np.sin(_AT), ["f_jvp"], ["g_fwd", "g_bwd"]),
     "grad(jit)": (lambda f: kiln.grad(kiln.jit(f))(_AT), np.cos(_AT), ["f", "f_jvp"], ["g", "g_fwd", "g_bwd"]),
+    # inside control flow the branch or body is traced first (f), then differentiated through the rule, once
+    "grad(cond)": (lambda f: kiln.grad(lambda x: kiln.lax.cond(x > 0, f, lambda v: v * 2, x))(_AT), np.cos(_AT),
+                   ["f", "f_jvp"], ["g", "g_fwd", "g_bwd"]),
+    "grad(scan)": (lambda f: kiln.grad(lambda x: kiln.lax.scan(lambda c, _: (f(c), None), x, None, length=2)[0])(_AT),
+                   np.cos(np.sin(_AT)) * np.cos(_AT), ["f", "f_jvp"], ["g", "g_fwd", "g_bwd"]),
 }
 
 

@@ -626,3 +626,16 @@ def test_iterating_over_an_array_compiles_a_few_programs_not_one_per_row(compile
     # inside a trace a tracer iterates row by row (traced indexing)
     np.testing.assert_array_equal(kiln.jit(lambda v: sum(r for r in v))(knp.asarray(h[:4])), h[:4].sum(0))
 
+
+def test_a_jitted_call_on_concrete_arrays_inside_a_trace_is_recorded():
+    # Once a signature launches directly (or through jaxlib's C++ path), a call of it inside a trace must still be
+    # recorded as a call, as JAX records it, not run at trace time into a constant (checkify(jit(f)) lost its
+    # checks so).
+    for args in [(knp.ones(3),), ({"a": knp.ones(3)},)]:
+        f = kiln.jit(lambda v: kiln.tree_util.tree_map(lambda t: t * 2, v))
+        f(*args), f(*args)
+        assert f._signatures.direct is not None
+        names = [e.prim.name for e in kiln.make_ir(lambda: f(*args))().ir.eqns]
+        assert names == ["jit_call"], names
+        out = kiln.jit(lambda: f(*args))()
+        np.testing.assert_array_equal(kiln.tree_util.tree_leaves(out)[0], [2.0, 2.0, 2.0])

@@ -261,7 +261,38 @@ def test_print_inside_jit_shows_a_tracer_and_runs_once(capsys):
     f(X3 + 1)
     out = capsys.readouterr().out
     assert out.count("x is") == 1  # side effects happen at trace time only
-    assert "Traced<f32[3]>(f)" in out
+    assert "x is JitTracer(float32[3])" in out
+
+
+def test_tracers_print_as_jaxs(capsys):
+    """What print(x) shows inside a transformed function, as JAX 0.10 prints its tracers."""
+    def show(tag):
+        def f(x):
+            print(tag, x, repr(x) == str(x))
+            return x
+        return f
+    kiln.jit(show("jit"))(2)
+    kiln.make_jaxpr(show("make_jaxpr"))(knp.ones(3, knp.bfloat16))
+    kiln.vmap(show("vmap"))(knp.arange(3.0))
+    kiln.vmap(show("vmap1"), in_axes=1)(knp.ones((2, 3), knp.int32))
+    kiln.grad(show("grad"))(1.0)
+    kiln.grad(lambda x: knp.sum(show("grad2")(x * 2)))(knp.ones(2))
+    kiln.jvp(show("jvp"), (1.0,), (1.0,))
+    kiln.jit(kiln.grad(show("jit-grad")))(1.0)
+    kiln.vmap(kiln.grad(show("vmap-grad")))(knp.arange(2.0))
+    kiln.lax.cond(True, show("true"), show("false"), 1.0)  # true_fun is traced first, as in JAX
+    lines = capsys.readouterr().out.splitlines()
+    assert lines == [
+        "jit JitTracer(~int32[]) True",
+        "make_jaxpr JitTracer(bfloat16[3]) True",
+        "vmap VmapTracer(aval=float32[], batched=float32[3]) True",
+        "vmap1 VmapTracer(aval=int32[2], batched=int32[2,3]) True",
+        "grad GradTracer(primal=1.0, typeof(tangent)=f32[]) True",
+        "grad2 GradTracer(primal=[2. 2.], typeof(tangent)=f32[2]) True",
+        "jvp JVPTracer(primal=1.0, typeof(tangent)=f32[]) True",
+        "jit-grad GradTracer(primal=JitTracer(~float32[]), typeof(tangent)=f32[]) True",
+        "vmap-grad GradTracer(primal=VmapTracer(aval=float32[], batched=float32[2]), typeof(tangent)=f32[]) True",
+        "true JitTracer(~float32[]) True", "false JitTracer(~float32[]) True"]
 
 
 # -- tracer conversion errors -----------------------------------------------------------------
