@@ -288,10 +288,15 @@ def _basic_getitem(fname: str, x: Any, entries: list[Any]) -> Any:
                 raise lax.IndexCheckError(
                     f"kiln index_checks: {fname}: index {int(e)} is out of bounds for axis {dim} of size {size}; "
                     "without index_checks kiln clamps it into bounds, as JAX does.")
-            i = _normalize_index(e, size)
-            starts.append(i)
-            limits.append(i + 1)
-            strides.append(1)
+            if -size <= int(e) < size:
+                i = _normalize_index(e, size)
+                starts.append(i)
+                limits.append(i + 1)
+                strides.append(1)
+            else:  # out of bounds: a dynamic_slice below, which clamps it (JAX's too: checkify's index_checks see it)
+                starts.append(0)
+                limits.append(size)
+                strides.append(1)
         else:
             starts.append(0)
             limits.append(size)
@@ -307,7 +312,7 @@ def _basic_getitem(fname: str, x: Any, entries: list[Any]) -> Any:
     for e in entries:
         if e is None:
             continue
-        if _is_int_scalar(e) and not _is_static_int(e):
+        if _is_int_scalar(e) and (not _is_static_int(e) or not -aval.shape[dim] <= int(e) < aval.shape[dim]):
             int_dims.append((dim, e))
         dim += 1
     if int_dims:
@@ -317,7 +322,8 @@ def _basic_getitem(fname: str, x: Any, entries: list[Any]) -> Any:
         for d, e in int_dims:
             if cur.shape[d] == 0:
                 raise IndexError(f"kiln.numpy.{fname}: index {e} is out of bounds for axis {d} with size 0")
-            starts_dyn[d] = _normalize_index(e, cur.shape[d])
+            starts_dyn[d] = (int(e) + cur.shape[d] if int(e) < 0 else int(e)) if _is_static_int(e) else \
+                _normalize_index(e, cur.shape[d])
             sizes[d] = 1
         x = lax.dynamic_slice(x, starts_dyn, sizes, allow_negative_indices=False)  # normalized above
     # 3. Final shape: drop integer-indexed axes, insert new axes for None.

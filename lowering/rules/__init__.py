@@ -1,6 +1,7 @@
 """Emission rules, one module per family of primitives (importing them registers them)."""
 from . import (  # noqa: F401
     callbacks,  # noqa: F401
+    checkify,  # noqa: F401
     collectives,  # noqa: F401
     control,  # noqa: F401
     convolution,  # noqa: F401
