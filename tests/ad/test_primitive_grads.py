@@ -18,6 +18,7 @@ from kiln.frontend.core.primitive import registry
 import kiln
 import kiln.numpy as knp
 from kiln import lax
+from kiln.experimental import checkify  # registers check
 
 # with_sharding_constraint's cases: rows laid out over a one-device mesh (any session has one device).
 _ONE_DEVICE_ROWS = kiln.sharding.NamedSharding(kiln.make_mesh((1,), ("i",)), kiln.P("i"))
@@ -275,6 +276,8 @@ CASES: dict[str, list[Case]] = {
     "psum_scatter": [c(kiln.vmap(lambda x: lax.psum_scatter(x * x, "i", tiled=True), axis_name="i"), a(3, 6))],
     # A debug callback passes derivatives through untouched (it runs on the primals).
     "debug_callback": [c(lambda x: (kiln.debug.callback(lambda v: None, x), knp.sin(x))[1], a(3))],
+    # checkify's check: no results of its own; it runs on the primal values (tests/checkify checks what it does)
+    "check": [c(lambda x: (checkify.debug_check(knp.all(x < 10), "x is small"), knp.sin(x))[1], a(3))],
 }
 
 

@@ -20,6 +20,7 @@ from kiln.frontend.lax import elementwise as ew
 from kiln.frontend.lax import special as sp
 
 import kiln
+import kiln.experimental.checkify  # noqa: F401  (registers check)
 import kiln.numpy as knp
 from kiln import lax
 
@@ -39,6 +40,7 @@ ELSEWHERE = {
     "pure_callback": "../callbacks/test_callbacks.py::test_pure_callback_vmap_methods",
     "io_callback": "../callbacks/test_callbacks.py::test_io_callback_vmap_and_errors",
     "ffi_call": "../ffi/test_ffi.py::test_vmap_each_method",
+    "check": "../checkify/test_checkify.py::test_check_under_eager_grad_and_vmap_raises",
 }
 # iota has no operands, so its batching rule never runs: its cases only check it is in the function.
 NEVER_BATCHED = {"iota", "platform_index"}

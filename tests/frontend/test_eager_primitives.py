@@ -22,6 +22,7 @@ from kiln.frontend.core import primitive
 import kiln
 import kiln.numpy as knp
 from kiln import lax, runtime
+from kiln.experimental import checkify  # registers check
 
 # with_sharding_constraint's cases: rows laid out over a one-device mesh (any session has one device).
 _ONE_DEVICE_ROWS = kiln.sharding.NamedSharding(kiln.make_mesh((1,), ("i",)), kiln.P("i"))
@@ -490,6 +491,8 @@ CASES: dict[str, list[Case]] = {
                               lambda x: x.astype(np.float16).astype(np.float32))],
     # Host callbacks (tests/callbacks covers them; here: eager and jit run the callable, results are right).
     "debug_callback": [Case(lambda x: (kiln.debug.callback(lambda v: None, x), x * 1)[1], (A23,), lambda x: x)],
+    # checkify's check (a debug_check: it does nothing outside checkify; tests/checkify covers the rest)
+    "check": [Case(lambda x: (checkify.debug_check(knp.all(x < 10), "x is small"), x * 1)[1], (A23,), lambda x: x)],
     "pure_callback": [Case(lambda x: kiln.pure_callback(np.negative, kiln.ShapeDtypeStruct(A23.shape, np.float32), x),
                            (A23,), np.negative)],
     "io_callback": [Case(lambda x: kiln.experimental.io_callback(lambda v: v * 2, kiln.ShapeDtypeStruct(
