@@ -11,6 +11,7 @@ from kiln.frontend.core import passes
 from kiln.frontend.core.errors import KilnError
 from kiln.frontend.core.ir import IR, Literal, Var
 
+from . import extension
 from .hlo import const, i32_attr, sdy_sharding
 from .registry import rules
 from .types import element_type, tensor_type
@@ -18,6 +19,11 @@ from .types import element_type, tensor_type
 
 class LoweringError(KilnError):
     """A primitive has no emission rule, or its rule failed."""
+
+
+class MissingLoweringRule(LoweringError, NotImplementedError):
+    """A primitive defined with kiln.extend.core.Primitive has no emission rule for the platform (a
+    ``NotImplementedError``, as JAX's)."""
 
 
 class EmitContext:
@@ -106,6 +112,16 @@ class EmitContext:
             return env[a]
 
         for eqn in body.eqns:
+            if eqn.prim.lowering_rules is not None:  # a rule the primitive carries (kiln.interpreters.mlir)
+                own = extension.rule_for(eqn.prim, self.platform)
+                if own is None:
+                    raise MissingLoweringRule(f"MLIR translation rule for primitive '{eqn.prim.name}' not found for "
+                                              f"platform {self.platform}: register one with "
+                                              "kiln.interpreters.mlir.register_lowering(primitive, rule, platform)")
+                with self.location(eqn):
+                    outs = extension.emit(self, eqn, own, [read(a) for a in eqn.inputs])
+                env.update(zip(eqn.outputs, outs))
+                continue
             rule = rules.get(eqn.prim.name)
             if rule is None and eqn.prim.inline_param:
                 # A call-like equation the inlining pass did not reach (inside a sub-IR: a cond branch,

@@ -1,9 +1,13 @@
-"""The one shared jaxlib.mlir context in which kiln builds and parses StableHLO (NOTES §11)."""
+"""The one shared jaxlib.mlir context in which kiln builds and parses StableHLO (NOTES §11), and jaxlib's MLIR
+bindings themselves (``ir`` and the dialects), which ``kiln.extend.mlir`` exposes for lowering rules users write."""
 from __future__ import annotations
 
 import atexit
 import threading
 from typing import Any
+
+from jaxlib.mlir import ir  # noqa: F401  (re-exported: kiln.extend.mlir)
+from jaxlib.mlir.dialects import chlo, func, stablehlo  # noqa: F401  (re-exported: kiln.extend.mlir.dialects)
 
 _context: Any = None
 _thread_pool: Any = None  # must outlive the context: the context only borrows it
@@ -11,9 +15,8 @@ _lock = threading.Lock()
 
 
 def _make_context() -> Any:
-    from jaxlib.mlir import ir
     from jaxlib.mlir._mlir_libs import _jax_mlir_ext
-    from jaxlib.mlir.dialects import chlo, sdy, stablehlo
+    from jaxlib.mlir.dialects import sdy
 
     registry = ir.DialectRegistry()
     _jax_mlir_ext.register_dialects(registry)  # upstream dialects: func, arith, ...
@@ -57,7 +60,6 @@ def drop_stale_scopes() -> int:
     """
     if _context is None:  # nothing was ever built
         return 0
-    from jaxlib.mlir import ir
 
     dropped = 0
     for _ in range(1000):

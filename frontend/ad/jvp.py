@@ -23,8 +23,9 @@ jvp_rules: dict[Primitive, Callable] = {}
 non_differentiable: set[Primitive] = set()
 
 
-class DifferentiationError(KilnError, TypeError):
-    """A primitive without a derivative rule was differentiated."""
+class DifferentiationError(KilnError, TypeError, NotImplementedError):
+    """A primitive without a derivative rule was differentiated (a ``TypeError``, and a ``NotImplementedError`` as
+    JAX raises for a primitive without a rule)."""
 
 
 def jvp_eval(ir: IR, consts: Sequence[Any], primals: Sequence[Any], tangents: Sequence[Any]):

@@ -17,6 +17,7 @@ from ..core.ir import IR, ClosedIR, Literal, Var
 from ..core.primitive import Primitive
 from ..core.source_info import at
 from ..core.tracing import trace_to_ir
+from .jvp import DifferentiationError
 from .tangents import Zero, add_tangents, instantiate
 
 transpose_rules: dict[Primitive, Callable] = {}
@@ -68,8 +69,8 @@ def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: S
             continue
         rule = transpose_rules.get(eqn.prim)
         if rule is None:
-            raise TypeError(f"kiln: reverse-mode differentiation of primitive {eqn.prim.name!r} is not "
-                            "implemented (it has no transpose rule)")
+            raise DifferentiationError(f"kiln: reverse-mode differentiation of primitive {eqn.prim.name!r} is not "
+                                       "implemented (it has no transpose rule)")
         invals = [a if isinstance(a, Literal) else (UndefinedPrimal(a.aval) if a in linear else env[a])
                   for a in eqn.inputs]
         with at(eqn.source):  # the backward equations keep the forward equation's location

@@ -33,6 +33,10 @@ class BatchingError(KilnError, ValueError):
     """A primitive without a batching rule, or an inconsistent batch."""
 
 
+class MissingBatchingRule(BatchingError, NotImplementedError):
+    """A primitive without a batching rule (a ``NotImplementedError`` too, as JAX's)."""
+
+
 @dataclass(frozen=True)
 class BatchContext:
     """What rules may need to know about the batch: its size and the vmap's axis name."""
@@ -79,7 +83,7 @@ def batch_eval(ir: IR, consts: Sequence[Any], args: Sequence[Any], dims: Sequenc
             else:
                 rule = batch_rules.get(eqn.prim)
                 if rule is None:
-                    raise BatchingError(f"kiln.vmap: batching of primitive {eqn.prim.name!r} is not implemented")
+                    raise MissingBatchingRule(f"kiln.vmap: batching of primitive {eqn.prim.name!r} is not implemented")
                 if eqn.prim in scalar_aware:
                     scalar_like = [a in scalar_broadcasts for a in eqn.inputs]
                     outs, out_dims = rule(ctx, list(vals), list(ds), scalar_like=scalar_like, **eqn.params)

@@ -29,6 +29,10 @@ class Primitive:
 
     has_effects: bool = False
     impl: Callable[..., Any] | None = None
+    # Emission rules the primitive carries itself, by platform (None: every platform), in JAX's calling convention
+    # (``rule(ctx, *operand_values, **params)``): kiln.interpreters.mlir.register_lowering sets them, for
+    # primitives defined with kiln.extend.core.Primitive. Lowering tries them before its own table.
+    lowering_rules: dict[str | None, Callable[..., Any]] | None = None
 
     def __init__(self, name: str, shape_rule: Callable[..., Any], multiple_results: bool = False,
                  inline_param: str | None = None):

@@ -12,7 +12,7 @@ from kiln import runtime
 from ..core import caches, tracing
 from ..core.config import config
 from ..core.errors import KilnError
-from ..core.ir import IR, Eqn, Var
+from ..core.ir import IR, Eqn, Literal, Var
 from ..core.tracing import abstractify
 from . import dispatch, nan_check, spmd
 from .array import Array
@@ -75,10 +75,11 @@ def _apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
     A repeated call of the last all-arrays signature launches directly (direct_call.py); other repeated calls
     with kiln arrays go through jaxlib's C++ dispatch; anything else (host values, literals, a first call, no
     C++ dispatch in this process) through :func:`_apply`. A primitive with its own ``impl`` (host
-    callbacks: the callable runs right away) runs that.
+    callbacks: the callable runs right away; a user's primitive's def_impl) runs that, on values (an IR literal
+    as its NumPy value).
     """
     if prim.impl is not None:
-        return prim.impl(*args, **params)
+        return prim.impl(*[a.val if isinstance(a, Literal) else a for a in args], **params)
     try:
         key = (prim, _params_key(params))
         direct = _direct.get(key)

@@ -4,8 +4,8 @@
 ``Jaxpr`` has ``constvars``, ``invars``, ``eqns`` and ``outvars``; an equation (``JaxprEqn``) has ``primitive``,
 ``invars``, ``outvars`` and ``params``; an input atom is a ``Var`` or a ``Literal`` (``.val``, a NumPy value).
 Primitives are kiln's own (``kiln.lax.exp_p``, ...): ``eqn.primitive.bind(*values, **eqn.params)`` applies one.
-kiln has no counterpart of JAX's ``Primitive`` constructor (``def_impl``/``def_abstract_eval``) or of its trace
-machinery.
+``Primitive(name)`` defines a new one, as JAX's (``def_impl``, ``def_abstract_eval``; its rules go into
+``kiln.interpreters``' tables). kiln has no counterpart of JAX's trace machinery.
 """
 from kiln.frontend.core.ir import IR as Jaxpr
 from kiln.frontend.core.ir import ClosedIR as ClosedJaxpr
@@ -13,5 +13,6 @@ from kiln.frontend.core.ir import Eqn as JaxprEqn
 from kiln.frontend.core.ir import Literal as Literal
 from kiln.frontend.core.ir import Var as Var
 from kiln.frontend.driver.tools import jaxpr_as_fun as jaxpr_as_fun
+from kiln.frontend.extend import Primitive as Primitive
 
-__all__ = ["ClosedJaxpr", "Jaxpr", "JaxprEqn", "Literal", "Var", "jaxpr_as_fun"]
+__all__ = ["ClosedJaxpr", "Jaxpr", "JaxprEqn", "Literal", "Primitive", "Var", "jaxpr_as_fun"]

@@ -18,7 +18,9 @@ def test_every_primitive_has_a_batching_rule():
 
 
 def test_every_batching_rule_belongs_to_a_registered_primitive():
-    stale = sorted(p.name for p in batch_rules if primitive.registry.get(p.name) is not p)
+    from kiln.frontend.extend import Primitive as UserPrimitive  # a user's primitives are in no registry
+    stale = sorted(p.name for p in batch_rules
+                   if primitive.registry.get(p.name) is not p and not isinstance(p, UserPrimitive))
     assert not stale, f"batching rules for primitives that are not registered: {stale}"
 
 
