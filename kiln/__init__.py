@@ -103,6 +103,7 @@ from kiln.frontend.driver.array import live_arrays as live_arrays
 from kiln.frontend.driver.jit import explain_cache_misses as explain_cache_misses
 from kiln.frontend.driver.jit import jit as jit
 from kiln.frontend.driver.jit import make_ir as make_ir
+from kiln.frontend.driver.multihost import thread_guard as thread_guard
 from kiln.frontend.driver.placement import block_until_ready as block_until_ready
 from kiln.frontend.driver.placement import copy_to_host_async as copy_to_host_async
 from kiln.frontend.driver.placement import default_backend as default_backend
@@ -160,7 +161,8 @@ __all__ = [
     "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_ir", "make_jaxpr", "make_mesh",
     "MatrixShapeError", "named_call", "named_scope", "NamedSharding", "NegativeDimensionError", "nn", "numpy",
     "numpy_dtype_promotion", "numpy_rank_promotion", "ops", "P", "pmap", "print_environment_info", "process_count",
-    "process_index", "process_indices", "profiler", "pure_callback", "random", "remat", "reshard", "scipy", "set_mesh",
+    "thread_guard", "process_index", "process_indices", "profiler", "pure_callback", "random", "remat", "reshard",
+    "scipy", "set_mesh",
     "ShapedArray", "ShapeDtypeStruct", "ShapeError", "ShapeTooLargeError", "Shard", "shard_map", "sharding",
     "softmax_custom_jvp", "stages", "test_util", "threefry_partitionable", "TracerArrayConversionError",
     "TracerBoolConversionError", "TracerIntegerConversionError", "transfer_guard", "transfer_guard_device_to_device",

@@ -110,7 +110,15 @@ def configure(*, enabled: bool | None = None, directory: Any = ..., max_size: in
     if enabled is not None:
         _settings.enabled = bool(enabled)
     if directory is not ...:
-        new = None if directory is None else os.path.abspath(os.path.expanduser(os.fspath(directory)))
+        path = None if directory is None else os.fspath(directory)
+        if path is not None and "://" in path:  # gs://bucket/...: JAX reads those through etils; kiln does not
+            if _settings.directory != path:
+                warnings.warn(f"kiln: the compile cache directory {path!r} is a URL, and kiln's persistent compile "
+                              "cache writes to local directories only: it is off until "
+                              "kiln.config.update('compilation_cache_dir', ...) names a local directory.", stacklevel=3)
+            _settings.directory = _settings.broken = path
+            return
+        new = None if path is None else os.path.abspath(os.path.expanduser(path))
         if new != _settings.directory:
             _settings.directory = new
             _settings.broken = None  # a new directory gets a new chance (and its own warning)
@@ -143,6 +151,14 @@ def stats() -> dict[str, Any]:
     than the minimum compile time, or larger than the bound), and ``last``: ``"hit"``, ``"miss"`` or
     ``"off"`` for the latest compile (None before the first)."""
     return {**_stats, "last": _last[0]}
+
+
+def reset() -> None:
+    """Back to a fresh state (JAX's ``compilation_cache.reset_cache``): a directory that failed gets a new chance,
+    and the counters start again; the settings stay."""
+    if _settings.directory is None or "://" not in _settings.directory:
+        _settings.broken = None
+    reset_stats()
 
 
 def reset_stats() -> None:

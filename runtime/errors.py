@@ -8,7 +8,7 @@ class KilnError(Exception):
     program would catch (``TypeError``, ``ValueError``, ...), as JAX raises those."""
 
 
-class KilnRuntimeError(KilnError):
+class KilnRuntimeError(KilnError, RuntimeError):
     """Base class of every error raised by ``kiln.runtime``."""
 
 

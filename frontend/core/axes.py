@@ -8,7 +8,8 @@ from typing import Any
 
 import numpy as np
 
-from .errors import AxisError
+from .errors import AxisError, ConcretizationTypeError
+from .tracing import Tracer
 
 
 def canonical_axis(where: str, axis: Any, ndim: int, *, what: str = "axis", within: str | None = None) -> int:
@@ -16,6 +17,11 @@ def canonical_axis(where: str, axis: Any, ndim: int, *, what: str = "axis", with
     (``"dimension"`` for ``kiln.lax.sort``); ``within`` the sequence it came from (``"axes[0]"``)."""
     of = "" if within is None else f" in {within}"
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
+        if isinstance(axis, Tracer):  # as JAX: the error class of a value that must be static
+            raise ConcretizationTypeError(
+                f"{where}: {what}{of} must be a static int, but got a traced value {axis.aval.str_short()}: an axis "
+                "decides the result's shape, so it must be known when the function is traced. Pass it as a static "
+                "argument (static_argnums/static_argnames) or as a Python int.")
         raise TypeError(f"{where}: {what}{of} must be an int, got {type(axis).__name__} {axis!r}")
     if not -ndim <= axis < ndim:
         raise AxisError(f"{where}: {what} {axis}{of} is out of bounds for an array of dimension {ndim}")

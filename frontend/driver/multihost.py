@@ -6,9 +6,11 @@ JAX; in a single-process program the helpers work the same over the local device
 """
 from __future__ import annotations
 
+import contextlib
 import functools
 import hashlib
 import math
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
@@ -21,7 +23,7 @@ from .jit import jit
 from .sharding import Mesh, NamedSharding, PartitionSpec
 
 __all__ = ["create_device_mesh", "create_hybrid_device_mesh", "sync_global_devices", "process_allgather",
-           "broadcast_one_to_all"]
+           "broadcast_one_to_all", "thread_guard"]
 
 
 def create_device_mesh(mesh_shape: Sequence[int], devices: Sequence[runtime.Device] | None = None, *,
@@ -114,3 +116,14 @@ def sync_global_devices(name: str) -> None:
     if not (got == got[:1]).all():
         raise RuntimeError(f"kiln.experimental.multihost_utils.sync_global_devices: processes reached different "
                            f"barriers (this one: {name!r})")
+
+
+@contextlib.contextmanager
+def thread_guard(enabled: bool = True):
+    """JAX's ``jax.thread_guard``: in a program of several processes, JAX raises when a computation is dispatched
+    from a thread other than the one that entered the guard. In one process it checks nothing (as JAX's); with
+    several, kiln does not check either and warns so once."""
+    if enabled and placement.process_count() > 1:
+        warnings.warn("kiln.thread_guard: kiln does not check which thread dispatches computations in a program of "
+                      "several processes; the guard is accepted and has no effect", stacklevel=3)
+    yield

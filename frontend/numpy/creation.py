@@ -10,7 +10,7 @@ import numpy as np
 from .. import lax
 from ..core import dtypes
 from ..core.config import config
-from ..core.errors import IntegerOverflowError, NegativeDimensionError
+from ..core.errors import ConcretizationTypeError, IntegerOverflowError, NegativeDimensionError
 from ..core.tracing import Tracer, abstractify, materialize
 from ..driver import dispatch
 from ..driver.array import Array
@@ -242,9 +242,9 @@ def _static_scalar(fname: str, name: str, v):
         from ..core.tracing import concrete
         value = concrete(v)
         if value is None:
-            raise TypeError(f"kiln.numpy.{fname}: {name} must be a static value (the length of the result "
-                            "depends on it); it is traced here. Mark it static with static_argnums, or use "
-                            "kiln.lax.iota with a static length")
+            raise ConcretizationTypeError(  # (a TypeError, as before; JAX's class)
+                f"kiln.numpy.{fname}: {name} must be a static value (the length of the result depends on it); it "
+                "is traced here. Mark it static with static_argnums, or use kiln.lax.iota with a static length")
         v = value
     if isinstance(v, (Array, np.ndarray, np.generic)):
         if np.ndim(v) != 0:

@@ -274,7 +274,7 @@ def expand_dims(a, axis: int | Sequence[int]):
     """Insert axes of length one at ``axis``."""
     a = _array("expand_dims", a)
     shp = list(abstractify(a).shape)
-    axes = (axis,) if isinstance(axis, (int, np.integer)) else tuple(axis)
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)  # (a traced axis: canonical_axis says so)
     out_ndim = len(shp) + len(axes)
     for ax in sorted_axes("expand_dims", axes, out_ndim):
         shp.insert(ax, 1)

@@ -4,6 +4,9 @@ import pytest
 from kiln.frontend.core.axes import canonical_axes, canonical_axis, sorted_axes
 from kiln.frontend.core.errors import AxisError
 
+import kiln
+import kiln.numpy as knp
+
 
 def test_canonical_axis():
     assert canonical_axis("f", -1, 3) == 2
@@ -45,3 +48,17 @@ def test_sorted_axes():
     assert sorted_axes("f", -1, 3) == (2,)
     with pytest.raises(ValueError, match=r"^f: repeated axis in \(1, -2\)$"):
         sorted_axes("f", (1, -2), 3)
+
+
+@pytest.mark.parametrize("call", [
+    lambda x, a: x.min(a), lambda x, a: knp.sum(x, a), lambda x, a: knp.cumsum(x, a), lambda x, a: knp.sort(x, a),
+    lambda x, a: knp.concatenate([x, x], a), lambda x, a: knp.take(x, 0, a), lambda x, a: knp.expand_dims(x, a),
+    lambda x, a: knp.moveaxis(x, a, 0), lambda x, a: knp.arange(a)],
+    ids=["min", "sum", "cumsum", "sort", "concatenate", "take", "expand_dims", "moveaxis", "arange"])
+def test_a_traced_axis_is_a_concretization_error(call):
+    # As JAX's (ConcretizationTypeError's own docstring example is x.min(axis) under jit): the class a value that
+    # must be static raises; still a TypeError, as before
+    with pytest.raises(kiln.errors.ConcretizationTypeError, match="must be a static") as info:
+        kiln.jit(call)(knp.arange(4.0).reshape(2, 2), 0)
+    assert isinstance(info.value, TypeError)
+    np.testing.assert_array_equal(kiln.jit(lambda x: x.min(0))(knp.arange(4.0).reshape(2, 2)), [0.0, 1.0])

@@ -418,3 +418,16 @@ def test_table_matches_jax(case):
     with pytest.raises(case.jax_class):
         out = case.call(ns)
         jax.block_until_ready(out)
+
+
+def test_runtime_errors_are_runtime_errors():
+    # As JAX's jax.errors.JaxRuntimeError (jaxlib's XlaRuntimeError, a RuntimeError): every error of kiln's runtime
+    assert issubclass(kiln.errors.JaxRuntimeError, RuntimeError)
+    assert issubclass(kiln.runtime.CompileError, RuntimeError) and issubclass(kiln.runtime.BackendError, ValueError)
+    with pytest.raises(RuntimeError):
+        kiln.devices("no_such_backend")
+
+
+def test_thread_guard_is_accepted():
+    with kiln.thread_guard(True):  # one process: nothing to check, as in JAX
+        assert float(kiln.jit(lambda x: x + 1)(1.0)) == 2.0

@@ -555,3 +555,29 @@ def test_same_function_on_another_line_hits(cache, run_py):
     assert locs1 > 0 and locs2 > 0  # the modules do carry locations
     assert cold["misses"] >= 1 and warm["misses"] == 0 and warm["hits"] == cold["writes"]
     np.testing.assert_allclose(out, np.exp(np.ones(3)) - np.sin(np.ones(3)) * 2, rtol=1e-6)
+
+
+def test_jax_set_cache_dir_reset_cache_and_url_directories(run_py, tmp_path):
+    # JAX's kiln.experimental.compilation_cache.compilation_cache.set_cache_dir/reset_cache; a gs:// directory (JAX
+    # reads those through etils) warns and turns the cache off instead of creating a local folder named "gs:"
+    proc = run_py(f"""
+        import os, warnings
+        import kiln, kiln.numpy as knp
+        from kiln.experimental.compilation_cache import compilation_cache as cc
+        from kiln.runtime import compile_cache
+        cc.set_cache_dir({str(tmp_path / "local")!r})
+        kiln.jit(lambda x: x * 17 + 3)(knp.ones(2))
+        print(len(os.listdir({str(tmp_path / "local")!r})), compile_cache.stats()["writes"])
+        cc.reset_cache()
+        print(compile_cache.stats()["writes"])
+        with warnings.catch_warnings(record=True) as w:
+            warnings.simplefilter("always")
+            kiln.config.update("jax_compilation_cache_dir", "gs://jax-cache")
+        print(str(w[0].message))
+        print(kiln.jit(lambda x: x * 19 + 3)(knp.ones(2)).tolist(), compile_cache.cache_dir(), os.path.exists("gs:"))
+    """, cwd=str(tmp_path))
+    lines = proc.stdout.strip().splitlines()
+    files, writes = map(int, lines[0].split())
+    assert files == writes >= 1 and lines[1] == "0"  # (the jitted program, and knp.ones' own)
+    assert "is a URL, and kiln's persistent compile cache writes to local directories only" in lines[2]
+    assert lines[3] == "[22.0, 22.0] None False"  # 1 * 19 + 3: compiled and run, nothing cached
