@@ -95,9 +95,11 @@ def _call_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     residuals = [Var(a) for a in known.ir.out_avals[len(known_outs):]]
     k_in = [a for a, u in zip(eqn.inputs, unknown_inputs) if not u]
     u_in = [a for a, u in zip(eqn.inputs, unknown_inputs) if u]
-    known_eqn = Eqn(call_p, k_in, known_outs + residuals, {"ir": known, "name": name}, eqn.source)
-    # A library function's linear half stays marked inline: partial_eval inlines it (see core/call.py).
-    lin_params = {"ir": unk, "name": f"{name}_lin", **({"inline": True} if eqn.params.get("inline") else {})}
+    # A library function's halves stay marked inline: partial_eval inlines the linear one (see core/call.py), and
+    # the known one, differentiated again (grad of grad), splits the same way, as JAX's pjit keeps inline=True.
+    inline = {"inline": True} if eqn.params.get("inline") else {}
+    known_eqn = Eqn(call_p, k_in, known_outs + residuals, {"ir": known, "name": name, **inline}, eqn.source)
+    lin_params = {"ir": unk, "name": f"{name}_lin", **inline}
     unknown_eqn = Eqn(call_p, residuals + u_in, [v for v, u in zip(eqn.outputs, out_unknown) if u], lin_params,
                       eqn.source)
     return [known_eqn], [unknown_eqn], out_unknown

@@ -67,3 +67,19 @@ def test_derivatives_round_as_jaxs(case):
         return lib.jit(lib.jacfwd(lib.jacrev(f)))(W)
     ours, theirs = _both(make)
     assert ours == theirs
+
+
+def test_nested_eager_derivatives_round_as_jaxs():
+    # grad of grad: the known half of a library function's call, differentiated again, keeps its call marked inline
+    # (JAX's pjit keeps inline=True): found porting JAX's FAQ and README (its third derivative of tanh)
+    def make(lib, np_):
+        g = lambda x: 1.0 / (1.0 + x * x)  # noqa: E731
+        h = lambda x: 1.0 / (1.0 + np_.exp(x))  # noqa: E731
+        t = lambda x: (np_.exp(x) - np_.exp(-x)) / (np_.exp(x) + np_.exp(-x))  # noqa: E731
+        out = [lib.grad(lib.grad(g))(float(x)) for x in np.linspace(0.1, 3, 30).astype(np.float32)]
+        out += [lib.grad(lib.grad(lib.grad(h)))(1.0), lib.grad(lib.grad(lib.grad(t)))(0.7),
+                lib.grad(lib.grad(lib.grad(np_.tanh)))(1.0),
+                lib.hessian(lambda x: np_.sum(np_.sin(x) * np_.arctan(x)))(np_.arange(3.0) + 0.5)]
+        return out
+    ours, theirs = _both(make)
+    assert ours == theirs
