@@ -138,3 +138,17 @@ def run_py():
     """``run_py(code, env=None, check=True, timeout=300)``: run code in a fresh interpreter (see
     :func:`run_python`)."""
     return run_python
+
+
+@pytest.fixture
+def primitive_runs(monkeypatch):
+    """The names of the primitives executed one at a time (eagerly, not inside a compiled program), in order."""
+    from kiln.frontend.core import tracing
+    runs = []
+    original = tracing._eager.apply
+
+    def counting(prim, args, params):
+        runs.append(prim.name)
+        return original(prim, args, params)
+    monkeypatch.setattr(tracing._eager, "apply", counting)
+    return runs

@@ -6,26 +6,12 @@ inlined into the linear IR and the backward pass runs its primitives one by one,
 make_jaxpr, control-flow bodies) they are inlined."""
 import numpy as np
 import pytest
-from kiln.frontend.core import tracing
 
 import kiln
 import kiln.numpy as knp
 from kiln import lax
 
 RNG = np.random.default_rng(7)
-
-
-@pytest.fixture
-def primitive_runs(monkeypatch):
-    """The primitives executed one at a time (eagerly, not inside a compiled call)."""
-    runs = []
-    original = tracing._eager.apply
-
-    def counting(prim, args, params):
-        runs.append(prim.name)
-        return original(prim, args, params)
-    monkeypatch.setattr(tracing._eager, "apply", counting)
-    return runs
 
 
 def _bits(x):

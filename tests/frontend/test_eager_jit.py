@@ -4,25 +4,11 @@ import logging
 
 import numpy as np
 import pytest
-from kiln.frontend.core import tracing
 
 import kiln
 import kiln.numpy as knp
 
 RNG = np.random.default_rng(0)
-
-
-@pytest.fixture
-def primitive_runs(monkeypatch):
-    """Primitives executed one by one (eagerly, outside any compiled user-level op)."""
-    runs = []
-    original = tracing._eager.apply
-
-    def counting(prim, args, params):
-        runs.append(prim.name)
-        return original(prim, args, params)
-    monkeypatch.setattr(tracing._eager, "apply", counting)
-    return runs
 
 
 @pytest.fixture
