@@ -415,6 +415,7 @@ def _mask_to_dtype(mask, dtype):
 def _diag_mask(N: int, M: int, k: int):
     """Boolean (N, M) with True where ``col - row == k``."""
     i32 = dtypes.int32
+    k = min(max(k, -N), M)  # col - row lies in [1 - N, M - 1]: beyond, the mask is the same, and k fits int32
     rows = lax.broadcasted_iota(i32, (N, M), 0)
     cols = lax.broadcasted_iota(i32, (N, M), 1)
     return lax.eq(lax.sub(cols, rows), lax.broadcast_in_dim(lax.literal(k, i32), (N, M), ()))
@@ -440,6 +441,7 @@ def identity(n: int, dtype=None) -> Any:
 def _tri_mask(N: int, M: int, k: int):
     """Boolean (N, M) with True where ``col <= row + k``."""
     i32 = dtypes.int32
+    k = min(max(k, -N), M)  # col - row lies in [1 - N, M - 1]: beyond, the mask is the same, and k fits int32
     rows = lax.broadcasted_iota(i32, (N, M), 0)
     cols = lax.broadcasted_iota(i32, (N, M), 1)
     return lax.le(lax.sub(cols, rows), lax.broadcast_in_dim(lax.literal(k, i32), (N, M), ()))

@@ -276,6 +276,19 @@ def test_eye_identity_tri():
         kiln.jit(lambda n: knp.tri(n))(3)
 
 
+def test_eye_tri_offsets_beyond_int32_match_numpy():
+    # the mask compares col - row with k in int32; a k past the matrix's edges must not wrap
+    # (array-api-tests draws k up to 2**63 - 1)
+    x = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    for k in (2**31, -(2**31) - 1, 2**40, -(2**40), 2**63 - 1, -(2**63)):
+        _check(knp.eye(3, k=k), np.eye(3, k=k), where=k, dtype=np.float32)
+        _check(knp.eye(2, 3, k=k), np.eye(2, 3, k=k), where=k, dtype=np.float32)
+    for k in (2**31, -(2**31) - 1, 2**62, -(2**62)):  # NumPy's tri itself overflows near 2**63
+        _check(knp.tri(3, 4, k=k), np.tri(3, 4, k=k), where=k, dtype=np.float32)
+        _check(knp.tril(x, k=k), np.tril(x, k=k), where=k)
+        _check(knp.triu(x, k=k), np.triu(x, k=k), where=k)
+
+
 def test_meshgrid_and_indices():
     x, y, z = np.arange(3.0), np.arange(4) * 2, np.arange(2.0) - 1
     for indexing in ("xy", "ij"):
