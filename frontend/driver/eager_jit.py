@@ -144,6 +144,7 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
         names = [p.name for p in inspect.signature(fun).parameters.values()
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         static_positions = frozenset(i for i, n in enumerate(names) if n in static)
+        first_static = min(static_positions, default=1 << 30)
         unknown = set(sequences) - set(names)
         if unknown:
             raise TypeError(f"eager_jit: {fun.__name__} has no positional parameter {sorted(unknown)[0]!r}")
@@ -226,7 +227,9 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
 
         def takes(args: tuple, kwargs: dict) -> bool:
             """Whether the call runs as one compiled program (else op by op)."""
-            if (kwargs or not _all_arrays(args)) and not compiled_path_takes(args, kwargs):
+            # (an array at a static position, repeat(x, Array repeats), is refused there: op by op)
+            if (kwargs or len(args) > first_static or not _all_arrays(args)) \
+                    and not compiled_path_takes(args, kwargs):
                 return False
             return op_by_op is None or not op_by_op(args, kwargs)
 

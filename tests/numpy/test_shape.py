@@ -258,6 +258,16 @@ def test_repeat_traced_repeats():
         _check(o4, np.concatenate([b, np.repeat(x[-1:, 0] > 0, max(0, 5 - len(b)))])[:5], r)
 
 
+def test_repeat_eager_with_array_repeats():
+    # outside jit a kiln array of repeats is concrete, as in JAX (array-api-tests' test_repeat)
+    x = rng.normal(size=(3, 2)).astype(np.float32)
+    for r in ([1, 3, 2], [0, 2, 1], 2, [0, 0, 0]):
+        want = np.repeat(x, r, axis=0)
+        _check(knp.repeat(knp.asarray(x), knp.asarray(np.array(r, np.int32)), axis=0), want, r)
+        _check(knp.repeat(x, knp.asarray(np.array(r, np.int32)), 0), want, r)  # axis by position
+    _check(knp.repeat(knp.arange(3), knp.array(2)), np.repeat(np.arange(3), 2))
+
+
 def test_tile_repeat_errors():
     with pytest.raises(TypeError, match="kiln.numpy.repeat: repeats is a traced array here .* total_repeat_length"):
         kiln.jit(lambda x, r: knp.repeat(x, r))(V, np.ones(5, np.int32))
