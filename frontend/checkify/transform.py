@@ -467,6 +467,14 @@ def _checkified_body(body: ClosedIR, enabled: frozenset, tree: ErrorTree, name: 
     return entry
 
 
+def _split_outputs(error, out_tree, outs):
+    """A checkified body's outputs split into the error it returns (keeping ``error``'s messages) and the
+    body's own outputs."""
+    n = out_tree.num_leaves
+    result = Error.tree_unflatten(out_tree, outs[:n])
+    return result._replace(_metadata={**error._metadata, **result._metadata}), list(outs[n:])
+
+
 def _call_rule(error, enabled, source, invals, params):
     body = params["ir"]
     if _untouched([body.ir], enabled):
@@ -474,9 +482,7 @@ def _call_rule(error, enabled, source, invals, params):
     leaves, tree = error.tree_flatten()
     closed, out_tree = _checkified_body(body, enabled, tree, params["name"])
     outs = bind_call(closed, [*leaves, *invals], params["name"])
-    n = out_tree.num_leaves
-    result = Error.tree_unflatten(out_tree, outs[:n])
-    return result._replace(_metadata={**error._metadata, **result._metadata}), list(outs[n:])
+    return _split_outputs(error, out_tree, outs)
 
 
 def _remat_rule(error, enabled, source, invals, params):
@@ -487,9 +493,7 @@ def _remat_rule(error, enabled, source, invals, params):
     closed, out_tree = _checkified_body(body, enabled, tree, params["name"])
     outs = remat_p.bind(*closed.consts, *leaves, *invals, body=call_body(closed), prevent_cse=params["prevent_cse"],
                         name=params["name"])
-    n = out_tree.num_leaves
-    result = Error.tree_unflatten(out_tree, outs[:n])
-    return result._replace(_metadata={**error._metadata, **result._metadata}), list(outs[n:])
+    return _split_outputs(error, out_tree, outs)
 
 
 _unchecked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
