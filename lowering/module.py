@@ -264,6 +264,22 @@ def type_strings(avals: Sequence, context: ir.Context) -> list[str]:
         return [str(tensor_type(a)) for a in avals]
 
 
+def custom_calls(module: ir.Module) -> list[tuple[str, str]]:
+    """``(target name, location)`` of every ``stablehlo.custom_call`` in ``module``, nested regions included."""
+    found = []
+
+    def walk(operation: ir.Operation) -> None:
+        if operation.name == "stablehlo.custom_call":
+            found.append((ir.StringAttr(operation.attributes["call_target_name"]).value, str(operation.location)))
+        for region in operation.regions:
+            for block in region:
+                for child in block:
+                    walk(child.operation)
+    with module.context:
+        walk(module.operation)
+    return found
+
+
 def _donation_attrs(params, kept, donated, body: IR) -> tuple[list[ir.DictAttr], list[int]]:
     """``tf.aliasing_output`` for a donated input matching an output, else ``jax.buffer_donor``; and the
     positions (among all inputs) of the donated parameters that matched no output."""

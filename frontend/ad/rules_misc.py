@@ -90,9 +90,14 @@ jvp_rules[misc.reduce_p] = _reduce_jvp
 
 
 def _call_exported_jvp(primals, tangents, *, name, **params):
+    # The VJP of an exported f is exported as f_vjp, its VJP as f_vjp_vjp, ...: the derivative's order is asked
+    order, base = 1, name
+    while base.endswith("_vjp"):
+        order, base = order + 1, base[:-len("_vjp")]
+    stored = f"serialize(vjp_order={order}) or higher for this derivative of order {order}"
     raise ExportDerivativeError(
         f"kiln.export: cannot differentiate the exported {name!r}: it has no VJP (kiln records one when every "
-        "argument and result is floating or complex; a deserialized Exported needs serialize(vjp_order=1)), and "
+        f"argument and result is floating or complex; a deserialized Exported needs {stored}), and "
         "forward mode is not available for exported functions (as in JAX); export the derivative you need as a "
         "function of its own, e.g. kiln.export.export(kiln.jit(kiln.grad(f)))")
 

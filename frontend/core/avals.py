@@ -147,7 +147,7 @@ class ShapedArray:
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self.str_short()}{self._varying_suffix()}{weak})"
+        return f"ShapedArray({self}{weak})"  # long dtype names, as JAX's: ShapedArray(float32[3])
 
 
 

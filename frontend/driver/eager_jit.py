@@ -123,6 +123,12 @@ def _all_arrays(args: tuple) -> bool:
     return True
 
 
+def jitted_of(fun: Any) -> JittedFunction | None:
+    """The JittedFunction behind a library function made by :func:`eager_jit` (``kiln.numpy.cos``), else None."""
+    make = getattr(fun, "_jitted", None)
+    return make() if callable(make) and hasattr(fun, "_eager_state") else None
+
+
 def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[str, ...] = (),
               op_by_op: Callable[[tuple, dict], bool] | None = None,
               ints_to_inexact: bool = False) -> Callable[[Callable], Callable]:
@@ -243,5 +249,10 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
                 sigs = j._signatures
             return state[0]
         call._eager_state = state  # for tests: the JittedFunction behind the eager calls
+        call._jitted = jitted
+        # As JAX's jitted jax.numpy functions: jnp.cos.lower(1.), .trace, .eval_shape (and export(jnp.cos)).
+        call.lower = lambda *args, **kwargs: jitted().lower(*args, **kwargs)
+        call.trace = lambda *args, **kwargs: jitted().trace(*args, **kwargs)
+        call.eval_shape = lambda *args, **kwargs: jitted().eval_shape(*args, **kwargs)
         return call
     return wrap

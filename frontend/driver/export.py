@@ -12,6 +12,7 @@ from __future__ import annotations
 import collections
 import dataclasses
 import json
+import re
 import zlib
 from typing import Any, Callable, Sequence
 
@@ -28,6 +29,7 @@ from ..core.tracing import Tracer, abstractify, current_builder, eval_ir
 from . import dispatch, spmd
 from . import export_format as fmt
 from .array import Array
+from .eager_jit import jitted_of
 from .jit import JittedFunction
 
 
@@ -53,8 +55,9 @@ def _platform_of(device: runtime.Device) -> str:
 
 
 class DisabledSafetyCheck:
-    """A safety check to skip when exporting (as ``jax.export.DisabledSafetyCheck``); kiln's export runs no
-    platform or custom-call checks, so these are recorded only."""
+    """A safety check to skip (as ``jax.export.DisabledSafetyCheck``): ``platform()`` lets an exported function
+    run on a platform it was not exported for; ``custom_call(target)`` lets a module call a custom-call target
+    that has no compatibility guarantee."""
 
     def __init__(self, impl: str) -> None:
         self._impl = impl
@@ -168,6 +171,7 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
     platform the module is lowered for it; for several it is portable StableHLO whose ``@main`` takes the
     platform's index in ``platforms`` first (JAX's calling convention; ``call`` passes it).
     """
+    fun_jit = jitted_of(fun_jit) or fun_jit  # kiln.numpy.cos, as JAX's jitted jnp.cos
     if not isinstance(fun_jit, JittedFunction):
         raise ExportError(f"kiln.export.export: the function to export must be the result of kiln.jit, got "
                           f"{fun_jit!r:.80}; wrap it: kiln.export.export(kiln.jit(f))")
@@ -206,6 +210,7 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
                               "(kiln.debug.print, debug.callback, pure_callback, io_callback, or the bounds checks of "
                               "index_checks); a serialized module cannot hold Python functions (as in JAX). "
                               "Export the function without its callbacks (and with index_checks off)")
+        _check_custom_calls(fun_jit.__name__, lowered.module, disabled_checks)
         kept = lowered.kept_inputs[len(ir.constvars):]
         in_avals = tuple(a.strengthen() for a in ir.in_avals)
         out_avals = tuple(a.strengthen() for a in ir.out_avals)
@@ -219,6 +224,34 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
             module_kept_var_idx=tuple(i for i, k in enumerate(kept) if k), uses_global_constants=False,
             _get_vjp=_vjp_maker(entry.closed, platforms) if _differentiable(in_avals + out_avals) else None)
     return do_export
+
+
+# Custom-call targets whose behaviour is kept stable across jaxlib versions (JAX's list of them: LAPACK, cuSOLVER and
+# hipSOLVER kernels, sharding markers, TPU linear algebra): a module calling any other target may not run
+# where it is deserialized, unless its export disabled the check (DisabledSafetyCheck.custom_call(target)).
+_STABLE_TARGET_PATTERN = re.compile(r"lapack_[sdcz]\w+_ffi|(cusolver|hipsolver)_\w+_ffi|cusparse_gtsv2_ffi|"
+                                    r"(cu|hip)_(lu_pivots_to_permutation|threefry2x32_ffi)")
+_STABLE_TARGETS = frozenset({
+    "Sharding", "SPMDFullToShardShape", "SPMDShardToFullShape", "annotate_device_placement", "Eigh", "Qr",
+    "ProductOfElementaryHouseholderReflectors", "LuDecomposition", "ApproxTopK", "stablehlo.dynamic_approx_top_k",
+    "tpu_custom_call", "AllocateBuffer", "mosaic_gpu_v2", "stablehlo.dynamic_reduce_window",
+    "stablehlo.dynamic_rng_bit_generator", "stablehlo.dynamic_top_k", "shape_assertion"})
+
+
+def _check_custom_calls(name: str, module: Any, disabled_checks: Sequence[DisabledSafetyCheck]) -> None:
+    """Refuse a module calling a custom-call target without a compatibility guarantee (as JAX's export)."""
+    allowed = {c.is_custom_call() for c in disabled_checks} - {None}
+    if "ALL" in allowed:
+        return
+    bad = [(target, where) for target, where in lowering.custom_calls(module)
+           if target not in allowed and target not in _STABLE_TARGETS and not _STABLE_TARGET_PATTERN.fullmatch(target)]
+    if bad:
+        listed = "\n".join(f"  {target} at {where}" for target, where in bad[:5])
+        raise ExportError(
+            f"kiln.export.export({name}): cannot serialize code with custom calls whose targets have no "
+            f"compatibility guarantees:\n{listed}\nA deserialized module may not run with another jaxlib. If you "
+            f"know it will, export with disabled_checks=[kiln.export.DisabledSafetyCheck.custom_call("
+            f"{bad[0][0]!r})]")
 
 
 def _differentiable(avals: tuple) -> bool:
@@ -293,15 +326,22 @@ def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
     if current_builder() is not None or any(isinstance(x, Tracer) for x in leaves):
         # Inside jit/vmap/grad: one equation whose lowering inlines the module's functions.
         params = dict(module=_ModuleText(exp.mlir_module()), kept=exp.module_kept_var_idx, platforms=exp.platforms,
-                      out_avals=exp.out_avals, name=exp.fun_name)
+                      out_avals=exp.out_avals, name=exp.fun_name, platform_check=_checks_platform(exp))
         if exp.has_vjp() and "custom_vjp" in _ad_hooks:
             outs = _with_vjp(exp, params)(*leaves)
         else:
             outs = call_exported_p.bind(*leaves, **params)
         return tree_util.tree_unflatten(exp.out_tree, list(outs))
+    if any(type(x) is Array and x._committed and x._device is None for x in leaves):
+        # An array laid out over several devices: the module runs inside one jitted program, which XLA's SPMD
+        # partitioner places over the arrays' devices, as JAX's call does outside jit.
+        jitted = exp._cache.get("jit")
+        if jitted is None:
+            jitted = exp._cache.setdefault("jit", JittedFunction(lambda a, k: _call(exp, a, k)))
+        return jitted(args, kwargs)
     device, committed = dispatch.pick_device(leaves)
     platform = _platform_of(device)
-    if platform not in exp.platforms:
+    if platform not in exp.platforms and _checks_platform(exp):
         raise ExportError(f"{where}: it was exported for platforms {exp.platforms} but runs on {platform} "
                           f"({device}); export it for {platform!r} (platforms=[{platform!r}])")
     exe = exp._cache.get(device)
@@ -311,12 +351,20 @@ def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
         exe = exp._cache.setdefault(device, runtime.compile(text, device, out_types, text=text))
     buffers = []
     if len(exp.platforms) > 1:  # JAX's convention: the platform index comes first
-        buffers.append(runtime.put(np.asarray(exp.platforms.index(platform), np.int32), device))
+        # (a platform it was not exported for, with the platform check disabled: the first, as JAX's)
+        index = exp.platforms.index(platform) if platform in exp.platforms else 0
+        buffers.append(runtime.put(np.asarray(index, np.int32), device))
     kept = set(exp.module_kept_var_idx)
     buffers += [dispatch.to_buffer(x, device) for i, x in enumerate(leaves) if i in kept]
     outs = exe.execute(buffers)
     return tree_util.tree_unflatten(exp.out_tree, [Array(b, a, device, committed)
                                                    for b, a in zip(outs, exp.out_avals)])
+
+
+def _checks_platform(exp: Exported) -> bool:
+    """Whether calling ``exp`` on a platform it was not exported for is an error (unless it was exported with
+    ``DisabledSafetyCheck.platform()``: it then runs the module as lowered for its first platform, as JAX)."""
+    return DisabledSafetyCheck.platform() not in exp.disabled_safety_checks
 
 
 class _ModuleText(str):
@@ -343,7 +391,7 @@ def _with_vjp(exp: Exported, params: dict) -> Callable:
     return flat
 
 
-def _call_exported_shape(*avals, module, kept, platforms, out_avals, name):
+def _call_exported_shape(*avals, module, kept, platforms, out_avals, name, platform_check=True):
     return list(out_avals)
 
 
@@ -691,14 +739,96 @@ minimum_supported_calling_convention_version = MIN_CALLING_CONVENTION_VERSION
 maximum_supported_calling_convention_version = CALLING_CONVENTION_VERSION
 
 
-def symbolic_shape(shape_spec: str | None, **kwargs) -> tuple:
-    """Symbolic shapes (``jax.export.symbolic_shape``) are not supported: kiln exports concrete shapes."""
-    raise ExportError(f"kiln.export.symbolic_shape({shape_spec!r}): symbolic (shape-polymorphic) export is not "
-                      "supported by kiln; export once per concrete shape, e.g. with kiln.ShapeDtypeStruct((8, 4), "
-                      "kiln.numpy.float32)")
+class SymbolicScope:
+    """JAX's scope of symbolic dimensions and their constraints. kiln exports concrete shapes only, so a scope
+    holds constraints that nothing can use: one with constraints is refused where it is used."""
+
+    def __init__(self, constraints_str: Sequence[str] = ()) -> None:
+        if isinstance(constraints_str, str):
+            raise ValueError(f"The symbolic constraints should be a sequence of strings. Got {constraints_str!r}")
+        self.constraints = tuple(constraints_str)
+
+    def __repr__(self) -> str:
+        return f"SymbolicScope({list(self.constraints)!r})"
+
+
+def is_symbolic_dim(p: Any) -> bool:
+    """Whether ``p`` is a symbolic dimension: never in kiln, whose shapes are all concrete."""
+    return False
+
+
+def _unsupported_symbolic(shape_spec: Any, why: str = "") -> ExportError:
+    return ExportError(f"kiln.export.symbolic_shape({shape_spec!r}): symbolic (shape-polymorphic) export is not "
+                       f"supported by kiln{why}; export once per concrete shape, e.g. with "
+                       "kiln.ShapeDtypeStruct((8, 4), kiln.numpy.float32)")
+
+
+def symbolic_shape(shape_spec: str | None, *, constraints: Sequence[str] = (), scope: SymbolicScope | None = None,
+                   like: Sequence[int | None] | None = None) -> tuple[int, ...]:
+    """JAX's ``jax.export.symbolic_shape`` for the specs without symbols: integers, ``_`` (the dimension of
+    ``like`` there) and a trailing ``...`` (the rest of ``like``), e.g. ``"_, 4"``. A dimension variable
+    (``"b, 4"``) or a constraint is an ExportError: kiln exports concrete shapes only."""
+    if constraints or (scope is not None and scope.constraints):
+        raise _unsupported_symbolic(shape_spec, " (constraints name dimension variables)")
+    like = None if like is None else tuple(like)
+    if shape_spec is None:
+        if like is None or any(d is None for d in like):
+            raise ValueError("kiln.export.symbolic_shape(None) needs like= with every dimension known")
+        return like
+    if not isinstance(shape_spec, str):
+        raise TypeError(f"kiln.export.symbolic_shape: expected a string spec, got {type(shape_spec).__name__}")
+    spec = shape_spec.strip()
+    if spec.startswith("(") and spec.endswith(")"):
+        spec = spec[1:-1]
+    items = [d.strip() for d in spec.split(",")]
+    if items and items[-1] == "":  # "4," (a trailing comma)
+        items.pop()
+    if "..." in items[:-1]:
+        raise ValueError(f"kiln.export.symbolic_shape({shape_spec!r}): '...' may only be the last dimension")
+    dims: list[int] = []
+    for i, d in enumerate(items):
+        if d in ("_", "..."):
+            if like is None or len(like) < i + (d == "_"):
+                raise ValueError(f"kiln.export.symbolic_shape({shape_spec!r}): {d!r} takes its size from like=, "
+                                 f"which is {'missing' if like is None else f'{like} (too short)'}")
+            taken = like[i:i + 1] if d == "_" else like[i:]
+            if any(x is None for x in taken):
+                raise ValueError(f"kiln.export.symbolic_shape({shape_spec!r}): like={like} has an unknown size "
+                                 f"where {d!r} takes it")
+            dims.extend(int(x) for x in taken)
+        elif d.isdigit():
+            dims.append(int(d))
+        else:
+            raise _unsupported_symbolic(shape_spec)
+    if like is not None and len(dims) != len(like):
+        raise ValueError(f"kiln.export.symbolic_shape({shape_spec!r}): {len(dims)} dimensions, but like= has "
+                         f"{len(like)}")
+    return tuple(dims)
+
+
+def symbolic_args_specs(args: Any, shapes_specs: Any, constraints: Sequence[str] = (),
+                        scope: SymbolicScope | None = None) -> Any:
+    """The ``kiln.ShapeDtypeStruct`` of each array in the pytree ``args``, its shape given by the spec at its
+    position in ``shapes_specs`` (None: its own; one string for all; or a prefix pytree of them) as
+    :func:`symbolic_shape` reads it, ``like`` the array's shape."""
+    if scope is not None and constraints:
+        raise ValueError("Cannot use both `scope` and `constraints`")
+    leaves, treedef = tree_util.tree_flatten(args)
+    if isinstance(args, tuple) and isinstance(shapes_specs, list):
+        shapes_specs = tuple(shapes_specs)  # JAX accepts a list of specs for the tuple of arguments
+    try:
+        specs = tree_util.tree_leaves(tree_util.tree_broadcast(shapes_specs, args, is_leaf=lambda x: x is None),
+                                      is_leaf=lambda x: x is None)
+    except (ValueError, TypeError) as e:
+        raise ValueError(f"kiln.export.symbolic_args_specs: shapes_specs must be None, a string or a prefix of "
+                         f"the arguments' structure: {e}") from None
+    return treedef.unflatten([ShapeDtypeStruct(symbolic_shape(spec, constraints=constraints, scope=scope,
+                                                              like=np.shape(x)), x.dtype)
+                              for x, spec in zip(leaves, specs)])
 
 
 __all__ = ["CALLING_CONVENTION_VERSION", "DisabledSafetyCheck", "Exported", "ExportError", "default_export_platform",
            "deserialize", "export", "maximum_supported_calling_convention_version",
            "minimum_supported_calling_convention_version", "register_namedtuple_serialization",
-           "register_pytree_node_serialization", "symbolic_shape"]
+           "register_pytree_node_serialization", "symbolic_shape", "symbolic_args_specs", "SymbolicScope",
+           "is_symbolic_dim"]

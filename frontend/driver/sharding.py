@@ -564,6 +564,11 @@ class NamedSharding(Sharding):
     """An array laid out over ``mesh`` by ``spec``: ``NamedSharding(mesh, P('data', None))``."""
 
     def __init__(self, mesh: Mesh, spec: PartitionSpec = PartitionSpec(), *, memory_kind: str | None = None) -> None:
+        if isinstance(mesh, AbstractMesh):
+            raise TypeError(f"kiln.sharding.NamedSharding: mesh is an AbstractMesh {mesh}; kiln's shardings need a "
+                            "concrete kiln.sharding.Mesh of devices (a NamedSharding over an AbstractMesh, as JAX's "
+                            "device-polymorphic export uses, is not supported: kiln exports one-device programs). "
+                            "Make one with kiln.make_mesh(axis_sizes, axis_names)")
         if not isinstance(mesh, Mesh):
             raise TypeError(f"kiln.sharding.NamedSharding: mesh must be a kiln.sharding.Mesh, got "
                             f"{type(mesh).__name__}")

@@ -15,6 +15,11 @@ from ..registry import register
 _counter = itertools.count()
 
 
+class ExportPlatformError(LoweringError, ValueError):
+    """An exported function called in a program for a platform it was not exported for (a ValueError, as
+    JAX's)."""
+
+
 def _enclosing(op: ir.Operation, name: str) -> tuple[ir.Operation, ir.Operation]:
     """The ancestor of ``op`` called ``name`` (e.g. the ``builtin.module``) and its child on the way to ``op``."""
     child = op
@@ -35,8 +40,8 @@ def _call_exported(ctx, eqn, *args):
     p = eqn.params
     name, platforms = p["name"], p["platforms"]
     here = _platform(ctx.platform)
-    if here is not None and here not in platforms:
-        raise LoweringError(f"kiln.export: {name!r} was exported for platforms {platforms} but is called in a "
+    if here is not None and here not in platforms and p.get("platform_check", True):
+        raise ExportPlatformError(f"kiln.export: {name!r} was exported for platforms {platforms} but is called in a "
                             f"program for {here}; export it for {here!r}")
     sub = ir.Module.parse(p["module"])
     functions = list(sub.body.operations)

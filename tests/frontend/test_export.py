@@ -490,3 +490,88 @@ def test_kiln_reads_and_calls_jaxs_bytes(tmp_path, jax_python):
             np.testing.assert_allclose(np.asarray(eig), np.linalg.eigvalsh(a), rtol=1e-5)
     inside = kiln.jit(lambda x, k: exp.call(x, {"k": k, "unused": knp.zeros(2, knp.int16)})["s"])(x, np.float32(2))
     np.testing.assert_allclose(np.asarray(inside), np.cumsum(x) * 2.0, rtol=1e-6)
+
+
+def test_export_of_a_numpy_function_as_jax_jitted_jnp():
+    # JAX's jnp.cos is a jitted function: export(jnp.cos), jnp.cos.lower/.trace/.eval_shape all work
+    exp = kiln.export.export(knp.cos)(1.)
+    assert exp.fun_name == "cos" and exp.calling_convention_version == 10
+    np.testing.assert_allclose(exp.call(np.float32(0.5)), np.cos(np.float32(0.5)), rtol=1e-6)
+    assert "stablehlo.cosine" in knp.cos.lower(1.).as_text()
+    assert "reduce" in knp.sum.lower(knp.ones((3, 4)), axis=1).as_text()
+    assert knp.sum.eval_shape(knp.ones((3, 4)), axis=1).shape == (3,)
+    assert "reduce_sum" in str(knp.sum.trace(knp.ones(3)).jaxpr)
+
+
+def test_symbolic_specs_without_symbols_are_concrete_shapes():
+    ex = kiln.export
+    assert ex.symbolic_shape("_, 4", like=(3, 4)) == (3, 4)
+    assert ex.symbolic_shape("(2, ...)", like=(2, 5, 6)) == (2, 5, 6)
+    assert ex.symbolic_shape("3,") == (3,) and ex.symbolic_shape(None, like=(2, 2)) == (2, 2)
+    args = (np.ones((3, 1), np.float32), {"y": np.zeros(4, np.int32)})
+    for specs in ("...", None, ["_, 1", None]):
+        got = ex.symbolic_args_specs(args, specs)
+        assert got[0].shape == (3, 1) and got[0].dtype == np.float32
+        assert got[1]["y"].shape == (4,) and got[1]["y"].dtype == np.int32
+    assert not ex.is_symbolic_dim(3) and repr(ex.SymbolicScope()) == "SymbolicScope([])"
+    with pytest.raises(ExportError, match=r"symbolic_shape\('a'\): symbolic .* not supported by kiln"):
+        ex.symbolic_args_specs(args, ("_, 1", "a"))
+    with pytest.raises(ExportError, match="constraints name dimension variables"):
+        ex.symbolic_shape("4", constraints=["a >= 2"])
+    with pytest.raises(ValueError, match="symbolic constraints should be a sequence of strings"):
+        ex.SymbolicScope("a >= 2")
+    with pytest.raises(ValueError, match=r"'_' takes its size from like=, which is missing"):
+        ex.symbolic_shape("_, 4")
+    with pytest.raises(ValueError, match=r"2 dimensions, but like= has 3"):
+        ex.symbolic_shape("_, 4", like=(3, 4, 5))
+    with pytest.raises(ValueError, match="'...' may only be the last dimension"):
+        ex.symbolic_shape("..., 4", like=(3, 4))
+
+
+def test_disabled_platform_check_runs_the_first_platforms_module():
+    disabled = [kiln.export.DisabledSafetyCheck.platform()]
+    want = np.cos(np.float32(1.0))
+    for platforms in (["tpu"], ["tpu", "cuda"]):
+        exp = kiln.export.export(kiln.jit(kiln.lax.cos), platforms=platforms, disabled_checks=disabled)(1.)
+        np.testing.assert_allclose(exp.call(1.), want, rtol=1e-6)
+        np.testing.assert_allclose(kiln.jit(exp.call)(1.), want, rtol=1e-6)
+        back = kiln.export.deserialize(exp.serialize())
+        assert back.disabled_safety_checks == tuple(disabled)
+        np.testing.assert_allclose(back.call(1.), want, rtol=1e-6)
+    checked = kiln.export.export(kiln.jit(kiln.lax.cos), platforms=["tpu"])(1.)
+    with pytest.raises(ExportError, match=r"exported for platforms \('tpu',\) but runs on cpu"):
+        checked.call(1.)
+    # inside jit the lowering finds the mismatch: a ValueError too, as JAX's
+    with pytest.raises(ValueError, match=r"exported for platforms \('tpu',\) but is called in a program for cpu"):
+        kiln.jit(checked.call)(1.)
+
+
+def test_custom_call_without_compatibility_guarantee_is_refused():
+    from kiln.extend.core import Primitive
+    from kiln.extend.mlir.dialects import stablehlo as hlo
+    from kiln.interpreters import mlir
+    prim = Primitive("test_export_unstable_target")
+    prim.def_abstract_eval(lambda x: x)
+    mlir.register_lowering(prim, lambda ctx, x: hlo.CustomCallOp([x.type], [x],
+                                                                 call_target_name="my_unstable_target").results)
+    with pytest.raises(ExportError, match=r"(?s)custom calls whose targets have no compatibility guarantees:.*"
+                                          r"my_unstable_target at .*DisabledSafetyCheck.custom_call\('my_unstable"):
+        kiln.export.export(kiln.jit(prim.bind))(1.)
+    for target in ("my_unstable_target", "ALL"):
+        check = kiln.export.DisabledSafetyCheck.custom_call(target)
+        exp = kiln.export.export(kiln.jit(prim.bind), disabled_checks=[check])(1.)
+        assert "my_unstable_target" in exp.mlir_module()
+    # LAPACK's kernels are stable targets: CPU linear algebra exports
+    a = np.array([[2.0, 1.0], [1.0, 3.0]], np.float32)
+    exp = kiln.export.export(kiln.jit(knp.linalg.inv))(a)
+    assert "lapack_" in exp.mlir_module()
+    np.testing.assert_allclose(exp.call(a), np.linalg.inv(a), rtol=1e-5)
+
+
+def test_derivative_beyond_the_stored_vjp_orders_says_which_order():
+    exp = kiln.export.export(kiln.jit(knp.sin))(1.)
+    back = kiln.export.deserialize(exp.serialize(vjp_order=2))
+    second = kiln.grad(kiln.grad(back.call))
+    np.testing.assert_allclose(second(1.), -np.sin(1.0), rtol=1e-6)
+    with pytest.raises(ValueError, match=r"needs serialize\(vjp_order=3\) or higher for this derivative of order 3"):
+        kiln.grad(second)(1.)

@@ -301,7 +301,7 @@ def test_typeof_inside_the_body_shows_the_varying_axes(mesh):
         return s
     kiln.shard_map(body, mesh=mesh, in_specs=(P("data", "model"), P()), out_specs=P("data"))(_x(8, 4), _x(4, 2))
     assert str(seen["v"]) == "float32[2,2]{V:(data,model)}"
-    assert repr(seen["v"]) == "ShapedArray(f32[2,2]{V:(data,model)})"
+    assert repr(seen["v"]) == "ShapedArray(float32[2,2]{V:(data,model)})"
     assert seen["s"].manual_axis_type.varying == {"data"} and str(seen["s"]) == "float32[2,2]{V:data}"
     assert str(seen["w"]) == "float32[4,2]" and seen["w"].manual_axis_type.varying == frozenset()
     assert seen["i"].manual_axis_type.varying == {"model"}
