@@ -133,7 +133,7 @@ def set_num_cpu_devices(n: int | None) -> None:
     if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
         raise BackendError(f"num_cpu_devices={n!r} is not a positive integer; set it to the number of CPU devices "
                            "wanted")
-    if started() and n != _configured_cpu_devices:
+    if started() and n != _configured_cpu_devices and n != _num_cpu_devices():  # (the count it has: no change)
         raise BackendError("num_cpu_devices can be set only before the backends start (before the first array, "
                            "computation or kiln.devices() call); set it at the top of the program, or set the "
                            "KILN_NUM_CPU_DEVICES environment variable")

@@ -325,8 +325,9 @@ def _check_scalar_output(name: str, value, holomorphic: bool) -> None:
                         f"an array of shape {aval.shape}. For non-scalar outputs use kiln.vjp or kiln.jacrev.")
     if not holomorphic and not dtypes.is_float(aval.dtype):
         raise TypeError(f"kiln.grad({name}): the function must return a real floating-point scalar, got "
-                        f"{aval.dtype.name}" + (" (use holomorphic=True for complex outputs)"
-                                                 if aval.dtype.kind == "c" else ""))
+                        f"{aval.dtype.name}" + (" (use holomorphic=True for complex outputs of a holomorphic "
+                                                 "function; for a non-holomorphic function with complex outputs, "
+                                                 "use kiln.vjp directly)" if aval.dtype.kind == "c" else ""))
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,

@@ -250,7 +250,8 @@ class Config:
             raise ConfigError(f"kiln.config.update({name!r}, None): expected a bool")
         if name == "default_backend" and value is not None:
             from kiln import runtime
-            runtime.get_backend(value)  # an unknown backend fails here, listing the available ones
+            if runtime.backends.started():  # (else checked when they start: the check would start them, which
+                runtime.get_backend(value)  # jax_num_cpu_devices set next must precede; JAX checks it late too)
         if name == "cpu_lapack":
             from kiln.runtime import lapack
             lapack.set_enabled(value)
@@ -308,7 +309,8 @@ class Config:
         if value is None or isinstance(value, runtime.Device):
             return value
         if isinstance(value, str):
-            runtime.get_backend(value)  # an unknown backend fails here, listing the available ones
+            if runtime.backends.started():  # an unknown backend fails here, listing the available ones (later:
+                runtime.get_backend(value)  # when the backends start, as for default_backend)
             return value
         raise ConfigError(f"kiln.config default_device: expected a kiln device (from kiln.devices()), a backend "
                           f"name or None, got {type(value).__name__} {value!r:.60}")

@@ -94,11 +94,36 @@ def make_array_from_single_device_arrays(shape: Sequence[int], sharding: Shardin
                      "make_array_from_single_device_arrays")
 
 
-def make_array_from_process_local_data(sharding: Sharding, local_data: Any, global_shape: Any = None) -> Array:
+def make_array_from_process_local_data(sharding: Any, local_data: Any, global_shape: Any = None) -> Any:
     """The global array whose part on this process's devices is ``local_data``: the block of the global array
     those devices hold (with one process, the whole array). ``global_shape`` defaults to the local shape
-    scaled by the number of processes' blocks along each dimension."""
+    scaled by the number of processes' blocks along each dimension.
+
+    As JAX's: ``local_data`` may be a pytree of arrays (the result has its structure), ``sharding`` a sharding
+    or a ``PartitionSpec`` (over the mesh in context), or a pytree prefix of them, and ``global_shape`` a shape
+    or a pytree prefix of shapes."""
     where = "kiln.make_array_from_process_local_data"
+    leaves, treedef = tree_util.tree_flatten(local_data)
+    if treedef.num_nodes == 1 and treedef.num_leaves == 1:  # one array: the common case
+        return _from_process_local_data(resolve_spec(sharding, where), leaves[0], global_shape, where)
+
+    def per_leaf(prefix: Any, is_leaf: Callable[[Any], bool], what: str) -> list:
+        try:
+            return tree_util.tree_leaves(tree_util.tree_broadcast(prefix, local_data, is_leaf=is_leaf),
+                                         is_leaf=is_leaf)
+        except (ValueError, TypeError) as e:
+            raise ValueError(f"{where}: {what} must be one value or a pytree prefix of local_data's structure "
+                             f"{treedef}: {e}") from None
+    shardings = per_leaf(sharding, lambda x: isinstance(x, (Sharding, PartitionSpec)), "sharding")
+    shapes = per_leaf(global_shape, lambda x: x is None or (isinstance(x, tuple) and all(
+        isinstance(d, (int, np.integer)) for d in x)), "global_shape")
+    return treedef.unflatten([_from_process_local_data(resolve_spec(s, where), x, g, where)
+                              for s, x, g in zip(shardings, leaves, shapes)])
+
+
+def _from_process_local_data(sharding: Sharding, local_data: Any, global_shape: Any, where: str) -> Array:
+    if not isinstance(sharding, Sharding):
+        raise TypeError(f"{where}: sharding must be a kiln sharding or a PartitionSpec, got {sharding!r:.60}")
     local = np.asarray(local_data)
     if sharding.is_fully_addressable:
         if global_shape is not None and tuple(global_shape) != local.shape:

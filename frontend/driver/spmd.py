@@ -14,6 +14,7 @@ import numpy as np
 from kiln import lowering, runtime
 
 from ..core import caches
+from ..core.avals import ShapeDtypeStruct
 from ..core.errors import KilnError
 from ..core.ir import IR
 from . import dispatch
@@ -52,8 +53,12 @@ def placement_for(leaves: Sequence[Any], leaf_names: Callable[[], Sequence[str]]
     found = []
     for i, leaf in enumerate(leaves):
         s = given[i]
-        if s is None and type(leaf) is Array and isinstance(leaf._sharding, NamedSharding) and leaf._committed:
-            s = leaf._sharding
+        if s is None:
+            if type(leaf) is Array:
+                if isinstance(leaf._sharding, NamedSharding) and leaf._committed:
+                    s = leaf._sharding
+            elif type(leaf) is ShapeDtypeStruct and isinstance(leaf.sharding, NamedSharding):
+                s = leaf.sharding  # lower(ShapeDtypeStruct(shape, dtype, sharding=...)), as JAX's
         found.append(s)
     meshes = [(i, _mesh_of(s)) for i, s in enumerate(found) if s is not None]
     if out_shardings is not None:
@@ -165,6 +170,7 @@ def named_from_runtime(mesh: Mesh, layout: runtime.SpmdSharding, ndim: int) -> S
         used = [a for axes in choice for a in axes]
         if len(used) != len(set(used)):
             continue
+        # without trailing Nones, as JAX's inferred output shardings over Auto mesh axes: P('x'), P() (replicated)
         spec_entries = [None if not axes else axes[0] if len(axes) == 1 else axes for axes in choice]
         while spec_entries and spec_entries[-1] is None:
             spec_entries.pop()
@@ -191,12 +197,17 @@ class CompiledSPMD:
                 for b, a, s in zip(outs, self.out_avals, self.out_shardings)]
 
 
+def _per_output(out_shardings: Any, n: int) -> tuple:
+    """A placement's out_shardings as one entry (a sharding or None) per output."""
+    if out_shardings is None:
+        return (None,) * n
+    if isinstance(out_shardings, NamedSharding):
+        return (out_shardings,) * n
+    return tuple(out_shardings)
+
+
 def _out_specs(placement: MeshPlacement, out_avals: list) -> tuple:
-    outs = placement.out_shardings
-    if outs is None:
-        return (None,) * len(out_avals)
-    if isinstance(outs, NamedSharding):
-        outs = (outs,) * len(out_avals)
+    outs = _per_output(placement.out_shardings, len(out_avals))
     return tuple(None if s is None else spec_dims(s, len(a.shape)) for s, a in zip(outs, out_avals))
 
 
@@ -226,6 +237,11 @@ def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], kee
                                host_callbacks=lowered.host_callbacks, ordered_effects=lowered.ordered_effects)
     out_avals = [v.aval for v in ir.outvars]
     outs = [named_from_runtime(placement.mesh, s, len(a.shape)) for s, a in zip(exe.out_shardings, out_avals)]
+    # An output whose sharding the user gave keeps that very object (as JAX's: out.sharding == out_shardings),
+    # when the partitioner laid it out so
+    given = _per_output(placement.out_shardings, len(out_avals))
+    outs = [g if g is not None and (g == o or g.is_equivalent_to(o, len(a.shape))) else o
+            for g, o, a in zip(given, outs, out_avals)]
     return CompiledSPMD(exe, lowered, out_avals, lowered.kept_inputs, placement, outs)
 
 

@@ -15,6 +15,7 @@ import numpy as np
 from .. import numpy as knp
 from .. import random
 from ..core import dtypes
+from ..lax.sharding import takes_out_sharding
 from ..random.keys import canonical_shape
 
 __all__ = [
@@ -41,11 +42,22 @@ def _shape(fname: str, shape: Any) -> tuple[int, ...]:
     return canonical_shape(fname, shape, prefix="kiln.nn.initializers")
 
 
+def _out_sharding(factory: str) -> Callable[[Callable], Callable]:
+    """An initializer made by ``factory`` takes JAX's ``out_sharding`` (its fourth parameter): the array is laid
+    out so (a PartitionSpec over the mesh in context, or a sharding)."""
+    def wrap(init: Callable) -> Callable:
+        init.__name__ = init.__qualname__ = factory
+        return takes_out_sharding(init, positional=True)
+    return wrap
+
+
+@takes_out_sharding(positional=True)
 def zeros(key: Any, shape: Sequence[int], dtype: Any = None) -> Any:
     """An array of zeros (the key is ignored)."""
     return knp.zeros(_shape("zeros", shape), _dtype("zeros", dtype))
 
 
+@takes_out_sharding(positional=True)
 def ones(key: Any, shape: Sequence[int], dtype: Any = None) -> Any:
     """An array of ones (the key is ignored)."""
     return knp.ones(_shape("ones", shape), _dtype("ones", dtype))
@@ -53,6 +65,7 @@ def ones(key: Any, shape: Sequence[int], dtype: Any = None) -> Any:
 
 def constant(value: Any, dtype: Any = None) -> Initializer:
     """An initializer that fills with ``value``."""
+    @_out_sharding("constant")
     def init(key: Any, shape: Sequence[int], dtype: Any = dtype) -> Any:
         return knp.full(_shape("constant", shape), value, dtype=_dtype("constant", dtype))
     return init
@@ -60,6 +73,7 @@ def constant(value: Any, dtype: Any = None) -> Initializer:
 
 def uniform(scale: Any = 1e-2, dtype: Any = None) -> Initializer:
     """An initializer of uniform values in ``[0, scale)``."""
+    @_out_sharding("uniform")
     def init(key: Any, shape: Sequence[int], dtype: Any = dtype) -> Any:
         dt = _dtype("uniform", dtype)
         return knp.multiply(random.uniform(key, shape, dt), knp.asarray(scale, dt))
@@ -68,6 +82,7 @@ def uniform(scale: Any = 1e-2, dtype: Any = None) -> Initializer:
 
 def normal(stddev: Any = 1e-2, dtype: Any = None) -> Initializer:
     """An initializer of normal values with mean 0 and standard deviation ``stddev``."""
+    @_out_sharding("normal")
     def init(key: Any, shape: Sequence[int], dtype: Any = dtype) -> Any:
         dt = _dtype("normal", dtype)
         return knp.multiply(random.normal(key, shape, dt), knp.asarray(stddev, dt))
@@ -76,6 +91,7 @@ def normal(stddev: Any = 1e-2, dtype: Any = None) -> Initializer:
 
 def truncated_normal(stddev: Any = 1e-2, dtype: Any = None, lower: Any = -2.0, upper: Any = 2.0) -> Initializer:
     """An initializer of normal values truncated to ``(lower, upper)``, then scaled by ``stddev``."""
+    @_out_sharding("truncated_normal")
     def init(key: Any, shape: Sequence[int], dtype: Any = dtype) -> Any:
         dt = _dtype("truncated_normal", dtype)
         return knp.multiply(random.truncated_normal(key, lower, upper, shape, dt), knp.asarray(stddev, dt))
@@ -144,6 +160,7 @@ def variance_scaling(scale: Any, mode: str, distribution: str, in_axis: int | Se
         raise ValueError(f"kiln.nn.initializers.variance_scaling: invalid distribution {distribution!r}; expected "
                          f"one of {', '.join(repr(d) for d in _DISTRIBUTIONS)}")
 
+    @_out_sharding("variance_scaling")
     def init(key: Any, shape: Sequence[int], dtype: Any = dtype) -> Any:
         shape = _shape("variance_scaling", shape)
         dt = _dtype("variance_scaling", dtype)
@@ -211,6 +228,7 @@ kaiming_normal = he_normal
 def orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> Initializer:
     """An initializer of (semi-)orthogonal matrices: the weight, reshaped to ``(rows, columns)`` with the
     columns along ``column_axis``, has orthonormal rows or columns, times ``scale``."""
+    @_out_sharding("orthogonal")
     def init(key: Any, shape: Sequence[int], dtype: Any = dtype) -> Any:
         shape = _shape("orthogonal", shape)
         dt = _dtype("orthogonal", dtype)
@@ -232,6 +250,7 @@ def orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> In
 def delta_orthogonal(scale: Any = 1.0, column_axis: int = -1, dtype: Any = None) -> Initializer:
     """The delta-orthogonal initializer for 3-, 4- and 5-D convolution kernels: an orthogonal
     ``(in, out)`` matrix at the spatial centre, zeros elsewhere."""
+    @_out_sharding("delta_orthogonal")
     def init(key: Any, shape: Sequence[int], dtype: Any = dtype) -> Any:
         shape = _shape("delta_orthogonal", shape)
         dt = _dtype("delta_orthogonal", dtype)

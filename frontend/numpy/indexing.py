@@ -28,6 +28,8 @@ for ``.set`` which update wins is unspecified.
 """
 from __future__ import annotations
 
+import functools
+import inspect
 import operator
 import warnings
 from dataclasses import dataclass
@@ -42,6 +44,7 @@ from ..core.errors import ConcretizationTypeError, IndexTypeError
 from ..core.tracing import Tracer, abstractify, active_traces, concrete, current_builder
 from ..driver.array import Array
 from ..driver.eager_jit import eager_jit
+from ..lax.sharding import apply_out_sharding
 
 __all__: list[str] = []
 
@@ -702,6 +705,26 @@ def _update_eagerly(x: Any, values: Any, key: Any, name: str, kind: str, mode: A
                            indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
 
 
+def _takes_jax_options(method: Callable) -> Callable:
+    """An ``.at[]`` method with JAX's ``out_sharding=`` (the result laid out so, as :func:`kiln.reshard`) and
+    ``wrap_negative_indices=`` (True: negative indices count from the end, as always in kiln; False, which
+    leaves them out of bounds, is refused)."""
+    where = f"kiln.numpy.at[].{method.__name__}"
+
+    @functools.wraps(method)
+    def call(self, *args: Any, out_sharding: Any = None, wrap_negative_indices: bool = True, **kwargs: Any) -> Any:
+        if not wrap_negative_indices:
+            raise NotImplementedError(f"{where}(wrap_negative_indices=False) is not supported by kiln: negative "
+                                      "indices always count from the end; to treat them as out of bounds, replace "
+                                      "them first, e.g. kiln.numpy.where(i < 0, n, i) with mode='drop' or 'fill'")
+        return apply_out_sharding(method(self, *args, **kwargs), out_sharding, where)
+    sig = inspect.signature(method)
+    extra = [inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None),
+             inspect.Parameter("wrap_negative_indices", inspect.Parameter.KEYWORD_ONLY, default=True)]
+    call.__signature__ = sig.replace(parameters=[*sig.parameters.values(), *extra])
+    return call
+
+
 class _IndexUpdateRef:
     """``x.at[index]``: the pending update; call one of its methods to get the updated array."""
 
@@ -714,6 +737,7 @@ class _IndexUpdateRef:
     def __repr__(self) -> str:
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
 
+    @_takes_jax_options
     def get(self, *, indices_are_sorted: bool = False, unique_indices: bool = False, mode: Any = None,
             fill_value: Any = None) -> Any:
         """``x[index]``; ``mode='fill'`` returns ``fill_value`` for out-of-bounds indices."""
@@ -732,21 +756,25 @@ class _IndexUpdateRef:
         return _scatter_update(f"at[].{name}", x, self.index, values, kind, mode=mode,
                                indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
 
+    @_takes_jax_options
     def set(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode: Any = None) -> Any:
         """``x[index] = values``, functionally (out-of-bounds updates are dropped by default)."""
         return self._update("set", "set", values, indices_are_sorted, unique_indices, mode)
 
+    @_takes_jax_options
     def add(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode: Any = None) -> Any:
         """``x[index] += values``; repeated indices add every value."""
         return self._update("add", "add", values, indices_are_sorted, unique_indices, mode)
 
+    @_takes_jax_options
     def subtract(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
                  mode: Any = None) -> Any:
         """``x[index] -= values``; repeated indices subtract every value."""
         return self._update("subtract", "sub", values, indices_are_sorted, unique_indices, mode)
 
+    @_takes_jax_options
     def multiply(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
                  mode: Any = None) -> Any:
         """``x[index] *= values``; repeated indices multiply by every value."""
@@ -754,6 +782,7 @@ class _IndexUpdateRef:
 
     mul = multiply
 
+    @_takes_jax_options
     def divide(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
                mode: Any = None) -> Any:
         """``x[index] /= values`` (true division: the result is inexact, as ``x / y``)."""
@@ -763,6 +792,7 @@ class _IndexUpdateRef:
                                 indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
         return true_divide(self.array, denom)
 
+    @_takes_jax_options
     def power(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
               mode: Any = None) -> Any:
         """``x[index] **= values``."""
@@ -772,16 +802,19 @@ class _IndexUpdateRef:
                                    indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
         return power(self.array, exponent)
 
+    @_takes_jax_options
     def min(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode: Any = None) -> Any:  # noqa: A003
         """``x[index] = minimum(x[index], values)``."""
         return self._update("min", "min", values, indices_are_sorted, unique_indices, mode)
 
+    @_takes_jax_options
     def max(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
             mode: Any = None) -> Any:  # noqa: A003
         """``x[index] = maximum(x[index], values)``."""
         return self._update("max", "max", values, indices_are_sorted, unique_indices, mode)
 
+    @_takes_jax_options
     def apply(self, func: Callable, *, indices_are_sorted: bool = False, unique_indices: bool = False,
               mode: Any = None) -> Any:
         """``func`` (a scalar function) applied at ``index``, once per occurrence (as ``ufunc.at``)."""

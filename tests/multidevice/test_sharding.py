@@ -154,3 +154,23 @@ def test_processes_and_making_arrays_from_pieces():
         kiln.make_array_from_single_device_arrays(x.shape, s, pieces[1:2] + pieces[1:])
     with pytest.raises(ValueError, match=r"belong to this process, so the local data is the whole array"):
         kiln.make_array_from_process_local_data(s, x[:4], global_shape=(8, 6))
+
+
+def test_process_local_data_takes_pytrees_and_partition_specs(mesh):
+    # JAX's training cookbook: make_array_from_process_local_data(P('data'), {'ids': ..., 'mask': ...})
+    batch = {"ids": np.arange(32, dtype=np.int32).reshape(8, 4), "mask": np.ones((8,), np.bool_)}
+    with kiln.set_mesh(mesh):
+        out = kiln.make_array_from_process_local_data(PartitionSpec("data"), batch)
+        assert set(out) == {"ids", "mask"}
+        for k in batch:
+            assert out[k].sharding.spec == PartitionSpec("data")
+            np.testing.assert_array_equal(np.asarray(out[k]), batch[k])
+        # a prefix pytree of shardings (one per leaf here) and of global shapes
+        specs = {"ids": PartitionSpec("data", "model"), "mask": NamedSharding(mesh, PartitionSpec())}
+        out = kiln.make_array_from_process_local_data(specs, batch, {"ids": (8, 4), "mask": None})
+        assert out["ids"].sharding.spec == PartitionSpec("data", "model")
+        assert out["mask"].sharding.spec == PartitionSpec()
+        with pytest.raises(ValueError, match="sharding must be one value or a pytree prefix of local_data"):
+            kiln.make_array_from_process_local_data([PartitionSpec("data")], batch)
+    with pytest.raises(ValueError, match=r"a PartitionSpec \(P\('data',\)\) needs a mesh in context"):
+        kiln.make_array_from_process_local_data(PartitionSpec("data"), batch["ids"])

@@ -296,3 +296,70 @@ def test_reshard(mesh):
 def test_reshard_errors(mesh, call, error, message):
     with pytest.raises(error, match=message):
         call(mesh)
+
+
+def test_exported_call_on_an_array_over_several_devices(mesh):
+    # Outside jit too (as JAX's): the exported module runs in one program partitioned over the array's devices
+    arg = np.arange(8.0, dtype=np.float32)
+    exp = kiln.export.export(kiln.jit(kiln.numpy.cos))(arg)
+    sharded = kiln.device_put(arg, NamedSharding(mesh, PartitionSpec("data")))
+    for _ in range(2):  # the second call reuses the compiled program
+        out = exp.call(sharded)
+        np.testing.assert_allclose(np.asarray(out), np.cos(arg), rtol=1e-6)
+    assert len(out.sharding.device_set) == 8
+
+
+def test_lower_takes_the_sharding_of_a_shape_dtype_struct(mesh):
+    # as JAX's: jit(f).lower(ShapeDtypeStruct(shape, dtype, sharding=...)) lowers for that layout
+    sds = kiln.ShapeDtypeStruct((8, 4), np.float32, sharding=NamedSharding(mesh, PartitionSpec("data", "model")))
+    lowered = kiln.jit(lambda x: x * 2).lower(sds)
+    assert 'sdy.sharding<@mesh, [{"data"}, {"model"}]>' in lowered.as_text()
+    x = kiln.device_put(np.ones((8, 4), np.float32), sds.sharding)
+    out = lowered.compile()(x)
+    np.testing.assert_array_equal(np.asarray(out), np.full((8, 4), 2.0, np.float32))
+    # export takes one-device programs only: the layout is refused, not silently dropped
+    with pytest.raises(kiln.export.ExportError, match="runs over a device mesh; kiln exports one-device programs"):
+        kiln.export.export(kiln.jit(lambda x: x.T))(sds)
+
+
+def test_named_sharding_over_an_abstract_mesh_is_refused_clearly():
+    with pytest.raises(TypeError, match="mesh is an AbstractMesh .*not supported: kiln exports one-device programs"):
+        NamedSharding(AbstractMesh((4,), ("a",)), PartitionSpec("a"))
+
+
+@pytest.mark.parametrize("make", [
+    lambda i: i.zeros, lambda i: i.ones, lambda i: i.constant(0.5), lambda i: i.uniform(), lambda i: i.normal(),
+    lambda i: i.truncated_normal(), lambda i: i.he_normal(), lambda i: i.glorot_uniform(), lambda i: i.orthogonal(),
+])
+def test_initializers_take_out_sharding(mesh, make):
+    # JAX's fourth parameter: the same values, laid out as asked (a PartitionSpec over the mesh in context)
+    init = make(kiln.nn.initializers)
+    key = kiln.random.key(0)
+    plain = init(key, (8, 4), np.float32)
+    with kiln.set_mesh(mesh):
+        laid_out = init(key, (8, 4), np.float32, PartitionSpec("data", None))
+    assert laid_out.sharding.spec == PartitionSpec("data", None) and len(laid_out.sharding.device_set) == 8
+    np.testing.assert_array_equal(np.asarray(laid_out), np.asarray(plain))
+    by_keyword = init(key, (8, 4), np.float32, out_sharding=NamedSharding(mesh, PartitionSpec(None, "model")))
+    assert by_keyword.sharding.spec == PartitionSpec(None, "model")
+
+
+def test_at_methods_take_out_sharding(mesh):
+    # JAX's training cookbook gathers embeddings with emb.at[tokens].get(out_sharding=P('data', None, None))
+    emb = kiln.numpy.arange(12.0).reshape(6, 2)
+    tokens = kiln.device_put(np.array([[1, 2], [3, 4], [0, 5], [2, 2]]), NamedSharding(mesh, PartitionSpec("data")))
+    with kiln.set_mesh(mesh):
+        got = kiln.jit(lambda e, t: e.at[t].get(out_sharding=PartitionSpec("data", None, None)))(emb, tokens)
+        added = emb.at[0].add(1.0, out_sharding=PartitionSpec(None, "model"))
+    assert got.sharding.spec[0] == "data" and added.sharding.spec == PartitionSpec(None, "model")
+    np.testing.assert_array_equal(np.asarray(got), np.arange(12.0).reshape(6, 2)[np.asarray(tokens)])
+    np.testing.assert_array_equal(np.asarray(added)[0], [1.0, 2.0])
+
+
+def test_out_shardings_given_are_the_outputs_shardings(mesh):
+    # as JAX's: a spec with trailing Nones is kept as given, so out.sharding == the requested sharding; an
+    # output the partitioner lays out (Auto mesh axes) has the shortest spec
+    s = NamedSharding(mesh, PartitionSpec("data", None, None))
+    out = kiln.jit(lambda: kiln.numpy.zeros((4, 3, 2)), out_shardings=s)()
+    assert out.sharding == s and out.sharding.spec == PartitionSpec("data", None, None)
+    assert kiln.jit(lambda x: x * 2)(out).sharding.spec == PartitionSpec("data")

@@ -450,3 +450,18 @@ def test_non_tuple_sequence_index_is_rejected_as_jax():
     np.testing.assert_array_equal(np.asarray(x[[0, 2]]), np.arange(12.0).reshape(3, 4)[[0, 2]])
     np.testing.assert_array_equal(np.asarray(x[[True, False, True]]), np.arange(12.0).reshape(3, 4)[[0, 2]])
     np.testing.assert_array_equal(np.asarray(x[tuple([0, slice(None)])]), np.arange(4.0))
+
+
+def test_at_methods_take_jax_keyword_options():
+    import inspect
+    x = knp.arange(4.0)
+    for name in ("get", "set", "add", "subtract", "multiply", "divide", "power", "min", "max", "apply"):
+        params = inspect.signature(getattr(x.at[0], name)).parameters
+        assert params["out_sharding"].default is None and params["wrap_negative_indices"].default is True, name
+    np.testing.assert_array_equal(x.at[-1].set(9.0, wrap_negative_indices=True), [0.0, 1.0, 2.0, 9.0])
+    assert float(x.at[-1].get(out_sharding=None)) == 3.0
+    with pytest.raises(NotImplementedError, match=r"at\[\].set\(wrap_negative_indices=False\) is not supported by "
+                                                  r"kiln: negative indices always count from the end"):
+        x.at[-1].set(9.0, wrap_negative_indices=False)
+    with pytest.raises(TypeError, match=r"kiln.numpy.at\[\].add: out_sharding must be a kiln.sharding.NamedSharding"):
+        x.at[0].add(1.0, out_sharding="data")

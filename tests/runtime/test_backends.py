@@ -159,6 +159,39 @@ def test_cpu_device_count_from_xla_flags_and_config(run_py):
     assert "--xla_force_host_platform_device_count (XLA_FLAGS)='x' is not a positive integer" in proc.stdout
 
 
+def test_platform_name_before_num_cpu_devices(run_py):
+    # JAX's training cookbook sets jax_platform_name, then jax_num_cpu_devices: naming the platform must not
+    # start the backends. An unknown name fails when they start; the count they already have is no change.
+    proc = run_py("""
+        import kiln
+        kiln.config.update("jax_platform_name", "cpu")
+        kiln.config.update("jax_num_cpu_devices", 4)
+        print(kiln.device_count(), kiln.devices()[0].platform)
+        kiln.config.update("jax_platform_name", "cpu")
+    """)
+    assert proc.stdout.strip() == "4 cpu"
+    proc = run_py("""
+        import kiln
+        kiln.config.update("jax_platform_name", "nowhere")
+        try:
+            kiln.numpy.ones(3)
+        except kiln.runtime.BackendError as e:
+            print(e)
+        try:
+            kiln.config.update("jax_platform_name", "nowhere")
+        except kiln.runtime.BackendError as e:
+            print(e)
+    """, env={"KILN_PLATFORMS": "cpu"})
+    assert proc.stdout.strip().splitlines() == ["Unknown backend 'nowhere'. Available backends: cpu"] * 2
+    proc = run_py("""
+        import kiln
+        print(kiln.device_count())
+        kiln.config.update("jax_num_cpu_devices", 3)  # what the backend has (from XLA_FLAGS): fine
+        print(kiln.config.num_cpu_devices)
+    """, env={"XLA_FLAGS": "--xla_force_host_platform_device_count=3"})
+    assert proc.stdout.split() == ["3", "3"]
+
+
 def test_kiln_platforms_subprocess(run_py):
     proc = run_py("""
         from kiln import runtime
