@@ -7,11 +7,12 @@ promise the same bits. The IR pass that uses it (``passes.simplify``) replaces t
 
 Only operations whose result is defined to the bit are folded:
 
-* ``add``, ``sub``, ``mul``, ``div`` on float16, bfloat16, float32 and float64, which IEEE 754 rounds correctly
-  to the nearest value (NumPy computes float16 and bfloat16 in float32 and rounds once more; that second
-  rounding never changes a correctly rounded sum, difference, product or quotient, as float32 has more than
-  twice their precision plus two bits); ``neg`` and ``abs``, exact;
-* ``add``, ``sub``, ``mul``, ``neg``, ``abs`` on integers, which wrap around (two's complement) as XLA's do;
+* ``add``, ``sub``, ``mul``, ``square``, ``div`` on float16, bfloat16, float32 and float64, which IEEE 754
+  rounds correctly to the nearest value (NumPy computes float16 and bfloat16 in float32 and rounds once more;
+  that second rounding never changes a correctly rounded sum, difference, product or quotient, as float32 has
+  more than twice their precision plus two bits); ``neg`` and ``abs``, exact;
+* ``add``, ``sub``, ``mul``, ``square``, ``neg``, ``abs`` on integers, which wrap around (two's complement) as
+  XLA's do;
   integer ``div`` and ``rem`` are left alone (NumPy's and XLA's answers differ for a zero divisor and for
   ``INT_MIN / -1``);
 * ``max``, ``min`` (NaN propagates on both sides; a pair of zeros of opposite signs is left alone);
@@ -42,7 +43,7 @@ _ARITH = _FLOATS | _INTS
 _ALL = _FLOATS | _INTS | {_BOOL}
 _LOGIC = _INTS | {_BOOL}
 _OPS: dict[str, tuple[Callable[..., Any], frozenset]] = {
-    "add": (np.add, _ARITH), "sub": (np.subtract, _ARITH), "mul": (np.multiply, _ARITH),
+    "add": (np.add, _ARITH), "sub": (np.subtract, _ARITH), "mul": (np.multiply, _ARITH), "square": (np.square, _ARITH),
     "div": (np.divide, _FLOATS), "neg": (np.negative, _ARITH), "abs": (np.abs, _ARITH - {np.dtype(d) for d in (
         np.uint8, np.uint16, np.uint32, np.uint64)}),
     "max": (np.maximum, _ALL), "min": (np.minimum, _ALL),

@@ -120,6 +120,10 @@ neg, sign, abs, exp, log, log1p, expm1 = (_unary(n) for n in  # noqa: A001
 sin, cos, tan, tanh, logistic, sqrt, rsqrt, cbrt = (_unary(n) for n in (
     "sin", "cos", "tan", "tanh", "logistic", "sqrt", "rsqrt", "cbrt"))
 floor, ceil, is_finite = _unary("floor"), _unary("ceil"), _unary("is_finite")
+# A primitive, as JAX's: its derivative is then g * (2 * x), JAX's numbers, where x * x would differentiate
+# by the product rule into g*x + g*x (the same value alone, but summed with other terms it rounds differently).
+square = _unary("square")
+square.__doc__ = "Elementwise ``x * x`` (kiln primitive, as JAX's ``square``)."
 bitwise_not = _unary("not")
 add, sub, mul, div, rem, pow, max, min = (_binary(n) for n in (  # noqa: A001
     "add", "sub", "mul", "div", "rem", "pow", "max", "min"))

@@ -64,7 +64,7 @@ def _real_dtype(dtype: np.dtype) -> np.dtype:
 
 
 UNARY = {  # name -> accepted kinds, output-dtype function (None: same dtype)
-    "neg": (_NUM, None), "sign": (_NUM, None), "abs": (_NUM, _real_dtype),
+    "neg": (_NUM, None), "sign": (_NUM, None), "abs": (_NUM, _real_dtype), "square": (_NUM, None),
     "exp": (_INEXACT, None), "log": (_INEXACT, None), "log1p": (_INEXACT, None),
     "expm1": (_INEXACT, None), "sin": (_INEXACT, None), "cos": (_INEXACT, None),
     "tan": (_INEXACT, None), "tanh": (_INEXACT, None), "logistic": (_INEXACT, None),

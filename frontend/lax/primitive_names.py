@@ -6,6 +6,7 @@ from . import special as _sp
 neg_p = _ew.unary_prims["neg"]
 sign_p = _ew.unary_prims["sign"]
 abs_p = _ew.unary_prims["abs"]
+square_p = _ew.unary_prims["square"]
 exp_p = _ew.unary_prims["exp"]
 log_p = _ew.unary_prims["log"]
 log1p_p = _ew.unary_prims["log1p"]
@@ -69,4 +70,4 @@ __all__ = ["abs_p", "acos_p", "acosh_p", "add_p", "and_p", "asin_p", "asinh_p", 
            "lgamma_p", "log1p_p", "log_p", "logistic_p", "lt_p", "max_p", "min_p", "mul_p", "ne_p", "neg_p",
            "nextafter_p", "not_p", "or_p", "population_count_p", "pow_p", "rem_p", "round_p", "rsqrt_p",
            "shift_left_p", "shift_right_arithmetic_p", "shift_right_logical_p", "sign_p", "sin_p", "sinh_p",
-           "sqrt_p", "stop_gradient_p", "sub_p", "tan_p", "tanh_p", "xor_p"]
+           "sqrt_p", "square_p", "stop_gradient_p", "sub_p", "tan_p", "tanh_p", "xor_p"]

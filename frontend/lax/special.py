@@ -1,6 +1,6 @@
 """More elementwise primitives: inverse trig and hyperbolic functions, special functions, bit
 counting, ``nextafter``, complex parts and ``bitcast_convert_type``; and the lax compositions over
-them (``exp2``, ``integer_pow``, ``square``, ``reciprocal``, ``conj``).
+them (``exp2``, ``integer_pow``, ``reciprocal``, ``conj``).
 
 Each primitive here has a direct StableHLO or CHLO op (CHLO ops are legalized by XLA's compile
 entry point; see ``lowering/rules/special.py``). Everything else is a composition of primitives,
@@ -23,7 +23,7 @@ __all__ = [
     "asin", "acos", "atan", "sinh", "cosh", "asinh", "acosh", "atanh",
     "erf", "erfc", "erf_inv", "lgamma", "digamma",
     "population_count", "clz", "nextafter", "real", "imag", "complex", "conj",
-    "bitcast_convert_type", "exp2", "integer_pow", "square", "reciprocal",
+    "bitcast_convert_type", "exp2", "integer_pow", "reciprocal",
 ]
 
 # name -> accepted dtype kinds. The output has the input's dtype.
@@ -185,11 +185,6 @@ def exp2(x, *, accuracy=None):
     check_accuracy("exp2", accuracy)
     _check_kind("exp2", abstractify(x), _INEXACT)
     return api.pow(_full_like(x, 2), x)
-
-
-def square(x):
-    """Elementwise ``x * x``."""
-    return api.mul(x, x)
 
 
 def reciprocal(x):

@@ -152,15 +152,17 @@ def soft_sign(x):
     return lax.div(x, lax.add(lax.abs(x), _const(x, 1)))
 
 
-@eager_jit("approximate")
+# Not one compiled program eagerly: JAX does not jit gelu, so each operation runs (and rounds) on its own; one
+# program rounds a few float32 values differently
 def gelu(x, approximate: bool = True):
     """Gaussian error linear unit: ``x * Phi(x)``, or its tanh approximation (the default)."""
     (x,) = float_args("kiln.nn.gelu", x)
     if approximate:
-        # 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+        # x * (0.5 (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))), JAX's formula op for op; the cube is an
+        # integer_pow, as JAX's x ** 3, whose derivative 3 x**2 rounds unlike the product rule of x * (x * x)
         inner = lax.mul(_const(x, np.sqrt(2 / np.pi)),
-                        lax.add(x, lax.mul(_const(x, 0.044715), lax.mul(x, lax.mul(x, x)))))
-        return lax.mul(lax.mul(_const(x, 0.5), x), lax.add(_const(x, 1), lax.tanh(inner)))
+                        lax.add(x, lax.mul(_const(x, 0.044715), lax.integer_pow(x, 3))))
+        return lax.mul(x, lax.mul(_const(x, 0.5), lax.add(_const(x, 1), lax.tanh(inner))))
     # x * Phi(x) = 0.5 x erfc(-x / sqrt 2): erfc keeps the relative accuracy for negative x.
     return lax.mul(lax.mul(_const(x, 0.5), x), lax.erfc(lax.mul(x, _const(x, -1 / np.sqrt(2)))))
 
@@ -231,7 +233,7 @@ def mish(x):
 def squareplus(x, b=4):
     """``(x + sqrt(x**2 + b)) / 2``, a smooth ReLU."""
     (x,) = float_args("kiln.nn.squareplus", x)
-    return lax.mul(lax.add(x, lax.sqrt(lax.add(lax.mul(x, x), _const(x, b)))), _const(x, 0.5))
+    return lax.mul(lax.add(x, lax.sqrt(lax.add(lax.square(x), _const(x, b)))), _const(x, 0.5))
 
 
 @eager_jit("axis")
@@ -277,6 +279,14 @@ def _keep(x: Any, shape: tuple[int, ...], axes: tuple[int, ...]) -> Any:
     return lax.broadcast_in_dim(x, shape, kept)
 
 
+def narrow_float_arg(args: tuple, kwargs: dict) -> bool:
+    """Whether the array argument of softmax or logsumexp is float16 or bfloat16: such calls run op by op
+    eagerly. JAX does not jit these two, so each of their operations rounds to that dtype; one compiled program
+    would keep XLA's fused chain in float32 and round once, giving other bits."""
+    x = args[0] if args else kwargs.get("x", kwargs.get("a"))
+    return getattr(x, "dtype", None) in (dtypes.float16, dtypes.bfloat16)
+
+
 def _max_shift(x: Any, axes: tuple[int, ...], mask: Any) -> Any:
     """The max over ``axes`` (masked entries count as -inf), as a constant for differentiation.
 
@@ -288,7 +298,15 @@ def _max_shift(x: Any, axes: tuple[int, ...], mask: Any) -> Any:
     return lax.reduce_max(lax.stop_gradient(masked), axes)
 
 
-@eager_jit("axis")
+@eager_jit("axes")
+def _normalized(e, total, axes: tuple[int, ...]):
+    """``e / total``, the sum ``total`` over ``axes`` broadcast back. Run op by op, it is one program, as JAX's
+    jnp.divide of the kept-dims sum (which XLA computes as ``e * (1 / total)``: float16 then rounds unlike a
+    division by the broadcast array)."""
+    return lax.div(e, _keep(total, abstractify(e).shape, axes))
+
+
+@eager_jit("axis", op_by_op=narrow_float_arg)
 def softmax(x, axis: Any = -1, where: Any = None):
     """``exp(x) / sum(exp(x))`` over ``axis``, computed as ``exp(x - max(x))`` normalised.
 
@@ -302,8 +320,9 @@ def softmax(x, axis: Any = -1, where: Any = None):
     unnormalized = lax.exp(lax.sub(x, shift))
     if mask is not None:
         unnormalized = lax.select(mask, unnormalized, _const(x, 0))
-    total = _keep(lax.reduce_sum(unnormalized, axes), aval.shape, axes)
-    out = lax.div(unnormalized, total)
+    # kiln.numpy.sum, as JAX's jnp.sum: float16/bfloat16 accumulate in float32 and round once (a sum kept in
+    # bfloat16 is percents off); the same in log_softmax and logsumexp.
+    out = _normalized(unnormalized, _red.sum(unnormalized, axis=axes), axes)
     # Masked entries are 0, also in a row masked out entirely (where 0 / 0 would be NaN).
     return out if mask is None else lax.select(mask, out, _const(out, 0))
 
@@ -322,11 +341,11 @@ def log_softmax(x, axis: Any = -1, where: Any = None):
     exp = lax.exp(shifted)
     if mask is not None:
         exp = lax.select(mask, exp, _const(x, 0))
-    out = lax.sub(shifted, _keep(lax.log(lax.reduce_sum(exp, axes)), aval.shape, axes))
+    out = lax.sub(shifted, _keep(lax.log(_red.sum(exp, axis=axes)), aval.shape, axes))
     return out if mask is None else lax.select(mask, out, _const(x, -np.inf))
 
 
-@eager_jit("axis", "keepdims", "return_sign")
+@eager_jit("axis", "keepdims", "return_sign", op_by_op=narrow_float_arg)
 def logsumexp(a, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False,
               where: Any = None):
     """``log(sum(b * exp(a)))`` over ``axis``, without overflow (as ``jax.nn.logsumexp``)."""
@@ -355,7 +374,7 @@ def logsumexp_impl(fname: str, a, axis, b, keepdims: bool, return_sign: bool, wh
         e = lax.mul(b, e)
     if mask is not None:
         e = lax.select(mask, e, _const(e, 0))
-    total = lax.reduce_sum(e, axes)
+    total = _red.sum(e, axis=axes)
     sign = None
     if b is not None or return_sign:
         sign = lax.sign(total)
@@ -410,16 +429,26 @@ def one_hot(x, num_classes: int, *, dtype: Any = None, axis: int = -1):
     return lax.convert_element_type(lax.eq(lhs, rhs), dtype)
 
 
-@eager_jit("axis", "epsilon")
+@eager_jit("axis", "epsilon", "algorithm")
 def standardize(x, axis: Any = -1, mean: Any = None, variance: Any = None, epsilon: Any = 1e-5,
-                where: Any = None):
-    """``(x - mean) / sqrt(variance + epsilon)``, with mean and variance over ``axis`` unless given."""
+                where: Any = None, *, algorithm: str = "fast"):
+    """``(x - mean) / sqrt(variance + epsilon)``, with mean and variance over ``axis`` unless given.
+
+    ``algorithm`` (as JAX's) computes the variance: ``"fast"`` (the default) as ``mean(x**2) - mean**2``
+    clipped at 0, one pass but cancelling for data with a large mean; ``"stable"`` as ``mean((x - mean)**2)``.
+    """
     (x,) = float_args("kiln.nn.standardize", x)
     aval = abstractify(x)
     axes = sorted_axes("kiln.nn.standardize", axis, aval.ndim)
     if mean is None:
         mean = _red.mean(x, axis=axes, keepdims=True, where=where)
-    centered = _uf.subtract(x, mean)
     if variance is None:
-        variance = _red.mean(lax.mul(centered, centered), axis=axes, keepdims=True, where=where)
-    return _uf.multiply(centered, _uf.rsqrt_(_uf.add(variance, epsilon)))
+        if algorithm == "stable":
+            variance = _red.mean(_uf.square(_uf.subtract(x, mean)), axis=axes, keepdims=True, where=where)
+        elif algorithm == "fast":
+            variance = _uf.subtract(_red.mean(_uf.square(x), axis=axes, keepdims=True, where=where),
+                                    _uf.square(mean))
+            variance = _uf.maximum(0, variance)  # JAX's clip at 0: the difference may round below it
+        else:
+            raise ValueError(f"kiln.nn.standardize: unknown algorithm {algorithm!r}; expected 'fast' or 'stable'")
+    return _uf.multiply(_uf.subtract(x, mean), _uf.rsqrt_(_uf.add(variance, epsilon)))

@@ -43,6 +43,7 @@ from ..driver.eager_jit import eager_jit
 from ..lax import linalg as lax_linalg
 from ..lax import precision as lax_precision
 from . import products as _products
+from . import reductions as _red
 from ._util import check_arraylike, convert
 
 __all__ = [
@@ -600,9 +601,15 @@ def _abs(x):
     return lax.abs(x)
 
 
+def _sum(x, axes):
+    """kiln.numpy.sum, as JAX's norms: float16/bfloat16 accumulate in float32 and round once at the end."""
+    return _red.sum(x, axis=axes)
+
+
 def _sum_sq(x, axes):
-    ax = _abs(x) if _dtype(x).kind == "c" else x
-    return lax.reduce_sum(lax.mul(ax, ax), axes)
+    # JAX's real(x * conj(x)): for complex x, re*re + im*im, which |x|*|x| rounds differently
+    sq = lax.real(lax.mul(x, lax.conj(x))) if _dtype(x).kind == "c" else lax.mul(x, x)
+    return _sum(sq, axes)
 
 
 def _norm_axes(fname: str, axis, ndim: int) -> tuple[int, ...]:
@@ -630,11 +637,11 @@ def _vector_norm(x, ord, axes: tuple[int, ...], fname: str):
         return lax.reduce_min(ax, axes)
     if ord == 0:
         nonzero = lax.ne(x, _full(_shape(x), 0, _dtype(x)))
-        return lax.reduce_sum(lax.convert_element_type(nonzero, real), axes)
+        return _sum(lax.convert_element_type(nonzero, real), axes)
     if ord == 1:
-        return lax.reduce_sum(ax, axes)
+        return _sum(ax, axes)
     p = float(ord)
-    summed = lax.reduce_sum(lax.pow(ax, _full(_shape(ax), p, real)), axes)
+    summed = _sum(lax.pow(ax, _full(_shape(ax), p, real)), axes)
     return lax.pow(summed, _full(_shape(summed), 1.0 / p, real))
 
 
@@ -650,14 +657,14 @@ def _matrix_norm(x, ord, row: int, col: int, fname: str):
         s = lax_linalg.svd(lax.transpose(x, others + (row, col)), full_matrices=False, compute_uv=False)
         last = (len(others),)
         if ord == "nuc":
-            return lax.reduce_sum(s, last)
+            return _sum(s, last)
         return lax.reduce_max(s, last) if ord == 2 else lax.reduce_min(s, last)
     if ord in (1, -1):
-        sums = lax.reduce_sum(_abs(x), (row,))
+        sums = _sum(_abs(x), (row,))
         c = col - 1 if col > row else col
         return lax.reduce_max(sums, (c,)) if ord == 1 else lax.reduce_min(sums, (c,))
     if ord in (np.inf, -np.inf):
-        sums = lax.reduce_sum(_abs(x), (col,))
+        sums = _sum(_abs(x), (col,))
         r = row - 1 if row > col else row
         return lax.reduce_max(sums, (r,)) if ord == np.inf else lax.reduce_min(sums, (r,))
     raise ValueError(f"kiln.numpy.linalg.{fname}: invalid norm order {ord!r} for matrices (use None, 'fro', "

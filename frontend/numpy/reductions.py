@@ -398,11 +398,10 @@ def average(a, axis=None, weights=None, returned: bool = False, keepdims: bool =
             raise ValueError(f"kiln.numpy.average: length of weights {ws[0]} differs from the length "
                              f"{aval.shape[axes[0]]} of axis {axes[0]}")
         w = lax.broadcast_in_dim(w, aval.shape, (axes[0],))
-    compute = _upcast(dtype)
-    ac, wc = convert(a, compute, False), convert(w, compute, False)
-    wsum = lax.reduce_sum(wc, axes)
-    avg = lax.div(lax.reduce_sum(lax.mul(ac, wc), axes), wsum)
-    avg, wsum = lax.convert_element_type(avg, dtype), lax.convert_element_type(wsum, dtype)
+    # JAX's sum(a * w) / sum(w): the product and the quotient in the arrays' dtype (bfloat16 too), only the
+    # sums accumulate in float32
+    wsum = sum(w, axis=axes)
+    avg = lax.div(sum(lax.mul(a, w), axis=axes), wsum)
     if keepdims:
         avg, wsum = _keepdims(avg, axes, aval.shape), _keepdims(wsum, axes, aval.shape)
     return (avg, wsum) if returned else avg

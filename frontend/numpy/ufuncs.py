@@ -602,11 +602,11 @@ def float_power(x, y, /):
 
 @eager_jit()
 def square(x, /):
-    """Elementwise ``x * x`` (booleans count as integers)."""
+    """Elementwise ``x * x`` (booleans count as integers): kiln.lax.square, JAX's primitive."""
     (x,) = promote_dtypes("square", x)
     if abstractify(x).dtype == np.bool_:
         x = convert(x, dtypes.default_int_dtype(), False)
-    return lax.mul(x, x)
+    return lax.square(x)
 
 
 @eager_jit()

@@ -14,7 +14,7 @@ from ..core.ir import Literal
 from ..core.tracing import materialize
 from ..driver.eager_jit import eager_jit
 from ..nn import functions as _nn
-from ..nn.functions import broadcast_args, float_args, logsumexp_impl
+from ..nn.functions import broadcast_args, float_args, logsumexp_impl, narrow_float_arg
 from ..numpy._util import check_arraylike
 from ..numpy.ufuncs import full_like_
 from ..special_functions import (
@@ -110,7 +110,7 @@ def entr(x):
     return lax.select(lax.ne(x, x), x, out)
 
 
-@eager_jit("axis", "keepdims", "return_sign")
+@eager_jit("axis", "keepdims", "return_sign", op_by_op=narrow_float_arg)  # (as kiln.nn.logsumexp)
 def logsumexp(a, axis: Any = None, b: Any = None, keepdims: bool = False, return_sign: bool = False,
               where: Any = None):
     """``log(sum(b * exp(a)))`` over ``axis`` without overflow (as ``scipy.special.logsumexp``).

@@ -60,8 +60,8 @@ __all__ = ["sparsify", "sparse_rules"]
 
 # Elementwise primitives with f(0) == 0 (JAX's list, in kiln's primitive names). The nonlinear ones need unique
 # indices (f(a) + f(b) != f(a + b)); the linear ones apply to duplicate entries as they are.
-_ZERO_PRESERVING = ("abs", "asin", "asinh", "atan", "atanh", "expm1", "log1p", "sign", "sin", "sinh", "sqrt", "tan",
-                    "tanh", "convert_element_type")
+_ZERO_PRESERVING = ("abs", "asin", "asinh", "atan", "atanh", "expm1", "log1p", "sign", "sin", "sinh", "sqrt",
+                    "square", "tan", "tanh", "convert_element_type")
 _ZERO_PRESERVING_LINEAR = ("neg", "real", "imag", "conj", "stop_gradient")
 # Primitives whose sparse rule is missing on purpose: their result would be dense (f(0) != 0).
 _DENSIFYING = ("acos", "acosh", "cos", "cosh", "exp", "log", "logistic", "eq", "ne", "lt", "le", "gt", "ge", "xor",

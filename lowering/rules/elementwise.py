@@ -15,7 +15,7 @@ _SAME_NAME = {
     "shift_right_logical": "shift_right_logical", "atan2": "atan2", "neg": "negate", "sign": "sign",
     "abs": "abs", "exp": "exponential", "log": "log", "log1p": "log_plus_one",
     "expm1": "exponential_minus_one", "tan": "tan", "tanh": "tanh",
-    "logistic": "logistic", "sqrt": "sqrt", "rsqrt": "rsqrt", "cbrt": "cbrt", "floor": "floor",
+    "sqrt": "sqrt", "rsqrt": "rsqrt", "cbrt": "cbrt", "floor": "floor",
     "ceil": "ceil", "is_finite": "is_finite",
 }
 
@@ -49,6 +49,24 @@ def _sin_cos(ctx, eqn, x):
     if aval.dtype.kind == "c":
         return _sin_cos_complex(V.of(x, aval), eqn.prim.name == "cos")
     return op(f"stablehlo.{'cosine' if eqn.prim.name == 'cos' else 'sine'}", [x], out_type(eqn))
+
+
+@register("logistic")
+def _logistic(ctx, eqn, x):
+    """``1 / (1 + exp(-x))``, JAX's lowering op for op. XLA's own expansion of ``stablehlo.logistic`` rounds
+    bfloat16 differently (5.28125 gives 0.996094 where JAX's program gives 0.992188); float32 agrees."""
+    x = V.of(x, eqn.inputs[0].aval)
+    return (1 / (1 + unary("exponential", -x))).v
+
+
+@register("square")
+def _square(ctx, eqn, x):
+    """JAX's lowering: ``chlo.square`` for floats and complex numbers (XLA legalizes it to ``x * x``; for complex
+    to ``complex((re - im) * (re + im), re * im * 2)``, which rounds unlike a complex product), ``x * x`` for
+    integers."""
+    if eqn.inputs[0].aval.dtype.kind in "iu":
+        return op("stablehlo.multiply", [x, x], out_type(eqn))
+    return op("chlo.square", [x], out_type(eqn))
 
 
 @register("eq", "ne", "lt", "le", "gt", "ge")

@@ -2,6 +2,8 @@
 eagerly and under jit, against NumPy/SciPy."""
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 import scipy.special as sp
@@ -218,6 +220,23 @@ def test_chlo_ops_are_emitted_and_compile():
         assert op in text
     out = kiln.jit(lambda x: lax.erf_inv(x) + lax.lgamma(x) + lax.asinh(x))(x)
     np.testing.assert_allclose(np.asarray(out), sp.erfinv(0.5) + sp.gammaln(0.5) + np.arcsinh(0.5), rtol=1e-6)
+
+
+def test_square_and_logistic_are_emitted_as_jaxs():
+    # square: a primitive emitted as chlo.square (integers: a multiply); logistic: 1 / (1 + exp(-x)), not
+    # stablehlo.logistic, whose XLA expansion rounds bfloat16 differently
+    x = np.float32([0.5, -2.0])
+    text = kiln.jit(lambda x: (lax.square(x), lax.logistic(x))).lower(x).as_text()
+    assert "chlo.square" in text and "logistic" not in text
+    assert re.search(r"stablehlo.negate .*\n.*stablehlo.exponential", text)
+    assert "chlo.square" not in kiln.jit(lax.square).lower(np.int32([3])).as_text()
+    assert kiln.make_jaxpr(lax.square)(x).jaxpr.eqns[0].primitive is lax.square_p
+    import ml_dtypes
+    b = np.asarray(lax.logistic(np.asarray([5.28125, -3.0], ml_dtypes.bfloat16)), np.float32)
+    np.testing.assert_array_equal(b, np.float32([0.9921875, 0.04736328125]))  # JAX's bits (the first rounds down)
+    z = np.complex64([3 + 4j, 0.5 - 2j])
+    np.testing.assert_allclose(np.asarray(lax.square(z)), z.astype(np.complex128) ** 2, rtol=1e-6)
+    np.testing.assert_array_equal(np.asarray(lax.square(np.int32([3, -4, 2**16]))), np.int32([9, 16, 0]))
 
 
 def test_bfloat16_and_float16():

@@ -26,7 +26,7 @@ F16, F32 = np.dtype(np.float16), np.dtype(np.float32)
 _HLO = {"add": "add", "sub": "subtract", "mul": "multiply", "div": "divide", "rem": "remainder", "neg": "negate",
         "abs": "abs", "max": "maximum", "min": "minimum", "and": "and", "or": "or", "xor": "xor", "not": "not",
         "eq": "compare", "ne": "compare", "lt": "compare", "le": "compare", "gt": "compare", "ge": "compare",
-        "convert_element_type": "convert", "exp": "exponential", "pow": "power"}
+        "convert_element_type": "convert", "exp": "exponential", "pow": "power", "square": "multiply"}
 
 
 def _prim(name):
@@ -121,6 +121,16 @@ def test_integer_pow_folds_to_xlas_bits(dtype):
         _check("integer_pow", [(v,) for v in values], {"y": y})
         folded = [v for v in values if folding.fold("integer_pow", {"y": y}, [v], np.dtype(dtype)) is not None]
         assert len(folded) >= len(values) // 2, (y, folded)  # most are folded (not subnormal products, ...)
+
+
+@pytest.mark.parametrize("dtype", [F32, F16, BF16, np.int8, np.int32, np.uint8], ids=lambda d: np.dtype(d).name)
+def test_square_folds_to_xlas_bits(dtype):
+    # chlo.square (floats) and x * x (integers, wrapping around): XLA's bits, or not folded (subnormal squares)
+    is_float = dtype in (F32, F16, BF16)
+    values = _float_values(dtype) if is_float else _int_values(dtype)
+    _check("square", [(v,) for v in values])
+    folded = [v for v in values if folding.fold("square", {}, [v], np.dtype(dtype)) is not None]
+    assert len(folded) >= len(values) // 2, folded
 
 
 @pytest.mark.parametrize("dtype", [np.int8, np.int32, np.uint8, np.uint32], ids=lambda d: np.dtype(d).name)

@@ -129,6 +129,33 @@ def test_softmax_and_log_softmax_stability():
     assert np.asarray(nn.log_softmax(y))[0, 0] == -np.inf
 
 
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("shape", [(64, 48), (32, 32, 4)])
+def test_low_precision_softmax_family_sums_in_float32(shape, jit):
+    # float16/bfloat16 sums accumulate in float32 (as kiln.numpy.sum and JAX): summed in bfloat16, a sum of a few
+    # thousand terms near 1 is off by its magnitude's spacing (16 at 3072): logsumexp was 1.03 off, softmax 180%.
+    import ml_dtypes
+    x = (-rng.integers(0, 9, shape) / 64).astype(ml_dtypes.bfloat16)  # x - max(x) is exact in bfloat16
+    x64 = x.astype(np.float64)
+    fs = (lambda x: nn.softmax(x, axis=None), lambda x: nn.log_softmax(x, axis=None), nn.logsumexp,
+          lambda x: nn.logsumexp(x, axis=0))
+    got = [np.asarray(f(x) if not jit else kiln.jit(f)(x)).astype(np.float64) for f in fs]
+    assert all(g.dtype == np.float64 for g in got)
+    # bfloat16 keeps 8 bits: each result is within a few roundings (2**-9 relative) of float64's
+    np.testing.assert_allclose(got[0], sp.softmax(x64, axis=None), rtol=2e-2)
+    np.testing.assert_allclose(got[1], sp.log_softmax(x64, axis=None), atol=0.07)  # half a spacing at 8 is 0.03
+    np.testing.assert_allclose(got[2], sp.logsumexp(x64), atol=0.04)
+    np.testing.assert_allclose(got[3], sp.logsumexp(x64, axis=0), atol=0.04)
+
+
+def test_low_precision_softmax_family_keeps_the_dtype():
+    import ml_dtypes
+    for dt in (np.float16, ml_dtypes.bfloat16):
+        x = rng.standard_normal((4, 8)).astype(dt)
+        outs = (nn.softmax(x), nn.log_softmax(x), nn.logsumexp(x, axis=1), kiln.jit(nn.softmax)(x))
+        assert [o.dtype for o in outs] == [np.dtype(dt)] * 4
+
+
 def test_softmax_axes_and_where():
     x = rng.standard_normal((2, 3, 4)).astype(np.float32)
     x64 = x.astype(np.float64)

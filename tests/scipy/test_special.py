@@ -87,6 +87,20 @@ def test_xlogy_xlog1py():
     assert out.dtype == np.float32
 
 
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+def test_low_precision_logsumexp_and_softmax_sum_in_float32(jit):
+    # as kiln.nn's: bfloat16 sums accumulate in float32 (summed in bfloat16, logsumexp was 1.03 off here)
+    import ml_dtypes
+    x = (-rng.integers(0, 9, (64, 48)) / 64).astype(ml_dtypes.bfloat16)
+    x64 = x.astype(np.float64)
+    fs = (ks.logsumexp, ks.softmax, ks.log_softmax, lambda x: ks.logsumexp(x, axis=0, b=np.float32(0.5)))
+    got = [np.asarray(kiln.jit(f)(x) if jit else f(x)).astype(np.float64) for f in fs]
+    np.testing.assert_allclose(got[0], sp.logsumexp(x64), atol=0.04)
+    np.testing.assert_allclose(got[1], sp.softmax(x64), rtol=2e-2)
+    np.testing.assert_allclose(got[2], sp.log_softmax(x64), atol=0.07)
+    np.testing.assert_allclose(got[3], sp.logsumexp(x64, axis=0, b=0.5), atol=0.04)
+
+
 def test_logsumexp_matches_scipy_and_nn():
     a = rng.standard_normal((3, 5)).astype(np.float32) * 50
     for kw in (dict(), dict(axis=1), dict(axis=0, keepdims=True)):

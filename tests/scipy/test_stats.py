@@ -93,6 +93,38 @@ def test_distributions_against_scipy(dtype):
         np.testing.assert_allclose(np.asarray(out), expected, err_msg=name, **tol)
 
 
+def test_distributions_on_arguments_of_different_ranks():
+    # As JAX's promote_args_inexact, the arguments are rank-promoted (leading axes of size 1), not broadcast to one
+    # shape: every function (loops and special functions inside too) must still combine (2, N), (N,) and scalars
+    args = []
+    for _, _, _, a in CASES:
+        first = np.stack([a[0], a[0][::-1]])
+        rest = [v if i % 2 else v[3] for i, v in enumerate(a[1:])]  # every other one a scalar
+        args.append([first.astype(np.float32), *[np.float32(v) if np.ndim(v) == 0 else v.astype(np.float32)
+                                                 for v in rest]])
+    outs = kiln.jit(lambda args: [c[1](*a) for c, a in zip(CASES, args)])(args)
+    for (name, _, ref, _), a, out in zip(CASES, args, outs):
+        with np.errstate(all="ignore"):
+            expected = ref(*[np.asarray(v, np.float64) for v in a])
+        assert out.shape == np.shape(expected), name
+        np.testing.assert_allclose(np.asarray(out), expected, err_msg=name, rtol=5e-5, atol=2e-5)
+
+
+def test_arguments_are_rank_promoted_not_broadcast():
+    # norm.logpdf(x (m, n), loc (n,), scale (n,)): log(2 pi scale**2) is computed on (1, n), once per column, as
+    # in JAX (whose numbers then differ from a call with loc and scale broadcast to (m, n) first)
+    ir = kiln.make_jaxpr(ks.norm.logpdf)(np.zeros((64, 8), np.float32), np.zeros(8, np.float32),
+                                         np.ones(8, np.float32))
+    logs = [e for e in ir.jaxpr.eqns if e.primitive.name == "log"]
+    assert [e.outvars[0].aval.shape for e in logs] == [(1, 8)]
+    # one rank (scalars beside it) is left alone; incompatible shapes name the function
+    ir = kiln.make_jaxpr(lambda x: ks.norm.logpdf(x, 0.0, 2.0))(np.zeros((3, 4), np.float32))
+    assert [e.outvars[0].aval.shape for e in ir.jaxpr.eqns if e.primitive.name == "log"] == [()]
+    with pytest.raises(ValueError, match=r"kiln.scipy.stats.norm.logpdf: operands could not be broadcast together "
+                                         r"with shapes \(3, 4\) \(5,\) \(\)"):
+        ks.norm.logpdf(np.zeros((3, 4), np.float32), np.zeros(5, np.float32), 1.0)
+
+
 def test_tails_and_defaults():
     x = np.float32([-30.0, -10.0, 10.0, 30.0])
     np.testing.assert_allclose(np.asarray(ks.norm.logcdf(x)), ss.norm.logcdf(x.astype(float)), rtol=1e-5, atol=1e-30)
