@@ -106,15 +106,26 @@ def _params_key(params: dict) -> Any:
 _NOT_DEDUPLICATED = frozenset({"transpose"})
 
 
+def _source_key(eqn: Eqn) -> Any:
+    src = eqn.source
+    return None if src is None else (id(src.code), src.lasti)
+
+
 def eliminate_common_subexpressions(ir: IR) -> IR:
-    """Reuse the result of an identical earlier equation (same primitive, inputs, parameters)."""
+    """Reuse the result of an identical earlier equation (same primitive, inputs, parameters) made by the same
+    user operation (source position).
+
+    Duplicates a derivative or batching rule makes of one operation are merged (JAX's rules emit such terms
+    once); a user's own repeated expression, ``log(s * s) + x / (s * s)``, is left to XLA, as in JAX's programs,
+    which are not deduplicated before XLA: XLA's simplifier runs before its CSE and rewrites a value with one
+    user (``x / broadcast(s * s)``) otherwise than a shared one, so merging them early changes the last bits."""
     seen: dict[Any, list[Var]] = {}
     env: dict[Var, Atom] = {}
     eqns = []
     for eqn in ir.eqns:
         ins = [_read(env, a) for a in eqn.inputs]
         try:
-            key = (eqn.prim, tuple(_atom_key(a) for a in ins), _params_key(eqn.params))
+            key = (eqn.prim, tuple(_atom_key(a) for a in ins), _params_key(eqn.params), _source_key(eqn))
         except TypeError:
             key = None
         if eqn.prim.name in _NOT_DEDUPLICATED:
