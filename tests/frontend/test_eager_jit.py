@@ -162,15 +162,15 @@ def test_direct_launch_of_one_array_and_one_scalar(monkeypatch):
     # x * 2.0, 2.0 - x, x > 0: DirectCall.run unrolled; every mismatch falls back to the other paths.
     from kiln.frontend.driver import eager_jit as eager_jit_module
     from kiln.frontend.driver.direct_call import ArrayAndScalarCall
-    x = knp.arange(4.0)
+    x = knp.arange(13.0)  # a shape no other test gives these ops: the signature is new, so it becomes the direct one
     for _ in range(2):
         x * 2.0, 2.0 - x
     sigs = knp.subtract._eager_state[0]._signatures
     assert type(sigs.direct) is ArrayAndScalarCall and sigs.direct.array_at == 1
     monkeypatch.setattr(eager_jit_module, "call_cpp", lambda *a: pytest.fail("took the C++ path"))
     for s in (2.0, 3.5, 2.0):
-        np.testing.assert_array_equal(x * s, np.arange(4.0, dtype=np.float32) * np.float32(s))
-        np.testing.assert_array_equal(s - x, np.float32(s) - np.arange(4.0, dtype=np.float32))
+        np.testing.assert_array_equal(x * s, np.arange(13.0, dtype=np.float32) * np.float32(s))
+        np.testing.assert_array_equal(s - x, np.float32(s) - np.arange(13.0, dtype=np.float32))
     monkeypatch.undo()
     y = 10.0 - knp.arange(3.0)  # another shape
     np.testing.assert_array_equal(y, [10.0, 9.0, 8.0])
