@@ -260,11 +260,17 @@ from kiln.frontend.lax.primitive_names import sign_p as sign_p
 from kiln.frontend.lax.primitive_names import sin_p as sin_p
 from kiln.frontend.lax.primitive_names import sinh_p as sinh_p
 from kiln.frontend.lax.primitive_names import sqrt_p as sqrt_p
+from kiln.frontend.lax.primitive_names import square_p as square_p
 from kiln.frontend.lax.primitive_names import stop_gradient_p as stop_gradient_p
 from kiln.frontend.lax.primitive_names import sub_p as sub_p
 from kiln.frontend.lax.primitive_names import tan_p as tan_p
 from kiln.frontend.lax.primitive_names import tanh_p as tanh_p
 from kiln.frontend.lax.primitive_names import xor_p as xor_p
+from kiln.frontend.lax.windowed import cumlogsumexp_p as cumlogsumexp_p
+from kiln.frontend.lax.windowed import cummax_p as cummax_p
+from kiln.frontend.lax.windowed import cummin_p as cummin_p
+from kiln.frontend.lax.windowed import cumprod_p as cumprod_p
+from kiln.frontend.lax.windowed import cumsum_p as cumsum_p
 from kiln.frontend.special_functions import bessel_i0e as bessel_i0e
 from kiln.frontend.special_functions import bessel_i1e as bessel_i1e
 from kiln.frontend.special_functions import betainc as betainc
@@ -313,4 +319,6 @@ __all__ += ["abs_p", "acos_p", "acosh_p", "add_p", "and_p", "asin_p", "asinh_p",
     "le_p", "lgamma_p", "log1p_p", "log_p", "logistic_p", "lt_p", "max_p", "min_p", "mul_p", "ne_p",
     "neg_p", "nextafter_p", "not_p", "or_p", "population_count_p", "pow_p", "rem_p", "round_p", "rsqrt_p",
     "shift_left_p", "shift_right_arithmetic_p", "shift_right_logical_p", "sign_p", "sin_p", "sinh_p",
-    "sqrt_p", "stop_gradient_p", "sub_p", "tan_p", "tanh_p", "xor_p"]
+    "sqrt_p", "square_p", "stop_gradient_p", "sub_p", "tan_p", "tanh_p", "xor_p"]
+# The cumulative reductions' primitives (jax.lax.cumsum_p, ...)
+__all__ += ["cumlogsumexp_p", "cummax_p", "cummin_p", "cumprod_p", "cumsum_p"]

@@ -8,17 +8,26 @@
 
 The max/min/mul rules look at each window offset separately: offset ``k`` of every window is one
 strided slice of the padded, dilated operand (a "patch"), so a window of K elements costs K slices.
+
+The cumulative reductions, as JAX's: ``cumsum`` is linear (its transpose is ``cumsum`` of the cotangent in the
+other direction); ``cumprod``, ``cummax``, ``cummin`` and ``cumlogsumexp`` take the JVP of JAX's parallel prefix
+scan (``prefix_scan``, the odd/even ``associative_scan``) of ``mul``/``max``/``min``/``logaddexp``, which is
+differentiable to any order where the reduce_window is not. The primal result then comes from that scan too, as
+in JAX (its bits can differ from the primitive's in the last place).
 """
 from __future__ import annotations
 
 import itertools
 
+import numpy as np
+
 from .. import lax
-from ..core.tracing import abstractify
+from ..core.tracing import abstractify, trace_to_ir
 from ..lax import windowed as wd
-from .jvp import jvp_rules
+from .custom import custom_jvp
+from .jvp import jvp_eval, jvp_rules, linear_jvp
 from .rules_reduction import reduce_prod_jvp
-from .tangents import Zero
+from .tangents import Zero, instantiate
 from .transpose import is_undefined, transpose_rules
 
 
@@ -102,3 +111,52 @@ def _reduce_window_transpose(ct, x, init, *, computation, window_dimensions, win
 
 jvp_rules[wd.reduce_window_p] = _reduce_window_jvp
 transpose_rules[wd.reduce_window_p] = _reduce_window_transpose
+
+
+# -- cumulative reductions --------------------------------------------------------------------------------------
+linear_jvp(wd.cumsum_p)
+transpose_rules[wd.cumsum_p] = lambda ct, x, *, axis, reverse: [wd.cumsum_p.bind(ct, axis=axis,
+                                                                                 reverse=not reverse)]
+
+
+def _replace_inf(x):
+    """``x`` with +inf replaced by 0 (JAX's ``_replace_inf``, for the derivative of logaddexp)."""
+    aval = abstractify(x)
+    return lax.select(lax.eq(x, lax.literal(np.inf, aval.dtype)), lax.full_like(x, 0), x)
+
+
+@custom_jvp
+def _logaddexp(x1, x2):
+    """JAX's ``logaddexp`` (``jax._src.lax.other``), op for op, with its derivative rule: the combine function
+    JAX's cumlogsumexp differentiates through (the emission rule computes the same ops)."""
+    amax = lax.max(x1, x2)
+    delta = lax.sub(x1, x2)
+    return lax.select(lax.ne(delta, delta), lax.add(x1, x2),  # NaNs, or infinities of the same sign
+                      lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
+
+
+@_logaddexp.defjvp
+def _logaddexp_jvp(primals, tangents):
+    (x1, x2), (t1, t2) = primals, tangents
+    out = _logaddexp(x1, x2)
+    r = _replace_inf(out)
+    return out, lax.add(lax.mul(t1, lax.exp(lax.sub(_replace_inf(x1), r))),
+                        lax.mul(t2, lax.exp(lax.sub(_replace_inf(x2), r))))
+
+
+def _cumulative_jvp(prim, combine):
+    def rule(primals, tangents, *, axis, reverse):
+        (x,), (t,) = primals, tangents
+
+        def scan(x):
+            return wd.prefix_scan(lambda a, b: [combine(a[0], b[0])], [x], axis, reverse)
+
+        closed, _ = trace_to_ir(scan, [abstractify(x)], name=f"{prim.name}_jvp")
+        (out,), (t_out,) = jvp_eval(closed.ir, closed.consts, [x], [t])
+        return out, instantiate(t_out)
+    return rule
+
+
+for _prim, _combine in ((wd.cumprod_p, lax.mul), (wd.cummax_p, lax.max), (wd.cummin_p, lax.min),
+                        (wd.cumlogsumexp_p, _logaddexp)):
+    jvp_rules[_prim] = _cumulative_jvp(_prim, _combine)

@@ -5,6 +5,9 @@ A batched initial value (rare: it is usually a constant) cannot be a parameter o
 ``reduce_window``: the batch is then reduced from the monoid's identity and each batch element's
 initial value is combined into its windows once, which is what XLA computes for an initial value
 that is not the identity (padding and base dilation add no elements).
+
+The cumulative reductions (JAX's ``_cumred_batch_rule``): the batch dimension stays where it is and the
+reduced axis shifts past it.
 """
 from __future__ import annotations
 
@@ -40,3 +43,16 @@ def _reduce_window_rule(ctx, args, dims, *, computation, window_dimensions, wind
 
 
 batch_rules[win.reduce_window_p] = _reduce_window_rule
+
+
+def _cumulative_rule(prim):
+    def rule(ctx, args, dims, *, axis, reverse):
+        (x,), (d,) = args, dims
+        if d is None:
+            return prim.bind(x, axis=axis, reverse=reverse), None
+        return prim.bind(x, axis=axis if axis < d else axis + 1, reverse=reverse), d
+    return rule
+
+
+for _prim in (win.cumsum_p, win.cumprod_p, win.cummax_p, win.cummin_p, win.cumlogsumexp_p):
+    batch_rules[_prim] = _cumulative_rule(_prim)

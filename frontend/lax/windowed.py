@@ -4,10 +4,13 @@ cumulative reductions (``cumsum``, ``cumprod``, ``cummax``, ``cummin``, ``cumlog
 ``reduce_window`` supports the monoids kiln knows how to lower: add, mul, max, min, and, or
 (pass ``kiln.lax.add``, ``kiln.lax.max``, ... as ``computation``).
 
-The cumulative reductions are a composition, not primitives: a Hillis-Steele scan of
-``ceil(log2(n))`` steps, each combining the array with itself shifted by a power of two (a ``pad``
-that shifts in the identity). That is O(n log n) work in O(log n) steps on any backend, where a
-``reduce_window`` over a window of the whole axis would be O(n^2) on CPU and GPU.
+The cumulative reductions are primitives of their own, with JAX's names and parameters (``axis``,
+``reverse``): ``make_jaxpr`` shows ``cumsum[axis=0 reverse=False]``. Each lowers, as JAX's do, to one
+``stablehlo.reduce_window`` over a window of the whole axis, padded in front by ``n - 1`` identities
+(behind when ``reverse``), stride 1. That reads as O(n^2) work, but XLA rewrites such a scan-like
+reduce_window into a tree of reduce_windows (O(n log n)), so the numbers are JAX's, bit for bit.
+Their derivatives (``ad/rules_windowed.py``) go through :func:`prefix_scan`, JAX's odd/even scan
+(``associative_scan``), as JAX's do: ``cumsum`` is linear, the others differentiate that composition.
 """
 from __future__ import annotations
 
@@ -21,11 +24,11 @@ from ..core.axes import canonical_axis
 from ..core.errors import ShapeError
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify
-from ..driver.eager_jit import eager_jit
 from . import api
 
 __all__ = ["reduce_window", "reduce_window_sum", "reduce_window_max", "reduce_window_min",
-           "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "padtype_to_pads"]
+           "cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp", "padtype_to_pads",
+           "cumsum_p", "cumprod_p", "cummax_p", "cummin_p", "cumlogsumexp_p"]
 
 # monoid -> dtype kinds it accepts
 MONOIDS = {"add": "iufc", "mul": "iufc", "max": "biuf", "min": "biuf", "and": "biu", "or": "biu"}
@@ -226,59 +229,102 @@ reduce_window_min = _windowed("min")
 
 
 # -- cumulative reductions -----------------------------------------------------------------------
-def _logaddexp(a: Any, b: Any) -> Any:
-    """``log(exp(a) + exp(b))`` without overflow; -inf + -inf stays -inf, NaN propagates."""
-    m = api.max(a, b)
-    d = api.sub(a, b)
-    safe = api.add(m, api.log1p(api.exp(api.neg(api.abs(d)))))
-    # d is NaN when a or b is NaN or both are the same infinity: then a + b is the answer.
-    return api.select(api.ne(d, d), api.add(a, b), safe)
+_KIND_NAMES = {"b": "bool", "i": "signed integer", "u": "unsigned integer", "f": "floating", "c": "complex"}
 
 
-def _cumulative(name: str, kinds: str):
+def _check_cumulative_dtype(name: str, kinds: str, dtype: np.dtype) -> None:
+    if _kind(dtype) not in kinds:
+        raise TypeError(f"kiln.lax.{name}: does not accept dtype {np.dtype(dtype).name}; it takes "
+                        f"{', '.join(_KIND_NAMES[k] for k in kinds)} arrays")
+
+
+def _cumulative_rule(name: str, kinds: str):
+    def rule(x: ShapedArray, *, axis: int, reverse: bool) -> ShapedArray:
+        _check_cumulative_dtype(name, kinds, x.dtype)
+        if not isinstance(axis, (int, np.integer)) or not 0 <= axis < x.ndim:
+            raise ValueError(f"kiln.lax.{name}: axis {axis!r} is out of bounds for an array of dimension {x.ndim} "
+                             "(the primitive takes a non-negative axis)")
+        return ShapedArray(x.shape, x.dtype, x.weak_type)
+    return rule
+
+
+# name -> the dtype kinds it accepts (JAX's take numbers; kiln's cummax/cummin take booleans too, as or/and)
+CUMULATIVE_KINDS = {"cumsum": "iufc", "cumprod": "iufc", "cummax": "biuf", "cummin": "biuf", "cumlogsumexp": "f"}
+cumsum_p, cumprod_p, cummax_p, cummin_p, cumlogsumexp_p = (
+    Primitive(n, _cumulative_rule(n, k)) for n, k in CUMULATIVE_KINDS.items())
+
+
+def _cumulative(prim: Primitive):
+    name = prim.name
+
     def fn(operand: Any, axis: int = 0, reverse: bool = False) -> Any:
         aval = abstractify(operand)
-        if _kind(aval.dtype) not in kinds:
-            names = {"b": "bool", "i": "signed integer", "u": "unsigned integer", "f": "floating", "c": "complex"}
-            raise TypeError(f"kiln.lax.{name}: does not accept dtype {aval.dtype.name}; it takes "
-                            f"{', '.join(names[k] for k in kinds)} arrays")
+        _check_cumulative_dtype(name, CUMULATIVE_KINDS[name], aval.dtype)
         axis = canonical_axis(f"kiln.lax.{name}", axis, aval.ndim)
-        if aval.shape[axis] <= 1:
-            return operand
-        return _scan(operand, name=name, axis=axis, reverse=bool(reverse))
+        return prim.bind(operand, axis=axis, reverse=bool(reverse))
     fn.__name__ = name
     fn.__doc__ = (f"Cumulative ``{name[3:]}`` along ``axis`` (from the end when ``reverse``); the result has "
                   "the operand's shape and dtype.")
     return fn
 
 
-_SCANS = {  # name -> (combine, identity of a dtype)
-    "cumsum": (api.add, lambda d: 0), "cumprod": (api.mul, lambda d: 1),
-    "cummax": (api.max, lambda d: _identity("max", d)), "cummin": (api.min, lambda d: _identity("min", d)),
-    "cumlogsumexp": (_logaddexp, lambda d: -np.inf),
-}
+cumsum = _cumulative(cumsum_p)
+cumprod = _cumulative(cumprod_p)
+cummax = _cumulative(cummax_p)
+cummin = _cumulative(cummin_p)
+cumlogsumexp = _cumulative(cumlogsumexp_p)
 
 
-@eager_jit("name", "axis", "reverse")
-def _scan(x: Any, *, name: str, axis: int, reverse: bool) -> Any:
-    """Hillis-Steele inclusive scan along ``axis``."""
-    combine, identity = _SCANS[name]
-    aval = abstractify(x)
-    n = aval.shape[axis]
-    fill = api.literal(identity(aval.dtype), aval.dtype, aval.weak_type)
-    shift = 1
-    while shift < n:
-        config = [(0, 0, 0)] * aval.ndim
-        # Shift by `shift` along the axis (towards the end, or the start when reversed), shifting in
-        # the identity: element i then combines with element i - shift (or i + shift).
-        config[axis] = (-shift, shift, 0) if reverse else (shift, -shift, 0)
-        x = combine(x, api.pad(x, fill, config))
-        shift *= 2
-    return x
+# -- the parallel prefix scan (JAX's associative_scan) -------------------------------------------------
+def _slice_axis(x: Any, start: int, stop: int | None, step: int, axis: int) -> Any:
+    """``x[start:stop:step]`` along ``axis`` (a negative ``stop`` counts from the end)."""
+    shape = abstractify(x).shape
+    n = shape[axis]
+    stop = n if stop is None else (stop if stop >= 0 else n + stop)
+    starts, limits, strides = [0] * len(shape), list(shape), [1] * len(shape)
+    starts[axis], limits[axis], strides[axis] = start, max(stop, start), step
+    return api.slice(x, starts, limits, strides)
 
 
-cumsum = _cumulative("cumsum", "iufc")
-cumprod = _cumulative("cumprod", "iufc")
-cummax = _cumulative("cummax", "biuf")
-cummin = _cumulative("cummin", "biuf")
-cumlogsumexp = _cumulative("cumlogsumexp", "f")
+def _interleave(even: Any, odd: Any, axis: int) -> Any:
+    """``[e0, o0, e1, o1, ...]`` along ``axis`` (``even`` has as many elements as ``odd`` or one more), as JAX
+    builds it: each padded with zeros into the other's places (interior padding 1), then added (or'ed)."""
+    aval = abstractify(even)
+    n_e, n_o = aval.shape[axis], abstractify(odd).shape[axis]
+    e_cfg, o_cfg = [(0, 0, 0)] * aval.ndim, [(0, 0, 0)] * aval.ndim
+    e_cfg[axis] = (0, 1 if n_e == n_o else 0, 1)
+    o_cfg[axis] = (1, 0 if n_e == n_o else 1, 1)
+    zero = api.literal(0, aval.dtype, aval.weak_type)
+    combine = api.bitwise_or if aval.dtype == np.bool_ else api.add
+    return combine(api.pad(even, zero, e_cfg), api.pad(odd, zero, o_cfg))
+
+
+def prefix_scan(combine: Callable, xs: Sequence[Any], axis: int, reverse: bool = False) -> list:
+    """All prefix combinations along ``axis`` of the arrays ``xs`` (one size along it), for an associative
+    ``combine(a_list, b_list) -> list``: ``[x0, c(x0, x1), c(c(x0, x1), x2), ...]`` (from the end when ``reverse``).
+
+    JAX's ``associative_scan``, op for op (so that derivatives taken through it round as JAX's): combine
+    neighbouring pairs, scan the half-length result recursively, combine its elements with the even positions,
+    and interleave the two halves.
+    """
+    xs = list(xs)
+    if reverse:
+        xs = [api.rev(x, (axis,)) for x in xs]
+
+    def scan(elems):
+        n = abstractify(elems[0]).shape[axis]
+        if n < 2:
+            return elems
+        reduced = combine([_slice_axis(x, 0, -1, 2, axis) for x in elems],
+                          [_slice_axis(x, 1, None, 2, axis) for x in elems])
+        odd = scan(reduced)
+        if n % 2 == 0:
+            even = combine([_slice_axis(o, 0, -1, 1, axis) for o in odd],
+                           [_slice_axis(x, 2, None, 2, axis) for x in elems])
+        else:
+            even = combine(odd, [_slice_axis(x, 2, None, 2, axis) for x in elems])
+        even = [api.concatenate([_slice_axis(x, 0, 1, 1, axis), e], axis) for x, e in zip(elems, even)]
+        return [_interleave(e, o, axis) for e, o in zip(even, odd)]
+
+    out = scan(xs)
+    return [api.rev(x, (axis,)) for x in out] if reverse else out

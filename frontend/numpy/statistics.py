@@ -3,7 +3,8 @@ their NaN-ignoring variants), cumsum, cumprod, nancumsum, nancumprod, cumulative
 cumulative_prod.
 
 Quantiles sort along the reduced axes (``kiln.lax.sort``) and pick the order statistics with a
-gather; cumulative reductions are ``kiln.lax.cumsum``/``cumprod`` (a log-depth scan).
+gather; cumulative reductions are ``kiln.lax.cumsum``/``cumprod`` (JAX's primitives: one reduce_window, which
+XLA runs as a log-depth tree).
 """
 from __future__ import annotations
 

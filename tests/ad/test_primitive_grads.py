@@ -122,6 +122,8 @@ CASES: dict[str, list[Case]] = {
     # -- elementwise (foundation) --
     "neg": [c(lax.neg, a(3))],
     "abs": [c(lax.abs, np.array([-1.5, 0.7, 2.0])), c(lax.abs, np.array([0.3 + 0.4j, -1.0 + 2.0j]))],
+    # (fixed points: a draw here would shift the shared generator's draws of every later case)
+    "square": [c(lax.square, np.array([-1.3, 0.4, 2.1])), c(lax.square, np.array([0.3 + 0.4j, -1.0 + 2.0j]))],
     "exp": [c(lax.exp, a(3))],
     "log": [c(lax.log, a(3, lo=0.5, hi=2))],
     "log1p": [c(lax.log1p, a(3, lo=-0.5, hi=2))],
@@ -211,6 +213,14 @@ CASES: dict[str, list[Case]] = {
         c(lambda x: lax.reduce_window_min(x, (3,), (1,), ((1, 1),), (1,), (2,)), a(6)),
         c(lambda x: lax.reduce_window(x, 1.0, lax.mul, (2, 2), (1, 1), "VALID"), a(3, 3), order=1),
     ],
+    # cumulative reductions: cumsum is linear; the others differentiate JAX's prefix scan (odd and even lengths)
+    "cumsum": [c(lambda x: lax.cumsum(x, axis=1), a(3, 5), jit=True), c(lambda x: lax.cumsum(x, reverse=True), a(8))],
+    "cumprod": [c(lambda x: lax.cumprod(x, axis=1, reverse=True), a(3, 5, lo=0.5, hi=1.5), jit=True),
+                c(lambda x: lax.cumprod(x), a(8)), c(lambda x: lax.cumprod(x), a(5) + 1j * a(5), order=1)],
+    "cummax": [c(lambda x: lax.cummax(x, axis=0), a(7, 2), jit=True), c(lambda x: lax.cummax(x, reverse=True), a(8))],
+    "cummin": [c(lambda x: lax.cummin(x, axis=0), a(7, 2), jit=True), c(lambda x: lax.cummin(x, reverse=True), a(8))],
+    "cumlogsumexp": [c(lambda x: lax.cumlogsumexp(x, axis=1), a(3, 5), jit=True),
+                     c(lambda x: lax.cumlogsumexp(x, reverse=True), a(8, lo=-3.0, hi=3.0))],
     # -- convolution --
     "conv_general_dilated": [
         c(lambda x, k: _conv(x, k, window_strides=(1, 1), padding="SAME"), a(1, 2, 4, 4), a(3, 2, 3, 3)),
@@ -413,6 +423,12 @@ def test_derivatives_in_jaxs_order_of_operations():
     np.testing.assert_array_equal(grads(lambda v: lax.integer_pow(v, 3), x), f32(3) * (x * x))
     np.testing.assert_array_equal(grads(lambda v: lax.integer_pow(v, 5), x), f32(5) * ((x * x) * (x * x)))
     np.testing.assert_array_equal(grads(lambda v: lax.integer_pow(v, -2), x), f32(-2) * (one / (x * x * x)))
+    # square: t * (2 * x), one term, where the product rule of x * x gives two (t*x + t*x): beside another term
+    # the sum then rounds twice, (cos + g*x) + g*x, where JAX's cos + g*(2*x) rounds once
+    third = f32(1 / 3)
+    back = np.array([kiln.grad(lambda v: lax.square(v) * third + lax.sin(v))(v) for v in x])
+    np.testing.assert_array_equal(back, np.asarray(lax.cos(x)) + third * (f32(2) * x))
+    np.testing.assert_array_equal(grads(lax.square, x), one * (f32(2) * x))
 
 
 def test_complex_part_derivatives_as_jax():

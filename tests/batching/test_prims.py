@@ -140,6 +140,7 @@ case("imag", lax.imag, lambda r: [(f32(r, 2, 3) + 1j * f32(r, 2, 3)).astype(np.c
 case("complex", lax.complex, lambda r: [f32(r, 2, 3), f32(r, 2, 3)], [((0, None), 0), ((1, -1), -1)])
 case("conj", lax.conj, lambda r: [(f32(r, 2, 3) + 1j * f32(r, 2, 3)).astype(np.complex64)], [((1,), 0)])
 case("integer_pow", lambda x: lax.integer_pow(x, 3), lambda r: [f32(r, 2, 3)], [((1,), 0), ((0,), 1)])
+case("square", lax.square, lambda r: [f32(r, 2, 3)], [((1,), 0), ((0,), 1)])
 case("bitcast_convert_type", lambda x: lax.bitcast_convert_type(x, np.int32), lambda r: [f32(r, 2, 3)],
      [((1,), 0)], id="bitcast-same-width")
 case("bitcast_convert_type", lambda x: lax.bitcast_convert_type(x, np.uint8), lambda r: [f32(r, 2, 3)],
@@ -235,6 +236,13 @@ case("reduce_window", lambda x: lax.reduce_window(x, 0.0, lax.add, **_RW), lambd
 case("reduce_window", lambda x, v: lax.reduce_window(x, v, lax.max, (2, 2), (1, 1), "VALID", base_dilation=(2, 1)),
      lambda r: [f32(r, 4, 5), np.float32(r.uniform(-1, 1))], [((0, 0), 0), ((None, 0), 1), ((1, 0), -1)],
      id="reduce_window-batched-init")
+# the cumulative reductions: the reduced axis shifts past the batch dimension (before it, at it, after it)
+_CUM_VARIANTS = [((0,), 0), ((1,), -1), ((-1,), 1), ((2,), 0)]
+for _n in ("cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"):
+    case(_n, lambda x, _n=_n: getattr(lax, _n)(x, axis=1), lambda r: [f32(r, 3, 4)], _CUM_VARIANTS)
+    case(_n, lambda x, _n=_n: getattr(lax, _n)(x, axis=0, reverse=True), lambda r: [f32(r, 3, 4)], _CUM_VARIANTS,
+         id=f"{_n}-reverse")
+case("cummax", lambda x: lax.cummax(x, axis=1), lambda r: [i32(r, 3, 4)], _CUM_VARIANTS[:2], id="cummax-int")
 _NCHW = dict(window_strides=(1, 1), padding="SAME")
 case("conv_general_dilated", lambda x, w: lax.conv_general_dilated(x, w, **_NCHW),
      lambda r: [f32(r, 2, 3, 5, 4), f32(r, 4, 3, 3, 2)],

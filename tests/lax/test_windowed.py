@@ -5,6 +5,7 @@ import itertools
 
 import numpy as np
 import pytest
+from kiln.frontend.lax import windowed  # the primitives (until kiln.lax exports cumsum_p & co as jax.lax does)
 
 import kiln
 import kiln.numpy as knp
@@ -186,11 +187,102 @@ def test_cumulative_jit():
         _check_cum(kiln.jit(_run_cum)([c[1] for c in CUM_CASES]))
 
 
-def test_cumsum_is_log_depth():
-    """The scan takes ceil(log2(n)) combine steps, not n (nor a window of the whole axis)."""
-    ir = kiln.make_ir(lambda x: lax.cumsum(x))(np.zeros(1000, np.float32))
-    names = [e.prim.name for e in ir.ir.eqns]
-    assert names.count("add") == 10 and "reduce_window" not in names
+CUM_NAMES = ["cumsum", "cumprod", "cummax", "cummin", "cumlogsumexp"]
+
+
+def _ref64(name, x, axis, reverse):
+    """The float64 reference (NumPy) of a cumulative reduction of float32 ``x``."""
+    return _np_cum(name, x.astype(np.float64), axis, reverse)
+
+
+@pytest.mark.parametrize("jit", [False, True], ids=["eager", "jit"])
+@pytest.mark.parametrize("name", CUM_NAMES)
+def test_cumulative_float32_against_float64(name, jit):
+    # Every axis and direction of a 3-D array (odd and even lengths), against NumPy in float64.
+    x = RNG.uniform(0.6, 1.4, (3, 16, 5)).astype(np.float32) if name == "cumprod" else \
+        RNG.standard_normal((3, 16, 5)).astype(np.float32)
+    fn = getattr(lax, name)
+    fn = kiln.jit(fn, static_argnames=("axis", "reverse")) if jit else fn
+    for axis, rev in itertools.product((0, 1, 2, -1), (False, True)):
+        got = fn(x, axis=axis, reverse=rev)
+        assert got.dtype == np.float32 and got.shape == x.shape
+        np.testing.assert_allclose(np.asarray(got), _ref64(name, x, axis % 3, rev), rtol=1e-5, atol=1e-5,
+                                   err_msg=f"{name} axis={axis} reverse={rev}")
+
+
+def test_cumulative_integers_and_booleans_are_exact():
+    xi = RNG.integers(-3, 4, (4, 9)).astype(np.int32)
+    xu = RNG.integers(0, 3, (9,)).astype(np.uint8)
+    xb = RNG.random((4, 9)) > 0.6
+    for rev in (False, True):
+        for name in ("cumsum", "cumprod", "cummax", "cummin"):
+            for x, axis in ((xi, 1), (xi, 0), (xu, 0)):
+                got = np.asarray(getattr(lax, name)(x, axis=axis, reverse=rev))
+                want = _np_cum(name, x, axis, rev)  # wraps around as XLA does
+                np.testing.assert_array_equal(got, want, strict=True, err_msg=f"{name} {x.dtype} {axis} {rev}")
+        for name in ("cummax", "cummin"):
+            got = kiln.jit(lambda v, n=name, r=rev: getattr(lax, n)(v, axis=1, reverse=r))(xb)
+            np.testing.assert_array_equal(np.asarray(got), _np_cum(name, xb, 1, rev), strict=True)
+
+
+def test_cumulative_lengths_zero_and_one():
+    one = np.float32([[0.5], [-2.0]])
+    cases = [(np.zeros((0, 3), np.float32), 0), (np.zeros((0, 3), np.float32), 1), (np.zeros((2, 0), np.float32), 0),
+             (one, 1), (one.T, 0)]
+    for name in CUM_NAMES:
+        fn = kiln.jit(getattr(lax, name), static_argnames=("axis", "reverse"))
+        for (x, axis), rev in itertools.product(cases, (False, True)):
+            np.testing.assert_array_equal(np.asarray(fn(x, axis=axis, reverse=rev)), x, strict=True)
+
+
+def test_cumulative_are_primitives_as_jaxs():
+    """One equation each, printed as JAX prints it (also for a length-1 axis, as JAX binds it)."""
+    for name in CUM_NAMES:
+        text = str(kiln.make_jaxpr(lambda x, n=name: getattr(lax, n)(x, axis=-1, reverse=True))(np.ones((2, 7),
+                                                                                                         np.float32)))
+        assert f"{name}[axis=1 reverse=True]" in text, text
+        ir = kiln.make_ir(lambda x, n=name: getattr(lax, n)(x))(np.ones(1, np.float32))
+        assert [e.prim.name for e in ir.ir.eqns] == [name]
+    assert windowed.cumsum_p.bind(knp.arange(4.0), axis=0, reverse=False).tolist() == [0.0, 1.0, 3.0, 6.0]
+    with pytest.raises(ValueError, match=r"kiln.lax.cumsum: axis -1 is out of bounds for an array of dimension 1"):
+        windowed.cumsum_p.bind(knp.arange(4.0), axis=-1, reverse=False)
+    with pytest.raises(TypeError, match=r"kiln.lax.cumlogsumexp: does not accept dtype int32"):
+        windowed.cumlogsumexp_p.bind(knp.arange(4), axis=0, reverse=False)
+
+
+def test_cumulative_lower_to_one_reduce_window_over_the_axis():
+    # As JAX: a window of the whole axis, n - 1 identities padded in front (behind when reversed), stride 1.
+    # XLA rewrites that into a tree, so it is not O(n^2).
+    x = np.zeros((8, 1000), np.float32)
+    for name, body in (("cumsum", "add"), ("cumprod", "multiply"), ("cummax", "maximum"), ("cummin", "minimum")):
+        for rev, pad in ((False, "[0, 0], [999, 0]"), (True, "[0, 0], [0, 999]")):
+            text = kiln.jit(lambda v, n=name, r=rev: getattr(lax, n)(v, axis=1, reverse=r)).lower(x).as_text()
+            assert text.count("stablehlo.reduce_window") == 1, text
+            assert f"padding = dense<[{pad}]>" in text and "window_dimensions = array<i64: 1, 1000>" in text
+            assert f"stablehlo.{body} %" in text
+    text = kiln.jit(lambda v: lax.cummax(v)).lower(np.zeros(5, np.bool_)).as_text()
+    assert "stablehlo.or %" in text and "stablehlo.maximum" not in text
+    text = kiln.jit(lambda v: lax.cumlogsumexp(v)).lower(x).as_text()
+    assert text.count("stablehlo.reduce_window") == 1 and "0xFF800000" in text  # init -inf
+    for op in ("maximum", "subtract", "compare NE", "abs", "negate", "exponential", "log_plus_one", "select"):
+        assert f"stablehlo.{op}" in text, op
+
+
+def test_cumsum_of_a_million_elements():
+    # (a reduce_window that XLA ran as written, O(n^2), would not finish)
+    x = np.ones(1 << 20, np.float32)
+    out = kiln.jit(lambda v: lax.cumsum(v))(x)
+    assert float(out[-1]) == float(1 << 20)
+
+
+@pytest.mark.parametrize("name", CUM_NAMES)
+def test_cumulative_vmap_against_a_loop(name):
+    x = RNG.uniform(0.6, 1.4, (3, 4, 6)).astype(np.float32)
+    for in_axis, axis, rev in ((0, 0, False), (1, 0, True), (2, 1, False), (1, -1, True)):
+        f = lambda v, a=axis, r=rev: getattr(lax, name)(v, axis=a, reverse=r)  # noqa: E731
+        got = np.asarray(kiln.vmap(f, in_axes=in_axis)(x))
+        want = np.stack([np.asarray(f(np.take(x, i, axis=in_axis))) for i in range(x.shape[in_axis])])
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=f"{in_axis} {axis} {rev}")
 
 
 def test_cumulative_errors():
