@@ -99,26 +99,34 @@ def _dot_general_jvp(primals, tangents, *, dimension_numbers, preferred_element_
 
 
 def _dot_operand_ct(ct, aval, other, ct_free, other_free, own_batch, other_batch, own_contract, other_contract):
-    """Cotangent of one dot_general operand, as JAX builds it.
+    """Cotangent of one dot_general operand.
 
     ``ct`` has dimensions (batch, lhs free, rhs free). Contracting ``ct``'s dimensions that belong
     to the *other* operand's free dimensions with those, and batching over the batch dimensions,
     leaves (batch, own free, other's contracting dims in increasing order); the other's contracting
     dims pair with our contracting dims, so a transpose puts everything in our dimension order.
-    ``ct`` is always the lhs, for either operand, even where the swapped order would need no
-    transpose: XLA fuses what follows differently then, and the last bits differ from JAX's.
+    With the operands of that dot_general swapped, the result comes as (batch, other's contracting,
+    own free) instead: whichever order needs no transpose is used. (JAX always puts ``ct`` first and
+    transposes: under vmap, per-example weight gradients then become a batched dot_general with a
+    transposed result, five times slower on CPU; the last bits of a reduction that follows can differ.)
     """
     own_free = [d for d in range(len(aval.shape)) if d not in own_contract and d not in own_batch]
     contract = [own_contract[other_contract.index(d)] for d in sorted(other_contract)]
     ct_batch = tuple(range(len(own_batch)))
     as_own = list(own_batch) + own_free + contract
+    swapped = list(own_batch) + contract + own_free
     if abstractify(other).dtype != abstractify(ct).dtype:
         # A wider preferred_element_type: the cotangent has it, the other operand not; JAX's lowering of
         # that mixed dot_general converts the other operand to the cotangent's dtype first.
         other = lax.convert_element_type(other, abstractify(ct).dtype)
-    dims = ((tuple(ct_free), tuple(other_free)), (ct_batch, tuple(other_batch)))
-    out = red.dot_general_p.bind(ct, other, dimension_numbers=dims, preferred_element_type=None)
-    out = lax.transpose(out, tuple(int(i) for i in np.argsort(as_own)))
+    if as_own != sorted(as_own) and swapped == sorted(swapped):
+        dims = ((tuple(other_free), tuple(ct_free)), (tuple(other_batch), ct_batch))
+        out = red.dot_general_p.bind(other, ct, dimension_numbers=dims, preferred_element_type=None)
+    else:
+        dims = ((tuple(ct_free), tuple(other_free)), (ct_batch, tuple(other_batch)))
+        out = red.dot_general_p.bind(ct, other, dimension_numbers=dims, preferred_element_type=None)
+        if as_own != sorted(as_own):
+            out = lax.transpose(out, tuple(int(i) for i in np.argsort(as_own)))
     if abstractify(out).dtype != aval.dtype:
         out = lax.convert_element_type(out, aval.dtype)
     return out
