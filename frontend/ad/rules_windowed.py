@@ -19,13 +19,11 @@ from __future__ import annotations
 
 import itertools
 
-import numpy as np
-
 from .. import lax
 from ..core.tracing import abstractify, trace_to_ir
 from ..lax import windowed as wd
-from .custom import custom_jvp
 from .jvp import jvp_eval, jvp_rules, linear_jvp
+from .logaddexp import logaddexp_e
 from .rules_reduction import reduce_prod_jvp
 from .tangents import Zero, instantiate
 from .transpose import is_undefined, transpose_rules
@@ -119,31 +117,6 @@ transpose_rules[wd.cumsum_p] = lambda ct, x, *, axis, reverse: [wd.cumsum_p.bind
                                                                                  reverse=not reverse)]
 
 
-def _replace_inf(x):
-    """``x`` with +inf replaced by 0 (JAX's ``_replace_inf``, for the derivative of logaddexp)."""
-    aval = abstractify(x)
-    return lax.select(lax.eq(x, lax.literal(np.inf, aval.dtype)), lax.full_like(x, 0), x)
-
-
-@custom_jvp
-def _logaddexp(x1, x2):
-    """JAX's ``logaddexp`` (``jax._src.lax.other``), op for op, with its derivative rule: the combine function
-    JAX's cumlogsumexp differentiates through (the emission rule computes the same ops)."""
-    amax = lax.max(x1, x2)
-    delta = lax.sub(x1, x2)
-    return lax.select(lax.ne(delta, delta), lax.add(x1, x2),  # NaNs, or infinities of the same sign
-                      lax.add(amax, lax.log1p(lax.exp(lax.neg(lax.abs(delta))))))
-
-
-@_logaddexp.defjvp
-def _logaddexp_jvp(primals, tangents):
-    (x1, x2), (t1, t2) = primals, tangents
-    out = _logaddexp(x1, x2)
-    r = _replace_inf(out)
-    return out, lax.add(lax.mul(t1, lax.exp(lax.sub(_replace_inf(x1), r))),
-                        lax.mul(t2, lax.exp(lax.sub(_replace_inf(x2), r))))
-
-
 def _cumulative_jvp(prim, combine):
     def rule(primals, tangents, *, axis, reverse):
         (x,), (t,) = primals, tangents
@@ -158,5 +131,5 @@ def _cumulative_jvp(prim, combine):
 
 
 for _prim, _combine in ((wd.cumprod_p, lax.mul), (wd.cummax_p, lax.max), (wd.cummin_p, lax.min),
-                        (wd.cumlogsumexp_p, _logaddexp)):
+                        (wd.cumlogsumexp_p, logaddexp_e)):
     jvp_rules[_prim] = _cumulative_jvp(_prim, _combine)
