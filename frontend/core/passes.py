@@ -55,8 +55,10 @@ def has_ordered_effects(ir: IR) -> bool:
     return ir_effects(ir)[1]
 
 
-def _read(env: dict[Var, Atom], a: Atom) -> Atom:
-    return env.get(a, a) if isinstance(a, Var) else a
+def _read(env: dict[Var, Atom], atoms: list[Atom]) -> list[Atom]:
+    """``atoms`` with each variable ``env`` replaces replaced (literals are never keys of ``env``: they hash by
+    identity and come back as they are). A C-level map: the passes read every input of every equation."""
+    return list(map(env.get, atoms, atoms))
 
 
 def _body(eqn: Eqn):
@@ -73,7 +75,7 @@ def inline_calls(ir: IR) -> IR:
 
     def inline(body: IR, env: dict[Var, Atom]) -> list[Atom]:
         for eqn in body.eqns:
-            ins = [_read(env, a) for a in eqn.inputs]
+            ins = _read(env, eqn.inputs)
             sub = _body(eqn)
             if sub is not None:
                 outs = inline(sub, dict(zip(sub.invars, ins)))
@@ -81,7 +83,7 @@ def inline_calls(ir: IR) -> IR:
                 outs = [Var(v.aval) for v in eqn.outputs]
                 eqns.append(Eqn(eqn.prim, ins, outs, eqn.params, eqn.source))
             env.update(zip(eqn.outputs, outs))
-        return [_read(env, a) for a in body.outvars]
+        return _read(env, body.outvars)
 
     outvars = inline(ir, {})
     return IR(ir.constvars, ir.invars, eqns, outvars)
@@ -123,30 +125,32 @@ def eliminate_common_subexpressions(ir: IR) -> IR:
     env: dict[Var, Atom] = {}
     eqns = []
     for eqn in ir.eqns:
-        ins = [_read(env, a) for a in eqn.inputs]
-        try:
-            key = (eqn.prim, tuple(_atom_key(a) for a in ins), _params_key(eqn.params), _source_key(eqn))
-        except TypeError:
-            key = None
-        if eqn.prim.name in _NOT_DEDUPLICATED:
-            key = None
+        ins = _read(env, eqn.inputs)
+        key = None
+        if eqn.prim.name not in _NOT_DEDUPLICATED:
+            try:
+                key = (eqn.prim, tuple([a if type(a) is Var else _atom_key(a) for a in ins]),
+                       _params_key(eqn.params), _source_key(eqn))
+            except TypeError:
+                pass
         if key is not None and key in seen and not has_effects(eqn):
             env.update(zip(eqn.outputs, seen[key]))
             continue
         if key is not None:
             seen[key] = eqn.outputs
         eqns.append(Eqn(eqn.prim, ins, eqn.outputs, eqn.params, eqn.source) if ins != eqn.inputs else eqn)
-    return IR(ir.constvars, ir.invars, eqns, [_read(env, a) for a in ir.outvars])
+    return IR(ir.constvars, ir.invars, eqns, _read(env, ir.outvars))
 
 
 def eliminate_dead_code(ir: IR) -> IR:
     """Drop equations whose results are never used (primitives with effects are kept)."""
-    live = {a for a in ir.outvars if isinstance(a, Var)}
+    # (literals go into the live set too: they hash by identity and are never an equation's output)
+    live = set(ir.outvars)
     kept = []
     for eqn in reversed(ir.eqns):
-        if any(o in live for o in eqn.outputs) or has_effects(eqn):
+        if not live.isdisjoint(eqn.outputs) or has_effects(eqn):
             kept.append(eqn)
-            live.update(a for a in eqn.inputs if isinstance(a, Var))
+            live.update(eqn.inputs)
     kept.reverse()
     return IR(ir.constvars, ir.invars, kept, ir.outvars)
 
@@ -265,7 +269,7 @@ def simplify(ir: IR) -> IR:
     defs: dict[Var, Eqn] = {}
     eqns = []
     for eqn in ir.eqns:
-        ins = [_read(env, a) for a in eqn.inputs]
+        ins = _read(env, eqn.inputs)
         new = _simplify_eqn(eqn, ins, defs)
         if not isinstance(new, Eqn):
             env[eqn.outputs[0]] = new
@@ -273,14 +277,14 @@ def simplify(ir: IR) -> IR:
         eqns.append(new)
         if len(new.outputs) == 1:
             defs[new.outputs[0]] = new
-    return IR(ir.constvars, ir.invars, eqns, [_read(env, a) for a in ir.outvars])
+    return IR(ir.constvars, ir.invars, eqns, _read(env, ir.outvars))
 
 
 def used_inputs(ir: IR) -> list[bool]:
     """For each of constvars + invars: is it read by an equation or returned?"""
-    used = {a for a in ir.outvars if isinstance(a, Var)}
+    used = set(ir.outvars)  # (literals too, as in eliminate_dead_code)
     for eqn in ir.eqns:
-        used.update(a for a in eqn.inputs if isinstance(a, Var))
+        used.update(eqn.inputs)
     return [v in used for v in ir.constvars + ir.invars]
 
 

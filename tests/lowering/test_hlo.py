@@ -87,3 +87,17 @@ def test_helpers_compile_and_compute():
     np.testing.assert_array_equal(values, np.take_along_axis(np.diagonal(x, axis1=1, axis2=2), order, -1))
     np.testing.assert_array_equal(positive, np.where(x > 0, x, 0))
     np.testing.assert_array_equal(arg, x.argmax(-1))
+
+
+def test_types_belong_to_the_context_they_are_asked_in():
+    # ranked_type keeps the types it built, per MLIR context: one made in another context must not be reused
+    shared, other = runtime.mlir_context(), ir.Context()
+    with shared, ir.Location.unknown():
+        a = ranked_type((2, 3), np.float32)
+        assert ranked_type((2, 3), np.dtype(np.float32)) == a and str(a) == "tensor<2x3xf32>"
+    with other, ir.Location.unknown():
+        b = ranked_type((2, 3), np.float32)
+        assert b.context is other and str(b) == "tensor<2x3xf32>"
+    assert a.context is shared
+    with shared, ir.Location.unknown():
+        assert ranked_type([2, 3], np.float32).context is shared
