@@ -18,6 +18,7 @@ from ..core.ir import IR, ClosedIR, Var
 from ..core.tracing import Tracer, abstractify, eval_ir, trace_to_ir
 from ..driver import export as _export
 from ..driver.array import Array
+from ..driver.placement import device_put
 from ..lax import api as lax
 from . import (  # noqa: F401  (each registers the derivative rules of its family)
     rules_callbacks,
@@ -192,8 +193,10 @@ def _linearize_flat(closed: ClosedIR, flat_p: list):
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_vjp)`` where ``f_vjp(ct)`` is the vector-Jacobian product ``ct @ J``."""
     main, info, residuals, aux = _forward("vjp", fun, tuple(primals), has_aux)
-    # A pytree whose leaves are the residuals (as JAX's): it can be returned from a jitted function.
-    f_vjp = tree_util.Partial(functools.partial(_apply_vjp, info), list(residuals))
+    # A pytree whose leaves are the residuals (as JAX's): it can be returned from a jitted function. A residual
+    # that is an input as the caller gave it (a Python float) becomes an array, as every leaf of JAX's is.
+    residuals = [r if isinstance(r, (Array, Tracer)) else device_put(r) for r in residuals]
+    f_vjp = tree_util.Partial(functools.partial(_apply_vjp, info), residuals)
     if has_aux:
         return main, f_vjp, aux
     return main, f_vjp
@@ -240,10 +243,18 @@ def _apply_vjp(info: _VjpInfo, residuals: list, ct):
     if ct_tree != info.main_tree:
         raise TypeError(f"kiln.vjp: the cotangent has structure {ct_tree}, but the function's output has "
                         f"structure {info.main_tree}")
-    for c, a in zip(flat_ct, info.out_avals):
-        c_shape = np.shape(c) if _is_zero_tangent(c) else abstractify(c).shape  # float0 for integer outputs
+    for i, (c, a) in enumerate(zip(flat_ct, info.out_avals)):
+        zero = _is_zero_tangent(c)  # float0 zeros, for integer outputs
+        c_aval = None if zero else abstractify(c)
+        c_shape = np.shape(c) if zero else c_aval.shape
         if c_shape != a.shape:
             raise ValueError(f"kiln.vjp: cotangent shape {c_shape} does not match output shape {a.shape}")
+        # An inexact output's cotangent has its dtype (as in JAX; weak types aside): another one would be
+        # promoted inside the backward pass, or refused there with a message about some internal operation.
+        if not zero and dtypes.is_inexact(a.dtype) and c_aval.dtype != a.dtype:
+            raise ValueError(f"kiln.vjp: the cotangent of output {i} has type {c_aval.str_short()}, but the "
+                             f"output is {a.str_short()}: pass a cotangent of dtype {a.dtype.name} (e.g. "
+                             f"ct.astype({a.dtype.name!r}))")
     lin = info.lin
     lin_out_cts = [c for c, nz in zip(flat_ct, info.out_nonzero[:info.n_main]) if nz]
     args = list(residuals) + [UndefinedPrimal(a) for a in lin.ir.in_avals[len(residuals):]]
@@ -343,12 +354,14 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
 
 
 # -- Jacobians (vectorised with vmap over a basis, as JAX) ---------------------------------------------
-def _partial(fun: Callable, args: tuple, nums: tuple[int, ...]) -> Callable:
+def _partial(fun: Callable, args: tuple, nums: tuple[int, ...], kwargs: dict) -> Callable:
+    """``fun`` of the arguments at ``nums`` only, the others (and the keyword arguments, which are not
+    differentiated, as in JAX) fixed."""
     def f_partial(*dargs):
         full = list(args)
         for i, d in zip(nums, dargs):
             full[i] = d
-        return fun(*full)
+        return fun(*full, **kwargs)
     f_partial.__name__ = _fun_name(fun)
     return f_partial
 
@@ -390,11 +403,11 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     """
     from ..batching.api import vmap
 
-    def jac(*args):
+    def jac(*args, **kwargs):
         nums = _normalize_argnums("jacfwd", argnums, len(args))
         diff = tuple(args[i] for i in nums)
         _check_grad_inputs("jacfwd", diff, False, holomorphic)
-        f_partial = _partial(fun, args, nums)
+        f_partial = _partial(fun, args, nums, kwargs)
         flat_d, d_tree = tree_util.tree_flatten(diff)
         avals = [abstractify(x) for x in flat_d]
         dtype = dtypes.result_type(*[a.dtype for a in avals]) if avals else dtypes.default_float_dtype()
@@ -405,6 +418,8 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
             return (res[0], res[1], res[2]) if has_aux else (res[0], res[1])
 
         outs = vmap(push, out_axes=(None, -1, None) if has_aux else (None, -1))(*_basis(avals, dtype))
+        if holomorphic:
+            _check_jacobian_outputs("jacfwd", outs[0], holomorphic)
         tangents = outs[1]
         flat_t, out_tree = tree_util.tree_flatten(tangents)
         blocks = []
@@ -422,12 +437,13 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     """The Jacobian of ``fun`` by reverse mode: ``vmap`` of the VJP over the output basis."""
     from ..batching.api import vmap
 
-    def jac(*args):
+    def jac(*args, **kwargs):
         nums = _normalize_argnums("jacrev", argnums, len(args))
         diff = tuple(args[i] for i in nums)
         _check_grad_inputs("jacrev", diff, allow_int, holomorphic)
-        res = vjp(_partial(fun, args, nums), *diff, has_aux=has_aux)
+        res = vjp(_partial(fun, args, nums, kwargs), *diff, has_aux=has_aux)
         out, f_vjp = res[0], res[1]
+        _check_jacobian_outputs("jacrev", out, holomorphic)
         flat_out, out_tree = tree_util.tree_flatten(out)
         out_avals = [abstractify(o) for o in flat_out]
         dtype = dtypes.result_type(*[a.dtype for a in out_avals]) if out_avals else dtypes.default_float_dtype()
@@ -449,6 +465,26 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
         result = tree_util.tree_unflatten(out_tree, rows)
         return (result, res[2]) if has_aux else result
     return jac
+
+
+def _check_jacobian_outputs(fname: str, out, holomorphic: bool) -> None:
+    """As JAX: with ``holomorphic=True`` every output must be complex; reverse mode without it needs real
+    floating-point outputs (the Jacobian of a complex output is not a matrix of numbers of one dtype: a row
+    per output's real part would silently drop the imaginary part)."""
+    for leaf in tree_util.tree_leaves(out):
+        dt = abstractify(leaf).dtype
+        if holomorphic:
+            if dt.kind != "c":
+                raise TypeError(f"kiln.{fname} with holomorphic=True requires complex outputs, but the function "
+                                f"returned {dt.name}; drop holomorphic=True for a real function.")
+        elif dt.kind == "c":
+            raise TypeError(f"kiln.{fname} requires real floating-point outputs, but the function returned "
+                            f"{dt.name}. Pass holomorphic=True for a holomorphic function, or use kiln.vjp directly "
+                            "for a non-holomorphic function with complex outputs.")
+        elif not dtypes.is_float(dt):
+            raise TypeError(f"kiln.{fname} requires real floating-point outputs, but the function returned "
+                            f"{dt.name}. Use kiln.vjp directly to differentiate a function with integer or boolean "
+                            "outputs.")
 
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
@@ -618,7 +654,7 @@ def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = Fal
     def fwd(*args):
         nums = _normalize_argnums("fwd_and_bwd", argnums, len(args))
         diff = tuple(args[i] for i in nums)
-        main, info, residuals, aux = _forward("fwd_and_bwd", _partial(fun, args, nums), diff, has_aux)
+        main, info, residuals, aux = _forward("fwd_and_bwd", _partial(fun, args, nums, {}), diff, has_aux)
         res = _Residuals(list(residuals), info)
         return (main, res, aux) if has_aux else (main, res)
 

@@ -108,18 +108,20 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_a
     static_argnums = tuple(static_argnums)
 
     @functools.wraps(fun)
-    def wrapped(*args):
+    def wrapped(*args, **kwargs):
         if current_builder() is None:
-            return fun(*args)
+            return fun(*args, **kwargs)
         static = {i: args[i] for i in static_argnums}
         dyn = [a for i, a in enumerate(args) if i not in static]
-        flat, in_tree = tree_util.tree_flatten(tuple(dyn))
+        # Keyword arguments are inputs like the positional ones (as in JAX): traced, and differentiated.
+        flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
         out_tree_box = []
 
         def flat_fun(*tracers):
-            it = iter(tree_util.tree_unflatten(in_tree, list(tracers)))
+            dyn_in, kw_in = tree_util.tree_unflatten(in_tree, list(tracers))
+            it = iter(dyn_in)
             full = [static[i] if i in static else next(it) for i in range(len(args))]
-            leaves, tree = tree_util.tree_flatten(fun(*full))
+            leaves, tree = tree_util.tree_flatten(fun(*full, **kw_in))
             out_tree_box.append(tree)
             return leaves
 

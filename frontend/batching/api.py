@@ -68,7 +68,7 @@ def _broadcast_prefix(fname: str, prefix: Any, tree: Any, what: str, where: str,
         return [None if prefix is None else int(prefix)] * len(tree_util.tree_leaves(tree))
     p_leaves, p_tree = tree_util.tree_flatten(prefix, is_leaf=lambda x: x is None)
     try:
-        subtrees = p_tree.flatten_up_to(tree)
+        subtrees = tree_util.flatten_prefix(p_tree, tree)
     except (tree_util._Mismatch, ValueError, TypeError) as e:
         at = tree_util.keystr(getattr(e, "path", ())) or "the top level"
         detail = getattr(e, "detail", str(e))
@@ -153,11 +153,12 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             out_tree_box.append((tree, tree_util.tree_unflatten(tree, [0] * len(leaves))))
             return leaves
 
-        # (No known values: what the function computes inside from unmapped arrays stays traced. JAX computes
-        # it concretely; kiln's trace cannot tell a value that carries an enclosing eager grad's derivative,
-        # which must not become a Python constant, so it does not convert any.)
+        # What the function computes from the concrete arrays it is given unmapped or closes over alone has a
+        # concrete value (``if table.sum() > 0`` works, as in JAX); a value of an enclosing trace (an eager grad's
+        # tracer, carrying a derivative that must not become a Python constant) does not.
         closed, _ = axis_env.run_with_axis(axis_name, size, lambda: trace_to_ir(
-            flat_fun, per_example, name=name, keeps_calls=True, kind="vmap", batch=(size, mapped_dims)))
+            flat_fun, per_example, name=name, keeps_calls=True, kind="vmap", batch=(size, mapped_dims),
+            known_constants=True))
         ctx = BatchContext(size, axis_name)
         outs, out_dims = batch_eval(closed.ir, closed.consts, [flat[i] for i in mapped], mapped_dims, ctx)
         out_tree, out_example = out_tree_box[0]

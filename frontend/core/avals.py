@@ -138,7 +138,11 @@ class ShapedArray:
         return ""
 
     def __str__(self) -> str:
-        """``float32[2,3]``, as JAX prints an aval (inside a shard_map body: ``float32[2,3]{V:i}``)."""
+        """``float32[2,3]``, as JAX prints an aval (``~float32[]`` when weakly typed; inside a shard_map body:
+        ``float32[2,3]{V:i}``)."""
+        return f"{'~' if self.weak_type else ''}{self._long_text()}"
+
+    def _long_text(self) -> str:
         return f"{self.dtype.name}[{','.join(map(str, self.shape))}]{self._varying_suffix()}"
 
     def str_short(self) -> str:
@@ -147,7 +151,7 @@ class ShapedArray:
 
     def __repr__(self) -> str:
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapedArray({self}{weak})"  # long dtype names, as JAX's: ShapedArray(float32[3])
+        return f"ShapedArray({self._long_text()}{weak})"  # long dtype names, as JAX's: ShapedArray(float32[3])
 
 
 

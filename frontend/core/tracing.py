@@ -163,14 +163,14 @@ class Tracer(ArrayMethods):
             aval = self.aval
             d = dims.get(self.ir_var, 0)
             batched = aval.update(shape=aval.shape[:d] + (size,) + aval.shape[d:])
-            return f"VmapTracer(aval={_long_aval(aval)}, batched={_long_aval(batched)})"
+            return f"VmapTracer(aval={aval}, batched={batched})"
         if kind in ("grad", "jvp"):
             primal = self._primal_text()
             aval = self.aval
             tangent = aval.str_short() if dtypes.is_inexact(aval.dtype) else f"float0[{','.join(map(str, aval.shape))}]"
             name = "GradTracer" if kind == "grad" else "JVPTracer"
             return f"{name}(primal={primal}, typeof(tangent)={tangent})"
-        return f"JitTracer({_long_aval(self.aval)})"
+        return f"JitTracer({self.aval})"
 
     def _primal_text(self) -> str:
         """The primal value as JAX shows it in a GradTracer: its value when known, the enclosing trace's tracer
@@ -184,7 +184,7 @@ class Tracer(ArrayMethods):
         except Exception:  # printing must never fail
             value = None
         if value is None:
-            return f"JitTracer({_long_aval(self.aval)})"
+            return f"JitTracer({self.aval})"
         return str(np.asarray(value))
 
     def item(self):
@@ -199,7 +199,7 @@ class Builder:
 
     def __init__(self, fun_name: str = "a function", known_inputs: bool = False,
                  tangent_flows: Callable[[Eqn], bool] | None = None, keeps_calls: bool = False,
-                 kind: str = "jit"):
+                 kind: str = "jit", known_constants: bool = False):
         self.fun_name = fun_name
         # What traces, for the reprs of its tracers (as JAX names them): "jit" (staging), "grad", "jvp", "vmap"
         # (then ``batch`` is (the batch size, {input var: its batch axis})).
@@ -216,7 +216,11 @@ class Builder:
         self.const_values: list[Any] = []
         self._const_index: dict[int, Var] = {}
         # Concrete values of variables, when the inputs were concrete (None: abstract trace).
-        self.known: dict[Var, Any] | None = {} if known_inputs else None
+        self.known: dict[Var, Any] | None = {} if known_inputs or known_constants else None
+        # Only the concrete arrays the function closes over are known (eager vmap): a value computed from them
+        # alone converts to Python (``if table.sum() > 0``), as in JAX; a tracer of an enclosing trace (an eager
+        # grad's, carrying a derivative) is not taken as known.
+        self.known_constants_only = known_constants and not known_inputs
         # What the caller knows of an input besides its type (jit: the layout of an argument over a mesh).
         self.input_hints: dict[Var, Any] = {}
         self.finished = False
@@ -270,7 +274,7 @@ class Builder:
             self._const_index[id(value)] = var
             self.constvars.append(var)
             self.const_values.append(value)
-            if self.known is not None:
+            if self.known is not None and not (self.known_constants_only and isinstance(value, Tracer)):
                 self.known[var] = value
         return var
 
@@ -378,9 +382,6 @@ class Builder:
         return env[var]
 
 
-def _long_aval(aval: ShapedArray) -> str:
-    """``float32[2,3]``, ``~float32[]`` for a weakly typed value (JAX's tracer reprs)."""
-    return ("~" if aval.weak_type else "") + str(aval)
 
 
 def materialize(x: Any) -> Any:
@@ -461,7 +462,8 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
                 input_hints: Sequence[Any] | None = None,
                 tangent_flows: Callable[[Eqn], bool] | None = None,
                 keeps_calls: bool = False, kind: str = "jit",
-                batch: tuple[int, Sequence[int]] | None = None) -> tuple[ClosedIR, Any]:
+                batch: tuple[int, Sequence[int]] | None = None,
+                known_constants: bool = False) -> tuple[ClosedIR, Any]:
     """Trace ``fun(*tracers)`` into a ClosedIR; returns it and the raw Python output (flat list).
 
     ``fun`` takes one tracer per aval and returns a flat list of outputs. ``input_hints``: per input, what
@@ -470,9 +472,11 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
     their outputs; values that carry one do not convert to Python or NumPy values (:meth:`Builder.check_no_derivative`).
     ``keeps_calls``: the trace of an eager transformation (see :func:`calls_kept`). ``kind`` and ``batch`` (the
     batch size and each input's batch axis, for "vmap") only change how its tracers print (``Builder.kind``).
+    ``known_constants``: the concrete arrays ``fun`` closes over are known (see ``Builder.known_constants_only``).
     """
     builder = Builder(name or getattr(fun, "__name__", "a function"), known_inputs=known_values is not None,
-                      tangent_flows=tangent_flows, keeps_calls=keeps_calls, kind=kind)
+                      tangent_flows=tangent_flows, keeps_calls=keeps_calls, kind=kind,
+                      known_constants=known_constants)
     names = list(arg_names) or [""] * len(in_avals)
     values = list(known_values) if known_values is not None else [None] * len(in_avals)
     hints = list(input_hints) if input_hints is not None else [None] * len(in_avals)

@@ -261,9 +261,16 @@ class PyTreeDef:
         """Flatten ``tree`` only as deep as this structure: each leaf position of ``self`` takes
         the whole subtree of ``tree`` found there. ``self`` must be a prefix of ``tree``'s
         structure; a mismatch raises ValueError naming the path."""
-        out: list = []
-        _flatten_up_to(self._node, tree, out, ())
-        return out
+        try:
+            return flatten_prefix(self, tree)
+        except _Mismatch as e:  # (a plain ValueError for the user, with the path in its message)
+            raise ValueError(f"flatten_up_to: at {keystr(e.path) or 'the root'}, {e.detail} (this structure: "
+                             f"{self})") from None
+
+    def __reduce__(self):
+        # Node types hold functions that do not pickle: a pickle names each node type by its registered class
+        # (a namedtuple node by the namedtuple class it holds), as JAX pickles its structures.
+        return _treedef_from_portable, (_portable_node(self._node), self.num_leaves)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, PyTreeDef):
@@ -280,6 +287,32 @@ class PyTreeDef:
 
     def __repr__(self) -> str:
         return f"PyTreeDef({_node_repr(self._node)})"
+
+
+def _portable_node(node: Any) -> Any:
+    if node is _LEAF:
+        return node
+    nt, aux, children = node
+    return (None if nt is _NAMEDTUPLE else nt.type, aux, tuple(_portable_node(c) for c in children))
+
+
+def _node_from_portable(node: Any) -> Any:
+    if node is _LEAF:
+        return node
+    cls, aux, children = node
+    if cls is None:
+        nt = _NAMEDTUPLE
+    else:
+        nt = _registry.get(cls)
+        if nt is None:
+            raise ValueError(f"unpickling a PyTreeDef: {cls.__qualname__} is not a registered pytree node type "
+                             "in this process; register it (kiln.tree_util.register_pytree_node) before "
+                             "unpickling")
+    return (nt, aux, tuple(_node_from_portable(c) for c in children))
+
+
+def _treedef_from_portable(node: Any, num_leaves: int) -> PyTreeDef:
+    return PyTreeDef(_node_from_portable(node), num_leaves)
 
 
 def _aux_hash(aux: Any) -> int:
@@ -343,7 +376,7 @@ def _node_repr(node: Any) -> str:
     if nt is _DICT:
         return _items_repr(aux, parts)
     # The rest as JAX prints them: CustomNode(namedtuple[Point], [*, *]), CustomNode(OrderedDict[('b', 'a')], [*, *])
-    head = f"namedtuple[{aux.__name__}]" if nt is _NAMEDTUPLE else f"{nt.type.__name__}[{aux!r}]"
+    head = f"namedtuple[{aux.__name__}]" if nt is _NAMEDTUPLE else f"{nt.type.__name__}[{aux}]"
     return f"CustomNode({head}, [" + ", ".join(parts) + "])"
 
 
@@ -472,6 +505,14 @@ def _describe(x: Any) -> str:
     return "None" if nt is _NONE else f"a {type(x).__name__}"
 
 
+def flatten_prefix(treedef: PyTreeDef, tree: Any) -> list:
+    """``treedef.flatten_up_to(tree)`` for kiln's own callers, which word the error themselves: a mismatch
+    raises ``_Mismatch`` with its ``path`` and ``detail``."""
+    out: list = []
+    _flatten_up_to(treedef._node, tree, out, ())
+    return out
+
+
 def _flatten_up_to(node: Any, x: Any, out: list, path: KeyPath) -> None:
     if node is _LEAF:
         out.append(x)
@@ -515,7 +556,7 @@ def _leaves_of_rest(fn_name: str, treedef: PyTreeDef, rest: tuple) -> list[list]
     all_leaves_ = []
     for i, r in enumerate(rest):
         try:
-            all_leaves_.append(treedef.flatten_up_to(r))
+            all_leaves_.append(flatten_prefix(treedef, r))
         except _Mismatch as e:
             where = keystr(e.path) or "the root"
             raise ValueError(
@@ -577,7 +618,7 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, py
     flat, treedef = tree_flatten(pytree_to_transpose)
     expected = _compose(outer_treedef, inner_treedef)
     if treedef != expected:
-        raise ValueError(f"tree_transpose: the tree has structure {treedef}, expected {expected}")
+        raise TypeError(f"tree_transpose: the tree has structure {treedef}, expected {expected}")
     n_in = inner_treedef.num_leaves
     groups = [flat[i::n_in] for i in range(n_in)]
     return inner_treedef.unflatten([outer_treedef.unflatten(g) for g in groups])

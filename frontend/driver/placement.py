@@ -221,7 +221,7 @@ def device_put(x: Any, device: Any = None) -> Any:
     if not _is_placement(device) and isinstance(device, (tuple, list, dict)):
         targets, tree = tree_util.tree_flatten(device, is_leaf=_is_placement)
         try:
-            parts = tree.flatten_up_to(x)
+            parts = tree_util.flatten_prefix(tree, x)
         except ValueError as e:
             at = tree_util.keystr(getattr(e, "path", ())) or "the root"
             raise ValueError(f"kiln.device_put: the placements are not a pytree prefix of x: at {at}, {e}. x has "

@@ -706,7 +706,7 @@ def shardings_per_leaf(prefix_leaves: Sequence[Any], prefix_tree: Any, tree: Any
     naming the path (``path_name(keypath)`` spells it; default: ``keystr``)."""
     from ..core import tree_util
     try:
-        subtrees = prefix_tree.flatten_up_to(tree)
+        subtrees = tree_util.flatten_prefix(prefix_tree, tree)
     except tree_util._Mismatch as e:
         at = path_name(e.path) if path_name is not None else (tree_util.keystr(e.path) or "the root")
         raise ValueError(f"{where}: the shardings are not a pytree prefix of the values: at {at}, {e.detail}. "

@@ -723,6 +723,63 @@ def test_error_custom_vjp_bwd_wrong_structure_or_shape():
         kiln.grad(_bad_custom_vjp(lambda res, g: g))(1.0, 2.0)
 
 
+def test_jacobians_and_checkpoint_pass_keyword_arguments_through():
+    # As JAX: keyword arguments reach the function and are not differentiated (checkpoint traces them too).
+    def f(x, y=2.0):
+        return knp.sin(x) * y
+    x = knp.array([0.5, 1.0])
+    want = np.diag(np.cos([0.5, 1.0]) * 3.0).astype(np.float32)
+    np.testing.assert_allclose(kiln.jacfwd(f)(x, y=3.0), want, rtol=1e-6)
+    np.testing.assert_allclose(kiln.jacrev(f)(x, y=3.0), want, rtol=1e-6)
+    hess = kiln.hessian(f)(x, y=3.0)
+    np.testing.assert_allclose(np.diagonal(np.diagonal(hess)), -np.sin([0.5, 1.0]) * 3.0, rtol=1e-6)
+    np.testing.assert_allclose(kiln.checkpoint(f)(x, y=3.0), np.sin([0.5, 1.0]) * 3.0, rtol=1e-6)
+    # under grad, where checkpoint traces its body: the keyword is an input of the remat body
+    g = kiln.grad(lambda x, y: kiln.checkpoint(f)(x, y=y).sum(), argnums=(0, 1))(x, 3.0)
+    np.testing.assert_allclose(g[0], np.cos([0.5, 1.0]) * 3.0, rtol=1e-6)
+    np.testing.assert_allclose(g[1], np.sin([0.5, 1.0]).sum(), rtol=1e-6)
+
+
+@pytest.mark.parametrize("jac, fun, x, message", [
+    (kiln.jacrev, lambda x: knp.exp(1j * x), np.ones(2, np.float32),
+     r"kiln.jacrev requires real floating-point outputs, but the function returned complex64. Pass "
+     r"holomorphic=True"),
+    (kiln.jacrev, lambda x: (x > 0).astype(int), np.ones(2, np.float32),
+     r"kiln.jacrev requires real floating-point outputs, but the function returned int32. Use kiln.vjp"),
+    (partial(kiln.jacrev, holomorphic=True), knp.abs, np.ones(2, np.complex64),
+     r"kiln.jacrev with holomorphic=True requires complex outputs, but the function returned float32"),
+    (partial(kiln.jacfwd, holomorphic=True), knp.abs, np.ones(2, np.complex64),
+     r"kiln.jacfwd with holomorphic=True requires complex outputs, but the function returned float32"),
+])
+def test_error_jacobian_of_outputs_of_the_wrong_kind(jac, fun, x, message):
+    # (jacrev of a complex output used to return the Jacobian of its real part, silently)
+    with pytest.raises(TypeError, match=message):
+        jac(fun)(x)
+
+
+def test_error_vjp_cotangent_of_another_dtype():
+    _, f_vjp = kiln.vjp(knp.sin, knp.array([0.5, 1.0]))
+    with pytest.raises(ValueError, match=r"kiln.vjp: the cotangent of output 0 has type i32\[2\], but the output "
+                                         r"is f32\[2\]: pass a cotangent of dtype float32"):
+        f_vjp(knp.ones(2, knp.int32))
+    # a weakly typed cotangent of the output's dtype is fine, as a float0 one for an integer output
+    assert f_vjp(knp.ones(2))[0].dtype == np.float32
+    _, f_vjp = kiln.vjp(lambda x: (x * 2, x.astype(knp.int32)), knp.array([0.5, 1.0]))
+    (ct,) = f_vjp((knp.ones(2), np.zeros(2, float0)))
+    np.testing.assert_array_equal(ct, [2.0, 2.0])
+
+
+def test_vjp_residuals_are_arrays_even_for_python_scalar_inputs():
+    # a residual that is the input itself (the 3.0 that checkpoint's body recomputes from) is an Array leaf, as
+    # every leaf of JAX's vjp function is
+    f = lambda x: knp.sin(kiln.checkpoint(lambda x: knp.sin(knp.sin(x)))(x))  # noqa: E731
+    _, f_vjp = kiln.vjp(f, 3.0)
+    leaves = kiln.tree_util.tree_leaves(f_vjp)
+    assert leaves and all(type(leaf) is kiln.Array for leaf in leaves)
+    assert kiln.tree_util.tree_leaves(kiln.tree_util.tree_map(lambda r: r.shape, f_vjp)) == []  # () per leaf
+    np.testing.assert_allclose(f_vjp(1.0)[0], kiln.grad(f)(3.0), rtol=1e-6)
+
+
 def test_error_vjp_cotangent_mismatch():
     _, f_vjp = kiln.vjp(lambda x: x * 2, np.ones(3, np.float32))
     with pytest.raises(ValueError, match=r"cotangent shape \(2,\) does not match output shape \(3,\)"):

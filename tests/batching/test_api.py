@@ -325,3 +325,27 @@ def test_error_nothing_mapped_without_axis_size():
 def test_vmap_error_is_a_kiln_error():
     with pytest.raises(kiln.KilnError):
         kiln.vmap(f2)(np.ones(2), np.ones(3))
+
+
+def test_python_control_flow_on_values_computed_from_closed_over_arrays():
+    # As JAX: what the function computes from concrete arrays it closes over (or is given unmapped) alone has a
+    # value; the mapped argument's values do not (they differ between batch elements)
+    table = knp.array([1.0, -2.0, 3.0])
+
+    def f(x, scale):
+        if table.sum() > 0 and scale > 1:
+            return x * table[2] * scale
+        return -x
+
+    np.testing.assert_array_equal(kiln.vmap(f, in_axes=(0, None))(knp.ones(3), knp.array(2.0)), [6.0, 6.0, 6.0])
+    with pytest.raises(kiln.TracerBoolConversionError, match=r"bool\(\) needs a concrete value"):
+        kiln.vmap(lambda x: x if x.sum() > 0 else -x)(knp.ones((3, 2)))
+
+
+def test_values_of_an_enclosing_grad_stay_traced_under_vmap():
+    # y carries grad's derivative: a Python bool of it inside vmap would drop it, so it raises (JAX computes it
+    # from the primal; kiln cannot tell such a value from a constant there)
+    def outer(y):
+        return kiln.vmap(lambda x: x * y if y > 0 else x)(knp.ones(2)).sum()
+    with pytest.raises(kiln.TracerBoolConversionError):
+        kiln.grad(outer)(2.0)

@@ -159,6 +159,17 @@ def test_new_function_object_every_call_warns():
             kiln.jit(lambda x: x + 1)(knp.ones(3))
 
 
+def test_functions_without_a_name_are_named_by_what_they_wrap():
+    import functools
+
+    def body(x, k):
+        return x + k
+    assert kiln.jit(functools.partial(body, k=1)).__name__ == "partial(body)"
+    with pytest.warns(RetraceWarning, match=r"partial\(body\)"):
+        for _ in range(11):
+            kiln.jit(functools.partial(body, k=1))(knp.ones(3))
+
+
 def test_retrace_warning_limit_zero_silences():
     f = kiln.jit(lambda x: x * 3)
     with kiln.config.override("retrace_warning_limit", 0), warnings.catch_warnings(record=True) as record:

@@ -76,6 +76,9 @@ def test_typeof_named_scope_named_call_and_devices():
     kiln.jit(lambda x: kiln.typeof(x).shape == (4,) or 1 / 0)(np.ones(4))  # tracers too
     # printed as JAX prints avals; outside shard_map nothing varies along mesh axes
     assert str(t) == "float32[2,3]" and repr(t) == "ShapedArray(float32[2,3])"
+    # a weakly typed one: str with JAX's "~", repr with the flag
+    weak = kiln.typeof(kiln.jit(lambda: 2.0)())
+    assert str(weak) == "~float32[]" and repr(weak) == "ShapedArray(float32[], weak_type=True)"
     assert t.manual_axis_type.varying == frozenset() and t.mat is t.manual_axis_type
     with pytest.raises(TypeError, match=r"kiln.typeof: str .* is not an array or scalar"):
         kiln.typeof("a")

@@ -113,7 +113,8 @@ def test_repr():
     assert repr(tu.tree_structure(5)) == "PyTreeDef(*)"
     # namedtuples, OrderedDicts and defaultdicts as JAX prints them (CustomNode, with the node data in brackets)
     assert repr(tu.tree_structure(Point(1, 2))) == "PyTreeDef(CustomNode(namedtuple[Point], [*, *]))"
-    assert repr(tu.tree_structure(Box("t", [1]))) == "PyTreeDef(CustomNode(Box['t'], [*]))"
+    # (node data as str() writes it, as JAX's: Box[t], not Box['t'])
+    assert repr(tu.tree_structure(Box("t", [1]))) == "PyTreeDef(CustomNode(Box[t], [*]))"
     assert repr(tu.tree_structure(collections.defaultdict(list, a=1))) == \
         "PyTreeDef(CustomNode(defaultdict[(<class 'list'>, ('a',))], [*]))"
     assert repr(tu.tree_structure(collections.OrderedDict([("b", 1), ("a", [2])]))) == \
@@ -238,6 +239,35 @@ def test_flatten_up_to():
     assert treedef.flatten_up_to([(1, 2), {"a": 3}]) == [(1, 2), {"a": 3}]
 
 
+def test_flatten_up_to_mismatch_is_a_value_error_naming_the_path():
+    treedef = tu.tree_structure({"a": [0, 0], "b": (0,)})
+    with pytest.raises(ValueError, match=r"flatten_up_to: at \['b'\], expected a tuple, got a list") as info:
+        treedef.flatten_up_to({"a": [1, 2], "b": [3]})
+    assert type(info.value) is ValueError  # not a private subclass a user cannot name
+
+
+@pytest.mark.parametrize("tree", [
+    [1, (2, {"a": 3}), None], collections.OrderedDict([("b", 1), ("a", [2])]),
+    collections.defaultdict(list, a=1), Point(1, [Point(2, 3)]), Box("t", [1, (2,)]), {}])
+def test_structures_pickle(tree):
+    import pickle
+    treedef = tu.tree_structure(tree)
+    back = pickle.loads(pickle.dumps(treedef))
+    assert back == treedef and repr(back) == repr(treedef) and hash(back) == hash(treedef)
+    assert back.unflatten(tu.tree_leaves(tree)) == tree
+
+
+def test_unpickling_a_structure_of_an_unregistered_type_says_so():
+    import pickle
+    blob = pickle.dumps(tu.tree_structure(Box("t", [1])))
+    saved = tu._registry.pop(Box)
+    try:
+        with pytest.raises(ValueError, match=r"Box is not a registered pytree node type"):
+            pickle.loads(blob)
+    finally:
+        tu._registry[Box] = saved
+
+
 def test_key_paths():
     tree = {"w": [1, Point(2, 3)], "b": Pair(4, Box("l", [5])), "n": None}
     pairs, treedef = tu.tree_flatten_with_path(tree)
@@ -267,7 +297,7 @@ def test_reductions_and_transpose():
     outer = tu.tree_structure([0, 0, 0])
     inner = tu.tree_structure((0, 0))
     assert tu.tree_transpose(outer, inner, [(1, 2), (3, 4), (5, 6)]) == ([1, 3, 5], [2, 4, 6])
-    with pytest.raises(ValueError, match="tree_transpose"):
+    with pytest.raises(TypeError, match="tree_transpose"):  # (a TypeError, as JAX's "Mismatch")
         tu.tree_transpose(outer, inner, [(1, 2), (3, 4)])
     assert tu.all_leaves([1, np.ones(2), "s"])
     assert not tu.all_leaves([1, (2,)])
