@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator, MutableMapping
 from typing import Any
 
+import numpy as np
+
 from .ad.jvp import jvp_rules
 from .ad.tangents import Zero, instantiate, zeros_like_aval
 from .ad.transpose import UndefinedPrimal, is_undefined, transpose_rules
@@ -16,6 +18,7 @@ from .batching.core import batch_rules
 from .core import primitive as _primitive
 from .core.ir import Literal
 from .core.tracing import materialize, trace_to_ir
+from .driver.dispatch import canonical_host_array
 
 __all__ = ["Primitive", "Zero", "UndefinedPrimal", "instantiate", "is_undefined", "lower_fun", "not_mapped",
            "primitive_batchers", "primitive_jvps", "primitive_transposes", "register_lowering", "zeros_like_aval"]
@@ -37,8 +40,11 @@ class Primitive(_primitive.Primitive):
         self.impl = self._no_impl
 
     def def_impl(self, impl: Callable[..., Any]) -> Callable[..., Any]:
-        """``impl(*args, **params)`` evaluates the primitive on concrete values, outside any trace."""
-        self.impl = impl
+        """``impl(*args, **params)`` evaluates the primitive on concrete values, outside any trace. NumPy arguments
+        reach it in kiln's dtypes, as in JAX (float64 as float32 unless x64 is on)."""
+        def canonical_impl(*args: Any, **params: Any) -> Any:
+            return impl(*[_canonical(a) for a in args], **params)
+        self.impl = canonical_impl
         return impl
 
     def def_abstract_eval(self, abstract_eval: Callable[..., Any]) -> Callable[..., Any]:
@@ -65,6 +71,13 @@ class Primitive(_primitive.Primitive):
     def _no_abstract_eval(self, *avals: Any, **params: Any) -> Any:
         raise NotImplementedError(f"Abstract evaluation for '{self.name}' not implemented: define one with "
                                   f"{self.name}.def_abstract_eval(...)")
+
+
+def _canonical(x: Any) -> Any:
+    """A NumPy argument of a user's impl in kiln's dtype (a float64 array as float32 unless x64 is on)."""
+    if isinstance(x, (np.ndarray, np.generic)):
+        return canonical_host_array(x)
+    return x
 
 
 not_mapped = None  # JAX's batching.not_mapped: the batch axis of an unbatched value
@@ -103,8 +116,9 @@ class _RuleTable(MutableMapping):
 
 
 def _jvp(rule: Callable[..., Any]) -> Callable[..., Any]:
-    # JAX's and kiln's: rule(primals, tangents, **params) -> (primal out, tangent out); a tangent may be Zero
-    return lambda primals, tangents, **params: rule(_values(primals), list(tangents), **params)
+    # JAX's and kiln's: rule(primals, tangents, **params) -> (primal out, tangent out); a tangent may be Zero. JAX
+    # passes tuples (a rule may compare them with a tuple, or concatenate one)
+    return lambda primals, tangents, **params: rule(tuple(_values(primals)), tuple(tangents), **params)
 
 
 def _transpose(rule: Callable[..., Any]) -> Callable[..., Any]:
@@ -114,7 +128,7 @@ def _transpose(rule: Callable[..., Any]) -> Callable[..., Any]:
 
 def _batcher(rule: Callable[..., Any]) -> Callable[..., Any]:
     # JAX's rule(batched_args, batch_dims, **params) -> (out, out_dim); kiln's also takes the batching context
-    return lambda ctx, args, dims, **params: rule(_values(args), list(dims), **params)
+    return lambda ctx, args, dims, **params: rule(tuple(_values(args)), tuple(dims), **params)
 
 
 primitive_jvps = _RuleTable(jvp_rules, _jvp)

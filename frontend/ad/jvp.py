@@ -56,7 +56,8 @@ def jvp_eval(ir: IR, consts: Sequence[Any], primals: Sequence[Any], tangents: Se
                 rule = jvp_rules.get(eqn.prim)
                 if rule is None:
                     raise DifferentiationError(f"kiln: differentiation of primitive {eqn.prim.name!r} is not "
-                                               "implemented")
+                                               "implemented: give it a JVP rule with "
+                                               "kiln.interpreters.ad.primitive_jvps[primitive] = rule")
                 outs, touts = rule(ps, ts, **eqn.params)
                 if not multi:
                     outs, touts = [outs], [touts]

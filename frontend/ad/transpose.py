@@ -70,7 +70,8 @@ def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: S
         rule = transpose_rules.get(eqn.prim)
         if rule is None:
             raise DifferentiationError(f"kiln: reverse-mode differentiation of primitive {eqn.prim.name!r} is not "
-                                       "implemented (it has no transpose rule)")
+                                       "implemented (it has no transpose rule): give it one with "
+                                       "kiln.interpreters.ad.primitive_transposes[primitive] = rule")
         invals = [a if isinstance(a, Literal) else (UndefinedPrimal(a.aval) if a in linear else env[a])
                   for a in eqn.inputs]
         with at(eqn.source):  # the backward equations keep the forward equation's location

@@ -83,7 +83,9 @@ def batch_eval(ir: IR, consts: Sequence[Any], args: Sequence[Any], dims: Sequenc
             else:
                 rule = batch_rules.get(eqn.prim)
                 if rule is None:
-                    raise MissingBatchingRule(f"kiln.vmap: batching of primitive {eqn.prim.name!r} is not implemented")
+                    raise MissingBatchingRule(f"kiln.vmap: batching of primitive {eqn.prim.name!r} is not implemented: "
+                                              "give it a rule with kiln.interpreters.batching.primitive_batchers"
+                                              "[primitive] = rule")
                 if eqn.prim in scalar_aware:
                     scalar_like = [a in scalar_broadcasts for a in eqn.inputs]
                     outs, out_dims = rule(ctx, list(vals), list(ds), scalar_like=scalar_like, **eqn.params)

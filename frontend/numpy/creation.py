@@ -17,6 +17,7 @@ from ..driver.array import Array
 from ..driver.dlpack import from_dlpack  # noqa: F401  (kiln.numpy.from_dlpack)
 from ..driver.eager_jit import eager_jit
 from ..lax.sharding import apply_out_sharding, takes_out_sharding
+from . import key_arrays
 from ._util import (
     broadcast_shapes,
     broadcast_to_shape,
@@ -77,6 +78,8 @@ def array(object: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0
     ``enable_x64`` is on.
     """
     # array and asarray are called everywhere: out_sharding by hand, without takes_out_sharding's wrapper
+    if key_arrays.any_key(object):
+        return apply_out_sharding(key_arrays.rule("asarray")(object, dtype, copy), out_sharding, "kiln.numpy.array")
     return apply_out_sharding(_array(object, dtype, ndmin), out_sharding, "kiln.numpy.array")
 
 
@@ -147,6 +150,8 @@ def _stack_nested(obj, dtype):
 
 def asarray(a: Any, dtype=None, order=None, *, copy=None, device=None, out_sharding: Any = None) -> Any:
     """Like :func:`array`, without copying kiln arrays."""
+    if key_arrays.any_key(a):
+        return apply_out_sharding(key_arrays.rule("asarray")(a, dtype, False), out_sharding, "kiln.numpy.asarray")
     return apply_out_sharding(_array(a, dtype, 0), out_sharding, "kiln.numpy.asarray")
 
 

@@ -21,6 +21,7 @@ from ..core import dtypes
 from ..core.errors import ConcretizationTypeError
 from ..core.tracing import Tracer, abstractify, active_traces, concrete, current_builder, materialize
 from ..driver.eager_jit import eager_jit
+from . import key_arrays
 from ._util import canonical_axis, check_arraylike, promote_dtypes, static_int
 from .indexing import _as_index, _index_dtype
 
@@ -78,6 +79,9 @@ def take(a, indices, axis: int | None = None, out=None, mode: str | None = None,
     """
     if out is not None:
         raise TypeError("kiln.numpy.take: out= is not supported (kiln arrays are immutable); use the return value")
+    if key_arrays.any_key(a):
+        return key_arrays.rule("take")(a, indices, axis, mode=mode, unique_indices=unique_indices,
+                                       indices_are_sorted=indices_are_sorted, fill_value=fill_value)
     a = _operand("take", a)
     indices = _int_indices("take", indices)
     if axis is None:

@@ -16,6 +16,7 @@ from ..core.tracing import Tracer, abstractify, concrete, materialize
 from ..driver.array import Array
 from ..driver.eager_jit import eager_jit
 from ..lax.sharding import takes_out_sharding
+from . import key_arrays
 from ._util import broadcast_shapes as _broadcast_shapes
 from ._util import (
     broadcast_to_shape,
@@ -148,6 +149,8 @@ def size(a, axis: int | None = None) -> int:
 @eager_jit("shape", "order", "newshape", "copy")
 def reshape(a, shape=None, order: str = "C", *, newshape=None, copy=None):
     """Reshape ``a``; one dimension may be -1 (inferred). ``order='F'`` reshapes column-major."""
+    if key_arrays.any_key(a):
+        return key_arrays.rule("reshape")(a, shape if shape is not None else newshape, order)
     a = _array("reshape", a)
     if shape is None:
         shape = newshape
@@ -189,6 +192,8 @@ def ravel(a, order: str = "C"):
 @eager_jit("axes")
 def transpose(a, axes: Sequence[int] | None = None):
     """Permute axes (reverse them by default)."""
+    if key_arrays.any_key(a):
+        return key_arrays.rule("transpose")(a, axes)
     a = _array("transpose", a)
     nd = abstractify(a).ndim
     if axes is None:
@@ -256,6 +261,8 @@ def rollaxis(a, axis: int, start: int = 0):
 @eager_jit("axis")
 def squeeze(a, axis: int | Sequence[int] | None = None):
     """Remove axes of length one."""
+    if key_arrays.any_key(a):
+        return key_arrays.rule("squeeze")(a, axis)
     a = _array("squeeze", a)
     shp = abstractify(a).shape
     if axis is None:
@@ -272,6 +279,8 @@ def squeeze(a, axis: int | Sequence[int] | None = None):
 @eager_jit("axis")
 def expand_dims(a, axis: int | Sequence[int]):
     """Insert axes of length one at ``axis``."""
+    if key_arrays.any_key(a):
+        return key_arrays.rule("expand_dims")(a, axis)
     a = _array("expand_dims", a)
     shp = list(abstractify(a).shape)
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)  # (a traced axis: canonical_axis says so)
@@ -290,6 +299,8 @@ def broadcast_shapes(*shapes) -> tuple[int, ...]:
 @takes_out_sharding
 def broadcast_to(a, shape):
     """Broadcast ``a`` to ``shape`` (NumPy rules)."""
+    if key_arrays.any_key(a):
+        return key_arrays.rule("broadcast_to")(a, shape)
     a = _array("broadcast_to", a)
     shape = tuple(static_int("broadcast_to", "each dimension of the shape", d)
                   for d in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
@@ -328,6 +339,8 @@ def _sequence(fname: str, arrays) -> list[Any]:
 def concatenate(arrays: Sequence[Any], axis: int | None = 0, dtype=None):
     """Join arrays along an existing axis (``axis=None`` flattens first)."""
     arrays = _sequence("concatenate", arrays)
+    if key_arrays.any_key(*arrays):
+        return key_arrays.rule("concatenate")(arrays, axis)
     if not arrays:
         raise ValueError("kiln.numpy.concatenate: need at least one array to concatenate")
     check_arraylike("concatenate", *arrays)
@@ -364,6 +377,8 @@ def concat(arrays: Sequence[Any], /, *, axis: int | None = 0):
 def stack(arrays: Sequence[Any], axis: int = 0, out=None, dtype=None):
     """Join arrays along a new axis."""
     arrays = _sequence("stack", arrays)
+    if key_arrays.any_key(*arrays):
+        return key_arrays.rule("stack")(arrays, axis)
     if not arrays:
         raise ValueError("kiln.numpy.stack: need at least one array to stack")
     check_arraylike("stack", *arrays)
@@ -920,6 +935,8 @@ def _pad_stat(x, ax: int, before: int, after: int, mode: str, stat_length, nd: i
 
 def flip(m, axis: int | Sequence[int] | None = None):
     """Reverse the order of elements along ``axis`` (all axes when None)."""
+    if key_arrays.any_key(m):
+        return key_arrays.rule("flip")(m, axis)
     m = _array("flip", m)
     axes = sorted_axes("flip", axis, abstractify(m).ndim)
     return lax.rev(m, axes)

@@ -12,7 +12,7 @@ from ..core import dtypes
 from ..core.ir import Literal
 from ..core.tracing import abstractify, materialize
 from ..driver.eager_jit import eager_jit
-from . import _util
+from . import _util, key_arrays
 from ._util import check_arraylike, convert, is_array
 from .index_funcs import nonzero
 
@@ -370,6 +370,8 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
     if x is None or y is None:
         raise ValueError("kiln.numpy.where: pass both x and y (the values where condition is true and false), or "
                          f"neither (for condition's nonzero indices); got {'y' if x is None else 'x'} alone")
+    if key_arrays.any_key(x, y):
+        return key_arrays.rule("where")(condition, x, y)
     check_arraylike("where", condition, x, y)
     x, y = promote_dtypes("where", x, y)
     c = _to_bool(condition if not isinstance(condition, (bool, np.bool_)) else np.asarray(condition))

@@ -17,10 +17,12 @@ import numpy as np
 from kiln.runtime import fastpath
 
 from ..core import dtypes, tree_util
+from ..core.axes import canonical_axis
 from ..core.tracing import Tracer, abstractify
 from ..driver.array import Array
 from ..driver.jit import jit
 from ..lax.sharding import takes_out_sharding
+from ..numpy import key_arrays as _numpy_key_arrays
 from . import threefry
 
 __all__ = ["KeyArray", "KeyDtype", "key", "PRNGKey", "key_data", "wrap_key_data", "key_impl", "key_dtype",
@@ -146,16 +148,23 @@ class KeyArray:
         return (self[i] for i in range(self.shape[0]))
 
     def __getitem__(self, index: Any) -> KeyArray:
+        return KeyArray(self._data[self._data_index(index)])
+
+    def _data_index(self, index: Any) -> tuple:
+        """``index`` of the key array as an index of its data (the trailing key axis kept whole)."""
         idx = index if isinstance(index, tuple) else (index,)
         if any(i is Ellipsis for i in idx):
-            idx = idx + (slice(None),)
-        else:
-            n_axes = sum(1 for i in idx if i is not None)
-            if n_axes > self.ndim and all(isinstance(i, (int, np.integer, slice)) or i is None for i in idx):
-                raise IndexError(f"too many indices for a key array: it has {self.ndim} dimension(s) (shape "
-                                 f"{self.shape}) but {n_axes} were indexed")
-            idx = idx + (Ellipsis, slice(None))
-        return KeyArray(self._data[idx])
+            return idx + (slice(None),)
+        n_axes = sum(1 for i in idx if i is not None)
+        if n_axes > self.ndim and all(isinstance(i, (int, np.integer, slice)) or i is None for i in idx):
+            raise IndexError(f"too many indices for a key array: it has {self.ndim} dimension(s) (shape "
+                             f"{self.shape}) but {n_axes} were indexed")
+        return idx + (Ellipsis, slice(None))
+
+    @property
+    def at(self) -> _KeyIndexer:
+        """``keys.at[i].set(other_keys)`` and ``keys.at[i].get()``, as JAX's key arrays have them."""
+        return _KeyIndexer(self)
 
     def reshape(self, *shape, order: str = "C") -> KeyArray:
         if len(shape) == 1 and isinstance(shape[0], (tuple, list)):
@@ -252,6 +261,32 @@ for _name, _sym in [("lt", "<"), ("le", "<="), ("gt", ">"), ("ge", ">="), ("neg"
 del _name, _sym
 
 
+class _KeyIndexer:
+    __slots__ = ("keys",)
+
+    def __init__(self, keys: KeyArray):
+        self.keys = keys
+
+    def __getitem__(self, index: Any) -> _KeyUpdate:
+        return _KeyUpdate(self.keys, index)
+
+
+class _KeyUpdate:
+    __slots__ = ("keys", "index")
+
+    def __init__(self, keys: KeyArray, index: Any):
+        self.keys, self.index = keys, index
+
+    def get(self, **kwargs) -> KeyArray:
+        return KeyArray(self.keys._data.at[self.keys._data_index(self.index)].get(**kwargs))
+
+    def set(self, values: Any, **kwargs) -> KeyArray:
+        if not isinstance(values, KeyArray):
+            raise TypeError(f"kiln.random: keys.at[...].set takes a key array (dtype {KEY_DTYPE.name}), got "
+                            f"{type(values).__name__}; make keys with kiln.random.key or kiln.random.split")
+        return KeyArray(self.keys._data.at[self.keys._data_index(self.index)].set(values._data, **kwargs))
+
+
 def _flatten(k: KeyArray):
     return (k._data,), IMPL_NAME
 
@@ -264,6 +299,88 @@ def _unflatten(impl: str, children) -> KeyArray:
 tree_util.register_pytree_node(KeyArray, _flatten, _unflatten)
 # Mirrored into jaxlib's C++ pytree registry, for jit's C++ dispatch path (see frontend/array.py).
 fastpath.register_node(KeyArray, lambda k: ((k._data,), IMPL_NAME), _unflatten)
+
+
+# -- kiln.numpy's functions on key arrays (see kiln/frontend/numpy/key_arrays.py) ---------------------------
+# Each works on the key data, whose trailing axis of 2 stays last: axes are those of the key array.
+
+def _data_of(fname: str, values: Sequence[Any]) -> list:
+    for v in values:
+        if not isinstance(v, KeyArray):
+            raise TypeError(f"kiln.numpy.{fname}: cannot mix key arrays (dtype {KEY_DTYPE.name}) with arrays of "
+                            f"other dtypes (got {type(v).__name__}); make keys with kiln.random.key, "
+                            "kiln.random.split or kiln.random.wrap_key_data")
+    return [v._data for v in values]
+
+
+def _np_stack(arrays: Sequence[Any], axis: int) -> KeyArray:
+    from .. import numpy as knp
+    data = _data_of("stack", arrays)
+    return KeyArray(knp.stack(data, canonical_axis("stack", axis, arrays[0].ndim + 1)))
+
+
+def _np_concatenate(arrays: Sequence[Any], axis: int | None) -> KeyArray:
+    from .. import numpy as knp
+    data = _data_of("concatenate", arrays)
+    if axis is None:
+        return KeyArray(knp.concatenate([d.reshape(-1, 2) for d in data], 0))
+    if arrays[0].ndim == 0:
+        raise ValueError("kiln.numpy.concatenate: zero-dimensional arrays cannot be concatenated")
+    return KeyArray(knp.concatenate(data, canonical_axis("concatenate", axis, arrays[0].ndim)))
+
+
+def _np_where(condition: Any, x: Any, y: Any) -> KeyArray:
+    from .. import numpy as knp
+    data = _data_of("where", [x, y])
+    return KeyArray(knp.where(knp.expand_dims(knp.asarray(condition), -1), *data))
+
+
+def _np_take(a: KeyArray, indices: Any, axis: int | None, **options: Any) -> KeyArray:
+    from .. import numpy as knp
+    if axis is None:
+        return KeyArray(knp.take(a._data.reshape(-1, 2), indices, 0, **options))
+    return KeyArray(knp.take(a._data, indices, canonical_axis("take", axis, a.ndim), **options))
+
+
+def _np_broadcast_to(a: KeyArray, shape: Any) -> KeyArray:
+    from .. import numpy as knp
+    shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
+    return KeyArray(knp.broadcast_to(a._data, shape + _KEY_SHAPE))
+
+
+def _np_expand_dims(a: KeyArray, axis: Any) -> KeyArray:
+    from .. import numpy as knp
+    axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+    ndim = a.ndim + len(axes)
+    return KeyArray(knp.expand_dims(a._data, tuple(canonical_axis("expand_dims", ax, ndim) for ax in axes)))
+
+
+def _np_flip(a: KeyArray, axis: Any) -> KeyArray:
+    from .. import numpy as knp
+    if axis is None:
+        axes = tuple(range(a.ndim))
+    else:
+        given = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
+        axes = tuple(canonical_axis("flip", ax, a.ndim) for ax in given)
+    return KeyArray(knp.flip(a._data, axes)) if axes else a
+
+
+def _np_asarray(a: KeyArray, dtype: Any, copy: bool | None) -> KeyArray:
+    from .. import numpy as knp
+    if dtype is not None and dtype != KEY_DTYPE:
+        raise TypeError(f"kiln.numpy.asarray: a key array (dtype {KEY_DTYPE.name}) cannot be converted to dtype "
+                        f"{np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype}; use "
+                        "kiln.random.key_data(keys) for its uint32 data")
+    return KeyArray(knp.array(a._data)) if copy else a
+
+
+_numpy_key_arrays.register(KeyArray, {
+    "stack": _np_stack, "concatenate": _np_concatenate, "where": _np_where, "take": _np_take,
+    "broadcast_to": _np_broadcast_to, "expand_dims": _np_expand_dims, "flip": _np_flip, "asarray": _np_asarray,
+    "reshape": lambda a, shape, order: a.reshape(shape, order=order),
+    "squeeze": lambda a, axis: a.squeeze(axis),
+    "transpose": lambda a, axes: a.transpose() if axes is None else a.transpose(axes),
+})
 
 
 # -- checking keys ---------------------------------------------------------------------------------

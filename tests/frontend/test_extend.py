@@ -81,7 +81,8 @@ def test_the_tutorial_step_by_step():
     text = kiln.jit(square_add).lower(2.0, 10.0).as_text()
     assert "stablehlo.multiply" in text and "stablehlo.add" in text
     assert "multiply_add" in str(kiln.make_jaxpr(square_add)(2.0, 10.0))
-    with pytest.raises(NotImplementedError, match="differentiation of primitive 'multiply_add' is not implemented"):
+    with pytest.raises(NotImplementedError, match=r"differentiation of primitive 'multiply_add' is not implemented: "
+                                                  r"give it a JVP rule with kiln.interpreters.ad.primitive_jvps"):
         kiln.jvp(square_add, (2.0, 10.0), (1.0, 1.0))
 
 
@@ -110,10 +111,44 @@ def test_missing_transpose_and_batching_rules_raise_not_implemented():
     p.def_abstract_eval(_abstract_eval)
     mlir.register_lowering(p, _lowering)  # every platform
     ad.primitive_jvps[p] = lambda primals, tangents: (prim(*primals), prim(tangents[0], primals[1], tangents[2]))
-    with pytest.raises(NotImplementedError, match="reverse-mode differentiation of primitive 'multiply_add'"):
+    with pytest.raises(NotImplementedError, match=r"reverse-mode differentiation of primitive 'multiply_add' .*: give "
+                                                  r"it one with kiln.interpreters.ad.primitive_transposes"):
         kiln.grad(lambda a: prim(a, a, a))(2.0)
-    with pytest.raises(NotImplementedError, match="batching of primitive 'multiply_add' is not implemented"):
+    with pytest.raises(NotImplementedError, match=r"batching of primitive 'multiply_add' is not implemented: give it a "
+                                                  r"rule with kiln.interpreters.batching.primitive_batchers"):
         kiln.vmap(lambda a: prim(a, a, a))(np.ones(2, np.float32))
+
+
+def test_users_rules_get_tuples_and_impls_get_kilns_dtypes():
+    # as JAX: JVP and batching rules take tuples; an eager impl gets NumPy float64 arguments as float32 (x64 off),
+    # so vmap of the primitive on float64 host arrays gives float32, as its abstract evaluation says
+    p, prim = _multiply_add()
+    seen = []
+
+    def impl(x, y, z):
+        seen.append(np.asarray(x).dtype)
+        return np.add(np.multiply(x, y), z)
+    p.def_impl(impl)
+    p.def_abstract_eval(_abstract_eval)
+    mlir.register_lowering(p, _lowering)
+
+    def jvp(primals, tangents):
+        seen.append((type(primals), type(tangents)))
+        return prim(*primals), prim(tangents[0], primals[1], tangents[2])
+
+    def batch(args, dims):
+        seen.append((type(args), type(dims)))
+        assert dims == (0, 0, 0)
+        return prim(*args), 0
+    ad.primitive_jvps[p] = jvp
+    batching.primitive_batchers[p] = batch
+    out = p.bind(np.array([2.0, 3.0]), np.array([2.0, 3.0]), np.array([10.0, 20.0]))
+    assert seen.pop() == np.float32 and np.asarray(out).dtype == np.float32
+    out = kiln.vmap(lambda a, b: prim(a, a, b))(np.array([2.0, 3.0]), np.array([10.0, 20.0]))
+    assert seen[0] == (tuple, tuple) and out.dtype == np.float32
+    np.testing.assert_array_equal(out, [14.0, 29.0])
+    kiln.jvp(lambda a: prim(a, a, a), (2.0,), (1.0,))
+    assert (tuple, tuple) in seen[1:]
 
 
 def test_platforms_lower_fun_multiple_results_and_effects():

@@ -272,3 +272,50 @@ def test_keys_as_non_differentiable_arguments_of_grad():
     # a reparameterised sample: d/dmu (mu + sigma * eps) = 1, d/dsigma = eps
     g = kiln.grad(lambda p, key: knp.sum(p[0] + p[1] * random.normal(key, (3,))))((1.0, 2.0), k)
     np.testing.assert_allclose([float(g[0]), float(g[1])], [3.0, eps.sum()], rtol=1e-6)
+
+
+# -- kiln.numpy's element-moving functions on key arrays (as jax.numpy takes them) ---------------------------
+
+def test_numpy_functions_that_move_keys_around():
+    ks = random.split(random.key(0), 2)
+    k3 = random.split(random.key(1), (2, 3))
+    d, d3 = data(ks), data(k3)
+    cases = [
+        (knp.stack([ks[0], ks[1]]), d),
+        (knp.stack([ks, ks], axis=-1), np.stack([d, d], axis=1)),
+        (knp.concatenate([ks, ks]), np.concatenate([d, d])),
+        (knp.concatenate([k3, ks], axis=None), np.concatenate([d3.reshape(-1, 2), d])),
+        (knp.where(knp.array([True, False]), ks, ks[::-1]), d[[0, 0]]),
+        (knp.where(True, ks[0], ks[1]), d[0]),
+        (knp.broadcast_to(ks[0], (3,)), np.broadcast_to(d[0], (3, 2))),
+        (knp.take(ks, knp.array([1])), d[[1]]),
+        (knp.take(k3, knp.array([2, 0]), axis=1), d3[:, [2, 0]]),
+        (knp.reshape(k3, (3, 2)), d3.reshape(3, 2, 2)),
+        (knp.expand_dims(ks, -1), d[:, None]),
+        (knp.squeeze(knp.expand_dims(ks, 0)), d),
+        (knp.transpose(k3), d3.transpose(1, 0, 2)),
+        (knp.flip(k3), d3[::-1, ::-1]),
+        (knp.flip(k3, 1), d3[:, ::-1]),
+        (knp.asarray(ks), d), (knp.array(ks), d), (knp.copy(ks), d),
+        (ks.at[0].set(ks[1]), d[[1, 1]]),
+        (k3.at[1, 2].get(), d3[1, 2]),
+        (kiln.jit(lambda c, a, b: knp.where(c, a, b))(knp.array([False, True]), ks, ks[::-1]), d[[1, 1]]),
+        (kiln.vmap(lambda a: knp.stack([a, a]))(ks), np.stack([d, d], axis=1)),
+    ]
+    for got, want in cases:
+        assert isinstance(got, random.KeyArray) and got.dtype == random.key(0).dtype
+        np.testing.assert_array_equal(data(got), want)
+    assert knp.asarray(ks) is ks
+
+
+def test_error_numpy_functions_mixing_keys_and_other_arrays():
+    ks = random.split(random.key(0), 2)
+    with pytest.raises(TypeError, match=r"kiln.numpy.stack: cannot mix key arrays \(dtype key<fry>\) with arrays of "
+                                        r"other dtypes \(got Array\)"):
+        knp.stack([ks, knp.ones(2, knp.uint32)])
+    with pytest.raises(TypeError, match=r"kiln.numpy.where: cannot mix key arrays"):
+        knp.where(True, ks, knp.zeros((2, 2), knp.uint32))
+    with pytest.raises(TypeError, match=r"keys.at\[...\].set takes a key array"):
+        ks.at[0].set(3)
+    with pytest.raises(TypeError, match=r"cannot be converted to dtype float32; use kiln.random.key_data"):
+        knp.asarray(ks, dtype=np.float32)
