@@ -59,8 +59,8 @@ def cosine_similarity(predictions, targets, *, epsilon=0.0, axis=-1, where=None)
     a = _floating(predictions, "predictions", "cosine_similarity")
     b = _floating(targets, "targets", "cosine_similarity")
 
-    def unit(v):
-        return v / jnp.sqrt(jnp.maximum(jnp.sum(v * v, axis=axis, where=where, keepdims=True), epsilon))
+    def unit(v):  # (optax's operations: square, clip)
+        return v / jnp.sqrt(jnp.clip(jnp.sum(jnp.square(v), axis=axis, where=where, keepdims=True), epsilon))
     return jnp.sum(unit(a) * unit(b), axis=axis, where=where)
 
 

@@ -7,23 +7,29 @@ from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
+from .. import lax
 from .. import numpy as jnp
 from ..core.tree_util import tree_map
 from .transforms import (
+    EmptyState,
     GradientTransformation,
+    _bias_correction,
     _check_transform,
     _increment,
     _zeros_count,
     add_decayed_weights,
     chain,
+    identity,
     scale_by_adam,
     scale_by_learning_rate,
     trace,
 )
 
 __all__ = [
-    "ScaleByRssState", "ScaleByRmsState", "ScaleByRStdDevState", "ScaleByLionState", "ScaleByTrustRatioState",
-    "InjectHyperparamsState", "MultiStepsState", "scale_by_rss", "scale_by_rms", "scale_by_stddev",
+    "ScaleByRssState", "ScaleByRmsState", "ScaleByRmsWithCountState", "ScaleByRStdDevState",
+    "ScaleByRStdDevWithCountState", "ScaleByLionState", "ScaleByTrustRatioState",
+    "InjectHyperparamsState", "InjectStatefulHyperparamsState", "MultiStepsState", "scale_by_rss", "scale_by_rms",
+    "scale_by_stddev",
     "scale_by_lion", "scale_by_trust_ratio", "adagrad", "rmsprop", "lamb", "lion", "inject_hyperparams",
     "MultiSteps",
 ]
@@ -33,12 +39,22 @@ class ScaleByRssState(NamedTuple):
     sum_of_squares: Any
 
 
+# optax's layouts: a step count only with bias_correction
 class ScaleByRmsState(NamedTuple):
+    nu: Any
+
+
+class ScaleByRmsWithCountState(NamedTuple):
     count: Any
     nu: Any
 
 
 class ScaleByRStdDevState(NamedTuple):
+    mu: Any
+    nu: Any
+
+
+class ScaleByRStdDevWithCountState(NamedTuple):
     count: Any
     mu: Any
     nu: Any
@@ -49,8 +65,7 @@ class ScaleByLionState(NamedTuple):
     mu: Any
 
 
-class ScaleByTrustRatioState(NamedTuple):
-    pass
+ScaleByTrustRatioState = EmptyState  # (optax's name for it)
 
 
 def _abs_sq(g):
@@ -64,27 +79,33 @@ def scale_by_rss(initial_accumulator_value=0.1, eps=1e-7) -> GradientTransformat
 
     def update(updates, state, params=None):
         sos = tree_map(lambda g, s: _abs_sq(g) + s, updates, state.sum_of_squares)
-        out = tree_map(lambda g, s: jnp.where(s > 0, g / jnp.sqrt(s + eps), 0).astype(g.dtype), updates, sos)
+        # optax's order of operations: the scale first, then the product
+        out = tree_map(lambda g, s: (jnp.where(s > 0, lax.rsqrt(s + eps), 0.0) * g).astype(g.dtype), updates, sos)
         return out, ScaleByRssState(sos)
     return GradientTransformation(init, update)
 
 
 def _rms_scale(g, nu, eps, eps_in_sqrt):
-    return g / jnp.sqrt(nu + eps) if eps_in_sqrt else g / (jnp.sqrt(nu) + eps)
+    # optax's order of operations: the scale first, then the product
+    return (lax.rsqrt(nu + eps) if eps_in_sqrt else 1 / (jnp.sqrt(nu) + eps)) * g
 
 
 def scale_by_rms(decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt: bool = True,
                  bias_correction: bool = False) -> GradientTransformation:
     """RMSProp's rescaling: ``nu = decay * nu + (1 - decay) * g**2``, ``g / sqrt(nu + eps)``."""
     def init(params):
-        return ScaleByRmsState(_zeros_count(), tree_map(lambda p: jnp.full_like(p, initial_scale), params))
+        nu = tree_map(lambda p: jnp.full_like(p, initial_scale), params)
+        return ScaleByRmsWithCountState(_zeros_count(), nu) if bias_correction else ScaleByRmsState(nu)
 
     def update(updates, state, params=None):
         nu = tree_map(lambda g, n: (1 - decay) * _abs_sq(g) + decay * n, updates, state.nu)
+        if not bias_correction:
+            return tree_map(lambda g, n: _rms_scale(g, n, eps, eps_in_sqrt).astype(g.dtype), updates, nu), \
+                ScaleByRmsState(nu)
         count = _increment(state.count)
-        nu_hat = tree_map(lambda n: n / (1 - decay ** count.astype(jnp.float32)), nu) if bias_correction else nu
+        nu_hat = _bias_correction(nu, decay, count)
         out = tree_map(lambda g, n: _rms_scale(g, n, eps, eps_in_sqrt).astype(g.dtype), updates, nu_hat)
-        return out, ScaleByRmsState(count, nu)
+        return out, ScaleByRmsWithCountState(count, nu)
     return GradientTransformation(init, update)
 
 
@@ -92,21 +113,22 @@ def scale_by_stddev(decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt: bool = 
                     bias_correction: bool = False) -> GradientTransformation:
     """Centred RMSProp's rescaling: ``g / sqrt(nu - mu**2 + eps)`` with EMAs ``mu`` of g and ``nu`` of g**2."""
     def init(params):
-        return ScaleByRStdDevState(_zeros_count(), tree_map(jnp.zeros_like, params),
-                                   tree_map(lambda p: jnp.full_like(p, initial_scale), params))
+        mu, nu = tree_map(jnp.zeros_like, params), tree_map(lambda p: jnp.full_like(p, initial_scale), params)
+        return ScaleByRStdDevWithCountState(_zeros_count(), mu, nu) if bias_correction else ScaleByRStdDevState(mu, nu)
 
     def update(updates, state, params=None):
         mu = tree_map(lambda g, m: (1 - decay) * g + decay * m, updates, state.mu)
         nu = tree_map(lambda g, n: (1 - decay) * _abs_sq(g) + decay * n, updates, state.nu)
-        count = _increment(state.count)
         if bias_correction:
-            bc = 1 - decay ** count.astype(jnp.float32)
-            mu_hat, nu_hat = tree_map(lambda m: m / bc, mu), tree_map(lambda n: n / bc, nu)
+            count = _increment(state.count)
+            mu_hat, nu_hat = _bias_correction(mu, decay, count), _bias_correction(nu, decay, count)
         else:
             mu_hat, nu_hat = mu, nu
         out = tree_map(lambda g, m, n: _rms_scale(g, n - _abs_sq(m), eps, eps_in_sqrt).astype(g.dtype),
                        updates, mu_hat, nu_hat)
-        return out, ScaleByRStdDevState(count, mu, nu)
+        if bias_correction:
+            return out, ScaleByRStdDevWithCountState(count, mu, nu)
+        return out, ScaleByRStdDevState(mu, nu)
     return GradientTransformation(init, update)
 
 
@@ -137,7 +159,7 @@ def scale_by_trust_ratio(min_norm=0.0, trust_coefficient=1.0, eps=0.0) -> Gradie
             ratio = jnp.where((pn == 0) | (un == 0), 1.0, ratio)
             return (u * ratio).astype(u.dtype)
         return tree_map(one, updates, params), state
-    return GradientTransformation(lambda params: ScaleByTrustRatioState(), update)
+    return GradientTransformation(lambda params: EmptyState(), update)
 
 
 def adagrad(learning_rate, initial_accumulator_value=0.1, eps=1e-7) -> GradientTransformation:
@@ -151,10 +173,9 @@ def rmsprop(learning_rate, decay=0.9, eps=1e-8, initial_scale=0.0, eps_in_sqrt: 
     """RMSProp (centred when ``centered``), with (Nesterov) momentum when ``momentum`` is given."""
     rescale = (scale_by_stddev if centered else scale_by_rms)(decay, eps, initial_scale, eps_in_sqrt,
                                                                 bias_correction)
-    parts = [rescale, scale_by_learning_rate(learning_rate)]
-    if momentum is not None:
-        parts.append(trace(momentum, nesterov))
-    return chain(*parts)
+    # (identity() in the momentum's place: the state has optax's layout, three parts)
+    return chain(rescale, scale_by_learning_rate(learning_rate),
+                 identity() if momentum is None else trace(momentum, nesterov))
 
 
 def lamb(learning_rate, b1=0.9, b2=0.999, eps=1e-6, eps_root=0.0, weight_decay=0.0,
@@ -173,6 +194,15 @@ def lion(learning_rate, b1=0.9, b2=0.99, mu_dtype=None, weight_decay=1e-3, mask=
 class InjectHyperparamsState(NamedTuple):
     count: Any
     hyperparams: Any
+    inner_state: Any
+
+
+class InjectStatefulHyperparamsState(NamedTuple):
+    """What inject_hyperparams keeps (optax's layout): ``hyperparams_states`` is always empty in kiln (its
+    schedules are functions of the step count, with no state of their own)."""
+    count: Any
+    hyperparams: Any
+    hyperparams_states: Any
     inner_state: Any
 
 
@@ -195,6 +225,7 @@ def inject_hyperparams(inner_factory: Callable, static_args=(), hyperparam_dtype
         except TypeError as e:
             raise TypeError(f"inject_hyperparams: the arguments do not fit "
                             f"{getattr(inner_factory, '__name__', 'the factory')}{sig}: {e}") from e
+        bound.apply_defaults()  # the factory's defaults are hyperparameters too (as optax's: state.hyperparams["b1"])
         fixed, numeric, schedules = {}, {}, {}
         for k, v in bound.arguments.items():
             if k in static:
@@ -220,13 +251,13 @@ def inject_hyperparams(inner_factory: Callable, static_args=(), hyperparam_dtype
         def init(params):
             count = _zeros_count()
             hp = hparams_at(count, {k: as_hp(v) for k, v in numeric.items()})
-            return InjectHyperparamsState(count, hp, inner_factory(**fixed, **hp).init(params))
+            return InjectStatefulHyperparamsState(count, hp, {}, inner_factory(**fixed, **hp).init(params))
 
         def update(updates, state, params=None):
             hp = hparams_at(state.count, state.hyperparams)
             inner = inner_factory(**fixed, **hp)
             updates, inner_state = inner.update(updates, state.inner_state, params)
-            return updates, InjectHyperparamsState(_increment(state.count), hp, inner_state)
+            return updates, InjectStatefulHyperparamsState(_increment(state.count), hp, {}, inner_state)
         return GradientTransformation(init, update)
     return wrapped
 
@@ -283,7 +314,8 @@ class MultiSteps:
         return out, MultiStepsState(mini, grad_step, inner, acc)
 
     def has_updated(self, state: MultiStepsState):
-        return state.mini_step == 0
+        """Whether the last update applied the accumulated gradients (False on a fresh state, as optax's)."""
+        return (state.mini_step == 0) & (state.gradient_step > 0)
 
     def gradient_transformation(self) -> GradientTransformation:
         return GradientTransformation(self.init, self.update)

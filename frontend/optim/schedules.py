@@ -114,6 +114,8 @@ def piecewise_constant_schedule(init_value, boundaries_and_scales=None) -> Sched
                              f"boundary {b}.")
 
     def schedule(count):
+        if not items:  # init_value as it was given, as optax's
+            return init_value
         count = jnp.asarray(count)
         v = jnp.asarray(init_value, jnp.float32)
         for b, sc in items:

@@ -6,12 +6,14 @@ from typing import Any, Callable, NamedTuple
 
 from .. import numpy as jnp
 from ..core.tree_util import tree_leaves, tree_map
+from ..driver.jit import jit
 
 __all__ = [
     "GradientTransformation", "EmptyState", "ScaleByScheduleState", "TraceState", "ScaleByAdamState",
     "MaskedState", "MaskedNode", "identity", "apply_updates", "chain", "scale", "scale_by_learning_rate",
     "scale_by_schedule", "trace", "scale_by_adam", "sgd", "adam", "adamw", "clip", "clip_by_global_norm",
     "add_decayed_weights", "masked", "global_norm", "nadam", "nadamw", "set_to_zero", "zero_nans", "ZeroNansState",
+    "partition", "PartitionState", "multi_transform", "MultiTransformState",
 ]
 
 
@@ -54,6 +56,20 @@ def _zeros_count():
 def _increment(count):
     big = jnp.iinfo(jnp.int32).max
     return jnp.where(count < big, count + 1, big).astype(jnp.int32)
+
+
+def _bias_correction(moment, decay, count):
+    """``moment / (1 - decay**count)`` leaf by leaf (in each leaf's dtype), as optax's ``tree_bias_correction``:
+    one jitted (inlined) function, so that eager updates run it as one compiled program and round as optax's."""
+    return _bias_correction_jit(moment, decay, count)
+
+
+def _bias_correction_impl(moment, decay, count):
+    correction = 1 - decay ** count
+    return tree_map(lambda t: t / correction.astype(t.dtype), moment)
+
+
+_bias_correction_jit = jit(_bias_correction_impl, inline=True)
 
 
 def _check_transform(t, where: str):
@@ -158,15 +174,12 @@ def scale_by_adam(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, *,
         mu = tree_map(lambda g, m: (1 - b1) * g + b1 * m, updates, state.mu)
         nu = tree_map(lambda g, n: (1 - b2) * jnp.real(g * jnp.conj(g)) + b2 * n, updates, state.nu)
         count = _increment(state.count)
-        c = count.astype(jnp.float32)
-        bc1 = 1 - b1 ** c
-        bc2 = 1 - b2 ** c
-        if nesterov:
-            bc1_next = 1 - b1 ** (c + 1)
-            mu_hat = tree_map(lambda m, g: b1 * m / bc1_next + (1 - b1) * g / bc1, mu, updates)
+        if nesterov:  # (optax's order of operations: each term bias-corrected, then scaled)
+            mu_hat = tree_map(lambda m, g: b1 * m + (1 - b1) * g, _bias_correction(mu, b1, _increment(count)),
+                              _bias_correction(updates, b1, count))
         else:
-            mu_hat = tree_map(lambda m: m / bc1, mu)
-        nu_hat = tree_map(lambda n: n / bc2, nu)
+            mu_hat = _bias_correction(mu, b1, count)
+        nu_hat = _bias_correction(nu, b2, count)
         out = tree_map(lambda m, n, g: (m / (jnp.sqrt(n + eps_root) + eps)).astype(g.dtype), mu_hat, nu_hat, updates)
         if mu_dtype is not None:
             mu = tree_map(lambda m: m.astype(mu_dtype), mu)
@@ -175,9 +188,10 @@ def scale_by_adam(b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, *,
 
 
 def sgd(learning_rate, momentum=None, nesterov: bool = False, accumulator_dtype=None) -> GradientTransformation:
-    """Stochastic gradient descent, with (Nesterov) momentum when ``momentum`` is given."""
-    parts = [] if momentum is None else [trace(momentum, nesterov, accumulator_dtype)]
-    return chain(*parts, scale_by_learning_rate(learning_rate))
+    """Stochastic gradient descent, with (Nesterov) momentum when ``momentum`` is given (else ``identity()`` in
+    its place: the state has optax's layout, two parts)."""
+    first = identity() if momentum is None else trace(momentum, nesterov, accumulator_dtype)
+    return chain(first, scale_by_learning_rate(learning_rate))
 
 
 def adam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None, *,
@@ -263,6 +277,45 @@ def nadamw(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=Non
            mask=None) -> GradientTransformation:
     """NAdamW: ``adamw(..., nesterov=True)``."""
     return adamw(learning_rate, b1, b2, eps, eps_root, mu_dtype, weight_decay, mask, nesterov=True)
+
+
+class PartitionState(NamedTuple):
+    inner_states: Any  # label -> the state of that label's transformation (masked to its parameters)
+
+
+def partition(transforms, param_labels) -> GradientTransformation:
+    """A different transformation for each group of parameters: ``param_labels`` (a pytree of labels with the
+    params' structure or a prefix of it, or a callable of the params returning one) names each parameter's group,
+    ``transforms`` maps each label to its transformation (applied, masked, to that group only)."""
+    for label, t in transforms.items():
+        _check_transform(t, f"partition: transforms[{label!r}]")
+
+    def labels_of(tree):
+        return param_labels(tree) if callable(param_labels) else param_labels
+
+    def groups(labels):
+        found = set(tree_leaves(labels))
+        if not found <= set(transforms):
+            def listed(labels):  # (labels of any hashable type, sorted by their text)
+                return "[" + ", ".join(sorted(map(repr, labels))) + "]"
+            raise ValueError(f"partition: some parameters have no transformation: labels {listed(found)}, but "
+                             f"transforms has keys {listed(transforms)}; give each label a transformation "
+                             "(optim.set_to_zero() freezes a group)")
+        return {label: masked(t, tree_map(lambda x, want=label: x == want, labels)) for label, t in transforms.items()}
+
+    def init(params):
+        return PartitionState({label: t.init(params) for label, t in groups(labels_of(params)).items()})
+
+    def update(updates, state, params=None):
+        new_states = {}
+        for label, t in groups(labels_of(updates)).items():
+            updates, new_states[label] = t.update(updates, state.inner_states[label], params)
+        return updates, PartitionState(new_states)
+    return GradientTransformation(init, update)
+
+
+multi_transform = partition  # optax's older name
+MultiTransformState = PartitionState
 
 
 def set_to_zero() -> GradientTransformation:

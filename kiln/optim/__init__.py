@@ -4,18 +4,23 @@ from kiln.frontend.optim import ApplyIfFiniteState as ApplyIfFiniteState
 from kiln.frontend.optim import EmptyState as EmptyState
 from kiln.frontend.optim import GradientTransformation as GradientTransformation
 from kiln.frontend.optim import InjectHyperparamsState as InjectHyperparamsState
+from kiln.frontend.optim import InjectStatefulHyperparamsState as InjectStatefulHyperparamsState
 from kiln.frontend.optim import MaskedNode as MaskedNode
 from kiln.frontend.optim import MaskedState as MaskedState
 from kiln.frontend.optim import MultiSteps as MultiSteps
 from kiln.frontend.optim import MultiStepsState as MultiStepsState
+from kiln.frontend.optim import MultiTransformState as MultiTransformState
 from kiln.frontend.optim import OptState as OptState
 from kiln.frontend.optim import Params as Params
+from kiln.frontend.optim import PartitionState as PartitionState
 from kiln.frontend.optim import ScalarOrSchedule as ScalarOrSchedule
 from kiln.frontend.optim import ScaleByAdamState as ScaleByAdamState
 from kiln.frontend.optim import ScaleByLionState as ScaleByLionState
 from kiln.frontend.optim import ScaleByRmsState as ScaleByRmsState
+from kiln.frontend.optim import ScaleByRmsWithCountState as ScaleByRmsWithCountState
 from kiln.frontend.optim import ScaleByRssState as ScaleByRssState
 from kiln.frontend.optim import ScaleByRStdDevState as ScaleByRStdDevState
+from kiln.frontend.optim import ScaleByRStdDevWithCountState as ScaleByRStdDevWithCountState
 from kiln.frontend.optim import ScaleByScheduleState as ScaleByScheduleState
 from kiln.frontend.optim import ScaleByTrustRatioState as ScaleByTrustRatioState
 from kiln.frontend.optim import Schedule as Schedule
@@ -51,8 +56,10 @@ from kiln.frontend.optim import linear_schedule as linear_schedule
 from kiln.frontend.optim import lion as lion
 from kiln.frontend.optim import log_cosh as log_cosh
 from kiln.frontend.optim import masked as masked
+from kiln.frontend.optim import multi_transform as multi_transform
 from kiln.frontend.optim import nadam as nadam
 from kiln.frontend.optim import nadamw as nadamw
+from kiln.frontend.optim import partition as partition
 from kiln.frontend.optim import piecewise_constant_schedule as piecewise_constant_schedule
 from kiln.frontend.optim import polynomial_schedule as polynomial_schedule
 from kiln.frontend.optim import rmsprop as rmsprop
@@ -82,13 +89,16 @@ __all__ = [
     "adagrad", "adam", "adamw", "add_decayed_weights", "apply_if_finite", "apply_updates", "ApplyIfFiniteState",
     "chain", "clip", "clip_by_global_norm", "constant_schedule", "cosine_decay_schedule", "cosine_distance",
     "cosine_similarity", "EmptyState", "exponential_decay", "flatten", "global_norm", "GradientTransformation",
-    "hinge_loss", "huber_loss", "identity", "inject_hyperparams", "InjectHyperparamsState", "join_schedules",
+    "hinge_loss", "huber_loss", "identity", "inject_hyperparams", "InjectHyperparamsState",
+    "InjectStatefulHyperparamsState", "join_schedules",
     "kl_divergence", "kl_divergence_with_log_targets", "l2_loss", "lamb", "linear_schedule", "lion", "log_cosh",
-    "losses", "masked", "MaskedNode", "MaskedState", "MultiSteps", "MultiStepsState", "nadam", "nadamw", "OptState",
+    "losses", "masked", "MaskedNode", "MaskedState", "multi_transform", "MultiTransformState", "MultiSteps",
+    "MultiStepsState", "partition", "PartitionState", "nadam", "nadamw", "OptState",
     "Params", "piecewise_constant_schedule", "polynomial_schedule", "rmsprop", "safe_softmax_cross_entropy",
     "ScalarOrSchedule", "scale", "scale_by_adam", "scale_by_learning_rate", "scale_by_lion", "scale_by_rms",
     "scale_by_rss", "scale_by_schedule", "scale_by_stddev", "scale_by_trust_ratio", "ScaleByAdamState",
-    "ScaleByLionState", "ScaleByRmsState", "ScaleByRssState", "ScaleByRStdDevState", "ScaleByScheduleState",
+    "ScaleByLionState", "ScaleByRmsState", "ScaleByRmsWithCountState", "ScaleByRssState", "ScaleByRStdDevState",
+    "ScaleByRStdDevWithCountState", "ScaleByScheduleState",
     "ScaleByTrustRatioState", "Schedule", "schedules", "set_to_zero", "sgd", "sigmoid_binary_cross_entropy",
     "softmax_cross_entropy", "softmax_cross_entropy_with_integer_labels", "squared_error", "trace", "TraceState",
     "Updates", "warmup_cosine_decay_schedule", "warmup_exponential_decay_schedule", "zero_nans", "ZeroNansState",

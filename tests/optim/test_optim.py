@@ -402,3 +402,50 @@ def test_adam_mu_dtype():
     assert u["w"].dtype == np.float32 and state[0].mu["w"].dtype == jnp.bfloat16
     # the first Adam step is -lr * g / (|g| + eps) up to the bf16 rounding of mu
     np.testing.assert_allclose(np.asarray(u["w"]), -0.05 * np.sign(GRADS[0]["w"]), rtol=1e-2)
+
+
+def test_partition_applies_one_transformation_per_label():
+    params = {"w": jnp.array([1.0, 2.0]), "b": jnp.array([3.0])}
+    grads = {"w": jnp.array([0.5, -0.5]), "b": jnp.array([1.0])}
+    for make in (optim.partition, optim.multi_transform):
+        tx = make({"fast": optim.sgd(1.0), "frozen": optim.set_to_zero()}, {"w": "fast", "b": "frozen"})
+        state = tx.init(params)
+        assert isinstance(state, optim.PartitionState) and set(state.inner_states) == {"fast", "frozen"}
+        updates, state = tx.update(grads, state, params)
+        np.testing.assert_array_equal(updates["w"], [-0.5, 0.5])
+        np.testing.assert_array_equal(updates["b"], [0.0])
+    # labels from a function of the params; a prefix of the params' structure
+    tx = optim.partition({"a": optim.sgd(0.5)}, lambda p: kiln.tree_util.tree_map(lambda _: "a", p))
+    np.testing.assert_array_equal(tx.update(grads, tx.init(params), params)[0]["b"], [-0.5])
+    pair = ({"w": jnp.ones(2)}, jnp.ones(3))
+    tx = optim.partition({"g": optim.sgd(1.0), "d": optim.sgd(2.0)}, ("g", "d"))
+    out, _ = tx.update(pair, tx.init(pair), pair)
+    np.testing.assert_array_equal(out[1], [-2.0, -2.0, -2.0])
+    with pytest.raises(ValueError, match=r"partition: some parameters have no transformation: labels \['fast', "
+                                         r"'other'\], but transforms has keys \['fast'\]"):
+        optim.partition({"fast": optim.sgd(1.0)}, {"w": "fast", "b": "other"}).init(params)
+
+
+def test_optax_state_layouts_and_defaults():
+    p = jnp.zeros(3)
+    assert len(optim.sgd(0.1).init(p)) == 2  # identity() in the momentum's place, as optax
+    assert len(optim.rmsprop(0.1).init(p)) == 3
+    assert type(optim.scale_by_rms().init(p)) is optim.ScaleByRmsState
+    assert type(optim.scale_by_rms(bias_correction=True).init(p)) is optim.ScaleByRmsWithCountState
+    assert type(optim.scale_by_stddev().init(p)).__name__ == "ScaleByRStdDevState"
+    assert optim.lamb(0.1).init(p)[2] == optim.EmptyState()
+    # inject_hyperparams keeps the factory's defaults as hyperparameters (float32 arrays)
+    state = optim.inject_hyperparams(optim.adam)(learning_rate=0.1).init(p)
+    assert sorted(state.hyperparams) == ["b1", "b2", "eps", "eps_root", "learning_rate"]
+    assert state.hyperparams["b1"].dtype == np.float32 and float(state.hyperparams["b1"]) == np.float32(0.9)
+    assert state.hyperparams_states == {}
+    # MultiSteps has not updated on a fresh state; it has after the k-th step
+    ms = optim.MultiSteps(optim.sgd(0.1), 2)
+    s = ms.init(jnp.ones(2))
+    assert not bool(ms.has_updated(s))
+    _, s = ms.update(jnp.ones(2), s, jnp.ones(2))
+    assert not bool(ms.has_updated(s))
+    _, s = ms.update(jnp.ones(2), s, jnp.ones(2))
+    assert bool(ms.has_updated(s))
+    # a piecewise constant schedule without boundaries is its value as given
+    assert optim.piecewise_constant_schedule(0.5)(3) == 0.5
