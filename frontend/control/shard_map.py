@@ -31,6 +31,7 @@ from ..core.ir import ClosedIR
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify, eval_ir, trace_origin, trace_to_ir
 from ..core.varying import VaryingInput, varying_axes
+from ..driver.array import Array
 from ..driver.sharding import Mesh, NamedSharding, PartitionSpec, get_mesh, spec_axes_problem
 from ..lax.collectives import axis_index_p, psum_p
 from .common import fun_name, trace_callable
@@ -236,7 +237,19 @@ def _apply(f: Callable, mesh: Mesh, args: tuple, in_specs: Any, out_specs: Any, 
     if check:
         _check_replication(closed, specs, o_specs, out_leaf_specs, mesh, paths, where)
     outs = bind_shard_map(closed, [leaves[i] for i in dynamic], mesh, specs, o_specs, check, fun_name(f))
+    outs = [_as_stated(o, mesh, s) for o, s in zip(outs, out_leaf_specs)]
     return tree_util.tree_unflatten(out_tree, outs)
+
+
+def _as_stated(out: Any, mesh: Mesh, spec: PartitionSpec) -> Any:
+    """An eager result described by the spec out_specs gave it (``P('x', None)``, as JAX's result says), where the
+    layout read back from the partitioner is that one (which drops trailing Nones: ``P('x',)``)."""
+    if type(out) is not Array or out._sharding is None or not isinstance(spec, PartitionSpec):
+        return out
+    stated = NamedSharding(mesh, spec)
+    if out._sharding == stated or not stated.is_equivalent_to(out._sharding, out.ndim):
+        return out
+    return Array(out._buf, out.aval, None, out._committed, stated)
 
 
 def bind_shard_map(closed: ClosedIR, args: Sequence[Any], mesh: Mesh, in_specs: Sequence[SpecDims],

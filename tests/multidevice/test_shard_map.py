@@ -325,3 +325,16 @@ def test_in_specs_default_to_the_arguments_layouts(mesh):
     other = kiln.device_put(_x(8), NamedSharding(kiln.make_mesh((8,), ("rows",)), P("rows")))
     with pytest.raises(ValueError, match="is laid out over .* not over the shard_map's mesh"):
         kiln.shard_map(lambda b: b, mesh=mesh, out_specs=P())(other)
+
+
+def test_eager_results_carry_the_stated_out_specs(mesh):
+    # As JAX's: the result's spec is the out_specs entry as written (P("data", None)), not the layout read back
+    # from the partitioner, which drops trailing Nones; the layout and the values are the same
+    x = kiln.device_put(_x(8, 4), NamedSharding(mesh, P(None, "data")))
+    out = kiln.shard_map(lambda a: a * 2, mesh=mesh, in_specs=P(None, "data"), out_specs=P(None, "data"))(x)
+    assert out.sharding.spec == P(None, "data")
+    rows = kiln.shard_map(lambda a: lax.psum_scatter(a, "data", tiled=True), mesh=mesh, in_specs=P(None, "data"),
+                          out_specs=P("data", None))(x)
+    assert rows.sharding.spec == P("data", None) and rows.sharding == NamedSharding(mesh, P("data", None))
+    np.testing.assert_allclose(np.asarray(out), _x(8, 4) * 2)
+    assert rows.sharding.is_equivalent_to(NamedSharding(mesh, P("data")), 2)
