@@ -366,6 +366,35 @@ class Config:
 config = Config()
 
 
+# JAX's environment variables that have a kiln counterpart. kiln reads only its own: without a word, a JAX user's
+# ``JAX_ENABLE_X64=1 python train.py`` would compute in float32.
+_JAX_ENVIRONMENT = {
+    "JAX_ENABLE_X64": "KILN_ENABLE_X64", "JAX_PLATFORMS": "KILN_PLATFORMS", "JAX_PLATFORM_NAME": "KILN_PLATFORMS",
+    "JAX_DISABLE_JIT": "KILN_DISABLE_JIT", "JAX_DEBUG_NANS": "KILN_DEBUG_NANS", "JAX_DEBUG_INFS": "KILN_DEBUG_INFS",
+    "JAX_LOG_COMPILES": "KILN_LOG_COMPILES", "JAX_EXPLAIN_CACHE_MISSES": "KILN_EXPLAIN_CACHE_MISSES",
+    "JAX_CHECK_TRACER_LEAKS": "KILN_CHECK_TRACER_LEAKS", "JAX_COMPILATION_CACHE_DIR": "KILN_CACHE_DIR",
+    "JAX_NUM_CPU_DEVICES": "KILN_NUM_CPU_DEVICES",
+}
+
+
+def jax_environment_message(environ: Any) -> str | None:
+    """What to tell a user whose environment sets JAX's variables that kiln does not read (and not kiln's own
+    counterparts), or None."""
+    ignored = [(jax_name, kiln_name) for jax_name, kiln_name in _JAX_ENVIRONMENT.items()
+               if jax_name in environ and kiln_name not in environ]
+    if not ignored:
+        return None
+    items = "; ".join(f"{j}={environ[j]!r} (kiln's variable: {k})" for j, k in ignored)
+    return (f"kiln reads its own environment variables, not JAX's, so these have no effect on kiln: {items}. Set "
+            "kiln's variables too (or call kiln.config.update with the flag's name, e.g. 'jax_enable_x64').")
+
+
+_message = jax_environment_message(os.environ)
+if _message:
+    warnings.warn(_message, stacklevel=2)
+del _message
+
+
 def _command_line_flag(arg: str) -> tuple[str, str] | None:
     """``("jax_enable_x64", "true")`` for ``--jax_enable_x64`` (``"false"`` for ``--nojax_enable_x64``), the
     name and text of ``--jax_name=text``; None for any other argument."""

@@ -267,6 +267,7 @@ class MultiStepsState(NamedTuple):
     gradient_step: Any
     inner_opt_state: Any
     acc_grads: Any
+    skip_state: Any = ()  # (optax's field; kiln takes no should_skip_update_fn, so it stays empty)
 
 
 class MultiSteps:
@@ -275,7 +276,7 @@ class MultiSteps:
     mini-steps return zero updates."""
 
     def __init__(self, opt: GradientTransformation, every_k_schedule, use_grad_mean: bool = True,
-                 should_skip_update_fn=None):
+                 should_skip_update_fn=None, accumulator_dtype=jnp.float32):
         _check_transform(opt, "MultiSteps")
         if should_skip_update_fn is not None:
             raise NotImplementedError("MultiSteps: should_skip_update_fn is not supported by kiln.optim yet; "
@@ -288,6 +289,7 @@ class MultiSteps:
         self._opt = opt
         self._every_k = every_k_schedule
         self._use_grad_mean = use_grad_mean
+        self._acc_dtype = jnp.dtype(accumulator_dtype)  # the accumulated gradients' (float32 by default, as optax)
 
     @property
     def inner_opt(self) -> GradientTransformation:
@@ -295,23 +297,27 @@ class MultiSteps:
 
     def init(self, params) -> MultiStepsState:
         return MultiStepsState(_zeros_count(), _zeros_count(), self._opt.init(params),
-                               tree_map(jnp.zeros_like, params))
+                               tree_map(lambda p: jnp.zeros_like(p, dtype=self._acc_dtype), params))
 
     def update(self, updates, state: MultiStepsState, params=None):
-        k = jnp.asarray(self._every_k(state.gradient_step)).astype(jnp.int32)
+        # optax's operations, in its order (so that the numbers round as optax's): the running mean (or sum) in
+        # the accumulator's dtype, the inner update on it cast to the gradients' dtypes, and the emitted step
+        # chosen by multiplying with the 0/1 of ``emit``
+        k = self._every_k(state.gradient_step)
         n = state.mini_step
         if self._use_grad_mean:
-            acc = tree_map(lambda a, g: a + (g - a) / (n + 1).astype(a.dtype), state.acc_grads, updates)
+            acc = tree_map(lambda g, a: a + (g - a) / (n + 1), updates, state.acc_grads)
         else:
-            acc = tree_map(lambda a, g: a + g, state.acc_grads, updates)
-        emit = n + 1 >= k
-        new_u, new_inner = self._opt.update(acc, state.inner_opt_state, params)
-        out = tree_map(lambda u: jnp.where(emit, u, jnp.zeros_like(u)), new_u)
-        inner = tree_map(lambda a, b: jnp.where(emit, a, b), new_inner, state.inner_opt_state)
-        acc = tree_map(lambda a: jnp.where(emit, jnp.zeros_like(a), a), acc)
-        mini = jnp.where(emit, 0, n + 1).astype(jnp.int32)
-        grad_step = jnp.where(emit, _increment(state.gradient_step), state.gradient_step).astype(jnp.int32)
-        return out, MultiStepsState(mini, grad_step, inner, acc)
+            acc = tree_map(lambda g, a: g + a, updates, state.acc_grads)
+        new_u, new_inner = self._opt.update(tree_map(lambda a, g: a.astype(g.dtype), acc, updates),
+                                            state.inner_opt_state, params)
+        emit = n == k - 1
+        inner = tree_map(lambda old, new: jnp.where(emit, new, old).astype(old.dtype), state.inner_opt_state,
+                         new_inner)
+        acc = tree_map(lambda a: ((1 - emit) * a).astype(self._acc_dtype), acc)
+        mini = _increment(n) % k
+        grad_step = emit * _increment(state.gradient_step) + (1 - emit) * state.gradient_step
+        return tree_map(lambda u: emit * u, new_u), MultiStepsState(mini, grad_step, inner, acc, state.skip_state)
 
     def has_updated(self, state: MultiStepsState):
         """Whether the last update applied the accumulated gradients (False on a fresh state, as optax's)."""

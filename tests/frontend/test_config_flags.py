@@ -158,3 +158,21 @@ def test_command_line_flags_as_jax_parses_them_with_absl(monkeypatch):
     monkeypatch.setattr(sys, "argv", ["prog", "--jax_enable_x46"])
     with pytest.raises(ConfigError, match=r"unknown flag 'jax_enable_x46'.*Did you mean 'jax_enable_x64'"):
         kiln.config.parse_flags_with_absl()
+
+
+def test_jax_environment_variables_kiln_does_not_read_are_named():
+    from kiln.frontend.core.config import jax_environment_message
+    assert jax_environment_message({}) is None
+    assert jax_environment_message({"JAX_ENABLE_X64": "1", "KILN_ENABLE_X64": "1"}) is None  # kiln's own is set
+    msg = jax_environment_message({"JAX_ENABLE_X64": "1", "JAX_PLATFORMS": "cpu", "PATH": "/bin"})
+    assert msg.startswith("kiln reads its own environment variables, not JAX's, so these have no effect on kiln: "
+                          "JAX_ENABLE_X64='1' (kiln's variable: KILN_ENABLE_X64); JAX_PLATFORMS='cpu' (kiln's "
+                          "variable: KILN_PLATFORMS).")
+    # at import, as a warning (a fresh interpreter: the check runs once, when kiln's configuration is made)
+    import os
+    import subprocess
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "KILN_ENABLE_X64"))}
+    out = subprocess.run([sys.executable, "-c", "import kiln, kiln.numpy as knp; print(knp.ones(1).dtype)"],
+                         env={**env, "JAX_ENABLE_X64": "1"}, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0 and out.stdout.strip() == "float32"
+    assert "UserWarning: kiln reads its own environment variables" in out.stderr and "KILN_ENABLE_X64" in out.stderr

@@ -449,3 +449,19 @@ def test_optax_state_layouts_and_defaults():
     assert bool(ms.has_updated(s))
     # a piecewise constant schedule without boundaries is its value as given
     assert optim.piecewise_constant_schedule(0.5)(3) == 0.5
+
+
+def test_multi_steps_accumulates_in_float32_by_default():
+    # as optax: the accumulator is float32 (accumulator_dtype) whatever the gradients' dtype; the inner
+    # optimizer gets the mean cast back to the gradients' dtype; the state has optax's skip_state field
+    p = {"w": jnp.ones(4, jnp.bfloat16)}
+    ms = optim.MultiSteps(optim.sgd(1.0), 2)
+    s = ms.init(p)
+    assert s.acc_grads["w"].dtype == np.float32 and s.skip_state == ()
+    g = {"w": jnp.full(4, 0.1, jnp.bfloat16)}
+    u, s = ms.update(g, s, p)
+    assert u["w"].dtype == jnp.bfloat16 and not np.asarray(u["w"], np.float32).any()
+    u, s = ms.update(g, s, p)
+    np.testing.assert_array_equal(np.asarray(u["w"], np.float32), -np.float32(jnp.bfloat16(0.1)))
+    assert optim.MultiSteps(optim.sgd(1.0), 2, accumulator_dtype=jnp.bfloat16).init(p).acc_grads["w"].dtype == \
+        jnp.bfloat16
