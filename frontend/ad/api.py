@@ -15,6 +15,7 @@ import numpy as np
 from ..core import dtypes, tree_util
 from ..core.avals import ShapedArray
 from ..core.ir import IR, ClosedIR, Var
+from ..core.source_info import fun_name as _fun_name
 from ..core.tracing import Tracer, abstractify, eval_ir, trace_to_ir
 from ..driver import export as _export
 from ..driver.array import Array
@@ -42,10 +43,6 @@ from .jvp import jvp_ir, non_differentiable
 from .partial_eval import partial_eval
 from .tangents import Zero, float0, instantiate, tangent_aval
 from .transpose import UndefinedPrimal, backward_pass
-
-
-def _fun_name(f: Callable) -> str:
-    return getattr(f, "__name__", None) or type(f).__name__
 
 
 def _trace_flat(f: Callable, flat_args: list, in_tree, name: str, keeps_calls: bool = True,

@@ -8,6 +8,7 @@ from ..core import dtypes, tree_util
 from ..core.avals import ShapedArray
 from ..core.errors import KilnError
 from ..core.ir import ClosedIR
+from ..core.source_info import fun_name  # noqa: F401  (the control-flow modules import it from here)
 from ..core.tracing import abstractify, trace_to_ir
 
 
@@ -65,5 +66,3 @@ def cast_to(x, aval: ShapedArray):
     return x
 
 
-def fun_name(f: Callable) -> str:
-    return getattr(f, "__name__", None) or type(f).__name__

@@ -175,3 +175,14 @@ class at:
 def override() -> SourceInfo | None:
     """The location set by an enclosing :class:`at`, if any."""
     return _override.get()
+
+
+def fun_name(fun: Any) -> str:
+    """How messages name a user's function: its ``__name__``; ``partial(body)`` for a ``functools.partial`` of
+    ``body``; else its type's name."""
+    name = getattr(fun, "__name__", None)
+    if name:
+        return name
+    if isinstance(fun, functools.partial):
+        return f"partial({fun_name(fun.func)})"
+    return type(fun).__name__

@@ -382,8 +382,6 @@ class Builder:
         return env[var]
 
 
-
-
 def materialize(x: Any) -> Any:
     """A Literal as a user-visible value: a tracer of the current trace, or an Array when eager."""
     if not isinstance(x, Literal):

@@ -188,17 +188,6 @@ def _signatures_for(fun: Callable, options: tuple) -> _Signatures:
         return _Signatures()
 
 
-def _function_name(fun: Callable) -> str:
-    """How messages name a function: its ``__name__``; ``partial(body)`` for a ``functools.partial`` of
-    ``body``; else its type's name."""
-    name = getattr(fun, "__name__", None)
-    if name:
-        return name
-    if isinstance(fun, functools.partial):
-        return f"partial({_function_name(fun.func)})"
-    return type(fun).__name__
-
-
 class JittedFunction:
     """A function compiled with :func:`jit`. Call it like the original function."""
 
@@ -208,7 +197,7 @@ class JittedFunction:
         if not callable(fun):
             raise TypeError(f"kiln.jit: expected a function, got {type(fun).__name__}: {fun!r}")
         self.fun = fun
-        self.__name__ = _function_name(fun)
+        self.__name__ = source_info.fun_name(fun)
         self.__qualname__ = getattr(fun, "__qualname__", self.__name__)
         self.__doc__ = getattr(fun, "__doc__", None)
         self.__wrapped__ = fun

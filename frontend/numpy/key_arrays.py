@@ -10,20 +10,24 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-_KEY_TYPES: tuple[type, ...] = ()
+_key_type: type | None = None
 _RULES: dict[str, Callable[..., Any]] = {}
 
 
 def register(key_type: type, rules: dict[str, Callable[..., Any]]) -> None:
     """Called by kiln.random: its key array type and, by kiln.numpy function name, the rule for key arrays."""
-    global _KEY_TYPES
-    _KEY_TYPES = (key_type,)
+    global _key_type
+    _key_type = key_type
     _RULES.update(rules)
 
 
 def any_key(*values: Any) -> bool:
-    """Whether one of ``values`` is a key array."""
-    return bool(_KEY_TYPES) and any(isinstance(v, _KEY_TYPES) for v in values)
+    """Whether one of ``values`` is a key array (by exact type: ``asarray`` asks on every call, so this costs a
+    type comparison per value)."""
+    for v in values:
+        if type(v) is _key_type:
+            return True
+    return False
 
 
 def rule(name: str) -> Callable[..., Any]:

@@ -58,18 +58,14 @@ def _increment(count):
     return jnp.where(count < big, count + 1, big).astype(jnp.int32)
 
 
-def _bias_correction(moment, decay, count):
-    """``moment / (1 - decay**count)`` leaf by leaf (in each leaf's dtype), as optax's ``tree_bias_correction``:
-    one jitted (inlined) function, so that eager updates run it as one compiled program and round as optax's."""
-    return _bias_correction_jit(moment, decay, count)
-
-
-def _bias_correction_impl(moment, decay, count):
+def _bias_correct(moment, decay, count):
+    """``moment / (1 - decay**count)`` leaf by leaf (in each leaf's dtype), as optax's ``tree_bias_correction``."""
     correction = 1 - decay ** count
     return tree_map(lambda t: t / correction.astype(t.dtype), moment)
 
 
-_bias_correction_jit = jit(_bias_correction_impl, inline=True)
+# Jitted (inlined), as optax's: eager updates run it as one compiled program, so they round as optax's
+_bias_correction = jit(_bias_correct, inline=True)
 
 
 def _check_transform(t, where: str):

@@ -16,6 +16,7 @@ from typing import Any, Iterator, Sequence
 import numpy as np
 from kiln.runtime import fastpath
 
+from .. import numpy as knp
 from ..core import dtypes, tree_util
 from ..core.axes import canonical_axis
 from ..core.tracing import Tracer, abstractify
@@ -208,7 +209,6 @@ class KeyArray:
         return self.transpose(axes)
 
     def take(self, indices, axis: int | None = None) -> KeyArray:
-        from .. import numpy as knp
         if axis is None:
             return KeyArray(knp.take(self.ravel()._data, indices, axis=0))
         return KeyArray(knp.take(self._data, indices, axis=axis % self.ndim))
@@ -218,7 +218,6 @@ class KeyArray:
 
     # -- comparison ----------------------------------------------------------------------------
     def _compare(self, other, op):
-        from .. import numpy as knp
         if not isinstance(other, KeyArray):
             raise TypeError(f"kiln.random: cannot compare a key array with {type(other).__name__}; compare "
                             "key arrays with key arrays, or their kiln.random.key_data")
@@ -314,13 +313,11 @@ def _data_of(fname: str, values: Sequence[Any]) -> list:
 
 
 def _np_stack(arrays: Sequence[Any], axis: int) -> KeyArray:
-    from .. import numpy as knp
     data = _data_of("stack", arrays)
     return KeyArray(knp.stack(data, canonical_axis("stack", axis, arrays[0].ndim + 1)))
 
 
 def _np_concatenate(arrays: Sequence[Any], axis: int | None) -> KeyArray:
-    from .. import numpy as knp
     data = _data_of("concatenate", arrays)
     if axis is None:
         return KeyArray(knp.concatenate([d.reshape(-1, 2) for d in data], 0))
@@ -330,33 +327,28 @@ def _np_concatenate(arrays: Sequence[Any], axis: int | None) -> KeyArray:
 
 
 def _np_where(condition: Any, x: Any, y: Any) -> KeyArray:
-    from .. import numpy as knp
     data = _data_of("where", [x, y])
     return KeyArray(knp.where(knp.expand_dims(knp.asarray(condition), -1), *data))
 
 
 def _np_take(a: KeyArray, indices: Any, axis: int | None, **options: Any) -> KeyArray:
-    from .. import numpy as knp
     if axis is None:
         return KeyArray(knp.take(a._data.reshape(-1, 2), indices, 0, **options))
     return KeyArray(knp.take(a._data, indices, canonical_axis("take", axis, a.ndim), **options))
 
 
 def _np_broadcast_to(a: KeyArray, shape: Any) -> KeyArray:
-    from .. import numpy as knp
     shape = (shape,) if isinstance(shape, (int, np.integer)) else tuple(shape)
     return KeyArray(knp.broadcast_to(a._data, shape + _KEY_SHAPE))
 
 
 def _np_expand_dims(a: KeyArray, axis: Any) -> KeyArray:
-    from .. import numpy as knp
     axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
     ndim = a.ndim + len(axes)
     return KeyArray(knp.expand_dims(a._data, tuple(canonical_axis("expand_dims", ax, ndim) for ax in axes)))
 
 
 def _np_flip(a: KeyArray, axis: Any) -> KeyArray:
-    from .. import numpy as knp
     if axis is None:
         axes = tuple(range(a.ndim))
     else:
@@ -366,7 +358,6 @@ def _np_flip(a: KeyArray, axis: Any) -> KeyArray:
 
 
 def _np_asarray(a: KeyArray, dtype: Any, copy: bool | None) -> KeyArray:
-    from .. import numpy as knp
     if dtype is not None and dtype != KEY_DTYPE:
         raise TypeError(f"kiln.numpy.asarray: a key array (dtype {KEY_DTYPE.name}) cannot be converted to dtype "
                         f"{np.dtype(dtype).name if isinstance(dtype, (type, np.dtype)) else dtype}; use "
@@ -391,7 +382,6 @@ def _is_array(x: Any) -> bool:
 
 def _check_raw_key_data(fname: str, data: Any) -> Any:
     """Validate raw key data (uint32, trailing dimension 2); a kiln array or tracer."""
-    from .. import numpy as knp
     if isinstance(data, (np.ndarray, np.generic)):
         data = knp.asarray(data)
     aval = abstractify(data)
@@ -511,7 +501,6 @@ def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> KeyArray:
         raise TypeError("kiln.random.wrap_key_data: expected uint32 key data, but was given a key array (dtype "
                         "key<fry>) that is already typed")
     if not _is_array(key_bits_array):
-        from .. import numpy as knp
         try:
             key_bits_array = knp.asarray(key_bits_array)
         except Exception:
@@ -606,7 +595,6 @@ def fold_in(key: Any, data: Any) -> Any:
     if shape:
         raise TypeError(f"kiln.random.fold_in: accepts a scalar, but was given an array of shape {shape} != (). "
                         "Use kiln.vmap for batching.")
-    from .. import numpy as knp
     msg = knp.asarray(data).astype(dtypes.uint32)
     return _wrap(_fold_in_impl(kdata, msg), typed)
 
