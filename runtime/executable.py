@@ -52,6 +52,11 @@ class Executable:
         """Launch the computation on ``args``; returns the output buffers without waiting for them."""
         if self.host_callbacks:
             return self._execute_with_callbacks(args)
+        for i, a in enumerate(args):
+            # Checked first, not from the launch's error: a launch on a deleted buffer has PJRT log an error line,
+            # and callers come here after a fast path's launch failed (one such line is enough).
+            if type(a) is Buffer and a.is_deleted():
+                raise deleted_error(f"argument {i} of the computation")
         try:
             results = self._exe.execute_sharded(args)
         except (JaxRuntimeError, TypeError) as e:

@@ -35,6 +35,12 @@ _new_object = object.__new__
 _flat_of, _aux_of, _buf_of = operator.attrgetter("_flat"), operator.itemgetter(1), operator.attrgetter("_buf")
 
 
+class LaunchFailed(Exception):
+    """A direct launch raised (e.g. on a deleted argument). ``run`` raises it, rather than returning None as for a
+    call that does not match, so that the caller goes straight to its Python path, which explains the error
+    without launching again: every failed launch has PJRT log an error line."""
+
+
 class DirectCall:
     """One compiled signature: per argument, the ``Array._flat`` aux tuple it takes (or a :class:`ScalarSlot`),
     and what to launch. ``run(args)`` is the call.
@@ -65,7 +71,7 @@ class DirectCall:
 
     def run(self, args: tuple, kwargs: dict | None = None) -> Any:
         """The result of the call on ``args`` (and keyword arguments ``kwargs``), or None when they do not match
-        this signature (or the launch failed before running: the caller's other paths then explain it)."""
+        this signature; :class:`LaunchFailed` when the launch raised."""
         auxes = self.auxes
         if kwargs or len(args) != len(auxes) or dispatch_epoch.current is not self.epoch:
             return None
@@ -86,7 +92,7 @@ class DirectCall:
         try:
             outs = self.finish(self.start(bufs))
         except Exception:  # e.g. a deleted argument
-            return None
+            raise LaunchFailed from None
         if self.single:
             return _from_flat(self.out_aux, (outs[0],))
         return tuple([_from_flat(aux, (b,)) for aux, b in zip(self.out_auxes, outs)])
@@ -119,7 +125,7 @@ class ArrayAndScalarCall(DirectCall):
         try:
             out = self.finish(self.start([a._buf, buf] if at == 0 else [buf, a._buf]))[0]
         except Exception:  # e.g. a deleted argument
-            return None
+            raise LaunchFailed from None
         return _from_flat(self.out_aux, (out,))
 
 
@@ -159,7 +165,7 @@ class PytreeCall(DirectCall):
         try:
             outs = self.finish(self.start(bufs))
         except Exception:  # e.g. a deleted argument
-            return None
+            raise LaunchFailed from None
         arrays = []
         for buf, aux in zip(outs, self.out_auxes):  # Array._from_flat(aux, (buf,)), inlined
             out = _new_object(Array)

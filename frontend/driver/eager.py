@@ -16,7 +16,7 @@ from ..core.ir import IR, Eqn, Literal, Var
 from ..core.tracing import abstractify
 from . import dispatch, nan_check, spmd
 from .array import Array
-from .direct_call import DirectCall, direct_call
+from .direct_call import DirectCall, LaunchFailed, direct_call
 
 # Bytes of executables the eager caches may keep (least recently used go first).
 EAGER_CACHE_BYTES = 128 << 20
@@ -86,7 +86,10 @@ def _apply_eagerly(prim, args: Sequence[Any], params: dict) -> Any:
     except TypeError:  # unhashable parameters: no caching at all
         return _apply(prim, args, params)[0]
     if direct is not None:
-        out = direct.run(args)
+        try:
+            out = direct.run(args)
+        except LaunchFailed:  # the Python path explains it
+            return _apply(prim, args, params)[0]
         if out is not None:
             return out
     if not fastpath.available():  # (jax imported first): the direct launch still is

@@ -22,6 +22,7 @@ from ..core import dtypes
 from ..core.config import config, dispatch_epoch
 from ..core.tracing import Tracer, active_traces, calls_kept
 from .array import Array
+from .direct_call import LaunchFailed
 from .jit import JittedFunction, call_cpp
 
 # Python ints the compiled path takes whatever the arrays' dtypes: they fit every integer dtype (uint8
@@ -205,8 +206,8 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
                         if bufs is not None:
                             try:
                                 buf = direct.finish(direct.start(bufs))[0]
-                            except Exception:  # e.g. a deleted argument: the paths below explain it
-                                buf = None
+                            except Exception:  # e.g. a deleted argument: the Python path explains it (launching
+                                return jitted()._call(*args, **kwargs)  # no more: each failure logs a PJRT line)
                             if buf is not None:
                                 aux = direct.out_aux
                                 out = _new_object(Array)
@@ -215,9 +216,12 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
                                 out._npy = None
                                 out._flat = ((buf,), aux)
                                 return out
-                out = direct.run(args, kwargs)  # the last signature, then the other recent ones
-                if out is None:
-                    out = sigs.run_direct(args, kwargs)
+                try:
+                    out = direct.run(args, kwargs)  # the last signature, then the other recent ones
+                    if out is None:
+                        out = sigs.run_direct(args, kwargs)
+                except LaunchFailed:
+                    return jitted()._call(*args, **kwargs)
                 if out is not None:
                     return out
             if active_traces():

@@ -31,7 +31,7 @@ from ..core.ir import IR, ClosedIR
 from ..core.tracing import Tracer, abstractify, active_traces, calls_kept, current_builder, eval_ir, trace_to_ir
 from . import dispatch, nan_check, retrace, spmd, stale
 from .array import Array
-from .direct_call import DirectCall, direct_call, pytree_call, with_options
+from .direct_call import DirectCall, LaunchFailed, direct_call, pytree_call, with_options
 from .sharding import flatten_shardings, resolve_spec, shardings_per_leaf
 
 _new_object = object.__new__
@@ -340,8 +340,8 @@ class JittedFunction:
                     if bufs is not None:
                         try:
                             buf = direct.finish(direct.start(bufs))[0]
-                        except Exception:  # e.g. a deleted argument: the paths below explain it
-                            buf = None
+                        except Exception:  # e.g. a deleted argument: the Python path explains it (launching no
+                            return self._call(*args, **kwargs)  # more: each failed launch logs a PJRT error line)
                         if buf is not None:
                             # Array._from_flat(direct.out_aux, (buf,)), inlined
                             aux = direct.out_aux
@@ -351,9 +351,12 @@ class JittedFunction:
                             out._npy = None
                             out._flat = ((buf,), aux)
                             return out
-            out = direct.run(args, kwargs)  # the last signature, then the other recent ones
-            if out is None:
-                out = sigs.run_direct(args, kwargs)
+            try:
+                out = direct.run(args, kwargs)  # the last signature, then the other recent ones
+                if out is None:
+                    out = sigs.run_direct(args, kwargs)
+            except LaunchFailed:
+                return self._call(*args, **kwargs)
             if out is not None:
                 return out
         # disable_jit, debug_nans, debug_infs; and inside a trace, where the call is recorded, not run (jaxlib's C++

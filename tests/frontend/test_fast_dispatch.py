@@ -138,6 +138,34 @@ def test_deleted_argument_still_gets_kiln_error():
     np.testing.assert_array_equal(f(knp.ones(3)), np.full(3, 2.0))
 
 
+
+def test_a_deleted_argument_is_launched_at_most_once(run_py):
+    # Every launch on a deleted buffer has PJRT log an error line; the fast paths that find one hand the call to
+    # the Python path, which checks before launching, instead of launching again (three lines before; JAX's jit
+    # logs one). In a subprocess, to read its stderr.
+    proc = run_py("""
+        import sys
+        import kiln, kiln.numpy as knp
+        donate = kiln.jit(lambda x: x * 2, donate_argnums=0)
+        g = kiln.jit(lambda x: x + 1)
+        g(knp.ones(4)), g(knp.ones(4))
+        knp.tanh(knp.ones(4)), knp.tanh(knp.ones(4))
+        for call in (g, knp.tanh, lambda x: x - 1.0, lambda x: g(x=x)):
+            x = knp.ones(4)
+            donate(x)
+            try:
+                call(x)
+            except kiln.DeletedBufferError as e:
+                assert "deleted" in str(e), e
+            else:
+                sys.exit("no error")
+            print("call done", file=sys.stderr, flush=True)
+    """)
+    calls = proc.stderr.split("call done")[:-1]
+    assert len(calls) == 4, proc.stderr
+    for text in calls:
+        assert text.count("ExecutePrepare") <= 1, text
+
 def test_config_change_retraces(count_misses):
     f = kiln.jit(lambda a: a + 1.0)
     x = knp.ones(2)
