@@ -455,8 +455,11 @@ class JittedFunction:
         key = (treedef, avals, static, config.trace_key(), device)
         entry = self._signatures.get(key)
         if entry is None:
-            if config.explain_cache_misses and self._last_key is not None:
-                retrace.explain_miss(self.__name__, self._last_key, key)
+            if config.explain_cache_misses:
+                if self._last_key is not None:
+                    retrace.explain_miss(self.__name__, self._last_key, key)
+                elif not self._signatures.entries:
+                    retrace.explain_first_trace(self.fun, self.__name__)
             entry = self._trace_once(key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed)
         self._last_key = key
         return entry

@@ -54,6 +54,21 @@ def explain_miss(name: str, old: tuple, new: tuple) -> None:
     warn_at_user(f"kiln.jit({name}): cache miss, retracing because the {' and '.join(changed)} changed{detail}")
 
 
+
+def explain_first_trace(fun: Any, name: str) -> None:
+    """``explain_cache_misses`` on the first trace of a user's function object (as JAX's "never seen function"),
+    saying when another object made from the same code was traced before: a function jitted anew per call."""
+    code = getattr(unwrap_function(fun), "__code__", None)
+    if is_kiln_function(fun):
+        return  # kiln's own library functions: their first traces are no news to the user
+    where = f", defined at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
+    message = f"kiln.jit({name}): cache miss, tracing for the first time (a function never called before{where})"
+    seen = _fresh_functions.get(code) if code is not None else None
+    if seen is not None and seen[0]() is not fun:
+        message += ("; another function made from the same code was traced before: if the function is created and "
+                    "jitted anew for every call, no compiled program is reused (create and jit it once)")
+    warn_at_user(message)
+
 class TraceHistory:
     """The signatures one function (under one set of jit options) was traced for, kept until the retrace
     warning has been given."""
