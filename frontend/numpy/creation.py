@@ -9,6 +9,7 @@ import numpy as np
 
 from .. import lax
 from ..core import dtypes
+from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.errors import ConcretizationTypeError, IntegerOverflowError, NegativeDimensionError
 from ..core.tracing import Tracer, abstractify, materialize
@@ -206,11 +207,23 @@ def empty(shape, dtype=None, *, device=None) -> Any:
     return zeros(shape, dtype)
 
 
+def _duck_aval(x) -> ShapedArray | None:
+    """The shape and dtype of an object that is no array but has both (``kiln.ShapeDtypeStruct``), else None."""
+    if isinstance(x, (Array, Tracer, np.ndarray, np.generic)) or not (hasattr(x, "shape") and hasattr(x, "dtype")):
+        return None
+    try:
+        return ShapedArray(tuple(x.shape), dtypes.canonicalize_dtype(x.dtype), bool(getattr(x, "weak_type", False)))
+    except (TypeError, ValueError):
+        return None  # (check_arraylike then explains what it is)
+
+
 def _filled_like(fname, x, fill_value, shape, dtype):
     """``full`` with the shape and dtype of ``x`` (unless given). As in JAX, the result is weakly typed when
     ``x`` is, no dtype is given and the fill is a scalar: ``zeros_like(1.0) + bfloat16_array`` stays bfloat16."""
-    check_arraylike(fname, x)
-    aval = abstractify(x)
+    aval = _duck_aval(x)  # as JAX's: anything with a shape and a dtype (a ShapeDtypeStruct) gives them
+    if aval is None:
+        check_arraylike(fname, x)
+        aval = abstractify(x)
     shape = aval.shape if shape is None else static_shape(fname, shape)
     if dtype is None and aval.weak_type and np.ndim(fill_value) == 0:  # (an array fill keeps its strong type)
         check_arraylike(fname, x, fill_value)

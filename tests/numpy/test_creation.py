@@ -424,3 +424,15 @@ def test_the_truncation_warning_comes_at_every_call(call):
         warnings.simplefilter("error")
         with kiln.config.override("enable_x64", True):
             assert call().dtype.itemsize == 8
+
+
+def test_like_functions_take_a_shape_dtype_struct():
+    # as jax.numpy's: anything with a shape and a dtype (optax's microbatching accumulators start so)
+    spec = kiln.ShapeDtypeStruct((2, 3), np.int32)
+    np.testing.assert_array_equal(knp.zeros_like(spec), np.zeros((2, 3), np.int32))
+    assert knp.zeros_like(spec).dtype == np.int32 and not knp.zeros_like(spec).weak_type
+    np.testing.assert_array_equal(knp.ones_like(spec, dtype=np.float32, shape=(4,)), np.ones(4, np.float32))
+    np.testing.assert_array_equal(knp.full_like(spec, 7), np.full((2, 3), 7, np.int32))
+    assert kiln.jit(lambda: knp.empty_like(spec))().shape == (2, 3)
+    with pytest.raises(TypeError, match="zeros_like: argument 0 of type object .* is not an array or a scalar"):
+        knp.zeros_like(object())
