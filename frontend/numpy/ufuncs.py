@@ -11,6 +11,7 @@ from ..ad.logaddexp import logaddexp_e
 from ..core import dtypes
 from ..core.ir import Literal
 from ..core.tracing import abstractify, materialize
+from ..driver.array import Array
 from ..driver.eager_jit import eager_jit
 from . import _util, key_arrays
 from ._util import check_arraylike, convert, is_array
@@ -200,11 +201,22 @@ def divmod(x, y, /):  # noqa: A001
 
 
 def power(x, y, /):
-    """Elementwise ``x ** y``. A Python int exponent is exact repeated multiplication (as JAX's
-    ``integer_pow``); integer arrays to traced integer powers stay integers."""
+    """Elementwise ``x ** y``. A concrete integer scalar exponent (a Python or NumPy int, a 0-d integer array not
+    being traced) is exact repeated multiplication (as JAX's ``integer_pow``); integer arrays to traced integer
+    powers stay integers."""
     if type(y) is int:
         return _integer_power(x, y)
-    return _power(x, y)
+    n = _concrete_int(y)
+    return _power(x, y) if n is None else _integer_power(x, n)
+
+
+def _concrete_int(y) -> int | None:
+    """``y`` as a Python int when it is a concrete integer scalar other than a Python int, else None. JAX's power
+    takes these as it takes a Python int (``0.999 ** count`` with a concrete int32 count is exact
+    multiplication there too)."""
+    if isinstance(y, (np.integer, np.ndarray, Array)) and np.ndim(y) == 0 and dtypes.kind(y.dtype) in "iu":
+        return int(y)
+    return None
 
 
 @eager_jit()

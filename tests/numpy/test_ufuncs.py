@@ -451,3 +451,19 @@ def test_logaddexp_derivative_is_jaxs_rule():
     x = f32(-5.3)
     assert kiln.grad(kiln.nn.softplus)(x) == kiln.lax.exp(x - kiln.nn.softplus(x))
     assert kiln.grad(lambda a: knp.logaddexp2(a, 1.0))(0.5) == kiln.lax.exp2(f32(0.5) - knp.logaddexp2(0.5, 1.0))
+
+
+def test_a_concrete_integer_array_exponent_is_exact_multiplication():
+    # as jax.numpy.power: a concrete integer scalar exponent of any kind (a NumPy int, a 0-d int32 array, optax's
+    # step count) is integer_pow, exact repeated multiplication; traced, it is lax.pow (which rounds otherwise)
+    base = np.float32(0.999)
+    want = base * base * base
+    for e in (np.int32(3), np.asarray(3, np.int64), knp.asarray(3, knp.int32), knp.asarray(np.uint8(3))):
+        got = knp.power(base, e)
+        assert got.dtype == np.float32 and not got.weak_type
+        np.testing.assert_array_equal(got, want)
+    assert "integer_pow" in str(kiln.make_ir(lambda x: x ** knp.asarray(3))(knp.ones(2)))
+    assert "integer_pow" not in str(kiln.make_ir(lambda x, n: x ** n)(knp.ones(2), knp.asarray(3)))
+    np.testing.assert_array_equal(knp.power(knp.asarray([2, 3]), np.int64(2)), [4, 9])
+    with pytest.raises(ValueError, match="integers to negative integer powers are not allowed"):
+        knp.power(knp.asarray([2, 3]), np.int32(-1))
