@@ -288,6 +288,17 @@ def used_inputs(ir: IR) -> list[bool]:
     return [v in used for v in ir.constvars + ir.invars]
 
 
+
+def read_constants_inline(ir: IR, values: list) -> IR:
+    """``ir`` reading the constvars whose entry in ``values`` (one per constvar) is a host array as literals, so
+    that the passes and XLA fold them as constants of the program, as JAX writes closed-over arrays into its
+    modules; those constvars stay in the signature, unused (lowering drops them). None: a parameter still."""
+    env = {v: Literal(value, v.aval) for v, value in zip(ir.constvars, values) if value is not None}
+    if not env:
+        return ir
+    eqns = [Eqn(e.prim, _read(env, e.inputs), e.outputs, e.params, e.source) for e in ir.eqns]
+    return IR(ir.constvars, ir.invars, eqns, _read(env, ir.outvars))
+
 def optimize(ir: IR) -> IR:
     """The standard pipeline: inline, simplify, CSE, DCE."""
     return eliminate_dead_code(eliminate_common_subexpressions(simplify(inline_calls(ir))))

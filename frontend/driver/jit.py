@@ -22,12 +22,12 @@ import numpy as np
 
 from kiln import runtime
 
-from ..core import caches, dtypes, source_info, tree_util
+from ..core import caches, dtypes, passes, source_info, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import call_p
 from ..core.config import config, dispatch_epoch
 from ..core.errors import KilnError
-from ..core.ir import IR, ClosedIR
+from ..core.ir import INLINE_CONSTANT_SIZE, IR, ClosedIR
 from ..core.tracing import Tracer, abstractify, active_traces, calls_kept, current_builder, eval_ir, trace_to_ir
 from . import dispatch, nan_check, retrace, spmd, stale
 from .array import Array
@@ -395,7 +395,9 @@ class JittedFunction:
             in_avals = [v.aval for v in entry.closed.ir.invars]
             call = direct_call(dyn_args, in_avals, kept, entry.const_buffers, compiled.executable, out, entry.device)
         if call is None:
-            call = pytree_call(dyn_args, dyn_kwargs, in_tree, leaves, compiled.kept, entry.const_buffers,
+            # (const_buffers holds the kept constants only: each of them is taken)
+            kept_all = [True] * len(entry.const_buffers) + list(kept)
+            call = pytree_call(dyn_args, dyn_kwargs, in_tree, leaves, kept_all, entry.const_buffers,
                                compiled.executable, entry.out_tree, out, entry.device)
         options = tuple((where, value.value) for where, value in static)
         self._signatures.remember(with_options(call, options, n_args))
@@ -408,9 +410,6 @@ class JittedFunction:
             return None
         compiled = entry.compiled
         n_consts = len(entry.closed.ir.constvars)
-        # The C++ passes every const_arg ahead of the arguments: only when XLA kept all of them.
-        if not all(compiled.kept[:n_consts]):
-            return None
         exe = compiled.executable
         if exe.host_callbacks:  # launches order effects and explain callback errors in Python (as JAX's)
             return None
@@ -622,7 +621,7 @@ class JittedFunction:
 
     def _compile(self, entry: _Entry, lowered: Any = None) -> dispatch.CompiledIR:
         start = time.perf_counter()
-        ir = entry.closed.ir
+        ir = _program_ir(entry.closed)
         donated = [False] * len(ir.constvars) + entry.donated
         if isinstance(entry.device, spmd.MeshPlacement):
             compiled = spmd.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
@@ -763,7 +762,7 @@ class Lowered:
 
     def __init__(self, jitted: JittedFunction, entry: _Entry, in_tree: Any):
         self.jitted, self.entry, self.in_tree = jitted, entry, in_tree
-        ir = entry.closed.ir
+        ir = _program_ir(entry.closed)
         donated = [False] * len(ir.constvars) + entry.donated
         if isinstance(entry.device, spmd.MeshPlacement):
             self._lowered = spmd.lower_ir(ir, entry.device, donated=donated, keep_unused=jitted.keep_unused,
@@ -1001,6 +1000,23 @@ def make_ir(fun: Callable, *, static_argnums=None, static_argnames=None) -> Call
     def traced(*args, **kwargs) -> ClosedIR:
         return jitted.trace(*args, **kwargs).ir
     return traced
+
+
+def _small_host_value(const: Any) -> np.ndarray | None:
+    """The host value of a closed-over array of at most INLINE_CONSTANT_SIZE elements (read once, when the program
+    is lowered), else None: larger ones stay parameters of the program, not constants XLA compiles in."""
+    if type(const) is not Array or const.aval.size > INLINE_CONSTANT_SIZE:
+        return None
+    try:
+        return np.asarray(const)
+    except runtime.KilnRuntimeError:  # e.g. deleted: as a parameter, the launch explains it
+        return None
+
+
+def _program_ir(closed: ClosedIR) -> IR:
+    """The IR a jitted function's program is lowered from: its small closed-over arrays read as constants, as JAX
+    writes closed-over arrays into its modules (XLA folds them as JAX's, so the programs round alike)."""
+    return passes.read_constants_inline(closed.ir, [_small_host_value(c) for c in closed.consts])
 
 
 def call_cpp(jitted: JittedFunction, args: tuple, kwargs: dict) -> Any:

@@ -546,3 +546,24 @@ def test_dispatch_is_asynchronous():
     np.testing.assert_array_equal(np.asarray(pending), np.asarray(chain(b).block_until_ready()))
     if not seen_pending:
         pytest.skip("the device finished before is_ready() could be observed; asynchrony not observable here")
+
+
+def test_small_closed_over_arrays_are_constants_of_the_program_as_in_jax():
+    # JAX writes closed-over arrays into its module, so XLA folds them: a kiln program passing them as parameters
+    # fused (and rounded) otherwise. Small ones (INLINE_CONSTANT_SIZE elements) are constants; larger ones stay
+    # parameters (no huge constants to compile in), and the IR keeps them all as constvars, as JAX's jaxprs do.
+    decay = knp.asarray(0.99)
+    table = knp.asarray(np.arange(6, dtype=np.float32).reshape(2, 3))
+    big = knp.ones(100)
+    f = kiln.jit(lambda x, y: (x @ table * decay, y + big))
+    x, y = np.ones((4, 2), np.float32), np.ones(100, np.float32)
+    text = f.lower(x, y).as_text()
+    assert "stablehlo.constant dense<9.900000e-01> : tensor<f32>" in text
+    assert "tensor<2x3xf32>" in text and "dense<[[0.000000e+00, 1.000000e+00" in text
+    params = text.split("@main(")[1].split(")")[0]
+    assert params.count("%arg") == 3 and "tensor<100xf32>" in params and "tensor<2x3xf32>" not in params
+    assert len(kiln.make_ir(lambda x, y: (x @ table * decay, y + big))(x, y).consts) == 3
+    for _ in range(3):  # (and the fast paths launch it with only the kept constant)
+        a, b = f(x, y)
+        np.testing.assert_allclose(a, x @ np.arange(6, dtype=np.float32).reshape(2, 3) * np.float32(0.99))
+        np.testing.assert_array_equal(b, y + 1)
