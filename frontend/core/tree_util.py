@@ -852,19 +852,22 @@ def tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: Callable[[Any], bo
 def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree: Any, *, identity: Any = _NO_INITIALIZER,
                             is_leaf: Callable[[Any], bool] | None = None) -> Any:
     """Reduce the leaves with an associative ``operation`` in a balanced tree of calls (depth log2 of the
-    number of leaves): adjacent pairs first, then pairs of those. An empty tree needs ``identity``."""
+    number of leaves), in JAX's order: the reductions of the first and the second half of the leaves combined,
+    each half split the same way (floating-point sums then round as JAX's). An empty tree needs ``identity``."""
     leaves = tree_leaves(tree, is_leaf)
     if not leaves:
         if identity is _NO_INITIALIZER:
             raise TypeError("tree_reduce_associative: the tree has no leaves; pass identity=... to reduce an "
                             "empty tree")
         return identity
-    while len(leaves) > 1:
-        paired = [operation(a, b) for a, b in zip(leaves[0::2], leaves[1::2])]
-        if len(leaves) % 2:
-            paired.append(leaves[-1])
-        leaves = paired
-    return leaves[0]
+    return _reduce_halves(operation, leaves)
+
+
+def _reduce_halves(operation: Callable[[Any, Any], Any], leaves: list) -> Any:
+    if len(leaves) == 1:
+        return leaves[0]
+    half = len(leaves) // 2
+    return operation(_reduce_halves(operation, leaves[:half]), _reduce_halves(operation, leaves[half:]))
 
 
 class _DefaultRegistry:

@@ -119,9 +119,9 @@ def test_one_level_broadcast_reduce_and_treedef_helpers():
     with pytest.raises(ValueError, match=r"tree_broadcast: .*at the root, expected a list of 2 children"):
         tree.broadcast([1, 2], [1, 2, 3])
     assert tree.reduce_associative(operator.add, [1, 2, 3, 4, 5]) == 15
-    calls = []
-    tree.reduce_associative(lambda a, b: calls.append((a, b)) or f"({a}{b})", list("abcde"))
-    assert calls[:2] == [("a", "b"), ("c", "d")]  # adjacent pairs first: a balanced tree of calls
+    # a balanced tree of calls in JAX's order (halves split recursively), so that float sums round as JAX's
+    assert tree.reduce_associative(lambda a, b: f"({a}+{b})", list("abcdefg")) == "((a+(b+c))+((d+e)+(f+g)))"
+    assert tree.reduce_associative(lambda a, b: f"({a}+{b})", list("abcd")) == "((a+b)+(c+d))"
     assert tree.reduce_associative(operator.add, [], identity=0) == 0
     with pytest.raises(TypeError, match=r"the tree has no leaves; pass identity="):
         tree.reduce_associative(operator.add, [])
