@@ -364,6 +364,8 @@ def logsumexp_impl(fname: str, a, axis, b, keepdims: bool, return_sign: bool, wh
     else:
         a, b = broadcast_args(fname, a, b)
         a, b = float_args(fname, a, b, promoted=True)
+        # terms with b == 0 take no part (in the shift either, as JAX's: a large a there must not swamp the rest)
+        a = lax.select(lax.ne(b, _const(b, 0)), a, _const(a, -np.inf))
     aval = abstractify(a)
     axes = sorted_axes(fname, axis, aval.ndim)
     mask = None if where is None else _mask(fname, where, aval.shape)

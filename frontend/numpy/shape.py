@@ -137,11 +137,13 @@ def ndim(a) -> int:
     return len(shape(a))
 
 
-def size(a, axis: int | None = None) -> int:
-    """The number of elements of ``a`` (along ``axis`` if given)."""
+def size(a, axis: int | tuple[int, ...] | None = None) -> int:
+    """The number of elements of ``a`` (along ``axis``, an axis or a tuple of them, if given)."""
     s = shape(a)
     if axis is None:
         return math.prod(s)
+    if isinstance(axis, (tuple, list)):
+        return math.prod(s[canonical_axis("size", ax, len(s))] for ax in axis)
     return s[canonical_axis("size", axis, len(s))]
 
 

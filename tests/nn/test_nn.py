@@ -363,3 +363,13 @@ def test_derivatives_at_nondifferentiable_points_follow_jax():
     # Batched and jitted, the custom derivative is the same.
     got = kiln.jit(kiln.vmap(kiln.grad(nn.relu)))(np.float32([-1.0, 0.0, 2.0]))
     np.testing.assert_array_equal(np.asarray(got), [0.0, 0.0, 1.0])
+
+
+def test_logsumexp_leaves_terms_with_zero_weight_out_of_the_shift():
+    # as jax.nn.logsumexp: a = 1000 where b = 0 must not swamp the other terms (it gave -inf)
+    out = kiln.nn.logsumexp(knp.array([1000.0, 0.0, 1.0]), b=knp.array([0.0, 1.0, 2.0]))
+    np.testing.assert_allclose(out, np.log(1.0 + 2.0 * np.e), rtol=1e-6)
+    assert np.isneginf(kiln.nn.logsumexp(knp.array([1.0, 2.0]), b=knp.zeros(2)))
+    g = kiln.grad(lambda a: kiln.nn.logsumexp(a, b=knp.array([0.0, 1.0, 2.0])))(knp.array([1.0, 2.0, 3.0]))
+    w = np.array([0.0, np.e ** 2, 2 * np.e ** 3])
+    np.testing.assert_allclose(g, w / w.sum(), rtol=1e-6)

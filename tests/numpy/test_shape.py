@@ -470,3 +470,10 @@ def test_eager_outside_jit():
     _check(x.diagonal(0, 1, 2), B.diagonal(0, 1, 2), "method diagonal")
     _check(x.trace(axis1=1, axis2=2), B.trace(axis1=1, axis2=2), "method trace")
     _check(x.ptp(axis=0), np.ptp(B, axis=0), "method ptp")
+
+
+def test_size_along_several_axes():
+    x = knp.ones((2, 3, 4))
+    assert knp.size(x, (0, 2)) == 8 and knp.size(x, [1]) == 3 and knp.size(x, ()) == 1 and knp.size(x, -1) == 4
+    with pytest.raises(Exception, match="size"):
+        knp.size(x, (0, 3))
