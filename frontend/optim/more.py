@@ -3,16 +3,23 @@ from __future__ import annotations
 
 import inspect
 import numbers
+import warnings
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..core.tree_util import tree_map
+from ..control.api import cond
+from ..core.array_methods import ArrayMethods
+from ..core.tree_util import tree_leaves, tree_map
+from ..driver.tools import eval_shape
+from .numerics import safe_norm
+from .schedules import StatefulSchedule, WrappedSchedule
 from .transforms import (
     EmptyState,
     GradientTransformation,
+    GradientTransformationExtraArgs,
     _bias_correction,
     _check_transform,
     _increment,
@@ -23,6 +30,7 @@ from .transforms import (
     scale_by_adam,
     scale_by_learning_rate,
     trace,
+    with_extra_args_support,
 )
 
 __all__ = [
@@ -31,7 +39,7 @@ __all__ = [
     "InjectHyperparamsState", "InjectStatefulHyperparamsState", "MultiStepsState", "scale_by_rss", "scale_by_rms",
     "scale_by_stddev",
     "scale_by_lion", "scale_by_trust_ratio", "adagrad", "rmsprop", "lamb", "lion", "inject_hyperparams",
-    "MultiSteps",
+    "MultiSteps", "inject_stateful_hyperparams",
 ]
 
 
@@ -153,11 +161,13 @@ def scale_by_trust_ratio(min_norm=0.0, trust_coefficient=1.0, eps=0.0) -> Gradie
                              "params).")
 
         def one(u, p):
-            pn = jnp.maximum(jnp.sqrt(jnp.sum(_abs_sq(p))), min_norm)
-            un = jnp.maximum(jnp.sqrt(jnp.sum(_abs_sq(u))), min_norm)
+            # safe_norm takes linalg.norm, one compiled program eagerly too (as JAX's jitted norm): it rounds as
+            # optax's, where separate eager square, sum and sqrt did not
+            pn = safe_norm(p, min_norm)
+            un = safe_norm(u, min_norm)
             ratio = trust_coefficient * pn / (un + eps)
-            ratio = jnp.where((pn == 0) | (un == 0), 1.0, ratio)
-            return (u * ratio).astype(u.dtype)
+            ratio = jnp.where((pn == 0) | (un == 0), jnp.array(1.0, dtype=p.dtype), ratio)
+            return u * ratio
         return tree_map(one, updates, params), state
     return GradientTransformation(lambda params: EmptyState(), update)
 
@@ -198,8 +208,8 @@ class InjectHyperparamsState(NamedTuple):
 
 
 class InjectStatefulHyperparamsState(NamedTuple):
-    """What inject_hyperparams keeps (optax's layout): ``hyperparams_states`` is always empty in kiln (its
-    schedules are functions of the step count, with no state of their own)."""
+    """What inject_hyperparams keeps (optax's layout): ``hyperparams_states`` holds each schedule's own state
+    (a ``WrappedScheduleState`` step count for a plain schedule)."""
     count: Any
     hyperparams: Any
     hyperparams_states: Any
@@ -207,59 +217,103 @@ class InjectStatefulHyperparamsState(NamedTuple):
 
 
 def _is_numeric(v) -> bool:
-    if isinstance(v, bool):
+    # (as optax's: Python ints and floats, NumPy arrays and kiln arrays; NumPy scalars and bools stay static)
+    if isinstance(v, (bool, np.generic)):
         return False
-    return isinstance(v, (numbers.Number, np.ndarray, np.generic)) or hasattr(v, "dtype") and hasattr(v, "shape")
+    return isinstance(v, (int, float, np.ndarray, ArrayMethods))
+
+
+def _convert_floats(x, dtype):
+    """Floating values (but strongly typed arrays) as arrays of ``dtype``; the rest as given (as optax's)."""
+    if isinstance(x, ArrayMethods) and not getattr(x, "weak_type", False):
+        return x
+    current = x.dtype if hasattr(x, "dtype") else type(x)
+    if jnp.issubdtype(current, jnp.floating):
+        return jnp.asarray(x, dtype=dtype)
+    return x
+
+
+def _higher_dtype(a, b):
+    if jnp.promote_types(a, b) == a:
+        return a
+    if jnp.promote_types(a, b) == b:
+        return b
+    raise ValueError(f"inject_hyperparams: the params mix dtypes {a} and {b}, neither of which promotes to the "
+                     "other; pass hyperparam_dtype= to choose the hyperparameters' dtype.")
+
+
+def _params_dtype(params):
+    """The highest dtype of the params' leaves (float32 without leaves), as optax's ``tree.dtype(.., 'highest')``."""
+    dtypes = [jnp.asarray(x).dtype for x in tree_leaves(params)]
+    if not dtypes:
+        return jnp.dtype(jnp.float32)
+    out = dtypes[0]
+    for d in dtypes[1:]:
+        out = _higher_dtype(out, d)
+    return out
 
 
 def inject_hyperparams(inner_factory: Callable, static_args=(), hyperparam_dtype=None) -> Callable:
     """Wraps an optimizer factory so that its numeric arguments live in the state (``state.hyperparams``,
-    changeable between steps) and its callable arguments are schedules evaluated at the step count.
-    Arguments named in ``static_args``, and bools, strings and None, stay Python values."""
+    changeable between steps) and its callable arguments are schedules evaluated at each step (a plain schedule
+    at the step count; a :class:`StatefulSchedule` on its own state, kept in ``state.hyperparams_states``).
+    Arguments named in ``static_args``, and bools, strings and None, stay Python values. Floating
+    hyperparameters take ``hyperparam_dtype`` (by default the params' highest dtype)."""
     static = {static_args} if isinstance(static_args, str) else set(static_args)
     sig = inspect.signature(inner_factory)
+    name = getattr(inner_factory, "__name__", "the factory")
+    if not static <= set(sig.parameters):
+        raise ValueError(f"inject_hyperparams: static_args {sorted(static - set(sig.parameters))} are not "
+                         f"parameters of {name}{sig}; name only its parameters.")
 
-    def wrapped(*args, **kwargs) -> GradientTransformation:
+    def wrapped(*args, **kwargs) -> GradientTransformationExtraArgs:
         try:
             bound = sig.bind(*args, **kwargs)
         except TypeError as e:
-            raise TypeError(f"inject_hyperparams: the arguments do not fit "
-                            f"{getattr(inner_factory, '__name__', 'the factory')}{sig}: {e}") from e
+            raise TypeError(f"inject_hyperparams: the arguments do not fit {name}{sig}: {e}") from e
         bound.apply_defaults()  # the factory's defaults are hyperparameters too (as optax's: state.hyperparams["b1"])
         fixed, numeric, schedules = {}, {}, {}
         for k, v in bound.arguments.items():
-            if k in static:
+            if k in static or isinstance(v, bool):
                 fixed[k] = v
-            elif callable(v):
+            elif isinstance(v, StatefulSchedule):
                 schedules[k] = v
+            elif callable(v):
+                schedules[k] = WrappedSchedule(v)
             elif _is_numeric(v):
                 numeric[k] = v
             else:
                 fixed[k] = v
 
-        def as_hp(v):
-            v = jnp.asarray(v)
-            if hyperparam_dtype is not None or jnp.issubdtype(v.dtype, jnp.floating):
-                v = v.astype(hyperparam_dtype or jnp.float32)
-            return v
-
-        def hparams_at(count, stored):
-            hp = dict(stored)
-            hp.update({k: as_hp(f(count)) for k, f in schedules.items()})
-            return hp
+        def dtype_for(params):
+            return _params_dtype(params) if hyperparam_dtype is None else hyperparam_dtype
 
         def init(params):
-            count = _zeros_count()
-            hp = hparams_at(count, {k: as_hp(v) for k, v in numeric.items()})
-            return InjectStatefulHyperparamsState(count, hp, {}, inner_factory(**fixed, **hp).init(params))
+            dtype = dtype_for(params)
+            hp = {k: jnp.asarray(_convert_floats(v, dtype)) for k, v in numeric.items()}
+            hp_states = {k: f.init() for k, f in schedules.items()}
+            hp.update({k: _convert_floats(f(hp_states[k]), dtype) for k, f in schedules.items()})
+            return InjectStatefulHyperparamsState(_zeros_count(), hp, hp_states,
+                                                  inner_factory(**fixed, **hp).init(params))
 
-        def update(updates, state, params=None):
-            hp = hparams_at(state.count, state.hyperparams)
-            inner = inner_factory(**fixed, **hp)
-            updates, inner_state = inner.update(updates, state.inner_state, params)
-            return updates, InjectStatefulHyperparamsState(_increment(state.count), hp, {}, inner_state)
-        return GradientTransformation(init, update)
+        def update(updates, state, params=None, **extra_args):
+            dtype = dtype_for(params)
+            hp = {k: _convert_floats(v, dtype) for k, v in state.hyperparams.items()}
+            hp.update({k: _convert_floats(f(state.hyperparams_states[k], **extra_args), dtype)
+                       for k, f in schedules.items()})
+            hp_states = {k: f.update(state.hyperparams_states[k], **extra_args) for k, f in schedules.items()}
+            inner = with_extra_args_support(inner_factory(**fixed, **hp))
+            updates, inner_state = inner.update(updates, state.inner_state, params, **extra_args)
+            return updates, InjectStatefulHyperparamsState(_increment(state.count), hp, hp_states, inner_state)
+        return GradientTransformationExtraArgs(init, update)
     return wrapped
+
+
+def inject_stateful_hyperparams(inner_factory: Callable, static_args=(), hyperparam_dtype=None) -> Callable:
+    """optax's older name of :func:`inject_hyperparams` (which takes stateful schedules too); deprecated."""
+    warnings.warn("inject_stateful_hyperparams is deprecated, use inject_hyperparams instead", DeprecationWarning,
+                  stacklevel=2)
+    return inject_hyperparams(inner_factory, static_args, hyperparam_dtype)
 
 
 class MultiStepsState(NamedTuple):
@@ -267,28 +321,36 @@ class MultiStepsState(NamedTuple):
     gradient_step: Any
     inner_opt_state: Any
     acc_grads: Any
-    skip_state: Any = ()  # (optax's field; kiln takes no should_skip_update_fn, so it stays empty)
+    skip_state: Any = ()  # what should_skip_update_fn returned last (empty without one)
+
+
+def _never_skip(*args, **kwargs):
+    return jnp.array(False, dtype=jnp.bool_), ()
 
 
 class MultiSteps:
     """Accumulates gradients over ``every_k_schedule`` mini-steps (an int, or a callable of the gradient-step
     count) and applies ``opt`` to their mean (sum when ``use_grad_mean`` is False) on the last one; the other
-    mini-steps return zero updates."""
+    mini-steps return zero updates. A mini-step for which ``should_skip_update_fn(updates, gradient_step,
+    params) -> (skip, skip_state)`` says skip (e.g. :func:`skip_not_finite`) is left out: zero updates, state
+    kept. Extra keyword arguments of ``update`` go to ``opt``."""
 
     def __init__(self, opt: GradientTransformation, every_k_schedule, use_grad_mean: bool = True,
                  should_skip_update_fn=None, accumulator_dtype=jnp.float32):
         _check_transform(opt, "MultiSteps")
-        if should_skip_update_fn is not None:
-            raise NotImplementedError("MultiSteps: should_skip_update_fn is not supported by kiln.optim yet; "
-                                      "leave it None.")
         if not callable(every_k_schedule):
             k = every_k_schedule
             if not isinstance(k, numbers.Integral) or k < 1:
                 raise ValueError(f"MultiSteps: every_k_schedule must be an int >= 1 or a callable, got {k!r}.")
             every_k_schedule = lambda step: k  # noqa: E731
-        self._opt = opt
+        if should_skip_update_fn is not None and not callable(should_skip_update_fn):
+            raise TypeError(f"MultiSteps: should_skip_update_fn must be a callable (updates, gradient_step, params) "
+                            f"-> (skip, skip_state), e.g. optim.skip_not_finite; got "
+                            f"{type(should_skip_update_fn).__name__}.")
+        self._opt = with_extra_args_support(opt)
         self._every_k = every_k_schedule
         self._use_grad_mean = use_grad_mean
+        self._should_skip = _never_skip if should_skip_update_fn is None else should_skip_update_fn
         self._acc_dtype = jnp.dtype(accumulator_dtype)  # the accumulated gradients' (float32 by default, as optax)
 
     @property
@@ -296,10 +358,12 @@ class MultiSteps:
         return self._opt
 
     def init(self, params) -> MultiStepsState:
-        return MultiStepsState(_zeros_count(), _zeros_count(), self._opt.init(params),
-                               tree_map(lambda p: jnp.zeros_like(p, dtype=self._acc_dtype), params))
+        gradient_step = _zeros_count()
+        _, skip_state = self._should_skip(tree_map(jnp.zeros_like, params), gradient_step, params)
+        return MultiStepsState(_zeros_count(), gradient_step, self._opt.init(params),
+                               tree_map(lambda p: jnp.zeros_like(p, dtype=self._acc_dtype), params), skip_state)
 
-    def update(self, updates, state: MultiStepsState, params=None):
+    def _accumulate(self, updates, state, params, extra_args, skip_state):
         # optax's operations, in its order (so that the numbers round as optax's): the running mean (or sum) in
         # the accumulator's dtype, the inner update on it cast to the gradients' dtypes, and the emitted step
         # chosen by multiplying with the 0/1 of ``emit``
@@ -310,18 +374,39 @@ class MultiSteps:
         else:
             acc = tree_map(lambda g, a: g + a, updates, state.acc_grads)
         new_u, new_inner = self._opt.update(tree_map(lambda a, g: a.astype(g.dtype), acc, updates),
-                                            state.inner_opt_state, params)
+                                            state.inner_opt_state, params, **extra_args)
         emit = n == k - 1
         inner = tree_map(lambda old, new: jnp.where(emit, new, old).astype(old.dtype), state.inner_opt_state,
                          new_inner)
         acc = tree_map(lambda a: ((1 - emit) * a).astype(self._acc_dtype), acc)
         mini = _increment(n) % k
         grad_step = emit * _increment(state.gradient_step) + (1 - emit) * state.gradient_step
-        return tree_map(lambda u: emit * u, new_u), MultiStepsState(mini, grad_step, inner, acc, state.skip_state)
+        return tree_map(lambda u: emit * u, new_u), MultiStepsState(mini, grad_step, inner, acc, skip_state)
+
+    def _skip(self, updates, state, params, extra_args, skip_state):
+        # zeros shaped as opt's updates would be (found by tracing it only); arrays among the extra arguments
+        # are passed to the trace, the other ones closed over, as optax's
+        static = {k: v for k, v in extra_args.items() if not isinstance(v, ArrayMethods)}
+        dynamic = {k: v for k, v in extra_args.items() if isinstance(v, ArrayMethods)}
+        acc = tree_map(lambda a, g: a.astype(g.dtype), state.acc_grads, updates)
+        shapes, _ = eval_shape(lambda a, s, p, kw: self._opt.update(a, s, p, **static, **kw),
+                               acc, state.inner_opt_state, params, dynamic)
+        zeros = tree_map(lambda x: jnp.zeros(x.shape, x.dtype), shapes)
+        return zeros, state._replace(skip_state=skip_state)
+
+    def update(self, updates, state: MultiStepsState, params=None, **extra_args):
+        skip, skip_state = self._should_skip(updates, state.gradient_step, params)
+        skip_aval = jnp.asarray(skip)
+        if (skip_aval.dtype, skip_aval.shape) != (jnp.dtype(jnp.bool_), ()):
+            raise ValueError(f"MultiSteps: should_skip_update_fn must return a boolean scalar array first, got "
+                             f"dtype {skip_aval.dtype} and shape {skip_aval.shape}; return (jnp.asarray(flag), "
+                             "skip_state).")
+        return cond(skip, lambda _: self._skip(updates, state, params, extra_args, skip_state),
+                    lambda _: self._accumulate(updates, state, params, extra_args, skip_state), None)
 
     def has_updated(self, state: MultiStepsState):
         """Whether the last update applied the accumulated gradients (False on a fresh state, as optax's)."""
         return (state.mini_step == 0) & (state.gradient_step > 0)
 
     def gradient_transformation(self) -> GradientTransformation:
-        return GradientTransformation(self.init, self.update)
+        return GradientTransformation(self.init, self.update)  # (as optax's: not marked as taking extra args)

@@ -2,19 +2,38 @@
 pytrees (NamedTuples of arrays), so they pass through kiln.jit, kiln.vmap and buffer donation."""
 from __future__ import annotations
 
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional, Protocol
 
 from .. import numpy as jnp
-from ..core.tree_util import tree_leaves, tree_map
+from ..core.tree_util import register_pytree_node_class, tree_leaves, tree_map, tree_structure
 from ..driver.jit import jit
 
 __all__ = [
-    "GradientTransformation", "EmptyState", "ScaleByScheduleState", "TraceState", "ScaleByAdamState",
+    "GradientTransformation", "GradientTransformationExtraArgs", "with_extra_args_support", "EmptyState",
+    "ScaleByScheduleState", "TraceState", "ScaleByAdamState",
     "MaskedState", "MaskedNode", "identity", "apply_updates", "chain", "scale", "scale_by_learning_rate",
     "scale_by_schedule", "trace", "scale_by_adam", "sgd", "adam", "adamw", "clip", "clip_by_global_norm",
     "add_decayed_weights", "masked", "global_norm", "nadam", "nadamw", "set_to_zero", "zero_nans", "ZeroNansState",
     "partition", "PartitionState", "multi_transform", "MultiTransformState",
+    "stateless", "stateless_with_tree_map", "init_empty_state", "TransformInitFn", "TransformUpdateFn",
+    "TransformUpdateExtraArgsFn",
 ]
+
+
+class TransformInitFn(Protocol):
+    """``init(params) -> state``."""
+    def __call__(self, params: Any) -> Any: ...
+
+
+class TransformUpdateFn(Protocol):
+    """``update(updates, state, params=None) -> (updates, state)``."""
+    def __call__(self, updates: Any, state: Any, params: Optional[Any] = None) -> tuple[Any, Any]: ...
+
+
+class TransformUpdateExtraArgsFn(Protocol):
+    """``update(updates, state, params=None, **extra_args) -> (updates, state)``."""
+    def __call__(self, updates: Any, state: Any, params: Optional[Any] = None, **extra_args: Any) -> tuple[Any, Any]:
+        ...
 
 
 class GradientTransformation(NamedTuple):
@@ -23,8 +42,43 @@ class GradientTransformation(NamedTuple):
     update: Callable
 
 
+class GradientTransformationExtraArgs(GradientTransformation):
+    """A transformation whose ``update`` also takes keyword arguments beyond ``params`` (``value=``, ``grad=``,
+    ``value_fn=`` for line searches): ``update(updates, state, params=None, **extra_args)``."""
+
+
+def with_extra_args_support(t: GradientTransformation) -> GradientTransformationExtraArgs:
+    """``t`` as a transformation whose update takes (and ignores) extra keyword arguments."""
+    _check_transform(t, "with_extra_args_support")
+    if isinstance(t, GradientTransformationExtraArgs):
+        return t
+
+    def update(updates, state, params=None, **extra_args):
+        return t.update(updates, state, params)
+    return GradientTransformationExtraArgs(t.init, update)
+
+
 class EmptyState(NamedTuple):
     """The state of a stateless transformation."""
+
+
+def init_empty_state(params) -> EmptyState:
+    """The ``init`` of a stateless transformation: ``EmptyState()`` whatever the params."""
+    return EmptyState()
+
+
+@register_pytree_node_class
+class ParamsPlaceholder:
+    """Stands in for the parameters in an ``init`` call (tree_utils.tree_map_params): a pytree without leaves, so
+    it survives the tree maps of ``init`` and marks where copies of the parameters sit in the state; ``masked``
+    has no mask to apply to it."""
+
+    def tree_flatten(self):
+        return (), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls()
 
 
 class ScaleByScheduleState(NamedTuple):
@@ -93,29 +147,54 @@ def global_norm(updates):
     return jnp.sqrt(sum(jnp.sum(jnp.real(x * jnp.conj(x))) for x in leaves))
 
 
-def chain(*transforms: GradientTransformation) -> GradientTransformation:
-    """Applies ``transforms`` in order; the state is the tuple of their states."""
+def chain(*transforms: GradientTransformation) -> GradientTransformationExtraArgs:
+    """Applies ``transforms`` in order; the state is the tuple of their states. Extra keyword arguments of
+    ``update`` go to the transformations that take them (:func:`with_extra_args_support`)."""
     for i, t in enumerate(transforms):
         _check_transform(t, f"chain: argument {i}")
+    transforms = tuple(with_extra_args_support(t) for t in transforms)
 
     def init(params):
         return tuple(t.init(params) for t in transforms)
 
-    def update(updates, state, params=None):
+    def update(updates, state, params=None, **extra_args):
         if len(state) != len(transforms):
             raise ValueError(f"chain: the state has {len(state)} parts but the chain has {len(transforms)} "
                              "transformations; pass the state that this chain's init returned.")
         new_state = []
         for t, s in zip(transforms, state):
-            updates, s = t.update(updates, s, params)
+            updates, s = t.update(updates, s, params, **extra_args)
             new_state.append(s)
         return updates, tuple(new_state)
-    return GradientTransformation(init, update)
+    return GradientTransformationExtraArgs(init, update)
 
 
 def _stateless(fn: Callable) -> GradientTransformation:
     return GradientTransformation(lambda params: EmptyState(),
                                   lambda updates, state, params=None: (fn(updates, params), state))
+
+
+def stateless(f: Callable) -> GradientTransformation:
+    """The transformation ``f(updates, params) -> updates`` (params None when update is called without them),
+    with an empty state."""
+    if not callable(f):
+        raise TypeError(f"stateless: f must be a callable (updates, params) -> updates, got {type(f).__name__}.")
+    return GradientTransformation(init_empty_state, lambda updates, state, params=None: (f(updates, params),
+                                                                                          EmptyState()))
+
+
+def stateless_with_tree_map(f: Callable) -> GradientTransformation:
+    """The transformation applying ``f(update_leaf, param_leaf)`` leaf by leaf (``param_leaf`` None when update is
+    called without params), with an empty state."""
+    if not callable(f):
+        raise TypeError(f"stateless_with_tree_map: f must be a callable (update, param) -> update, got "
+                        f"{type(f).__name__}.")
+
+    def update(updates, state, params=None):
+        if params is None:
+            return tree_map(lambda u: f(u, None), updates), EmptyState()
+        return tree_map(f, updates, params), EmptyState()
+    return GradientTransformation(init_empty_state, update)
 
 
 def scale(step_size) -> GradientTransformation:
@@ -137,7 +216,10 @@ def scale_by_schedule(step_size_fn: Callable) -> GradientTransformation:
 
 
 def scale_by_learning_rate(learning_rate, *, flip_sign: bool = True) -> GradientTransformation:
-    """Scales by ``-learning_rate`` (``+`` when ``flip_sign`` is False); a callable is a schedule."""
+    """Scales by ``-learning_rate`` (``+`` when ``flip_sign`` is False); a callable is a schedule, None no
+    scaling."""
+    if learning_rate is None:
+        return identity()  # (as optax: optimizers built without a learning rate, adafactor(None))
     m = -1 if flip_sign else 1
     if callable(learning_rate):
         return scale_by_schedule(lambda count: m * learning_rate(count))
@@ -221,14 +303,29 @@ def clip_by_global_norm(max_norm) -> GradientTransformation:
     return _stateless(fn)
 
 
+class WeightDecaySchedule(NamedTuple):
+    """add_decayed_weights' state when the weight decay is a schedule: the step count it is read at."""
+    count: Any
+
+
 def add_decayed_weights(weight_decay=0.0, mask=None) -> GradientTransformation:
-    """Adds ``weight_decay * params`` to the updates (on the leaves where ``mask`` is True)."""
+    """Adds ``weight_decay * params`` to the updates (on the leaves where ``mask`` is True); ``weight_decay`` may
+    be a schedule (a function of the step count). A constant 0 leaves the updates as they are."""
+    scheduled = callable(weight_decay)
+
+    def init(params):
+        return WeightDecaySchedule(_zeros_count()) if scheduled else EmptyState()
+
     def update(updates, state, params=None):
         if params is None:
             raise ValueError("add_decayed_weights: update needs the params; call "
                              "optimizer.update(grads, state, params).")
-        return tree_map(lambda g, p: g + weight_decay * p, updates, params), state
-    inner = GradientTransformation(lambda params: EmptyState(), update)
+        new_state = WeightDecaySchedule(_increment(state.count)) if scheduled else state
+        if isinstance(weight_decay, (int, float)) and weight_decay == 0.0:
+            return updates, new_state  # (as optax: not even 0 * p, which would turn an inf parameter into nan)
+        rate = weight_decay(state.count) if scheduled else weight_decay
+        return tree_map(lambda g, p: g + rate * p, updates, params), new_state
+    inner = GradientTransformation(init, update)
     return inner if mask is None else masked(inner, mask)
 
 
@@ -244,24 +341,39 @@ def _select(mask_tree, tree, where: str):
                          f"prefix of it), or a callable returning one; {e}") from e
 
 
-def masked(inner: GradientTransformation, mask) -> GradientTransformation:
-    """Applies ``inner`` only to the leaves where ``mask`` (a pytree of bools, or a callable of the params
-    returning one) is True; the other updates pass unchanged."""
+def _mask_extra_args(extra_args: dict, updates, mask_tree, compatible: bool) -> dict:
+    # (as optax's): with mask_compatible_extra_args, extra arguments shaped like the updates are masked too
+    if not compatible:
+        return extra_args
+    structure = tree_structure(updates)
+    return {k: _select(mask_tree, v, "masked") if tree_structure(v) == structure else v
+            for k, v in extra_args.items()}
+
+
+def masked(inner: GradientTransformation, mask, *,
+           mask_compatible_extra_args: bool = False) -> GradientTransformationExtraArgs:
+    """Applies ``inner`` only to the leaves where ``mask`` (a pytree of bools, or a callable of the updates
+    returning one) is True; the other updates pass unchanged. Extra keyword arguments of ``update`` go to
+    ``inner`` (masked too, when ``mask_compatible_extra_args`` and they have the updates' structure)."""
     _check_transform(inner, "masked")
+    inner = with_extra_args_support(inner)
 
     def init(params):
+        if isinstance(params, ParamsPlaceholder):
+            return MaskedState(inner.init(params))
         m = _mask_tree(mask, params)
         return MaskedState(inner.init(_select(m, params, "masked")))
 
-    def update(updates, state, params=None):
-        m = _mask_tree(mask, updates if params is None else params)
+    def update(updates, state, params=None, **extra_args):
+        m = _mask_tree(mask, updates)  # (of the updates, as optax's)
+        sub_extra = _mask_extra_args(extra_args, updates, m, mask_compatible_extra_args)
         sub_u = _select(m, updates, "masked")
         sub_p = None if params is None else _select(m, params, "masked")
-        new_u, new_s = inner.update(sub_u, state.inner_state, sub_p)
+        new_u, new_s = inner.update(sub_u, state.inner_state, sub_p, **sub_extra)
         out = tree_map(lambda mk, new, old: new if mk else old, m, new_u, updates,
                        is_leaf=lambda x: isinstance(x, MaskedNode))
         return out, MaskedState(new_s)
-    return GradientTransformation(init, update)
+    return GradientTransformationExtraArgs(init, update)
 
 
 def nadam(learning_rate, b1=0.9, b2=0.999, eps=1e-8, eps_root=0.0, mu_dtype=None) -> GradientTransformation:
@@ -279,10 +391,12 @@ class PartitionState(NamedTuple):
     inner_states: Any  # label -> the state of that label's transformation (masked to its parameters)
 
 
-def partition(transforms, param_labels) -> GradientTransformation:
+def partition(transforms, param_labels, *, mask_compatible_extra_args: bool = False
+              ) -> GradientTransformationExtraArgs:
     """A different transformation for each group of parameters: ``param_labels`` (a pytree of labels with the
     params' structure or a prefix of it, or a callable of the params returning one) names each parameter's group,
-    ``transforms`` maps each label to its transformation (applied, masked, to that group only)."""
+    ``transforms`` maps each label to its transformation (applied, masked, to that group only). Extra keyword
+    arguments of ``update`` go to every group's transformation (see :func:`masked`)."""
     for label, t in transforms.items():
         _check_transform(t, f"partition: transforms[{label!r}]")
 
@@ -297,17 +411,19 @@ def partition(transforms, param_labels) -> GradientTransformation:
             raise ValueError(f"partition: some parameters have no transformation: labels {listed(found)}, but "
                              f"transforms has keys {listed(transforms)}; give each label a transformation "
                              "(optim.set_to_zero() freezes a group)")
-        return {label: masked(t, tree_map(lambda x, want=label: x == want, labels)) for label, t in transforms.items()}
+        return {label: masked(t, tree_map(lambda x, want=label: x == want, labels),
+                              mask_compatible_extra_args=mask_compatible_extra_args)
+                for label, t in transforms.items()}
 
     def init(params):
         return PartitionState({label: t.init(params) for label, t in groups(labels_of(params)).items()})
 
-    def update(updates, state, params=None):
+    def update(updates, state, params=None, **extra_args):
         new_states = {}
         for label, t in groups(labels_of(updates)).items():
-            updates, new_states[label] = t.update(updates, state.inner_states[label], params)
+            updates, new_states[label] = t.update(updates, state.inner_states[label], params, **extra_args)
         return updates, PartitionState(new_states)
-    return GradientTransformation(init, update)
+    return GradientTransformationExtraArgs(init, update)
 
 
 multi_transform = partition  # optax's older name
