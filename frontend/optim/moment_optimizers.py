@@ -8,8 +8,6 @@ import numbers
 import warnings
 from typing import Any, NamedTuple
 
-import numpy as np
-
 from .. import numpy as jnp
 from ..control.api import cond
 from ..core.tracing import Tracer
@@ -116,11 +114,12 @@ def _nesterov_mu_hat(mu, updates, b1, count):
 def _power_of_count(base, count):
     """``base ** count`` as optax computes it. JAX's ``**`` takes a concrete (eager) int exponent as repeated
     multiplication (its integer_pow: square-and-multiply over the exponent's bits), a traced one as ``lax.pow``;
-    the two round differently. The eager products are done here in NumPy, in the base's dtype, one rounding
-    each as XLA's, which spares compiling one program per step count."""
+    the two round differently. Eagerly the same products are kiln multiplications, one rounding each as in
+    integer_pow's program, which spares compiling one program per step count (integer_pow's exponent is a
+    parameter of its program)."""
     if isinstance(count, Tracer) or isinstance(base, Tracer):
         return base ** count
-    x = np.asarray(jnp.asarray(base))  # (kiln's dtype rules: a Python float is float32)
+    x = jnp.asarray(base)  # (kiln's dtype rules: a Python float is float32)
     n, acc = int(count), None
     while n > 0:
         if n & 1:
@@ -128,7 +127,7 @@ def _power_of_count(base, count):
         n >>= 1
         if n > 0:
             x = x * x
-    return jnp.ones([], x.dtype) if acc is None else jnp.asarray(acc)
+    return jnp.ones([], x.dtype) if acc is None else acc
 
 
 def _adam_ratio(mu_hat, nu_hat, eps, eps_root):
