@@ -192,7 +192,7 @@ class ClosedIR:
         return print_ir(self.ir, source_info=source_info)
 
     # A ClosedIR is a parameter of call-like equations; parameters are compared when equations
-    # are deduplicated (CSE) and cached, so compare and hash by identity.
+    # are cached, so compare and hash by identity.
     __hash__ = object.__hash__
 
     @property

@@ -1,4 +1,4 @@
-"""IR-to-IR passes run before emission: inline calls, algebraic simplification, common subexpressions, dead
+"""IR-to-IR passes run before emission: inline calls, algebraic simplification, dead
 code."""
 from __future__ import annotations
 
@@ -87,59 +87,6 @@ def inline_calls(ir: IR) -> IR:
 
     outvars = inline(ir, {})
     return IR(ir.constvars, ir.invars, eqns, outvars)
-
-
-def _atom_key(a: Atom) -> Any:
-    if isinstance(a, Literal):
-        return ("literal", a.aval, a.val.tobytes())
-    return a
-
-
-def _params_key(params: dict) -> Any:
-    key = tuple(sorted(params.items()))
-    hash(key)  # TypeError for unhashable parameters: such equations are not deduplicated
-    return key
-
-
-# Left to XLA's own CSE, which runs after its simplifier: a transpose with a single user can be sunk through the
-# elementwise operations after it (and cancel against another transpose), one shared by two users cannot, and
-# XLA then reassociates the arithmetic differently (jit(jacfwd(f)) rounded otherwise than JAX's, whose programs
-# are not deduplicated before XLA).
-_NOT_DEDUPLICATED = frozenset({"transpose"})
-
-
-def _source_key(eqn: Eqn) -> Any:
-    src = eqn.source
-    return None if src is None else (id(src.code), src.lasti)
-
-
-def eliminate_common_subexpressions(ir: IR) -> IR:
-    """Reuse the result of an identical earlier equation (same primitive, inputs, parameters) made by the same
-    user operation (source position).
-
-    Duplicates a derivative or batching rule makes of one operation are merged (JAX's rules emit such terms
-    once); a user's own repeated expression, ``log(s * s) + x / (s * s)``, is left to XLA, as in JAX's programs,
-    which are not deduplicated before XLA: XLA's simplifier runs before its CSE and rewrites a value with one
-    user (``x / broadcast(s * s)``) otherwise than a shared one, so merging them early changes the last bits."""
-    seen: dict[Any, list[Var]] = {}
-    env: dict[Var, Atom] = {}
-    eqns = []
-    for eqn in ir.eqns:
-        ins = _read(env, eqn.inputs)
-        key = None
-        if eqn.prim.name not in _NOT_DEDUPLICATED:
-            try:
-                key = (eqn.prim, tuple([a if type(a) is Var else _atom_key(a) for a in ins]),
-                       _params_key(eqn.params), _source_key(eqn))
-            except TypeError:
-                pass
-        if key is not None and key in seen and not has_effects(eqn):
-            env.update(zip(eqn.outputs, seen[key]))
-            continue
-        if key is not None:
-            seen[key] = eqn.outputs
-        eqns.append(Eqn(eqn.prim, ins, eqn.outputs, eqn.params, eqn.source) if ins != eqn.inputs else eqn)
-    return IR(ir.constvars, ir.invars, eqns, _read(env, ir.outvars))
 
 
 def eliminate_dead_code(ir: IR) -> IR:
@@ -300,5 +247,7 @@ def read_constants_inline(ir: IR, values: list) -> IR:
     return IR(ir.constvars, ir.invars, eqns, _read(env, ir.outvars))
 
 def optimize(ir: IR) -> IR:
-    """The standard pipeline: inline, simplify, CSE, DCE."""
-    return eliminate_dead_code(eliminate_common_subexpressions(simplify(inline_calls(ir))))
+    """The standard pipeline: inline, simplify, DCE. No common subexpressions are merged: XLA merges them, after its
+    simplifier, which rewrites a value with one user (``x / broadcast(s)``) otherwise than a shared one, so that a
+    program deduplicated before XLA rounds otherwise than JAX's (which reach XLA as they are)."""
+    return eliminate_dead_code(simplify(inline_calls(ir)))

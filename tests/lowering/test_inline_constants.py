@@ -37,12 +37,16 @@ def test_small_numpy_constants_are_inline():
     np.testing.assert_array_equal(kiln.jit(f)(x), want)
 
 
-def test_large_arrays_and_kiln_arrays_stay_arguments():
+def test_large_arrays_stay_arguments_and_small_kiln_arrays_are_constants():
+    # (a closed-over kiln array is a constvar of the IR, as in JAX's jaxprs, and a constant of the program when
+    # small, as JAX writes it into its module)
     big = np.ones(INLINE_CONSTANT_SIZE + 1, np.float32)
     small_device = knp.asarray(np.ones(3, np.float32))
+    big_device = knp.asarray(big)
     x = np.ones(INLINE_CONSTANT_SIZE + 1, np.float32)
     assert _main_params(kiln.jit(lambda x: x + big).lower(x).as_text()) == 2
-    assert _main_params(kiln.jit(lambda x: x + small_device).lower(x[:3]).as_text()) == 2
+    assert _main_params(kiln.jit(lambda x: x + big_device).lower(x).as_text()) == 2
+    assert _main_params(kiln.jit(lambda x: x + small_device).lower(x[:3]).as_text()) == 1
     limit = np.ones(INLINE_CONSTANT_SIZE, np.float32)
     assert _main_params(kiln.jit(lambda x: x + limit).lower(x[:-1]).as_text()) == 1
 

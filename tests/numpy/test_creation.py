@@ -195,6 +195,9 @@ def _jax_linspace(start, stop, num, endpoint=True):
     return np.append(out, np.float32(stop)) if endpoint else out
 
 
+# (the oracle is the host's IEEE float32 arithmetic: on CUDA (H200) a quarter of the values differed by an ulp,
+# the GPU's float32 arithmetic rounding otherwise)
+@pytest.mark.backend("cpu")
 def test_linspace_rounds_as_jax():
     # start + i * step (kiln's old formula) differs in the last place from JAX's for about half of the values:
     # -1.9199999570846558 for linspace(-2, 2, 101)[2], where JAX gives -1.9200000762939453.
