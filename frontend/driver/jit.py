@@ -454,7 +454,8 @@ class JittedFunction:
         key = (treedef, avals, static, config.trace_key(), device)
         entry = self._signatures.get(key)
         if entry is None:
-            if config.explain_cache_misses:
+            # (not for kiln's own library functions, kiln.numpy's: their traces are no news to the user)
+            if config.explain_cache_misses and not retrace.is_kiln_function(self.fun):
                 if self._last_key is not None:
                     retrace.explain_miss(self.__name__, self._last_key, key)
                 elif not self._signatures.entries:

@@ -59,8 +59,6 @@ def explain_first_trace(fun: Any, name: str) -> None:
     """``explain_cache_misses`` on the first trace of a user's function object (as JAX's "never seen function"),
     saying when another object made from the same code was traced before: a function jitted anew per call."""
     code = getattr(unwrap_function(fun), "__code__", None)
-    if is_kiln_function(fun):
-        return  # kiln's own library functions: their first traces are no news to the user
     where = f", defined at {code.co_filename}:{code.co_firstlineno}" if code is not None else ""
     message = f"kiln.jit({name}): cache miss, tracing for the first time (a function never called before{where})"
     seen = _fresh_functions.get(code) if code is not None else None
