@@ -35,7 +35,7 @@ _new_object = object.__new__
 _flat_of, _aux_of, _buf_of = operator.attrgetter("_flat"), operator.itemgetter(1), operator.attrgetter("_buf")
 
 
-class LaunchFailed(Exception):
+class LaunchFailed(runtime.KilnRuntimeError):
     """A direct launch raised (e.g. on a deleted argument). ``run`` raises it, rather than returning None as for a
     call that does not match, so that the caller goes straight to its Python path, which explains the error
     without launching again: every failed launch has PJRT log an error line."""
