@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import warnings
 from typing import Any, Callable, Iterable, NamedTuple, Protocol, Sequence, runtime_checkable
 
 from .. import numpy as jnp
@@ -58,15 +59,23 @@ def constant_schedule(value) -> Schedule:
     return lambda count: value
 
 
+def _begin_at_zero_if_negative(fname: str, transition_begin: int) -> int:
+    """optax's handling of a negative ``transition_begin``: the transition starts at step 0 (with a warning here,
+    where optax logs one)."""
+    if transition_begin < 0:
+        warnings.warn(f"{fname}: transition_begin must be >= 0, got {transition_begin}; the transition starts at "
+                      "step 0 (as optax's does). Pass the step at which it starts.", UserWarning, stacklevel=3)
+        return 0
+    return transition_begin
+
+
 def polynomial_schedule(init_value, end_value, power, transition_steps: int, transition_begin: int = 0) -> Schedule:
     """From ``init_value`` to ``end_value`` over ``transition_steps`` steps (after ``transition_begin``), as
     ``(init - end) * (1 - t / transition_steps) ** power + end``; constant outside the transition."""
     if transition_steps <= 0:
         # optax warns and returns a constant schedule; kiln does the same without a warning.
         return constant_schedule(init_value)
-    if transition_begin < 0:
-        raise ValueError(f"polynomial_schedule: transition_begin must be >= 0, got {transition_begin}; "
-                         "pass the step at which the transition starts.")
+    transition_begin = _begin_at_zero_if_negative("polynomial_schedule", transition_begin)
 
     def schedule(count):
         c = jnp.clip(jnp.asarray(count) - transition_begin, 0, transition_steps)
@@ -89,8 +98,7 @@ def exponential_decay(init_value, transition_steps: int, decay_rate, transition_
     if decay_rate == 0:
         raise ValueError("exponential_decay: decay_rate must be different from 0; use constant_schedule(0.0) "
                          "for a zero learning rate.")
-    if transition_begin < 0:
-        raise ValueError(f"exponential_decay: transition_begin must be >= 0, got {transition_begin}.")
+    transition_begin = _begin_at_zero_if_negative("exponential_decay", transition_begin)
 
     def schedule(count):
         c = jnp.asarray(count) - transition_begin

@@ -189,10 +189,13 @@ def test_errors():
         optim.cosine_decay_schedule(1.0, 0)
     with pytest.raises(ValueError, match="decay_rate must be different from 0"):
         optim.exponential_decay(1.0, 3, 0.0)
-    with pytest.raises(ValueError, match="transition_begin must be >= 0"):
-        optim.exponential_decay(1.0, 3, 0.5, transition_begin=-1)
-    with pytest.raises(ValueError, match="transition_begin must be >= 0"):
-        optim.polynomial_schedule(1.0, 0.0, 1, 3, transition_begin=-1)
+    # a negative transition_begin starts the transition at step 0, as optax's (which logs a warning)
+    with pytest.warns(UserWarning, match="transition_begin must be >= 0, got -1; the transition starts at step 0"):
+        s = optim.exponential_decay(1.0, 4, 0.5, transition_begin=-1)
+    np.testing.assert_allclose(float(s(2)), 0.5 ** 0.5, rtol=1e-6)
+    with pytest.warns(UserWarning, match="transition_begin must be >= 0"):
+        s = optim.polynomial_schedule(1.0, 0.0, 1, 4, transition_begin=-1)
+    np.testing.assert_allclose(float(s(1)), 0.75, rtol=1e-6)
     with pytest.raises(ValueError, match="one more schedule than boundaries"):
         optim.join_schedules([optim.constant_schedule(1.0)], [3])
     with pytest.raises(TypeError, match="expected a GradientTransformation"):
