@@ -17,7 +17,7 @@ identity (a broadcast, convert or reshape to what its operand already is) emits 
 """
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 from jaxlib.mlir import ir
@@ -406,10 +406,17 @@ def rsum(x: V, axis: int = -1) -> V:
 
 # -- products --------------------------------------------------------------------------------------------
 
+def precision_config(precision: str | Sequence[Any]) -> ir.ArrayAttr:
+    """StableHLO's ``precision_config`` of a dot or convolution: one name (``"HIGHEST"``) for both operands,
+    or one per operand (names, or anything whose ``str`` is one, such as ``lax.Precision`` members)."""
+    pair = (precision, precision) if isinstance(precision, str) else precision
+    return ir.ArrayAttr.get([hlo.PrecisionAttr.get(str(p)) for p in pair])
+
+
 def dot(x: V, y: V, contract: tuple[Sequence[int], Sequence[int]], batch: tuple[Sequence[int], Sequence[int]],
-        *, precision: str | None = "HIGHEST", dtype=None) -> V:
-    """``stablehlo.dot_general`` (at ``precision`` for both operands; None: the default), result dims
-    batch, x free, y free, of ``dtype`` (default: ``x``'s)."""
+        *, precision: str | Sequence[Any] | None = "HIGHEST", dtype=None) -> V:
+    """``stablehlo.dot_general`` (at ``precision``, see :func:`precision_config`; None: no attribute), result
+    dims batch, x free, y free, of ``dtype`` (default: ``x``'s)."""
     (xc, yc), (xb, yb) = contract, batch
     dtype = x.dtype if dtype is None else np.dtype(dtype)
     dn = hlo.DotDimensionNumbers.get(lhs_batching_dimensions=list(xb), rhs_batching_dimensions=list(yb),
@@ -418,7 +425,7 @@ def dot(x: V, y: V, contract: tuple[Sequence[int], Sequence[int]], batch: tuple[
         + tuple(d for i, d in enumerate(y.shape) if i not in yc and i not in yb)
     attributes = {"dot_dimension_numbers": dn}
     if precision is not None:
-        attributes["precision_config"] = ir.ArrayAttr.get([hlo.PrecisionAttr.get(precision)] * 2)
+        attributes["precision_config"] = precision_config(precision)
     return V(op("stablehlo.dot_general", [x.v, y.v], ranked_type(shape, dtype), **attributes), shape, dtype)
 
 

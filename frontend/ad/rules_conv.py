@@ -13,6 +13,8 @@ offset ``k``. Hence:
   by ``s``, with window stride ``rd``.
 
 Feature groups and batch groups swap roles between the forward convolution and the transposed ones.
+Both transposes keep the operand slots of JAX's (``ct`` first for the input's, second for the kernel's), so
+``precision`` passes on unchanged, as in JAX.
 """
 from __future__ import annotations
 
@@ -73,7 +75,7 @@ def _conv_jvp(primals, tangents, **params):
 
 
 def _lhs_ct(ct, lhs_aval, rhs, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-            feature_group_count, batch_group_count):
+            feature_group_count, batch_group_count, precision):
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     rhs_shape = abstractify(rhs).shape
     ct_shape = abstractify(ct).shape
@@ -90,7 +92,8 @@ def _lhs_ct(ct, lhs_aval, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
     out = conv_p.bind(ct, kernel, window_strides=tuple(lhs_dilation), padding=pads, lhs_dilation=tuple(window_strides),
                       rhs_dilation=tuple(rhs_dilation),
                       dimension_numbers=cv.ConvDimensionNumbers(out_spec, _swap(rhs_spec), lhs_spec),
-                      feature_group_count=groups, batch_group_count=1, preferred_element_type=None)
+                      feature_group_count=groups, batch_group_count=1, precision=precision,
+                      preferred_element_type=None)
     if batch_group_count > 1:  # features G * C -> the batch groups G * N_g
         out = _merge_major(_split_major(out, lhs_spec[1], batch_group_count), lhs_spec[1],
                            lhs_spec[0] + (1 if lhs_spec[0] > lhs_spec[1] else 0))
@@ -98,7 +101,7 @@ def _lhs_ct(ct, lhs_aval, rhs, *, window_strides, padding, lhs_dilation, rhs_dil
 
 
 def _rhs_ct(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilation, rhs_dilation, dimension_numbers,
-            feature_group_count, batch_group_count):
+            feature_group_count, batch_group_count, precision):
     lhs_spec, rhs_spec, out_spec = dimension_numbers
     lhs_shape = abstractify(lhs).shape
     ct_shape = abstractify(ct).shape
@@ -112,7 +115,7 @@ def _rhs_ct(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilation, rhs_dil
                        rhs_dilation=tuple(window_strides),
                        dimension_numbers=cv.ConvDimensionNumbers(_swap(lhs_spec), _swap(out_spec), _swap(rhs_spec)),
                        feature_group_count=batch_group_count, batch_group_count=feature_group_count,
-                       preferred_element_type=None)
+                       precision=precision, preferred_element_type=None)
 
 
 def _conv_transpose(ct, lhs, rhs, *, preferred_element_type, **params):

@@ -7,6 +7,7 @@ import numpy as np
 from .. import lax
 from ..core.tracing import abstractify
 from ..lax import reduction as red
+from ..lax.precision import swap_precision
 from .jvp import jvp_rules, linear_jvp, non_differentiable
 from .tangents import Zero, add_tangents, instantiate
 from .transpose import is_undefined, transpose_rules
@@ -86,9 +87,9 @@ def _exclusive_products(xf, n: int):
 jvp_rules[red.reduce_prims["reduce_prod"]] = reduce_prod_jvp
 
 
-def _dot_general_jvp(primals, tangents, *, dimension_numbers, preferred_element_type):
+def _dot_general_jvp(primals, tangents, *, dimension_numbers, precision, preferred_element_type):
     (x, y), (tx, ty) = primals, tangents
-    kw = dict(dimension_numbers=dimension_numbers, preferred_element_type=preferred_element_type)
+    kw = dict(dimension_numbers=dimension_numbers, precision=precision, preferred_element_type=preferred_element_type)
     out = red.dot_general_p.bind(x, y, **kw)
     t = Zero(abstractify(out))
     if not isinstance(tx, Zero):
@@ -98,7 +99,8 @@ def _dot_general_jvp(primals, tangents, *, dimension_numbers, preferred_element_
     return out, t
 
 
-def _dot_operand_ct(ct, aval, other, ct_free, other_free, own_batch, other_batch, own_contract, other_contract):
+def _dot_operand_ct(ct, aval, other, ct_free, other_free, own_batch, other_batch, own_contract, other_contract,
+                    precision):
     """Cotangent of one dot_general operand.
 
     ``ct`` has dimensions (batch, lhs free, rhs free). Contracting ``ct``'s dimensions that belong
@@ -109,6 +111,8 @@ def _dot_operand_ct(ct, aval, other, ct_free, other_free, own_batch, other_batch
     own free) instead: whichever order needs no transpose is used. (JAX always puts ``ct`` first and
     transposes: under vmap, per-example weight gradients then become a batched dot_general with a
     transposed result, five times slower on CPU; the last bits of a reduction that follows can differ.)
+    ``precision`` goes as in JAX's ``dot_general(ct, other, precision=precision)`` (for either operand's
+    cotangent): its first entry for ``ct``, its second for ``other``, swapped when ``other`` comes first.
     """
     own_free = [d for d in range(len(aval.shape)) if d not in own_contract and d not in own_batch]
     contract = [own_contract[other_contract.index(d)] for d in sorted(other_contract)]
@@ -121,10 +125,12 @@ def _dot_operand_ct(ct, aval, other, ct_free, other_free, own_batch, other_batch
         other = lax.convert_element_type(other, abstractify(ct).dtype)
     if as_own != sorted(as_own) and swapped == sorted(swapped):
         dims = ((tuple(other_free), tuple(ct_free)), (tuple(other_batch), ct_batch))
-        out = red.dot_general_p.bind(other, ct, dimension_numbers=dims, preferred_element_type=None)
+        out = red.dot_general_p.bind(other, ct, dimension_numbers=dims, precision=swap_precision(precision),
+                                     preferred_element_type=None)
     else:
         dims = ((tuple(ct_free), tuple(other_free)), (ct_batch, tuple(other_batch)))
-        out = red.dot_general_p.bind(ct, other, dimension_numbers=dims, preferred_element_type=None)
+        out = red.dot_general_p.bind(ct, other, dimension_numbers=dims, precision=precision,
+                                     preferred_element_type=None)
         if as_own != sorted(as_own):
             out = lax.transpose(out, tuple(int(i) for i in np.argsort(as_own)))
     if abstractify(out).dtype != aval.dtype:
@@ -132,7 +138,7 @@ def _dot_operand_ct(ct, aval, other, ct_free, other_free, own_batch, other_batch
     return out
 
 
-def _dot_general_transpose(ct, x, y, *, dimension_numbers, preferred_element_type):
+def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_element_type):
     (xc, yc), (xb, yb) = dimension_numbers
     if is_undefined(x) and is_undefined(y):
         raise TypeError("kiln: internal error: dot_general of two linear values is not linear")
@@ -144,8 +150,8 @@ def _dot_general_transpose(ct, x, y, *, dimension_numbers, preferred_element_typ
     ct_x_free = list(range(nb, nb + len(x_free)))
     ct_y_free = list(range(nb + len(x_free), nb + len(x_free) + len(y_free)))
     if is_undefined(x):
-        return [_dot_operand_ct(ct, x_aval, y, ct_y_free, y_free, xb, yb, list(xc), list(yc)), None]
-    return [None, _dot_operand_ct(ct, y_aval, x, ct_x_free, x_free, yb, xb, list(yc), list(xc))]
+        return [_dot_operand_ct(ct, x_aval, y, ct_y_free, y_free, xb, yb, list(xc), list(yc), precision), None]
+    return [None, _dot_operand_ct(ct, y_aval, x, ct_x_free, x_free, yb, xb, list(yc), list(xc), precision)]
 
 
 jvp_rules[red.dot_general_p] = _dot_general_jvp

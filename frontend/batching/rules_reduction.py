@@ -32,10 +32,10 @@ _arg_rule(red.argmax_p)
 _arg_rule(red.argmin_p)
 
 
-def _dot_general_rule(ctx, args, dims, *, dimension_numbers, preferred_element_type):
+def _dot_general_rule(ctx, args, dims, *, dimension_numbers, precision, preferred_element_type):
     (x, y), (xd, yd) = args, dims
     (xc, yc), (xb, yb) = dimension_numbers
-    kw = dict(preferred_element_type=preferred_element_type)
+    kw = dict(precision=precision, preferred_element_type=preferred_element_type)
     if xd is not None and yd is not None:
         # Both batched: the vmapped dimension becomes one more dot_general batch dimension.
         x_shift = lambda ax: tuple(a + (a >= xd) for a in ax)  # noqa: E731

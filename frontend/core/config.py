@@ -92,10 +92,12 @@ class Config:
         "default_device": (None, object, True),
         # PRNG implementation of new keys: kiln implements threefry2x32 only (JAX's default).
         "default_prng_impl": ("threefry2x32", str, True),
+        # precision= of dot products and convolutions that pass None (kiln.lax.canonicalize_precision reads it at
+        # trace time; a dot algorithm's name is accepted and, as precision= itself, not emitted).
+        "default_matmul_precision": (None, str, True),
         # JAX flags kiln accepts and keeps but does not act on (see _NOT_ENFORCED): setting another
         # value than the default warns once.
         "numpy_rank_promotion": ("allow", str, True),
-        "default_matmul_precision": (None, str, True),
         "legacy_prng_key": ("allow", str, False),
         "debug_key_reuse": (False, bool, False),
         "enable_checks": (False, bool, False),
@@ -137,8 +139,6 @@ class Config:
     # Flags kept for JAX programs but not acted on: why, said once when one is set to a non-default value.
     _NOT_ENFORCED: dict[str, str] = {
         "numpy_rank_promotion": "kiln always allows NumPy rank promotion (broadcasting arrays of different ranks)",
-        "default_matmul_precision": "kiln's matrix products use the precision given to each operation (XLA's "
-                                    "default otherwise)",
         "legacy_prng_key": "kiln accepts raw uint32 keys (kiln.random.PRNGKey) without a warning",
         "debug_key_reuse": "kiln does not check PRNG key reuse",
         "allow_f16_reductions": "kiln always allows float16 reductions",
@@ -452,7 +452,9 @@ def _ctx(name: str, what: str, bool_flag: bool = False) -> FlagContext:
 enable_x64 = _ctx("enable_x64", "64-bit types", True)
 numpy_dtype_promotion = _ctx("numpy_dtype_promotion", "'standard' or 'strict' type promotion")
 numpy_rank_promotion = _ctx("numpy_rank_promotion", "accepted; kiln always allows rank promotion")
-default_matmul_precision = _ctx("default_matmul_precision", "accepted; not applied by kiln")
+default_matmul_precision = _ctx("default_matmul_precision", "the precision of dot products and convolutions "
+                                                            "called with precision=None: 'bfloat16', "
+                                                            "'tensorfloat32', 'float32', ...")
 default_prng_impl = _ctx("default_prng_impl", "kiln implements 'threefry2x32' only")
 enable_checks = _ctx("enable_checks", "no effect in kiln", True)
 enable_custom_prng = _ctx("enable_custom_prng", "no effect in kiln", True)

@@ -12,6 +12,7 @@ instead, so every error message and every overflow check is the implementation's
 """
 from __future__ import annotations
 
+import enum
 import functools
 import inspect
 from typing import Any, Callable
@@ -29,8 +30,9 @@ from .jit import JittedFunction, call_cpp
 # included), so the implementation's overflow check (a Python int out of an array dtype's range) cannot fire.
 _SMALL_INT = range(0, 128)
 _INT32 = range(-2**31, 2**31)
-# Static options the C++ path hashes as they are.
-_STATIC_TYPES = (type(None), bool, int, float, str, tuple, np.dtype, type)
+# Static options the C++ path hashes as they are (enum members: ``precision=lax.Precision.HIGHEST``, which op
+# by op would compile each dot alone, with other rounding than JAX's one jitted program).
+_STATIC_TYPES = (type(None), bool, int, float, str, tuple, np.dtype, type, enum.Enum)
 _TAKEN, _REFUSED, _BIG_INT, _STATIC_KIND = 0, 1, 2, 3
 # The longest list of arrays a sequence argument (``concatenate(arrays)``) takes into one program: a longer one
 # runs op by op, since compiling a program with hundreds of parameters costs more than a one-off call saves.

@@ -323,15 +323,16 @@ def dot_general(x, y, dimension_numbers, precision=None, preferred_element_type=
     """Generalised dot: ``dimension_numbers = ((lhs_contract, rhs_contract), (lhs_batch, rhs_batch))``.
 
     The result's dimensions are batch, then lhs free, then rhs free (as XLA). ``precision`` (None, a
-    :class:`Precision`, its name, or a pair) is checked for JAX compatibility and otherwise ignored
-    (XLA's default precision is used).
+    :class:`Precision`, its name, or a pair: one per operand) is StableHLO's ``precision_config``, as in
+    JAX; None takes ``kiln.default_matmul_precision`` (XLA's default when unset). Dot algorithms are
+    accepted and ignored (XLA's default algorithm).
     """
-    canonicalize_precision("lax.dot_general", precision)
+    precision = canonicalize_precision("lax.dot_general", precision)
     (xc, yc), (xb, yb) = dimension_numbers
     dn = ((tuple(int(a) for a in xc), tuple(int(a) for a in yc)),
           (tuple(int(a) for a in xb), tuple(int(a) for a in yb)))
     pet = None if preferred_element_type is None else dtypes.canonicalize_dtype(preferred_element_type)
-    return red.dot_general_p.bind(x, y, dimension_numbers=dn, preferred_element_type=pet)
+    return red.dot_general_p.bind(x, y, dimension_numbers=dn, precision=precision, preferred_element_type=pet)
 
 
 @takes_out_sharding
@@ -341,14 +342,15 @@ def dot(x, y, *, dimension_numbers=None, precision=None, preferred_element_type=
     if dimension_numbers is not None:
         return dot_general(x, y, dimension_numbers, precision=precision,
                            preferred_element_type=preferred_element_type)
-    canonicalize_precision("lax.dot", precision)
+    canonicalize_precision("lax.dot", precision)  # (checked under this name; dot_general resolves it)
     xs, ys = abstractify(x).shape, abstractify(y).shape
     if not (1 <= len(xs) <= 2 and 1 <= len(ys) <= 2 and xs[-1] == ys[0]):
         # A ValueError, as JAX's lax.dot: it is a misuse of dot, not an operand shape rule.
         raise ValueError(f"kiln.lax.dot: operands must be 1-D or 2-D with x.shape[-1] == y.shape[0], got shapes "
                          f"{xs} and {ys}; for batched or other contractions use kiln.lax.dot_general (or pass "
                          "dimension_numbers=)")
-    return dot_general(x, y, (((len(xs) - 1,), (0,)), ((), ())), preferred_element_type=preferred_element_type)
+    return dot_general(x, y, (((len(xs) - 1,), (0,)), ((), ())), precision=precision,
+                       preferred_element_type=preferred_element_type)
 
 
 def batch_matmul(lhs, rhs, precision=None):
@@ -360,7 +362,7 @@ def batch_matmul(lhs, rhs, precision=None):
                          f"got shapes {ls} and {rs}")
     nb = len(ls) - 2
     batch = tuple(range(nb))
-    return dot_general(lhs, rhs, (((nb + 1,), (nb,)), (batch, batch)))
+    return dot_general(lhs, rhs, (((nb + 1,), (nb,)), (batch, batch)), precision=precision)
 
 
 def rev(x, dimensions: Sequence[int]):

@@ -388,7 +388,7 @@ def ragged_dot_general(lhs: Any, rhs: Any, group_sizes: Any, ragged_dot_dimensio
                              f"{r} is a contracting or batch dimension, got {groups}")
         pet = preferred_element_type
         if r in lb:  # ragged batch: positions after the last group give zeros
-            out = api.dot_general(lhs, rhs, ((lc, rc), (lb, rb)), preferred_element_type=pet)
+            out = api.dot_general(lhs, rhs, ((lc, rc), (lb, rb)), precision=precision, preferred_element_type=pet)
             inside = api.reduce_or(mask, (0,))
             out_shape = abstractify(out).shape
             keep = api.broadcast_in_dim(inside, out_shape, (lb.index(r),))
@@ -400,7 +400,7 @@ def ragged_dot_general(lhs: Any, rhs: Any, group_sizes: Any, ragged_dot_dimensio
         rhs_g = api.broadcast_in_dim(rhs, (g,) + ra.shape, tuple(range(1, ra.ndim + 1)))
         return api.dot_general(masked, rhs_g, ((tuple(d + 1 for d in lc), tuple(d + 1 for d in rc)),
                                                ((0,) + tuple(d + 1 for d in lb), (0,) + tuple(d + 1 for d in rb))),
-                               preferred_element_type=pet)
+                               precision=precision, preferred_element_type=pet)
     # ragged non-contracting: the rhs group dimension is free in the full product, then masked and summed
     if len(groups) != 1:
         raise ValueError(f"kiln.lax.{fname}: with a non-contracting ragged dimension, rhs needs exactly one group "
@@ -409,7 +409,8 @@ def ragged_dot_general(lhs: Any, rhs: Any, group_sizes: Any, ragged_dot_dimensio
     if ra.shape[gd] != g:
         raise ValueError(f"kiln.lax.{fname}: the rhs group dimension {gd} has size {ra.shape[gd]} but group_sizes has "
                          f"{g} groups")
-    full_out = api.dot_general(lhs, rhs, ((lc, rc), (lb, rb)), preferred_element_type=preferred_element_type)
+    full_out = api.dot_general(lhs, rhs, ((lc, rc), (lb, rb)), precision=precision,
+                               preferred_element_type=preferred_element_type)
     lhs_free = [d for d in range(la.ndim) if d not in lc and d not in lb]
     rhs_free = [d for d in range(ra.ndim) if d not in rc and d not in rb]
     r_pos = len(lb) + lhs_free.index(r)

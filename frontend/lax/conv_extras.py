@@ -174,7 +174,8 @@ def conv_general_dilated_patches(lhs: Any, filter_shape: Sequence[int], window_s
     p = canonicalize_precision("lax.conv_general_dilated_patches", precision)
     return conv_general_dilated(lhs, kernel, window_strides, padding, lhs_dilation=lhs_dilation,
                                 rhs_dilation=rhs_dilation, dimension_numbers=dn,
-                                precision=None if p is None else (p[0], "DEFAULT"),
+                                # As JAX: None stays None (the flag's default then applies to both operands).
+                                precision=None if precision is None or p is None else (p[0], "DEFAULT"),
                                 feature_group_count=channels, preferred_element_type=preferred_element_type)
 
 

@@ -86,7 +86,8 @@ def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
 
 
 def _conv_rule(lhs: ShapedArray, rhs: ShapedArray, *, window_strides, padding, lhs_dilation, rhs_dilation,
-               dimension_numbers, feature_group_count, batch_group_count, preferred_element_type):
+               dimension_numbers, feature_group_count, batch_group_count, precision, preferred_element_type):
+    del precision  # (None or a pair of lax.Precision): how XLA computes, not what
     fname = "conv_general_dilated"
     if lhs.dtype != rhs.dtype:
         raise TypeError(f"kiln.lax.{fname}: lhs and rhs must have one dtype, got {lhs.dtype.name} and "
@@ -153,11 +154,11 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     ``lhs_dilation`` dilates the input (a transposed convolution), ``rhs_dilation`` the kernel
     (atrous convolution). ``feature_group_count`` gives grouped/depthwise convolutions,
     ``batch_group_count`` groups over the batch (as XLA). Spatial parameters are in the order of the
-    kernel's spatial dimensions. ``precision`` (as :func:`kiln.lax.dot_general`'s) is checked for JAX
-    compatibility and otherwise ignored.
+    kernel's spatial dimensions. ``precision`` is as :func:`kiln.lax.dot_general`'s (one per operand,
+    emitted as StableHLO's ``precision_config``; None takes ``kiln.default_matmul_precision``).
     """
     fname = "conv_general_dilated"
-    canonicalize_precision(f"lax.{fname}", precision)
+    precision = canonicalize_precision(f"lax.{fname}", precision)
     lhs_aval, rhs_aval = abstractify(lhs), abstractify(rhs)
     dn = conv_dimension_numbers(lhs_aval.shape, rhs_aval.shape, dimension_numbers)
     n_sp = lhs_aval.ndim - 2
@@ -181,7 +182,7 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
         lhs, rhs, window_strides=strides, padding=pads, lhs_dilation=ld, rhs_dilation=rd,
         dimension_numbers=ConvDimensionNumbers(*(tuple(int(i) for i in s) for s in dn)),
         feature_group_count=int(feature_group_count), batch_group_count=int(batch_group_count),
-        preferred_element_type=pet)
+        precision=precision, preferred_element_type=pet)
 
 
 def conv(lhs: Any, rhs: Any, window_strides: Sequence[int], padding: Any, precision: Any = None,

@@ -1,13 +1,19 @@
 """``precision=`` of dot products and convolutions: JAX's ``lax.Precision`` names, checked and normalised.
 
 kiln accepts every form JAX accepts for ``precision`` (None, a name, a :class:`Precision`, a pair of
-either) so that JAX code ports unchanged, and checks it; the compiled program uses XLA's default
-precision whatever the value (see README, "Differences from JAX").
+either) so that JAX code ports unchanged. :func:`canonicalize_precision` turns it into the primitives'
+``precision`` parameter (None or one :class:`Precision` per operand), which the lowering emits as
+StableHLO's ``precision_config`` as JAX does; None takes the ``default_matmul_precision`` flag
+(``kiln.default_matmul_precision``). Dot algorithms (:class:`DotAlgorithm`, :class:`DotAlgorithmPreset`)
+are accepted and checked but not emitted: XLA's default algorithm is used (see README, "Differences
+from JAX").
 """
 from __future__ import annotations
 
 import enum
 from typing import Any, NamedTuple
+
+from ..core.config import config
 
 # Strings JAX accepts, by the member they name ("float32" etc. name the arithmetic each member uses).
 _ALIASES = {
@@ -87,6 +93,11 @@ def _is_algorithm(p: Any) -> bool:
         isinstance(p, str) and p.upper() in DotAlgorithmPreset.__members__ and p.lower() not in _ALIASES)
 
 
+def swap_precision(precision: tuple[Precision, Precision] | None) -> tuple[Precision, Precision] | None:
+    """A canonical ``precision`` for the same product with its two operands swapped."""
+    return None if precision is None else (precision[1], precision[0])
+
+
 def _one(fname: str, p: Any, whole: Any) -> Precision:
     if isinstance(p, Precision):
         return p
@@ -101,10 +112,13 @@ def _one(fname: str, p: Any, whole: Any) -> Precision:
 
 
 def canonicalize_precision(fname: str, precision: Any) -> tuple[Precision, Precision] | None:
-    """``precision`` as a pair of :class:`Precision` (one per operand), or None; a bad value raises
-    ``ValueError`` (as JAX) naming ``fname`` (e.g. ``"numpy.dot"``)."""
+    """``precision`` as a pair of :class:`Precision` (one per operand), or None (XLA's default, emitted as
+    ``[DEFAULT, DEFAULT]``); a bad value raises ``ValueError`` (as JAX) naming ``fname`` (e.g.
+    ``"numpy.dot"``). None takes the ``default_matmul_precision`` flag, read now: call it at trace time."""
     if precision is None:
-        return None
+        precision = config.default_matmul_precision  # checked when set (Config._CHOICES)
+        if precision is None:
+            return None
     if _is_algorithm(precision):  # a dot algorithm (or its preset's name): one for both operands, ignored
         return None
     if isinstance(precision, (list, tuple)) and not isinstance(precision, DotAlgorithm):

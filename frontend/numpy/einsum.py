@@ -235,7 +235,7 @@ def _prepare(spec: _Spec, i: int, x):
     return _reduce_labels(x, labels, set(_summed_labels(spec, i)))
 
 
-def _contract(x, lx: list[int], y, ly: list[int], keep: set[int], preferred):
+def _contract(x, lx: list[int], y, ly: list[int], keep: set[int], preferred, precision=None):
     """One pairwise step: a dot_general with shared kept labels as batch dimensions."""
     # Labels of one side that nothing else needs are summed first.
     x, lx = _reduce_labels(x, lx, {lab for lab in lx if lab not in ly and lab not in keep})
@@ -244,7 +244,8 @@ def _contract(x, lx: list[int], y, ly: list[int], keep: set[int], preferred):
     contract = [lab for lab in lx if lab in ly and lab not in keep]
     dims = ((tuple(lx.index(lab) for lab in contract), tuple(ly.index(lab) for lab in contract)),
             (tuple(lx.index(lab) for lab in batch), tuple(ly.index(lab) for lab in batch)))
-    out = lax.dot_general(x, y, dims, preferred_element_type=abstractify(x).dtype if preferred is None else preferred)
+    out = lax.dot_general(x, y, dims, precision=precision,
+                          preferred_element_type=abstractify(x).dtype if preferred is None else preferred)
     labels = batch + [lab for lab in lx if lab not in ly] + [lab for lab in ly if lab not in lx]
     return out, labels
 
@@ -295,8 +296,8 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None, pre
     Supports explicit (``->``) and implicit outputs, ``...`` broadcasting, repeated labels within an
     operand (diagonals and traces), size-1 broadcasting, and the interleaved form
     ``einsum(x, [0, 1], y, [1, 2], [0, 2])``. ``optimize`` (default on) picks a greedy pairwise order;
-    ``optimize=False`` contracts left to right. ``precision`` (as :func:`kiln.lax.dot_general`'s) is
-    checked and otherwise ignored.
+    ``optimize=False`` contracts left to right. ``precision`` (as :func:`kiln.lax.dot_general`'s) applies
+    to every pairwise ``dot_general``, as in JAX.
     """
     if out is not None:
         raise TypeError("kiln.numpy.einsum: out= is not supported (kiln arrays are immutable)")
@@ -316,7 +317,7 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None, pre
                 keep.update(labels)
         if len(items) == 2 and _pair_result([items[1][1], items[0][1]], 0, 1, spec.output) == spec.output:
             i, j = j, i  # the last step in the order that needs no final transpose
-        res = _contract(items[i][0], items[i][1], items[j][0], items[j][1], keep, None)
+        res = _contract(items[i][0], items[i][1], items[j][0], items[j][1], keep, None, precision)
         rest = [it for k, it in enumerate(items) if k not in (i, j)]
         items = rest + [res] if _optimize_flag(optimize) else [res] + rest
     x, labels = items[0]

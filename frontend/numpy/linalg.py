@@ -729,7 +729,7 @@ def matrix_norm(x, /, *, keepdims: bool = False, ord="fro"):
 # ---------------------------------------------------------------------------------------------
 
 def matmul(x1, x2, /, *, precision=None, preferred_element_type=None):
-    """:func:`kiln.numpy.matmul` (``precision`` is checked and otherwise ignored)."""
+    """:func:`kiln.numpy.matmul`."""
     return _products.matmul(x1, x2, precision=precision, preferred_element_type=preferred_element_type)
 
 
@@ -758,7 +758,7 @@ def multi_dot(arrays, *, precision=None):
             raise ValueError(f"kiln.numpy.linalg.multi_dot: array {k} must be "
                              f"{'1-D or 2-D' if len(allowed) == 2 else '2-D'}, got shape {s}")
     if len(shapes) == 2:
-        return _products.dot(arrays[0], arrays[1])
+        return _products.dot(arrays[0], arrays[1], precision=precision)
     # Matrix-chain order by dynamic programming over the (row, col) sizes.
     dims = [shapes[0][0] if len(shapes[0]) == 2 else 1] + [s[-1] if len(s) == 2 else 1 for s in shapes]
     n = len(arrays)
@@ -777,7 +777,7 @@ def multi_dot(arrays, *, precision=None):
         if i == j:
             return arrays[i]
         k = split[i][j]
-        return _products.dot(chain(i, k), chain(k + 1, j))
+        return _products.dot(chain(i, k), chain(k + 1, j), precision=precision)
     return chain(0, n - 1)
 
 

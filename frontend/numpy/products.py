@@ -1,6 +1,6 @@
 """Products: matmul, dot, vdot, vecdot, inner, outer, tensordot, trace, kron, cross (via dot_general and
-elementwise primitives). ``einsum`` lives in :mod:`.einsum`. ``precision=`` is checked (as
-:func:`kiln.lax.dot_general`'s) and otherwise ignored: XLA's default precision is used."""
+elementwise primitives). ``einsum`` lives in :mod:`.einsum`. ``precision=`` is checked here (errors name the
+numpy function) and passed to :func:`kiln.lax.dot_general` (or the convolution), as JAX does."""
 from __future__ import annotations
 
 import builtins
@@ -88,7 +88,7 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
         a = broadcast_to_shape(a, batch + sa[-2:])
         b = broadcast_to_shape(b, batch + sb[-2:])
     dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
-    out = lax.dot_general(a, b, dims, preferred_element_type=_preferred(a, preferred_element_type))
+    out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=_preferred(a, preferred_element_type))
     shape = abstractify(out).shape
     if a_vec:
         shape = shape[:-2] + shape[-1:]
@@ -111,7 +111,7 @@ def dot(a, b, /, *, precision=None, preferred_element_type=None):
     if sa[-1] != sb[cb]:
         raise _shape_error("dot", a, b, f"{sa[-1]} (dim {len(sa) - 1}) != {sb[cb]} (dim {cb})")
     return lax.dot_general(a, b, (((len(sa) - 1,), (cb,)), ((), ())),
-                           preferred_element_type=_preferred(a, preferred_element_type))
+                           precision=precision, preferred_element_type=_preferred(a, preferred_element_type))
 
 
 @eager_jit("precision", "preferred_element_type")
@@ -126,7 +126,7 @@ def vdot(a, b, /, *, precision=None, preferred_element_type=None):
         raise ShapeError(f"kiln.numpy.vdot: the arrays must have the same number of elements, got shapes {sa} "
                          f"and {sb}")
     return lax.dot_general(lax.reshape(a, (na,)), lax.reshape(b, (nb,)), (((0,), (0,)), ((), ())),
-                           preferred_element_type=_preferred(a, preferred_element_type))
+                           precision=precision, preferred_element_type=_preferred(a, preferred_element_type))
 
 
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
@@ -148,7 +148,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
     a, b = broadcast_to_shape(a, batch + (n,)), broadcast_to_shape(b, batch + (n,))
     nb = len(batch)
     return lax.dot_general(a, b, (((nb,), (nb,)), (tuple(range(nb)), tuple(range(nb)))),
-                           preferred_element_type=_preferred(a, preferred_element_type))
+                           precision=precision, preferred_element_type=_preferred(a, preferred_element_type))
 
 
 def inner(a, b, /, *, precision=None, preferred_element_type=None):
@@ -161,7 +161,7 @@ def inner(a, b, /, *, precision=None, preferred_element_type=None):
     if sa[-1] != sb[-1]:
         raise _shape_error("inner", a, b, f"last dimensions {sa[-1]} != {sb[-1]}")
     return lax.dot_general(a, b, (((len(sa) - 1,), (len(sb) - 1,)), ((), ())),
-                           preferred_element_type=_preferred(a, preferred_element_type))
+                           precision=precision, preferred_element_type=_preferred(a, preferred_element_type))
 
 
 @eager_jit()
@@ -204,7 +204,7 @@ def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
         if sa[i] != sb[j]:
             raise _shape_error("tensordot", a, b, f"dim {i} of a ({sa[i]}) != dim {j} of b ({sb[j]})")
     return lax.dot_general(a, b, ((ax_a, ax_b), ((), ())),
-                           preferred_element_type=_preferred(a, preferred_element_type))
+                           precision=precision, preferred_element_type=_preferred(a, preferred_element_type))
 
 
 @eager_jit("offset", "axis1", "axis2", "dtype", "out")
@@ -318,7 +318,7 @@ def _conv1d(fname: str, a, v, mode: str, precision, preferred_element_type):
     m = abstractify(y).shape[0]
     padding = {"valid": [(0, 0)], "same": [(m // 2, m - m // 2 - 1)], "full": [(m - 1, m - 1)]}[mode]
     out = lax.conv_general_dilated(lax.reshape(x, (1, 1, abstractify(x).shape[0])), lax.reshape(y, (1, 1, m)),
-                                   (1,), padding, preferred_element_type=preferred_element_type)
+                                   (1,), padding, precision=precision, preferred_element_type=preferred_element_type)
     out = lax.reshape(out, (abstractify(out).shape[2],))
     return lax.rev(out, (0,)) if reverse_out else out
 

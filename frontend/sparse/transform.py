@@ -197,10 +197,10 @@ def _integer_pow(x: BCOO, *, y: int) -> list:
 sparse_rules[registry["integer_pow"]] = _integer_pow
 
 
-def _dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, preferred_element_type: Any) -> list:
+def _dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: Any, preferred_element_type: Any) -> list:
     if _is_sparse(lhs) and _is_sparse(rhs):
         return [_sparse_sparse_dot(lhs, rhs, dimension_numbers, preferred_element_type)]
-    return [bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+    return [bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers, precision=precision,
                              preferred_element_type=preferred_element_type)]
 
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..hlo import V, i64_array, i64_attr, i64_pairs, imag, op, out_type, real, real_dtype, wrap_inputs
+from ..hlo import V, i64_array, i64_attr, i64_pairs, imag, op, out_type, precision_config, real, real_dtype, wrap_inputs
 from ..registry import register
 from ..types import ranked_type
 
@@ -21,7 +21,8 @@ def _convolution(p, lhs, rhs, result_type):
               window_strides=i64_array(p["window_strides"]), padding=i64_pairs(p["padding"]),
               lhs_dilation=i64_array(p["lhs_dilation"]), rhs_dilation=i64_array(p["rhs_dilation"]),
               dimension_numbers=dn, feature_group_count=i64_attr(p["feature_group_count"]),
-              batch_group_count=i64_attr(p["batch_group_count"]))
+              batch_group_count=i64_attr(p["batch_group_count"]),
+              precision_config=precision_config(p["precision"] or "DEFAULT"))  # as JAX, DEFAULTs for None
 
 
 @register("conv_general_dilated")

@@ -53,4 +53,6 @@ register("argmin")(_make_arg_reduce("LT"))
 @register("dot_general")
 def _dot_general(ctx, eqn, x, y):
     x, y = wrap_inputs(eqn, [x, y])
-    return dot(x, y, *eqn.params["dimension_numbers"], precision=None, dtype=eqn.outputs[0].aval.dtype).v
+    # JAX writes [DEFAULT, DEFAULT] when the precision is None: the same modules, the same numbers.
+    precision = eqn.params["precision"] or "DEFAULT"
+    return dot(x, y, *eqn.params["dimension_numbers"], precision=precision, dtype=eqn.outputs[0].aval.dtype).v
