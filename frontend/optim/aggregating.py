@@ -8,7 +8,6 @@ from typing import Any, NamedTuple, Protocol, Sequence
 
 from .. import numpy as jnp
 from ..control.api import cond
-from ..core.tracing import Tracer
 from ..core.tree_util import tree_leaves, tree_map
 from .numerics import safe_int32_increment
 from .transforms import GradientTransformation, GradientTransformationExtraArgs, chain, identity, init_empty_state
@@ -47,17 +46,6 @@ def _axis(per_elt_axis):
 def _check_steps(where: str, accumulation_steps: int):
     if accumulation_steps < 1:
         raise ValueError(f"{where}: accumulation_steps must be larger than or equal to 1, got {accumulation_steps}.")
-
-
-def _div_scalar(x, s):
-    """``x / s`` for a scalar ``s``, rounded as optax's is: under jax.jit, XLA's simplifier turns ``x /
-    broadcast(s)`` into ``x * broadcast(1 / s)`` (for a non-scalar ``x``); eagerly it stays a division. kiln's
-    programs would share ``s``'s conversion between leaves (its CSE), which stops XLA's rewrite, so it is written
-    out here under a trace."""
-    if (not isinstance(x, Tracer) and not isinstance(s, Tracer)) or jnp.ndim(x) == 0:
-        return x / s
-    dtype = jnp.result_type(x, s)
-    return x * (jnp.asarray(1, dtype) / jnp.asarray(s).astype(dtype))
 
 
 # -- process ---------------------------------------------------------------------------------------------------
@@ -121,7 +109,7 @@ def accumulate_avg_updates(accumulation_steps: int) -> GradientTransformation:
     def update(updates, state, params=None):
         step = state.micro_step + 1
         # incremental mean: avg_k = avg_{k-1} + (u_k - avg_{k-1}) / k
-        avg = tree_map(lambda u, a: a + _div_scalar(u - a, step), updates, state.avg_grad)
+        avg = tree_map(lambda u, a: a + (u - a) / step, updates, state.avg_grad)
         done = AccumulateAvgUpdatesState(jnp.asarray(0), jnp.asarray(True), tree_zeros_like(avg))
         pending = AccumulateAvgUpdatesState(step, jnp.asarray(False), avg)
         return tree_where(step == accumulation_steps, (avg, done), (tree_zeros_like(avg), pending))
@@ -192,7 +180,7 @@ def get_per_element_mean_and_sum_sq_diff_grads(per_elt_axis: int | Sequence[int]
         batch_mean, batch_ssd = _batch_mean_and_sum_sq_diff(per_elt_updates, axis, jnp.square)
         # Chan et al.'s pairwise merge of (mean, sum of squared differences) of the old and new samples
         delta = tree_map(lambda b, a: b - a, batch_mean, state.mean_grads)
-        mean = tree_map(lambda a, d: a + _div_scalar(d, step), state.mean_grads, delta)
+        mean = tree_map(lambda a, d: a + d / step, state.mean_grads, delta)
         factor = state.micro_step * size / step
         ssd = tree_map(lambda a, s, d: a + s + d ** 2 * factor, state.sum_sq_diff_grads, batch_ssd, delta)
         out = (mean, {"sum_sq_diff_grads": ssd, "sample_size": size * step})
@@ -244,7 +232,7 @@ def get_unbiased_mean_and_variance_ema(state: Any) -> tuple[Any, Any]:
                          "the unbiased mean and variance EMAs.")
 
     def unbias(t):
-        return tree_map(lambda x: _div_scalar(x, 1 - found.ema_decay ** found.count), t)
+        return tree_map(lambda x: x / (1 - found.ema_decay ** found.count), t)
     return unbias(found.mean_grads_ema), unbias(found.variance_grads_ema)
 
 

@@ -2,7 +2,6 @@
 (no mean over the batch), so training code writes ``optax.l2_loss(pred, y).mean()`` as it does with optax."""
 from __future__ import annotations
 
-import math
 import warnings
 
 from .. import lax, nn
@@ -153,9 +152,6 @@ def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0):
     # differentiable for extreme logits and gamma < 2 (optax's formulation)
     log_p, log_q = nn.log_sigmoid(logits), nn.log_sigmoid(-logits)
     a, b = jnp.stack([log_p, log_q], axis=-1), jnp.stack([1 - labels, labels], axis=-1)
-    # terms with b == 0 are masked out of logsumexp's max shift (as jax.nn.logsumexp does; kiln's does not,
-    # which gives -inf for a hard label and a large logit)
-    a = jnp.where(b != 0, a, -jnp.inf)
     log_one_minus_p_t = nn.logsumexp(a, axis=-1, b=b)
     loss = ce_loss * jnp.exp(gamma * log_one_minus_p_t)
     if alpha is None:
@@ -163,20 +159,12 @@ def sigmoid_focal_loss(logits, labels, *, alpha=None, gamma=2.0):
     return (alpha * labels + (1.0 - alpha) * (1.0 - labels)) * loss
 
 
-def _axis_size(shape, axis):
-    # jnp.size(x, axis) with axis None, an int or a tuple (kiln.numpy.size takes no tuple)
-    if axis is None:
-        return math.prod(shape)
-    axes = axis if isinstance(axis, tuple) else (axis,)
-    return math.prod(shape[a] for a in axes)
-
-
 def smooth_labels(labels, alpha, *, axis=-1, where=None):
     """``(1 - alpha) * labels + alpha / num_categories``: one-hot labels mixed with the uniform distribution
     over ``axis`` (over the ``where`` entries only, if given)."""
     labels = _floating(labels, "labels", "smooth_labels")
     if where is None:
-        num_categories = _axis_size(labels.shape, axis)
+        num_categories = jnp.size(labels, axis)
     else:
         num_categories = jnp.sum(where, axis, keepdims=True)
     return (1.0 - alpha) * labels + alpha / num_categories

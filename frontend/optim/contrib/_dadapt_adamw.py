@@ -7,8 +7,8 @@ from typing import Any, NamedTuple
 from ... import numpy as jnp
 from ...core.tree_util import tree_map
 from ..transforms import GradientTransformationExtraArgs, _increment, _zeros_count
-from ..tree_utils import tree_sum
-from ._prodigy import _lowest_dtype, _need_params, _tree_vdot
+from ..tree_utils import tree_sum, tree_vdot
+from ._prodigy import _lowest_dtype, _need_params
 
 __all__ = ["DAdaptAdamWState", "dadapt_adamw"]
 
@@ -43,7 +43,7 @@ def dadapt_adamw(learning_rate=1.0, betas=(0.9, 0.999), eps=1e-8, estim_lr0=1e-6
         bc = ((1 - jnp.power(beta2, count_inc)) ** 0.5) / (1 - jnp.power(beta1, count_inc))
         dlr = (state.estim_lr * sched * bc).astype(state.numerator_weighted.dtype)
         s_weighted = tree_map(lambda s, eas: s / (jnp.sqrt(eas) + eps), state.grad_sum, state.exp_avg_sq)
-        numerator_acum = _tree_vdot(updates, s_weighted)
+        numerator_acum = tree_vdot(updates, s_weighted)
         exp_avg = tree_map(lambda ea, g: beta1 * ea + (1 - beta1) * dlr * g, state.exp_avg, updates)
         exp_avg_sq = tree_map(lambda eas, g: beta2 * eas + (1 - beta2) * g * g, state.exp_avg_sq, updates)
         grad_sum = tree_map(lambda s, g: sb2 * s + (1 - sb2) * dlr * g, state.grad_sum, updates)

@@ -10,8 +10,8 @@ from ... import numpy as jnp
 from ...control.api import cond
 from ...core.tree_util import tree_map
 from ..transforms import GradientTransformationExtraArgs, _check_transform, _increment, with_extra_args_support
-from ..tree_utils import tree_norm
-from ._prodigy import _lowest_dtype, _need_params, _tree_vdot
+from ..tree_utils import tree_norm, tree_vdot
+from ._prodigy import _lowest_dtype, _need_params
 
 __all__ = ["MechanicState", "mechanize"]
 
@@ -55,7 +55,7 @@ def mechanize(base_optimizer, weight_decay=1e-2, eps=1e-8, s_init=1e-6,
         updates = tree_map(lambda g, p: g + weight_decay * s_sum * grad_norm / (param_norm + eps) * p, updates, params)
         delta_prev = tree_map(lambda x, x0i: (x0i - x) / (s_sum + eps), params, x0)
         delta = tree_map(lambda d, u: d - u, delta_prev, neg_updates)
-        h = _tree_vdot(updates, delta_prev)
+        h = tree_vdot(updates, delta_prev)
         clipped_h = lax.clamp(-state.m, jnp.ones_like(state.m) * h, state.m)
         betas = jnp.array([1.0 - 0.1 ** k for k in range(1, num_betas + 1)], dtype=state.s.dtype)
         m = jnp.maximum(betas * state.m, jnp.abs(h) + eps)

@@ -9,8 +9,8 @@ from ... import numpy as jnp
 from ...control.api import cond
 from ...core.tree_util import tree_map
 from ..transforms import GradientTransformationExtraArgs, _increment, _zeros_count
-from ..tree_utils import tree_norm
-from ._prodigy import _lowest_dtype, _need_params, _tree_vdot
+from ..tree_utils import tree_norm, tree_vdot
+from ._prodigy import _lowest_dtype, _need_params
 
 __all__ = ["MomoState", "MomoAdamState", "momo", "momo_adam"]
 
@@ -61,9 +61,9 @@ def momo(learning_rate=1.0, beta=0.9, lower_bound=0.0, weight_decay=0.0,
         # optax's operations in its order, so that the numbers round as optax's
         barf = bt * state.barf + (1 - bt) * jnp.asarray(value, dtype=state.barf.dtype)
         exp_avg = tree_map(lambda ea, g: bt * ea + (1 - bt) * g, state.exp_avg, updates)
-        gamma = bt * state.gamma + (1 - bt) * _tree_vdot(updates, params)
+        gamma = bt * state.gamma + (1 - bt) * tree_vdot(updates, params)
         exp_avg_norm = tree_norm(exp_avg, squared=True)
-        iprod = _tree_vdot(exp_avg, params)
+        iprod = tree_vdot(exp_avg, params)
         alpha = learning_rate(count) if callable(learning_rate) else learning_rate
         if adapt_lower_bound:
             cap = (1 + alpha * weight_decay) * (barf - gamma) + iprod
@@ -103,9 +103,9 @@ def momo_adam(learning_rate=1e-2, b1=0.9, b2=0.999, eps=1e-8, lower_bound=0.0, w
         exp_avg_sq = tree_map(lambda eas, g: b2 * eas + (1 - b2) * g * g, state.exp_avg_sq, updates)
         bc2 = jnp.asarray(1 - jnp.power(b2, count_inc), dtype=barf.dtype)
         precond = tree_map(lambda eas: eps + jnp.sqrt(eas / bc2), exp_avg_sq)
-        exp_avg_norm = _tree_vdot(exp_avg, tree_map(lambda ea, pr: ea / pr, exp_avg, precond))
-        gamma = b1 * state.gamma + (1 - b1) * _tree_vdot(updates, params)
-        iprod = _tree_vdot(exp_avg, params)
+        exp_avg_norm = tree_vdot(exp_avg, tree_map(lambda ea, pr: ea / pr, exp_avg, precond))
+        gamma = b1 * state.gamma + (1 - b1) * tree_vdot(updates, params)
+        iprod = tree_vdot(exp_avg, params)
         alpha = learning_rate(count) if callable(learning_rate) else learning_rate
         bc1 = jnp.asarray(1 - jnp.power(b1, count_inc), dtype=barf.dtype)
         if adapt_lower_bound:

@@ -2,14 +2,12 @@
 to the solution weights recent gradients more, so that it grows faster."""
 from __future__ import annotations
 
-import operator
 from typing import Any, NamedTuple
 
-from ... import lax
 from ... import numpy as jnp
-from ...core.tree_util import tree_map, tree_reduce
+from ...core.tree_util import tree_map
 from ..transforms import GradientTransformationExtraArgs, _increment, _zeros_count
-from ..tree_utils import tree_dtype, tree_sum
+from ..tree_utils import tree_dtype, tree_sum, tree_vdot
 
 __all__ = ["ProdigyState", "prodigy"]
 
@@ -28,20 +26,6 @@ def _lowest_dtype(tree):
     # the scalar states of the parameter-free optimizers take the parameters' lowest dtype, so that they do not
     # promote the updates' dtypes (as optax's)
     return tree_dtype(tree, "lowest")
-
-
-def _vdot(a, b):
-    a, b = jnp.asarray(a), jnp.asarray(b)
-    if jnp.iscomplexobj(a):
-        a = jnp.conj(a)
-    return jnp.tensordot(a, b, a.ndim, precision=lax.Precision.HIGHEST)
-
-
-def _tree_vdot(tree_x, tree_y):
-    """``sum(conj(x) * y)`` over all leaves as optax 0.2.8's ``tree_vdot`` (with JAX >= 0.7.2): one tensordot
-    per leaf over all its axes. (tree_utils.tree_vdot's jnp.vdot ravels first, which eagerly sums 2-d leaves in
-    another order than JAX's.)"""
-    return tree_reduce(operator.add, tree_map(_vdot, tree_x, tree_y), initializer=0)
 
 
 def _need_params(params, where: str):
@@ -73,7 +57,7 @@ def prodigy(learning_rate=1.0, betas=(0.9, 0.999), beta3=None, eps=1e-8, estim_l
         bc = ((1 - jnp.power(beta2, count_inc)) ** 0.5) / (1 - jnp.power(beta1, count_inc))
         dlr = jnp.asarray(d * sched * bc, dtype=d.dtype)
         dg = tree_map(lambda g: d * g, updates)
-        numerator_acum = _tree_vdot(updates, tree_map(lambda p0, p: p0 - p, state.params0, params))
+        numerator_acum = tree_vdot(updates, tree_map(lambda p0, p: p0 - p, state.params0, params))
         exp_avg = tree_map(lambda ea, x: beta1 * ea + (1 - beta1) * x, state.exp_avg, dg)
         exp_avg_sq = tree_map(lambda eas, x: beta2 * eas + (1 - beta2) * x * x, state.exp_avg_sq, dg)
         step = d if safeguard_warmup else dlr
