@@ -80,14 +80,16 @@ _unary("cbrt", lambda x, y: lax.mul(_full_like(x, 1 / 3), lax.integer_pow(y, -2)
 
 
 def _abs_jvp(primals, tangents):
+    """JAX's rule, operation for operation (its bits): ``t`` where x >= 0, else ``-t`` (so 1 at 0, as JAX's grad of
+    abs); for complex x, ``Re(t * conj(x) / |x|)`` with |x| = 0 taken as 1."""
     (x,), (t,) = primals, tangents
     out = lax.abs(x)
-    if abstractify(x).dtype.kind == "c":  # d|z| = Re(conj(z) dz) / |z|, taken as 0 at z = 0
-        zero = _full_like(out, 0)
-        at_zero = lax.eq(out, zero)
-        scale = lax.select(at_zero, zero, lax.div(_full_like(out, 1), lax.select(at_zero, _full_like(out, 1), out)))
-        return out, lax.mul(lax.real(lax.mul(lax.conj(x), t)), scale)
-    return out, lax.mul(t, lax.sign(x))
+    if abstractify(x).dtype.kind == "c":
+        magnitude = lax.convert_element_type(out, abstractify(x).dtype)
+        one = _full_like(magnitude, 1)
+        safe = lax.select(lax.eq(magnitude, _full_like(magnitude, 0)), one, magnitude)
+        return out, lax.real(lax.mul(t, lax.div(lax.conj(x), safe)))
+    return out, lax.select(lax.ge(x, _full_like(x, 0)), t, lax.neg(t))
 
 
 jvp_rules[U["abs"]] = _abs_jvp

@@ -303,3 +303,17 @@ def test_a_users_repeated_expression_rounds_as_jaxs(how):
         return lib.jit(f)(x, s) if how == "jit" else lib.jit(lib.vmap(f, (0, None)))(x, s)
     ours, theirs = _both(make)
     assert ours == theirs
+
+
+@pytest.mark.parametrize("jit", [False, True])
+def test_abs_derivatives_are_jaxs_bits(jit):
+    # JAX's rule operation for operation: Re(t * conj(z) / |z|) for complex z (kiln's Re(conj(z) t) / |z| was an ulp
+    # off), and t or -t by the sign of x, 1 at 0
+    z = np.array([-0.1554926 + 0.09329557j, 0j, 3 + 4j, 1e-20 - 2j], np.complex64)
+    x = np.array([-2.0, 0.0, 0.5, -0.0], np.float32)
+
+    def make(lib, np_):
+        wrap = lib.jit if jit else (lambda f: f)
+        return [wrap(lib.grad(lambda z: np_.sum(np_.abs(z))))(z), wrap(lib.vmap(lib.grad(np_.abs)))(x)]
+    ours, theirs = _both(make)
+    assert ours == theirs

@@ -786,3 +786,12 @@ def test_error_vjp_cotangent_mismatch():
         f_vjp(np.ones(2, np.float32))
     with pytest.raises(TypeError, match=r"cotangent has structure"):
         f_vjp((np.ones(3, np.float32),))
+
+
+def test_abs_derivative_at_zero_is_one_as_jaxs():
+    # JAX's rule: t where x >= 0 (so 1 at 0 and at -0.0), -t below; for complex z, Re(t * conj(z) / |z|), 0 at z = 0
+    np.testing.assert_array_equal(kiln.vmap(kiln.grad(knp.abs))(knp.asarray([-2.0, 0.0, -0.0, 3.0])),
+                                  [-1.0, 1.0, 1.0, 1.0])
+    assert kiln.jvp(knp.abs, (0.0,), (2.5,))[1] == 2.5
+    np.testing.assert_allclose(kiln.grad(lambda z: knp.sum(knp.abs(z)))(knp.asarray([0j, 3 + 4j])),
+                               [0, (3 - 4j) / 5], rtol=1e-6)
