@@ -348,13 +348,13 @@ def test_fully_masked_rows():
 
 
 def test_derivatives_at_nondifferentiable_points_follow_jax():
-    """JAX's conventions: relu' (0) = 0, relu6' = 0 at 0 and 6, |x|' (0) = sign(0) = 0, max/min split a tie
-    evenly (so clip at a bound gives 1/2), sign/floor/round have derivative 0, where differentiates the
-    branch it takes."""
+    """JAX's conventions: relu' (0) = 0, relu6' = 0 at 0 and 6, |x|' (0) = 1 (JAX's abs rule: t where x >= 0),
+    max/min split a tie evenly (so clip at a bound gives 1/2), sign/floor/round have derivative 0, where
+    differentiates the branch it takes."""
     g = lambda f, x: float(kiln.grad(f)(np.float32(x)))  # noqa: E731
     assert g(nn.relu, 0.0) == 0.0 and g(nn.relu, 1e-3) == 1.0 and g(nn.relu, -1.0) == 0.0
     assert g(nn.relu6, 0.0) == 0.0 and g(nn.relu6, 6.0) == 0.0 and g(nn.relu6, 3.0) == 1.0
-    assert g(knp.abs, 0.0) == 0.0 and g(knp.abs, -2.0) == -1.0
+    assert g(knp.abs, 0.0) == 1.0 and g(knp.abs, -2.0) == -1.0
     assert g(lambda x: knp.maximum(x, 1.0), 1.0) == 0.5 and g(lambda x: knp.minimum(x, 1.0), 1.0) == 0.5
     assert g(lambda x: knp.clip(x, 0.0, 1.0), 1.0) == 0.5 and g(lambda x: knp.clip(x, 0.0, 1.0), 0.0) == 0.5
     for f in (knp.sign, knp.floor, knp.round, knp.ceil):
