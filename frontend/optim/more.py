@@ -23,6 +23,7 @@ from .transforms import (
     _bias_correction,
     _check_transform,
     _increment,
+    _need_params,
     _zeros_count,
     add_decayed_weights,
     chain,
@@ -156,9 +157,7 @@ def scale_by_trust_ratio(min_norm=0.0, trust_coefficient=1.0, eps=0.0) -> Gradie
     """LAMB's layer-wise rescaling by ``trust_coefficient * ||param|| / (||update|| + eps)`` (1 where either
     norm is 0)."""
     def update(updates, state, params=None):
-        if params is None:
-            raise ValueError("scale_by_trust_ratio: update needs the params; call optimizer.update(grads, state, "
-                             "params).")
+        _need_params(params, "scale_by_trust_ratio")
 
         def one(u, p):
             # safe_norm takes linalg.norm, one compiled program eagerly too (as JAX's jitted norm): it rounds as

@@ -21,6 +21,7 @@ from .transforms import (
     GradientTransformation,
     GradientTransformationExtraArgs,
     _increment,
+    _need_params,
     _zeros_count,
     add_decayed_weights,
     chain,
@@ -51,14 +52,6 @@ __all__ = [
 # optax names these stateless transformations' states; all are EmptyState
 AdaptiveGradClipState = NonNegativeParamsState = ScaleState = ClipState = EmptyState
 ClipByGlobalNormState = AddDecayedWeightsState = EmptyState
-
-_NO_PARAMS = "update needs the params; call optimizer.update(grads, state, params)."
-
-
-def _need_params(params, where: str):
-    if params is None:
-        raise ValueError(f"{where}: {_NO_PARAMS}")
-
 
 def _abs_sq(x):
     return jnp.real(jnp.conj(x) * x)

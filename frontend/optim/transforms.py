@@ -122,6 +122,12 @@ def _bias_correct(moment, decay, count):
 _bias_correction = jit(_bias_correct, inline=True)
 
 
+def _need_params(params, where: str) -> None:
+    """The error of a transformation whose update reads the params, called without them."""
+    if params is None:
+        raise ValueError(f"{where}: update needs the params; call optimizer.update(grads, state, params).")
+
+
 def _check_transform(t, where: str):
     if not isinstance(t, GradientTransformation):
         raise TypeError(f"{where}: expected a GradientTransformation (an (init, update) pair), got "
@@ -317,9 +323,7 @@ def add_decayed_weights(weight_decay=0.0, mask=None) -> GradientTransformation:
         return WeightDecaySchedule(_zeros_count()) if scheduled else EmptyState()
 
     def update(updates, state, params=None):
-        if params is None:
-            raise ValueError("add_decayed_weights: update needs the params; call "
-                             "optimizer.update(grads, state, params).")
+        _need_params(params, "add_decayed_weights")
         new_state = WeightDecaySchedule(_increment(state.count)) if scheduled else state
         if isinstance(weight_decay, (int, float)) and weight_decay == 0.0:
             return updates, new_state  # (as optax: not even 0 * p, which would turn an inf parameter into nan)

@@ -6,8 +6,7 @@ from typing import Any, NamedTuple
 
 from ... import numpy as jnp
 from ...core.tree_util import tree_map
-from ..transforms import GradientTransformation, add_decayed_weights, chain, scale_by_learning_rate
-from ._prodigy import _need_params
+from ..transforms import GradientTransformation, _need_params, add_decayed_weights, chain, scale_by_learning_rate
 
 __all__ = ["COCOBState", "scale_by_cocob", "cocob"]
 

@@ -6,9 +6,16 @@ from __future__ import annotations
 from typing import Any, NamedTuple
 
 from ... import numpy as jnp
-from ..transforms import GradientTransformation, add_decayed_weights, chain, identity, scale_by_learning_rate
+from ..transforms import (
+    GradientTransformation,
+    _need_params,
+    add_decayed_weights,
+    chain,
+    identity,
+    scale_by_learning_rate,
+)
 from ..tree_utils import tree_norm, tree_scale, tree_sub
-from ._prodigy import _lowest_dtype, _need_params
+from ._prodigy import _lowest_dtype
 
 __all__ = ["DoGState", "DoWGState", "dog", "dowg"]
 

@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 from ... import numpy as jnp
 from ...core.tree_util import tree_map
-from ..transforms import GradientTransformation, _increment, _zeros_count, add_decayed_weights, chain
+from ..transforms import GradientTransformation, _increment, _need_params, _zeros_count, add_decayed_weights, chain
 
 __all__ = ["MadgradState", "scale_by_madgrad", "madgrad"]
 
@@ -26,9 +26,7 @@ def scale_by_madgrad(learning_rate, momentum=0.9, eps=1e-6) -> GradientTransform
         return MadgradState(_zeros_count(), zeros, tree_map(jnp.zeros_like, params), tree_map(lambda p: p, params))
 
     def update(updates, state, params=None):
-        if params is None:
-            raise ValueError("scale_by_madgrad: update needs the params; call optimizer.update(grads, state, "
-                             "params).")
+        _need_params(params, "scale_by_madgrad")
         count = state.count
         lr = learning_rate(count) if callable(learning_rate) else learning_rate
         lamb = (lr + eps) * jnp.sqrt(count + 1)

@@ -9,9 +9,15 @@ from ... import lax
 from ... import numpy as jnp
 from ...control.api import cond
 from ...core.tree_util import tree_map
-from ..transforms import GradientTransformationExtraArgs, _check_transform, _increment, with_extra_args_support
+from ..transforms import (
+    GradientTransformationExtraArgs,
+    _check_transform,
+    _increment,
+    _need_params,
+    with_extra_args_support,
+)
 from ..tree_utils import tree_norm, tree_vdot
-from ._prodigy import _lowest_dtype, _need_params
+from ._prodigy import _lowest_dtype
 
 __all__ = ["MechanicState", "mechanize"]
 

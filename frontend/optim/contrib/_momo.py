@@ -8,9 +8,9 @@ from typing import Any, NamedTuple
 from ... import numpy as jnp
 from ...control.api import cond
 from ...core.tree_util import tree_map
-from ..transforms import GradientTransformationExtraArgs, _increment, _zeros_count
+from ..transforms import GradientTransformationExtraArgs, _increment, _need_params, _zeros_count
 from ..tree_utils import tree_norm, tree_vdot
-from ._prodigy import _lowest_dtype, _need_params
+from ._prodigy import _lowest_dtype
 
 __all__ = ["MomoState", "MomoAdamState", "momo", "momo_adam"]
 

@@ -6,7 +6,7 @@ from typing import Any, NamedTuple
 
 from ... import numpy as jnp
 from ...core.tree_util import tree_map
-from ..transforms import GradientTransformationExtraArgs, _increment, _zeros_count
+from ..transforms import GradientTransformationExtraArgs, _increment, _need_params, _zeros_count
 from ..tree_utils import tree_dtype, tree_sum, tree_vdot
 
 __all__ = ["ProdigyState", "prodigy"]
@@ -26,11 +26,6 @@ def _lowest_dtype(tree):
     # the scalar states of the parameter-free optimizers take the parameters' lowest dtype, so that they do not
     # promote the updates' dtypes (as optax's)
     return tree_dtype(tree, "lowest")
-
-
-def _need_params(params, where: str):
-    if params is None:
-        raise ValueError(f"{where}: update needs the current params; call optimizer.update(grads, state, params).")
 
 
 def prodigy(learning_rate=1.0, betas=(0.9, 0.999), beta3=None, eps=1e-8, estim_lr0=1e-6, estim_lr_coef=1.0,

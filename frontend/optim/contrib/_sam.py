@@ -8,7 +8,7 @@ from typing import Any, NamedTuple
 from ... import lax
 from ... import numpy as jnp
 from ...core.tree_util import tree_map
-from ..transforms import GradientTransformationExtraArgs, _check_transform, apply_updates
+from ..transforms import GradientTransformationExtraArgs, _check_transform, _need_params, apply_updates
 
 __all__ = ["SAMState", "sam"]
 
@@ -45,8 +45,7 @@ def sam(optimizer, adv_optimizer, sync_period: int = 2, reset_state: bool = True
                         None if opaque_mode else params)
 
     def transparent_update(updates, state, params=None, *, grad_fn=None, **extra_args):
-        if params is None:
-            raise ValueError("sam: update needs the params; call optimizer.update(grads, state, params).")
+        _need_params(params, "sam")
         first = state.steps_since_sync == 0
         last = state.steps_since_sync == sync_period - 1
         adv_updates, adv_state = adv_optimizer.update(updates, state.adv_state, params)

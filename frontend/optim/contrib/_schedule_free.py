@@ -13,6 +13,7 @@ from ..transforms import (
     GradientTransformationExtraArgs,
     _check_transform,
     _increment,
+    _need_params,
     add_decayed_weights,
     chain,
     scale_by_learning_rate,
@@ -61,8 +62,7 @@ def schedule_free(base_optimizer, learning_rate, b1=0.9, weight_lr_power=2.0,
                                  z=tree_map(lambda t: jnp.array(t, copy=True), z))
 
     def update(grads, state, params=None, **extra_args):
-        if params is None:
-            raise ValueError("schedule_free: update needs the params; call optimizer.update(grads, state, params).")
+        _need_params(params, "schedule_free")
         lr = learning_rate
         if callable(learning_rate):
             lr = jnp.asarray(learning_rate(state.step_count), dtype=state.max_lr.dtype)

@@ -18,6 +18,7 @@ from ..transforms import (
     _bias_correction,
     _check_transform,
     _increment,
+    _need_params,
     _zeros_count,
     add_decayed_weights,
     chain,
@@ -25,7 +26,6 @@ from ..transforms import (
     with_extra_args_support,
 )
 from ..tree_utils import tree_cast, tree_dtype, tree_random_like, tree_update_moment
-from ._prodigy import _need_params
 
 __all__ = ["HutchinsonState", "SophiaState", "hutchinson_estimator_diag_hessian", "sophia"]
 
