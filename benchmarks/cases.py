@@ -41,9 +41,12 @@ def _fresh_factor() -> float:
 
 
 # Sizes by kind of device. "gpu" (also used on TPUs): issue 13's sizes. "cpu": small enough for a
-# shared CPU machine (no 1 GiB arrays), large enough to leave the caches (8 Mi floats are 32 MiB).
+# shared CPU machine (no 1 GiB arrays), large enough to leave the caches (6 Mi floats are 24 MiB: an
+# input and an output, 48 MiB, overflow this machine's 32 MiB L3). Below glibc's largest mmap threshold
+# (32 MiB, which run.py sets): at 8 Mi floats every output buffer was a fresh mmap, and the rows measured
+# its page faults, 2 to 11 ms per call for the same program depending on the process and the moment.
 SIZES: dict[str, dict[str, int]] = {
-    "cpu": {"stream": 8 * 2**20, "normal": 4_000_000, "matmul": 1024},
+    "cpu": {"stream": 6 * 2**20, "normal": 4_000_000, "matmul": 1024},
     "gpu": {"stream": 256 * 2**20, "normal": 64 * 2**20, "matmul": 4096},
 }
 
