@@ -7,11 +7,7 @@ from kiln.frontend.core.tree_util import KeyPath as KeyPath
 from kiln.frontend.core.tree_util import Partial as Partial
 from kiln.frontend.core.tree_util import PyTreeDef as PyTreeDef
 from kiln.frontend.core.tree_util import SequenceKey as SequenceKey
-from kiln.frontend.core.tree_util import all_leaves as all_leaves
 from kiln.frontend.core.tree_util import default_registry as default_registry
-from kiln.frontend.core.tree_util import flatten_one_level as flatten_one_level
-from kiln.frontend.core.tree_util import flatten_one_level_with_keys as flatten_one_level_with_keys
-from kiln.frontend.core.tree_util import is_tree_node as is_tree_node
 from kiln.frontend.core.tree_util import keystr as keystr
 from kiln.frontend.core.tree_util import register_dataclass as register_dataclass
 from kiln.frontend.core.tree_util import register_pytree_node as register_pytree_node
@@ -19,22 +15,26 @@ from kiln.frontend.core.tree_util import register_pytree_node_class as register_
 from kiln.frontend.core.tree_util import register_pytree_with_keys as register_pytree_with_keys
 from kiln.frontend.core.tree_util import register_pytree_with_keys_class as register_pytree_with_keys_class
 from kiln.frontend.core.tree_util import register_static as register_static
-from kiln.frontend.core.tree_util import tree_all as tree_all
-from kiln.frontend.core.tree_util import tree_broadcast as tree_broadcast
-from kiln.frontend.core.tree_util import tree_flatten as tree_flatten
-from kiln.frontend.core.tree_util import tree_flatten_with_path as tree_flatten_with_path
-from kiln.frontend.core.tree_util import tree_leaves as tree_leaves
-from kiln.frontend.core.tree_util import tree_leaves_with_path as tree_leaves_with_path
-from kiln.frontend.core.tree_util import tree_map as tree_map
-from kiln.frontend.core.tree_util import tree_map_with_path as tree_map_with_path
-from kiln.frontend.core.tree_util import tree_reduce as tree_reduce
-from kiln.frontend.core.tree_util import tree_reduce_associative as tree_reduce_associative
-from kiln.frontend.core.tree_util import tree_structure as tree_structure
-from kiln.frontend.core.tree_util import tree_transpose as tree_transpose
 from kiln.frontend.core.tree_util import tree_unflatten as tree_unflatten
 from kiln.frontend.core.tree_util import treedef_children as treedef_children
 from kiln.frontend.core.tree_util import treedef_is_leaf as treedef_is_leaf
 from kiln.frontend.core.tree_util import treedef_tuple as treedef_tuple
+from kiln.frontend.core.user_trees import all_leaves as all_leaves
+from kiln.frontend.core.user_trees import flatten_one_level as flatten_one_level
+from kiln.frontend.core.user_trees import flatten_one_level_with_keys as flatten_one_level_with_keys
+from kiln.frontend.core.user_trees import is_tree_node as is_tree_node
+from kiln.frontend.core.user_trees import tree_all as tree_all
+from kiln.frontend.core.user_trees import tree_broadcast as tree_broadcast
+from kiln.frontend.core.user_trees import tree_flatten as tree_flatten
+from kiln.frontend.core.user_trees import tree_flatten_with_path as tree_flatten_with_path
+from kiln.frontend.core.user_trees import tree_leaves as tree_leaves
+from kiln.frontend.core.user_trees import tree_leaves_with_path as tree_leaves_with_path
+from kiln.frontend.core.user_trees import tree_map as tree_map
+from kiln.frontend.core.user_trees import tree_map_with_path as tree_map_with_path
+from kiln.frontend.core.user_trees import tree_reduce as tree_reduce
+from kiln.frontend.core.user_trees import tree_reduce_associative as tree_reduce_associative
+from kiln.frontend.core.user_trees import tree_structure as tree_structure
+from kiln.frontend.core.user_trees import tree_transpose as tree_transpose
 
 __all__ = [
     "DictKey", "FlattenedIndexKey", "GetAttrKey", "KeyEntry", "KeyPath", "Partial", "PyTreeDef", "SequenceKey",

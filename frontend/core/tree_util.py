@@ -5,6 +5,10 @@ Nodes: tuple, list, dict (children in sorted key order), namedtuple, None (a nod
 children), OrderedDict, defaultdict, and classes registered with :func:`register_pytree_node` or
 :func:`register_pytree_node_class`. Everything else is a leaf.
 
+The functions take a keyword ``registry``: kiln's own code flattens with every registered node type (the
+default); users' calls (``kiln.tree_util``, ``kiln.tree``: user_trees.py) pass the registry users see, in which
+the types of :func:`register_internal_node` (typed PRNG key arrays) are leaves, as in JAX.
+
 ``tree_flatten`` runs on every jit call, so the structure is kept as plain nested tuples
 ``(node_type, aux_data, children)`` and the flattening loop handles leaf children inline,
 without a function call per leaf.
@@ -168,6 +172,9 @@ _registry: dict[type, _NodeType] = {
     tuple: _TUPLE, list: _LIST, dict: _DICT, type(None): _NONE,
     collections.OrderedDict: _ORDERED_DICT, collections.defaultdict: _DEFAULTDICT,
 }
+# The nodes as users see them (kiln.tree_util, kiln.tree; see user_trees.py): all of the above but the types
+# registered with register_internal_node, which are leaves there. kiln's own code flattens with _registry.
+_user_registry: dict[type, _NodeType] = dict(_registry)
 
 
 def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple[Iterable, Any]],
@@ -190,11 +197,20 @@ def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple[Ite
     if nodetype in _registry:
         raise ValueError(f"register_pytree_node: {nodetype.__qualname__} is already registered "
                          "as a pytree node type")
-    _registry[nodetype] = _NodeType(nodetype, flatten_func, unflatten_func,
-                                    flatten_with_keys_func, custom=True)
+    _registry[nodetype] = _user_registry[nodetype] = _NodeType(nodetype, flatten_func, unflatten_func,
+                                                               flatten_with_keys_func, custom=True)
     # Mirrored into jaxlib's C++ registry, so jit's C++ dispatch flattens it the same way.
     from kiln.runtime import fastpath
     fastpath.register_node(nodetype, flatten_func, unflatten_func)
+
+
+def register_internal_node(nodetype: type, flatten_func: Callable[[Any], tuple[Iterable, Any]],
+                           unflatten_func: Callable[[Any, Iterable], Any]) -> None:
+    """Make ``nodetype`` a node for kiln's own code (its transformations flatten through it to its children)
+    and a leaf for users (the functions of ``kiln.tree_util`` and ``kiln.tree``): typed PRNG key arrays, which
+    JAX's pytree functions see as leaves, over uint32 data that kiln's transformations carry."""
+    register_pytree_node(nodetype, flatten_func, unflatten_func)
+    del _user_registry[nodetype]
 
 
 def register_pytree_node_class(cls: type) -> type:
@@ -207,9 +223,9 @@ def register_pytree_node_class(cls: type) -> type:
     return cls
 
 
-def _node_type_of(x: Any) -> _NodeType | None:
-    """The node type of ``x``, or None when ``x`` is a leaf."""
-    nt = _registry.get(type(x))
+def _node_type_of(x: Any, registry: dict = _registry) -> _NodeType | None:
+    """The node type of ``x`` in ``registry`` (kiln's own by default), or None when ``x`` is a leaf there."""
+    nt = registry.get(type(x))
     if nt is None and isinstance(x, tuple) and hasattr(type(x), "_fields"):
         return _NAMEDTUPLE
     return nt
@@ -384,34 +400,34 @@ def _node_repr(node: Any) -> str:
 # Flatten / unflatten
 # ---------------------------------------------------------------------------------------------
 
-def _flatten(x: Any, leaves: list) -> Any:
-    """Flatten a node (never a leaf), appending its leaves; return its structure."""
-    nt = _registry.get(type(x)) or _NAMEDTUPLE
+def _flatten(x: Any, leaves: list, registry: dict) -> Any:
+    """Flatten a node (never a leaf) of ``registry``, appending its leaves; return its structure."""
+    nt = registry.get(type(x)) or _NAMEDTUPLE
     children, aux = nt.flatten(x)
-    registry = _registry
     structure = []
     append_leaf, append_node = leaves.append, structure.append
     for c in children:
         # Inline leaf test: most children are leaves, and a call per leaf would dominate.
         if type(c) in registry or (isinstance(c, tuple) and hasattr(type(c), "_fields")):
-            append_node(_flatten(c, leaves))
+            append_node(_flatten(c, leaves, registry))
         else:
             append_leaf(c)
             append_node(_LEAF)
     return (nt, aux, tuple(structure))
 
 
-def _flatten_is_leaf(x: Any, leaves: list, is_leaf: Callable[[Any], bool]) -> Any:
+def _flatten_is_leaf(x: Any, leaves: list, is_leaf: Callable[[Any], bool], registry: dict) -> Any:
     """As :func:`_flatten` for any subtree, consulting ``is_leaf`` at every node."""
-    nt = None if is_leaf(x) else _node_type_of(x)
+    nt = None if is_leaf(x) else _node_type_of(x, registry)
     if nt is None:
         leaves.append(x)
         return _LEAF
     children, aux = nt.flatten(x)
-    return (nt, aux, tuple(_flatten_is_leaf(c, leaves, is_leaf) for c in children))
+    return (nt, aux, tuple(_flatten_is_leaf(c, leaves, is_leaf, registry) for c in children))
 
 
-def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:
+def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None, *,
+                 registry: dict = _registry) -> tuple[list, PyTreeDef]:
     """Flatten a pytree into its leaves (left to right, dict children by sorted key) and
     structure.
 
@@ -427,11 +443,11 @@ def tree_flatten(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> tup
     """
     leaves: list = []
     if is_leaf is not None:
-        node = _flatten_is_leaf(tree, leaves, is_leaf)
-    elif _node_type_of(tree) is None:
+        node = _flatten_is_leaf(tree, leaves, is_leaf, registry)
+    elif _node_type_of(tree, registry) is None:
         return [tree], _LEAF_TREEDEF
     else:
-        node = _flatten(tree, leaves)
+        node = _flatten(tree, leaves, registry)
     return leaves, PyTreeDef(node, len(leaves))
 
 
@@ -462,14 +478,15 @@ def tree_unflatten(treedef: PyTreeDef, leaves: Iterable) -> Any:
     return _unflatten(treedef._node, iter(leaves))
 
 
-def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> list:
+def tree_leaves(tree: Any, is_leaf: Callable[[Any], bool] | None = None, *, registry: dict = _registry) -> list:
     """The leaves of ``tree`` in flattening order (None is a node with no leaves)."""
-    return tree_flatten(tree, is_leaf)[0]
+    return tree_flatten(tree, is_leaf, registry=registry)[0]
 
 
-def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> PyTreeDef:
+def tree_structure(tree: Any, is_leaf: Callable[[Any], bool] | None = None, *,
+                   registry: dict = _registry) -> PyTreeDef:
     """The :class:`PyTreeDef` of ``tree``."""
-    return tree_flatten(tree, is_leaf)[1]
+    return tree_flatten(tree, is_leaf, registry=registry)[1]
 
 
 def treedef_is_leaf(treedef: PyTreeDef) -> bool:
@@ -477,11 +494,12 @@ def treedef_is_leaf(treedef: PyTreeDef) -> bool:
     return treedef._node is _LEAF or not treedef._node[2]
 
 
-def all_leaves(iterable: Iterable, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+def all_leaves(iterable: Iterable, is_leaf: Callable[[Any], bool] | None = None, *,
+               registry: dict = _registry) -> bool:
     """True when every element of ``iterable`` is a leaf (as ``jax.tree_util.all_leaves``)."""
     if is_leaf is None:
-        return all(_node_type_of(x) is None for x in iterable)
-    return all(is_leaf(x) or _node_type_of(x) is None for x in iterable)
+        return all(_node_type_of(x, registry) is None for x in iterable)
+    return all(is_leaf(x) or _node_type_of(x, registry) is None for x in iterable)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -568,34 +586,35 @@ def _leaves_of_rest(fn_name: str, treedef: PyTreeDef, rest: tuple) -> list[list]
 
 
 def tree_map(f: Callable[..., Any], tree: Any, *rest: Any,
-             is_leaf: Callable[[Any], bool] | None = None) -> Any:
+             is_leaf: Callable[[Any], bool] | None = None, registry: dict = _registry) -> Any:
     """Apply ``f`` leafwise: ``f(leaf, *corresponding leaves of rest)``; same structure as ``tree``.
 
     Each tree in ``rest`` must have ``tree``'s structure, or one with ``tree`` as a prefix (the
     subtree at each leaf position of ``tree`` is passed whole). A mismatch raises ValueError
     that names the path and shows both structures.
     """
-    leaves, treedef = tree_flatten(tree, is_leaf)
+    leaves, treedef = tree_flatten(tree, is_leaf, registry=registry)
     if not rest:
         return treedef.unflatten([f(x) for x in leaves])
     others = _leaves_of_rest("tree_map", treedef, rest)
     return treedef.unflatten([f(*xs) for xs in zip(leaves, *others, strict=True)])
 
 
-def tree_all(tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> bool:
+def tree_all(tree: Any, is_leaf: Callable[[Any], bool] | None = None, *, registry: dict = _registry) -> bool:
     """True when every leaf is truthy."""
-    return all(tree_leaves(tree, is_leaf))
+    return all(tree_leaves(tree, is_leaf, registry=registry))
 
 
 _NO_INITIALIZER = object()
 
 
 def tree_reduce(function: Callable[[Any, Any], Any], tree: Any, initializer: Any = _NO_INITIALIZER,
-                is_leaf: Callable[[Any], bool] | None = None) -> Any:
+                is_leaf: Callable[[Any], bool] | None = None, *, registry: dict = _registry) -> Any:
     """``functools.reduce(function, tree_leaves(tree), initializer)``."""
+    leaves = tree_leaves(tree, is_leaf, registry=registry)
     if initializer is _NO_INITIALIZER:
-        return functools.reduce(function, tree_leaves(tree, is_leaf))
-    return functools.reduce(function, tree_leaves(tree, is_leaf), initializer)
+        return functools.reduce(function, leaves)
+    return functools.reduce(function, leaves, initializer)
 
 
 def _compose(outer: PyTreeDef, inner: PyTreeDef) -> PyTreeDef:
@@ -605,7 +624,8 @@ def _compose(outer: PyTreeDef, inner: PyTreeDef) -> PyTreeDef:
     return PyTreeDef(sub(outer._node), outer.num_leaves * inner.num_leaves)
 
 
-def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree_to_transpose: Any) -> Any:
+def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, pytree_to_transpose: Any, *,
+                   registry: dict = _registry) -> Any:
     """Turn a tree of structure outer-of-inner into one of inner-of-outer
     (e.g. a list of pairs into a pair of lists). ``inner_treedef=None`` takes the structure of the
     first subtree at a leaf position of ``outer_treedef``."""
@@ -614,8 +634,8 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, py
         if not subtrees:
             raise ValueError("tree_transpose: inner_treedef=None needs an outer structure with at least one "
                              "leaf to infer the inner structure from; pass inner_treedef explicitly")
-        inner_treedef = tree_structure(subtrees[0])
-    flat, treedef = tree_flatten(pytree_to_transpose)
+        inner_treedef = tree_structure(subtrees[0], registry=registry)
+    flat, treedef = tree_flatten(pytree_to_transpose, registry=registry)
     expected = _compose(outer_treedef, inner_treedef)
     if treedef != expected:
         raise TypeError(f"tree_transpose: the tree has structure {treedef}, expected {expected}")
@@ -628,9 +648,9 @@ def tree_transpose(outer_treedef: PyTreeDef, inner_treedef: PyTreeDef | None, py
 # Key paths
 # ---------------------------------------------------------------------------------------------
 
-def _flatten_with_path(x: Any, path: KeyPath, out: list, is_leaf: Callable | None) -> Any:
+def _flatten_with_path(x: Any, path: KeyPath, out: list, is_leaf: Callable | None, registry: dict) -> Any:
     """``is_leaf`` here takes ``(path, x)``."""
-    nt = None if (is_leaf is not None and is_leaf(path, x)) else _node_type_of(x)
+    nt = None if (is_leaf is not None and is_leaf(path, x)) else _node_type_of(x, registry)
     if nt is None:
         out.append((path, x))
         return _LEAF
@@ -639,11 +659,11 @@ def _flatten_with_path(x: Any, path: KeyPath, out: list, is_leaf: Callable | Non
     else:
         children, aux = nt.flatten(x)
         keyed = [(FlattenedIndexKey(i), c) for i, c in enumerate(children)]
-    return (nt, aux, tuple(_flatten_with_path(c, path + (k,), out, is_leaf) for k, c in keyed))
+    return (nt, aux, tuple(_flatten_with_path(c, path + (k,), out, is_leaf, registry) for k, c in keyed))
 
 
-def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
-                           ) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
+def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False,
+                           *, registry: dict = _registry) -> tuple[list[tuple[KeyPath, Any]], PyTreeDef]:
     """As :func:`tree_flatten`, with each leaf paired with its key path:
     ``([((DictKey('a'), SequenceKey(0)), leaf), ...], treedef)``. With ``is_leaf_takes_path=True``,
     ``is_leaf`` is called as ``is_leaf(key_path, subtree)``."""
@@ -651,20 +671,20 @@ def tree_flatten_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None
     pred = None
     if is_leaf is not None:
         pred = is_leaf if is_leaf_takes_path else (lambda _, x: is_leaf(x))
-    node = _flatten_with_path(tree, (), out, pred)
+    node = _flatten_with_path(tree, (), out, pred, registry)
     return out, PyTreeDef(node, len(out))
 
 
-def tree_leaves_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False
-                          ) -> list[tuple[KeyPath, Any]]:
+def tree_leaves_with_path(tree: Any, is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False,
+                          *, registry: dict = _registry) -> list[tuple[KeyPath, Any]]:
     """The ``(key path, leaf)`` pairs of ``tree``."""
-    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)[0]
+    return tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path, registry=registry)[0]
 
 
-def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any,
-                       is_leaf: Callable[..., bool] | None = None, is_leaf_takes_path: bool = False) -> Any:
+def tree_map_with_path(f: Callable[..., Any], tree: Any, *rest: Any, is_leaf: Callable[..., bool] | None = None,
+                       is_leaf_takes_path: bool = False, registry: dict = _registry) -> Any:
     """As :func:`tree_map`, calling ``f(key_path, leaf, *rest_leaves)``."""
-    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path)
+    pairs, treedef = tree_flatten_with_path(tree, is_leaf, is_leaf_takes_path, registry=registry)
     others = _leaves_of_rest("tree_map_with_path", treedef, rest)
     return treedef.unflatten([f(p, x, *xs) for (p, x), *xs in zip(pairs, *others, strict=True)])
 
@@ -798,26 +818,26 @@ register_pytree_node(Partial, lambda p: ((p.args, p.keywords), p.func),
 # One level, broadcasting, associative reduction, treedef helpers
 # ---------------------------------------------------------------------------------------------
 
-def is_tree_node(typ: type) -> bool:
+def is_tree_node(typ: type, *, registry: dict = _registry) -> bool:
     """True when instances of the class ``typ`` are pytree nodes (not leaves)."""
     if not isinstance(typ, type):
         raise TypeError(f"is_tree_node: expected a class, got {type(typ).__name__} {typ!r:.60}; "
                         "pass type(x) to ask about a value")
-    return typ in _registry or (issubclass(typ, tuple) and hasattr(typ, "_fields"))
+    return typ in registry or (issubclass(typ, tuple) and hasattr(typ, "_fields"))
 
 
-def flatten_one_level(tree: Any) -> tuple[list, Any]:
+def flatten_one_level(tree: Any, *, registry: dict = _registry) -> tuple[list, Any]:
     """``(children, aux_data)`` of the root node of ``tree``; a leaf raises ValueError."""
-    nt = _node_type_of(tree)
+    nt = _node_type_of(tree, registry)
     if nt is None:
         raise ValueError(f"flatten_one_level: a {type(tree).__name__} is a leaf, not a pytree node")
     children, aux = nt.flatten(tree)
     return list(children), aux
 
 
-def flatten_one_level_with_keys(tree: Any) -> tuple[list, Any]:
+def flatten_one_level_with_keys(tree: Any, *, registry: dict = _registry) -> tuple[list, Any]:
     """``([(key, child), ...], aux_data)`` of the root node of ``tree``; a leaf raises ValueError."""
-    nt = _node_type_of(tree)
+    nt = _node_type_of(tree, registry)
     if nt is None:
         raise ValueError(f"flatten_one_level_with_keys: a {type(tree).__name__} is a leaf, not a pytree node")
     if nt.flatten_with_keys is not None:
@@ -841,20 +861,22 @@ def treedef_tuple(treedefs: Iterable[PyTreeDef]) -> PyTreeDef:
     return PyTreeDef((_TUPLE, None, tuple(t._node for t in treedefs)), sum(t.num_leaves for t in treedefs))
 
 
-def tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: Callable[[Any], bool] | None = None) -> Any:
+def tree_broadcast(prefix_tree: Any, full_tree: Any, is_leaf: Callable[[Any], bool] | None = None, *,
+                   registry: dict = _registry) -> Any:
     """Repeat each leaf of ``prefix_tree`` over the subtree of ``full_tree`` at its position: the
     result has ``full_tree``'s structure (``tree_broadcast([1, 2], [(3, 4), 5]) == [(1, 1), 2]``)."""
-    leaves, treedef = tree_flatten(prefix_tree, is_leaf)
+    leaves, treedef = tree_flatten(prefix_tree, is_leaf, registry=registry)
     subtrees = _leaves_of_rest("tree_broadcast", treedef, (full_tree,))[0]
-    return treedef.unflatten([tree_map(lambda _: x, sub, is_leaf=is_leaf) for x, sub in zip(leaves, subtrees)])
+    return treedef.unflatten([tree_map(lambda _: x, sub, is_leaf=is_leaf, registry=registry)
+                              for x, sub in zip(leaves, subtrees)])
 
 
 def tree_reduce_associative(operation: Callable[[Any, Any], Any], tree: Any, *, identity: Any = _NO_INITIALIZER,
-                            is_leaf: Callable[[Any], bool] | None = None) -> Any:
+                            is_leaf: Callable[[Any], bool] | None = None, registry: dict = _registry) -> Any:
     """Reduce the leaves with an associative ``operation`` in a balanced tree of calls (depth log2 of the
     number of leaves), in JAX's order: the reductions of the first and the second half of the leaves combined,
     each half split the same way (floating-point sums then round as JAX's). An empty tree needs ``identity``."""
-    leaves = tree_leaves(tree, is_leaf)
+    leaves = tree_leaves(tree, is_leaf, registry=registry)
     if not leaves:
         if identity is _NO_INITIALIZER:
             raise TypeError("tree_reduce_associative: the tree has no leaves; pass identity=... to reduce an "
@@ -871,23 +893,28 @@ def _reduce_halves(operation: Callable[[Any, Any], Any], leaves: list) -> Any:
 
 
 class _DefaultRegistry:
-    """kiln's pytree registry (``kiln.tree_util.default_registry``), with the methods of JAX's."""
+    """kiln's pytree registry as users see it (``kiln.tree_util.default_registry``), with the methods of JAX's:
+    typed PRNG key arrays are leaves (see :func:`register_internal_node`)."""
 
     def flatten(self, tree: Any, leaf_predicate: Callable[[Any], bool] | None = None) -> tuple[list, PyTreeDef]:
-        return tree_flatten(tree, leaf_predicate)
+        return tree_flatten(tree, leaf_predicate, registry=_user_registry)
 
     def flatten_one_level(self, tree: Any):
         """``(children, aux_data)``, or None for a leaf."""
-        return None if _node_type_of(tree) is None else flatten_one_level(tree)
+        if _node_type_of(tree, _user_registry) is None:
+            return None
+        return flatten_one_level(tree, registry=_user_registry)
 
     def flatten_one_level_with_keys(self, tree: Any):
-        return None if _node_type_of(tree) is None else flatten_one_level_with_keys(tree)
+        if _node_type_of(tree, _user_registry) is None:
+            return None
+        return flatten_one_level_with_keys(tree, registry=_user_registry)
 
     def flatten_with_path(self, tree: Any, leaf_predicate: Callable[[Any, Any], bool] | None = None):
-        return tree_flatten_with_path(tree, leaf_predicate, is_leaf_takes_path=True)
+        return tree_flatten_with_path(tree, leaf_predicate, is_leaf_takes_path=True, registry=_user_registry)
 
     def is_node(self, typ: type) -> bool:
-        return is_tree_node(typ)
+        return is_tree_node(typ, registry=_user_registry)
 
     def register_node(self, nodetype: type, flatten_func: Callable, unflatten_func: Callable,
                       flatten_with_keys_func: Callable | None = None) -> None:

@@ -2,8 +2,9 @@
 (``key``, ``PRNGKey``, ``key_data``, ``wrap_key_data``, ``split``, ``fold_in``, ``bits``).
 
 A typed key array is a :class:`KeyArray`: a small wrapper over a uint32 kiln array (or tracer) of
-shape ``batch_shape + (2,)``. It is a pytree node whose one child is that data array, so keys pass
-through ``jit``, ``vmap``, ``scan`` and pytrees unchanged; it has no arithmetic. Raw keys (JAX's
+shape ``batch_shape + (2,)``. To users it is a pytree leaf, as in JAX (``kiln.tree.map(f, {"k": key})`` calls
+``f`` on the key); kiln's transformations see a node whose one child is that data array, so keys pass
+through ``jit``, ``vmap``, ``scan`` and ``grad`` as their data; it has no arithmetic. Raw keys (JAX's
 legacy ``PRNGKey``) are plain uint32 arrays of shape ``(2,)``; every function accepts both kinds
 and returns the kind it was given.
 """
@@ -295,7 +296,7 @@ def _unflatten(impl: str, children) -> KeyArray:
     return KeyArray(data)
 
 
-tree_util.register_pytree_node(KeyArray, _flatten, _unflatten)
+tree_util.register_internal_node(KeyArray, _flatten, _unflatten)
 # Mirrored into jaxlib's C++ pytree registry, for jit's C++ dispatch path (see frontend/array.py).
 fastpath.register_node(KeyArray, lambda k: ((k._data,), IMPL_NAME), _unflatten)
 

@@ -158,3 +158,37 @@ def test_kiln_tree_short_names_and_default_registry():
     assert reg.flatten_with_path(t)[0][0] == ((tu.DictKey("a"), tu.SequenceKey(0)), 1)
     field = tree.static(default=5)
     assert field.metadata["static"] is True and field.default == 5
+
+
+def test_typed_keys_are_leaves_to_users_as_in_jax():
+    """A typed key array is one leaf to kiln.tree_util and kiln.tree (JAX: a key is a jax.Array), while kiln's
+    transformations carry its uint32 data: a state holding a key maps, prints and round-trips as in JAX."""
+    key, keys = kiln.random.key(0), kiln.random.split(kiln.random.key(1), 3)
+    state = {"rng": key, "w": knp.ones(3), "per_row": keys}
+    assert tu.tree_map(lambda x: x.shape, state) == {"rng": (), "w": (3,), "per_row": (3,)}
+    assert tree.map(lambda x: x.dtype.name if hasattr(x.dtype, "impl") else "array", state)["rng"] == "key<fry>"
+    leaves, treedef = tu.tree_flatten(state)
+    assert leaves[0] is keys and leaves[1] is key and len(leaves) == 3  # sorted keys: per_row, rng, w
+    assert repr(treedef) == "PyTreeDef({'per_row': *, 'rng': *, 'w': *})" == repr(tree.structure(state))
+    assert tu.tree_leaves(key) == [key] and tu.all_leaves([key, keys]) and not tu.is_tree_node(type(key))
+    assert tu.tree_leaves_with_path({"k": key}) == [((tu.DictKey("k"),), key)]
+    with pytest.raises(ValueError, match="is a leaf, not a pytree node"):
+        tu.flatten_one_level(key)
+    reg = tu.default_registry
+    assert reg.flatten_one_level(key) is None and not reg.is_node(type(key)) and reg.flatten(state)[0][1] is key
+    # two trees with keys at the same places; reductions and broadcasts count a key once
+    other = tu.tree_map(lambda x: x, state)
+    assert tu.tree_map(lambda a, b: b, state, other)["rng"] is key
+    assert tu.tree_reduce(lambda n, _: n + 1, state, 0) == 3 == tree.reduce_associative(lambda a, b: a + b,
+                                                                                        tree.map(lambda _: 1, state))
+    assert tu.tree_broadcast({"rng": 0, "w": 1, "per_row": 2}, state) == {"rng": 0, "w": 1, "per_row": 2}
+    # the user's leaves go through kiln's transformations and come back as keys
+    step = kiln.jit(lambda *ls: tu.tree_unflatten(treedef, [ls[0], kiln.random.split(ls[1])[0], ls[2] * 2]))
+    out = step(*leaves)
+    assert isinstance(out["per_row"], kiln.random.KeyArray) and out["per_row"].shape == (3,)
+    assert isinstance(out["rng"], kiln.random.KeyArray) and out["rng"].shape == ()
+    np.testing.assert_array_equal(np.asarray(kiln.random.key_data(out["rng"])),
+                                  np.asarray(kiln.random.key_data(kiln.random.split(key)[0])))
+    np.testing.assert_array_equal(np.asarray(out["w"]), [2.0, 2.0, 2.0])
+    draws = kiln.vmap(lambda k: kiln.random.normal(k))(keys)
+    np.testing.assert_array_equal(np.asarray(draws), [float(kiln.random.normal(k)) for k in keys])

@@ -88,15 +88,11 @@ def _run(lib, np_mod, jit, opt, with_value=False):
 
 
 def _kiln_structure(state):
-    # kiln's typed keys are pytree nodes over their key data, JAX's are leaves: compare with the data in their place
-    def is_key(x):
-        return isinstance(x, kiln.random.KeyArray)
-    unwrapped = kiln.tree_util.tree_map(lambda x: kiln.random.key_data(x) if is_key(x) else x, state, is_leaf=is_key)
-    return repr(kiln.tree_util.tree_structure(unwrapped))
+    return repr(kiln.tree_util.tree_structure(state))  # a typed key is one leaf, as in JAX
 
 
 def _optax_structure(state):
-    return repr(jax.tree_util.tree_structure(optax.tree_utils.tree_unwrap_random_key_data(state)))
+    return repr(jax.tree_util.tree_structure(state))
 
 
 def _compare(name, got, want, got_state, want_state, jitted):
