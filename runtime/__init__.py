@@ -59,7 +59,15 @@ from .errors import (  # noqa: E402
     ExecutionError,
     KilnRuntimeError,
 )
-from .executable import Executable, ExecutableCache, MemoryAnalysis, compile, module_hlo_text  # noqa: E402
+from .executable import (  # noqa: E402
+    Executable,
+    ExecutableCache,
+    MemoryAnalysis,
+    compile,
+    module_cost_analysis,
+    module_hlo_computation,
+    module_hlo_text,
+)
 from .lapack import custom_call_targets, ensure_lapack_registered, lapack_unavailable_reason  # noqa: E402
 from .mlir import drop_stale_scopes, mlir_context  # noqa: E402
 from .sharded import (  # noqa: E402
@@ -96,7 +104,8 @@ __all__ = [
     "DeletedBufferError", "Device", "DeviceError", "devices", "devices_of", "distributed", "dlpack",
     "drop_stale_scopes", "ensure_lapack_registered", "Executable", "ExecutableCache", "ExecutionError", "get_backend",
     "global_devices", "is_deleted", "is_ready", "jaxlib_version", "KilnRuntimeError", "lapack_unavailable_reason",
-    "live_buffers", "local_device", "MemoryAnalysis", "mlir_context", "module_hlo_text", "nbytes", "portable",
+    "live_buffers", "local_device", "MemoryAnalysis", "mlir_context", "module_cost_analysis",
+    "module_hlo_computation", "module_hlo_text", "nbytes", "portable",
     "profiler", "put",
     "put_sharded", "set_default_backend", "shards_of", "spmd_sharding", "SpmdExecutable", "SpmdSharding", "tile_layout",
     "to_numpy", "transfer_guard",

@@ -362,15 +362,30 @@ def _check_outputs(exe: Any, out_avals: list[Aval]) -> None:
                            f"{[f'{av.dtype}{list(av.shape)}' for av in out_avals]}.")
 
 
+def module_hlo_computation(stablehlo_text: str) -> Any:
+    """A StableHLO module as XLA's HLO before its optimisations: jaxlib's ``XlaComputation`` (JAX's
+    ``Lowered.compiler_ir("hlo")``: ``.as_hlo_text()``, ``.as_serialized_hlo_module_proto()``, ...)."""
+    try:
+        return _jax.mlir.mlir_module_to_xla_computation(stablehlo_text, use_tuple_args=False, return_tuple=False)
+    except JaxRuntimeError as e:
+        raise CompileError(f"Converting the StableHLO module to HLO failed: {jaxlib_message(e)}") from e
+
+
+def module_cost_analysis(stablehlo_text: str, device: Device) -> dict[str, float] | None:
+    """XLA's cost estimates (flops, bytes accessed, ...) of a StableHLO module before its optimisations, for
+    ``device``'s backend (JAX's ``Lowered.cost_analysis()``); None when the backend or this jaxlib has none."""
+    try:
+        module = module_hlo_computation(stablehlo_text).as_hlo_module()
+        return dict(_jax.hlo_module_cost_analysis(device.backend._client, module))
+    except Exception:  # a plugin without cost analysis, or a jaxlib without the entry point
+        return None
+
+
 def module_hlo_text(stablehlo_text: str, debug_info: bool = False) -> str:
     """The HLO text of a StableHLO module before XLA's optimisations (JAX's ``Lowered.as_text("hlo")``),
     printed as JAX prints it (short and parsable); ``debug_info`` keeps each instruction's metadata (its
     primitive and source line)."""
-    try:
-        computation = _jax.mlir.mlir_module_to_xla_computation(stablehlo_text, use_tuple_args=False,
-                                                               return_tuple=False)
-    except JaxRuntimeError as e:
-        raise CompileError(f"Converting the StableHLO module to HLO failed: {jaxlib_message(e)}") from e
+    computation = module_hlo_computation(stablehlo_text)
     options_type = getattr(getattr(xc, "hlo", None), "HloPrintOptions", None)
     if options_type is None:  # a jaxlib without the printer's options: its default text
         return str(computation.as_hlo_text())

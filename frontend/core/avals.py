@@ -238,5 +238,6 @@ class ShapeDtypeStruct:
         return hash((self.shape, self.dtype, self.weak_type))
 
     def __repr__(self) -> str:
+        sharding = "" if self.sharding is None else f", sharding={self.sharding!r}"
         weak = ", weak_type=True" if self.weak_type else ""
-        return f"ShapeDtypeStruct(shape={self.shape}, dtype={getattr(self.dtype, 'name', self.dtype)}{weak})"
+        return f"ShapeDtypeStruct(shape={self.shape}, dtype={getattr(self.dtype, 'name', self.dtype)}{sharding}{weak})"

@@ -23,7 +23,7 @@ import numpy as np
 from kiln import runtime
 
 from ..core import caches, dtypes, passes, source_info, tree_util
-from ..core.avals import ShapedArray
+from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.call import call_p
 from ..core.config import config, dispatch_epoch
 from ..core.errors import KilnError
@@ -32,7 +32,7 @@ from ..core.tracing import Tracer, abstractify, active_traces, calls_kept, curre
 from . import dispatch, nan_check, retrace, spmd, stale
 from .array import Array
 from .direct_call import DirectCall, LaunchFailed, direct_call, pytree_call, with_options
-from .sharding import flatten_shardings, resolve_spec, shardings_per_leaf
+from .sharding import SingleDeviceSharding, flatten_shardings, resolve_spec, shardings_per_leaf
 
 _new_object = object.__new__
 
@@ -741,9 +741,75 @@ class JittedFunction:
         return f"<kiln.jit of {self.__qualname__}>"
 
 
-class Traced:
+@dataclass(frozen=True)
+class ArgInfo:
+    """One argument leaf of a traced signature (``jax.stages.ArgInfo``): its abstract value and whether it is
+    donated."""
+    _aval: ShapedArray
+    donated: bool
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return self._aval.shape
+
+    @property
+    def dtype(self) -> np.dtype:
+        return self._aval.dtype
+
+
+class _Stage:
+    """What each stage (:class:`Traced`, :class:`Lowered`, :class:`Compiled`) tells of its signature, as
+    ``jax.stages.Stage``: ``in_tree`` is the structure of (dynamic positional arguments, keyword arguments),
+    ``out_tree`` the output's."""
+    jitted: JittedFunction
+    entry: _Entry
+    in_tree: Any
+
+    @property
+    def args_info(self) -> Any:
+        """The arguments' :class:`ArgInfo` (abstract value, donated), in ``in_tree``'s structure."""
+        return self.in_tree.unflatten([ArgInfo(a, d) for a, d in zip(self.entry.closed.ir.in_avals,
+                                                                     self.entry.donated)])
+
+    @property
+    def in_avals(self) -> Any:
+        """The arguments' abstract values, in ``in_tree``'s structure."""
+        return self.in_tree.unflatten(list(self.entry.closed.ir.in_avals))
+
+    @property
+    def donate_argnums(self) -> tuple[int, ...]:
+        """The positions of the donated arguments among the flattened ones."""
+        return tuple(i for i, d in enumerate(self.entry.donated) if d)
+
+    @property
+    def out_tree(self) -> Any:
+        return self.entry.out_tree
+
+    @property
+    def out_info(self) -> Any:
+        """The outputs as ``ShapeDtypeStruct``s (with their shardings once compiled), in ``out_tree``'s
+        structure."""
+        avals = self.entry.closed.ir.out_avals
+        shardings = self._output_shardings_flat() or [None] * len(avals)
+        return self.out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, sharding=s)
+                                        for a, s in zip(avals, shardings)])
+
+    def _output_shardings_flat(self) -> list | None:
+        return None  # known once compiled
+
+
+class Traced(_Stage):
     def __init__(self, jitted: JittedFunction, entry: _Entry, in_tree: Any):
         self.jitted, self.entry, self.in_tree = jitted, entry, in_tree  # in_tree: of (dynamic args, kwargs)
+
+    @property
+    def fun_name(self) -> str:
+        return self.jitted.__name__
+
+    @property
+    def out_avals(self) -> Any:
+        """The outputs' abstract values, in ``out_tree``'s structure."""
+        return self.out_tree.unflatten(list(self.entry.closed.ir.out_avals))
 
     @property
     def ir(self) -> ClosedIR:
@@ -758,7 +824,7 @@ class Traced:
         return Lowered(self.jitted, self.entry, self.in_tree)
 
 
-class Lowered:
+class Lowered(_Stage):
     """A traced and lowered function: inspect its StableHLO, then compile it."""
 
     def __init__(self, jitted: JittedFunction, entry: _Entry, in_tree: Any):
@@ -778,10 +844,23 @@ class Lowered:
         ``dialect="hlo"``: the module as XLA's HLO text, before XLA's optimisations (as JAX's)."""
         if dialect == "hlo":
             return runtime.module_hlo_text(self._lowered.as_text(debug_info=debug_info), debug_info=debug_info)
-        if dialect not in (None, "stablehlo"):
-            raise JitError(f"kiln: Lowered.as_text(dialect={dialect!r}): the dialects are 'stablehlo' (the "
-                           "default) and 'hlo'")
+        _check_dialect("as_text", dialect)
         return self._lowered.as_text(debug_info=debug_info)
+
+    def compiler_ir(self, dialect: str | None = None) -> Any:
+        """The module itself: an MLIR ``ir.Module`` of the StableHLO (the default), or with ``dialect="hlo"``
+        XLA's ``XlaComputation`` before its optimisations (``.as_hlo_text()``), as JAX's."""
+        if dialect == "hlo":
+            return runtime.module_hlo_computation(self._lowered.as_text())
+        _check_dialect("compiler_ir", dialect)
+        return self._lowered.module
+
+    def cost_analysis(self) -> dict[str, float] | None:
+        """XLA's cost estimates of the program before its optimisations (``flops``, ``bytes accessed``, ...), a
+        dict as JAX's; None when the backend reports none. ``compile().cost_analysis()`` is the optimised
+        program's."""
+        device = self.entry.device
+        return runtime.module_cost_analysis(self._lowered.as_text(), getattr(device, "devices", (device,))[0])
 
     @property
     def ir(self) -> ClosedIR:
@@ -792,7 +871,13 @@ class Lowered:
         return Compiled(self.jitted, self.entry, self.in_tree)
 
 
-class Compiled:
+def _check_dialect(method: str, dialect: str | None) -> None:
+    if dialect not in (None, "stablehlo"):
+        raise JitError(f"kiln: Lowered.{method}(dialect={dialect!r}): the dialects are 'stablehlo' (the "
+                       "default) and 'hlo'")
+
+
+class Compiled(_Stage):
     """A compiled function for one signature. Call it with the dynamic arguments of that signature: as in
     JAX, the static ones (``static_argnums``/``static_argnames``) were fixed when it was traced and are not
     passed again, and a weakly typed argument (a Python scalar) matches a strongly typed one of its dtype."""
@@ -836,6 +921,29 @@ class Compiled:
         """The compiled program's memory per device (``argument_size_in_bytes``, ``output_size_in_bytes``,
         ``temp_size_in_bytes``, ``generated_code_size_in_bytes``, ...); None when the backend reports none."""
         return self.entry.compiled.executable.memory_analysis()
+
+    def runtime_executable(self) -> Any:
+        """kiln's executable of the program (JAX's: an object for debugging, of no promised type)."""
+        return self.entry.compiled.executable
+
+    @property
+    def input_shardings(self) -> Any:
+        """Each argument's sharding, in ``in_tree``'s structure."""
+        placement = self.entry.device
+        if isinstance(placement, spmd.MeshPlacement):
+            return self.in_tree.unflatten(list(placement.in_shardings))
+        return self.in_tree.unflatten([SingleDeviceSharding(placement)] * self.in_tree.num_leaves)
+
+    @property
+    def output_shardings(self) -> Any:
+        """Each output's sharding, in ``out_tree``'s structure."""
+        return self.out_tree.unflatten(self._output_shardings_flat())
+
+    def _output_shardings_flat(self) -> list | None:
+        compiled = self.entry.compiled
+        if isinstance(compiled, spmd.CompiledSPMD):
+            return list(compiled.out_shardings)
+        return [SingleDeviceSharding(self.entry.device)] * len(self.entry.closed.ir.out_avals)
 
 
 # Python scalars the C++ path converts itself, with the same dtypes and weak types as kiln.dtypes (a bool is

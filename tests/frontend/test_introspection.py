@@ -51,6 +51,38 @@ def test_cost_analysis_is_a_dict_of_xla_estimates():
     assert cost["transcendentals"] == n * n
 
 
+def test_stages_describe_their_signature_as_jax_stages():
+    """jax.stages' attributes: args_info/in_avals/donate_argnums over (args, kwargs), out_tree/out_info, the traced
+    function's name and output avals, the lowered module (StableHLO ir.Module, or XLA's HLO) and its cost
+    before optimisation, the compiled shardings and executable."""
+    x, b = np.ones(3, np.float32), np.float32(2)
+    traced = kiln.jit(lambda a, b=1: (a * b, {"s": (a * b).sum()}), donate_argnums=0).trace(x, b=b)
+    assert traced.fun_name == "<lambda>" and traced.donate_argnums == (0,)
+    assert repr(traced.in_tree) == "PyTreeDef(((*,), {'b': *}))" and repr(traced.out_tree) == "PyTreeDef((*, {'s': *}))"
+    (arg,), kwargs = traced.args_info
+    assert (arg.shape, arg.dtype, arg.donated) == ((3,), np.float32, True) and not kwargs["b"].donated
+    assert repr(arg) == "ArgInfo(_aval=ShapedArray(float32[3]), donated=True)"
+    assert traced.in_avals[1]["b"].shape == () and traced.out_avals[1]["s"].shape == ()
+    assert repr(traced.out_info[0]) == "ShapeDtypeStruct(shape=(3,), dtype=float32)"
+
+    lowered = kiln.jit(lambda a: knp.sin(a) * 2).lower(np.ones(16, np.float32))
+    assert repr(lowered.out_tree) == "PyTreeDef(*)" and lowered.donate_argnums == ()
+    module = lowered.compiler_ir()
+    assert str(module) == lowered.as_text() and "stablehlo.sine" in str(module)  # an MLIR module
+    assert lowered.compiler_ir("stablehlo") is module
+    assert lowered.compiler_ir("hlo").as_hlo_text().startswith("HloModule")  # XLA's HLO, before optimisation
+    with pytest.raises(TypeError, match=r"compiler_ir\(dialect='tosa'\): the dialects are 'stablehlo'"):
+        lowered.compiler_ir("tosa")
+    cost = lowered.cost_analysis()
+    assert cost["flops"] == 16 and cost["transcendentals"] == 16  # one multiply and one sine per element
+    compiled = lowered.compile()
+    device = kiln.devices()[0]
+    (shard,), kw = compiled.input_shardings
+    assert kw == {} and shard == compiled.output_shardings == kiln.sharding.SingleDeviceSharding(device)
+    assert compiled.out_info.sharding == shard and compiled.out_info.shape == (16,)
+    assert compiled.runtime_executable() is not None and compiled.in_avals == lowered.in_avals
+
+
 @pytest.mark.parametrize("dtype", [np.float32, np.int8, np.float64, ml_dtypes.bfloat16])
 def test_memory_analysis_counts_arguments_and_outputs(dtype):
     if np.dtype(dtype) == np.float64:
@@ -116,6 +148,8 @@ def test_spmd_program_introspection(run_py):
         stats = c.memory_analysis()
         assert stats.argument_size_in_bytes == host.nbytes // 2 and stats.output_size_in_bytes == host.nbytes // 2
         np.testing.assert_allclose(np.asarray(c(x)), np.sin(host) * 2, rtol=1e-6)
+        (s_in,), _ = c.input_shardings
+        assert s_in == x.sharding and c.output_shardings == c(x).sharding == c.out_info.sharding
         print("OK")
     """, env={"KILN_NUM_CPU_DEVICES": "2", "KILN_PLATFORMS": "cpu"})
 
