@@ -44,6 +44,21 @@ class Device:
     def __repr__(self) -> str:
         return f"{self.platform.capitalize()}Device(id={self.id})"
 
+    def memory_stats(self) -> dict[str, int] | None:
+        """The device allocator's statistics (``bytes_in_use``, ``peak_bytes_in_use``, ``bytes_limit``, ...), as
+        JAX's; None where the backend keeps none (the CPU)."""
+        return self._raw.memory_stats()
+
+    @property
+    def local_hardware_id(self) -> int | None:
+        """The device's number on its machine (a GPU's CUDA ordinal), as JAX's."""
+        return self._raw.local_hardware_id
+
+    @property
+    def host_id(self) -> int:
+        """``process_index`` (JAX's older name)."""
+        return self.process_index
+
     def __str__(self) -> str:  # as JAX's: cpu:0, cuda:1
         return f"{self.platform}:{self.id}"
 

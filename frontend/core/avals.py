@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+from typing import Any
 
 import numpy as np
 
@@ -190,6 +191,16 @@ class ShapeDtypeStruct:
         self.dtype = dtype if hasattr(dtype, "impl") else np.dtype(dtype)  # a PRNG key dtype stays as it is
         self.sharding = sharding
         self.weak_type = bool(weak_type)
+
+    def update(self, **kwargs: Any) -> ShapeDtypeStruct:
+        """A copy with some of ``shape``, ``dtype``, ``sharding`` and ``weak_type`` replaced (as JAX's)."""
+        unknown = set(kwargs) - {"shape", "dtype", "sharding", "weak_type"}
+        if unknown:
+            raise TypeError(f"kiln.ShapeDtypeStruct.update: unexpected keyword argument {sorted(unknown)[0]!r}; it "
+                            "takes shape, dtype, sharding and weak_type")
+        return ShapeDtypeStruct(kwargs.get("shape", self.shape), kwargs.get("dtype", self.dtype),
+                                sharding=kwargs.get("sharding", self.sharding),
+                                weak_type=kwargs.get("weak_type", self.weak_type))
 
     @classmethod
     def like(cls, x) -> ShapeDtypeStruct:

@@ -190,6 +190,10 @@ class Array(ArrayMethods):
         out.flags.writeable = False
         return out
 
+    def tobytes(self, order: str = "C") -> bytes:
+        """The elements' bytes, read back to the host (``numpy.ndarray.tobytes``)."""
+        return self._value().tobytes(order)
+
     def __array__(self, dtype=None, copy=None) -> np.ndarray:
         value = self._value()
         if dtype is not None and np.dtype(dtype) != value.dtype:

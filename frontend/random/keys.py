@@ -125,6 +125,29 @@ class KeyArray:
     def devices(self):
         return self._data.devices()
 
+    # Placement, as a kiln array's (that of the key data, over the same devices)
+    @property
+    def sharding(self):
+        return self._data.sharding
+
+    @property
+    def committed(self) -> bool:
+        return self._data.committed
+
+    @property
+    def is_fully_addressable(self) -> bool:
+        return self._data.is_fully_addressable
+
+    @property
+    def is_fully_replicated(self) -> bool:
+        return self._data.is_fully_replicated
+
+    def on_device_size_in_bytes(self) -> int:
+        return self._data.on_device_size_in_bytes()
+
+    def copy_to_host_async(self) -> None:
+        self._data.copy_to_host_async()
+
     def block_until_ready(self) -> KeyArray:
         if isinstance(self._data, Array):
             self._data.block_until_ready()

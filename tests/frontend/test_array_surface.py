@@ -86,3 +86,9 @@ def test_traced_arrays_have_the_methods_of_arrays():
     got = kiln.jit(lambda x: (x.var(), x.var(axis=0, ddof=1), x.std(axis=1)))(knp.asarray(a))
     for g, want in zip(got, (a.var(), a.var(axis=0, ddof=1), a.std(axis=1))):
         np.testing.assert_allclose(np.asarray(g), want, rtol=1e-6)
+
+
+def test_tobytes_reads_the_elements_back_as_numpy():
+    a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    x = knp.asarray(a)
+    assert x.tobytes() == a.tobytes() and x.T.tobytes("F") == a.T.tobytes("F") and x.T.tobytes() == a.T.tobytes()

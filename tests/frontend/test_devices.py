@@ -143,3 +143,11 @@ def test_device_repr_and_identity():
     assert dev.platform == "cpu" and dev.id == 0
     assert kiln.devices("cpu")[0] is dev
     assert {dev: 1}[kiln.devices()[0]] == 1
+
+
+def test_device_memory_stats_and_ids_as_jax():
+    dev = kiln.devices()[0]
+    stats = dev.memory_stats()  # None on the CPU (no allocator statistics), a dict of byte counts on a GPU
+    assert stats is None if dev.platform == "cpu" else stats["bytes_in_use"] >= 0
+    assert dev.host_id == dev.process_index == 0
+    assert isinstance(dev.local_hardware_id, int) or dev.local_hardware_id is None

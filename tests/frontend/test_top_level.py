@@ -45,6 +45,11 @@ def test_eval_shape_and_shape_dtype_struct():
     s = kiln.ShapeDtypeStruct((2, 3), np.float32)
     assert (s.shape, s.dtype, s.ndim, s.size, len(s)) == ((2, 3), np.dtype(np.float32), 2, 6, 2)
     assert repr(s) == "ShapeDtypeStruct(shape=(2, 3), dtype=float32)"
+    assert s.update(shape=(4,)) == kiln.ShapeDtypeStruct((4,), np.float32) and s.shape == (2, 3)
+    int_weak = s.update(dtype=np.int32, weak_type=True)
+    assert repr(int_weak) == "ShapeDtypeStruct(shape=(2, 3), dtype=int32, weak_type=True)"
+    with pytest.raises(TypeError, match="unexpected keyword argument 'vma'; it takes shape, dtype, sharding"):
+        s.update(vma=frozenset())
     assert s == kiln.ShapeDtypeStruct((2, 3), "float32") and hash(s) == hash(kiln.ShapeDtypeStruct((2, 3), "float32"))
     out = kiln.eval_shape(lambda a, b: {"sum": a @ b, "n": 3}, s, np.ones((3, 4), np.int32))
     assert out["sum"] == kiln.ShapeDtypeStruct((2, 4), np.float32)

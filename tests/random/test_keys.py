@@ -258,6 +258,11 @@ def test_keys_through_vmap_scan_and_pytrees():
     assert isinstance(back["k"], random.KeyArray)
     moved = kiln.device_put({"k": random.key(1)})
     assert isinstance(moved["k"], random.KeyArray)
+    # placement, as a kiln array's (that of the key data)
+    k = kiln.device_put(random.key(1), kiln.devices()[0])
+    assert k.sharding == kiln.sharding.SingleDeviceSharding(kiln.devices()[0]) and k.committed
+    assert k.is_fully_addressable and k.is_fully_replicated and k.on_device_size_in_bytes() == 8
+    assert not moved["k"].committed and random.key(2).copy_to_host_async() is None  # put without a device
 
 
 def test_keys_as_non_differentiable_arguments_of_grad():
