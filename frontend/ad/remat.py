@@ -1,11 +1,13 @@
 """``kiln.checkpoint`` (alias ``kiln.remat``): recompute a function's intermediates in the backward
 pass instead of storing them.
 
-A call is recorded as one ``remat`` equation holding the traced body. Under reverse mode its
-partial evaluation keeps only the *inputs* as residuals: the forward half computes the outputs,
-the linear half recomputes the body from the inputs. Lowering passes the inputs of each remat body
-through ``stablehlo.optimization_barrier`` so that XLA cannot merge the recomputation with the
-forward computation (which would store the intermediates again).
+A call is recorded as one ``remat`` equation holding the traced body and its policy. Under reverse mode
+its partial evaluation keeps as residuals the *inputs*, and the values of the equations the policy calls
+saveable (``policy(prim, *input_avals, **params)``, as JAX's: ``dots_with_no_batch_dims_saveable`` saves
+matrix products, ``save_only_these_names`` the values named with ``checkpoint_name``): the forward half
+computes the outputs and those values, the linear half recomputes the rest from them. Lowering passes the
+inputs of each remat body through ``stablehlo.optimization_barrier`` so that XLA cannot merge the
+recomputation with the forward computation (which would store the intermediates again).
 """
 from __future__ import annotations
 
@@ -17,26 +19,49 @@ from kiln.frontend.core.passes import eliminate_dead_code
 
 from ..core import caches, tree_util
 from ..core.call import call_body
-from ..core.ir import IR, ClosedIR, Eqn
+from ..core.ir import IR, ClosedIR, Eqn, Var
 from ..core.primitive import Primitive
-from ..core.tracing import abstractify, current_builder, trace_to_ir
-from .jvp import jvp_ir, jvp_rules
+from ..core.tracing import abstractify, active_traces, current_builder, trace_to_ir
+from .jvp import jvp_ir, jvp_rules, linear_jvp
 from .partial_eval import partial_eval, pe_rules
 from .tangents import Zero, tangent_aval
 from .transpose import is_undefined, transpose_closed, transpose_rules
 
 
-def _remat_rule(*avals, body: ClosedIR, prevent_cse: bool, name: str):
+def _remat_rule(*avals, body: ClosedIR, prevent_cse: bool, name: str, policy: Callable | None):
     return body.out_avals
 
 
 remat_p = Primitive("remat", _remat_rule, multiple_results=True)
 
 
+# -- checkpoint_name: a value named for the policies --------------------------------------------------
+
+name_p = Primitive("name", lambda aval, *, name: aval)
+name_p.impl = lambda x, *, name: x
+
+
+def checkpoint_name(x, name: str):
+    """``x`` (an array or a pytree of arrays) named ``name``, as ``jax.ad_checkpoint.checkpoint_name``: inside a
+    ``kiln.checkpoint`` whose policy saves that name (``save_only_these_names``), reverse mode stores the value
+    instead of recomputing it. The values are unchanged."""
+    if not isinstance(name, str):
+        raise TypeError(f"kiln.ad_checkpoint.checkpoint_name: name must be a string, got "
+                        f"{type(name).__name__} {name!r:.60}")
+    if not active_traces():  # nothing records the name outside a transformation
+        return x
+    return tree_util.tree_map(lambda v: name_p.bind(v, name=name), x)
+
+
+# Linear, as JAX's: the tangent carries the name too (only the primal's is known, so only it can be saved).
+linear_jvp(name_p)
+transpose_rules[name_p] = lambda ct, x, *, name: [name_p.bind(ct, name=name)]
+
+
 class _Policies:
     """``kiln.checkpoint_policies``: JAX's rematerialization policies, by name. A policy is a predicate
-    ``policy(prim, *avals, **params) -> bool`` (save this value?); kiln's checkpoint distinguishes only
-    ``everything_saveable`` (no recomputation) from the rest (save the inputs only)."""
+    ``policy(prim, *avals, **params) -> bool``: save the output of this equation for the backward pass? The
+    offloading policies save in device memory (kiln does not move residuals to the host)."""
 
     @staticmethod
     def everything_saveable(*_, **__) -> bool:
@@ -63,18 +88,26 @@ class _Policies:
 
     @staticmethod
     def save_only_these_names(*names: str) -> Callable:
-        return _Policies.nothing_saveable
+        wanted = frozenset(names)
+
+        def policy(prim, *_, **params) -> bool:
+            return prim is name_p and params["name"] in wanted
+        return policy
 
     @staticmethod
     def save_any_names_but_these(*names: str) -> Callable:
-        return _Policies.nothing_saveable
+        unwanted = frozenset(names)
+
+        def policy(prim, *_, **params) -> bool:
+            return prim is name_p and params["name"] not in unwanted
+        return policy
 
     save_anything_except_these_names = save_any_names_but_these
 
     @staticmethod
     def save_and_offload_only_these_names(*, names_which_can_be_saved=(), names_which_can_be_offloaded=(),
                                           offload_src="device", offload_dst="pinned_host") -> Callable:
-        return _Policies.nothing_saveable
+        return _Policies.save_only_these_names(*names_which_can_be_saved, *names_which_can_be_offloaded)
 
     @staticmethod
     def save_from_both_policies(policy_1: Callable, policy_2: Callable) -> Callable:
@@ -96,9 +129,9 @@ checkpoint_policies = _Policies()
 def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_argnums: Sequence[int] = ()):
     """Wrap ``fun`` so that reverse-mode differentiation recomputes its intermediates.
 
-    ``policy`` (one of ``kiln.checkpoint_policies``): ``everything_saveable`` saves everything (no
-    recomputation); every other policy saves only the inputs and recomputes the rest, as ``None``. The
-    numbers are the same whatever the policy; only memory and time differ from JAX's.
+    ``policy`` (one of ``kiln.checkpoint_policies``, or any ``policy(prim, *avals, **params) -> bool``): which
+    intermediates to save rather than recompute, as in JAX; ``None`` saves the inputs only. The numbers are
+    the same whatever the policy; memory and time differ.
     """
     if policy is not None and not callable(policy):
         raise TypeError(f"kiln.checkpoint: policy must be one of kiln.checkpoint_policies (a callable) or None, "
@@ -128,7 +161,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_a
         closed, _ = trace_to_ir(flat_fun, [abstractify(x) for x in flat], name=getattr(fun, "__name__", "remat"),
                                 known_values=flat)
         outs = remat_p.bind(*closed.consts, *flat, body=call_body(closed), prevent_cse=prevent_cse,
-                            name=getattr(fun, "__name__", "remat"))
+                            name=getattr(fun, "__name__", "remat"), policy=policy)
         return tree_util.tree_unflatten(out_tree_box[0], outs)
     return wrapped
 
@@ -136,11 +169,11 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_a
 remat = checkpoint
 
 
-def _remat_jvp(primals, tangents, *, body: ClosedIR, prevent_cse: bool, name: str):
+def _remat_jvp(primals, tangents, *, body: ClosedIR, prevent_cse: bool, name: str, policy: Callable | None):
     nonzero = [not isinstance(t, Zero) for t in tangents]
     new, out_nonzero = jvp_ir(body, nonzero)
     outs = remat_p.bind(*primals, *[t for t in tangents if not isinstance(t, Zero)], body=call_body(new),
-                        prevent_cse=prevent_cse, name=name)
+                        prevent_cse=prevent_cse, name=name, policy=policy)
     n = len(body.out_avals)
     it = iter(outs[n:])
     return outs[:n], [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(body.out_avals, out_nonzero)]
@@ -157,34 +190,58 @@ def _prune(ir: IR, keep_outputs: list[bool]) -> IR:
     return eliminate_dead_code(IR(ir.constvars, ir.invars, ir.eqns, outs))
 
 
-def _split(body: ClosedIR, unknown: tuple[bool, ...]):
+def _saveable(policy: Callable | None, eqn: Eqn) -> bool:
+    if policy is None:
+        return False
+    return bool(policy(eqn.prim, *[abstractify(a) for a in eqn.inputs], **eqn.params))
+
+
+def _used_vars(ir: IR) -> set:
+    return {a for e in ir.eqns for a in e.inputs} | set(ir.outvars)
+
+
+def _split(body: ClosedIR, unknown: tuple[bool, ...], policy: Callable | None):
     memo = _split_memo.setdefault(body, {})
-    if unknown not in memo:
+    key = (unknown, policy)
+    if key not in memo:
         split = partial_eval(body.ir, list(unknown))
         out_unknown = split.out_unknown
-        # The known half without its residual outputs (the unknown half recomputes instead). Built from
-        # the split, not the whole body: call-like equations mixing known and unknown inputs are split.
         k = split.known
         n_known = len(k.outvars) - split.num_residuals
-        known_body = _prune(IR([], k.invars, k.eqns, k.outvars[:n_known]), [True] * n_known)
         # The unknown half recomputes the known equations, then runs the unknown ones; both as the split
         # made them, so that an equation mixing known and unknown inputs (a nested remat, a call, a loop)
         # is its known half (non-linear) and its unknown half (linear), which transposition needs.
         ir = body.ir
-        unknown_body = _prune(IR(ir.constvars, ir.invars, k.eqns + split.unknown.eqns, ir.outvars), out_unknown)
-        memo[unknown] = (ClosedIR(known_body, []), ClosedIR(unknown_body, []), out_unknown)
-    return memo[unknown]
+        recompute = _prune(IR(ir.constvars, ir.invars, k.eqns + split.unknown.eqns, ir.outvars), out_unknown)
+        # Known equations the policy saves are not recomputed: their values come from the forward half.
+        known_eqns = set(map(id, k.eqns))
+        saved_eqns = [e for e in recompute.eqns if id(e) in known_eqns and _saveable(policy, e)]
+        saved_ids = set(map(id, saved_eqns))
+        unknown_body = eliminate_dead_code(IR(recompute.constvars, recompute.invars,
+                                              [e for e in recompute.eqns if id(e) not in saved_ids],
+                                              recompute.outvars))
+        used = _used_vars(unknown_body)
+        saved = [v for e in saved_eqns for v in e.outputs if v in used]
+        unknown_body = IR(unknown_body.constvars, unknown_body.invars + saved, unknown_body.eqns,
+                          unknown_body.outvars)
+        # The known half: its outputs, then the saved values. Built from the split, not the whole body:
+        # call-like equations mixing known and unknown inputs are split.
+        outs = k.outvars[:n_known] + saved
+        known_body = _prune(IR([], k.invars, k.eqns, outs), [True] * len(outs))
+        memo[key] = (ClosedIR(known_body, []), ClosedIR(unknown_body, []), out_unknown, [v.aval for v in saved])
+    return memo[key]
 
 
 def _remat_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
-    """Known half: the outputs from the known inputs. Unknown half: everything, recomputed from all
-    inputs (so the only residuals are the inputs themselves)."""
-    known_body, unknown_body, out_unknown = _split(eqn.params["body"], tuple(unknown_inputs))
+    """Known half: the outputs from the known inputs, and the values the policy saves. Unknown half: the
+    rest, recomputed from all inputs and the saved values (the residuals)."""
     p = dict(eqn.params)
+    known_body, unknown_body, out_unknown, saved_avals = _split(p["body"], tuple(unknown_inputs), p["policy"])
+    saved = [Var(a) for a in saved_avals]
     known_eqn = Eqn(remat_p, [a for a, u in zip(eqn.inputs, unknown_inputs) if not u],
-                    [v for v, u in zip(eqn.outputs, out_unknown) if not u], {**p, "body": known_body},
+                    [v for v, u in zip(eqn.outputs, out_unknown) if not u] + saved, {**p, "body": known_body},
                     eqn.source)
-    unknown_eqn = Eqn(remat_p, list(eqn.inputs), [v for v, u in zip(eqn.outputs, out_unknown) if u],
+    unknown_eqn = Eqn(remat_p, list(eqn.inputs) + saved, [v for v, u in zip(eqn.outputs, out_unknown) if u],
                       {**p, "body": unknown_body}, eqn.source)
     return [known_eqn], [unknown_eqn], out_unknown
 
@@ -192,12 +249,12 @@ def _remat_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
 pe_rules[remat_p] = _remat_partial_eval
 
 
-def _remat_transpose(cts, *args, body: ClosedIR, prevent_cse: bool, name: str):
+def _remat_transpose(cts, *args, body: ClosedIR, prevent_cse: bool, name: str, policy: Callable | None):
     linear = [is_undefined(a) for a in args]
     t = transpose_closed(body, linear)
     from .tangents import instantiate
     outs = iter(remat_p.bind(*[a for a in args if not is_undefined(a)], *[instantiate(c) for c in cts],
-                             body=call_body(t), prevent_cse=prevent_cse, name=f"transpose({name})"))
+                             body=call_body(t), prevent_cse=prevent_cse, name=f"transpose({name})", policy=policy))
     return [next(outs) if lin else None for lin in linear]
 
 
@@ -217,4 +274,4 @@ def _register_locate() -> None:
 
 _register_locate()
 
-__all__ = ["checkpoint", "remat", "remat_p"]
+__all__ = ["checkpoint", "checkpoint_name", "name_p", "remat", "remat_p"]

@@ -1,5 +1,5 @@
 """``kiln.ad_checkpoint``'s inspection helpers: which values reverse mode saves for the backward pass
-(``saved_residuals``, ``print_saved_residuals``), and ``checkpoint_name``.
+(``saved_residuals``, ``print_saved_residuals``); ``checkpoint_name`` is in remat.py.
 
 The residuals are those of ``kiln.vjp``: the known (forward) half of the partially evaluated JVP IR
 returns them. Each is described as JAX describes it: an argument, a constant, or the output of an
@@ -18,19 +18,7 @@ from ..core.tracing import abstractify
 from .api import _check_arrays, _fun_name, _trace_flat
 from .jvp import jvp_ir
 from .partial_eval import partial_eval
-from .remat import remat_p
-
-
-def checkpoint_name(x: Any, name: str) -> Any:
-    """``x`` unchanged (an array or a pytree of arrays), as ``jax.ad_checkpoint.checkpoint_name``.
-
-    kiln records no names: its checkpoint policies do not select values by name (see
-    ``kiln.checkpoint``), so the name only has to be a string.
-    """
-    if not isinstance(name, str):
-        raise TypeError(f"kiln.ad_checkpoint.checkpoint_name: name must be a string, got "
-                        f"{type(name).__name__} {name!r:.60}")
-    return x
+from .remat import name_p, remat_p
 
 
 def _arg_names(fun: Callable, args: tuple, kwargs: dict) -> list[str]:
@@ -97,6 +85,8 @@ def saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> list[tuple[Shaped
                 eqn, _ = _producer(outer, i)
                 if eqn.prim is call_p:
                     what = f"output of jitted function '{eqn.params['name']}'"
+                elif eqn.prim is name_p:
+                    what = f"named '{eqn.params['name']}'"
                 else:
                     what = f"output of {eqn.prim.name}"
                 results.append((v.aval, f"{what} from {_where(eqn.source)}"))

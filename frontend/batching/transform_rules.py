@@ -1,4 +1,5 @@
-"""Batching rules of the transformation primitives: remat and the custom-derivative calls.
+"""Batching rules of the transformation primitives: remat (and checkpoint_name's name) and the custom-derivative
+calls.
 
 A batched custom_jvp/custom_vjp call stays a custom call: its body is the batched body and its rule
 is the user's rule under vmap, so differentiating a vmapped function still uses the user's rule.
@@ -6,7 +7,7 @@ is the user's rule under vmap, so differentiating a vmapped function still uses 
 from __future__ import annotations
 
 from ..ad import custom
-from ..ad.remat import remat_p
+from ..ad.remat import name_p, remat_p
 from ..ad.tangents import zeros_like_aval
 from ..core import tree_util
 from ..core.call import call_body
@@ -14,12 +15,17 @@ from .api import vmap
 from .core import batch_closed, batch_rules, move_dim
 
 
-def _remat_batch(ctx, args, dims, *, body, prevent_cse, name):
+def _remat_batch(ctx, args, dims, *, body, prevent_cse, name, policy):
     new, out_dims = batch_closed(body, dims, ctx)
-    return remat_p.bind(*args, body=call_body(new), prevent_cse=prevent_cse, name=name), out_dims
+    return remat_p.bind(*args, body=call_body(new), prevent_cse=prevent_cse, name=name, policy=policy), out_dims
+
+
+def _name_batch(ctx, args, dims, *, name):
+    return name_p.bind(args[0], name=name), dims[0]
 
 
 batch_rules[remat_p] = _remat_batch
+batch_rules[name_p] = _name_batch
 
 
 def _all_at_front(ctx, args, dims):

@@ -492,7 +492,7 @@ def _remat_rule(error, enabled, source, invals, params):
     leaves, tree = error.tree_flatten()
     closed, out_tree = _checkified_body(body, enabled, tree, params["name"])
     outs = remat_p.bind(*closed.consts, *leaves, *invals, body=call_body(closed), prevent_cse=params["prevent_cse"],
-                        name=params["name"])
+                        name=params["name"], policy=params["policy"])
     return _split_outputs(error, out_tree, outs)
 
 

@@ -13,6 +13,12 @@ def _custom_vjp_lin(ctx, eqn, *args):
                     "kiln.vjp, kiln.jacrev), or define the function with kiln.custom_jvp.")
 
 
+@register("name")
+def _name(ctx, eqn, x):
+    """checkpoint_name: the value itself (the name only guides checkpoint policies)."""
+    return x
+
+
 @register("remat")
 def _remat(ctx, eqn, *args):
     """Emit the body; its inputs first pass an optimization barrier, so that XLA cannot merge a

@@ -86,3 +86,80 @@ def test_checkpoint_name_is_the_identity():
 
 def test_ad_checkpoint_module():
     assert kiln.ad_checkpoint.checkpoint_policies is kiln.checkpoint_policies
+
+
+def _residuals(f, *args):
+    return [(a.str_short(), src.split(" from ")[0] if " from " in src and "argument" not in src else src)
+            for a, src in saved_residuals(f, *args)]
+
+
+_ARG_LINES = [("f32[5,4]", "from the argument W1"), ("f32[6,5]", "from the argument W2"),
+              ("f32[7,6]", "from the argument W3"), ("f32[4]", "from the argument x")]
+
+
+def test_checkpoint_policies_save_what_they_select_as_jax():
+    """JAX's gradient-checkpointing docs: dots_with_no_batch_dims_saveable keeps the three matrix products (the sines
+    are recomputed from them), save_only_these_names keeps the named value, nothing_saveable only the inputs."""
+    p = kiln.checkpoint_policies
+    dots = kiln.checkpoint(_f, policy=p.dots_with_no_batch_dims_saveable)
+    assert _residuals(dots, *_ARGS) == _ARG_LINES + [("f32[5]", "output of dot_general"),
+                                                    ("f32[6]", "output of dot_general"),
+                                                    ("f32[7]", "output of dot_general")]
+    assert _residuals(kiln.checkpoint(_f, policy=p.dots_saveable), *_ARGS) == _residuals(dots, *_ARGS)
+    assert _residuals(kiln.checkpoint(_f, policy=p.nothing_saveable), *_ARGS) == _ARG_LINES
+
+    def named(W1, W2, W3, x):
+        x = checkpoint_name(_g(W1, x), name="a")
+        x = checkpoint_name(_g(W2, x), name="b")
+        return checkpoint_name(_g(W3, x), name="c")
+    assert _residuals(kiln.checkpoint(named, policy=p.save_only_these_names("a")), *_ARGS) == _ARG_LINES + [
+        ("f32[5]", "named 'a'")]
+    assert _residuals(kiln.checkpoint(named, policy=p.save_any_names_but_these("a")), *_ARGS) == _ARG_LINES + [
+        ("f32[6]", "named 'b'")]  # 'c' is an output of the checkpoint, not needed by the backward pass
+    both = p.save_from_both_policies(p.save_only_these_names("b"), p.dots_with_no_batch_dims_saveable)
+    assert [s for _, s in _residuals(kiln.checkpoint(named, policy=both), *_ARGS)[4:]] == [
+        "output of dot_general", "output of dot_general", "named 'b'", "output of dot_general"]
+    # a policy of the user's own, on kiln's primitive objects (as JAX's: prim is lax.sin_p)
+    sines = kiln.checkpoint(_f, policy=lambda prim, *avals, **params: prim is kiln.lax.sin_p)
+    assert _residuals(sines, *_ARGS) == _ARG_LINES + [("f32[5]", "output of sin"), ("f32[6]", "output of sin")]
+
+
+def test_checkpoint_policies_change_the_program_not_the_numbers():
+    """The saved products are not recomputed: the gradient program has three dot_generals fewer (3 forward + 6
+    backward, against 3 more recomputed with nothing_saveable); the gradients are the same (NumPy's chain rule)."""
+    p = kiln.checkpoint_policies
+    rng = np.random.default_rng(0)
+    args = [rng.standard_normal(a.shape).astype(np.float32) for a in _ARGS]
+
+    def grads(policy):
+        loss = kiln.checkpoint(lambda *a: knp.sum(_f(*a)), policy=policy)
+        g = kiln.jit(kiln.value_and_grad(loss, argnums=(0, 1, 2, 3)))  # the value keeps the forward pass
+        return g(*args)[1], g.lower(*args).as_text().count("stablehlo.dot_general")
+
+    (w1, w2, w3, x) = args
+    y1 = w1 @ x
+    h1 = np.sin(y1)
+    y2 = w2 @ h1
+    h2 = np.sin(y2)
+    y3 = w3 @ h2
+    d3 = np.cos(y3)                        # d sum(sin(y3)) / d y3
+    d2 = (w3.T @ d3) * np.cos(y2)
+    d1 = (w2.T @ d2) * np.cos(y1)
+    want = [np.outer(d1, x), np.outer(d2, h1), np.outer(d3, h2), w1.T @ d1]
+    counts = {}
+    for name in ("nothing_saveable", "dots_with_no_batch_dims_saveable", "everything_saveable"):
+        got, counts[name] = grads(getattr(p, name))
+        for g, w in zip(got, want):
+            np.testing.assert_allclose(np.asarray(g), w, rtol=2e-5, atol=1e-5)
+    assert counts == {"nothing_saveable": 12, "dots_with_no_batch_dims_saveable": 9, "everything_saveable": 9}
+
+
+def test_checkpoint_name_through_transformations():
+    x = np.arange(4.0, dtype=np.float32)
+    f = kiln.jit(lambda v: checkpoint_name(v * 2, "twice") + 1)
+    np.testing.assert_array_equal(np.asarray(f(x)), x * 2 + 1)
+    assert "twice" not in f.lower(x).as_text()  # the name leaves no trace in the program
+    np.testing.assert_array_equal(np.asarray(kiln.vmap(lambda v: checkpoint_name(v, "v") * 3)(x)), x * 3)
+    _, tangent = kiln.jvp(lambda v: checkpoint_name(knp.sin(v), "s"), (x,), (np.ones(4, np.float32),))
+    np.testing.assert_allclose(np.asarray(tangent), np.cos(x), rtol=1e-6)
+    assert "name[name=s]" in str(kiln.make_jaxpr(lambda v: checkpoint_name(v, "s"))(x))
