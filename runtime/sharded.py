@@ -7,6 +7,7 @@ does the rest.
 from __future__ import annotations
 
 import collections
+import os
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -94,7 +95,7 @@ class SpmdExecutable(Executable):
     Arguments and results are arrays laid out over ``devices``; ``out_shardings`` are the results' layouts
     (the ones the module asked for, or the ones the partitioner chose)."""
 
-    __slots__ = ("devices", "out_shardings")
+    __slots__ = ("devices", "out_shardings", "_ahead")
 
     def __init__(self, exe: Any, devices: tuple[Device, ...], out_avals: list, num_donated: int, text: str) -> None:
         self.device = devices[0]
@@ -110,11 +111,12 @@ class SpmdExecutable(Executable):
                else [xc.HloSharding.replicate()] * len(out_avals))
         self.out_shardings = [spmd_sharding(devices, str(h)) for h in hlo]
         self._handlers = [result_handler(av, s) for av, s in zip(out_avals, self.out_shardings)]
+        self._ahead = max_in_flight(devices)
 
     def execute(self, args: list[Buffer]) -> list[Buffer]:
-        """Launch on every device; at most :data:`MAX_IN_FLIGHT` mesh executions run ahead of the host."""
+        """Launch on every device; at most :func:`max_in_flight` mesh executions run ahead of the host."""
         outs = super().execute(args)
-        _bound_in_flight(outs)
+        _bound_in_flight(outs, self._ahead)
         return outs
 
     def _argument_error(self, e: BaseException, args: Sequence[Any]) -> Exception:
@@ -140,14 +142,27 @@ _in_flight: collections.deque = collections.deque()
 _in_flight_lock = threading.Lock()
 
 
-def _bound_in_flight(outs: list[Buffer]) -> None:
-    # Holds the first result of each of the last MAX_IN_FLIGHT executions (a strong reference: a loop that
+def max_in_flight(devices: Sequence[Device]) -> int:
+    """How many executions over ``devices`` may run ahead of the host: :data:`MAX_IN_FLIGHT`, or none for a CPU
+    mesh of more devices than the machine has cores. There the collectives of two executions in flight at once
+    wait for each other's threads: XLA aborts the process after 40 s (8 CPU devices on 2 cores, a data-parallel
+    MLP step with donated parameters, even one execution ahead; ``jax.jit`` aborts alike)."""
+    if devices and devices[0].platform == "cpu" and len(devices) > (os.cpu_count() or 1):
+        return 0
+    return MAX_IN_FLIGHT
+
+
+def _bound_in_flight(outs: list[Buffer], ahead: int = MAX_IN_FLIGHT) -> None:
+    # Holds the first result of each of the last ``ahead`` executions (a strong reference: a loop that
     # drops its results must be bounded too).
     if not outs:
         return
-    with _in_flight_lock:
-        _in_flight.append(outs[0])
-        oldest = _in_flight.popleft() if len(_in_flight) > MAX_IN_FLIGHT else None
+    if ahead == 0:
+        oldest = outs[0]
+    else:
+        with _in_flight_lock:
+            _in_flight.append(outs[0])
+            oldest = _in_flight.popleft() if len(_in_flight) > ahead else None
     if oldest is not None and not oldest.is_deleted():
         try:
             oldest.block_until_ready()
