@@ -19,12 +19,13 @@ from typing import Any, Callable, Sequence
 from ..core import tree_util
 from ..core.avals import ShapedArray
 from ..core.call import call_body
-from ..core.errors import KilnError
+from ..core.errors import KilnError, UnexpectedTracerError
 from ..core.ir import IR, ClosedIR
 from ..core.passes import eliminate_dead_code
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify, current_builder, eval_ir, materialize, trace_to_ir
-from .jvp import jvp_rules
+from ..lax.api import stop_gradient
+from .jvp import jvp_rules, non_differentiable
 from .partial_eval import partial_eval
 from .tangents import Zero, instantiate, is_differentiable_dtype, tangent_aval, zeros_like_aval
 from .transpose import is_undefined, transpose_rules
@@ -109,6 +110,18 @@ def _check_no_differentiated_closure(consts: list, what: str) -> None:
                 "define the function outside the differentiated one).")
 
 
+def _rule_trace_options(flat: list) -> dict:
+    """trace_to_ir's options for the trace of a differentiated call's rule. Where an input carries a derivative
+    of a differentiation enclosing the one that runs the rule (grad(grad(f))), it carries that one in the rule's
+    trace, so that a call of a custom function inside the rule (the JVP function returning f(x)) runs that
+    function's rule in turn rather than the function: as JAX, the rule runs once per order of differentiation
+    and the function once, innermost."""
+    depths = [max(x.builder.derivative_depth(x) - 1, 0) if isinstance(x, Tracer) else 0 for x in flat]
+    if not any(depths):
+        return {}
+    return {"derivative_depths": depths, "tangent_flows": lambda eqn: eqn.prim not in non_differentiable}
+
+
 def _trace_jvp_rule(owner, nondiff: list, flat: list, in_tree):
     """A differentiated custom_jvp call traced through its JVP function alone: ``(body, consts, rule)``. The body
     is the traced JVP function's primal outputs."""
@@ -130,8 +143,11 @@ def _trace_jvp_rule(owner, nondiff: list, flat: list, in_tree):
         return flat_out + [zeros_like_aval(a) if isinstance(t, Zero) else t
                            for a, t in zip(out_avals, flat_t) if is_differentiable_dtype(a.dtype)]
 
+    options = _rule_trace_options(flat)
+    if options:  # the tangent inputs carry no enclosing derivative
+        options["derivative_depths"] += [0] * len(t_avals)
     closed, _ = trace_to_ir(flat_rule, avals + t_avals, name=f"jvp({name})",
-                            known_values=list(flat) + [None] * len(t_avals))
+                            known_values=list(flat) + [None] * len(t_avals), **options)
     _check_no_differentiated_closure(closed.consts, f"kiln.custom_jvp function {name}")
     rule = call_body(closed)
     n_in = len(closed.consts) + len(avals)
@@ -155,7 +171,8 @@ def _trace_fwd(owner, nondiff: list, flat: list, in_tree):
         trees.append((out_tree, res_tree))
         return flat_out + flat_res
 
-    closed, _ = trace_to_ir(flat_fwd, [abstractify(x) for x in flat], name=owner.__name__, known_values=flat)
+    closed, _ = trace_to_ir(flat_fwd, [abstractify(x) for x in flat], name=owner.__name__, known_values=flat,
+                            **_rule_trace_options(flat))
     _check_no_differentiated_closure(closed.consts, f"kiln.custom_vjp function {owner.__name__}")
     fwd = call_body(closed)
     out_tree, res_tree = trees[0]
@@ -206,6 +223,18 @@ def _positional(owner, name: str, kind: str, args: tuple, kwargs: dict) -> tuple
 _rule_tracers = {custom_jvp_call_p: _trace_jvp_rule, custom_vjp_call_p: _trace_fwd}
 
 
+def _check_nondiff_not_differentiated(name: str, nondiff: list, nondiff_argnums: tuple[int, ...]) -> None:
+    """custom_vjp's bwd gives no cotangent for a non-differentiable argument: one that carries a derivative
+    raises JAX's error type (rather than the closure check's, which would name no argument)."""
+    for i, arg in zip(nondiff_argnums, nondiff):
+        if any(isinstance(x, Tracer) and x.builder.carries_derivative(x) for x in tree_util.tree_leaves(arg)):
+            raise UnexpectedTracerError(
+                f"kiln.custom_vjp function {name}: argument {i} (in nondiff_argnums) is a traced value that is being "
+                "differentiated. Non-differentiable arguments of a custom_vjp function must not be traced arrays "
+                "(JAX raises UnexpectedTracerError too): nondiff_argnums is for values such as functions or "
+                "strings; pass arrays as ordinary arguments (bwd may return None for their cotangent).")
+
+
 def _call_custom(owner, prim: Primitive, kind: str, missing: str | None, args: tuple, kwargs: dict):
     """Call a custom-derivative function: run it plainly outside any trace, else record one equation."""
     name = owner.__name__
@@ -215,6 +244,13 @@ def _call_custom(owner, prim: Primitive, kind: str, missing: str | None, args: t
     if current_builder() is None:
         return owner.fun(*args)  # no transformation is active: just run it
     nondiff, diff = _split_nondiff(args, owner.nondiff_argnums)
+    if prim is custom_jvp_call_p and nondiff:
+        # A traced array among custom_jvp's non-differentiable arguments is a constant to the derivative, as
+        # JAX's stop_gradient of them: the rule gets no tangent for it (custom_vjp raises instead, as JAX).
+        nondiff = [tree_util.tree_map(lambda x: stop_gradient(x) if isinstance(x, Tracer) else x, a)
+                   for a in nondiff]
+    elif prim is custom_vjp_call_p and nondiff:
+        _check_nondiff_not_differentiated(name, nondiff, owner.nondiff_argnums)
     flat, in_tree = tree_util.tree_flatten(tuple(diff))
     trace = _trace_body
     trace_rule = _rule_tracers.get(prim)  # none for custom_vmap: it is differentiated through its body

@@ -230,6 +230,16 @@ class Builder:
         self.tangent_flows = tangent_flows
         self._carrying: set[Var] = set()
         self._carrying_upto = 0
+        # The trace of a custom derivative rule run for a differentiated call (custom_jvp's jvp, custom_vjp's
+        # fwd): per input, how many differentiations enclosing the one that runs the rule its value carries a
+        # derivative of. Only those with one or more carry a derivative here, so that a custom function the rule
+        # calls (f_jvp returning f(x)) runs its own rule for them, one order of differentiation lower, as JAX's
+        # nested JVP traces do. None: the inputs carry as tangent_flows says.
+        self.input_depths: dict[Var, int] | None = None
+        # The inputs and captured constants whose known value carries a derivative of an enclosing
+        # differentiation (a grad inside a grad), with its depth; found as they are added (_outer_depths).
+        self._outer: dict[Var, int] = {}
+        self._outer_upto = (0, 0)
 
     # -- building ---------------------------------------------------------------------------
     def new_arg(self, aval: ShapedArray, name: str = "", value: Any = None, hint: Any = None) -> Tracer:
@@ -312,7 +322,8 @@ class Builder:
         values only: an integer or boolean result has no derivative)."""
         carrying = self._carrying
         if self._carrying_upto == 0:
-            carrying.update(v for v in self.invars if dtypes.is_inexact(v.aval.dtype))
+            carrying.update(v for v in self.invars if dtypes.is_inexact(v.aval.dtype)
+                            and (self.input_depths is None or self.input_depths.get(v, 0) > 0))
         for eqn in self.eqns[self._carrying_upto:]:
             if self.tangent_flows(eqn) and any(type(a) is Var and a in carrying for a in eqn.inputs):
                 carrying.update(o for o in eqn.outputs if dtypes.is_inexact(o.aval.dtype))
@@ -323,6 +334,34 @@ class Builder:
         """Whether ``tracer``, a value of this trace, carries a derivative of the differentiated inputs (see
         __init__); always False in a trace without ``tangent_flows``."""
         return self.tangent_flows is not None and tracer.ir_var in self._derivative_vars()
+
+    def derivative_depth(self, tracer: Tracer) -> int:
+        """How many nested differentiations ``tracer``, a value of this trace, carries a derivative of: 1 under
+        one grad, 2 where an enclosing grad differentiates the inputs too (grad(grad(f))), 0 if none."""
+        if not self.carries_derivative(tracer):
+            return 0
+        outer = self.input_depths if self.input_depths is not None else self._outer_depths()
+        if not outer:
+            return 1
+        # The inputs (and constants) it depends on through equations that pass derivatives on.
+        needed = {tracer.ir_var}
+        for eqn in reversed(self.eqns):
+            if self.tangent_flows(eqn) and any(o in needed for o in eqn.outputs):
+                needed.update(a for a in eqn.inputs if type(a) is Var)
+        deepest = max((d for v, d in outer.items() if v in needed), default=0)
+        # A rule's trace: its inputs' depths already leave out the differentiation that runs the rule.
+        return max(deepest, 1) if self.input_depths is not None else 1 + deepest
+
+    def _outer_depths(self) -> dict[Var, int]:
+        n_in, n_const = self._outer_upto
+        if self.known is not None and (n_in, n_const) != (len(self.invars), len(self.constvars)):
+            for v in self.invars[n_in:] + self.constvars[n_const:]:
+                value = self.known.get(v)
+                depth = value.builder.derivative_depth(value) if isinstance(value, Tracer) else 0
+                if depth:
+                    self._outer[v] = depth
+            self._outer_upto = (len(self.invars), len(self.constvars))
+        return self._outer
 
     def check_no_derivative(self, tracer: Tracer, error: type, what: str) -> None:
         """Raise ``error`` if ``tracer`` carries a derivative of the differentiated inputs (see __init__)."""
@@ -461,7 +500,8 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
                 tangent_flows: Callable[[Eqn], bool] | None = None,
                 keeps_calls: bool = False, kind: str = "jit",
                 batch: tuple[int, Sequence[int]] | None = None,
-                known_constants: bool = False) -> tuple[ClosedIR, Any]:
+                known_constants: bool = False,
+                derivative_depths: Sequence[int] | None = None) -> tuple[ClosedIR, Any]:
     """Trace ``fun(*tracers)`` into a ClosedIR; returns it and the raw Python output (flat list).
 
     ``fun`` takes one tracer per aval and returns a flat list of outputs. ``input_hints``: per input, what
@@ -471,6 +511,7 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
     ``keeps_calls``: the trace of an eager transformation (see :func:`calls_kept`). ``kind`` and ``batch`` (the
     batch size and each input's batch axis, for "vmap") only change how its tracers print (``Builder.kind``).
     ``known_constants``: the concrete arrays ``fun`` closes over are known (see ``Builder.known_constants_only``).
+    ``derivative_depths``: a custom derivative rule's trace (with ``tangent_flows``); see ``Builder.input_depths``.
     """
     builder = Builder(name or getattr(fun, "__name__", "a function"), known_inputs=known_values is not None,
                       tangent_flows=tangent_flows, keeps_calls=keeps_calls, kind=kind,
@@ -481,6 +522,8 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
     tracers = [builder.new_arg(a, n, v, h) for a, n, v, h in zip(in_avals, names, values, hints)]
     if batch is not None:
         builder.batch = (batch[0], {t.ir_var: d for t, d in zip(tracers, batch[1])})
+    if derivative_depths is not None:
+        builder.input_depths = {t.ir_var: d for t, d in zip(tracers, derivative_depths) if d}
     def trace():
         outs = fun(*tracers)
         return builder.finish(outs), outs

@@ -429,6 +429,28 @@ def test_custom_jvp_defjvps_and_nondiff_argnums():
     assert float(kiln.jit(kiln.grad(lambda x: apply(knp.sin, x)))(1.0)) == 10.0
 
 
+def test_custom_jvp_differentiated_value_in_nondiff_argnums_is_a_constant():
+    """A traced array passed in a nondiff_argnums position of a custom_jvp function is a constant to the
+    derivative (JAX stop_gradients it): d/dx scale(x, s=x) is s, not 2x. kiln raised 'closes over a value that
+    is being differentiated' instead."""
+    @partial(kiln.custom_jvp, nondiff_argnums=(1,))
+    def scale(x, s):
+        return x * s
+
+    @scale.defjvp
+    def scale_jvp(s, primals, tangents):
+        (x,), (t,) = primals, tangents
+        return scale(x, s), t * s
+
+    square = lambda x: scale(x, x)  # noqa: E731
+    for grad in (kiln.grad(square), kiln.jit(kiln.grad(square))):
+        assert float(grad(3.0)) == 3.0
+    assert float(kiln.grad(lambda x: scale(2.0, x))(3.0)) == 0.0
+    assert [float(v) for v in kiln.jvp(square, (3.0,), (1.0,))] == [9.0, 3.0]
+    assert float(kiln.grad(kiln.grad(square))(3.0)) == 0.0  # the derivative, s, is constant too
+    np.testing.assert_array_equal(np.asarray(kiln.vmap(kiln.grad(square))(knp.array([1.0, 2.0]))), [1.0, 2.0])
+
+
 @kiln.custom_vjp
 def clip_gradient(lo, hi, x):
     return x
@@ -566,6 +588,64 @@ def test_custom_rules_run_instead_of_the_primal_function(kind, case):
     fun = (_logged_custom_jvp if kind == "custom_jvp" else _logged_custom_vjp)(calls)
     np.testing.assert_allclose(np.asarray(call(fun)), expected, rtol=1e-6)
     assert calls == want
+
+
+def _self_calling_custom_jvp(calls: list):
+    """The custom-derivatives notebook's pattern: the rule computes its primal output by calling f itself."""
+    @kiln.custom_jvp
+    def f(x):
+        calls.append("f")
+        return knp.sin(x)
+
+    @f.defjvp
+    def f_jvp(primals, tangents):
+        calls.append("f_jvp")
+        (x,), (t,) = primals, tangents
+        return f(x), knp.cos(x) * t
+    return f
+
+
+def _self_calling_custom_vjp(calls: list):
+    @kiln.custom_vjp
+    def g(x):
+        calls.append("g")
+        return knp.sin(x)
+
+    def g_fwd(x):
+        calls.append("g_fwd")
+        return g(x), knp.cos(x)
+
+    def g_bwd(cos_x, ct):
+        calls.append("g_bwd")
+        return (cos_x * ct,)
+    g.defvjp(g_fwd, g_bwd)
+    return g
+
+
+_NESTED_CASES = {  # name: (how it is called, expected value, order of differentiation)
+    "grad": (lambda f: kiln.grad(f)(_AT), np.cos(_AT), 1),
+    "grad(grad)": (lambda f: kiln.grad(kiln.grad(f))(_AT), -np.sin(_AT), 2),
+    "grad(grad(grad))": (lambda f: kiln.grad(kiln.grad(kiln.grad(f)))(_AT), -np.cos(_AT), 3),
+    "jit(grad(grad))": (lambda f: kiln.jit(kiln.grad(kiln.grad(f)))(_AT), -np.sin(_AT), 2),
+    "vmap(grad(grad))": (lambda f: kiln.vmap(kiln.grad(kiln.grad(f)))(_ATS), -np.sin(_ATS), 2),
+}
+
+
+@pytest.mark.parametrize("case", list(_NESTED_CASES))
+@pytest.mark.parametrize("kind", ["custom_jvp", "custom_vjp"])
+def test_custom_rule_calling_its_function_runs_once_per_derivative_order(kind, case):
+    """A rule that calls the custom function itself (f_jvp returning f(x), fwd returning g(x)) runs once per
+    order of differentiation, each time on the inputs with one derivative fewer, and the function itself runs
+    once, at the innermost level (the notebook's grad(grad(f)) prints 'called f_jvp!' twice, then 'called f!').
+    Before, every level's rule traced the function as well: f_jvp, f, f_jvp, f."""
+    call, expected, order = _NESTED_CASES[case]
+    calls: list = []
+    fun = (_self_calling_custom_jvp if kind == "custom_jvp" else _self_calling_custom_vjp)(calls)
+    np.testing.assert_allclose(np.asarray(call(fun)), expected, rtol=1e-6)
+    if kind == "custom_jvp":
+        assert calls == ["f_jvp"] * order + ["f"]
+    else:  # the backward function runs once: the enclosing derivatives differentiate what it computed
+        assert calls == ["g_fwd"] * order + ["g", "g_bwd"]
 
 
 def test_custom_jvp_forward_mode_runs_only_the_rule():

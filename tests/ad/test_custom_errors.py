@@ -104,3 +104,20 @@ def test_custom_rules_closing_over_a_differentiated_value_raise():
                                                              r"being differentiated \(f32\[\]\).*as an argument"):
             kiln.grad(fun)(2.0)
         assert float(fun(2.0)) == 4.0  # not differentiated: runs
+
+
+def test_custom_vjp_differentiated_value_in_nondiff_argnums_raises_unexpected_tracer_error():
+    """A differentiated value passed in a nondiff_argnums position of a custom_vjp function: JAX's error type,
+    UnexpectedTracerError, naming nondiff_argnums (kiln said the function 'closes over' the value)."""
+    import functools
+
+    @functools.partial(kiln.custom_vjp, nondiff_argnums=(1,))
+    def scale(x, s):
+        return x * s
+    scale.defvjp(lambda x, s: (x * s, None), lambda s, res, ct: (ct * s,))
+
+    for diff in (kiln.grad(lambda x: scale(x, x)), kiln.grad(lambda x: scale(2.0, 2 * x))):
+        with pytest.raises(kiln.errors.UnexpectedTracerError, match=r"kiln.custom_vjp function scale: argument 1 "
+                                                                    r"\(in nondiff_argnums\) is a traced value"):
+            diff(3.0)
+    assert float(kiln.grad(lambda x: scale(x, 4.0))(3.0)) == 4.0  # a constant there is fine
