@@ -527,7 +527,9 @@ def test_custom_vjp_fwd_takes_the_arguments_in_their_places():
 # Which user functions run, as in JAX: under differentiation only the rule (custom_jvp's jvp, custom_vjp's fwd
 # and bwd), never the primal function; without differentiation only the primal function. The primal function
 # is traced again where a trace of its own stands between it and the differentiation (grad of jit).
-def _logged_custom_jvp(calls: list):
+def _logged_custom_jvp(calls: list, self_calling: bool = False):
+    """``self_calling``: the rule computes its primal output by calling f itself (the custom-derivatives
+    notebook's pattern)."""
     @kiln.custom_jvp
     def f(x):
         calls.append("f")
@@ -537,11 +539,11 @@ def _logged_custom_jvp(calls: list):
     def f_jvp(primals, tangents):
         calls.append("f_jvp")
         (x,), (t,) = primals, tangents
-        return knp.sin(x), knp.cos(x) * t
+        return (f(x) if self_calling else knp.sin(x)), knp.cos(x) * t
     return f
 
 
-def _logged_custom_vjp(calls: list):
+def _logged_custom_vjp(calls: list, self_calling: bool = False):
     @kiln.custom_vjp
     def g(x):
         calls.append("g")
@@ -549,7 +551,7 @@ def _logged_custom_vjp(calls: list):
 
     def g_fwd(x):
         calls.append("g_fwd")
-        return knp.sin(x), knp.cos(x)
+        return (g(x) if self_calling else knp.sin(x)), knp.cos(x)
 
     def g_bwd(cos_x, ct):
         calls.append("g_bwd")
@@ -590,38 +592,6 @@ def test_custom_rules_run_instead_of_the_primal_function(kind, case):
     assert calls == want
 
 
-def _self_calling_custom_jvp(calls: list):
-    """The custom-derivatives notebook's pattern: the rule computes its primal output by calling f itself."""
-    @kiln.custom_jvp
-    def f(x):
-        calls.append("f")
-        return knp.sin(x)
-
-    @f.defjvp
-    def f_jvp(primals, tangents):
-        calls.append("f_jvp")
-        (x,), (t,) = primals, tangents
-        return f(x), knp.cos(x) * t
-    return f
-
-
-def _self_calling_custom_vjp(calls: list):
-    @kiln.custom_vjp
-    def g(x):
-        calls.append("g")
-        return knp.sin(x)
-
-    def g_fwd(x):
-        calls.append("g_fwd")
-        return g(x), knp.cos(x)
-
-    def g_bwd(cos_x, ct):
-        calls.append("g_bwd")
-        return (cos_x * ct,)
-    g.defvjp(g_fwd, g_bwd)
-    return g
-
-
 _NESTED_CASES = {  # name: (how it is called, expected value, order of differentiation)
     "grad": (lambda f: kiln.grad(f)(_AT), np.cos(_AT), 1),
     "grad(grad)": (lambda f: kiln.grad(kiln.grad(f))(_AT), -np.sin(_AT), 2),
@@ -640,7 +610,7 @@ def test_custom_rule_calling_its_function_runs_once_per_derivative_order(kind, c
     Before, every level's rule traced the function as well: f_jvp, f, f_jvp, f."""
     call, expected, order = _NESTED_CASES[case]
     calls: list = []
-    fun = (_self_calling_custom_jvp if kind == "custom_jvp" else _self_calling_custom_vjp)(calls)
+    fun = (_logged_custom_jvp if kind == "custom_jvp" else _logged_custom_vjp)(calls, self_calling=True)
     np.testing.assert_allclose(np.asarray(call(fun)), expected, rtol=1e-6)
     if kind == "custom_jvp":
         assert calls == ["f_jvp"] * order + ["f"]
