@@ -14,6 +14,7 @@ from ..lax.collectives import (
     ppermute_p,
     psum_p,
     psum_scatter_p,
+    pvary_p,
 )
 from .jvp import jvp_rules, linear_jvp, non_differentiable
 from .tangents import Zero
@@ -27,6 +28,8 @@ def _psum_jvp(primals, tangents, *, axis_name):
 
 jvp_rules[psum_p] = _psum_jvp
 transpose_rules[psum_p] = lambda ct, x, *, axis_name: [psum_p.bind(ct, axis_name=axis_name)]
+linear_jvp(pvary_p)
+transpose_rules[pvary_p] = lambda ct, x, *, axes: [ct]  # see pvary_p in lax/collectives.py
 for _prim in (all_gather_p, psum_scatter_p, ppermute_p, all_to_all_p):
     linear_jvp(_prim)
 transpose_rules[all_gather_p] = lambda ct, x, *, axis_name, axis, tiled, axis_size: [

@@ -20,6 +20,7 @@ from ..lax.collectives import (
     ppermute_p,
     psum_p,
     psum_scatter_p,
+    pvary_p,
 )
 from .core import BatchContext, always_batched, batch_rules, move_dim
 
@@ -84,6 +85,7 @@ def _axis_index_batch(ctx, args, dims, *, axis_name):
 
 
 batch_rules[axis_index_p] = _axis_index_batch
+batch_rules[pvary_p] = lambda ctx, args, dims, *, axes: (pvary_p.bind(args[0], axes=axes), dims[0])
 def _ppermute_batch(ctx, args, dims, *, axis_name, perm):
     (x,), (d,) = args, dims
     if axis_name != ctx.name:

@@ -3,8 +3,9 @@ axes", JAX's ``vma``). kiln keeps them out of the types: this analysis follows a
 ``shard_map``'s ``check_vma`` and for ``kiln.typeof`` inside a body.
 
 Rules: a value varies along what its operands vary along; ``psum``/``pmax``/``pmin`` remove their axes;
-``axis_index``, ``ppermute``, ``all_to_all``, ``psum_scatter`` add theirs; calls are followed; loops and
-branches go to a fixed point; other sub-programs pass on what varies in plus what their bodies introduce.
+``axis_index``, ``ppermute``, ``all_to_all``, ``psum_scatter`` and ``pvary`` (``pcast(..., to="varying")``) add
+theirs; calls are followed; loops and branches go to a fixed point; other sub-programs pass on what varies in
+plus what their bodies introduce.
 """
 from __future__ import annotations
 
@@ -24,7 +25,9 @@ class VaryingInput:
         self.mesh_axes = tuple(mesh_axes)
 
 
-_INTRODUCES = {"axis_index", "ppermute", "all_to_all", "psum_scatter"}
+# The primitives that make their results vary along some axes, and the parameter naming them.
+_INTRODUCES = {"axis_index": "axis_name", "ppermute": "axis_name", "all_to_all": "axis_name",
+               "psum_scatter": "axis_name", "pvary": "axes"}
 _REMOVES = {"psum", "pmax", "pmin"}
 
 
@@ -36,7 +39,7 @@ def _introduced_inside(ir: IR, mesh_names: frozenset) -> frozenset:
     found: frozenset = frozenset()
     for eqn in ir.eqns:
         if eqn.prim.name in _INTRODUCES:
-            found |= _names(eqn.params["axis_name"]) & mesh_names
+            found |= _names(eqn.params[_INTRODUCES[eqn.prim.name]]) & mesh_names
         for sub in _sub_irs(eqn.params):
             found |= _introduced_inside(sub, mesh_names)
     return found
@@ -65,7 +68,7 @@ def varying_axes(ir: IR, in_vma: Sequence[frozenset], mesh_names: frozenset) -> 
         if name in _REMOVES:
             outs = [ins - _names(eqn.params["axis_name"])]
         elif name in _INTRODUCES:
-            outs = [ins | (_names(eqn.params["axis_name"]) & mesh_names)] * len(eqn.outputs)
+            outs = [ins | (_names(eqn.params[_INTRODUCES[name]]) & mesh_names)] * len(eqn.outputs)
         elif eqn.prim.inline_param:
             sub = eqn.params[eqn.prim.inline_param]
             sub_ir = getattr(sub, "ir", sub)

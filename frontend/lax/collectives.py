@@ -318,16 +318,25 @@ def pbroadcast(x, axis_name, source: int):
 _PCAST_TO = ("varying", "reduced", "unreduced")
 
 
+# pvary: the identity, which marks its result as varying along ``axes`` (JAX's invariant-to-varying cast). kiln
+# keeps varying axes out of the types: core/varying.py reads the mark (kiln.typeof, shard_map's check_vma).
+# Its transpose is the identity too: kiln's shard_map sums an invariant input's cotangent over the devices.
+pvary_p = Primitive("pvary", lambda x, *, axes: x)
+
+
 def pcast(x, axis_name, *, to: str):
-    """``x`` unchanged: JAX's pcast changes only the varying/reduced type of a value over the named axes,
-    which kiln does not track. The names must be bound and ``to`` one of JAX's values."""
+    """``x`` with its values unchanged, as JAX's: ``to="varying"`` marks it as varying along the named axes
+    (``kiln.typeof`` inside a ``shard_map`` shows them, ``f32[6]{V:i}``); ``"reduced"``/``"unreduced"``, which
+    kiln does not track, change nothing. The names must be bound and ``to`` one of JAX's values."""
     if isinstance(axis_name, (set, frozenset)):
         raise TypeError(f"kiln.lax.pcast: axis_name must be a name or a tuple of names, got {axis_name!r}")
     if to not in _PCAST_TO:
         raise ValueError(f"kiln.lax.pcast: to={to!r} is not one of {', '.join(map(repr, _PCAST_TO))}")
     for n in _names(axis_name):
         _check_bound("pcast", n)
-    return x
+    if to != "varying" or not _names(axis_name):
+        return x
+    return tree_util.tree_map(lambda v: pvary_p.bind(v, axes=_names(axis_name)), x)
 
 
 __all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pcast", "pmax", "pmean", "pmin",

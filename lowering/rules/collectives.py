@@ -90,6 +90,12 @@ register("pmax")(_reducer("maximum"))
 register("pmin")(_reducer("minimum"))
 
 
+@register("pvary")
+def _pvary(ctx, eqn, x):
+    """pcast to varying: the value itself (the mark only matters to kiln's varying-axes analysis)."""
+    return x
+
+
 @register("axis_index")
 def _axis_index(ctx, eqn):
     axes = _manual_axes(ctx, eqn)

@@ -256,6 +256,7 @@ CASES: dict[str, list[Case]] = {
             c(lambda x: knp.abs(lax.fft(lax.fft(x, "rfft", (4,)) * x[:3], "irfft", (4,))), a(4) + 2)],
     # -- misc --
     "reduce_precision": [c(lambda x: lax.reduce_precision(x, 11, 52), a(3, 2))],
+    "pvary": [c(lambda x: kiln.vmap(lambda v: lax.pcast(v, "b", to="varying") * v, axis_name="b")(x), a(3, 2))],
     "name": [c(lambda x: knp.sin(kiln.ad_checkpoint.checkpoint_name(x * x, "sq")), a(3, 2))],
     "sharding_constraint": [c(lambda x: lax.with_sharding_constraint(x * x, _ONE_DEVICE_ROWS), a(3, 2), jit=True)],
     "shard_map": [c(lambda x, w: kiln.shard_map(lambda b, v: lax.psum(knp.sin(b) * v, "i"), mesh=_ONE_DEVICE_ROWS.mesh,

@@ -290,6 +290,8 @@ case("shard_map", lambda x: kiln.shard_map(lambda b: lax.psum(b * 2, "i"), mesh=
                                           in_specs=kiln.P("i"), out_specs=kiln.P())(x),
      lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
 case("reduce_precision", lambda x: lax.reduce_precision(x, 5, 10), lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
+case("pvary", lambda x: kiln.vmap(lambda v: lax.pcast(v, "b", to="varying") * 2, axis_name="b")(x),
+     lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
 case("name", lambda x: kiln.ad_checkpoint.checkpoint_name(x * 2, "n"), lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
 case("optimization_barrier", lambda x, y: lax.optimization_barrier((x, y)), lambda r: [f32(r, 3, 2), f32(r, 2)],
      [((0, None), 0), ((1, 0), -1)])

@@ -521,6 +521,9 @@ CASES: dict[str, list[Case]] = {
         lambda a: (np.array([[3, 4], [1 / 3, 2 - 4 / 3]], np.float32), i32(2, 2), np.int32(0)), rtol=1e-6,
         extra={"cpu_only": True})],
     "optimization_barrier": [Case(lambda x, y: lax.optimization_barrier((x, y)), (A23, IA), lambda x, y: (x, y))],
+    # pcast(..., to="varying"): the identity, marking the value as varying (tests/multidevice/test_shard_map.py)
+    "pvary": [Case(lambda x: kiln.vmap(lambda v: lax.pcast(v, "b", to="varying") * 2, axis_name="b")(x), (A23,),
+                   lambda x: x * 2)],
     # checkpoint_name's name: the identity (bound only under a transformation; tests/ad/test_saved_residuals.py)
     "name": [Case(lambda x: kiln.ad_checkpoint.checkpoint_name(x * 2, "n"), (A23,), lambda x: x * 2)],
     # A one-device mesh (this session's devices); tests/multidevice covers eight.

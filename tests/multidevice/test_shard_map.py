@@ -309,6 +309,27 @@ def test_typeof_inside_the_body_shows_the_varying_axes(mesh):
     assert seen["v"] == kiln.ShapedArray((2, 2), np.float32)  # still equal to the plain type
 
 
+def test_pcast_to_varying_marks_the_type_and_keeps_the_values(mesh):
+    """JAX's shard_map notebook: pcast(x, 'i', to='varying') of a replicated value types it f32[6]{V:i}; the values
+    and the derivative are those of the identity (the replicated input's cotangent summed over the devices)."""
+    seen = {}
+
+    def body(w):
+        y = lax.pcast(w, "model", to="varying")
+        seen["w"], seen["y"] = kiln.typeof(w), kiln.typeof(y)
+        seen["both"] = kiln.typeof(lax.pcast(y, ("data", "model"), to="varying"))
+        return y * 2
+    f = kiln.shard_map(body, mesh=mesh, in_specs=P(), out_specs=P(None, "model"))
+    w = _x(4, 2)
+    np.testing.assert_array_equal(np.asarray(f(w)), np.tile(w * 2, (1, 2)))
+    assert str(seen["w"]) == "float32[4,2]" and str(seen["y"]) == "float32[4,2]{V:model}"
+    assert seen["both"].manual_axis_type.varying == {"data", "model"}
+    np.testing.assert_array_equal(np.asarray(kiln.grad(lambda v: f(v).sum())(w)), np.full((4, 2), 4.0))  # 2 x 2 devices
+    # now varying: out_specs P() would promise that it is replicated
+    with pytest.raises(ValueError, match=r"the same along mesh axes \['data', 'model'\], but it may differ along"):
+        kiln.shard_map(lambda v: lax.pcast(v, "model", to="varying"), mesh=mesh, in_specs=P(), out_specs=P())(w)
+
+
 def test_in_specs_default_to_the_arguments_layouts(mesh):
     x = kiln.device_put(_x(8, 4), NamedSharding(mesh, P("data", "model")))
     w = np.float32(3)  # a host value: replicated
