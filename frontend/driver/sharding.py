@@ -142,7 +142,41 @@ class PartitionSpec:
 P = PartitionSpec
 
 
-class Mesh:
+class _AxisTypeQueries:
+    """JAX's questions about a mesh's axis types (``Mesh`` and ``AbstractMesh`` answer them alike)."""
+    __slots__ = ()
+    axis_names: tuple[str, ...]
+    axis_types: tuple[AxisType, ...]
+
+    def _axes_of(self, kind: AxisType) -> tuple[str, ...]:
+        return tuple(n for n, t in zip(self.axis_names, self.axis_types) if t is kind)
+
+    @property
+    def auto_axes(self) -> tuple[str, ...]:
+        return self._axes_of(AxisType.Auto)
+
+    @property
+    def explicit_axes(self) -> tuple[str, ...]:
+        return self._axes_of(AxisType.Explicit)
+
+    @property
+    def manual_axes(self) -> tuple[str, ...]:
+        return self._axes_of(AxisType.Manual)
+
+    @property
+    def are_all_axes_auto(self) -> bool:
+        return all(t is AxisType.Auto for t in self.axis_types)
+
+    @property
+    def are_all_axes_explicit(self) -> bool:
+        return all(t is AxisType.Explicit for t in self.axis_types)
+
+    @property
+    def are_all_axes_manual(self) -> bool:
+        return all(t is AxisType.Manual for t in self.axis_types)
+
+
+class Mesh(_AxisTypeQueries):
     """An n-d array of devices with a name per axis: ``Mesh(np.array(devices).reshape(4, 2), ('data', 'model'))``.
 
     Usable as a context manager (``with mesh:``) for JAX compatibility; kiln's functions take the mesh
@@ -208,6 +242,14 @@ class Mesh:
         return [d for d in self.devices.flat if d.process_index == d.backend.process_index]
 
     @property
+    def local_mesh(self) -> Mesh:
+        """The mesh of this process's devices: the mesh itself in one process."""
+        if self.is_multi_process:
+            raise NotImplementedError("kiln.sharding.Mesh.local_mesh: the mesh spans several processes; kiln gives "
+                                      "the local mesh of a one-process mesh only (use mesh.local_devices)")
+        return self
+
+    @property
     def is_multi_process(self) -> bool:
         return len({d.process_index for d in self.devices.flat}) > 1
 
@@ -270,7 +312,7 @@ class AbstractDevice:
         return f"AbstractDevice({self._repr()})"
 
 
-class AbstractMesh:
+class AbstractMesh(_AxisTypeQueries):
     """A mesh's axis sizes, names and types without devices (JAX's ``jax.sharding.AbstractMesh``):
     ``AbstractMesh((4, 2), ('data', 'model'))``. ``mesh.abstract_mesh`` is a concrete mesh's;
     ``kiln.sharding.get_abstract_mesh()`` the one in context. It has no ``devices``."""
@@ -472,6 +514,18 @@ class Sharding:
     @property
     def num_devices(self) -> int:
         return len(self._device_assignment)
+
+    @property
+    def has_addressable_devices(self) -> bool:
+        """Whether some of its devices belong to this process."""
+        return bool(self.addressable_devices)
+
+    def with_memory_kind(self, kind: str | None) -> Sharding:
+        """This sharding in memory ``kind``: kiln arrays live in device memory, so only ``'device'`` (or None)."""
+        if kind not in (None, "device"):
+            raise ValueError(f"kiln.sharding: with_memory_kind({kind!r}) is not supported; kiln arrays live in "
+                             "device memory (memory_kind None or 'device')")
+        return self
 
     def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
         """The shape of one device's piece of an array of ``global_shape``."""

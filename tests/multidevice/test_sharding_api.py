@@ -363,3 +363,21 @@ def test_out_shardings_given_are_the_outputs_shardings(mesh):
     out = kiln.jit(lambda: kiln.numpy.zeros((4, 3, 2)), out_shardings=s)()
     assert out.sharding == s and out.sharding.spec == PartitionSpec("data", None, None)
     assert kiln.jit(lambda x: x * 2)(out).sharding.spec == PartitionSpec("data")
+
+
+def test_axis_type_queries_memory_kind_and_local_mesh(mesh):
+    """JAX's mesh and sharding attributes: the axes of each type, are_all_axes_*, local_mesh, has_addressable_devices,
+    with_memory_kind (kiln arrays live in device memory only)."""
+    mixed = kiln.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit, AxisType.Manual))
+    assert (mixed.explicit_axes, mixed.manual_axes, mixed.auto_axes) == (("data",), ("model",), ())
+    assert not (mixed.are_all_axes_explicit or mixed.are_all_axes_manual or mixed.are_all_axes_auto)
+    assert mesh.are_all_axes_auto and mesh.auto_axes == ("data", "model") and mesh.local_mesh is mesh
+    abstract = AbstractMesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit,) * 2)
+    assert abstract.are_all_axes_explicit and abstract.explicit_axes == ("data", "model")
+    s = NamedSharding(mesh, PartitionSpec("data"))
+    assert s.has_addressable_devices and s.with_memory_kind("device") is s and s.with_memory_kind(None) is s
+    with pytest.raises(ValueError, match=r"with_memory_kind\('pinned_host'\) is not supported; kiln arrays live in "
+                                         "device memory"):
+        s.with_memory_kind("pinned_host")
+    single = kiln.sharding.SingleDeviceSharding(kiln.devices()[0])
+    assert single.has_addressable_devices and single.with_memory_kind("device") is single
