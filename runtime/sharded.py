@@ -152,7 +152,7 @@ def max_in_flight(devices: Sequence[Device]) -> int:
     return MAX_IN_FLIGHT
 
 
-def _bound_in_flight(outs: list[Buffer], ahead: int = MAX_IN_FLIGHT) -> None:
+def _bound_in_flight(outs: list[Buffer], ahead: int) -> None:
     # Holds the first result of each of the last ``ahead`` executions (a strong reference: a loop that
     # drops its results must be bounded too).
     if not outs:

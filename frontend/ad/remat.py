@@ -15,7 +15,7 @@ import functools
 import weakref
 from typing import Callable, Sequence
 
-from kiln.frontend.core.passes import eliminate_dead_code
+from kiln.frontend.core.passes import eliminate_dead_code, used_inputs
 
 from ..core import caches, tree_util
 from ..core.call import call_body
@@ -196,10 +196,6 @@ def _saveable(policy: Callable | None, eqn: Eqn) -> bool:
     return bool(policy(eqn.prim, *[abstractify(a) for a in eqn.inputs], **eqn.params))
 
 
-def _used_vars(ir: IR) -> set:
-    return {a for e in ir.eqns for a in e.inputs} | set(ir.outvars)
-
-
 def _split(body: ClosedIR, unknown: tuple[bool, ...], policy: Callable | None):
     memo = _split_memo.setdefault(body, {})
     key = (unknown, policy)
@@ -217,12 +213,13 @@ def _split(body: ClosedIR, unknown: tuple[bool, ...], policy: Callable | None):
         known_eqns = set(map(id, k.eqns))
         saved_eqns = [e for e in recompute.eqns if id(e) in known_eqns and _saveable(policy, e)]
         saved_ids = set(map(id, saved_eqns))
-        unknown_body = eliminate_dead_code(IR(recompute.constvars, recompute.invars,
+        candidates = [v for e in saved_eqns for v in e.outputs]
+        unknown_body = eliminate_dead_code(IR(recompute.constvars, recompute.invars + candidates,
                                               [e for e in recompute.eqns if id(e) not in saved_ids],
                                               recompute.outvars))
-        used = _used_vars(unknown_body)
-        saved = [v for e in saved_eqns for v in e.outputs if v in used]
-        unknown_body = IR(unknown_body.constvars, unknown_body.invars + saved, unknown_body.eqns,
+        n_fixed = len(recompute.constvars) + len(recompute.invars)
+        saved = [v for v, used in zip(candidates, used_inputs(unknown_body)[n_fixed:]) if used]
+        unknown_body = IR(unknown_body.constvars, recompute.invars + saved, unknown_body.eqns,
                           unknown_body.outvars)
         # The known half: its outputs, then the saved values. Built from the split, not the whole body:
         # call-like equations mixing known and unknown inputs are split.

@@ -761,9 +761,8 @@ class _Stage:
     """What each stage (:class:`Traced`, :class:`Lowered`, :class:`Compiled`) tells of its signature, as
     ``jax.stages.Stage``: ``in_tree`` is the structure of (dynamic positional arguments, keyword arguments),
     ``out_tree`` the output's."""
-    jitted: JittedFunction
-    entry: _Entry
-    in_tree: Any
+    def __init__(self, jitted: JittedFunction, entry: _Entry, in_tree: Any):
+        self.jitted, self.entry, self.in_tree = jitted, entry, in_tree  # in_tree: of (dynamic args, kwargs)
 
     @property
     def args_info(self) -> Any:
@@ -799,9 +798,6 @@ class _Stage:
 
 
 class Traced(_Stage):
-    def __init__(self, jitted: JittedFunction, entry: _Entry, in_tree: Any):
-        self.jitted, self.entry, self.in_tree = jitted, entry, in_tree  # in_tree: of (dynamic args, kwargs)
-
     @property
     def fun_name(self) -> str:
         return self.jitted.__name__
@@ -828,7 +824,7 @@ class Lowered(_Stage):
     """A traced and lowered function: inspect its StableHLO, then compile it."""
 
     def __init__(self, jitted: JittedFunction, entry: _Entry, in_tree: Any):
-        self.jitted, self.entry, self.in_tree = jitted, entry, in_tree
+        super().__init__(jitted, entry, in_tree)
         ir = _program_ir(entry.closed)
         donated = [False] * len(ir.constvars) + entry.donated
         if isinstance(entry.device, spmd.MeshPlacement):
@@ -881,9 +877,6 @@ class Compiled(_Stage):
     """A compiled function for one signature. Call it with the dynamic arguments of that signature: as in
     JAX, the static ones (``static_argnums``/``static_argnames``) were fixed when it was traced and are not
     passed again, and a weakly typed argument (a Python scalar) matches a strongly typed one of its dtype."""
-
-    def __init__(self, jitted: JittedFunction, entry: _Entry, in_tree: Any):
-        self.jitted, self.entry, self.in_tree = jitted, entry, in_tree
 
     def __call__(self, *args, **kwargs):
         jitted, entry = self.jitted, self.entry
