@@ -119,7 +119,6 @@ from kiln.frontend.lax import iota as iota
 from kiln.frontend.lax import is_finite as is_finite
 from kiln.frontend.lax import le as le
 from kiln.frontend.lax import lgamma as lgamma
-from kiln.frontend.lax import linalg as linalg
 from kiln.frontend.lax import literal as literal
 from kiln.frontend.lax import log as log
 from kiln.frontend.lax import log1p as log1p
@@ -280,6 +279,7 @@ from kiln.frontend.special_functions import igammac as igammac
 from kiln.frontend.special_functions import polygamma as polygamma
 from kiln.frontend.special_functions import random_gamma_grad as random_gamma_grad
 from kiln.frontend.special_functions import zeta as zeta
+from kiln.lax import linalg
 
 __all__ = [
     "abs", "AccuracyMode", "acos", "acosh", "add", "all_gather", "all_to_all", "approx_max_k", "approx_min_k", "argmax",
