@@ -570,15 +570,19 @@ def _convert(fun: Callable, example_args: tuple, hoist: Callable[[Any], bool]) -
     hoisted = [(v, c) for v, c in zip(ir.constvars, closed.consts) if hoist(c)]
     new = ClosedIR(IR([v for v, _ in kept], list(ir.invars) + [v for v, _ in hoisted], ir.eqns, ir.outvars),
                    [c for _, c in kept])
+    # The converted function keeps neither the hoisted values nor ``fun`` (whose closure holds them), only their
+    # count and name: they may be tracers of a trace that ends while the function lives on (in the IR of a
+    # custom_vjp call, say).
+    n_hoisted, name = len(hoisted), _fun_name(fun)
 
     def converted(*args):
-        args_part, consts = args[:len(args) - len(hoisted)], args[len(args) - len(hoisted):]
+        args_part, consts = args[:len(args) - n_hoisted], args[len(args) - n_hoisted:]
         flat_args, tree = tree_util.tree_flatten(tuple(args_part))
         if tree != in_tree:
-            raise TypeError(f"kiln.closure_convert: the converted function of {_fun_name(fun)} expects arguments "
-                            f"of structure {in_tree} followed by {len(hoisted)} constant(s), got {tree}")
+            raise TypeError(f"kiln.closure_convert: the converted function of {name} expects arguments "
+                            f"of structure {in_tree} followed by {n_hoisted} constant(s), got {tree}")
         return tree_util.tree_unflatten(out_tree, eval_ir(new.ir, new.consts, list(flat_args) + list(consts)))
-    converted.__name__ = _fun_name(fun)
+    converted.__name__ = name
     return converted, [c for _, c in hoisted], out_tree
 
 

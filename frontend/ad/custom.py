@@ -382,8 +382,11 @@ class custom_vjp:
 class _Lin:
     """Parameters of a custom_vjp_lin equation: the user's bwd and the trees it works with."""
 
-    def __init__(self, call: _Call, res_tree, name: str, in_avals):
+    def __init__(self, call: _Call, res_tree, name: str, in_avals, kept: tuple[bool, ...] | None = None):
         self.call, self.res_tree, self.name, self.in_avals = call, res_tree, name, in_avals
+        # Per argument, whether its tangent is an input of the equation: an integer or boolean argument's
+        # tangent is a float0 zero, which no equation takes (its cotangent is dropped, as in JAX).
+        self.kept = tuple(True for _ in in_avals) if kept is None else kept
 
 
 def _run_fwd(owner, nondiff: list, in_tree, primals: list, name: str):
@@ -416,8 +419,10 @@ def _fwd_outputs(call: _Call, primals: Sequence, out_avals: Sequence[ShapedArray
 def _custom_vjp_rule(primals, tangents, *, body: ClosedIR, rule: _Call, name: str):
     n_consts = len(primals) - rule.in_tree.num_leaves
     flat_out, flat_res, res_tree = _fwd_outputs(rule, primals, body.out_avals, name)
-    diff_tangents = [instantiate(t) for t in tangents[n_consts:]]
-    lin = _Lin(rule, res_tree, name, tuple(abstractify(x) for x in primals[n_consts:]))
+    in_avals = tuple(abstractify(x) for x in primals[n_consts:])
+    kept = tuple(is_differentiable_dtype(a.dtype) for a in in_avals)
+    diff_tangents = [instantiate(t) for t, k in zip(tangents[n_consts:], kept) if k]
+    lin = _Lin(rule, res_tree, name, in_avals, kept)
     # The outputs' tangents, of the outputs' types (weak ones too): bwd gets a zero cotangent of an unused
     # output of that type, as in JAX.
     touts = custom_vjp_lin_p.bind(*flat_res, *diff_tangents, rule=lin, num_res=len(flat_res),
@@ -448,14 +453,14 @@ def _custom_vjp_lin_transpose(cts, *args, rule: _Lin, num_res: int, out_avals: t
     if ct_tree != call.in_tree:
         raise CustomDerivativeError(f"kiln.custom_vjp bwd of {name} returned cotangents of structure {ct_tree}, "
                                     f"expected the structure of the arguments {call.in_tree}")
-    for i, (c, a) in enumerate(zip(flat_ct, rule.in_avals)):
-        if c is None:
+    for i, (c, a, k) in enumerate(zip(flat_ct, rule.in_avals, rule.kept)):
+        if c is None or not k:  # (an integer argument's cotangent, None or float0 zeros, is dropped)
             continue
         ca = abstractify(c)
         if ca.shape != a.shape:
             raise CustomDerivativeError(f"kiln.custom_vjp bwd of {name}: cotangent {i} has shape {ca.shape}, but "
                                         f"the argument has shape {a.shape}")
-    return [None] * num_res + [None if c is None else c for c in flat_ct]
+    return [None] * num_res + [c for c, k in zip(flat_ct, rule.kept) if k]
 
 
 transpose_rules[custom_vjp_lin_p] = _custom_vjp_lin_transpose

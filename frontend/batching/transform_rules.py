@@ -119,10 +119,12 @@ class _BatchedLin:
     def bwd(self, res: tuple, cts: tuple):
         lin, num_res = self.lin, self.num_res
 
+        kept_avals = [a for a, k in zip(lin.in_avals, lin.kept) if k]
+
         def per_example(r, c):
-            in_cts = custom._custom_vjp_lin_transpose(list(c), *r, *([None] * len(lin.in_avals)), rule=lin,
+            in_cts = custom._custom_vjp_lin_transpose(list(c), *r, *([None] * len(kept_avals)), rule=lin,
                                                       num_res=num_res, out_avals=self.out_avals)[num_res:]
-            return tuple(zeros_like_aval(a) if x is None else x for x, a in zip(in_cts, lin.in_avals))
+            return tuple(zeros_like_aval(a) if x is None else x for x, a in zip(in_cts, kept_avals))
         return tuple(vmap(per_example, in_axes=(tuple(self.res_dims), 0))(tuple(res), tuple(cts)))
 
 
@@ -137,7 +139,7 @@ def _custom_vjp_lin_batch(ctx, args, dims, *, rule, num_res, out_avals):
     call = custom._Call(owner, [], tree_util.tree_structure(tuple(range(n_in))),
                         tree_util.tree_structure(tuple(range(n_out))))
     new_rule = custom._Lin(call, tree_util.tree_structure(tuple(range(num_res))), rule.name,
-                           tuple(batched(a) for a in rule.in_avals))
+                           tuple(batched(a) for a, k in zip(rule.in_avals, rule.kept) if k))
     outs = custom.custom_vjp_lin_p.bind(*res, *tangents, rule=new_rule, num_res=num_res,
                                         out_avals=tuple(batched(a) for a in out_avals))
     return outs, [0] * n_out

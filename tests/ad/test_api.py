@@ -499,6 +499,33 @@ def test_custom_vjp_nondiff_argnums_and_nesting():
         kiln.jvp(lambda x: apply(knp.sin, x), (2.0,), (1.0,))
 
 
+@pytest.mark.parametrize("int_cotangent", ["none", "float0"])
+def test_custom_vjp_with_an_integer_array_argument(int_cotangent):
+    """An integer array argument (not static) has a float0 tangent that no equation takes: grad, jit of grad and
+    vmap of grad work, and bwd may give it None or float0 zeros (as in JAX); found porting odeint."""
+    @kiln.custom_vjp
+    def f(x, k, y):
+        return x * k + y * y
+
+    def fwd(x, k, y):
+        return f(x, k, y), (x, k, y)
+
+    def bwd(res, g):
+        x, k, y = res
+        return g * k, None if int_cotangent == "none" else np.zeros(np.shape(k), float0), 2 * g * y
+    f.defvjp(fwd, bwd)
+    grad = kiln.grad(f, argnums=(0, 2))
+    for g in (grad, kiln.jit(grad)):
+        gx, gy = g(1.0, knp.array(2), 3.0)
+        assert (float(gx), float(gy)) == (2.0, 6.0)
+    gx, gy = kiln.vmap(grad)(knp.arange(3.0), knp.arange(3), knp.ones(3))
+    np.testing.assert_array_equal(np.asarray(gx), [0.0, 1.0, 2.0])
+    np.testing.assert_array_equal(np.asarray(gy), [2.0, 2.0, 2.0])
+    gx, _ = kiln.vmap(grad, in_axes=(0, None, 0))(knp.arange(3.0), knp.array(4), knp.ones(3))
+    np.testing.assert_array_equal(np.asarray(gx), [4.0, 4.0, 4.0])
+    assert float(kiln.grad(lambda x, k: f(x, k, x))(1.0, knp.array(2))) == 4.0
+
+
 def test_custom_vjp_fwd_takes_the_arguments_in_their_places():
     """As JAX: fwd gets the primal function's arguments in their positions, bwd the non-differentiable ones
     first, then the residuals and the cotangent."""

@@ -64,6 +64,21 @@ def test_closure_convert_hoists_traced_constants():
     assert float(hoisted) == 3.0  # under jit, z is traced: it is the hoisted constant
 
 
+def test_closure_convert_keeps_no_traced_value_after_the_trace():
+    """The converted function outlives the trace it was made in (kept by a jit's cache, say): it must not hold
+    the hoisted tracers, nor the closure that holds them (found porting odeint)."""
+    kept = []
+
+    def f(z):
+        converted, consts = kiln.closure_convert(lambda x: x * z, 1.0)
+        kept.append(converted)
+        return converted(2.0, *consts)
+
+    with kiln.checking_leaks():
+        assert float(kiln.jit(f)(3.0)) == 6.0
+    assert float(kept[0](2.0, 5.0)) == 10.0  # still a working function of the (now explicit) constant
+
+
 def test_custom_gradient():
     @kiln.custom_gradient
     def clipped_sin(x):
