@@ -23,6 +23,7 @@ from kiln import (  # the public sub-modules
     image,
     interpreters,
     lax,
+    monitoring,
     nn,
     numpy,
     ops,
@@ -111,6 +112,9 @@ from kiln.frontend.driver.placement import device_count as device_count
 from kiln.frontend.driver.placement import device_get as device_get
 from kiln.frontend.driver.placement import device_put as device_put
 from kiln.frontend.driver.placement import devices as devices
+from kiln.frontend.driver.placement import host_count as host_count
+from kiln.frontend.driver.placement import host_id as host_id
+from kiln.frontend.driver.placement import host_ids as host_ids
 from kiln.frontend.driver.placement import local_devices as local_devices
 from kiln.frontend.driver.placement import make_array_from_callback as make_array_from_callback
 from kiln.frontend.driver.placement import make_array_from_process_local_data as make_array_from_process_local_data
@@ -157,7 +161,7 @@ __all__ = [
     "flatten_util", "interpreters",
     "float0", "fwd_and_bwd", "grad", "hessian", "image", "IndexTypeError", "IntegerOverflowError", "jacfwd", "jacobian",
     "jacrev", "jit", "jvp", "KilnError", "lax", "legacy_prng_key", "linear_transpose", "linearize",
-    "local_device_count", "local_devices", "log_compiles", "make_array_from_callback",
+    "local_device_count", "local_devices", "log_compiles", "monitoring", "make_array_from_callback",
     "make_array_from_process_local_data", "make_array_from_single_device_arrays", "make_ir", "make_jaxpr", "make_mesh",
     "MatrixShapeError", "named_call", "named_scope", "NamedSharding", "NegativeDimensionError", "nn", "numpy",
     "numpy_dtype_promotion", "numpy_rank_promotion", "ops", "P", "pmap", "print_environment_info", "process_count",
@@ -169,4 +173,5 @@ __all__ = [
     "transfer_guard_device_to_host", "transfer_guard_host_to_device", "tree", "tree_util", "typeof", "typing",
     "UnexpectedTracerError", "value_and_grad", "version", "vjp", "vmap",
 ]
+__all__ += ["host_count", "host_id", "host_ids"]  # JAX's old names (they warn)
 __all__ += ["export", "live_arrays"]  # issue 16: export, compiled introspection

@@ -12,6 +12,7 @@ from ..core.avals import ShapedArray
 from ..core.tracing import Tracer, abstractify
 from . import dispatch
 from .array import Array
+from .retrace import warn_at_user
 from .sharding import NamedSharding, PartitionSpec, Sharding, resolve_spec, runtime_sharding
 
 
@@ -58,6 +59,22 @@ def process_indices(backend: str | None = None) -> list[int]:
 def process_count(backend: str | None = None) -> int:
     """The number of processes of the program (1 unless started with the distributed runtime)."""
     return len(process_indices(backend))
+
+
+def _renamed(old: str, new: Callable[..., Any]) -> Callable[..., Any]:
+    """JAX's older ``host_*`` names: they still work, with a warning naming the new one (as in JAX)."""
+    def alias(backend: str | None = None) -> Any:
+        warn_at_user(f"kiln.{old} is the old name of kiln.{new.__name__} (JAX renamed it; the old name will be "
+                     f"removed): call kiln.{new.__name__}() instead.", DeprecationWarning)
+        return new(backend)
+    alias.__name__ = alias.__qualname__ = old
+    alias.__doc__ = f"The old name of :func:`{new.__name__}` (warns)."
+    return alias
+
+
+host_count = _renamed("host_count", process_count)
+host_id = _renamed("host_id", process_index)
+host_ids = _renamed("host_ids", process_indices)
 
 
 def _backend(backend: str | None) -> runtime.Backend:

@@ -7,12 +7,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import time
 import types
 import warnings
 import weakref
 from typing import Any, Callable
 
-from ..core import source_info
+from ..core import monitoring, source_info
 from ..core.config import config
 
 logger = logging.getLogger("kiln")
@@ -188,12 +189,22 @@ def note_fresh_function(fun: Any, name: str) -> None:
 
 
 def log_trace(name: str, seconds: float) -> None:
-    """``log_compiles``: one line per trace on the ``kiln`` logger (WARNING level, as JAX's)."""
+    """``log_compiles``: one line per trace on the ``kiln`` logger (WARNING level, as JAX's); and the trace's
+    duration to kiln.monitoring's listeners, under JAX's event name."""
     if config.log_compiles:
         logger.warning("Finished tracing + transforming %s for jit in %.6f sec", name, seconds)
+    _report(monitoring.TRACE_EVENT, name, seconds)
 
 
 def log_compile(what: str, seconds: float) -> None:
-    """``log_compiles``: one line per compile on the ``kiln`` logger (WARNING level, as JAX's)."""
+    """``log_compiles``: one line per compile on the ``kiln`` logger (WARNING level, as JAX's); and the
+    compile's duration to kiln.monitoring's listeners."""
     if config.log_compiles:
         logger.warning("Finished XLA compilation of %s in %.6f sec", what, seconds)
+    _report(monitoring.BACKEND_COMPILE_EVENT, what, seconds)
+
+
+def _report(event: str, fun_name: str, seconds: float) -> None:
+    if monitoring.has_listeners():
+        end = time.time()
+        monitoring.record_duration(event, end - seconds, end, fun_name=fun_name)
