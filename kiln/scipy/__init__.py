@@ -1,4 +1,5 @@
 """kiln.scipy."""
-from . import fft, integrate, linalg, ndimage, optimize, signal, spatial, special, stats
+from . import cluster, fft, integrate, interpolate, linalg, ndimage, optimize, signal, sparse, spatial, special, stats
 
-__all__ = ["fft", "integrate", "linalg", "ndimage", "optimize", "signal", "spatial", "special", "stats"]
+__all__ = ["cluster", "fft", "integrate", "interpolate", "linalg", "ndimage", "optimize", "signal", "sparse", "spatial",
+           "special", "stats"]

@@ -1,0 +1,4 @@
+"""kiln.scipy.cluster."""
+from kiln.scipy.cluster import vq
+
+__all__ = ["vq"]

@@ -1,0 +1,6 @@
+"""kiln.scipy.cluster.vq."""
+from kiln.frontend.scipy.cluster import vq as vq
+
+__all__ = [
+    "vq"
+]
