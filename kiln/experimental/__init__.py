@@ -1,10 +1,13 @@
 """kiln.experimental: JAX's ``jax.experimental`` modules that programs still import (``shard_map``'s older
-spelling, ``mesh_utils``, ``multihost_utils``, ``checkify``, ``compilation_cache``), and ``io_callback``."""
+spelling, ``mesh_utils``, ``multihost_utils``, ``checkify``, ``compilation_cache``, ``ode``,
+``jet``), and ``io_callback``."""
 from kiln.experimental import (
     checkify,
     compilation_cache,
+    jet,
     mesh_utils,
     multihost_utils,
+    ode,
     optimizers,
     shard_map,
     sparse,
@@ -12,5 +15,5 @@ from kiln.experimental import (
 )
 from kiln.frontend.lax.callbacks import io_callback as io_callback
 
-__all__ = ["checkify", "compilation_cache", "io_callback", "mesh_utils", "multihost_utils", "optimizers", "shard_map",
-           "sparse", "stax"]
+__all__ = ["checkify", "compilation_cache", "io_callback", "jet", "mesh_utils", "multihost_utils", "ode",
+           "optimizers", "shard_map", "sparse", "stax"]
