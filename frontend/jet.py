@@ -27,8 +27,8 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from . import lax
+from .ad.api import _trace_flat
 from .ad.custom import custom_jvp_call_p, custom_vjp_call_p
-from .ad.jvp import non_differentiable
 from .ad.logaddexp import logaddexp_e
 from .ad.remat import name_p, remat_p
 from .batching.custom_vmap import custom_vmap_call_p
@@ -171,7 +171,9 @@ def jet(fun: Callable, primals: Sequence[Any], series: Sequence[Sequence[Any]], 
         flat_s.append(checked)
         in_series.append(dtypes.is_inexact(aval.dtype) and order > 0)
 
-    closed, out_tree = _trace_fun(fun, flat_p, name)
+    # Traced with its inputs known: Python control flow on values that carry no series works, as under
+    # kiln.jvp; converting one that carries a series to a Python value raises.
+    closed, out_tree = _trace_flat(fun, flat_p, tree_util.tree_structure(tuple(flat_p)), name, kind="jvp")
     series_in: list[Any] = []
     for terms, carries in zip(flat_s, in_series):
         if not carries:
@@ -205,24 +207,6 @@ def _check_leaf(where: str, name: str, x: Any, what: str) -> tuple[Any, ShapedAr
     if isinstance(x, (bool, int, float, complex)):
         x = lax.convert_element_type(x, aval.dtype, weak_type=aval.weak_type)
     return x, aval
-
-
-def _trace_fun(fun: Callable, flat_p: list, name: str) -> tuple[ClosedIR, Any]:
-    """Trace ``fun(*flat_p)``, its inputs known (Python control flow on values that carry no series works, as
-    under ``kiln.jvp``; converting one that carries a series to a Python value raises)."""
-    out_tree_box = []
-
-    def flat_fun(*tracers):
-        out = fun(*tracers)
-        leaves, tree = tree_util.tree_flatten(out)
-        out_tree_box.append(tree)
-        return leaves
-
-    avals = [abstractify(x) for x in flat_p]
-    closed, _ = trace_to_ir(flat_fun, avals, name=name, known_values=flat_p,
-                            tangent_flows=lambda eqn: eqn.prim not in non_differentiable, keeps_calls=True,
-                            kind="jvp")
-    return closed, out_tree_box[0]
 
 
 # ---------------------------------------------------------------------------------------------------
