@@ -254,6 +254,74 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
                 state.append(j)
                 sigs = j._signatures
             return state[0]
+
+        def fixed_arity_entry(general: Callable) -> Callable | None:
+            """For a function of exactly one or two positional-only arguments (``tanh(x, /)``, ``add(x, y, /)``):
+            an entry point of that fixed signature, with the inline match of a plain signature, and ``general``
+            (the ``*args, **kwargs`` wrapper) for everything else. Python binds a fixed signature faster: about
+            0.15 µs of a 4 µs eager op. Its qualified name is the function's name, so that a wrong call reads
+            ``tanh() takes 1 positional argument but 2 were given``. None for other signatures."""
+            def run_direct(args: tuple) -> Any:
+                """The general wrapper's second step (a recent signature, e.g. ``x * 2.0``'s, with a scalar), or
+                None: the general wrapper then takes the call from its start."""
+                direct = sigs.direct
+                if direct is None or active_traces():
+                    return None
+                try:
+                    out = direct.run(args)
+                    return sigs.run_direct(args, None) if out is None else out
+                except LaunchFailed:  # (the Python path explains it, launching no more)
+                    return jitted()._call(*args)
+
+            params = list(inspect.signature(fun).parameters.values())
+            if not 1 <= len(params) <= 2 or any(p.kind != p.POSITIONAL_ONLY or p.default is not p.empty
+                                                 for p in params):
+                return None
+            if len(params) == 1:
+                def entry(x, /):
+                    direct = sigs.direct
+                    if (direct is not None and direct.arity == 1 and type(x) is Array and x._flat[1] is direct.aux0
+                            and direct.epoch is dispatch_epoch.current and not active_traces()):
+                        try:
+                            buf = direct.finish(direct.start([x._buf]))[0]
+                        except Exception:  # (as in the general wrapper: the Python path explains it)
+                            return jitted()._call(x)
+                        if buf is not None:
+                            aux = direct.out_aux
+                            out = _new_object(Array)
+                            out._buf = buf
+                            out.aval, out._device, out._committed, out._sharding = aux
+                            out._npy = None
+                            out._flat = ((buf,), aux)
+                            return out
+                    out = run_direct((x,))
+                    return general(x) if out is None else out
+            else:
+                def entry(x, y, /):
+                    direct = sigs.direct
+                    if (direct is not None and direct.arity == 2 and type(x) is Array and type(y) is Array
+                            and x._flat[1] is direct.aux0 and y._flat[1] is direct.aux1
+                            and direct.epoch is dispatch_epoch.current and not active_traces()):
+                        try:
+                            buf = direct.finish(direct.start([x._buf, y._buf]))[0]
+                        except Exception:
+                            return jitted()._call(x, y)
+                        if buf is not None:
+                            aux = direct.out_aux
+                            out = _new_object(Array)
+                            out._buf = buf
+                            out.aval, out._device, out._committed, out._sharding = aux
+                            out._npy = None
+                            out._flat = ((buf,), aux)
+                            return out
+                    out = run_direct((x, y))
+                    return general(x, y) if out is None else out
+            entry = functools.wraps(fun)(entry)
+            entry.__qualname__ = fun.__name__  # (what Python's argument errors name; fun's may be a factory's fn)
+            return entry
+
+        if op_by_op is None and not static and not sequences:
+            call = fixed_arity_entry(call) or call
         call._eager_state = state  # for tests: the JittedFunction behind the eager calls
         call._jitted = jitted
         # As JAX's jitted jax.numpy functions: jnp.cos.lower(1.), .trace, .eval_shape (and export(jnp.cos)).
@@ -262,3 +330,4 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
         call.eval_shape = lambda *args, **kwargs: jitted().eval_shape(*args, **kwargs)
         return call
     return wrap
+

@@ -285,6 +285,36 @@ def test_inline_match_of_plain_signatures_checks_every_argument_and_the_flags():
     assert np.isnan(np.asarray(f(y))).all() and np.isnan(np.asarray(knp.log(y))).all()
 
 
+def test_fixed_arity_entry_of_unary_and_binary_functions():
+    """kiln.numpy's functions of one or two positional-only arguments have an entry of that fixed signature
+    (faster to call than *args/**kwargs): every kind of call still reaches the right program, errors name the
+    function as JAX's do, and the function pickles by its name."""
+    import inspect
+    import pickle
+    a, b = knp.arange(4.0), knp.full(4, 2.0)
+    for _ in range(2):  # the second round runs the recorded launches
+        np.testing.assert_array_equal(knp.add(a, b), np.arange(4.0) + 2)
+        np.testing.assert_array_equal(knp.add(a, 0.5), np.arange(4.0) + 0.5)  # a recent signature with a scalar
+        np.testing.assert_array_equal(knp.add(a, knp.ones(1)), np.arange(4.0) + 1)  # another signature
+        np.testing.assert_array_equal(knp.add(2, 3), 5)
+        np.testing.assert_allclose(knp.tanh(a), np.tanh(np.arange(4.0)), rtol=1e-6)
+        np.testing.assert_allclose(knp.tanh(np.ones(2, np.float32)), np.tanh(np.ones(2)), rtol=1e-6)
+        assert float(knp.add(a, b)[0]) == 2.0 and float(knp.multiply(a, 0.0)[0]) == 0.0
+    assert inspect.signature(knp.add) == inspect.signature(lambda x, y, /: None)
+    traced = kiln.make_jaxpr(lambda x: knp.tanh(knp.add(x, a)))(b)
+    assert [e.prim.name for e in traced.ir.eqns][-2:] == ["add", "tanh"]  # inlined under a trace, as before
+    with pytest.raises(TypeError, match=r"^tanh\(\) takes 1 positional argument but 2 were given"):
+        knp.tanh(a, b)
+    with pytest.raises(TypeError, match=r"^add\(\) missing 1 required positional argument: 'y'"):
+        knp.add(a)
+    with pytest.raises(TypeError, match=r"kiln\.numpy\.add: .*list"):
+        knp.add(a, [1.0, 2.0, 3.0, 4.0])
+    assert pickle.loads(pickle.dumps(knp.tanh)) is knp.tanh
+    b.delete()
+    with pytest.raises(kiln.DeletedBufferError):
+        knp.add(a, b)
+
+
 def test_eager_ops_inside_a_trace_are_inlined_even_on_arrays():
     c = knp.arange(3.0)
     knp.sin(c), knp.sin(c)  # a direct launch recorded for (c,)
