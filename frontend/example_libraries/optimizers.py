@@ -17,7 +17,8 @@ from .. import numpy as jnp
 from ..core import tree_util
 
 __all__ = [
-    "JoinPoint", "Optimizer", "OptimizerState", "Schedule", "adagrad", "adam", "adamax", "clip_grads", "constant",
+    "Array", "InitFn", "JoinPoint", "Optimizer", "OptimizerState", "Params", "ParamsFn", "Schedule", "State", "Step",
+    "UpdateFn", "Updates", "adagrad", "adam", "adamax", "clip_grads", "constant",
     "exponential_decay", "inverse_time_decay", "l2_norm", "make_schedule", "momentum", "nesterov", "optimizer",
     "pack_optimizer_state", "piecewise_constant", "polynomial_decay", "rmsprop", "rmsprop_momentum", "sgd", "sm3",
     "unpack_optimizer_state",
@@ -31,13 +32,24 @@ tree_util.register_pytree_node(
     lambda aux, children: OptimizerState(children[0], aux[0], aux[1]))
 
 
+# The type names JAX's module defines, for annotations in ported code.
+Array = Any
+Params = Any  # a pytree of arrays
+State = Any  # one leaf's optimizer state
+Updates = Params  # gradients: the parameters' structure
+Step = int
+InitFn = Callable[[Params], OptimizerState]
+UpdateFn = Callable[[Step, Updates, OptimizerState], OptimizerState]
+ParamsFn = Callable[[OptimizerState], Params]
+
+
 class Optimizer(NamedTuple):
-    init_fn: Callable
-    update_fn: Callable
-    params_fn: Callable
+    init_fn: InitFn
+    update_fn: UpdateFn
+    params_fn: ParamsFn
 
 
-Schedule = Callable[[Any], Any]
+Schedule = Callable[[Step], float]
 
 
 def optimizer(opt_maker: Callable) -> Callable:

@@ -1,8 +1,16 @@
 """``jax.experimental.optimizers``, the older home of kiln.example_libraries.optimizers (the same objects)."""
+from kiln.frontend.example_libraries.optimizers import Array as Array
+from kiln.frontend.example_libraries.optimizers import InitFn as InitFn
 from kiln.frontend.example_libraries.optimizers import JoinPoint as JoinPoint
 from kiln.frontend.example_libraries.optimizers import Optimizer as Optimizer
 from kiln.frontend.example_libraries.optimizers import OptimizerState as OptimizerState
+from kiln.frontend.example_libraries.optimizers import Params as Params
+from kiln.frontend.example_libraries.optimizers import ParamsFn as ParamsFn
 from kiln.frontend.example_libraries.optimizers import Schedule as Schedule
+from kiln.frontend.example_libraries.optimizers import State as State
+from kiln.frontend.example_libraries.optimizers import Step as Step
+from kiln.frontend.example_libraries.optimizers import UpdateFn as UpdateFn
+from kiln.frontend.example_libraries.optimizers import Updates as Updates
 from kiln.frontend.example_libraries.optimizers import adagrad as adagrad
 from kiln.frontend.example_libraries.optimizers import adam as adam
 from kiln.frontend.example_libraries.optimizers import adamax as adamax
@@ -25,7 +33,8 @@ from kiln.frontend.example_libraries.optimizers import sm3 as sm3
 from kiln.frontend.example_libraries.optimizers import unpack_optimizer_state as unpack_optimizer_state
 
 __all__ = [
-    "JoinPoint", "Optimizer", "OptimizerState", "Schedule", "adagrad", "adam", "adamax", "clip_grads", "constant",
+    "Array", "InitFn", "JoinPoint", "Optimizer", "OptimizerState", "Params", "ParamsFn", "Schedule", "State", "Step",
+    "UpdateFn", "Updates", "adagrad", "adam", "adamax", "clip_grads", "constant",
     "exponential_decay", "inverse_time_decay", "l2_norm", "make_schedule", "momentum", "nesterov", "optimizer",
     "pack_optimizer_state", "piecewise_constant", "polynomial_decay", "rmsprop", "rmsprop_momentum", "sgd", "sm3",
     "unpack_optimizer_state",

@@ -239,6 +239,17 @@ def test_experimental_aliases():
     from kiln.experimental import optimizers as eopt
     from kiln.experimental import stax as estax
     assert estax.Dense is stax.Dense and eopt.adam is optimizers.adam
+    assert eopt.__all__ == optimizers.__all__ and all(getattr(eopt, n) is getattr(optimizers, n) for n in eopt.__all__)
+
+
+def test_optimizer_type_names_as_jax_defines_them():
+    # For annotations in ported code (opt_state: optimizers.OptimizerState, step: optimizers.Step, ...).
+    assert optimizers.Step is int and optimizers.Updates is optimizers.Params
+    opt_init, opt_update, get_params = optimizers.sgd(0.1)
+    opt = optimizers.Optimizer(opt_init, opt_update, get_params)
+    state = opt.init_fn({"w": np.ones(2, np.float32)})
+    assert isinstance(state, optimizers.OptimizerState)
+    np.testing.assert_allclose(opt.params_fn(opt.update_fn(0, {"w": np.ones(2, np.float32)}, state))["w"], 0.9)
 
 
 def test_mlp_trains_under_jit_and_grad():
