@@ -4,6 +4,7 @@ from kiln.frontend.debugger import breakpoint as breakpoint  # noqa: A004  (jax.
 from kiln.frontend.driver.visualize import visualize_array_sharding as visualize_array_sharding
 from kiln.frontend.driver.visualize import visualize_sharding as visualize_sharding
 from kiln.frontend.lax.callbacks import debug_callback as callback
+from kiln.frontend.lax.callbacks import debug_log as log
 from kiln.frontend.lax.callbacks import debug_print as print  # noqa: A001  (jax.debug.print)
 
-__all__ = ["breakpoint", "callback", "print", "visualize_array_sharding", "visualize_sharding"]
+__all__ = ["breakpoint", "callback", "log", "print", "visualize_array_sharding", "visualize_sharding"]

@@ -17,22 +17,25 @@ the batching rules in ``batching/rules_callbacks.py``.
 """
 from __future__ import annotations
 
+import copy
 import functools
+import logging
 import string
+import sys
 from typing import Any, Callable
 
 import numpy as np
 
 from kiln import runtime
 
-from ..core import dtypes, tree_util
+from ..core import dtypes, source_info, tree_util
 from ..core.avals import ShapedArray
 from ..core.errors import KilnError
 from ..core.ir import Literal
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify, device_put_eager
 
-__all__ = ["debug_callback", "debug_print", "effects_barrier", "io_callback", "pure_callback"]
+__all__ = ["debug_callback", "debug_log", "debug_print", "effects_barrier", "io_callback", "pure_callback"]
 
 runtime.callbacks.register_wrapper_file(__file__)
 
@@ -248,8 +251,8 @@ class _FormatChecker(string.Formatter):
                              "arguments instead, e.g. kiln.debug.print(\"x = {x}\", x=x)")
 
 
-def _print(fmt: str, has_placeholders: bool, printoptions: dict, *args, **kwargs) -> None:
-    import sys
+def _print(fmt: str, has_placeholders: bool, printoptions: dict, record: logging.LogRecord | None, *args,
+           **kwargs) -> None:
     # 0-d values as NumPy scalars: they format as JAX's 0-d arrays do (``{:.3f}`` works, float32 prints short).
     args = tuple(a[()] if isinstance(a, np.ndarray) and a.ndim == 0 else a for a in args)
     kwargs = {k: a[()] if isinstance(a, np.ndarray) and a.ndim == 0 else a for k, a in kwargs.items()}
@@ -258,11 +261,21 @@ def _print(fmt: str, has_placeholders: bool, printoptions: dict, *args, **kwargs
             msg = fmt.format(*args, **kwargs)
     else:
         msg = " ".join((fmt, *(str(a) for a in args)))
-    sys.stdout.write(msg + "\n")
+    if record is None:
+        sys.stdout.write(msg + "\n")
+    else:  # kiln.debug.log: a copy of the record made where it was traced, with this run's message
+        record = copy.copy(record)
+        record.msg = msg
+        _debug_logger.handle(record)
+
+
+# kiln.debug.log's records: INFO, from the user's line that called it.
+_debug_logger = logging.getLogger("kiln.debug")
 
 
 def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False, partitioned: bool = False,
-                skip_format_check: bool = False, **kwargs: Any) -> Callable[..., None] | None:
+                skip_format_check: bool = False, _use_logging: bool = False,
+                **kwargs: Any) -> Callable[..., None] | None:
     """Print ``fmt.format(*args, **kwargs)`` every time the program runs this line (``jax.debug.print``):
     the values are NumPy arrays at run time (under ``jit``, ``vmap``, ``grad``, loops and branches),
     formatted with the NumPy print options in force where it was traced. Write ``kiln.debug.print("x = {x}",
@@ -275,16 +288,30 @@ def debug_print(fmt: str | None = None, *args: Any, ordered: bool = False, parti
             raise CallbackUsageError(f"kiln.debug.print received unexpected arguments in the two-call form: "
                                      f"args={args} kwargs={kwargs}")
         return lambda f, *a, **k: debug_print(f, *a, ordered=ordered, partitioned=partitioned,
-                                              skip_format_check=skip_format_check, **k)
+                                              skip_format_check=skip_format_check, _use_logging=_use_logging, **k)
+    what = "debug.log" if _use_logging else "debug.print"
     if not isinstance(fmt, str):
-        raise CallbackUsageError(f"kiln.debug.print: the format must be a string, got {type(fmt).__name__}")
+        raise CallbackUsageError(f"kiln.{what}: the format must be a string, got {type(fmt).__name__}")
     if not skip_format_check:
         _FormatChecker().format(fmt, *args, **kwargs)
     has_placeholders = bool(fmt) and next(iter(string.Formatter().parse(fmt)))[1] is not None
-    printer = functools.partial(_print, fmt, has_placeholders, dict(np.get_printoptions()))
+    record = _log_record() if _use_logging else None
+    printer = functools.partial(_print, fmt, has_placeholders, dict(np.get_printoptions()), record)
     short = fmt if len(fmt) <= 40 else fmt[:37] + "..."
-    _bind_debug(printer, f"debug.print({short!r})", args, kwargs, ordered, partitioned)
+    _bind_debug(printer, f"{what}({short!r})", args, kwargs, ordered, partitioned)
     return None
+
+
+def _log_record() -> logging.LogRecord:
+    """An INFO record of the ``kiln.debug`` logger from the user's line (its message is set at each run)."""
+    where = source_info.user_frame_info(2)
+    file, line = (where.file, where.line) if where is not None else ("(unknown file)", 0)
+    return _debug_logger.makeRecord(_debug_logger.name, logging.INFO, file, line, "", (), None)
+
+
+debug_log = functools.partial(debug_print, _use_logging=True)
+debug_log.__doc__ = """``kiln.debug.print``, but each message goes to the ``kiln.debug`` logger (level INFO, from the
+line that called it) instead of standard output (``jax.debug.log``)."""
 
 
 def effects_barrier() -> None:

@@ -463,3 +463,30 @@ def test_callbacks_in_fresh_processes_with_and_without_the_persistent_cache(run_
     for env in ({"KILN_COMPILATION_CACHE": "0"}, {"KILN_CACHE_DIR": str(tmp_path)}, {"KILN_CACHE_DIR": str(tmp_path)}):
         out = run_py(code, env=env).stdout.splitlines()
         assert out == ["x=1.0", "result 121.0"], (env, out)
+
+
+def test_debug_log_sends_each_run_to_the_kiln_debug_logger(caplog, capsys):
+    """kiln.debug.log (jax.debug.log): debug.print's formatting, at every run, as an INFO record of the kiln.debug
+    logger from the user's line; nothing on standard output."""
+    import logging
+    caplog.set_level(logging.INFO, logger="kiln.debug")
+
+    @kiln.jit
+    def f(x):
+        kiln.debug.log("x = {x}, total {}", x.sum(), x=x)  # the line the records name
+        return x * 2
+
+    line = f.__wrapped__.__code__.co_firstlineno + 2
+    f(knp.arange(3.0))
+    f(knp.arange(3.0) + 1)
+    kiln.vmap(lambda v: kiln.debug.log("v={}", v))(knp.arange(2))
+    kiln.debug.log(ordered=True)("two-call form {}", 7)
+    kiln.effects_barrier()
+    records = [r for r in caplog.records if r.name == "kiln.debug"]
+    assert [r.getMessage() for r in records] == ["x = [0. 1. 2.], total 3.0", "x = [1. 2. 3.], total 6.0", "v=0",
+                                                 "v=1", "two-call form 7"]
+    assert all(r.levelno == logging.INFO for r in records)
+    assert records[0].filename == "test_callbacks.py" and records[0].lineno == line
+    assert capsys.readouterr().out == ""
+    with pytest.raises(TypeError, match=r"kiln\.debug\.log: the format must be a string, got int"):
+        kiln.debug.log(3)
