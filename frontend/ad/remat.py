@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import functools
 import weakref
-from typing import Callable, Sequence
+from typing import Callable, NamedTuple, Sequence
 
 from kiln.frontend.core.passes import eliminate_dead_code, used_inputs
 
@@ -56,6 +56,31 @@ def checkpoint_name(x, name: str):
 # Linear, as JAX's: the tangent carries the name too (only the primal's is known, so only it can be saved).
 linear_jvp(name_p)
 transpose_rules[name_p] = lambda ct, x, *, name: [name_p.bind(ct, name=name)]
+
+
+class _Decision:
+    """``Saveable`` and ``Recompute``: what a policy may return instead of True or False (as JAX's)."""
+
+    def __init__(self, name: str, saved: bool):
+        self.name, self.saved = name, saved
+
+    def __repr__(self) -> str:
+        return self.name
+
+    def __bool__(self) -> bool:
+        # (JAX's are plain objects, true both: a policy's answer is read by identity, never by truth value)
+        return True
+
+
+Saveable = _Decision("Saveable", True)
+Recompute = _Decision("Recompute", False)
+
+
+class Offloadable(NamedTuple):
+    """A policy's answer: save this value in memory space ``dst`` (moved there from ``src``). kiln keeps
+    residuals in device memory: an offloadable value is saved there."""
+    src: str
+    dst: str
 
 
 class _Policies:
@@ -193,7 +218,10 @@ def _prune(ir: IR, keep_outputs: list[bool]) -> IR:
 def _saveable(policy: Callable | None, eqn: Eqn) -> bool:
     if policy is None:
         return False
-    return bool(policy(eqn.prim, *[abstractify(a) for a in eqn.inputs], **eqn.params))
+    answer = policy(eqn.prim, *[abstractify(a) for a in eqn.inputs], **eqn.params)
+    if isinstance(answer, _Decision):
+        return answer.saved
+    return isinstance(answer, Offloadable) or bool(answer)
 
 
 def _split(body: ClosedIR, unknown: tuple[bool, ...], policy: Callable | None):
@@ -271,4 +299,4 @@ def _register_locate() -> None:
 
 _register_locate()
 
-__all__ = ["checkpoint", "checkpoint_name", "name_p", "remat", "remat_p"]
+__all__ = ["checkpoint", "checkpoint_name", "name_p", "Offloadable", "Recompute", "remat", "remat_p", "Saveable"]

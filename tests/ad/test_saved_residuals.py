@@ -124,6 +124,22 @@ def test_checkpoint_policies_save_what_they_select_as_jax():
     assert _residuals(sines, *_ARGS) == _ARG_LINES + [("f32[5]", "output of sin"), ("f32[6]", "output of sin")]
 
 
+def test_policies_may_answer_saveable_recompute_or_offloadable():
+    """JAX's policy answers besides True/False (jax.ad_checkpoint.Saveable, Recompute, Offloadable(src, dst)):
+    read by identity (both are true as objects, as in JAX); an offloadable value is saved in device memory."""
+    from kiln.ad_checkpoint import Offloadable, Recompute, Saveable
+    assert bool(Recompute) and bool(Saveable) and repr(Recompute) == "Recompute"
+    assert Offloadable("device", "pinned_host") == Offloadable(src="device", dst="pinned_host")
+
+    def answer(with_sin, other):
+        return lambda prim, *avals, **params: with_sin if prim is kiln.lax.sin_p else other
+    sines = [("f32[5]", "output of sin"), ("f32[6]", "output of sin")]
+    assert _residuals(kiln.checkpoint(_f, policy=answer(Saveable, Recompute)), *_ARGS) == _ARG_LINES + sines
+    offload = answer(Offloadable("device", "pinned_host"), Recompute)
+    assert _residuals(kiln.checkpoint(_f, policy=offload), *_ARGS) == _ARG_LINES + sines
+    assert _residuals(kiln.checkpoint(_f, policy=answer(Recompute, Recompute)), *_ARGS) == _ARG_LINES
+
+
 def test_checkpoint_policies_change_the_program_not_the_numbers():
     """The saved products are not recomputed: the gradient program has three dot_generals fewer (3 forward + 6
     backward, against 3 more recomputed with nothing_saveable); the gradients are the same (NumPy's chain rule)."""
