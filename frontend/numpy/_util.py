@@ -21,14 +21,17 @@ def is_array(x: Any) -> bool:
 
 def check_arraylike(fname: str, *args: Any) -> None:
     for i, a in enumerate(args):
-        if not (is_array(a) or isinstance(a, (np.ndarray, np.generic, Literal)) or
-                (isinstance(a, dtypes.PY_SCALARS))):
-            if isinstance(a, (list, tuple)):
-                raise TypeError(f"kiln.numpy.{fname}: argument {i} is a {type(a).__name__}; kiln.numpy does not "
-                                "convert lists or tuples implicitly (it would hide a host-to-device copy): "
-                                "wrap it with kiln.numpy.asarray(...)")
-            raise TypeError(f"kiln.numpy.{fname}: argument {i} of type {type(a).__name__} ({a!r:.40}) is not "
-                            "an array or a scalar")
+        check_array_argument(f"kiln.numpy.{fname}", f"argument {i}", a, library="kiln.numpy")
+
+
+def check_array_argument(where: str, what: str, x: Any, library: str = "kiln") -> None:
+    """Raise unless ``x`` is an array or a scalar: ``where`` names the function, ``what`` the argument."""
+    if is_array(x) or isinstance(x, (np.ndarray, np.generic, Literal)) or isinstance(x, dtypes.PY_SCALARS):
+        return
+    if isinstance(x, (list, tuple)):
+        raise TypeError(f"{where}: {what} is a {type(x).__name__}; {library} does not convert lists or tuples "
+                        "implicitly (it would hide a host-to-device copy): wrap it with kiln.numpy.asarray(...)")
+    raise TypeError(f"{where}: {what} of type {type(x).__name__} ({x!r:.40}) is not an array or a scalar")
 
 
 def as_operand(x: Any) -> Any:

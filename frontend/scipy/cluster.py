@@ -3,25 +3,14 @@ from __future__ import annotations
 
 from typing import Any
 
-import numpy as np
-
 from .. import numpy as jnp
 from ..core import dtypes
 from ..driver.eager_jit import eager_jit
-from ..numpy._util import is_array
+from ..numpy._util import check_array_argument
 
 __all__ = ["vq"]
 
 _WHERE = "kiln.scipy.cluster.vq.vq"
-
-
-def _check_arraylike(what: str, x: Any) -> None:
-    if is_array(x) or isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
-        return
-    if isinstance(x, (list, tuple)):
-        raise TypeError(f"{_WHERE}: {what} is a {type(x).__name__}; kiln does not convert lists implicitly (it would "
-                        "hide a host-to-device copy): wrap it with kiln.numpy.asarray(...)")
-    raise TypeError(f"{_WHERE}: {what} of type {type(x).__name__} is not an array")
 
 
 def vq(obs: Any, code_book: Any, check_finite: bool = True) -> tuple[Any, Any]:
@@ -45,8 +34,8 @@ def vq(obs: Any, code_book: Any, check_finite: bool = True) -> tuple[Any, Any]:
         The Euclidean distance between each observation and its nearest code.
     """
     del check_finite  # (as JAX: a check of the values cannot run under jit)
-    _check_arraylike("obs", obs)
-    _check_arraylike("code_book", code_book)
+    check_array_argument(_WHERE, "obs", obs)
+    check_array_argument(_WHERE, "code_book", code_book)
     dtype = dtypes.result_type(obs, code_book)
     if not dtypes.is_inexact(dtype):
         dtype = dtypes.default_float_dtype()

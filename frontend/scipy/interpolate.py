@@ -12,7 +12,7 @@ from ..core import dtypes
 from ..core.tracing import Tracer
 from ..core.tree_util import register_pytree_node
 from ..driver.eager_jit import eager_jit
-from ..numpy._util import is_array
+from ..numpy._util import check_array_argument, is_array
 
 __all__ = ["RegularGridInterpolator"]
 
@@ -20,15 +20,6 @@ _CLASS = "kiln.scipy.interpolate.RegularGridInterpolator"
 _METHODS = ("linear", "nearest")
 # The fewest grid points per dimension each method needs (as SciPy).
 _MIN_POINTS = {"linear": 2, "nearest": 1}
-
-
-def _check_arraylike(where: str, what: str, x: Any) -> None:
-    if is_array(x) or isinstance(x, (np.ndarray, np.generic, bool, int, float, complex)):
-        return
-    if isinstance(x, (list, tuple)):
-        raise TypeError(f"{where}: {what} is a {type(x).__name__}; kiln does not convert lists implicitly (it would "
-                        "hide a host-to-device copy): wrap it with kiln.numpy.asarray(...)")
-    raise TypeError(f"{where}: {what} of type {type(x).__name__} is not an array or a scalar")
 
 
 def _check_method(where: str, method: Any) -> None:
@@ -62,7 +53,7 @@ def _coordinates(where: str, xi: Any, ndim: int) -> Any:
         xi = xi[0]
     if isinstance(xi, tuple):
         for j, c in enumerate(xi):
-            _check_arraylike(where, f"xi[{j}]", c)
+            check_array_argument(where, f"xi[{j}]", c)
         try:
             parts = jnp.broadcast_arrays(*(jnp.asarray(c) for c in xi))
         except ValueError as e:
@@ -70,7 +61,7 @@ def _coordinates(where: str, xi: Any, ndim: int) -> Any:
             raise ValueError(f"{where}: the coordinate arrays of xi have shapes {shapes}, which do not broadcast "
                              "together; give one array per dimension, of one (broadcastable) shape") from e
         return jnp.stack(parts, axis=-1).astype(dtypes.default_float_dtype())
-    _check_arraylike(where, "xi", xi)
+    check_array_argument(where, "xi", xi)
     xi = jnp.asarray(xi)
     if xi.ndim == 0:
         raise ValueError(f"{where}: xi is a scalar; the sample points must have shape (..., {ndim}) (one point per "
@@ -137,7 +128,7 @@ class RegularGridInterpolator:
         elif not isinstance(points, (tuple, list)):
             raise TypeError(f"{where}: points must be a tuple of 1-D arrays, one per dimension, got "
                             f"{type(points).__name__}")
-        _check_arraylike(where, "values", values)
+        check_array_argument(where, "values", values)
         values = jnp.asarray(values)
         if not dtypes.is_inexact(values.dtype):
             values = values.astype(dtypes.default_float_dtype())
@@ -149,7 +140,7 @@ class RegularGridInterpolator:
                              f"len(points[{len(points) - 1}]), *trailing)")
         grid = []
         for d, p in enumerate(points):
-            _check_arraylike(where, f"points[{d}]", p)
+            check_array_argument(where, f"points[{d}]", p)
             g = jnp.asarray(p)
             if g.ndim != 1:
                 raise ValueError(f"{where}: points[{d}] has shape {g.shape}; each entry of points must be 1-D")
@@ -161,7 +152,7 @@ class RegularGridInterpolator:
             grid.append(g)
         _check_grid_sizes(where, grid, method)
         if fill_value is not None:
-            _check_arraylike(where, "fill_value", fill_value)
+            check_array_argument(where, "fill_value", fill_value)
             fill_value = jnp.asarray(fill_value)
             if not np.can_cast(fill_value.dtype, values.dtype, casting="same_kind"):
                 raise ValueError(f"{where}: fill_value must be either None or of a type compatible with values: "
