@@ -37,7 +37,7 @@ def _leaf_labels(args: tuple, kwargs: dict) -> list[str]:
     """A name for every leaf of ``(args, kwargs)``, in flattening order: ``argument 1['w']``,
     ``keyword argument 'scale'``."""
     labels = []
-    for path, _ in tree_util.tree_leaves_with_path((args, kwargs)):
+    for path in tree_util.user_paths((args, kwargs)):  # a key array is named, not its data
         kind, key, rest = path[0], path[1], tree_util.keystr(path[2:])
         if kind.idx == 0:
             labels.append(f"argument {key.idx}{rest}")
@@ -47,10 +47,10 @@ def _leaf_labels(args: tuple, kwargs: dict) -> list[str]:
 
 
 def _output_labels(out: Any) -> list[str]:
-    pairs = tree_util.tree_leaves_with_path(out)
-    if len(pairs) == 1 and not pairs[0][0]:
+    paths = tree_util.user_paths(out)
+    if len(paths) == 1 and not paths[0]:
         return ["the output"]
-    return [f"output{tree_util.keystr(path)}" for path, _ in pairs]
+    return [f"output{tree_util.keystr(path)}" for path in paths]
 
 
 def _check_axis_leaf(fname: str, what: str, where: str, leaf: Any) -> None:
@@ -133,12 +133,13 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         else:
             arg_dims = _broadcast_prefix(fname, in_axes, args, "in_axes", "in_axes", "the arguments")
         dims = arg_dims + [0] * len(tree_util.tree_leaves(kwargs))
-        size = _batch_size(name, flat, dims, labels, axis_size)
+        hidden = tree_util.hidden_axes((args, kwargs))  # a key array's axes are its data's leading ones
+        size = _batch_size(name, flat, dims, labels, axis_size, hidden)
         # Only the mapped leaves are traced. The others reach the function as they are, as in JAX: a Python
         # int stays an int (a static argument of a jit inside, a shape), an array stays concrete.
         mapped = [i for i, d in enumerate(dims) if d is not None]
         mapped_avals = [abstractify(flat[i]) for i in mapped]
-        mapped_dims = [dims[i] % a.ndim for i, a in zip(mapped, mapped_avals)]
+        mapped_dims = [dims[i] % (a.ndim - hidden[i]) for i, a in zip(mapped, mapped_avals)]
         per_example = [a.update(shape=a.shape[:d] + a.shape[d + 1:]) for a, d in zip(mapped_avals, mapped_dims)]
         out_tree_box = []
 
@@ -150,7 +151,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             out = fun(*a, **k)
             leaves, tree = tree_util.tree_flatten(out)
             # The output's structure only (no tracers kept past the trace: check_tracer_leaks would see them).
-            out_tree_box.append((tree, tree_util.tree_unflatten(tree, [0] * len(leaves))))
+            out_tree_box.append((tree, tree_util.tree_unflatten(tree, [0] * len(leaves)), tree_util.hidden_axes(out)))
             return leaves
 
         # What the function computes from the concrete arrays it is given unmapped or closes over alone has a
@@ -161,10 +162,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             known_constants=True))
         ctx = BatchContext(size, axis_name)
         outs, out_dims = batch_eval(closed.ir, closed.consts, [flat[i] for i in mapped], mapped_dims, ctx)
-        out_tree, out_example = out_tree_box[0]
+        out_tree, out_example, out_hidden = out_tree_box[0]
         wanted = _broadcast_prefix(fname, out_axes, out_example, "out_axes", "out_axes", "the function's output")
         final = []
-        for o, d, w, label in zip(outs, out_dims, wanted, _output_labels(out_example)):
+        for o, d, w, h, label in zip(outs, out_dims, wanted, out_hidden, _output_labels(out_example)):
             if w is None:
                 if d is not None:
                     raise VmapError(f"kiln.vmap({name}): out_axes is None for {label}, but it depends on the "
@@ -172,7 +173,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
                                     "outputs that are the same for every batch element")
                 final.append(o)
                 continue
-            ndim = abstractify(o).ndim + (d is None)
+            ndim = abstractify(o).ndim - h + (d is None)
             if not -ndim <= w < ndim:
                 raise VmapError(f"kiln.vmap({name}): out_axes={w} is out of range for {label}, of rank {ndim} "
                                 "with the mapped axis")
@@ -181,19 +182,21 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
     return batched
 
 
-def _batch_size(name: str, flat: list, dims: list, labels: list[str], axis_size: int | None) -> int:
+def _batch_size(name: str, flat: list, dims: list, labels: list[str], axis_size: int | None,
+                hidden: list[int]) -> int:
     sizes = []
-    for x, d, label in zip(flat, dims, labels):
+    for x, d, h, label in zip(flat, dims, hidden, labels):
         if d is None:
             continue
         aval = abstractify(x)
-        if aval.ndim == 0:
+        shape = aval.shape[:aval.ndim - h]  # the shape the user sees (a key array's, not its data's)
+        if not shape:
             raise VmapError(f"kiln.vmap({name}): cannot map over axis {d} of {label}, a 0-d (scalar) value; "
                             "use in_axes=None for it")
-        if not -aval.ndim <= d < aval.ndim:
-            raise VmapError(f"kiln.vmap({name}): in_axes={d} is out of range for {label} of shape {aval.shape} "
-                            f"(rank {aval.ndim})")
-        sizes.append(aval.shape[d])
+        if not -len(shape) <= d < len(shape):
+            raise VmapError(f"kiln.vmap({name}): in_axes={d} is out of range for {label} of shape {shape} "
+                            f"(rank {len(shape)})")
+        sizes.append(shape[d])
     if not sizes:
         if axis_size is None:
             raise VmapError(f"kiln.vmap({name}): no argument is mapped (all in_axes are None) and axis_size is not "
@@ -201,8 +204,9 @@ def _batch_size(name: str, flat: list, dims: list, labels: list[str], axis_size:
         return int(axis_size)
     distinct = set(sizes)
     if len(distinct) > 1 or (axis_size is not None and axis_size not in distinct):
-        lines = [f"  {label} has shape {abstractify(x).shape} and axis {d} is to be mapped "
-                 f"(size {abstractify(x).shape[d]})" for x, d, label in zip(flat, dims, labels) if d is not None]
+        shapes = [abstractify(x).shape[:abstractify(x).ndim - h] for x, h in zip(flat, hidden)]
+        lines = [f"  {label} has shape {shape} and axis {d} is to be mapped (size {shape[d]})"
+                 for shape, d, label in zip(shapes, dims, labels) if d is not None]
         extra = f"\n  axis_size={axis_size} was given" if axis_size is not None else ""
         raise VmapError(f"kiln.vmap({name}) got inconsistent sizes for array axes to be mapped:\n"
                         + "\n".join(lines) + extra)

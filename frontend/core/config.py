@@ -95,10 +95,15 @@ class Config:
         # precision= of dot products and convolutions that pass None (kiln.lax.canonicalize_precision reads it at
         # trace time; a dot algorithm's name is accepted and, as precision= itself, not emitted).
         "default_matmul_precision": (None, str, True),
+        # What kiln.numpy's elementwise functions do when they broadcast arrays of different ranks (scalars
+        # aside): "allow", "warn" or "raise", as JAX's (part of the trace key: a program traced under "allow"
+        # must not serve a call under "raise").
+        "numpy_rank_promotion": ("allow", str, True),
+        # What kiln.random's functions do with a raw uint32 key (kiln.random.PRNGKey's): "allow", "warn" or
+        # "error", as JAX's. Checked at every call, outside any compiled program.
+        "legacy_prng_key": ("allow", str, False),
         # JAX flags kiln accepts and keeps but does not act on (see _NOT_ENFORCED): setting another
         # value than the default warns once.
-        "numpy_rank_promotion": ("allow", str, True),
-        "legacy_prng_key": ("allow", str, False),
         "debug_key_reuse": (False, bool, False),
         "enable_checks": (False, bool, False),
         "enable_custom_prng": (False, bool, False),
@@ -138,8 +143,6 @@ class Config:
 
     # Flags kept for JAX programs but not acted on: why, said once when one is set to a non-default value.
     _NOT_ENFORCED: dict[str, str] = {
-        "numpy_rank_promotion": "kiln always allows NumPy rank promotion (broadcasting arrays of different ranks)",
-        "legacy_prng_key": "kiln accepts raw uint32 keys (kiln.random.PRNGKey) without a warning",
         "debug_key_reuse": "kiln does not check PRNG key reuse",
         "allow_f16_reductions": "kiln always allows float16 reductions",
         "auto_pcast": "kiln's types carry no varying mesh axes, so operands never need a pcast to agree",
@@ -451,14 +454,16 @@ def _ctx(name: str, what: str, bool_flag: bool = False) -> FlagContext:
 
 enable_x64 = _ctx("enable_x64", "64-bit types", True)
 numpy_dtype_promotion = _ctx("numpy_dtype_promotion", "'standard' or 'strict' type promotion")
-numpy_rank_promotion = _ctx("numpy_rank_promotion", "accepted; kiln always allows rank promotion")
+numpy_rank_promotion = _ctx("numpy_rank_promotion", "'allow', 'warn' or 'raise' when kiln.numpy's elementwise "
+                                                    "functions broadcast arrays of different ranks")
 default_matmul_precision = _ctx("default_matmul_precision", "the precision of dot products and convolutions "
                                                             "called with precision=None: 'bfloat16', "
                                                             "'tensorfloat32', 'float32', ...")
 default_prng_impl = _ctx("default_prng_impl", "kiln implements 'threefry2x32' only")
 enable_checks = _ctx("enable_checks", "no effect in kiln", True)
 enable_custom_prng = _ctx("enable_custom_prng", "no effect in kiln", True)
-legacy_prng_key = _ctx("legacy_prng_key", "accepted; kiln always allows raw uint32 keys")
+legacy_prng_key = _ctx("legacy_prng_key", "'allow', 'warn' or 'error' when a raw uint32 key is passed to a "
+                                          "kiln.random function")
 debug_key_reuse = _ctx("debug_key_reuse", "accepted; kiln does not check key reuse", True)
 allow_f16_reductions = _ctx("allow_f16_reductions", "kiln always allows them", True)
 softmax_custom_jvp = _ctx("softmax_custom_jvp", "no effect on kiln's numbers", True)

@@ -204,13 +204,42 @@ def register_pytree_node(nodetype: type, flatten_func: Callable[[Any], tuple[Ite
     fastpath.register_node(nodetype, flatten_func, unflatten_func)
 
 
+# Per internal node type: how many trailing axes of each of its children the user does not see (a typed key
+# array of shape (3,) carries uint32 data of shape (3, 2): one hidden axis).
+_hidden_axes: dict[type, int] = {}
+
+
 def register_internal_node(nodetype: type, flatten_func: Callable[[Any], tuple[Iterable, Any]],
-                           unflatten_func: Callable[[Any, Iterable], Any]) -> None:
+                           unflatten_func: Callable[[Any, Iterable], Any], hidden_axes: int = 0) -> None:
     """Make ``nodetype`` a node for kiln's own code (its transformations flatten through it to its children)
     and a leaf for users (the functions of ``kiln.tree_util`` and ``kiln.tree``): typed PRNG key arrays, which
-    JAX's pytree functions see as leaves, over uint32 data that kiln's transformations carry."""
+    JAX's pytree functions see as leaves, over uint32 data that kiln's transformations carry. ``hidden_axes``:
+    the trailing axes of each child that are not axes of the value the user sees (see :func:`hidden_axes`)."""
     register_pytree_node(nodetype, flatten_func, unflatten_func)
     del _user_registry[nodetype]
+    _hidden_axes[nodetype] = hidden_axes
+
+
+def hidden_axes(tree: Any) -> list[int]:
+    """For each leaf of ``tree`` (in :func:`tree_flatten`'s order), the number of its trailing axes that belong
+    to an internal node above it rather than to the value the user sees: vmap counts a key array's axes, not
+    its data's. Zeros for a tree without internal nodes."""
+    return [n for n, _ in _user_leaves(tree)]
+
+
+def user_paths(tree: Any) -> list[KeyPath]:
+    """For each leaf of ``tree`` (in :func:`tree_flatten`'s order), the key path of the value the user sees
+    holding it: a key array's, not its data's (for messages)."""
+    return [path for _, path in _user_leaves(tree)]
+
+
+def _user_leaves(tree: Any) -> list[tuple[int, KeyPath]]:
+    """(hidden axes, user key path) per leaf of ``tree`` in kiln's flattening order."""
+    out: list[tuple[int, KeyPath]] = []
+    for path, leaf in tree_flatten_with_path(tree, registry=_user_registry)[0]:
+        n = _hidden_axes.get(type(leaf))
+        out.extend([(0, path)] if n is None else [(n, path)] * len(tree_flatten(leaf)[0]))
+    return out
 
 
 def register_pytree_node_class(cls: type) -> type:

@@ -1,14 +1,17 @@
 """Shared helpers of kiln.numpy: argument checking, promotion, broadcasting, axes."""
 from __future__ import annotations
 
+import warnings
 from typing import Any, Sequence
 
 import numpy as np
 
 from .. import lax
 from ..core import axes, dtypes
+from ..core.config import config
 from ..core.errors import BroadcastError, IntegerOverflowError, NegativeDimensionError
 from ..core.ir import Literal
+from ..core.source_info import user_stacklevel
 from ..core.tracing import Tracer, abstractify
 from ..driver.array import Array
 
@@ -74,6 +77,29 @@ def broadcast_shapes(fname: str, *shapes: Sequence[int]) -> tuple[int, ...]:
                              + " ".join(str(tuple(s)) for s in shapes)) from None
 
 
+_RANK_PROMOTION_DOCS = "https://docs.jax.dev/en/latest/rank_promotion_warning.html"
+
+
+def check_rank_promotion(fname: str, shapes: Sequence[Sequence[int]]) -> None:
+    """Warn or raise, as the ``numpy_rank_promotion`` flag says, when operands of different ranks (scalars
+    aside) are broadcast together, as JAX's elementwise functions do. JAX's wording comes first, so that
+    warning filters and ``pytest.raises(match=...)`` written for JAX apply."""
+    mode = config.numpy_rank_promotion
+    if mode == "allow" or len({len(s) for s in shapes if len(s)}) < 2:
+        return
+    listed = " ".join(str(tuple(s)) for s in shapes)
+    if mode == "warn":
+        warnings.warn(f"Following NumPy automatic rank promotion for {fname} on shapes {listed}. Set the "
+                      f"jax_numpy_rank_promotion config option to 'allow' to disable this warning; for more "
+                      f"information, see {_RANK_PROMOTION_DOCS}.", stacklevel=user_stacklevel())
+    elif mode == "raise":
+        raise BroadcastError(f"Operands could not be broadcast together for {fname} on shapes {listed} and with the "
+                             f"config option jax_numpy_rank_promotion='raise'. For more information, see "
+                             f"{_RANK_PROMOTION_DOCS}. (kiln.numpy.{fname}: broadcast explicitly, e.g. with "
+                             f"x[None, :], kiln.numpy.expand_dims or kiln.numpy.broadcast_to, or allow rank "
+                             f"promotion with kiln.numpy_rank_promotion('allow').)")
+
+
 def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
     """NumPy-style broadcast of ``x`` to ``shape`` (shape must be compatible)."""
     aval = abstractify(x)
@@ -116,6 +142,8 @@ def promote_and_broadcast(fname: str, *args: Any) -> list[Any]:
     args = promote_dtypes(fname, *args)
     shapes = [abstractify(a).shape for a in args]
     shape = broadcast_shapes(fname, *shapes)
+    if any(len(s) != len(shape) for s in shapes):
+        check_rank_promotion(fname, shapes)
     return [broadcast_to_shape(a, shape) for a in args]
 
 

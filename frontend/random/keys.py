@@ -11,6 +11,7 @@ and returns the kind it was given.
 from __future__ import annotations
 
 import operator
+import warnings
 from functools import partial
 from typing import Any, Iterator, Sequence
 
@@ -20,6 +21,8 @@ from kiln.runtime import fastpath
 from .. import numpy as knp
 from ..core import dtypes, tree_util
 from ..core.axes import canonical_axis
+from ..core.config import config
+from ..core.source_info import user_stacklevel
 from ..core.tracing import Tracer, abstractify
 from ..driver.array import Array
 from ..driver.jit import jit
@@ -319,7 +322,7 @@ def _unflatten(impl: str, children) -> KeyArray:
     return KeyArray(data)
 
 
-tree_util.register_internal_node(KeyArray, _flatten, _unflatten)
+tree_util.register_internal_node(KeyArray, _flatten, _unflatten, hidden_axes=len(_KEY_SHAPE))
 # Mirrored into jaxlib's C++ pytree registry, for jit's C++ dispatch path (see frontend/array.py).
 fastpath.register_node(KeyArray, lambda k: ((k._data,), IMPL_NAME), _unflatten)
 
@@ -430,6 +433,8 @@ def check_key(fname: str, key: Any, allow_batched: bool = False) -> tuple[Any, b
         data, typed = key._data, True
     elif _is_array(key):
         data, typed = _check_raw_key_data(fname, key), False
+        if config.legacy_prng_key != "allow":
+            _legacy_key_used(fname)
     else:
         raise TypeError(f"kiln.random.{fname}: expected a PRNG key (from kiln.random.key or kiln.random.PRNGKey), "
                         f"got {type(key).__name__} {_short(key)}")
@@ -440,6 +445,18 @@ def check_key(fname: str, key: Any, allow_batched: bool = False) -> tuple[Any, b
             raise ValueError(f"kiln.random.{fname}: accepts a single key, but was given a key array of shape "
                              f"{shown} != (). Use kiln.vmap for batching.")
     return data, typed
+
+
+def _legacy_key_used(fname: str) -> None:
+    """Warn or raise, as the ``legacy_prng_key`` flag says, about a raw uint32 key passed to ``fname`` (JAX's
+    wording first, so that filters written for JAX's message apply)."""
+    message = ("Legacy uint32 key array passed as key to jax.random function. Please create keys using "
+               "jax.random.key(). If use of a raw key array was intended, set jax_legacy_prng_key=\"allow\". "
+               f"(kiln.random.{fname}: create keys with kiln.random.key(seed), or wrap raw key data with "
+               "kiln.random.wrap_key_data(data).)")
+    if config.legacy_prng_key == "error":
+        raise ValueError(message)
+    warnings.warn(message, stacklevel=user_stacklevel())
 
 
 def _short(x: Any) -> str:

@@ -400,6 +400,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
     ``replace=False`` draws without replacement; ``p`` gives the probability of each entry.
     """
     data, _ = K.check_key("choice", key)
+    key = K.KeyArray(data)  # typed for the samplers it calls: a raw key is reported once, here
     if not isinstance(shape, (tuple, list)):
         raise TypeError(f"kiln.random.choice: shape must be a sequence (tuple) of ints, got "
                         f"{type(shape).__name__} {shape!r}")
@@ -456,6 +457,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | No
                 mode: str | None = None) -> Any:
     """Random category indices along ``axis`` of unnormalised log-probabilities ``logits`` (Gumbel-max)."""
     data, _ = K.check_key("categorical", key)
+    key = K.KeyArray(data)  # typed for the samplers it calls: a raw key is reported once, here
     logits = knp.asarray(logits)
     if not dtypes.is_float(logits.dtype):
         raise TypeError(f"kiln.random.categorical: logits must be a floating-point array, got {logits.dtype.name}")

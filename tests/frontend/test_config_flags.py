@@ -67,12 +67,11 @@ def test_unknown_names_raise_with_a_suggestion():
 
 
 def test_flags_kiln_keeps_but_does_not_enforce_warn_once():
-    config._warned.discard("numpy_rank_promotion")
-    with pytest.warns(UserWarning, match=r"numpy_rank_promotion='raise' is accepted but has no effect"):
-        with kiln.numpy_rank_promotion("raise"):
-            assert kiln.numpy_rank_promotion.value == "raise"
-            assert (knp.ones(2) + knp.ones((3, 2))).shape == (3, 2)
-    assert kiln.numpy_rank_promotion.value == "allow"
+    config._warned.discard("debug_key_reuse")
+    with pytest.warns(UserWarning, match=r"debug_key_reuse=True is accepted but has no effect"):
+        with kiln.debug_key_reuse(True):
+            assert kiln.debug_key_reuse.value is True
+    assert kiln.debug_key_reuse.value is False
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with kiln.enable_checks(True), kiln.softmax_custom_jvp(True), kiln.enable_custom_prng(), kiln.auto_pcast(True):

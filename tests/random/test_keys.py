@@ -324,3 +324,48 @@ def test_error_numpy_functions_mixing_keys_and_other_arrays():
         ks.at[0].set(3)
     with pytest.raises(TypeError, match=r"cannot be converted to dtype float32; use kiln.random.key_data"):
         knp.asarray(ks, dtype=np.float32)
+
+
+def test_vmap_counts_a_key_arrays_axes_not_its_datas():
+    keys = random.split(random.key(7), 3)
+    grid = random.split(random.key(1), (2, 3))
+    # Negative axes count from the key array's last axis (its data has one more).
+    last = kiln.vmap(lambda k: random.key_data(k), in_axes=-1)(grid)
+    np.testing.assert_array_equal(np.asarray(last), data(grid).transpose(1, 0, 2))
+    split = kiln.vmap(random.split, out_axes=-1)(keys)
+    assert isinstance(split, random.KeyArray) and split.shape == (2, 3)
+    np.testing.assert_array_equal(data(split[:, 1]), data(random.split(keys[1])))
+    # A 0-d key has no axis to map: before, vmap mapped over the two words of its data.
+    with pytest.raises(ValueError, match=r"kiln.vmap\(split\): cannot map over axis 0 of argument 0, a 0-d "
+                                         r"\(scalar\) value; use in_axes=None for it"):
+        kiln.vmap(random.split)(random.key(0))
+    with pytest.raises(ValueError, match=r"out_axes=1 is out of range for the output, of rank 1 with the mapped "
+                                         r"axis"):
+        kiln.vmap(lambda k: k, out_axes=1)(keys)  # before, it moved the batch axis into the data
+    with pytest.raises(ValueError, match=r"in_axes=1 is out of range for argument 0 of shape \(3,\) \(rank 1\)"):
+        kiln.vmap(lambda k: k, in_axes=1)(keys)
+    with pytest.raises(ValueError, match=r"argument 0 has shape \(3,\) and axis 0 is to be mapped \(size 3\)\n"
+                                         r"  argument 1 has shape \(4,\)"):
+        kiln.vmap(lambda k, x: x)(keys, knp.ones(4))
+
+
+@pytest.mark.parametrize("call", [
+    lambda k: random.normal(k, (2,)), lambda k: random.split(k), lambda k: random.fold_in(k, 1),
+    lambda k: random.bits(k), lambda k: random.choice(k, 5), lambda k: random.categorical(k, knp.zeros(3)),
+    lambda k: kiln.jit(lambda kk: random.uniform(kk))(k)])
+def test_legacy_prng_key_warns_or_raises_once_per_call(call):
+    message = (r"Legacy uint32 key array passed as key to jax.random function. Please create keys using "
+               r"jax.random.key\(\). If use of a raw key array was intended, set jax_legacy_prng_key=\"allow\".")
+    raw, typed = random.PRNGKey(0), random.key(0)
+    with kiln.legacy_prng_key("warn"):
+        with pytest.warns(UserWarning, match=message) as caught:
+            call(raw)
+        assert len(caught) == 1 and caught[0].filename == __file__
+    with kiln.legacy_prng_key("error"):
+        with pytest.raises(ValueError, match=message + r" \(kiln.random.\w+: create keys with kiln.random.key"):
+            call(raw)
+        import warnings
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")
+            call(typed)  # typed keys are what the flag asks for
+    call(raw)  # 'allow', the default
