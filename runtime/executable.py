@@ -285,16 +285,80 @@ def apply_debug_options(debug: Any, device: Device) -> None:
             pass
 
 
-def _compile_options(device: Device) -> Any:
+class CompilerOptionError(CompileError, ValueError):
+    """XLA rejected one of ``compiler_options``: a name it has no option of, or a value it cannot read for that
+    option."""
+
+
+# The options set as fields of ExecutableBuildOptions rather than as overrides of XLA's DebugOptions (as JAX's
+# compiler.get_compile_options does; fdo_profile is bytes).
+BUILD_OPTIONS = ("exec_time_optimization_effort", "memory_fitting_effort", "optimization_level",
+                 "memory_fitting_level", "fdo_profile")
+
+
+def apply_compiler_options(opts: Any, compiler_options: Sequence[tuple[str, Any]]) -> None:
+    """Set ``compiler_options`` (``(name, value)`` pairs, JAX's ``compiler_options``) on the CompileOptions ``opts``:
+    :data:`BUILD_OPTIONS` as fields, the others as XLA's option overrides, which XLA reads by name (and rejects
+    when unknown) when it compiles. The overrides are part of ``opts.SerializeAsString()``, so of the persistent
+    cache's key."""
+    build = opts.executable_build_options
+    overrides = []
+    for name, value in compiler_options:
+        if name not in BUILD_OPTIONS:
+            overrides.append((name, value))
+            continue
+        try:
+            setattr(build, name, value)
+        except TypeError:
+            want = type(getattr(build, name)).__name__
+            raise CompilerOptionError(f"compiler_options: {name!r} takes {want} values, got a {type(value).__name__} "
+                                      f"({value!r:.60}); pass a value of type {want}") from None
+    if overrides:
+        try:
+            opts.env_option_overrides = overrides
+        except TypeError:
+            name, value = next((n, v) for n, v in overrides if not isinstance(v, (str, bool, int, float)))
+            raise CompilerOptionError(f"compiler_options: {name!r} is a {type(value).__name__} ({value!r:.60}); "
+                                      "XLA's options take a str, bool, int or float") from None
+
+
+# XLA's messages for a compiler option it rejects (xla/pjrt/compile_options.cc).
+_UNKNOWN_OPTION = re.compile(r"No such compile option: '([^']*)'")
+_BAD_OPTION_VALUE = re.compile(r"While setting option (\S+), '(.*)' is not a valid (\w+) value")
+# What to pass for each field type XLA names in the second message.
+_OPTION_VALUE_HINTS = {"bool": "a bool (True or False)", "string": "a str (a list of names: one comma-separated str)",
+                       "enum": "the name of one of the enum's values as a str", "float": "a float", "double": "a float"}
+
+
+def compiler_option_error(msg: str) -> CompilerOptionError | None:
+    """The kiln error for XLA's message ``msg`` when it rejects a compiler option, else None."""
+    unknown = _UNKNOWN_OPTION.search(msg)
+    if unknown:
+        return CompilerOptionError(
+            f"compiler_options: XLA has no option {unknown.group(1)!r}. The names are the fields of XLA's "
+            f"DebugOptions (xla/xla.proto: 'xla_backend_optimization_level', 'xla_disable_hlo_passes', "
+            f"'xla_cpu_enable_fast_math', ...) and {', '.join(map(repr, BUILD_OPTIONS))}; correct the name or "
+            "remove it")
+    bad = _BAD_OPTION_VALUE.search(msg)
+    if bad:
+        name, value, kind = bad.groups()
+        hint = _OPTION_VALUE_HINTS.get(kind, "an int" if "int" in kind else f"a {kind} value")
+        return CompilerOptionError(f"compiler_options: XLA's option {name!r} takes {kind} values, and {value!r} is "
+                                   f"not one; pass {hint}")
+    return None
+
+
+def _compile_options(device: Device, compiler_options: Sequence[tuple[str, Any]] = ()) -> Any:
     opts = xc.CompileOptions()
     opts.device_assignment = xc.DeviceAssignment.create(np.array([[device._raw.id]]))
     apply_debug_options(opts.executable_build_options.debug_options, device)
+    apply_compiler_options(opts, compiler_options)
     return opts
 
 
 def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int = 0,
             text: str | None = None, host_callbacks: Sequence[HostCallback] = (),
-            ordered_effects: bool = False) -> Executable:
+            ordered_effects: bool = False, compiler_options: Sequence[tuple[str, Any]] = ()) -> Executable:
     """Compile a StableHLO module (text or ``ir.Module``) for ``device``.
 
     Not cached here: an executable belongs to whoever compiled it (a jitted function's signature, an
@@ -305,6 +369,8 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
     ``tf.aliasing_output`` / ``jax.buffer_donor`` argument attributes). ``host_callbacks``: the callables
     the module's Python-callback custom calls name by index (the module must then be an ``ir.Module``);
     ``ordered_effects``: the module threads a token through ordered callbacks (its launches are ordered).
+    ``compiler_options``: XLA options for this compilation, ``(name, value)`` pairs (see
+    :func:`apply_compiler_options`); a name or value XLA rejects raises :class:`CompilerOptionError`.
     The persistent compile cache (:mod:`.compile_cache`) is asked first.
     """
     if not isinstance(device, Device):
@@ -315,10 +381,14 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
     needs_lapack = device.platform == "cpu" and "lapack_" in text
     if needs_lapack:
         ensure_lapack_registered()  # custom calls to jaxlib's LAPACK kernels: register them first
+    options = _compile_options(device, compiler_options)
     try:
-        exe = compile_cache.compile_and_load(client, module, xc.DeviceList((device._raw,)), _compile_options(device),
+        exe = compile_cache.compile_and_load(client, module, xc.DeviceList((device._raw,)), options,
                                              text=text, **callback_args(module, host_callbacks))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:  # parse, verify and XLA errors
+        option_error = compiler_option_error(jaxlib_message(e)) if compiler_options else None
+        if option_error is not None:
+            raise option_error from e
         msg = f"XLA failed to compile the module for {device!r}:\n{jaxlib_message(e)}"
         if needs_lapack and lapack_unavailable_reason():
             msg += f"\n(kiln could not register jaxlib's LAPACK kernels: {lapack_unavailable_reason()})"

@@ -20,7 +20,14 @@ from .avals import KilnSharding, aval_for
 from .backends import Device, device_of_raw
 from .buffers import Buffer, _check_alive, _without_jax_import
 from .errors import CompileError, ExecutionError, KilnRuntimeError, deleted_error, jaxlib_message
-from .executable import Executable, apply_debug_options, callback_args, with_callbacks
+from .executable import (
+    Executable,
+    apply_compiler_options,
+    apply_debug_options,
+    callback_args,
+    compiler_option_error,
+    with_callbacks,
+)
 from .lapack import ensure_lapack_registered
 
 
@@ -172,9 +179,10 @@ def _bound_in_flight(outs: list[Buffer], ahead: int) -> None:
 
 def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tuple[tuple[int, ...], Any]],
                  num_donated: int = 0, text: str | None = None, host_callbacks: Sequence[Any] = (),
-                 ordered_effects: bool = False) -> SpmdExecutable:
+                 ordered_effects: bool = False, compiler_options: Sequence[tuple[str, Any]] = ()) -> SpmdExecutable:
     """Compile a StableHLO module carrying Shardy shardings (``sdy.mesh``, ``sdy.sharding``) for ``devices``
-    (logical device i of the mesh is ``devices[i]``); results without a sharding get the partitioner's."""
+    (logical device i of the mesh is ``devices[i]``); results without a sharding get the partitioner's.
+    ``compiler_options``: as :func:`~kiln.runtime.executable.compile`'s."""
     devices = tuple(devices)
     text = str(module) if text is None else text
     out_avals = [aval_for(tuple(shape), np.dtype(dtype)) for shape, dtype in out_types]
@@ -186,6 +194,7 @@ def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tup
     build.use_shardy_partitioner = True
     build.allow_spmd_sharding_propagation_to_output = [True] * len(out_avals)
     apply_debug_options(build.debug_options, devices[0])
+    apply_compiler_options(opts, compiler_options)
     if devices[0].platform == "cpu" and "lapack_" in text:
         ensure_lapack_registered()
     try:
@@ -193,6 +202,9 @@ def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tup
                                              xc.DeviceList(tuple(d._raw for d in devices)), opts, text=text,
                                              **callback_args(module, host_callbacks))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:
+        option_error = compiler_option_error(jaxlib_message(e)) if compiler_options else None
+        if option_error is not None:
+            raise option_error from e
         raise CompileError(f"XLA failed to compile the module for {len(devices)} devices:\n{jaxlib_message(e)}") from e
     return with_callbacks(SpmdExecutable(exe, devices, out_avals, num_donated, text), host_callbacks, ordered_effects)
 

@@ -196,18 +196,20 @@ def _lower(ir: IR, donated: Sequence[bool], keep_unused: bool, device: runtime.D
 
 def compile_ir(ir: IR, device: runtime.Device, *, donated: Sequence[bool] = (),
                keep_unused: bool = False, debug_name: str | None = None,
-               lowered: lowering.LoweredModule | None = None) -> CompiledIR:
+               lowered: lowering.LoweredModule | None = None, compiler_options: Sequence = ()) -> CompiledIR:
     """Lower ``ir`` to StableHLO (unless ``lowered``, the module :func:`lower_ir` made with these arguments, is
-    given) and compile it for ``device``."""
+    given) and compile it for ``device`` (with XLA's ``compiler_options``, ``(name, value)`` pairs)."""
     if lowered is None:
         lowered = lower_ir(ir, donated=donated, keep_unused=keep_unused, device=device, debug_name=debug_name)
-    return compile_lowered(ir, lowered, device, num_donated=sum(bool(d) for d in donated))
+    return compile_lowered(ir, lowered, device, num_donated=sum(bool(d) for d in donated),
+                           compiler_options=compiler_options)
 
 
 def compile_lowered(ir: IR, lowered: lowering.LoweredModule, device: runtime.Device,
-                    num_donated: int = 0) -> CompiledIR:
+                    num_donated: int = 0, compiler_options: Sequence = ()) -> CompiledIR:
     """Compile the StableHLO module ``lowered`` (of ``ir``) for ``device``."""
     out_types = [(a.shape, a.dtype) for a in lowered.out_avals]
     exe = runtime.compile(lowered.module, device, out_types, num_donated=num_donated, text=lowered.as_text(),
-                          host_callbacks=lowered.host_callbacks, ordered_effects=lowered.ordered_effects)
+                          host_callbacks=lowered.host_callbacks, ordered_effects=lowered.ordered_effects,
+                          compiler_options=compiler_options)
     return CompiledIR(exe, lowered, [v.aval for v in ir.outvars], lowered.kept_inputs, device)

@@ -7,6 +7,7 @@ flags that affect tracing, and the target device.
 from __future__ import annotations
 
 import collections
+import collections.abc
 import dataclasses
 import functools
 import inspect
@@ -44,6 +45,42 @@ class JitError(KilnError, TypeError):
 class JitArgumentError(JitError, ValueError):
     """Bad static or donated argument options (out of range, unhashable). A ``ValueError`` as in JAX
     (and a :class:`JitError`, a ``TypeError``, as kiln raised before)."""
+
+
+# XLA's options for one compilation (``jax.stages.CompilerOptions``): the names of XLA's DebugOptions fields
+# (``"xla_backend_optimization_level"``, ``"xla_disable_hlo_passes"``, ...) or of ExecutableBuildOptions' fields
+# (``"optimization_level"``, ...) to values XLA reads for them. JAX's alias says ``str | bool``; ints and floats
+# are taken too (as JAX's are).
+CompilerOptions = dict[str, str | bool | int | float]
+_OPTION_VALUE_TYPES = (str, bool, int, float)
+
+
+def _compiler_option_items(where: str, options: Any) -> tuple[tuple[str, Any], ...]:
+    """``options`` (a CompilerOptions or None) as sorted ``(name, value)`` pairs, NumPy scalars made Python ones.
+    Only the types are checked here: XLA checks the names and the values when it compiles."""
+    if options is None:
+        return ()
+    if not isinstance(options, collections.abc.Mapping):
+        raise JitError(f"{where}: compiler_options must be a dict of XLA option names to values, e.g. "
+                       f"{{'xla_backend_optimization_level': 0}}; got a {type(options).__name__} ({options!r:.80})")
+    items = []
+    for name, value in options.items():
+        if not isinstance(name, str):
+            raise JitError(f"{where}: compiler_options has the key {name!r}, a {type(name).__name__}; the keys are "
+                           "XLA's option names, as strs (e.g. 'xla_backend_optimization_level')")
+        if isinstance(value, np.generic):
+            value = value.item()  # (np.bool_ as a bool: jaxlib would pass it to XLA as the int 1)
+        if not isinstance(value, _OPTION_VALUE_TYPES) and not (name == "fdo_profile" and isinstance(value, bytes)):
+            raise JitError(f"{where}: compiler_options[{name!r}] is a {type(value).__name__} ({value!r:.60}); "
+                           "XLA's options take a str, bool, int or float (a list of names, e.g. passes to disable, "
+                           "is one comma-separated str)")
+        items.append((name, value))
+    return tuple(sorted(items))
+
+
+def _options_key(items: tuple[tuple[str, Any], ...]) -> tuple:
+    """``items`` with each value's type: True == 1 in Python, but XLA reads them differently."""
+    return tuple((name, type(value), value) for name, value in items)
 
 
 def _as_tuple(x: int | str | Sequence | None, kind: type) -> tuple:
@@ -193,7 +230,8 @@ class JittedFunction:
 
     def __init__(self, fun: Callable, *, static_argnums=None, static_argnames=None, donate_argnums=None,
                  donate_argnames=None, keep_unused: bool = False, device=None, backend: str | None = None,
-                 in_shardings=None, out_shardings=None, inline: bool = False, _max_signatures: int = 0):
+                 in_shardings=None, out_shardings=None, inline: bool = False,
+                 compiler_options: CompilerOptions | None = None, _max_signatures: int = 0):
         if not callable(fun):
             raise TypeError(f"kiln.jit: expected a function, got {type(fun).__name__}: {fun!r}")
         self.fun = fun
@@ -218,9 +256,11 @@ class JittedFunction:
         self._out_prefix = _ShardingPrefix.of(self.out_shardings)
         # Resolved lazily so that jit(f, backend="gpu") can be created before backends load.
         self._device_spec = (backend, device)
+        self._compiler_options = _compiler_option_items(self._where, compiler_options)
         self._signatures = _signatures_for(fun, (self.static_argnums, self.static_argnames, self.donate_argnums,
                                                  self.donate_argnames, keep_unused, self._device_spec,
-                                                 self._in_prefix, self._out_prefix))
+                                                 self._in_prefix, self._out_prefix,
+                                                 _options_key(self._compiler_options)))
         self._last_key: Any = None
         self._inline = bool(inline)  # (kiln's own library functions, eager_jit, are inline too)
         # jaxlib's C++ dispatch: repeated calls of a signature whose arguments are all kiln arrays (or
@@ -597,12 +637,14 @@ class JittedFunction:
             flags += [k in self.donate_argnames] * len(tree_util.tree_leaves(dyn_kwargs[k]))
         return flags
 
-    def _compiled(self, entry: _Entry, lowered: Any = None) -> dispatch.CompiledIR:
+    def _compiled(self, entry: _Entry, lowered: Any = None, compiler_options: tuple | None = None
+                  ) -> dispatch.CompiledIR:
         """The executable of ``entry``, compiled once however many threads ask (from ``lowered``, the module a
-        :class:`Lowered` holds, rather than lowering again, when given)."""
+        :class:`Lowered` holds, rather than lowering again, when given; with ``compiler_options``, pairs, rather
+        than the function's, when given)."""
         if entry.compiled is None:
             self._signatures.once.get(("compile", id(entry)), lambda: entry.compiled,
-                                      functools.partial(self._compile, entry, lowered))
+                                      functools.partial(self._compile, entry, lowered, compiler_options))
         return entry.compiled
 
     def _warn_unusable_donations(self, entry: _Entry, positions: Sequence[int]) -> None:
@@ -620,18 +662,20 @@ class JittedFunction:
                       "https://docs.jax.dev/en/latest/faq.html#buffer-donation.", UserWarning,
                       stacklevel=source_info.user_stacklevel())
 
-    def _compile(self, entry: _Entry, lowered: Any = None) -> dispatch.CompiledIR:
+    def _compile(self, entry: _Entry, lowered: Any = None, compiler_options: tuple | None = None
+                 ) -> dispatch.CompiledIR:
         start = time.perf_counter()
         ir = _program_ir(entry.closed)
         donated = [False] * len(ir.constvars) + entry.donated
+        options = self._compiler_options if compiler_options is None else compiler_options
+        try:
+            compiled = self._compile_program(ir, entry, donated, lowered, options)
+        except runtime.executable.CompilerOptionError as e:  # XLA rejected an option: say whose
+            raise type(e)(f"{self._where}: {e}") from e.__cause__
         if isinstance(entry.device, spmd.MeshPlacement):
-            compiled = spmd.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
-                                       n_consts=len(ir.constvars), debug_name=self.__name__, lowered=lowered)
             replicated = spmd.NamedSharding(entry.device.mesh, spmd.PartitionSpec())
             put = functools.partial(spmd.to_buffer, sharding=replicated)
         else:
-            compiled = dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
-                                           debug_name=self.__name__, lowered=lowered)
             self._warn_unusable_donations(entry, compiled.lowered.unusable_donations)
             # Outputs carry the very aval objects of equal inputs of this signature: a loop feeding them back
             # in (a training step's params and optimizer state) then finds its signature by identity checks
@@ -647,6 +691,14 @@ class JittedFunction:
         entry.compiled = compiled
         retrace.log_compile(f"jit({self.__name__})", time.perf_counter() - start)
         return compiled
+
+    def _compile_program(self, ir: IR, entry: _Entry, donated: list[bool], lowered: Any, options: tuple) -> Any:
+        if isinstance(entry.device, spmd.MeshPlacement):
+            return spmd.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
+                                   n_consts=len(ir.constvars), debug_name=self.__name__, lowered=lowered,
+                                   compiler_options=options)
+        return dispatch.compile_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
+                                   debug_name=self.__name__, lowered=lowered, compiler_options=options)
 
     def _execute(self, entry: _Entry, leaves: list) -> Any:
         compiled = self._compiled(entry)
@@ -693,6 +745,12 @@ class JittedFunction:
 
     def _call_traced(self, entry: _Entry, leaves: list) -> Any:
         """Inside another trace: record one ``jit_call`` equation instead of running."""
+        if self._compiler_options:  # the equation joins the enclosing program, compiled without them (JAX raises too)
+            raise JitArgumentError(
+                f"{self._where}: compiler_options={dict(self._compiler_options)} apply to the program of a top-level "
+                "call only, and this call is inside a trace (another jit, make_jaxpr, grad, vmap, a control-flow "
+                "body), where it becomes part of the enclosing program. Pass compiler_options to the outermost "
+                "kiln.jit instead, or call this function outside the transformation.")
         if entry.call_ir is None:
             ir = entry.closed.ir
             entry.call_ir = ClosedIR(IR([], ir.constvars + ir.invars, ir.eqns, ir.outvars), [])
@@ -862,9 +920,20 @@ class Lowered(_Stage):
     def ir(self) -> ClosedIR:
         return self.entry.closed
 
-    def compile(self) -> Compiled:
-        self.jitted._compiled(self.entry, self._lowered)  # the module above, not a second lowering
-        return Compiled(self.jitted, self.entry, self.in_tree)
+    def compile(self, compiler_options: CompilerOptions | None = None) -> Compiled:
+        """Compile the module for its signature. ``compiler_options``: XLA's options for this compilation, over
+        those given to ``kiln.jit`` (a name given to both takes this value). Without any, the program is the one
+        the jitted function calls (compiled once); with some, a program of its own."""
+        jitted = self.jitted
+        options = _compiler_option_items(f"{jitted._where}.lower(...).compile", compiler_options)
+        entry = self.entry
+        if options:
+            options = tuple(sorted(dict(jitted._compiler_options + options).items()))
+            if _options_key(options) != _options_key(jitted._compiler_options):
+                # not the signature's entry: the function's own calls must not get this program
+                entry = dataclasses.replace(entry, compiled=None, const_buffers=None, call_ir=None)
+        jitted._compiled(entry, self._lowered, options or None)  # the module above, not a second lowering
+        return Compiled(jitted, entry, self.in_tree)
 
 
 def _check_dialect(method: str, dialect: str | None) -> None:
@@ -1018,7 +1087,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         static_argnames: str | Sequence[str] | None = None, donate_argnums: int | Sequence[int] | None = None,
         donate_argnames: str | Sequence[str] | None = None, keep_unused: bool = False,
         device: runtime.Device | None = None, backend: str | None = None, in_shardings: Any = None,
-        out_shardings: Any = None, inline: bool = False):
+        out_shardings: Any = None, inline: bool = False, compiler_options: CompilerOptions | None = None):
     """Compile ``fun`` with XLA: trace it once per argument signature, then call the executable.
 
     Parameters
@@ -1045,6 +1114,13 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
         As JAX's: called inside a staging trace (another jit, make_jaxpr, a loop body), the function's equations
         go into the enclosing IR instead of one ``jit_call`` equation; under an eager grad/vjp its linear half
         runs primitive by primitive (JAX's jitted jax.numpy functions are ``inline=True``).
+    compiler_options : dict
+        XLA's options for this function's programs, as JAX's: the names of XLA's DebugOptions fields (e.g.
+        ``{"xla_backend_optimization_level": 0}``, ``{"xla_disable_hlo_passes": "fusion"}``) or
+        ``optimization_level``, ``exec_time_optimization_effort``, ``memory_fitting_level``,
+        ``memory_fitting_effort``, with str, bool, int or float values. XLA checks them when it compiles (an
+        unknown name or a value it cannot read raises then). Only for top-level calls: called inside another
+        trace, the function raises.
 
     Returns
     -------
@@ -1054,7 +1130,7 @@ def jit(fun: Callable | None = None, *, static_argnums: int | Sequence[int] | No
     options = dict(static_argnums=static_argnums, static_argnames=static_argnames,
                    donate_argnums=donate_argnums, donate_argnames=donate_argnames,
                    keep_unused=keep_unused, device=device, backend=backend, in_shardings=in_shardings,
-                   out_shardings=out_shardings, inline=inline)
+                   out_shardings=out_shardings, inline=inline, compiler_options=compiler_options)
     if fun is None:
         return lambda f: JittedFunction(f, **options)
     return JittedFunction(fun, **options)

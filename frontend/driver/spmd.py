@@ -226,15 +226,17 @@ def lower_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], keep_
 
 def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], keep_unused: bool,
                n_consts: int, debug_name: str | None = None,
-               lowered: lowering.LoweredModule | None = None) -> CompiledSPMD:
+               lowered: lowering.LoweredModule | None = None, compiler_options: Sequence = ()) -> CompiledSPMD:
     """Lower ``ir`` for ``placement``'s mesh (unless ``lowered``, the module :func:`lower_ir` made with these
-    arguments, is given) and compile it; XLA's partitioner splits it over the devices."""
+    arguments, is given) and compile it (with XLA's ``compiler_options``, ``(name, value)`` pairs); XLA's
+    partitioner splits it over the devices."""
     if lowered is None:
         lowered = lower_ir(ir, placement, donated=donated, keep_unused=keep_unused, n_consts=n_consts,
                            debug_name=debug_name)
     exe = runtime.compile_spmd(lowered.module, placement.devices, [(a.shape, a.dtype) for a in lowered.out_avals],
                                num_donated=sum(bool(d) for d in donated), text=lowered.as_text(),
-                               host_callbacks=lowered.host_callbacks, ordered_effects=lowered.ordered_effects)
+                               host_callbacks=lowered.host_callbacks, ordered_effects=lowered.ordered_effects,
+                               compiler_options=compiler_options)
     out_avals = [v.aval for v in ir.outvars]
     outs = [named_from_runtime(placement.mesh, s, len(a.shape)) for s, a in zip(exe.out_shardings, out_avals)]
     # An output whose sharding the user gave keeps that very object (as JAX's: out.sharding == out_shardings),
