@@ -107,7 +107,7 @@ def against_jax(session: nox.Session) -> None:
     against_optax = sorted(str(p) for p in pathlib.Path("tests/optim").glob("test_against_optax*.py"))
     session.run("python", "-m", "pytest", *against_optax, "tests/optim/test_optim.py",
                 "tests/frontend/test_export.py", "tests/frontend/test_error_classes.py", "tests/ad/test_against_jax.py",
-                "tests/lax/test_precision_against_jax.py",
+                "tests/lax/test_precision_against_jax.py", "tests/ad/test_linear_call_against_jax.py",
                 *session.posargs)
 
 

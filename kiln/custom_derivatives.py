@@ -3,5 +3,6 @@ from kiln.frontend.ad.api import closure_convert as closure_convert
 from kiln.frontend.ad.api import custom_gradient as custom_gradient
 from kiln.frontend.ad.custom import custom_jvp as custom_jvp
 from kiln.frontend.ad.custom import custom_vjp as custom_vjp
+from kiln.frontend.ad.linear_call import linear_call as linear_call
 
-__all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_vjp"]
+__all__ = ["closure_convert", "custom_gradient", "custom_jvp", "custom_vjp", "linear_call"]

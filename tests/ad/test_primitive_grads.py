@@ -276,6 +276,9 @@ CASES: dict[str, list[Case]] = {
     "custom_jvp_call": [c(CUSTOM_JVP, a(3))],
     "custom_vjp_call": [c(CUSTOM_VJP, a(3), a(3), modes=("rev",))],
     "custom_vmap_call": [c(CUSTOM_VMAP, a(3), a(3))],
+    "linear_call": [c(lambda x, y: kiln.custom_derivatives.linear_call(
+        lambda r, v: r * v[0] + knp.sin(r) * v[1], lambda r, ct: (r * ct, knp.sin(r) * ct),
+        np.array([0.3, -1.2, 2.0]), (x, y)) * x, np.array([0.5, -0.7, 1.1]), np.array([-0.2, 0.9, 0.4]), jit=True)],
     "custom_vjp_lin": [c(CUSTOM_VJP, a(3), a(3), modes=("rev",))],
     "cond": [c(_cond, a(3, lo=0.1), a(3)), c(_cond, a(3, lo=-1, hi=-0.1), a(3))],
     "while": [c(_while, a(3), modes=("fwd",))],

@@ -360,6 +360,8 @@ case("custom_vmap_call", lambda x, y: _cv_scale(x, y) + 1.0, lambda r: [f32(r, 2
      [((0, None), 0), ((1, -1), -1)])
 case("remat", kiln.checkpoint(lambda x, y: knp.sin(x) @ y), lambda r: [f32(r, 2, 3), f32(r, 3, 2)],
      [((0, None), 0), ((None, 1), -1)])
+case("linear_call", lambda m, x: kiln.custom_derivatives.linear_call(lambda r, v: r @ v, lambda r, c: r.T @ c, m, x),
+     lambda r: [f32(r, 2, 3), f32(r, 3)], [((0, 0), 0), ((None, 1), -1), ((1, None), 0)])
 case("jit_call", kiln.jit(lambda x, y: knp.tanh(x) * y + 1.0), lambda r: [f32(r, 2, 3), f32(r, 3)],
      [((0, None), 0), ((1, 0), -1)])
 

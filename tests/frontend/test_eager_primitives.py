@@ -554,6 +554,11 @@ CASES: dict[str, list[Case]] = {
                         Case(kiln.grad(lambda x: _sin_custom_jvp(x).sum()), (A23,), lambda x: np.full_like(x, 2),
                              label="grad uses the custom rule")],
     "custom_vjp_call": [Case(_sin_custom_vjp, (A23,), np.sin, rtol=1e-6, atol=1e-6)],
+    "linear_call": [Case(lambda x, y: kiln.custom_derivatives.linear_call(lambda r, v: v * r, lambda r, c: c * r, y, x),
+                         (A23, B23), lambda x, y: x * y, rtol=1e-6),
+                    Case(kiln.grad(lambda x: knp.sum(kiln.custom_derivatives.linear_call(
+                        lambda r, v: v * r, lambda r, c: c * 3.0, 2.0, x))), (A23,), lambda x: np.full_like(x, 3),
+                         label="grad runs fun_transpose")],
     "custom_vmap_call": [Case(kiln.jit(_sin_custom_vmap), (A23,), np.sin, rtol=1e-6, atol=1e-6),
                          Case(kiln.vmap(_sin_custom_vmap), (A23,), lambda x: np.sin(x) + 1, rtol=1e-6, atol=1e-6,
                               label="vmap runs the rule")],
