@@ -2,8 +2,8 @@
 
 ``JAXTypeError`` and ``JAXIndexError`` are kiln's bases ``KilnTypeError`` and ``KilnIndexError``;
 ``JaxRuntimeError`` is ``KilnRuntimeError`` (errors from the XLA runtime); ``JaxprTypeError`` is
-``IRTypeError`` (kiln's IR stands for jaxprs). ``InconclusiveDimensionOperation`` and ``KeyReuseError``
-exist for ``except`` clauses only: kiln has no symbolic shapes and does not check key reuse.
+``IRTypeError`` (kiln's IR stands for jaxprs). ``InconclusiveDimensionOperation`` exists for ``except``
+clauses only: kiln has no symbolic shapes. ``KeyReuseError`` is raised under ``debug_key_reuse``.
 """
 from kiln.frontend.core.errors import ConcretizationTypeError as ConcretizationTypeError
 from kiln.frontend.core.errors import InconclusiveDimensionOperation as InconclusiveDimensionOperation

@@ -17,12 +17,16 @@ class ControlFlowError(KilnError, TypeError):
 
 
 def trace_callable(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], name: str,
-                   input_hints: Sequence[Any] | None = None) -> tuple[ClosedIR, Any]:
-    """Trace ``fun(*unflatten(in_tree, args))``; returns the ClosedIR (with consts) and the output tree."""
+                   input_hints: Sequence[Any] | None = None,
+                   check_out: Callable[[Any], None] | None = None) -> tuple[ClosedIR, Any]:
+    """Trace ``fun(*unflatten(in_tree, args))``; returns the ClosedIR (with consts) and the output tree.
+    ``check_out`` is called with ``fun``'s output as it returned it."""
     out_tree_box = []
 
     def flat_fun(*tracers):
         out = fun(*tree_util.tree_unflatten(in_tree, list(tracers)))
+        if check_out is not None:
+            check_out(out)
         leaves, tree = tree_util.tree_flatten(out)
         out_tree_box.append(tree)
         return leaves

@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import lax
-from ..core import dtypes, source_info, tree_util
+from ..core import consumption, dtypes, source_info, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import call_body
 from ..core.config import config
@@ -62,8 +62,10 @@ def _trace_branches(funs: Sequence[Callable], operands: tuple, what: str, labels
     leaves, in_tree = tree_util.tree_flatten(operands)
     avals = [abstractify(x) for x in leaves]
     traced: list = [None] * len(funs)
-    for i in trace_order if trace_order is not None else range(len(funs)):
-        traced[i] = trace_callable(funs[i], in_tree, avals, fun_name(funs[i]))
+    with consumption.alternatives() as branch:  # each branch may consume the same PRNG key
+        for i in trace_order if trace_order is not None else range(len(funs)):
+            with branch():
+                traced[i] = trace_callable(funs[i], in_tree, avals, fun_name(funs[i]))
     tree0, avals0 = traced[0][1], traced[0][0].out_avals
     first = f"{labels[0]} ({fun_name(funs[0])})"
     for i, (closed, tree) in enumerate(traced[1:], 1):

@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import lax
 from ..batching import rules_callbacks as _rules_callbacks
-from ..core import dtypes, tree_util
+from ..core import consumption, dtypes, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import bind_call, call_body
 from ..core.errors import KilnError
@@ -53,7 +53,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, max_ste
     name = fun_name(body_fun)
     leaves, tree = tree_util.tree_flatten(init_val)
     avals = [abstractify(x) for x in leaves]
-    cond_closed, body_closed, avals = _trace_loop(cond_fun, body_fun, tree, avals, name)
+    with consumption.loop_body():  # a PRNG key they close over would be consumed on every iteration
+        cond_closed, body_closed, avals = _trace_loop(cond_fun, body_fun, tree, avals, name)
     leaves = [cast_to(x, a) for x, a in zip(leaves, avals)]
     if max_steps is not None:
         max_steps = int(max_steps)
@@ -84,7 +85,8 @@ def _trace_loop(cond_fun, body_fun, tree, avals, name):
             raise ControlFlowError(f"kiln.lax.while_loop: cond_fun ({fun_name(cond_fun)}) must return a boolean "
                                    f"scalar, got {got}")
         body_closed, body_tree = trace_callable(body_fun, tree_util.tree_structure((tree.unflatten(
-            [0] * tree.num_leaves),)), avals, name)
+            [0] * tree.num_leaves),)), avals, name, check_out=lambda out: consumption.check_carry(
+                f"kiln.lax.while_loop({name})", out))
         if body_tree != tree:
             raise ControlFlowError(f"kiln.lax.while_loop: body_fun must return a value with the structure of "
                                    f"init_val {tree}, got {body_tree}")

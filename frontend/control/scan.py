@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from .. import lax
-from ..core import tree_util
+from ..core import consumption, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import bind_call, call_body
 from ..core.ir import IR, ClosedIR, Eqn, Literal, Var
@@ -75,7 +75,8 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         raise ControlFlowError(f"kiln.lax.scan({name}): xs is None (or has no arrays), so pass length=")
     x_avals = [abstractify(x).update(shape=abstractify(x).shape[1:]) for x in xs_leaves]
     carry_avals = [abstractify(c) for c in init_leaves]
-    closed, out_tree, carry_avals = _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name)
+    with consumption.loop_body():  # a PRNG key it closes over would be consumed on every iteration
+        closed, out_tree, carry_avals = _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name)
     consts = closed.consts
     nc = len(init_leaves)
     if isinstance(unroll, bool):
@@ -97,7 +98,9 @@ def _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name):
     in_tree = tree_util.tree_structure((init_tree.unflatten([0] * init_tree.num_leaves),
                                         xs_tree.unflatten([0] * xs_tree.num_leaves)))
     while True:  # at most a few rounds: a promoted type only moves up the (finite) promotion lattice
-        closed, out_tree = trace_callable(lambda c, x: _pair(f(c, x), name), in_tree, carry_avals + x_avals, name)
+        closed, out_tree = trace_callable(lambda c, x: _pair(f(c, x), name), in_tree, carry_avals + x_avals, name,
+                                          check_out=lambda out: consumption.check_carry(f"kiln.lax.scan({name})",
+                                                                                        out[0]))
         children = out_tree.children()
         if children[0] != init_tree:
             raise ControlFlowError(f"kiln.lax.scan({name}): the body must return a carry with the structure of init "

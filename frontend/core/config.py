@@ -102,9 +102,10 @@ class Config:
         # What kiln.random's functions do with a raw uint32 key (kiln.random.PRNGKey's): "allow", "warn" or
         # "error", as JAX's. Checked at every call, outside any compiled program.
         "legacy_prng_key": ("allow", str, False),
+        # Raise KeyReuseError when a typed PRNG key is consumed twice (see kiln/frontend/core/consumption.py).
+        "debug_key_reuse": (False, bool, True),
         # JAX flags kiln accepts and keeps but does not act on (see _NOT_ENFORCED): setting another
         # value than the default warns once.
-        "debug_key_reuse": (False, bool, False),
         "enable_checks": (False, bool, False),
         "enable_custom_prng": (False, bool, False),
         "allow_f16_reductions": (True, bool, False),
@@ -143,7 +144,6 @@ class Config:
 
     # Flags kept for JAX programs but not acted on: why, said once when one is set to a non-default value.
     _NOT_ENFORCED: dict[str, str] = {
-        "debug_key_reuse": "kiln does not check PRNG key reuse",
         "allow_f16_reductions": "kiln always allows float16 reductions",
         "auto_pcast": "kiln's types carry no varying mesh axes, so operands never need a pcast to agree",
     }
@@ -173,7 +173,8 @@ class Config:
         # Read on every dispatch (one attribute each): checks on results, and whether jit must leave C++.
         special = bool(self._values.get("debug_nans") or self._values.get("debug_infs"))
         object.__setattr__(self, "_debug_special", special)
-        python_dispatch = special or bool(self._values.get("disable_jit"))
+        # (debug_key_reuse: the Python path marks the keys a jitted function consumes)
+        python_dispatch = special or bool(self._values.get("disable_jit") or self._values.get("debug_key_reuse"))
         object.__setattr__(self, "_python_dispatch", python_dispatch)
         epoch = (self._trace_key, python_dispatch)
         dispatch_epoch.current = self._epochs.setdefault(epoch, epoch)
@@ -464,7 +465,7 @@ enable_checks = _ctx("enable_checks", "no effect in kiln", True)
 enable_custom_prng = _ctx("enable_custom_prng", "no effect in kiln", True)
 legacy_prng_key = _ctx("legacy_prng_key", "'allow', 'warn' or 'error' when a raw uint32 key is passed to a "
                                           "kiln.random function")
-debug_key_reuse = _ctx("debug_key_reuse", "accepted; kiln does not check key reuse", True)
+debug_key_reuse = _ctx("debug_key_reuse", "raise KeyReuseError when a typed PRNG key is consumed twice", True)
 allow_f16_reductions = _ctx("allow_f16_reductions", "kiln always allows them", True)
 softmax_custom_jvp = _ctx("softmax_custom_jvp", "no effect on kiln's numbers", True)
 auto_pcast = _ctx("auto_pcast", "accepted; kiln's types carry no varying mesh axes", True)

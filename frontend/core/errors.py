@@ -101,5 +101,5 @@ class InconclusiveDimensionOperation(KilnError, TypeError):
 
 
 class KeyReuseError(KilnTypeError):
-    """JAX raises it for a PRNG key used twice under ``debug_key_reuse``. kiln does not check key reuse,
-    so it never raises it; it exists so that ``except`` clauses of ported programs work."""
+    """A typed PRNG key consumed twice (by two kiln.random draws, or by a loop body on every iteration) while
+    ``debug_key_reuse`` is on."""

@@ -233,10 +233,15 @@ def user_paths(tree: Any) -> list[KeyPath]:
     return [path for _, path in _user_leaves(tree)]
 
 
+def user_leaves_with_path(tree: Any) -> list[tuple[KeyPath, Any]]:
+    """The leaves users see in ``tree`` (a typed key array is one), with their key paths."""
+    return tree_flatten_with_path(tree, registry=_user_registry)[0]
+
+
 def _user_leaves(tree: Any) -> list[tuple[int, KeyPath]]:
     """(hidden axes, user key path) per leaf of ``tree`` in kiln's flattening order."""
     out: list[tuple[int, KeyPath]] = []
-    for path, leaf in tree_flatten_with_path(tree, registry=_user_registry)[0]:
+    for path, leaf in user_leaves_with_path(tree):
         n = _hidden_axes.get(type(leaf))
         out.extend([(0, path)] if n is None else [(n, path)] * len(tree_flatten(leaf)[0]))
     return out

@@ -23,7 +23,7 @@ import numpy as np
 
 from kiln import runtime
 
-from ..core import caches, dtypes, passes, source_info, tree_util
+from ..core import caches, consumption, dtypes, passes, source_info, tree_util
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.call import call_p
 from ..core.config import config, dispatch_epoch
@@ -104,6 +104,7 @@ class _Entry:
     compiled: dispatch.CompiledIR | None = None   # published last, when const_buffers is set too
     const_buffers: list | None = None
     call_ir: ClosedIR | None = None  # constvars turned into leading invars, for nested calls
+    consumed_keys: tuple[int, ...] = ()  # debug_key_reuse: the argument leaves (users' leaves) it consumes
 
 
 # A function keeps at most this many traced signatures (least recently used go first): a function
@@ -351,6 +352,12 @@ class JittedFunction:
             names.append(head + tree_util.keystr(path[2:]))
         return names
 
+    def _user_leaf_name(self, dyn_args: tuple, dyn_kwargs: dict, static: tuple, i: int) -> str:
+        """The name of leaf ``i`` among the leaves users see (a key array is one), as :meth:`_leaf_names`'."""
+        path = tree_util.user_leaves_with_path((dyn_args, dyn_kwargs))[i][0]
+        head = self._dyn_arg_name(path[1].idx, static) if path[0].idx == 0 else str(path[1].key)
+        return "argument " + head + tree_util.keystr(path[2:])
+
     def _static_name(self, where: int | str) -> str:
         return repr(self._param_name(where) if isinstance(where, int) else where)
 
@@ -467,6 +474,9 @@ class JittedFunction:
         dyn_args, dyn_kwargs, static = self._split(args, kwargs)
         leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
         entry = self._entry(leaves, treedef, dyn_args, dyn_kwargs, static)
+        if entry.consumed_keys:  # (debug_key_reuse)
+            consumption.consume_arguments(self._where, (dyn_args, dyn_kwargs), entry.consumed_keys,
+                                          lambda i: self._user_leaf_name(dyn_args, dyn_kwargs, static, i))
         if current_builder() is not None:
             return self._call_traced(entry, leaves)
         out = self._execute(entry, leaves)
@@ -586,12 +596,15 @@ class JittedFunction:
         return JitError(f"{self._where}: invalid argument")
 
     def _trace(self, avals, treedef, dyn_args, dyn_kwargs, static, device, committed) -> _Entry:
-        out_tree_box = []
+        out_tree_box, consumed_box = [], []
 
         def flat_fun(*tracers):
             a, k = tree_util.tree_unflatten(treedef, list(tracers))
+            inputs = (a, k)
             a, k = self._merge(a, k, static)
             out = self.fun(*a, **k)
+            if config.debug_key_reuse:
+                consumed_box.append(consumption.consumed_leaves(inputs))
             out_leaves, out_tree = tree_util.tree_flatten(out)
             for path_leaf in out_leaves:
                 _check_output(self.__name__, path_leaf)
@@ -611,7 +624,8 @@ class JittedFunction:
         if isinstance(device, spmd.MeshPlacement) and device.out_shardings is not None:
             device = dataclasses.replace(device, out_shardings=self._out_shardings_per_leaf(device.out_shardings,
                                                                                           out_tree))
-        return _Entry(closed, out_tree, device, committed, donated, names)
+        return _Entry(closed, out_tree, device, committed, donated, names,
+                      consumed_keys=consumed_box[0] if consumed_box else ())
 
     def _follows_program_mesh(self, device: Any, mesh: spmd.Mesh) -> bool:
         """Whether a program that names ``mesh`` runs over it rather than where its inputs put it: always from

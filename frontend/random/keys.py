@@ -19,9 +19,10 @@ import numpy as np
 from kiln.runtime import fastpath
 
 from .. import numpy as knp
-from ..core import dtypes, tree_util
+from ..core import consumption, dtypes, tree_util
 from ..core.axes import canonical_axis
 from ..core.config import config
+from ..core.errors import KeyReuseError
 from ..core.source_info import user_stacklevel
 from ..core.tracing import Tracer, abstractify
 from ..driver.array import Array
@@ -90,11 +91,15 @@ class KeyArray:
     it like an array of its ``shape``; it supports ``==``/``!=`` but no arithmetic.
     """
 
-    __slots__ = ("_data",)
+    __slots__ = ("_data", "_consumed", "_loop")
     __array_priority__ = 200
 
     def __init__(self, data: Any):
         self._data = data
+        # For debug_key_reuse: whether a kiln.random function consumed this key, and how many loop bodies
+        # enclosed its creation (a key consumed inside more of them than that is consumed on every iteration).
+        self._consumed = False
+        self._loop = consumption.loop_depth()
 
     # -- metadata ------------------------------------------------------------------------------
     @property
@@ -431,6 +436,8 @@ def check_key(fname: str, key: Any, allow_batched: bool = False) -> tuple[Any, b
     """
     if isinstance(key, KeyArray):
         data, typed = key._data, True
+        if config.debug_key_reuse and fname not in _NOT_CONSUMING:
+            _consume(fname, key)
     elif _is_array(key):
         data, typed = _check_raw_key_data(fname, key), False
         if config.legacy_prng_key != "allow":
@@ -445,6 +452,27 @@ def check_key(fname: str, key: Any, allow_batched: bool = False) -> tuple[Any, b
             raise ValueError(f"kiln.random.{fname}: accepts a single key, but was given a key array of shape "
                              f"{shown} != (). Use kiln.vmap for batching.")
     return data, typed
+
+
+# The functions that read a key without consuming it (JAX's fold_in does not consume its key either).
+_NOT_CONSUMING = frozenset({"fold_in", "key_data", "key_impl"})
+_KEY_REUSE_DOCS = "https://docs.jax.dev/en/latest/errors.html#jax.errors.KeyReuseError"
+
+
+def _consume(fname: str, key: KeyArray) -> None:
+    """Mark ``key`` consumed by ``kiln.random.<fname>`` (debug_key_reuse), or raise if that reuses it."""
+    if key._consumed:
+        raise KeyReuseError(f"kiln.random.{fname}: previously-consumed key passed (debug_key_reuse is on): a "
+                            "kiln.random function already drew from this key, and drawing again gives correlated "
+                            "numbers. Split it once per use: key, subkey = kiln.random.split(key). See "
+                            f"{_KEY_REUSE_DOCS}")
+    if key._loop < consumption.loop_depth():
+        raise KeyReuseError(f"kiln.random.{fname}: a loop body (scan, fori_loop, while_loop) consumes a key it "
+                            "closes over, so every iteration draws from the same key (debug_key_reuse is on). "
+                            "Pass the key in the loop's carry and split it in each iteration, or "
+                            f"kiln.random.fold_in(key, i) with the iteration number. See {_KEY_REUSE_DOCS}")
+    key._consumed = True
+    consumption.record(key)
 
 
 def _legacy_key_used(fname: str) -> None:
@@ -563,8 +591,8 @@ def key_dtype(impl: Any = None) -> KeyDtype:
 
 
 def clone(key: Any) -> Any:
-    """The key itself (JAX's ``clone`` only matters for key-reuse checking, which kiln lacks)."""
-    return key
+    """A copy of ``key`` that has not been consumed (for debug_key_reuse); a raw key as it is."""
+    return KeyArray(key._data) if isinstance(key, KeyArray) else key
 
 
 # -- split, fold_in, bits ----------------------------------------------------------------------------

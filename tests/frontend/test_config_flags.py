@@ -67,11 +67,11 @@ def test_unknown_names_raise_with_a_suggestion():
 
 
 def test_flags_kiln_keeps_but_does_not_enforce_warn_once():
-    config._warned.discard("debug_key_reuse")
-    with pytest.warns(UserWarning, match=r"debug_key_reuse=True is accepted but has no effect"):
-        with kiln.debug_key_reuse(True):
-            assert kiln.debug_key_reuse.value is True
-    assert kiln.debug_key_reuse.value is False
+    config._warned.discard("allow_f16_reductions")
+    with pytest.warns(UserWarning, match=r"allow_f16_reductions=False is accepted but has no effect"):
+        with kiln.allow_f16_reductions(False):
+            assert kiln.allow_f16_reductions.value is False
+    assert kiln.allow_f16_reductions.value is True
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         with kiln.enable_checks(True), kiln.softmax_custom_jvp(True), kiln.enable_custom_prng(), kiln.auto_pcast(True):
