@@ -6,6 +6,10 @@ function (lowering inlines it) and whose parameters carry the user's rule. The J
 forward function and emits ``custom_vjp_lin``, a linear equation whose transpose runs the user's
 backward function. Outside any trace the function simply runs.
 
+With ``symbolic_zeros=True`` (``defjvp``/``defvjp``) the rules see kiln's zero tangents as
+:class:`~.symbolic_zeros.SymbolicZero` and custom_vjp's fwd gets its arguments as
+:class:`~.symbolic_zeros.CustomVJPPrimal` (value, perturbed), as in JAX.
+
 A call whose arguments carry a derivative of what grad/vjp/jvp/linearize differentiates never runs the
 function, as in JAX: the rule (the JVP function with the tangents as inputs, or the forward function) is
 traced instead, its primal outputs are the equation's body, and its JVP evaluates the traced rule.
@@ -15,6 +19,8 @@ from __future__ import annotations
 import functools
 import inspect
 from typing import Any, Callable, Sequence
+
+import numpy as np
 
 from ..core import tree_util
 from ..core.avals import ShapedArray
@@ -27,12 +33,28 @@ from ..core.tracing import Tracer, abstractify, current_builder, eval_ir, materi
 from ..lax.api import stop_gradient
 from .jvp import jvp_rules, non_differentiable
 from .partial_eval import partial_eval
-from .tangents import Zero, instantiate, is_differentiable_dtype, tangent_aval, zeros_like_aval
+from .symbolic_zeros import (
+    CustomVJPPrimal,
+    SymbolicZero,
+    find_primal_wrapper,
+    fits,
+    from_rule,
+    to_rule,
+)
+from .tangents import Zero, float0, instantiate, is_differentiable_dtype, tangent_aval
 from .transpose import is_undefined, transpose_rules
 
 
 class CustomDerivativeError(KilnError, TypeError):
     """A custom derivative rule returned values of the wrong structure, shape or dtype."""
+
+
+class SymbolicZeroMismatchError(CustomDerivativeError, ValueError):
+    """A custom_vjp bwd returned a SymbolicZero whose type is not its argument's (JAX raises ValueError)."""
+
+
+class SymbolicZerosRematError(KilnError, NotImplementedError):
+    """custom_vjp's ``symbolic_zeros`` and ``optimize_remat`` together (JAX raises NotImplementedError)."""
 
 
 def _body_rule(*avals, body: ClosedIR, rule: Any, name: str):
@@ -70,18 +92,48 @@ class _Call:
     ``traced_rule``: when the call was recorded from its rule rather than its function (it was differentiated),
     that rule traced over the equation's inputs: the JVP function, with the tangents of the inexact inputs as
     further inputs and returning the outputs and their inexact ones' tangents; or the forward function,
-    returning the outputs and the residuals (of tree ``res_tree``)."""
+    returning the outputs and the residuals (of tree ``res_tree``).
+
+    ``traced_in``: per input (after the constants), whether the traced JVP function takes its tangent, or the
+    traced fwd was told it is perturbed (None: every inexact input); ``traced_out``: per output, whether the
+    traced JVP function returns its tangent (it does not for a zero one). Where the differentiation does not
+    fit these, the rule runs again (see ``_traced_rule_serves``)."""
 
     def __init__(self, owner, nondiff: list, in_tree, out_tree, traced_rule: ClosedIR | None = None,
-                 res_tree=None):
+                 res_tree=None, traced_in: tuple[bool, ...] | None = None,
+                 traced_out: tuple[bool, ...] | None = None):
         self.owner, self.nondiff, self.in_tree, self.out_tree = owner, nondiff, in_tree, out_tree
         self.traced_rule, self.res_tree = traced_rule, res_tree
+        self.traced_in, self.traced_out = traced_in, traced_out
 
     def __repr__(self) -> str:
         # How the IR printer shows the parameter: the rule functions by name (as JAX's jvp=/bwd=), no address.
         def name(rule: str) -> str:
             return getattr(getattr(self.owner, rule, None), "__name__", "?")
         return name("jvp") if hasattr(self.owner, "jvp") else f"({name('fwd')}, {name('bwd')})"
+
+
+def _symbolic(owner) -> bool:
+    """Whether the rules were defined with ``symbolic_zeros=True``."""
+    return getattr(owner, "symbolic_zeros", False)
+
+
+def _carries_derivative(x: Any) -> bool:
+    """Whether ``x`` carries a derivative of what grad/vjp/jvp/linearize differentiates (JAX: a perturbed
+    value)."""
+    return isinstance(x, Tracer) and x.builder.carries_derivative(x)
+
+
+def _traced_rule_serves(call: _Call, nonzero: Sequence[bool]) -> bool:
+    """Whether the rule traced at the call serves a differentiation whose inputs (after the constants) have
+    nonzero tangents where ``nonzero`` says. With symbolic zeros the rule saw which ones are zero: they must be the
+    same (else the rule runs again, on what JAX would give it). Without, none may be nonzero where the trace took
+    it as zero (the others it takes as zeros)."""
+    if call.traced_in is None:
+        return True
+    if _symbolic(call.owner):
+        return all(t == bool(nz) for t, nz in zip(call.traced_in, nonzero))
+    return all(t or not nz for t, nz in zip(call.traced_in, nonzero))
 
 
 def _trace_body(owner, nondiff: list, flat: list, in_tree):
@@ -127,21 +179,25 @@ def _trace_jvp_rule(owner, nondiff: list, flat: list, in_tree):
     is the traced JVP function's primal outputs."""
     name = owner.__name__
     avals = [abstractify(x) for x in flat]
-    t_avals = [a for a in avals if is_differentiable_dtype(a.dtype)]
-    trees = []
+    # The inputs whose tangents the traced rule takes: the inexact ones (an integer input's tangent is a float0
+    # zero, as in JAX); with symbolic zeros only those that carry a derivative, the others' are SymbolicZero.
+    takes = tuple(is_differentiable_dtype(a.dtype) and (not _symbolic(owner) or _carries_derivative(x))
+                  for x, a in zip(flat, avals))
+    t_avals = [a for a, t in zip(avals, takes) if t]
+    trees, out_nonzero = [], []
 
     def flat_rule(*args):
         primals, t_in = list(args[:len(avals)]), iter(args[len(avals):])
-        # An integer input's tangent is a float0 zero, as in JAX: no input of the traced rule.
-        tangents = [next(t_in) if is_differentiable_dtype(a.dtype) else zeros_like_aval(tangent_aval(a))
-                    for a in avals]
+        tangents = [next(t_in) if t else Zero(tangent_aval(a)) for a, t in zip(avals, takes)]
         flat_out, out_tree, flat_t, t_tree = _run_jvp(owner, nondiff, in_tree, primals, tangents, name)
         out_avals = [abstractify(o) for o in flat_out]
         _check_like(f"kiln.custom_jvp rule of {name} (tangent output)", flat_t, out_avals, t_tree, out_tree)
         trees.append(out_tree)
-        # The tangents of the inexact outputs (an integer output's is a symbolic zero, as in jvp_eval).
-        return flat_out + [zeros_like_aval(a) if isinstance(t, Zero) else t
-                           for a, t in zip(out_avals, flat_t) if is_differentiable_dtype(a.dtype)]
+        # The nonzero tangents of the inexact outputs (an integer output's is a symbolic zero, as in jvp_eval, and
+        # so is a SymbolicZero the rule returned).
+        out_nonzero[:] = [is_differentiable_dtype(a.dtype) and not isinstance(t, Zero)
+                          for a, t in zip(out_avals, flat_t)]
+        return flat_out + [t for t, nz in zip(flat_t, out_nonzero) if nz]
 
     options = _rule_trace_options(flat)
     if options:  # the tangent inputs carry no enclosing derivative
@@ -158,16 +214,21 @@ def _trace_jvp_rule(owner, nondiff: list, flat: list, in_tree):
     if any(split.out_unknown[:n_out]):
         raise CustomDerivativeError(f"kiln.custom_jvp rule of {name}: its primal output depends on the tangents")
     body = eliminate_dead_code(IR([], split.known.invars, split.known.eqns, split.known.outvars[:n_out]))
-    return ClosedIR(body), closed.consts, _Call(owner, nondiff, in_tree, trees[0], traced_rule=rule)
+    return ClosedIR(body), closed.consts, _Call(owner, nondiff, in_tree, trees[0], traced_rule=rule,
+                                                traced_in=takes, traced_out=tuple(out_nonzero))
 
 
 def _trace_fwd(owner, nondiff: list, flat: list, in_tree):
     """A differentiated custom_vjp call traced through its forward function alone: ``(body, consts, rule)``. The
     body is the traced forward function, its outputs without the residuals."""
     trees = []
+    # With symbolic zeros, fwd is told which inputs carry a derivative (JAX: which are perturbed).
+    perturbed = (tuple(is_differentiable_dtype(abstractify(x).dtype) and _carries_derivative(x) for x in flat)
+                 if _symbolic(owner) else None)
 
     def flat_fwd(*primals):
-        flat_out, out_tree, flat_res, res_tree = _run_fwd(owner, nondiff, in_tree, primals, owner.__name__)
+        flat_out, out_tree, flat_res, res_tree = _run_fwd(owner, nondiff, in_tree, primals, owner.__name__,
+                                                          perturbed)
         trees.append((out_tree, res_tree))
         return flat_out + flat_res
 
@@ -177,7 +238,8 @@ def _trace_fwd(owner, nondiff: list, flat: list, in_tree):
     fwd = call_body(closed)
     out_tree, res_tree = trees[0]
     body = ClosedIR(eliminate_dead_code(IR([], fwd.ir.invars, fwd.ir.eqns, fwd.ir.outvars[:out_tree.num_leaves])))
-    return body, closed.consts, _Call(owner, nondiff, in_tree, out_tree, traced_rule=fwd, res_tree=res_tree)
+    return body, closed.consts, _Call(owner, nondiff, in_tree, out_tree, traced_rule=fwd, res_tree=res_tree,
+                                      traced_in=perturbed)
 
 
 def _signature(owner) -> tuple[inspect.Signature | None, int | None]:
@@ -254,7 +316,7 @@ def _call_custom(owner, prim: Primitive, kind: str, missing: str | None, args: t
     flat, in_tree = tree_util.tree_flatten(tuple(diff))
     trace = _trace_body
     trace_rule = _rule_tracers.get(prim)  # none for custom_vmap: it is differentiated through its body
-    if trace_rule is not None and any(isinstance(x, Tracer) and x.builder.carries_derivative(x) for x in flat):
+    if trace_rule is not None and any(_carries_derivative(x) for x in flat):
         # Differentiated (by the grad/vjp/jvp tracing this function or an enclosing one): as JAX, run only the
         # rule, never the function (it may not even run: "primal only via the rule").
         trace = trace_rule
@@ -280,10 +342,14 @@ class custom_jvp:
         self.fun = fun
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.jvp: Callable | None = None
+        self.symbolic_zeros = False
 
     def defjvp(self, jvp: Callable, symbolic_zeros: bool = False) -> Callable:
-        """Set the JVP rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``."""
+        """Set the JVP rule ``jvp(primals, tangents) -> (primal_out, tangent_out)``. With ``symbolic_zeros``, the
+        tangent of an input that is not differentiated reaches the rule as a ``SymbolicZero`` (not an array), and
+        the rule may return one for a zero output tangent."""
         self.jvp = jvp
+        self.symbolic_zeros = bool(symbolic_zeros)
         return jvp
 
     def defjvps(self, *jvps: Callable | None) -> None:
@@ -300,6 +366,7 @@ class custom_jvp:
                 total = tree_util.tree_map(lambda o: o * 0, out)
             return out, total
         self.jvp = jvp
+        self.symbolic_zeros = False  # (JAX's defjvps calls defjvp so)
 
     def __call__(self, *args, **kwargs):
         missing = "has no JVP rule: call {name}.defjvp(rule) first" if self.jvp is None else None
@@ -311,40 +378,51 @@ def _check_like(where: str, got: Any, expected: Sequence[ShapedArray], tree_got,
         raise CustomDerivativeError(f"{where}: returned a value of structure {tree_got}, expected structure "
                                     f"{tree_expected}")
     for i, (g, e) in enumerate(zip(got, expected)):
-        if isinstance(g, Zero) or g is None:
+        if isinstance(g, Zero):  # a SymbolicZero the rule returned
+            if not fits(g, e):
+                raise CustomDerivativeError(f"{where}: output {i} is a SymbolicZero of type {g.aval.str_short()}, "
+                                            f"but the tangent of the output {e.str_short()} is "
+                                            f"{tangent_aval(e).str_short()}")
             continue
-        ga = abstractify(g)
-        if ga.shape != e.shape:
-            raise CustomDerivativeError(f"{where}: output {i} has shape {ga.shape}, expected {e.shape}")
+        if g is None:
+            continue
+        # (float0 zeros, an integer output's tangent, are no kiln array)
+        shape = g.shape if isinstance(g, np.ndarray) and g.dtype == float0 else abstractify(g).shape
+        if shape != e.shape:
+            raise CustomDerivativeError(f"{where}: output {i} has shape {shape}, expected {e.shape}")
 
 
 def _run_jvp(owner, nondiff: list, in_tree, primals: list, tangents: list, name: str):
     """The user's JVP function on flat primals and tangents: ``(flat outputs, their tree, flat tangent outputs,
-    their tree)``."""
+    their tree)``. A zero tangent (Zero) reaches the rule as a SymbolicZero with symbolic zeros, else as zeros; a
+    SymbolicZero the rule returns is a Zero among the tangent outputs."""
+    symbolic = _symbolic(owner)
     p = tree_util.tree_unflatten(in_tree, primals)
-    t = tree_util.tree_unflatten(in_tree, tangents)
+    t = tree_util.tree_unflatten(in_tree, [to_rule(x, symbolic) for x in tangents])
     res = owner.jvp(*nondiff, p, t)
     if not (isinstance(res, (tuple, list)) and len(res) == 2):
         raise CustomDerivativeError(f"kiln.custom_jvp rule of {name} must return a pair (primal_out, "
                                     f"tangent_out), got {type(res).__name__}")
     out, tout = res
-    return (*tree_util.tree_flatten(out), *tree_util.tree_flatten(tout))
+    flat_t, t_tree = tree_util.tree_flatten(tout)
+    return (*tree_util.tree_flatten(out), [from_rule(x) for x in flat_t], t_tree)
 
 
 def _custom_jvp_rule(primals, tangents, *, body: ClosedIR, rule: _Call, name: str):
     n_consts = len(primals) - rule.in_tree.num_leaves
     # User code sees arrays (or tracers), never IR literals.
     primals = [materialize(x) for x in primals]
-    if rule.traced_rule is not None:  # the call was recorded from its rule: evaluate it, the user's rule ran then
-        inexact = [is_differentiable_dtype(a.dtype) for a in body.in_avals[n_consts:]]
-        outs = eval_ir(rule.traced_rule.ir, [], primals + [instantiate(t) for t, d in
-                                                          zip(tangents[n_consts:], inexact) if d])
+    tangents = tangents[n_consts:]  # (the constants' are zero: see _check_no_differentiated_closure)
+    if rule.traced_rule is not None and _traced_rule_serves(rule, [not isinstance(t, Zero) for t in tangents]):
+        # The call was recorded from its rule: evaluate it, the user's rule ran then.
+        outs = eval_ir(rule.traced_rule.ir, [], primals + [instantiate(t) for t, takes in
+                                                          zip(tangents, rule.traced_in) if takes])
         n_out = len(body.out_avals)
         touts = iter(outs[n_out:])
-        return outs[:n_out], [next(touts) if is_differentiable_dtype(a.dtype) else Zero(tangent_aval(a))
-                              for a in body.out_avals]
+        return outs[:n_out], [next(touts) if nz else Zero(tangent_aval(a))
+                              for a, nz in zip(body.out_avals, rule.traced_out)]
     flat_out, out_tree, flat_t, t_tree = _run_jvp(rule.owner, rule.nondiff, rule.in_tree, primals[n_consts:],
-                                                  [instantiate(x) for x in tangents[n_consts:]], name)
+                                                  tangents, name)
     _check_like(f"kiln.custom_jvp rule of {name} (primal output)", flat_out, body.out_avals, out_tree, rule.out_tree)
     _check_like(f"kiln.custom_jvp rule of {name} (tangent output)", flat_t, body.out_avals, t_tree, rule.out_tree)
     return flat_out, flat_t
@@ -367,12 +445,22 @@ class custom_vjp:
         self.nondiff_argnums = tuple(nondiff_argnums)
         self.fwd: Callable | None = None
         self.bwd: Callable | None = None
+        self.symbolic_zeros = False
 
     def defvjp(self, fwd: Callable, bwd: Callable, symbolic_zeros: bool = False,
                optimize_remat: bool = False) -> None:
-        """Set the rules. ``optimize_remat`` (JAX's memory optimisation of ``fwd``) is accepted and changes
-        no value: kiln runs ``fwd`` once and keeps its residuals."""
+        """Set the rules. With ``symbolic_zeros``, ``fwd`` gets each argument leaf as a ``CustomVJPPrimal``
+        (``.value``, and ``.perturbed``: whether it is differentiated), ``bwd`` gets a ``SymbolicZero`` for the
+        cotangent of an output that does not reach the differentiated result, and may return one (or None) for
+        a zero cotangent. ``optimize_remat`` (JAX's memory optimisation of ``fwd``) is accepted and changes no
+        value: kiln runs ``fwd`` once and keeps its residuals."""
+        if symbolic_zeros and optimize_remat:
+            raise SymbolicZerosRematError(
+                f"kiln.custom_vjp function {self.__name__}: defvjp(..., symbolic_zeros=True, optimize_remat=True) is "
+                "not supported, as in JAX (remat optimization for custom_vjp does not support symbolic zeros): "
+                "drop one of the two")
         self.fwd, self.bwd = fwd, bwd
+        self.symbolic_zeros = bool(symbolic_zeros)
 
     def __call__(self, *args, **kwargs):
         missing = "has no VJP rule: call {name}.defvjp(fwd, bwd) first" if self.fwd is None else None
@@ -389,28 +477,46 @@ class _Lin:
         self.kept = tuple(True for _ in in_avals) if kept is None else kept
 
 
-def _run_fwd(owner, nondiff: list, in_tree, primals: list, name: str):
-    """The user's forward function on flat primals: ``(flat outputs, their tree, flat residuals, their tree)``."""
-    p = tree_util.tree_unflatten(in_tree, primals)
+def _run_fwd(owner, nondiff: list, in_tree, primals: Sequence, name: str, perturbed: Sequence[bool] | None = None):
+    """The user's forward function on flat primals: ``(flat outputs, their tree, flat residuals, their tree)``.
+    With symbolic zeros each primal reaches it as a CustomVJPPrimal, perturbed as ``perturbed`` says (None: every
+    inexact one)."""
+    symbolic = _symbolic(owner)
+    if symbolic:
+        if perturbed is None:
+            perturbed = [is_differentiable_dtype(abstractify(x).dtype) for x in primals]
+        primals = [CustomVJPPrimal(x, bool(d)) for x, d in zip(primals, perturbed)]
+    p = tree_util.tree_unflatten(in_tree, list(primals))
     res = owner.fwd(*merge_nondiff(nondiff, p, owner.nondiff_argnums))  # as the primal: JAX's convention
     if not (isinstance(res, (tuple, list)) and len(res) == 2):
         raise CustomDerivativeError(f"kiln.custom_vjp fwd of {name} must return a pair (output, residuals), "
                                     f"got {type(res).__name__}")
     out, residuals = res
+    if symbolic:
+        for what, tree in (("output", out), ("residuals", residuals)):
+            i = find_primal_wrapper(tree)
+            if i is not None:
+                raise CustomDerivativeError(
+                    f"kiln.custom_vjp fwd of {name} returned a CustomVJPPrimal as leaf {i} of its {what}: with "
+                    "symbolic_zeros=True fwd gets each argument as CustomVJPPrimal(value, perturbed); use its "
+                    ".value (custom_vjp_primal_tree_values(args) unwraps a whole tree)")
     return (*tree_util.tree_flatten(out), *tree_util.tree_flatten(residuals))
 
 
-def _fwd_outputs(call: _Call, primals: Sequence, out_avals: Sequence[ShapedArray] | None, name: str):
+def _fwd_outputs(call: _Call, primals: Sequence, out_avals: Sequence[ShapedArray] | None, name: str,
+                 perturbed: Sequence[bool] | None = None):
     """A custom_vjp call's forward pass on the equation's inputs (its trace's constants first): ``(flat outputs,
-    flat residuals, their tree)``. ``out_avals``: what the outputs must match (None: not checked)."""
+    flat residuals, their tree)``. ``out_avals``: what the outputs must match (None: not checked). ``perturbed``:
+    per input after the constants, whether it is differentiated (None: every inexact one)."""
     primals = [materialize(x) for x in primals]  # user code sees arrays (or tracers), never IR literals
     n_out = call.out_tree.num_leaves
-    if call.traced_rule is not None:  # the call was recorded from fwd: evaluate it, the user's fwd ran then
+    if call.traced_rule is not None and (perturbed is None or _traced_rule_serves(call, perturbed)):
+        # The call was recorded from fwd: evaluate it, the user's fwd ran then.
         outs = eval_ir(call.traced_rule.ir, [], primals)
         return outs[:n_out], outs[n_out:], call.res_tree
     n_consts = len(primals) - call.in_tree.num_leaves
     flat_out, out_tree, flat_res, res_tree = _run_fwd(call.owner, call.nondiff, call.in_tree, primals[n_consts:],
-                                                      name)
+                                                      name, perturbed)
     if out_avals is not None:
         _check_like(f"kiln.custom_vjp fwd of {name}", flat_out, out_avals, out_tree, call.out_tree)
     return flat_out, flat_res, res_tree
@@ -418,9 +524,10 @@ def _fwd_outputs(call: _Call, primals: Sequence, out_avals: Sequence[ShapedArray
 
 def _custom_vjp_rule(primals, tangents, *, body: ClosedIR, rule: _Call, name: str):
     n_consts = len(primals) - rule.in_tree.num_leaves
-    flat_out, flat_res, res_tree = _fwd_outputs(rule, primals, body.out_avals, name)
     in_avals = tuple(abstractify(x) for x in primals[n_consts:])
     kept = tuple(is_differentiable_dtype(a.dtype) for a in in_avals)
+    perturbed = [k and not isinstance(t, Zero) for t, k in zip(tangents[n_consts:], kept)]
+    flat_out, flat_res, res_tree = _fwd_outputs(rule, primals, body.out_avals, name, perturbed)
     diff_tangents = [instantiate(t) for t, k in zip(tangents[n_consts:], kept) if k]
     lin = _Lin(rule, res_tree, name, in_avals, kept)
     # The outputs' tangents, of the outputs' types (weak ones too): bwd gets a zero cotangent of an unused
@@ -436,7 +543,10 @@ jvp_rules[custom_vjp_call_p] = _custom_vjp_rule
 def _custom_vjp_lin_transpose(cts, *args, rule: _Lin, num_res: int, out_avals: tuple):
     res = tree_util.tree_unflatten(rule.res_tree, [materialize(x) for x in args[:num_res]])
     call = rule.call
-    ct = tree_util.tree_unflatten(call.out_tree, [instantiate(c) for c in cts])
+    # A zero cotangent reaches bwd as a SymbolicZero (of the output's tangent type) with symbolic zeros.
+    symbolic = _symbolic(call.owner)
+    cts = [Zero(tangent_aval(c.aval)) if symbolic and isinstance(c, Zero) else c for c in cts]
+    ct = tree_util.tree_unflatten(call.out_tree, [to_rule(c, symbolic) for c in cts])
     in_cts = call.owner.bwd(*call.nondiff, res, ct)
     name = rule.name
     if not isinstance(in_cts, (tuple, list)):
@@ -456,11 +566,18 @@ def _custom_vjp_lin_transpose(cts, *args, rule: _Lin, num_res: int, out_avals: t
     for i, (c, a, k) in enumerate(zip(flat_ct, rule.in_avals, rule.kept)):
         if c is None or not k:  # (an integer argument's cotangent, None or float0 zeros, is dropped)
             continue
+        if type(c) is SymbolicZero:  # a zero cotangent, as None
+            if not fits(c, a):
+                raise SymbolicZeroMismatchError(
+                    f"kiln.custom_vjp bwd of {name}: cotangent {i} is a SymbolicZero of type {c.aval.str_short()}, "
+                    f"but the argument is {a.str_short()} (its cotangent: {tangent_aval(a).str_short()}); return "
+                    "None for a zero cotangent, or SymbolicZero.from_primal_value(argument)")
+            continue
         ca = abstractify(c)
         if ca.shape != a.shape:
             raise CustomDerivativeError(f"kiln.custom_vjp bwd of {name}: cotangent {i} has shape {ca.shape}, but "
                                         f"the argument has shape {a.shape}")
-    return [None] * num_res + [c for c, k in zip(flat_ct, rule.kept) if k]
+    return [None] * num_res + [None if type(c) is SymbolicZero else c for c, k in zip(flat_ct, rule.kept) if k]
 
 
 transpose_rules[custom_vjp_lin_p] = _custom_vjp_lin_transpose
@@ -475,4 +592,5 @@ def _custom_vjp_lin_jvp(primals, tangents, **params):
 jvp_rules[custom_vjp_lin_p] = _custom_vjp_lin_jvp
 
 
-__all__ = ["custom_jvp", "custom_vjp", "CustomDerivativeError", "is_undefined"]
+__all__ = ["custom_jvp", "custom_vjp", "CustomDerivativeError", "SymbolicZeroMismatchError", "SymbolicZerosRematError",
+           "is_undefined"]

@@ -3,14 +3,20 @@ calls.
 
 A batched custom_jvp/custom_vjp call stays a custom call: its body is the batched body and its rule
 is the user's rule under vmap, so differentiating a vmapped function still uses the user's rule.
+The batched rules take zero tangents and cotangents symbolically (they are not vmapped): the user's rule gets
+them per example as its ``symbolic_zeros`` setting says.
 """
 from __future__ import annotations
 
+from typing import Sequence
+
 from ..ad import custom
 from ..ad.remat import name_p, remat_p
-from ..ad.tangents import zeros_like_aval
+from ..ad.symbolic_zeros import SymbolicZero
+from ..ad.tangents import Zero, is_differentiable_dtype, tangent_aval, zeros_like_aval
 from ..core import tree_util
 from ..core.call import call_body
+from ..core.tracing import abstractify
 from .api import vmap
 from .core import batch_closed, batch_rules, move_dim
 
@@ -38,19 +44,42 @@ def _flat_call(n_in: int, n_out: int, owner) -> custom._Call:
                         tree_util.tree_structure(tuple(range(n_out))))
 
 
+def _unbatched_zeros(values: tuple) -> list:
+    """Per value batched along axis 0: None where it is an array (vmapped), the Zero of one example where it is a
+    SymbolicZero (not vmapped)."""
+    return [Zero(v.aval.update(shape=v.aval.shape[1:])) if type(v) is SymbolicZero else None for v in values]
+
+
+def _with_zeros(zeros: list, nonzero: Sequence) -> list:
+    """``zeros`` (see _unbatched_zeros) with the arrays ``nonzero`` in the places of the Nones."""
+    it = iter(nonzero)
+    return [next(it) if z is None else z for z in zeros]
+
+
+def _arrays(values: tuple) -> tuple:
+    return tuple(v for v in values if type(v) is not SymbolicZero)
+
+
 class _BatchedJVP:
-    """The user's custom_jvp rule, vmapped over axis 0 of every primal and tangent."""
+    """The user's custom_jvp rule, vmapped over axis 0 of every primal and nonzero tangent."""
+
+    symbolic_zeros = True  # zero tangents stay symbolic (see the module's docstring)
 
     def __init__(self, rule: custom._Call, body, name: str):
         self.rule, self.body, self.name = rule, body, name
 
     def jvp(self, primals: tuple, tangents: tuple):
         rule, body, name = self.rule, self.body, self.name
+        zeros, out_nonzero = _unbatched_zeros(tangents), []
 
         def per_example(p, t):
-            outs, touts = custom._custom_jvp_rule(list(p), list(t), body=body, rule=rule, name=name)
-            return tuple(outs), tuple(custom.instantiate(x) for x in touts)
-        return vmap(per_example)(tuple(primals), tuple(tangents))
+            outs, touts = custom._custom_jvp_rule(list(p), _with_zeros(zeros, t), body=body, rule=rule, name=name)
+            out_nonzero[:] = [not isinstance(x, Zero) for x in touts]
+            return tuple(outs), tuple(x for x in touts if not isinstance(x, Zero))
+        outs, touts = vmap(per_example)(tuple(primals), _arrays(tangents))
+        touts = iter(touts)
+        return outs, tuple(next(touts) if nz else SymbolicZero(tangent_aval(abstractify(o)))
+                           for o, nz in zip(outs, out_nonzero))
 
 
 def _custom_jvp_batch(ctx, args, dims, *, body, rule, name):
@@ -69,30 +98,36 @@ class _BatchedVJP:
     """The user's fwd and bwd, vmapped over axis 0 (residuals are batched along axis 0 too)."""
 
     nondiff_argnums = ()  # as an owner of custom_vjp rules: takes every argument flattened, all differentiable
+    symbolic_zeros = True  # fwd learns which inputs are perturbed; zero cotangents stay symbolic
 
     def __init__(self, rule: custom._Call, name: str, n_consts: int, example_avals: list):
         self.rule, self.name, self.n_consts, self.example_avals = rule, name, n_consts, example_avals
         self.res_tree = None
 
     def fwd(self, *primals):
+        perturbed = [p.perturbed for p in primals[self.n_consts:]]
+
         def per_example(*p):
-            out, res, self.res_tree = custom._fwd_outputs(self.rule, p, None, self.name)
+            out, res, self.res_tree = custom._fwd_outputs(self.rule, p, None, self.name, perturbed)
             return tuple(out), tuple(res)
-        outs, res = vmap(per_example)(*primals)
+        outs, res = vmap(per_example)(*[p.value for p in primals])
         return tuple(outs), tuple(res)
 
     def bwd(self, res: tuple, cts: tuple):
-        rule, owner = self.rule, self.rule.owner
+        # The user's bwd behind the transpose rule of one example's custom_vjp_lin (its checks, symbolic zeros).
+        kept = tuple(is_differentiable_dtype(a.dtype) for a in self.example_avals)
+        lin = custom._Lin(self.rule, self.res_tree, self.name, tuple(self.example_avals), kept)
+        zeros = _unbatched_zeros(cts)
 
         def per_example(r, c):
-            in_cts = owner.bwd(*rule.nondiff, tree_util.tree_unflatten(self.res_tree, list(r)),
-                               tree_util.tree_unflatten(rule.out_tree, list(c)))
-            in_cts = [tree.unflatten([None] * tree.num_leaves) if x is None else x
-                      for x, tree in zip(in_cts, rule.in_tree.children())]
-            flat = tree_util.tree_flatten(tuple(in_cts), is_leaf=lambda v: v is None)[0]
-            return tuple(zeros_like_aval(a) if x is None else x for x, a in zip(flat, self.example_avals))
+            in_cts = custom._custom_vjp_lin_transpose(_with_zeros(zeros, c), *r, *([None] * sum(kept)), rule=lin,
+                                                      num_res=len(r), out_avals=())[len(r):]
+            # (an integer argument's cotangent is no output of the transpose rule; it is dropped anyway)
+            full = _with_zeros([None if k else Zero(a) for a, k in zip(self.example_avals, kept)], in_cts)
+            return tuple(zeros_like_aval(a) if x is None or isinstance(x, Zero) else x
+                         for x, a in zip(full, self.example_avals))
         # The call's leading inputs are the traced function's constants: they get no cotangent.
-        return (None,) * self.n_consts + tuple(vmap(per_example)(tuple(res), tuple(cts)))
+        return (None,) * self.n_consts + tuple(vmap(per_example)(tuple(res), _arrays(cts)))
 
 
 def _custom_vjp_batch(ctx, args, dims, *, body, rule, name):
@@ -113,19 +148,21 @@ class _BatchedLin:
     """The user's bwd behind a batched ``custom_vjp_lin``: the original transpose rule, vmapped over
     the residuals (batched ones along axis 0) and the output cotangents (axis 0)."""
 
+    symbolic_zeros = True  # zero cotangents stay symbolic (see the module's docstring)
+
     def __init__(self, lin: custom._Lin, num_res: int, res_dims: list, out_avals: tuple):
         self.lin, self.num_res, self.res_dims, self.out_avals = lin, num_res, res_dims, out_avals
 
     def bwd(self, res: tuple, cts: tuple):
         lin, num_res = self.lin, self.num_res
-
+        zeros = _unbatched_zeros(cts)
         kept_avals = [a for a, k in zip(lin.in_avals, lin.kept) if k]
 
         def per_example(r, c):
-            in_cts = custom._custom_vjp_lin_transpose(list(c), *r, *([None] * len(kept_avals)), rule=lin,
-                                                      num_res=num_res, out_avals=self.out_avals)[num_res:]
+            in_cts = custom._custom_vjp_lin_transpose(_with_zeros(zeros, c), *r, *([None] * len(kept_avals)),
+                                                      rule=lin, num_res=num_res, out_avals=self.out_avals)[num_res:]
             return tuple(zeros_like_aval(a) if x is None else x for x, a in zip(in_cts, kept_avals))
-        return tuple(vmap(per_example, in_axes=(tuple(self.res_dims), 0))(tuple(res), tuple(cts)))
+        return tuple(vmap(per_example, in_axes=(tuple(self.res_dims), 0))(tuple(res), _arrays(cts)))
 
 
 def _custom_vjp_lin_batch(ctx, args, dims, *, rule, num_res, out_avals):
