@@ -40,6 +40,7 @@ from .buffers import (  # noqa: E402
     Buffer,
     block_until_ready,
     buffer_device,
+    buffer_pointer,
     copy_to,
     copy_to_host_async,
     delete,
@@ -99,7 +100,8 @@ if not any(getattr(cb, "__name__", "") == "_kiln_collect_garbage" for cb in gc.c
     gc.callbacks.append(_collect_garbage)
 
 __all__ = [
-    "available_backends", "Aval", "Backend", "BackendError", "block_until_ready", "Buffer", "buffer_device", "compile",
+    "available_backends", "Aval", "Backend", "BackendError", "block_until_ready", "Buffer", "buffer_device",
+    "buffer_pointer", "compile",
     "compile_spmd", "CompileError", "copy_to", "copy_to_host_async", "custom_call_targets", "default_backend", "delete",
     "DeletedBufferError", "Device", "DeviceError", "devices", "devices_of", "distributed", "dlpack",
     "drop_stale_scopes", "ensure_lapack_registered", "Executable", "ExecutableCache", "ExecutionError", "get_backend",

@@ -114,6 +114,15 @@ def is_deleted(buf: Buffer) -> bool:
     return bool(buf.is_deleted())
 
 
+def buffer_pointer(buf: Buffer) -> int:
+    """The device address of ``buf``'s memory (a buffer on one device)."""
+    _check_alive(buf, "unsafe_buffer_pointer")
+    try:
+        return buf.unsafe_buffer_pointer()
+    except (RuntimeError, ValueError) as e:  # e.g. an array over several devices
+        raise _runtime_error(e, "unsafe_buffer_pointer") from e
+
+
 def nbytes(buf: Buffer) -> int:
     """Bytes of device memory ``buf`` occupies."""
     _check_alive(buf, "nbytes")

@@ -18,9 +18,11 @@ class ControlFlowError(KilnError, TypeError):
 
 def trace_callable(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], name: str,
                    input_hints: Sequence[Any] | None = None,
-                   check_out: Callable[[Any], None] | None = None) -> tuple[ClosedIR, Any]:
+                   check_out: Callable[[Any], None] | None = None,
+                   ref_writes: list | None = None) -> tuple[ClosedIR, Any]:
     """Trace ``fun(*unflatten(in_tree, args))``; returns the ClosedIR (with consts) and the output tree.
-    ``check_out`` is called with ``fun``'s output as it returned it."""
+    ``check_out`` is called with ``fun``'s output as it returned it; ``ref_writes`` collects the refs created
+    outside that ``fun`` writes (see ``trace_to_ir``)."""
     out_tree_box = []
 
     def flat_fun(*tracers):
@@ -31,7 +33,7 @@ def trace_callable(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], name
         out_tree_box.append(tree)
         return leaves
 
-    closed, _ = trace_to_ir(flat_fun, list(in_avals), name=name, input_hints=input_hints)
+    closed, _ = trace_to_ir(flat_fun, list(in_avals), name=name, input_hints=input_hints, ref_writes=ref_writes)
     return closed, out_tree_box[0]
 
 

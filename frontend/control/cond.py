@@ -12,7 +12,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from .. import lax
-from ..core import consumption, dtypes, source_info, tree_util
+from ..core import consumption, dtypes, refs, source_info, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import call_body
 from ..core.config import config
@@ -56,7 +56,7 @@ def _check_pred(pred) -> None:
 
 
 def _trace_branches(funs: Sequence[Callable], operands: tuple, what: str, labels: Sequence[str],
-                    trace_order: Sequence[int] | None = None):
+                    trace_order: Sequence[int] | None = None, ref_writes: list | None = None):
     """Trace every branch on the operands; ``labels`` name the branches in errors (``true_fun``).
     ``trace_order``: the order in which the branches are traced (what their prints show), if not theirs."""
     leaves, in_tree = tree_util.tree_flatten(operands)
@@ -65,7 +65,7 @@ def _trace_branches(funs: Sequence[Callable], operands: tuple, what: str, labels
     with consumption.alternatives() as branch:  # each branch may consume the same PRNG key
         for i in trace_order if trace_order is not None else range(len(funs)):
             with branch():
-                traced[i] = trace_callable(funs[i], in_tree, avals, fun_name(funs[i]))
+                traced[i] = trace_callable(funs[i], in_tree, avals, fun_name(funs[i]), ref_writes=ref_writes)
     tree0, avals0 = traced[0][1], traced[0][0].out_avals
     first = f"{labels[0]} ({fun_name(funs[0])})"
     for i, (closed, tree) in enumerate(traced[1:], 1):
@@ -132,8 +132,12 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
     if concrete is not None:
         return (true_fun if bool(concrete) else false_fun)(*operands)
     # true_fun is traced first, as in JAX (a print in each shows in that order); the branch order is false, true
+    written: list = []
     leaves, closeds, out_tree, weak = _trace_branches([false_fun, true_fun], operands, "cond",
-                                                      ["false_fun", "true_fun"], trace_order=(1, 0))
+                                                      ["false_fun", "true_fun"], trace_order=(1, 0),
+                                                      ref_writes=written)
+    if written:  # a branch writes refs created outside: their values become operands and results
+        return _threading_refs(lambda t, f, *ops: cond(pred, t, f, *ops), [true_fun, false_fun], written, operands)
     pred_aval = abstractify(pred)
     index = lax.ne(pred, lax.literal(0, pred_aval.dtype)) if pred_aval.dtype != np.bool_ else pred
     index = lax.convert_element_type(index, _index_dtype())
@@ -153,13 +157,38 @@ def switch(index, branches: Sequence[Callable], *operands):
         return branches[int(np.clip(int(concrete), 0, len(branches) - 1))](*operands)
     if len(branches) == 1:
         return branches[0](*operands)
+    written: list = []
     leaves, closeds, out_tree, weak = _trace_branches(branches, operands, "switch",
-                                                      [f"branches[{i}]" for i in range(len(branches))])
+                                                      [f"branches[{i}]" for i in range(len(branches))],
+                                                      ref_writes=written)
+    if written:  # a branch writes refs created outside: their values become operands and results
+        return _threading_refs(lambda *a: switch(index, a[:len(branches)], *a[len(branches):]), branches, written,
+                               operands)
     idx = lax.convert_element_type(index, _index_dtype())
     lo = lax.literal(0, _index_dtype())
     hi = lax.literal(len(branches) - 1, _index_dtype())
     idx = lax.max(lax.min(idx, hi), lo)  # clamped, as JAX
     return tree_util.tree_unflatten(out_tree, _bind_branches(idx, leaves, closeds, weak))
+
+
+def _threading_refs(run: Callable, funs: Sequence[Callable], written: list, operands: tuple) -> Any:
+    """The conditional ``run(*branches, *operands)`` of ``funs``, whose branches write the refs ``written``
+    (created outside them): each ref's value is one more operand and one more result of every branch, read
+    before and written after."""
+    written = list(dict.fromkeys(written))
+
+    def threading(fun: Callable) -> Callable:
+        def branch(*args):
+            *ops, values = args
+            refs.seed(written, values)
+            out = fun(*ops)
+            return out, refs.take(written)
+        branch.__name__ = fun_name(fun)
+        return branch
+    out, finals = run(*[threading(f) for f in funs], *operands, [refs.read(r) for r in written])
+    for ref, value in zip(written, finals):
+        refs.write(ref, value)
+    return out
 
 
 # -- transformation rules ---------------------------------------------------------------------------------

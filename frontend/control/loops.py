@@ -13,7 +13,7 @@ import numpy as np
 
 from .. import lax
 from ..batching import rules_callbacks as _rules_callbacks
-from ..core import consumption, dtypes, tree_util
+from ..core import consumption, dtypes, refs, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import bind_call, call_body
 from ..core.errors import KilnError
@@ -53,8 +53,11 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, max_ste
     name = fun_name(body_fun)
     leaves, tree = tree_util.tree_flatten(init_val)
     avals = [abstractify(x) for x in leaves]
+    written: list = []
     with consumption.loop_body():  # a PRNG key they close over would be consumed on every iteration
-        cond_closed, body_closed, avals = _trace_loop(cond_fun, body_fun, tree, avals, name)
+        cond_closed, body_closed, avals = _trace_loop(cond_fun, body_fun, tree, avals, name, written)
+    if written:  # the body writes refs created outside it: they become part of the carry
+        return _while_threading_refs(cond_fun, body_fun, list(dict.fromkeys(written)), init_val, max_steps)
     leaves = [cast_to(x, a) for x, a in zip(leaves, avals)]
     if max_steps is not None:
         max_steps = int(max_steps)
@@ -75,7 +78,31 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, max_ste
     return tree_util.tree_unflatten(tree, outs)
 
 
-def _trace_loop(cond_fun, body_fun, tree, avals, name):
+def _while_threading_refs(cond_fun: Callable, body_fun: Callable, written: list, init_val: Any,
+                          max_steps: int | None) -> Any:
+    """``while_loop`` of a body that writes the refs ``written`` (created outside it): each ref's value is part of
+    the carry (cond_fun reads the values it had after the previous iteration), read before the loop and written
+    after it."""
+    def cond(state):
+        val, values = state
+        refs.seed(written, values)
+        pred = cond_fun(val)
+        refs.take(written)
+        return pred
+
+    def body(state):
+        val, values = state
+        refs.seed(written, values)
+        val = body_fun(val)
+        return val, refs.take(written)
+    body.__name__ = fun_name(body_fun)
+    val, finals = while_loop(cond, body, (init_val, [refs.read(r) for r in written]), max_steps=max_steps)
+    for ref, value in zip(written, finals):
+        refs.write(ref, value)
+    return val
+
+
+def _trace_loop(cond_fun, body_fun, tree, avals, name, ref_writes=None):
     while True:  # a promoted carry type only moves up the (finite) promotion lattice
         cond_closed, cond_tree = trace_callable(cond_fun, tree_util.tree_structure((tree.unflatten(
             [0] * tree.num_leaves),)), avals, fun_name(cond_fun))
@@ -86,7 +113,7 @@ def _trace_loop(cond_fun, body_fun, tree, avals, name):
                                    f"scalar, got {got}")
         body_closed, body_tree = trace_callable(body_fun, tree_util.tree_structure((tree.unflatten(
             [0] * tree.num_leaves),)), avals, name, check_out=lambda out: consumption.check_carry(
-                f"kiln.lax.while_loop({name})", out))
+                f"kiln.lax.while_loop({name})", out), ref_writes=ref_writes)
         if body_tree != tree:
             raise ControlFlowError(f"kiln.lax.while_loop: body_fun must return a value with the structure of "
                                    f"init_val {tree}, got {body_tree}")

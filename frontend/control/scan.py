@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from .. import lax
-from ..core import consumption, tree_util
+from ..core import consumption, refs, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import bind_call, call_body
 from ..core.ir import IR, ClosedIR, Eqn, Literal, Var
@@ -75,8 +75,11 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
         raise ControlFlowError(f"kiln.lax.scan({name}): xs is None (or has no arrays), so pass length=")
     x_avals = [abstractify(x).update(shape=abstractify(x).shape[1:]) for x in xs_leaves]
     carry_avals = [abstractify(c) for c in init_leaves]
+    written: list = []
     with consumption.loop_body():  # a PRNG key it closes over would be consumed on every iteration
-        closed, out_tree, carry_avals = _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name)
+        closed, out_tree, carry_avals = _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name, written)
+    if written:  # the body writes refs created outside it: they become carries
+        return _scan_threading_refs(f, list(dict.fromkeys(written)), init, xs, length, reverse, unroll)
     consts = closed.consts
     nc = len(init_leaves)
     if isinstance(unroll, bool):
@@ -92,7 +95,22 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     return tree_util.tree_unflatten(carry_tree, outs[:nc]), tree_util.tree_unflatten(y_tree, outs[nc:])
 
 
-def _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name):
+def _scan_threading_refs(f: Callable, written: list, init: Any, xs: Any, length: int, reverse: bool, unroll):
+    """``scan`` of a body that writes the refs ``written`` (created outside it): each ref's value is one more
+    carry, read before the loop and written after it."""
+    def body(carry, x):
+        carry, values = carry
+        refs.seed(written, values)
+        carry, y = _pair(f(carry, x), fun_name(f))
+        return (carry, refs.take(written)), y
+    body.__name__ = fun_name(f)
+    (carry, finals), ys = scan(body, (init, [refs.read(r) for r in written]), xs, length, reverse, unroll)
+    for ref, value in zip(written, finals):
+        refs.write(ref, value)
+    return carry, ys
+
+
+def _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name, ref_writes=None):
     """Trace the body; if it changes a weakly typed carry's type (``0`` becoming float32, or a weak
     float32 becoming strong), trace again with the promoted type, as JAX."""
     in_tree = tree_util.tree_structure((init_tree.unflatten([0] * init_tree.num_leaves),
@@ -100,7 +118,8 @@ def _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name):
     while True:  # at most a few rounds: a promoted type only moves up the (finite) promotion lattice
         closed, out_tree = trace_callable(lambda c, x: _pair(f(c, x), name), in_tree, carry_avals + x_avals, name,
                                           check_out=lambda out: consumption.check_carry(f"kiln.lax.scan({name})",
-                                                                                        out[0]))
+                                                                                        out[0]),
+                                          ref_writes=ref_writes)
         children = out_tree.children()
         if children[0] != init_tree:
             raise ControlFlowError(f"kiln.lax.scan({name}): the body must return a carry with the structure of init "

@@ -19,6 +19,7 @@ from typing import Any, Callable, Iterator, Sequence
 import numpy as np
 
 from . import dtypes, leaks
+from . import refs as _refs
 from .array_methods import ArrayMethods
 from .avals import ShapedArray
 from .config import config
@@ -240,6 +241,9 @@ class Builder:
         # differentiation (a grad inside a grad), with its depth; found as they are added (_outer_depths).
         self._outer: dict[Var, int] = {}
         self._outer_upto = (0, 0)
+        # The value each mutable array reference has at this point of the trace, for the refs this trace wrote
+        # or holds (see refs.py); in the order of their first write.
+        self.ref_values: dict[Any, Any] = {}
 
     # -- building ---------------------------------------------------------------------------
     def new_arg(self, aval: ShapedArray, name: str = "", value: Any = None, hint: Any = None) -> Tracer:
@@ -287,6 +291,14 @@ class Builder:
             if self.known is not None and not (self.known_constants_only and isinstance(value, Tracer)):
                 self.known[var] = value
         return var
+
+    def capture_ref(self, ref: Any) -> Tracer:
+        """A constant standing for the value of ``ref``, a ref that lives outside every trace: the ref itself is
+        the constant's value (``jit`` reads it at each call; ``trace_to_ir`` reads it once for the other traces)."""
+        var = self._capture(ref, ref._value.aval)
+        if self.known is not None:
+            self.known[var] = ref._value
+        return Tracer(self, var)
 
     def emit(self, prim, inputs: list[Atom], params: dict, out_avals: list[ShapedArray]) -> list[Tracer]:
         outs = [Var(a) for a in out_avals]
@@ -501,7 +513,8 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
                 keeps_calls: bool = False, kind: str = "jit",
                 batch: tuple[int, Sequence[int]] | None = None,
                 known_constants: bool = False,
-                derivative_depths: Sequence[int] | None = None) -> tuple[ClosedIR, Any]:
+                derivative_depths: Sequence[int] | None = None, ref_writes: list | None = None,
+                ref_constants: bool = False) -> tuple[ClosedIR, Any]:
     """Trace ``fun(*tracers)`` into a ClosedIR; returns it and the raw Python output (flat list).
 
     ``fun`` takes one tracer per aval and returns a flat list of outputs. ``input_hints``: per input, what
@@ -512,6 +525,10 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
     batch size and each input's batch axis, for "vmap") only change how its tracers print (``Builder.kind``).
     ``known_constants``: the concrete arrays ``fun`` closes over are known (see ``Builder.known_constants_only``).
     ``derivative_depths``: a custom derivative rule's trace (with ``tangent_flows``); see ``Builder.input_depths``.
+    Mutable array references (refs.py): ``fun`` may write a ref created outside it only where the caller handles
+    it: ``ref_writes``, a list, collects those refs (the caller traces again, threading them); otherwise such a
+    write raises. ``ref_constants``: refs read from outside every trace stay constants of the IR (jit reads them at
+    each call); otherwise their values in the trace around this one (or outside any trace) are.
     """
     builder = Builder(name or getattr(fun, "__name__", "a function"), known_inputs=known_values is not None,
                       tangent_flows=tangent_flows, keeps_calls=keeps_calls, kind=kind,
@@ -526,8 +543,18 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
         builder.input_depths = {t.ir_var: d for t, d in zip(tracers, derivative_depths) if d}
     def trace():
         outs = fun(*tracers)
+        escaping = _refs.escaping(builder)
+        if escaping:
+            if ref_writes is None:
+                raise _refs.unsupported_write(builder.fun_name, kind)
+            ref_writes.extend(escaping)
+            for ref in escaping:
+                del builder.ref_values[ref]
         return builder.finish(outs), outs
     closed, outs = run_traced(builder, trace)
+    if not ref_constants and any(isinstance(c, _refs.Ref) for c in closed.consts):
+        # the refs it read, as the trace around it has them (there, a constant of its own, or a value)
+        closed = ClosedIR(closed.ir, [_refs.read(c) if isinstance(c, _refs.Ref) else c for c in closed.consts])
     if config.check_tracer_leaks:
         leaks.check(builder, builder.fun_name, (tracers, outs))
     return closed, outs

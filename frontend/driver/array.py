@@ -143,6 +143,10 @@ class Array(ArrayMethods):
         self._npy = None
         runtime.delete(self._buf)
 
+    def unsafe_buffer_pointer(self) -> int:
+        """The device address of the array's memory (an array on one device), as JAX's."""
+        return runtime.buffer_pointer(self._buf)
+
     def on_device_size_in_bytes(self) -> int:
         """Bytes of device memory the array occupies, over all its devices (a replicated array counts once
         per device)."""

@@ -23,7 +23,7 @@ import numpy as np
 
 from kiln import runtime
 
-from ..core import caches, consumption, dtypes, passes, source_info, tree_util
+from ..core import caches, consumption, dtypes, passes, refs, source_info, tree_util
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.call import call_p
 from ..core.config import config, dispatch_epoch
@@ -40,6 +40,10 @@ _new_object = object.__new__
 
 class JitError(KilnError, TypeError):
     """Bad arguments to a jitted function or to ``jit`` itself."""
+
+
+class _RefArguments(Exception):
+    """Raised by ``_entry`` for arguments that include mutable array references (taken by ``_call_with_refs``)."""
 
 
 class JitArgumentError(JitError, ValueError):
@@ -105,6 +109,12 @@ class _Entry:
     const_buffers: list | None = None
     call_ir: ClosedIR | None = None  # constvars turned into leading invars, for nested calls
     consumed_keys: tuple[int, ...] = ()  # debug_key_reuse: the argument leaves (users' leaves) it consumes
+    # Mutable array references (core/refs.py): the leaf positions of the arguments that are refs (the outputs
+    # end with their final values, in this order), the refs it closes over and writes (weakly held; the outputs
+    # end with their final values after those), and whether some constants are refs (read at each call).
+    ref_args: tuple[int, ...] = ()
+    ref_outs: tuple = ()
+    ref_consts: bool = False
 
 
 # A function keeps at most this many traced signatures (least recently used go first): a function
@@ -418,7 +428,12 @@ class JittedFunction:
             return self.fun(*args, **kwargs), None
         dyn_args, dyn_kwargs, static = self._split(args, kwargs)
         leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        entry = self._entry(leaves, treedef, dyn_args, dyn_kwargs, static)
+        try:
+            entry = self._entry(leaves, treedef, dyn_args, dyn_kwargs, static)
+        except _RefArguments:  # (the C++ path cannot take refs: this signature stays in Python)
+            return self._call_with_refs(leaves, treedef, dyn_args, dyn_kwargs, static), None
+        if entry.ref_outs or entry.ref_consts:
+            return self._run_with_refs(entry, leaves, ()), None
         if current_builder() is not None:
             return self._call_traced(entry, leaves), None
         out = self._execute(entry, leaves)
@@ -473,10 +488,15 @@ class JittedFunction:
             return self.fun(*args, **kwargs)
         dyn_args, dyn_kwargs, static = self._split(args, kwargs)
         leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        entry = self._entry(leaves, treedef, dyn_args, dyn_kwargs, static)
+        try:
+            entry = self._entry(leaves, treedef, dyn_args, dyn_kwargs, static)
+        except _RefArguments:
+            return self._call_with_refs(leaves, treedef, dyn_args, dyn_kwargs, static)
         if entry.consumed_keys:  # (debug_key_reuse)
             consumption.consume_arguments(self._where, (dyn_args, dyn_kwargs), entry.consumed_keys,
                                           lambda i: self._user_leaf_name(dyn_args, dyn_kwargs, static, i))
+        if entry.ref_outs or entry.ref_consts:
+            return self._run_with_refs(entry, leaves, ())
         if current_builder() is not None:
             return self._call_traced(entry, leaves)
         out = self._execute(entry, leaves)
@@ -484,10 +504,50 @@ class JittedFunction:
             self._record_direct(len(args), dyn_args, dyn_kwargs, static, entry, treedef, leaves, out)
         return out
 
-    def _entry(self, leaves, treedef, dyn_args, dyn_kwargs, static) -> _Entry:
+    def _call_with_refs(self, leaves: list, treedef: Any, dyn_args: tuple, dyn_kwargs: dict, static: tuple) -> Any:
+        """A call whose arguments include mutable array references: the function runs on their values, and what
+        it leaves in them is written back (the program takes each ref's value and returns its final one)."""
+        positions = tuple(i for i, x in enumerate(leaves) if isinstance(x, refs.Ref))
+        passed = [leaves[i] for i in positions]
+        names = self._leaf_names(dyn_args, dyn_kwargs, static)
+        first: dict[int, int] = {}
+        for i in positions:
+            j = first.setdefault(id(leaves[i]), i)
+            if j != i:
+                raise refs.RefError(f"{self._where}: the same Ref is passed as argument {names[j]} and as argument "
+                                    f"{names[i]}; a ref may be passed to a jitted function only once (as in JAX), "
+                                    "so that two names never alias one mutable array")
+        values = list(leaves)
+        for i in positions:
+            values[i] = refs.read(leaves[i])
+        entry = self._entry(values, treedef, dyn_args, dyn_kwargs, static, positions)
+        closed_over = {id(w()) for w in entry.ref_outs} | {id(c) for c in entry.closed.consts
+                                                           if isinstance(c, refs.Ref)}
+        for i in positions:
+            if id(leaves[i]) in closed_over:
+                raise refs.RefError(f"{self._where}: a Ref is both closed over by the function and passed as argument "
+                                    f"{names[i]} (as in JAX, this is not allowed: the two would alias one mutable "
+                                    "array); pass it only as the argument")
+        return self._run_with_refs(entry, values, passed)
+
+    def _run_with_refs(self, entry: _Entry, leaves: list, passed: Sequence[Any]) -> Any:
+        """Run (or, inside a trace, record) a signature that reads or writes mutable array references, and write
+        the final values back: to the refs ``passed`` as arguments, then to those it closes over."""
+        result = self._call_traced(entry, leaves) if current_builder() is not None else self._execute(entry, leaves)
+        if not (entry.ref_args or entry.ref_outs):
+            return result
+        out, finals = result
+        for ref, value in zip(list(passed) + [w() for w in entry.ref_outs], finals):
+            if ref is not None:  # (a closed-over ref that went away)
+                refs.write(ref, value)
+        return out
+
+    def _entry(self, leaves, treedef, dyn_args, dyn_kwargs, static, ref_args: tuple[int, ...] = ()) -> _Entry:
         try:
             avals = tuple([x.aval if type(x) is Array else abstractify(x) for x in leaves])
         except TypeError:
+            if any(isinstance(x, refs.Ref) for x in leaves):
+                raise _RefArguments from None
             raise self._bad_leaf_error(leaves, dyn_args, dyn_kwargs, static) from None
         explicit = self._explicit_device()
         placement = None
@@ -501,7 +561,7 @@ class JittedFunction:
         except dispatch.DeviceMismatchError:
             names = self._leaf_names(dyn_args, dyn_kwargs, static)
             raise dispatch.device_mismatch(leaves, names, f"{self._where}") from None
-        key = (treedef, avals, static, config.trace_key(), device)
+        key = (treedef, avals, static, config.trace_key(), device, ref_args)
         entry = self._signatures.get(key)
         if entry is None:
             # (not for kiln's own library functions, kiln.numpy's: their traces are no news to the user)
@@ -510,17 +570,18 @@ class JittedFunction:
                     retrace.explain_miss(self.__name__, self._last_key, key)
                 elif not self._signatures.entries:
                     retrace.explain_first_trace(self.fun, self.__name__)
-            entry = self._trace_once(key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed)
+            entry = self._trace_once(key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed, ref_args)
         self._last_key = key
         return entry
 
-    def _trace_once(self, key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed) -> _Entry:
+    def _trace_once(self, key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed,
+                    ref_args: tuple[int, ...] = ()) -> _Entry:
         """Trace a new signature; threads that meet it at the same time wait for one trace."""
         sigs = self._signatures
 
         def trace() -> _Entry:
             start = time.perf_counter()
-            entry = self._trace(avals, treedef, dyn_args, dyn_kwargs, static, device, committed)
+            entry = self._trace(avals, treedef, dyn_args, dyn_kwargs, static, device, committed, ref_args)
             sigs.put(key, entry)
             if config.stale_value_warnings:
                 sigs.baked = stale.captured_values(self.fun)
@@ -595,11 +656,19 @@ class JittedFunction:
                     f"the argument static with static_argnames='{head}' (static values must be hashable).")
         return JitError(f"{self._where}: invalid argument")
 
-    def _trace(self, avals, treedef, dyn_args, dyn_kwargs, static, device, committed) -> _Entry:
-        out_tree_box, consumed_box = [], []
+    def _trace(self, avals, treedef, dyn_args, dyn_kwargs, static, device, committed,
+               ref_args: tuple[int, ...] = ()) -> _Entry:
+        out_tree_box, consumed_box, ref_outs_box = [], [], []
 
         def flat_fun(*tracers):
-            a, k = tree_util.tree_unflatten(treedef, list(tracers))
+            leaves = list(tracers)
+            builder = current_builder()
+            proxies = []
+            for i in ref_args:  # a ref argument: the function gets a ref whose value is this input
+                proxies.append(refs.Ref(None, None))
+                builder.ref_values[proxies[-1]] = leaves[i]
+                leaves[i] = proxies[-1]
+            a, k = tree_util.tree_unflatten(treedef, leaves)
             inputs = (a, k)
             a, k = self._merge(a, k, static)
             out = self.fun(*a, **k)
@@ -608,12 +677,18 @@ class JittedFunction:
             out_leaves, out_tree = tree_util.tree_flatten(out)
             for path_leaf in out_leaves:
                 _check_output(self.__name__, path_leaf)
-            out_tree_box.append(out_tree)
-            return out_leaves
+            # The final values of the ref arguments, then of the refs it closes over and wrote: outputs too, after
+            # the function's own (the entry's output tree is then (outputs, [final values])).
+            written = [r for r in refs.escaping(builder) if r not in proxies]
+            ref_outs_box.append(tuple(weakref.ref(r) for r in written))
+            finals = [builder.ref_values.pop(r) for r in proxies + written]
+            out_tree_box.append(tree_util.tree_structure((out, finals)) if finals else out_tree)
+            return out_leaves + finals
 
         names = self._leaf_names(dyn_args, dyn_kwargs, static)
         hints = device.in_shardings if isinstance(device, spmd.MeshPlacement) else None  # for shard_map's in_specs
-        closed, _ = trace_to_ir(flat_fun, avals, name=self.__name__, arg_names=names, input_hints=hints)
+        closed, _ = trace_to_ir(flat_fun, avals, name=self.__name__, arg_names=names, input_hints=hints,
+                                ref_constants=True)
         donated = self._donated_leaves(dyn_args, dyn_kwargs, static, len(avals))
         out_tree = out_tree_box[0]
         if self._explicit_device() is None:
@@ -625,7 +700,8 @@ class JittedFunction:
             device = dataclasses.replace(device, out_shardings=self._out_shardings_per_leaf(device.out_shardings,
                                                                                           out_tree))
         return _Entry(closed, out_tree, device, committed, donated, names,
-                      consumed_keys=consumed_box[0] if consumed_box else ())
+                      consumed_keys=consumed_box[0] if consumed_box else (), ref_args=ref_args,
+                      ref_outs=ref_outs_box[0], ref_consts=any(isinstance(c, refs.Ref) for c in closed.consts))
 
     def _follows_program_mesh(self, device: Any, mesh: spmd.Mesh) -> bool:
         """Whether a program that names ``mesh`` runs over it rather than where its inputs put it: always from
@@ -701,7 +777,9 @@ class JittedFunction:
             put = functools.partial(dispatch.to_buffer, device=entry.device)
         kept_consts = compiled.kept[:len(ir.constvars)]
         # Published together, compiled last: an interrupted compile leaves the entry untouched.
-        entry.const_buffers = [put(c) for c, k in zip(entry.closed.consts, kept_consts) if k]
+        # (a ref among the constants is read at each call: see _execute)
+        entry.const_buffers = [c if isinstance(c, refs.Ref) else put(c)
+                               for c, k in zip(entry.closed.consts, kept_consts) if k]
         entry.compiled = compiled
         retrace.log_compile(f"jit({self.__name__})", time.perf_counter() - start)
         return compiled
@@ -724,6 +802,8 @@ class JittedFunction:
         device = entry.device
         kept = compiled.kept[len(entry.closed.ir.constvars):]
         buffers = list(entry.const_buffers)
+        if entry.ref_consts:  # the refs it closes over, as they are now
+            buffers = [self._ref_buffer(b, device) if isinstance(b, refs.Ref) else b for b in buffers]
         try:
             if isinstance(device, spmd.MeshPlacement):
                 buffers += [spmd.to_buffer(leaf, s) for leaf, s, k in zip(leaves, device.in_shardings, kept) if k]
@@ -737,9 +817,17 @@ class JittedFunction:
             outs = compiled.run(buffers, committed)
         except runtime.DeletedBufferError:
             raise self._deleted_error(entry, leaves) from None
-        if config._debug_special:  # debug_nans/debug_infs: a NaN in an output is located by re-running op by op
+        # debug_nans/debug_infs: a NaN in an output is located by re-running op by op
+        if config._debug_special and not entry.ref_consts:
             nan_check.check_jit(self.__name__, entry.closed.ir, entry.closed.consts, leaves, outs, any(entry.donated))
         return tree_util.tree_unflatten(entry.out_tree, outs)
+
+    @staticmethod
+    def _ref_buffer(ref: Any, device: Any) -> Any:
+        value = refs.read(ref)
+        if isinstance(device, spmd.MeshPlacement):
+            return spmd.to_buffer(value, spmd.NamedSharding(device.mesh, spmd.PartitionSpec()))
+        return value._buf if type(value) is Array and value._device is device else dispatch.to_buffer(value, device)
 
     def _deleted_error(self, entry: _Entry, leaves: list) -> Exception:
         for name, leaf in zip(entry.arg_names, leaves):
@@ -768,12 +856,15 @@ class JittedFunction:
         if entry.call_ir is None:
             ir = entry.closed.ir
             entry.call_ir = ClosedIR(IR([], ir.constvars + ir.invars, ir.eqns, ir.outvars), [])
+        consts = entry.closed.consts
+        if entry.ref_consts:  # (traced at the top level) the refs it reads, as the enclosing trace has them
+            consts = [refs.read(c) if isinstance(c, refs.Ref) else c for c in consts]
         if self._inline and not calls_kept():  # staging: the body dissolves into the enclosing IR (JAX's inline)
-            outs = eval_ir(entry.closed.ir, entry.closed.consts, leaves)
+            outs = eval_ir(entry.closed.ir, consts, leaves)
         elif self._inline:  # under an eager transformation: a call marked inline (see core/call.py)
-            outs = call_p.bind(*entry.closed.consts, *leaves, ir=entry.call_ir, name=self.__name__, inline=True)
+            outs = call_p.bind(*consts, *leaves, ir=entry.call_ir, name=self.__name__, inline=True)
         else:
-            outs = call_p.bind(*entry.closed.consts, *leaves, ir=entry.call_ir, name=self.__name__)
+            outs = call_p.bind(*consts, *leaves, ir=entry.call_ir, name=self.__name__)
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     # -- ahead-of-time -------------------------------------------------------------------------
@@ -781,7 +872,12 @@ class JittedFunction:
         """Trace for these arguments (without compiling); ``.ir`` is the kiln IR."""
         dyn_args, dyn_kwargs, static = self._split(args, kwargs)
         leaves, treedef = tree_util.tree_flatten((dyn_args, dyn_kwargs))
-        return Traced(self, self._entry(leaves, treedef, dyn_args, dyn_kwargs, static), treedef)
+        try:
+            entry = self._entry(leaves, treedef, dyn_args, dyn_kwargs, static)
+        except _RefArguments:
+            raise refs.RefError(f"{self._where}.trace/.lower: an argument is a Ref; ahead-of-time tracing takes "
+                                "arrays (pass ref[...], or kiln.ShapeDtypeStruct of its shape and dtype)") from None
+        return Traced(self, entry, treedef)
 
     def lower(self, *args, **kwargs) -> Lowered:
         """Trace and lower for these arguments; ``.as_text()`` is the StableHLO module."""
@@ -1083,6 +1179,10 @@ def _hashable_static(jitted: JittedFunction, value: Any, where: str, name: str) 
 def _check_output(name: str, leaf: Any) -> None:
     if isinstance(leaf, (Tracer, Array)) or isinstance(leaf, dtypes.PY_SCALARS):
         return
+    if isinstance(leaf, refs.Ref):
+        raise refs.RefError(f"kiln.jit({name}): the function returned a mutable array reference (a Ref), but refs "
+                            "cannot be returned from a jitted function (as in JAX): return its value, ref[...], or "
+                            "write to a ref passed in")
     try:
         abstractify(leaf)
     except TypeError:

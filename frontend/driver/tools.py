@@ -14,7 +14,7 @@ import numpy as np
 
 from kiln import runtime
 
-from ..core import caches, tree_util
+from ..core import caches, refs, tree_util
 from ..core.avals import ManualShapedArray, ShapedArray, ShapeDtypeStruct
 from ..core.config import config
 from ..core.ir import IR, ClosedIR
@@ -130,6 +130,8 @@ def typeof(x: Any) -> ShapedArray:
     printed ``f32[3]{V:i}``), as JAX's."""
     if isinstance(x, ShapedArray):
         return x
+    if isinstance(x, refs.Ref):
+        return x.aval  # Ref{float32[3]}
     try:
         aval = abstractify(x)
     except TypeError:

@@ -1,0 +1,118 @@
+"""``kiln.new_ref``, ``kiln.freeze`` and ``kiln.ref`` (JAX's ``jax.ref``): mutable array references.
+
+The reference itself and how traces discharge it are in ``core/refs.py``; this module has what users call and
+the indexing of a ref's value (installed into the core's ``Ref``), which needs kiln.numpy.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from . import numpy as knp
+from .core import refs as _core
+from .core.refs import AbstractRef, Ref, RefError
+from .core.tracing import abstractify
+
+__all__ = ["AbstractRef", "Ref", "RefError", "addupdate", "empty_ref", "free_ref", "freeze", "get", "new_ref",
+           "set", "swap"]
+
+
+def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None) -> Ref:
+    """A new mutable reference holding ``init_val`` (an array or a scalar: a Python scalar keeps its weak type).
+    ``memory_space`` and ``kind`` are JAX's; kiln keeps refs in device memory and takes None only."""
+    if memory_space is not None or kind is not None:
+        raise NotImplementedError(f"kiln.new_ref: memory_space={memory_space!r}, kind={kind!r}: kiln keeps refs in "
+                                  "device memory; leave both out")
+    if isinstance(init_val, Ref):
+        raise RefError("kiln.new_ref: the initial value is a Ref; refs of refs are not supported (as in JAX): pass "
+                       "its value, ref[...]")
+    if isinstance(init_val, (list, tuple)):
+        raise TypeError(f"kiln.new_ref: the initial value is a {type(init_val).__name__}; pass an array "
+                        "(kiln.numpy.asarray(...)) or a scalar")
+    return _core.new_ref(knp.asarray(init_val))
+
+
+def empty_ref(ty: Any, memory_space: Any = None) -> Ref:
+    """A new reference of ``ty``'s shape and dtype (a ``ShapeDtypeStruct`` or an array), holding zeros: kiln
+    has no uninitialized memory (JAX's contents are unspecified)."""
+    if memory_space is not None:
+        raise NotImplementedError("kiln.empty_ref: memory_space: kiln keeps refs in device memory; leave it out")
+    return _core.new_ref(knp.zeros(ty.shape, ty.dtype))
+
+
+def freeze(ref: Ref) -> Any:
+    """The value of ``ref`` (an array), as ``ref[...]``."""
+    _check_ref("freeze", ref)
+    return ref[...]
+
+
+def free_ref(ref: Ref) -> None:
+    """JAX's hint that ``ref`` is no longer used; kiln frees a ref's memory when the ref goes away."""
+    _check_ref("free_ref", ref)
+
+
+def get(ref: Ref, idx: Any = None) -> Any:
+    """``ref[idx]`` (the whole value for ``idx=None``)."""
+    _check_ref("get", ref)
+    return ref[... if idx is None else idx]
+
+
+def swap(ref: Ref, idx: Any, value: Any) -> Any:
+    """Write ``value`` at ``ref[idx]`` and return what was there."""
+    _check_ref("swap", ref)
+    idx = ... if idx is None else idx
+    old = ref[idx]
+    ref[idx] = value
+    return old
+
+
+def set(ref: Ref, idx: Any, value: Any) -> None:  # noqa: A001  (JAX's name)
+    """``ref[idx] = value``."""
+    _check_ref("set", ref)
+    ref[... if idx is None else idx] = value
+
+
+def addupdate(ref: Ref, idx: Any, x: Any) -> None:
+    """Add ``x`` to ``ref[idx]`` (repeated indices add up, as ``x.at[idx].add``)."""
+    _check_ref("addupdate", ref)
+    idx = ... if idx is None else idx
+    value = _core.read(ref)
+    _check_update("addupdate", _get(value, idx), x)
+    _core.write(ref, value + x if _whole(idx) else value.at[idx].add(x))
+
+
+def _check_ref(fname: str, ref: Any) -> None:
+    if not isinstance(ref, Ref):
+        raise TypeError(f"kiln.ref.{fname}: expected a Ref (from kiln.new_ref), got {type(ref).__name__}")
+
+
+def _whole(index: Any) -> bool:
+    """``ref[...]`` or ``ref[()]``: the whole value."""
+    return index is Ellipsis or (type(index) is tuple and not index)
+
+
+def _get(value: Any, index: Any) -> Any:
+    return value if _whole(index) else value[index]
+
+
+def _check_update(fname: str, current: Any, update: Any) -> None:
+    """An update must have the shape and dtype of what it replaces, as JAX's ``swap`` checks (a Python scalar
+    of the same kind is taken)."""
+    want, got = abstractify(current), abstractify(update)
+    if got.shape != want.shape:
+        raise ValueError(f"kiln.ref.{fname}: the value has shape {got.shape}, but the indexed part of the Ref has "
+                         f"shape {want.shape}; broadcast it first (kiln.numpy.broadcast_to)")
+    if got.dtype != want.dtype:
+        raise ValueError(f"kiln.ref.{fname}: the value has dtype {got.dtype.name}, but the Ref holds "
+                         f"{want.dtype.name}; convert it first (.astype({want.dtype.name}))")
+
+
+def _set(value: Any, index: Any, update: Any) -> Any:
+    """The ref's value after ``ref[index] = update``."""
+    _check_update("set", _get(value, index), update)
+    if _whole(index):
+        return knp.asarray(update)
+    return value.at[index].set(update)
+
+
+_core.indexing.get = _get
+_core.indexing.set = _set
