@@ -6,9 +6,9 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core import axis_env, tree_util
+from ..core import axis_env, refs, tree_util
 from ..core.errors import KilnError
-from ..core.tracing import abstractify, trace_to_ir
+from ..core.tracing import abstractify, current_builder, trace_to_ir
 from . import (  # noqa: F401  (each registers the batching rules of its family)
     rules_callbacks,
     rules_collectives,
@@ -127,6 +127,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
                             "with one entry per positional argument")
         flat, in_tree = tree_util.tree_flatten((args, kwargs))
         labels = _leaf_labels(args, kwargs)
+        # Mutable array references: a mapped one is a ref over its value's slices (each example gets a ref of its
+        # slice, written back along the same axis); an unmapped one reaches the function as it is.
+        ref_leaves = {i: x for i, x in enumerate(flat) if isinstance(x, refs.Ref)}
         if isinstance(in_axes, tuple):
             arg_dims = [d for i, (a, ax) in enumerate(zip(args, in_axes))
                         for d in _broadcast_prefix(fname, ax, a, "in_axes", f"in_axes[{i}]", f"argument {i}")]
@@ -134,6 +137,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             arg_dims = _broadcast_prefix(fname, in_axes, args, "in_axes", "in_axes", "the arguments")
         dims = arg_dims + [0] * len(tree_util.tree_leaves(kwargs))
         hidden = tree_util.hidden_axes((args, kwargs))  # a key array's axes are its data's leading ones
+        if ref_leaves:
+            flat = [refs.read(x) if i in ref_leaves and dims[i] is not None else x for i, x in enumerate(flat)]
         size = _batch_size(name, flat, dims, labels, axis_size, hidden)
         # Only the mapped leaves are traced. The others reach the function as they are, as in JAX: a Python
         # int stays an int (a static argument of a jit inside, a shape), an array stays concrete.
@@ -145,14 +150,23 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
 
         def flat_fun(*tracers):
             leaves = list(flat)
+            proxies = {}
             for i, t in zip(mapped, tracers):
+                if i in ref_leaves:  # this example's ref
+                    proxies[i] = refs.Ref(None, None)
+                    refs.seed([proxies[i]], [t])
+                    t = proxies[i]
                 leaves[i] = t
             a, k = tree_util.tree_unflatten(in_tree, leaves)
             out = fun(*a, **k)
             leaves, tree = tree_util.tree_flatten(out)
             # The output's structure only (no tracers kept past the trace: check_tracer_leaks would see them).
             out_tree_box.append((tree, tree_util.tree_unflatten(tree, [0] * len(leaves)), tree_util.hidden_axes(out)))
-            return leaves
+            # The final values of the mapped refs, then of the others it wrote: outputs too, after its own.
+            builder = current_builder()
+            written = [r for r in refs.escaping(builder) if r not in proxies.values()]
+            out_tree_box.append(written)
+            return leaves + refs.take(list(proxies.values()) + written)
 
         # What the function computes from the concrete arrays it is given unmapped or closes over alone has a
         # concrete value (``if table.sum() > 0`` works, as in JAX); a value of an enclosing trace (an eager grad's
@@ -163,6 +177,9 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         ctx = BatchContext(size, axis_name)
         outs, out_dims = batch_eval(closed.ir, closed.consts, [flat[i] for i in mapped], mapped_dims, ctx)
         out_tree, out_example, out_hidden = out_tree_box[0]
+        written = out_tree_box[1]
+        if ref_leaves or written:
+            outs, out_dims = _write_refs(name, outs, out_dims, size, ref_leaves, mapped, mapped_dims, written)
         wanted = _broadcast_prefix(fname, out_axes, out_example, "out_axes", "out_axes", "the function's output")
         final = []
         for o, d, w, h, label in zip(outs, out_dims, wanted, out_hidden, _output_labels(out_example)):
@@ -180,6 +197,25 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             final.append(move_dim(o, d, w % ndim, size))
         return tree_util.tree_unflatten(out_tree, final)
     return batched
+
+
+def _write_refs(name: str, outs: list, out_dims: list, size: int, ref_leaves: dict, mapped: list,
+                mapped_dims: list, written: list) -> tuple[list, list]:
+    """Write the refs' final values (the outputs after the function's own) back: a mapped ref along its axis, an
+    unmapped one only with a value that is the same for every example; returns the function's own outputs."""
+    mapped_refs = [(ref_leaves[i], d) for i, d in zip(mapped, mapped_dims) if i in ref_leaves]
+    n = len(outs) - len(mapped_refs) - len(written)
+    finals, final_dims = outs[n:], out_dims[n:]
+    for (ref, axis), value, d in zip(mapped_refs, finals, final_dims):
+        refs.write(ref, move_dim(value, d, axis, size))
+    for ref, value, d in zip(written, finals[len(mapped_refs):], final_dims[len(mapped_refs):]):
+        if d is not None:
+            raise refs.RefError(f"kiln.vmap({name}): the function writes a value that differs between batch elements "
+                                "to a Ref that is not mapped (closed over, or passed with in_axes None), as JAX "
+                                "refuses too: pass the ref as an argument mapped along an axis, so that each "
+                                "element writes its own slice")
+        refs.write(ref, value)
+    return outs[:n], out_dims[:n]
 
 
 def _batch_size(name: str, flat: list, dims: list, labels: list[str], axis_size: int | None,

@@ -164,7 +164,8 @@ def test_errors():
         q[...] = jnp.ones(3, jnp.int32)
     with pytest.raises(RefError, match=r"refs of refs are not supported"):
         kiln.new_ref(q)
-    with pytest.raises(RefError, match=r"writes to a Ref created outside it, inside kiln.vmap"):
+    with pytest.raises(RefError, match=r"kiln.vmap\(<lambda>\): the function writes a value that differs between "
+                                       r"batch elements to a Ref that is not mapped"):
         kiln.vmap(lambda x: x_ref.__setitem__(..., x))(jnp.arange(3.0))
     with pytest.raises(RefError, match=r"inside differentiation \(grad, vjp, jvp\)"):
         kiln.grad(lambda x: (x_ref.__setitem__(..., kiln.lax.stop_gradient(x)), x * 2)[1])(1.0)
@@ -214,3 +215,20 @@ def test_buffer_pointers():
     x.delete()
     with pytest.raises(kiln.DeletedBufferError):
         x.unsafe_buffer_pointer()
+
+
+def test_vmap_over_ref_arguments():
+    def dist(x, y, out_ref):
+        assert x.ndim == y.ndim == 1 and out_ref.ndim == 0
+        out_ref[...] = jnp.sum((x - y) ** 2)
+    host = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    out_ref = kiln.new_ref(jnp.zeros((3, 3)))
+    kiln.vmap(kiln.vmap(dist, (0, None, 0)), (None, 0, 0))(jnp.asarray(host), jnp.asarray(host), out_ref)
+    np.testing.assert_array_equal(value(out_ref), ((host[None, :, :] - host[:, None, :]) ** 2).sum(-1))
+    r = kiln.new_ref(jnp.zeros((2, 3)))
+    kiln.vmap(lambda rr, x: rr.__setitem__(..., rr[...] + x), in_axes=(1, 0))(r, jnp.arange(3.0))
+    kiln.jit(lambda: kiln.vmap(lambda rr, x: rr.__setitem__(..., rr[...] + x), in_axes=(1, 0))(r, jnp.arange(3.0)))()
+    np.testing.assert_array_equal(value(r), [[0, 2, 4], [0, 2, 4]])
+    c = kiln.new_ref(jnp.float32(0))
+    kiln.vmap(lambda x: c.__setitem__(..., jnp.float32(7)))(jnp.arange(3.0))  # the same value for every element
+    assert float(c[...]) == 7.0
