@@ -185,6 +185,13 @@ _KIND_NAMES = {"jit": "this trace", "vmap": "kiln.vmap", "grad": "differentiatio
                "jvp": "differentiation (grad, vjp, jvp)"}
 
 
+def differentiated_write(fun_name: str) -> RefError:
+    """The error for a differentiated value written to a ref created outside the differentiated function."""
+    return RefError(f"kiln: {fun_name} writes a value that depends on the differentiated inputs to a Ref created "
+                    "outside the differentiated function, as JAX refuses too: write a constant of the derivative "
+                    "(kiln.lax.stop_gradient(value)), or return the value instead")
+
+
 def unsupported_write(fun_name: str, kind: str) -> RefError:
     """The error for a trace (of ``fun_name``, of kind ``kind``) that wrote a ref created outside it, where
     kiln cannot thread the write out."""

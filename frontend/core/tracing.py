@@ -405,6 +405,29 @@ class Builder:
         raise error(f"kiln: {what} needs a concrete value, but got a traced array "
                     f"{tracer.aval.str_short()} {self.where()}. {depends}{fix}")
 
+    def outside_value(self, x: Any) -> Any:
+        """``x`` (a value of this finished trace) computed where the trace was called from, from the values its
+        inputs are known to have there (None if one is not known): an eager grad's trace discharges what it wrote
+        to a ref created outside it this way."""
+        if not isinstance(x, Tracer) or x.builder is not self:
+            return x
+        if self.known is None:
+            return None
+        var = x.ir_var
+        producers, needed = [], {var}
+        for eqn in reversed(self.eqns):
+            if any(o in needed for o in eqn.outputs):
+                producers.append(eqn)
+                needed.update(a for a in eqn.inputs if isinstance(a, Var))
+        env: dict[Var, Any] = {}
+        for v in needed:
+            if v in self.known:
+                env[v] = self.known[v]
+            elif not any(v in e.outputs for e in producers):
+                return None  # an input whose value is not known
+        _evaluate_eqns(producers[::-1], env)
+        return env[var]
+
     def _evaluate(self, var: Var) -> Any:
         """The concrete value of ``var`` if the inputs it depends on are known, else None."""
         if isinstance(var, Literal):
@@ -541,17 +564,32 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
         builder.batch = (batch[0], {t.ir_var: d for t, d in zip(tracers, batch[1])})
     if derivative_depths is not None:
         builder.input_depths = {t.ir_var: d for t, d in zip(tracers, derivative_depths) if d}
+    discharged: list = []  # (ref, value of this trace) written once it has ended
+
     def trace():
         outs = fun(*tracers)
         escaping = _refs.escaping(builder)
         if escaping:
-            if ref_writes is None:
+            if ref_writes is not None:
+                ref_writes.extend(escaping)
+            elif builder.tangent_flows is not None and builder.known is not None:
+                # an eager differentiation: the values written must be constants to it, and are computed after
+                for ref in escaping:
+                    value = builder.ref_values[ref]
+                    if isinstance(value, Tracer) and value.builder is builder and builder.carries_derivative(value):
+                        raise _refs.differentiated_write(builder.fun_name)
+                    discharged.append((ref, value))
+            else:
                 raise _refs.unsupported_write(builder.fun_name, kind)
-            ref_writes.extend(escaping)
             for ref in escaping:
                 del builder.ref_values[ref]
         return builder.finish(outs), outs
     closed, outs = run_traced(builder, trace)
+    for ref, value in discharged:
+        outside = builder.outside_value(value)
+        if outside is None:
+            raise _refs.unsupported_write(builder.fun_name, kind)
+        _refs.write(ref, outside)
     if not ref_constants and any(isinstance(c, _refs.Ref) for c in closed.consts):
         # the refs it read, as the trace around it has them (there, a constant of its own, or a value)
         closed = ClosedIR(closed.ir, [_refs.read(c) if isinstance(c, _refs.Ref) else c for c in closed.consts])
