@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import tree_util
+from ..core import refs, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import call_body
 from ..core.errors import KilnError, UnexpectedTracerError
@@ -464,7 +464,57 @@ class custom_vjp:
 
     def __call__(self, *args, **kwargs):
         missing = "has no VJP rule: call {name}.defvjp(fwd, bwd) first" if self.fwd is None else None
+        if self.fwd is not None and any(isinstance(a, refs.Ref) for a in args):
+            return _call_with_refs(self, args, kwargs)
         return _call_custom(self, custom_vjp_call_p, "custom_vjp", missing, args, kwargs)
+
+
+def _call_with_refs(owner: custom_vjp, args: tuple, kwargs: dict) -> Any:
+    """A call of ``owner`` with mutable array references among its positional arguments (JAX's "plumbing"
+    refs: ``fwd`` may return them among its residuals, so that ``bwd`` writes to them). The refs are closed over
+    by a custom_vjp of the other arguments, whose residuals carry the refs' places, not the refs."""
+    name = owner.__name__
+    if owner.nondiff_argnums:
+        raise refs.RefError(f"kiln.custom_vjp function {name}: Ref arguments together with nondiff_argnums are not "
+                            "supported; pass the ref without nondiff_argnums")
+    at = [i for i, a in enumerate(args) if isinstance(a, refs.Ref)]
+    taken = [args[i] for i in at]
+
+    def full(others: Sequence[Any]) -> list:
+        merged = list(others)
+        for i, ref in zip(at, taken):
+            merged.insert(i, ref)
+        return merged
+
+    places: dict[str, Any] = {}  # the residuals' tree and which of their leaves are refs (set by fwd)
+
+    def fwd(*others, **kw):
+        out, res = owner.fwd(*full(others), **kw)
+        leaves, places["tree"] = tree_util.tree_flatten(res)
+        places["refs"] = {j: leaf for j, leaf in enumerate(leaves) if isinstance(leaf, refs.Ref)}
+        for ref in places["refs"].values():
+            if not any(ref is r for r in taken):
+                raise refs.RefError(f"kiln.custom_vjp fwd of {name} returned a Ref among its residuals that is not "
+                                    "one of its arguments; as in JAX, only ref arguments may be shared with bwd")
+        return out, [leaf for j, leaf in enumerate(leaves) if j not in places["refs"]]
+
+    def bwd(res, ct):
+        it = iter(res)
+        leaves = [places["refs"][j] if j in places["refs"] else next(it) for j in range(places["tree"].num_leaves)]
+        cts = owner.bwd(tree_util.tree_unflatten(places["tree"], leaves), ct)
+        cts = tuple(cts) if isinstance(cts, (tuple, list)) else (cts,)
+        if len(cts) != len(args):
+            raise CustomDerivativeError(f"kiln.custom_vjp bwd of {name} must return one cotangent per argument "
+                                        f"({len(args)}), got {len(cts)}")
+        if any(cts[i] is not None for i in at):
+            raise CustomDerivativeError(f"kiln.custom_vjp bwd of {name} must return None as the cotangent of a Ref "
+                                        "argument (refs are not differentiated)")
+        return tuple(c for i, c in enumerate(cts) if i not in at)
+
+    inner = custom_vjp(lambda *others, **kw: owner.fun(*full(others), **kw))
+    inner.__name__ = name
+    inner.defvjp(fwd, bwd, symbolic_zeros=owner.symbolic_zeros)
+    return inner(*[a for i, a in enumerate(args) if i not in at], **kwargs)
 
 
 class _Lin:

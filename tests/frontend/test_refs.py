@@ -256,3 +256,34 @@ def test_plumbing_refs_under_differentiation():
     g = kiln.grad(loss)(0.5, jnp.arange(3.0))
     np.testing.assert_allclose(g, np.sum(np.arange(3.0) / np.cosh(0.5 * np.arange(3.0)) ** 2), rtol=1e-6)
     np.testing.assert_allclose(value(stats), np.tanh(0.5 * np.arange(3.0)), rtol=1e-6)
+
+
+def test_custom_vjp_shares_ref_arguments_with_bwd():
+    @kiln.custom_vjp
+    def stash_grads(grads_ref, x):
+        return x
+
+    def stash_grads_fwd(grads_ref, x):
+        return x, grads_ref
+
+    def stash_grads_bwd(grads_ref, g):
+        grads_ref[...] = g
+        return None, g
+    stash_grads.defvjp(stash_grads_fwd, stash_grads_bwd)
+
+    def f(x, grads_ref):
+        return jnp.sin(stash_grads(grads_ref, x))
+    grads_ref = kiln.new_ref(0.0)
+    np.testing.assert_allclose(kiln.grad(f)(1.0, grads_ref), np.cos(1.0), rtol=1e-6)
+    np.testing.assert_allclose(grads_ref[...], np.cos(1.0), rtol=1e-6)  # the cotangent at the stash point
+    inside = kiln.new_ref(0.0)
+    np.testing.assert_allclose(kiln.jit(kiln.grad(f))(2.0, inside), np.cos(2.0), rtol=1e-6)
+    np.testing.assert_allclose(inside[...], np.cos(2.0), rtol=1e-6)
+    np.testing.assert_allclose(f(1.0, grads_ref), np.sin(1.0), rtol=1e-6)  # no derivative: the function runs
+
+    @kiln.custom_vjp
+    def bad(r, x):
+        return x
+    bad.defvjp(lambda r, x: (x, r), lambda r, g: (g, g))
+    with pytest.raises(kiln.CustomDerivativeError, match=r"must return None as the cotangent of a Ref argument"):
+        kiln.grad(lambda x: bad(grads_ref, x))(1.0)
