@@ -413,20 +413,8 @@ class Builder:
             return x
         if self.known is None:
             return None
-        var = x.ir_var
-        producers, needed = [], {var}
-        for eqn in reversed(self.eqns):
-            if any(o in needed for o in eqn.outputs):
-                producers.append(eqn)
-                needed.update(a for a in eqn.inputs if isinstance(a, Var))
-        env: dict[Var, Any] = {}
-        for v in needed:
-            if v in self.known:
-                env[v] = self.known[v]
-            elif not any(v in e.outputs for e in producers):
-                return None  # an input whose value is not known
-        _evaluate_eqns(producers[::-1], env)
-        return env[var]
+        computed = self._compute(x.ir_var, lambda value: value, _evaluate_eqns)
+        return None if computed is None else computed[x.ir_var]
 
     def _evaluate(self, var: Var) -> Any:
         """The concrete value of ``var`` if the inputs it depends on are known, else None."""
@@ -436,6 +424,16 @@ class Builder:
             return None
         if var in self.known:
             return concrete(self.known[var])
+        env = self._compute(var, concrete, lambda eqns, env: run_untraced(_evaluate_eqns, eqns, env))
+        if env is None:
+            return None
+        for v, value in env.items():
+            self.known.setdefault(v, value)
+        return env[var]
+
+    def _compute(self, var: Var, read: Callable[[Any], Any], run: Callable[[list, dict], None]) -> dict | None:
+        """The values of ``var`` and of what it is computed from: the equations that produce it run (by ``run``)
+        on the known values of its inputs (each as ``read`` gives it); None when one of them is not known."""
         producers, needed = [], {var}
         for eqn in reversed(self.eqns):
             if any(o in needed for o in eqn.outputs):
@@ -444,16 +442,14 @@ class Builder:
         env: dict[Var, Any] = {}
         for v in needed:
             if v in self.known:
-                value = concrete(self.known[v])
+                value = read(self.known[v])
                 if value is None:
                     return None
                 env[v] = value
             elif not any(v in e.outputs for e in producers):
                 return None  # an input whose value is not known
-        run_untraced(_evaluate_eqns, producers[::-1], env)
-        for v in needed:
-            self.known.setdefault(v, env.get(v))
-        return env[var]
+        run(producers[::-1], env)
+        return env
 
 
 def materialize(x: Any) -> Any:
