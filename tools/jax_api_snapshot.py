@@ -21,7 +21,7 @@ MODULES = [
     "jax.errors", "jax.typing", "jax.flatten_util", "jax.test_util", "jax.sharding", "jax.ffi", "jax.monitoring",
     "jax.scipy.sparse.linalg", "jax.scipy.interpolate", "jax.scipy.cluster.vq", "jax.experimental.ode",
     "jax.experimental.jet", "jax.debug", "jax.ad_checkpoint", "jax.custom_derivatives", "jax.stages", "jax.profiler",
-    "jax.ref",
+    "jax.ref", "jax.experimental.random",
 ]
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "api",

@@ -1,6 +1,6 @@
 """kiln.experimental: JAX's ``jax.experimental`` modules that programs still import (``shard_map``'s older
 spelling, ``mesh_utils``, ``multihost_utils``, ``checkify``, ``compilation_cache``, ``ode``,
-``jet``), and ``io_callback``."""
+``jet``, ``random``'s stateful generator), and ``io_callback``."""
 from kiln.experimental import (
     checkify,
     compilation_cache,
@@ -9,6 +9,7 @@ from kiln.experimental import (
     multihost_utils,
     ode,
     optimizers,
+    random,
     shard_map,
     sparse,
     stax,
@@ -16,4 +17,4 @@ from kiln.experimental import (
 from kiln.frontend.lax.callbacks import io_callback as io_callback
 
 __all__ = ["checkify", "compilation_cache", "io_callback", "jet", "mesh_utils", "multihost_utils", "ode",
-           "optimizers", "shard_map", "sparse", "stax"]
+           "optimizers", "random", "shard_map", "sparse", "stax"]
