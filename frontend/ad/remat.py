@@ -17,11 +17,12 @@ from typing import Callable, NamedTuple, Sequence
 
 from kiln.frontend.core.passes import eliminate_dead_code, used_inputs
 
-from ..core import caches, tree_util
+from ..core import caches, refs, tree_util
 from ..core.call import call_body
 from ..core.ir import IR, ClosedIR, Eqn, Var
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify, active_traces, current_builder, trace_to_ir
+from ..lax.api import stop_gradient
 from .jvp import jvp_ir, jvp_rules, linear_jvp
 from .partial_eval import partial_eval, pe_rules
 from .tangents import Zero, tangent_aval
@@ -173,7 +174,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_a
         dyn = [a for i, a in enumerate(args) if i not in static]
         # Keyword arguments are inputs like the positional ones (as in JAX): traced, and differentiated.
         flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
-        out_tree_box = []
+        out_tree_box, written_box = [], []
 
         def flat_fun(*tracers):
             dyn_in, kw_in = tree_util.tree_unflatten(in_tree, list(tracers))
@@ -181,13 +182,20 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_a
             full = [static[i] if i in static else next(it) for i in range(len(args))]
             leaves, tree = tree_util.tree_flatten(fun(*full, **kw_in))
             out_tree_box.append(tree)
-            return leaves
+            # Refs created outside that it wrote: their final values are outputs too, written after the call.
+            written_box.append(refs.escaping(current_builder()))
+            return leaves + refs.take(written_box[-1])
 
         closed, _ = trace_to_ir(flat_fun, [abstractify(x) for x in flat], name=getattr(fun, "__name__", "remat"),
                                 known_values=flat)
         outs = remat_p.bind(*closed.consts, *flat, body=call_body(closed), prevent_cse=prevent_cse,
                             name=getattr(fun, "__name__", "remat"), policy=policy)
-        return tree_util.tree_unflatten(out_tree_box[0], outs)
+        written = written_box[0]
+        for ref, value in zip(written, outs[len(outs) - len(written):]):
+            # (an output of the whole remat equation looks differentiated to an enclosing grad, whatever the body
+            # did to it: what a ref receives is a constant of the derivative in any case)
+            refs.write(ref, stop_gradient(value))
+        return tree_util.tree_unflatten(out_tree_box[0], outs[:len(outs) - len(written)])
     return wrapped
 
 

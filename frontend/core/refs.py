@@ -83,6 +83,11 @@ class Ref:
             raise TypeError("len() of a 0-d Ref")
         return shape[0]
 
+    def __iter__(self):
+        # Rows of its value now (without this, Python would index 0, 1, 2, ... and never stop: an index past the
+        # end is clamped, not an IndexError).
+        return iter(read(self))
+
     def unsafe_buffer_pointer(self) -> int:
         return read(self).unsafe_buffer_pointer()
 

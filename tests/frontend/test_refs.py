@@ -287,3 +287,21 @@ def test_custom_vjp_shares_ref_arguments_with_bwd():
     bad.defvjp(lambda r, x: (x, r), lambda r, g: (g, g))
     with pytest.raises(kiln.CustomDerivativeError, match=r"must return None as the cotangent of a Ref argument"):
         kiln.grad(lambda x: bad(grads_ref, x))(1.0)
+
+
+def test_checkpoint_and_iteration():
+    r = kiln.new_ref(jnp.zeros(3))
+    out = kiln.jit(kiln.checkpoint(lambda x: (r.__setitem__(..., x * 2), x)[1]))(jnp.ones(3))
+    np.testing.assert_array_equal(out, [1, 1, 1])
+    np.testing.assert_array_equal(value(r), [2, 2, 2])
+    total = kiln.new_ref(jnp.float32(0))
+
+    def loss(x):
+        y = jnp.sin(x)
+        total[...] = kiln.lax.stop_gradient(jnp.sum(y))
+        return jnp.sum(y * y)
+    xs = np.arange(3.0, dtype=np.float32)
+    np.testing.assert_allclose(kiln.jit(kiln.grad(kiln.checkpoint(loss)))(xs), np.sin(2 * xs), rtol=1e-5, atol=1e-6)
+    np.testing.assert_allclose(total[...], np.sin(xs).sum(), rtol=1e-6)
+    # Iterating a ref gives the rows of its value (indexing past the end clamps, so without __iter__ it never ended)
+    np.testing.assert_array_equal([float(v) for v in kiln.new_ref(jnp.arange(3.0))], [0, 1, 2])
