@@ -305,3 +305,14 @@ def test_checkpoint_and_iteration():
     np.testing.assert_allclose(total[...], np.sin(xs).sum(), rtol=1e-6)
     # Iterating a ref gives the rows of its value (indexing past the end clamps, so without __iter__ it never ended)
     np.testing.assert_array_equal([float(v) for v in kiln.new_ref(jnp.arange(3.0))], [0, 1, 2])
+
+
+def test_donating_a_ref_argument_updates_it_in_place():
+    r = kiln.new_ref(jnp.arange(3.0))
+    before = r.unsafe_buffer_pointer()
+    sin_inplace = kiln.jit(lambda x: x.__setitem__(..., jnp.sin(x[...])), donate_argnums=0)
+    sin_inplace(r)
+    assert r.unsafe_buffer_pointer() == before  # XLA wrote the result into the ref's own buffer
+    np.testing.assert_allclose(value(r), np.sin(np.arange(3.0)), rtol=1e-6)
+    sin_inplace(r)
+    np.testing.assert_allclose(value(r), np.sin(np.sin(np.arange(3.0))), rtol=1e-6)
