@@ -150,10 +150,11 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
 
         def flat_fun(*tracers):
             leaves = list(flat)
+            builder = current_builder()
             proxies = {}
             for i, t in zip(mapped, tracers):
-                if i in ref_leaves:  # this example's ref
-                    proxies[i] = refs.Ref(None, None)
+                if i in ref_leaves:  # this example's ref, a ref of this trace (kept past it, it raises when used)
+                    proxies[i] = refs.Ref(None, builder)
                     refs.seed([proxies[i]], [t])
                     t = proxies[i]
                 leaves[i] = t
@@ -163,7 +164,6 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             # The output's structure only (no tracers kept past the trace: check_tracer_leaks would see them).
             out_tree_box.append((tree, tree_util.tree_unflatten(tree, [0] * len(leaves)), tree_util.hidden_axes(out)))
             # The final values of the mapped refs, then of the others it wrote: outputs too, after its own.
-            builder = current_builder()
             written = [r for r in refs.escaping(builder) if r not in proxies.values()]
             out_tree_box.append(written)
             return leaves + refs.take(list(proxies.values()) + written)

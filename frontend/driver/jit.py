@@ -664,8 +664,8 @@ class JittedFunction:
             leaves = list(tracers)
             builder = current_builder()
             proxies = []
-            for i in ref_args:  # a ref argument: the function gets a ref whose value is this input
-                proxies.append(refs.Ref(None, None))
+            for i in ref_args:  # a ref argument: the function gets a ref of this trace whose value is this input
+                proxies.append(refs.Ref(None, builder))  # (kept past the trace, it raises when used)
                 builder.ref_values[proxies[-1]] = leaves[i]
                 leaves[i] = proxies[-1]
             a, k = tree_util.tree_unflatten(treedef, leaves)

@@ -316,3 +316,12 @@ def test_donating_a_ref_argument_updates_it_in_place():
     np.testing.assert_allclose(value(r), np.sin(np.arange(3.0)), rtol=1e-6)
     sin_inplace(r)
     np.testing.assert_allclose(value(r), np.sin(np.sin(np.arange(3.0))), rtol=1e-6)
+
+
+def test_a_ref_argument_kept_past_its_trace_raises_when_used():
+    kept = []
+    kiln.jit(lambda r: kept.append(r))(kiln.new_ref(jnp.zeros(2)))
+    kiln.vmap(lambda r: kept.append(r))(kiln.new_ref(jnp.zeros(2)))
+    for ref in kept:
+        with pytest.raises(RefError, match=r"used after that trace ended"):
+            ref[...]
