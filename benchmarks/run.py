@@ -2,7 +2,8 @@
 
 Prints a markdown table (benchmark | kiln | jax | kiln/jax). JAX is measured only where it is
 importable (``nox -s bench`` installs the jax release matching the installed jaxlib); kiln itself
-never imports jax. Every number is a median after warm-up, with results waited for (the best of ``--rounds`` rounds).
+never imports jax. Every number is a median after warm-up, with results waited for: for steady-state rows, of both
+frameworks' batches interleaved (``--rounds`` times the row's repeats); for the others, the best of ``--rounds`` rounds.
 The benchmarks themselves are in ``cases.py``; data sizes follow the device (1 GiB arrays on a GPU,
 small ones on the CPU). ``--gpu`` selects issue 13's GPU suite (``--backend cuda --gpu`` on a GPU
 machine); ``--list`` prints the selected names without running anything. Rows marked ↳ are rates
@@ -34,6 +35,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cases import CASES, DERIVED, sizes_for, title  # noqa: E402
 from frameworks import load_jax, load_kiln  # noqa: E402
+from timing import Plan, interleaved, planning  # noqa: E402
 
 _GPU_NAMES = ("cuda", "rocm", "gpu")
 
@@ -93,6 +95,30 @@ def _mixed_checkouts() -> str | None:
     return None
 
 
+def _measure(case, frameworks, rounds: int, quick: bool) -> dict[str, float | None]:
+    """Seconds per framework for ``case`` (None where a framework lacks what it needs).
+
+    A steady-state case (one timed with ``per_call``) has the batches of its frameworks interleaved,
+    ``rounds`` times its repeats of each (``timing.interleaved``). Any other case (tracing, compiling, a first
+    call) runs whole ``rounds`` times, the order alternating (kiln, jax, then jax, kiln), and its best median
+    counts. Either way a burst of load from elsewhere on the machine, or a warm-up effect, favours neither side.
+    """
+    first: dict[str, float | Plan | None] = {}
+    with planning():
+        for fw in frameworks:
+            fw.enter()  # its process-wide jaxlib settings (frameworks.py)
+            first[fw.name] = case.run(fw, quick)
+    if any(isinstance(v, Plan) for v in first.values()):
+        plans = {name: v for name, v in first.items() if isinstance(v, Plan)}
+        return {**first, **interleaved(plans, {fw.name: fw.enter for fw in frameworks}, rounds)}
+    samples: dict[str, list[float | None]] = {name: [value] for name, value in first.items()}
+    for r in range(1, rounds):
+        for fw in (frameworks if r % 2 == 0 else frameworks[::-1]):
+            fw.enter()
+            samples[fw.name].append(case.run(fw, quick))
+    return {name: None if None in vals else min(vals) for name, vals in samples.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="fewer repetitions (a smoke test, noisy numbers)")
@@ -104,7 +130,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--list", action="store_true",
                         help="print the selected benchmarks (with the sizes for --backend; GPU sizes when it is "
                              "not given) and exit without loading kiln or jax")
-    parser.add_argument("--rounds", type=int, default=3, help="rounds per benchmark; the best median counts")
+    parser.add_argument("--rounds", type=int, default=3,
+                        help="steady rows: this many times their batches, the frameworks' interleaved; other rows: "
+                             "run this many times, the best median counts")
     parser.add_argument("--no-jax", action="store_true", help="measure kiln only, even if jax is installed")
     parser.add_argument("--malloc", choices=("steady", "default"), default="steady",
                         help="steady (default): fix glibc's trim and mmap thresholds, so that large-array rows "
@@ -169,14 +197,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for case in cases:
             name = title(case.name, kiln_fw.platform)
-            # Rounds alternate the order (kiln, jax, then jax, kiln) and the best median counts, so that a
-            # burst of load from elsewhere on the machine or a warm-up effect does not favour one side.
-            samples: dict[str, list[float | None]] = {fw.name: [] for fw in frameworks}
-            for r in range(args.rounds):
-                for fw in (frameworks if r % 2 == 0 else frameworks[::-1]):
-                    fw.enter()  # its process-wide jaxlib settings (frameworks.py)
-                    samples[fw.name].append(case.run(fw, args.quick))
-            results = {name_: None if None in vals else min(vals) for name_, vals in samples.items()}
+            results = _measure(case, frameworks, args.rounds, args.quick)
             seconds[case.name] = results
             k, j = results.get("kiln"), results.get("jax")
             ratio = f"{k / j:.2f}" if k is not None and j is not None else "n/a"

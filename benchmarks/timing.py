@@ -1,29 +1,80 @@
-"""Timing helpers: warm up, run in batches, wait for the results, take the median."""
+"""Timing helpers: warm up, run in batches, wait for the results, take the median; interleave the batches of two
+frameworks' plans so that both meet the machine in the same state."""
 from __future__ import annotations
 
+import contextlib
+import dataclasses
 import statistics
 import time
 from typing import Any, Callable
 
 
+@dataclasses.dataclass
+class Plan:
+    """A steady-state measurement not taken yet: ``number`` back-to-back calls of ``fn`` per batch, ``repeat``
+    batches, after ``warmup`` calls; ``block`` waits for a result."""
+    fn: Callable[[], Any]
+    block: Callable[[Any], Any]
+    number: int
+    repeat: int
+    warmup: int
+
+    def warm_up(self) -> None:
+        out = None
+        for _ in range(self.warmup):
+            out = self.fn()
+        self.block(out)
+
+    def batch(self) -> float:
+        """The time per call (seconds) of one batch, its last result waited for."""
+        start = time.perf_counter()
+        for _ in range(self.number):
+            out = self.fn()
+        self.block(out)
+        return (time.perf_counter() - start) / self.number
+
+
+_planning = False
+
+
+@contextlib.contextmanager
+def planning():
+    """Inside, :func:`per_call` returns its :class:`Plan` instead of timing it, for :func:`interleaved`."""
+    global _planning
+    _planning, before = True, _planning
+    try:
+        yield
+    finally:
+        _planning = before
+
+
 def per_call(fn: Callable[[], Any], block: Callable[[Any], Any], *, number: int, repeat: int,
-             warmup: int = 3) -> float:
+             warmup: int = 3) -> float | Plan:
     """Median over ``repeat`` batches of the time per call (seconds) of ``number`` back-to-back calls.
 
     Each batch ends by waiting for its last result, so asynchronous dispatch cannot hide the work.
     """
-    out = None
-    for _ in range(warmup):
-        out = fn()
-    block(out)
-    samples = []
-    for _ in range(repeat):
-        start = time.perf_counter()
-        for _ in range(number):
-            out = fn()
-        block(out)
-        samples.append((time.perf_counter() - start) / number)
-    return statistics.median(samples)
+    plan = Plan(fn, block, number, repeat, warmup)
+    if _planning:
+        return plan
+    plan.warm_up()
+    return statistics.median(plan.batch() for _ in range(plan.repeat))
+
+
+def interleaved(plans: dict[str, Plan], enter: dict[str, Callable[[], None]], rounds: int) -> dict[str, float]:
+    """Median time per call of each plan, their batches interleaved: ``rounds`` x ``repeat`` times one batch of
+    each, in an order that alternates, so that a drift of the machine's speed (load from elsewhere, clocks,
+    the heap's state) meets each plan alike. ``enter[name]()`` runs before each of ``name``'s batches."""
+    for name, plan in plans.items():
+        enter[name]()
+        plan.warm_up()
+    names = list(plans)
+    samples: dict[str, list[float]] = {name: [] for name in names}
+    for i in range(rounds * max(plan.repeat for plan in plans.values())):
+        for name in (names if i % 2 == 0 else names[::-1]):
+            enter[name]()
+            samples[name].append(plans[name].batch())
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def once_each(make: Callable[[int], Callable[[], Any]], *, repeat: int) -> float:

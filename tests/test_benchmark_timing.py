@@ -1,0 +1,49 @@
+"""The bench's timing (benchmarks/timing.py): steady-state plans of two frameworks are measured with their batches
+interleaved, in alternating order, each framework's settings entered before each of its batches."""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import sys
+import types
+
+import pytest
+
+_PATH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "timing.py"
+_spec = importlib.util.spec_from_file_location("bench_timing", _PATH)
+timing = sys.modules.setdefault("bench_timing", importlib.util.module_from_spec(_spec))
+_spec.loader.exec_module(timing)
+
+
+def test_per_call_times_at_once_outside_planning_and_returns_a_plan_inside():
+    calls = []
+    assert isinstance(timing.per_call(lambda: calls.append(1), lambda out: None, number=2, repeat=3), float)
+    assert len(calls) == 3 + 2 * 3  # warm-up, then the batches
+    with timing.planning():
+        plan = timing.per_call(lambda: calls.append(1), lambda out: None, number=2, repeat=3)
+    assert isinstance(plan, timing.Plan) and len(calls) == 9  # nothing ran
+    assert not timing._planning
+
+
+def test_interleaved_alternates_batches_and_enters_each_framework_first():
+    log = []
+
+    def plan(name):
+        return timing.Plan(lambda: log.append(name), lambda out: None, number=1, repeat=2, warmup=1)
+
+    enter = {"kiln": lambda: log.append("enter kiln"), "jax": lambda: log.append("enter jax")}
+    seconds = timing.interleaved({"kiln": plan("kiln"), "jax": plan("jax")}, enter, rounds=2)
+    assert set(seconds) == {"kiln", "jax"} and all(s >= 0 for s in seconds.values())
+    batches = [entry for entry in log[4:] if not entry.startswith("enter")]
+    assert log[:4] == ["enter kiln", "kiln", "enter jax", "jax"]  # warm-ups
+    assert batches == ["kiln", "jax", "jax", "kiln"] * 2  # 2 rounds x 2 repeats, the order alternating
+    assert all(log[i - 1] == f"enter {log[i]}" for i in range(4, len(log)) if not log[i].startswith("enter"))
+
+
+def test_interleaved_takes_the_median_of_each(monkeypatch):
+    clock = iter([0.0, 1.0, 1.0, 11.0, 11.0, 13.0, 13.0, 113.0, 113.0, 116.0, 116.0, 1116.0])
+    monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
+    p = {n: timing.Plan(lambda: None, lambda out: None, number=1, repeat=3, warmup=0) for n in ("a", "b")}
+    seconds = timing.interleaved(p, {"a": lambda: None, "b": lambda: None}, rounds=1)
+    # batches a, b, b, a, a, b take 1, 10, 2, 100, 3, 1000: a's are 1, 100, 3 and b's 10, 2, 1000
+    assert seconds == pytest.approx({"a": 3.0, "b": 10.0})
