@@ -18,6 +18,11 @@ spent up to half its time in those faults, and how many it met changed from proc
 both frameworks alike: it measured the heap's history, not kiln or JAX. So the bench fixes glibc's
 thresholds for its own process (``mallopt``: less than 2 GB of free heap is never trimmed, blocks up
 to 32 MB come from the heap), the same for both; ``--malloc default`` measures with glibc's defaults instead.
+It also gives every thread the one arena (``M_ARENA_MAX`` 1, before either backend starts a thread): with the
+arenas glibc adds for threads, in half of the runs of the 6 Mi-float rows one framework or the other (not the
+same one from run to run) page-faulted every page of each fresh output (6,145 faults per call: 9.0 ms
+instead of 1.5 ms); with one arena no run did (8 runs each). The page faults per call are counted for the
+steady-state rows, and the rows where the two frameworks' differ are listed under the table.
 
 Both frameworks share the device in one process, so GPU memory preallocation is off unless
 ``XLA_PYTHON_CLIENT_PREALLOCATE`` says otherwise (both read it): otherwise the first client to start
@@ -40,9 +45,10 @@ from timing import Plan, interleaved, planning  # noqa: E402
 _GPU_NAMES = ("cuda", "rocm", "gpu")
 
 # glibc's mallopt parameters (malloc.h) and the values the bench sets (see the docstring).
-_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD = -1, -3
-# Trim only above 2 GB of free heap top (mallopt takes an int); 32 MB: the largest mmap threshold glibc takes.
-_STEADY_MALLOC = ((_M_TRIM_THRESHOLD, 2**31 - 1), (_M_MMAP_THRESHOLD, 32 << 20))
+_M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
+# Trim only above 2 GB of free heap top (mallopt takes an int); 32 MB: the largest mmap threshold glibc takes;
+# one arena for every thread.
+_STEADY_MALLOC = ((_M_TRIM_THRESHOLD, 2**31 - 1), (_M_MMAP_THRESHOLD, 32 << 20), (_M_ARENA_MAX, 1))
 
 
 def _steady_malloc() -> str:
@@ -55,7 +61,8 @@ def _steady_malloc() -> str:
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     if not all(mallopt(param, value) == 1 for param, value in _STEADY_MALLOC):
         return "malloc: glibc refused the steady thresholds; left as it is"
-    return "malloc: glibc's trim and mmap thresholds fixed for both frameworks (--malloc default: glibc's own)"
+    return ("malloc: glibc's trim and mmap thresholds fixed, one arena, for both frameworks (--malloc default: "
+            "glibc's own)")
 
 _SCALE = {"us": 1e6, "ms": 1e3}
 _UNIT_TEXT = {"us": "µs", "ms": "ms"}
@@ -95,8 +102,10 @@ def _mixed_checkouts() -> str | None:
     return None
 
 
-def _measure(case, frameworks, rounds: int, quick: bool) -> dict[str, float | None]:
-    """Seconds per framework for ``case`` (None where a framework lacks what it needs).
+def _measure(case, frameworks, rounds: int,
+             quick: bool) -> tuple[dict[str, float | None], dict[str, float]]:
+    """Seconds per framework for ``case`` (None where a framework lacks what it needs), and for a steady-state case
+    the page faults per call of each framework's batches (else an empty dict).
 
     A steady-state case (one timed with ``per_call``) has the batches of its frameworks interleaved,
     ``rounds`` times its repeats of each (``timing.interleaved``). Any other case (tracing, compiling, a first
@@ -110,13 +119,24 @@ def _measure(case, frameworks, rounds: int, quick: bool) -> dict[str, float | No
             first[fw.name] = case.run(fw, quick)
     if any(isinstance(v, Plan) for v in first.values()):
         plans = {name: v for name, v in first.items() if isinstance(v, Plan)}
-        return {**first, **interleaved(plans, {fw.name: fw.enter for fw in frameworks}, rounds)}
+        seconds, faults = interleaved(plans, {fw.name: fw.enter for fw in frameworks}, rounds)
+        return {**first, **seconds}, faults
     samples: dict[str, list[float | None]] = {name: [value] for name, value in first.items()}
     for r in range(1, rounds):
         for fw in (frameworks if r % 2 == 0 else frameworks[::-1]):
             fw.enter()
             samples[fw.name].append(case.run(fw, quick))
-    return {name: None if None in vals else min(vals) for name, vals in samples.items()}
+    return {name: None if None in vals else min(vals) for name, vals in samples.items()}, {}
+
+
+def _faults_differ(faults: dict[str, float]) -> bool:
+    """Whether the page faults per call of two frameworks differ enough to explain a difference in time: by more
+    than 10 per call (a fault may be a 2 MB transparent huge page, zeroed by the kernel: a 24 MB buffer is 12) and
+    by more than a factor of two."""
+    if len(faults) < 2:
+        return False
+    low, high = min(faults.values()), max(faults.values())
+    return high - low > 10 and high > 2 * low
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -169,11 +189,13 @@ def main(argv: list[str] | None = None) -> int:
     mixed = _mixed_checkouts()
     if mixed:
         print(f"warning: {mixed}", file=sys.stderr)
+    # Before either backend starts its threads: a thread keeps the malloc arena it first got.
+    malloc = _steady_malloc() if args.malloc == "steady" else "malloc: glibc's defaults (--malloc default)"
     jax_fw = None if args.no_jax else load_jax(args.backend)
     kiln_fw = load_kiln(args.backend)
     frameworks = [kiln_fw] + ([jax_fw] if jax_fw is not None else [])
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}")
-    print(_steady_malloc() if args.malloc == "steady" else "malloc: glibc's defaults (--malloc default)")
+    print(malloc)
     from jaxlib import version as jaxlib_version
     print(f"jaxlib {jaxlib_version.__version__}")
     for fw in frameworks:
@@ -190,6 +212,7 @@ def main(argv: list[str] | None = None) -> int:
     print()
 
     rows = []
+    fault_rows: list[str] = []  # steady rows whose frameworks met different numbers of page faults
     seconds: dict[str, dict[str, float | None]] = {}  # case template -> framework -> seconds
     sizes = sizes_for(kiln_fw.platform)
     start = time.perf_counter()
@@ -197,12 +220,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for case in cases:
             name = title(case.name, kiln_fw.platform)
-            results = _measure(case, frameworks, args.rounds, args.quick)
+            results, faults = _measure(case, frameworks, args.rounds, args.quick)
+            if _faults_differ(faults):
+                fault_rows.append(f"{name}: " + ", ".join(f"{n} {v:.0f}" for n, v in faults.items()))
             seconds[case.name] = results
             k, j = results.get("kiln"), results.get("jax")
             ratio = f"{k / j:.2f}" if k is not None and j is not None else "n/a"
             rows.append((name, _fmt(k, case.unit), _fmt(j, case.unit) if jax_fw else "n/a", ratio))
-            print(f"  {name}: " + ", ".join(f"{n} {_fmt(v, case.unit)}" for n, v in results.items()),
+            faulted = f" (page faults per call: {', '.join(f'{n} {v:g}' for n, v in faults.items())})" if any(
+                faults.values()) else ""
+            print(f"  {name}: " + ", ".join(f"{n} {_fmt(v, case.unit)}" for n, v in results.items()) + faulted,
                   file=sys.stderr, flush=True)
             for d in DERIVED:
                 if d.inputs[-1] == case.name and all(i in seconds for i in d.inputs):
@@ -228,6 +255,11 @@ def main(argv: list[str] | None = None) -> int:
     rates = "; in the ↳ rows (rates), > 1 does" if any(r[0].startswith("↳") for r in rows) else ""
     counts = "; in the ops rows (operations in the compiled program), < 1 means kiln emits fewer" if any(
         r[1].endswith(" ops") for r in rows) else ""
+    if fault_rows:
+        print("\nPage faults per call differ between the frameworks in these rows (each fault is a fresh page the "
+              "allocator took from the operating system; a row's time may then measure the faults):")
+        for line in fault_rows:
+            print(f"- {line}")
     print(f"\n(total {time.perf_counter() - start:.1f} s; kiln/jax < 1 means kiln is faster{rates}{counts})")
     if interrupted:
         print(f"(interrupted: {len(cases) - len(seconds)} of {len(cases)} benchmarks not measured)")

@@ -8,6 +8,11 @@ import statistics
 import time
 from typing import Any, Callable
 
+try:
+    import resource  # POSIX only
+except ImportError:  # pragma: no cover
+    resource = None
+
 
 @dataclasses.dataclass
 class Plan:
@@ -61,20 +66,36 @@ def per_call(fn: Callable[[], Any], block: Callable[[Any], Any], *, number: int,
     return statistics.median(plan.batch() for _ in range(plan.repeat))
 
 
-def interleaved(plans: dict[str, Plan], enter: dict[str, Callable[[], None]], rounds: int) -> dict[str, float]:
+def _page_faults() -> int:
+    """This process's page faults so far (minor and major), or 0 where getrusage does not count them."""
+    if resource is None:
+        return 0
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_minflt + usage.ru_majflt
+
+
+def interleaved(plans: dict[str, Plan], enter: dict[str, Callable[[], None]],
+                rounds: int) -> tuple[dict[str, float], dict[str, float]]:
     """Median time per call of each plan, their batches interleaved: ``rounds`` x ``repeat`` times one batch of
     each, in an order that alternates, so that a drift of the machine's speed (load from elsewhere, clocks,
-    the heap's state) meets each plan alike. ``enter[name]()`` runs before each of ``name``'s batches."""
+    the heap's state) meets each plan alike. ``enter[name]()`` runs before each of ``name``'s batches.
+
+    Also the page faults per call of each plan's batches (median): a call that writes a fresh buffer the
+    allocator took from the operating system pays a fault per page, which can double a row's time."""
     for name, plan in plans.items():
         enter[name]()
         plan.warm_up()
     names = list(plans)
     samples: dict[str, list[float]] = {name: [] for name in names}
+    faults: dict[str, list[float]] = {name: [] for name in names}
     for i in range(rounds * max(plan.repeat for plan in plans.values())):
         for name in (names if i % 2 == 0 else names[::-1]):
             enter[name]()
+            before = _page_faults()
             samples[name].append(plans[name].batch())
-    return {name: statistics.median(values) for name, values in samples.items()}
+            faults[name].append((_page_faults() - before) / plans[name].number)
+    return ({name: statistics.median(values) for name, values in samples.items()},
+            {name: statistics.median(values) for name, values in faults.items()})
 
 
 def once_each(make: Callable[[int], Callable[[], Any]], *, repeat: int) -> float:

@@ -32,8 +32,8 @@ def test_interleaved_alternates_batches_and_enters_each_framework_first():
         return timing.Plan(lambda: log.append(name), lambda out: None, number=1, repeat=2, warmup=1)
 
     enter = {"kiln": lambda: log.append("enter kiln"), "jax": lambda: log.append("enter jax")}
-    seconds = timing.interleaved({"kiln": plan("kiln"), "jax": plan("jax")}, enter, rounds=2)
-    assert set(seconds) == {"kiln", "jax"} and all(s >= 0 for s in seconds.values())
+    seconds, faults = timing.interleaved({"kiln": plan("kiln"), "jax": plan("jax")}, enter, rounds=2)
+    assert set(seconds) == set(faults) == {"kiln", "jax"} and all(s >= 0 for s in seconds.values())
     batches = [entry for entry in log[4:] if not entry.startswith("enter")]
     assert log[:4] == ["enter kiln", "kiln", "enter jax", "jax"]  # warm-ups
     assert batches == ["kiln", "jax", "jax", "kiln"] * 2  # 2 rounds x 2 repeats, the order alternating
@@ -44,6 +44,21 @@ def test_interleaved_takes_the_median_of_each(monkeypatch):
     clock = iter([0.0, 1.0, 1.0, 11.0, 11.0, 13.0, 13.0, 113.0, 113.0, 116.0, 116.0, 1116.0])
     monkeypatch.setattr(timing, "time", types.SimpleNamespace(perf_counter=lambda: next(clock)))
     p = {n: timing.Plan(lambda: None, lambda out: None, number=1, repeat=3, warmup=0) for n in ("a", "b")}
-    seconds = timing.interleaved(p, {"a": lambda: None, "b": lambda: None}, rounds=1)
+    seconds, _ = timing.interleaved(p, {"a": lambda: None, "b": lambda: None}, rounds=1)
     # batches a, b, b, a, a, b take 1, 10, 2, 100, 3, 1000: a's are 1, 100, 3 and b's 10, 2, 1000
     assert seconds == pytest.approx({"a": 3.0, "b": 10.0})
+
+
+def test_interleaved_counts_the_page_faults_of_each_plans_calls():
+    import numpy as np
+    # fresh 64 MB buffers, written: mmap'd by malloc (above its threshold), so a fault per page: 16,384 of 4 KB,
+    # or 32 of 2 MB where the kernel backs them with transparent huge pages
+    size = 64 << 20
+
+    def fresh():
+        np.ones(size, np.uint8)
+
+    plans = {"fresh": timing.Plan(fresh, lambda out: None, number=2, repeat=3, warmup=1),
+             "none": timing.Plan(lambda: None, lambda out: None, number=2, repeat=3, warmup=1)}
+    _, faults = timing.interleaved(plans, {"fresh": lambda: None, "none": lambda: None}, rounds=1)
+    assert faults["fresh"] >= (size >> 21) // 2 and faults["none"] < 5, faults
