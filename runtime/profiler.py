@@ -1,12 +1,13 @@
-"""jaxlib's profiler (its private ``_profiler`` module) behind kiln's interface: one trace session at a
-time written for TensorBoard/Perfetto, trace annotations, the profiler server, device memory profiles."""
+"""jaxlib's profiler (its private ``_profiler`` and ``_profile_data`` modules) behind kiln's interface: one trace
+session at a time written for TensorBoard/Perfetto, trace annotations, the profiler server, device memory profiles,
+written profiles read back."""
 from __future__ import annotations
 
 import gzip
 import threading
 from typing import Any
 
-from jaxlib import _profiler
+from jaxlib import _profile_data, _profiler
 
 from .errors import KilnRuntimeError
 
@@ -17,6 +18,11 @@ class ProfilerError(KilnRuntimeError, RuntimeError):
 
 ProfileOptions = _profiler.ProfileOptions
 TraceMe = _profiler.TraceMe  # a context manager: an event on the trace timeline (cheap when not tracing)
+# A written profile read back in memory (xprof's XSpace): ProfileData.from_file(path of a .xplane.pb) or
+# .from_serialized_xspace(bytes), its planes (one per host or device), their lines and events.
+ProfileData = _profile_data.ProfileData
+ProfilePlane = _profile_data.ProfilePlane
+ProfileEvent = _profile_data.ProfileEvent
 
 _lock = threading.Lock()
 _session: dict[str, Any] = {}

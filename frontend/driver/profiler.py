@@ -16,6 +16,10 @@ from ..core.version import __version__
 from .placement import devices
 
 ProfileOptions = runtime.profiler.ProfileOptions
+# A written trace read back (JAX's jax.profiler.ProfileData, ProfilePlane, ProfileEvent: jaxlib's classes).
+ProfileData = runtime.profiler.ProfileData
+ProfilePlane = runtime.profiler.ProfilePlane
+ProfileEvent = runtime.profiler.ProfileEvent
 _perfetto: dict[str, bool] = {}
 
 

@@ -45,3 +45,40 @@ def test_device_memory_profile_is_gzipped_pprof(tmp_path):
     assert (tmp_path / "mem.prof").read_bytes()[:2] == b"\x1f\x8b"
     del keep
 
+
+
+def _traced_xplane(tmp_path) -> str:
+    with prof.trace(tmp_path):
+        with prof.TraceAnnotation("kiln_read_back_label"):
+            kiln.jit(lambda x: x @ x)(knp.ones((32, 32))).block_until_ready()
+    (path,) = glob.glob(str(tmp_path / "plugins" / "profile" / "*" / "*.xplane.pb"))
+    return path
+
+
+def _events(plane):
+    return [event for line in plane.lines for event in line.events]
+
+
+def test_a_written_trace_reads_back_with_profile_data(tmp_path):
+    path = _traced_xplane(tmp_path)
+    data = prof.ProfileData.from_file(path)
+    assert isinstance(data, prof.ProfileData)
+    planes = list(data.planes)
+    assert planes and all(isinstance(p, prof.ProfilePlane) for p in planes)
+    host = data.find_plane_with_name("/host:CPU")
+    assert host is not None and host.name == "/host:CPU"
+    (label,) = [e for e in _events(host) if e.name == "kiln_read_back_label"]
+    assert isinstance(label, prof.ProfileEvent)
+    assert label.duration_ns > 0 and label.end_ns - label.start_ns == pytest.approx(label.duration_ns, abs=1)
+    # the same profile from its bytes
+    with open(path, "rb") as f:
+        again = prof.ProfileData.from_serialized_xspace(f.read())
+    assert [p.name for p in again.planes] == [p.name for p in planes]
+    assert data.find_plane_with_name("no such plane") is None
+
+
+def test_profile_data_explains_a_missing_file_and_bytes_that_are_no_profile(tmp_path):
+    with pytest.raises(RuntimeError, match=r"NOT_FOUND: .*missing\.xplane\.pb; No such file"):
+        prof.ProfileData.from_file(str(tmp_path / "missing.xplane.pb"))
+    with pytest.raises(RuntimeError, match="Failed to parse XSpace"):
+        prof.ProfileData.from_serialized_xspace(b"not a profile")
