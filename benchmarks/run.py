@@ -49,6 +49,8 @@ _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
 # Trim only above 2 GB of free heap top (mallopt takes an int); 32 MB: the largest mmap threshold glibc takes;
 # one arena for every thread.
 _STEADY_MALLOC = ((_M_TRIM_THRESHOLD, 2**31 - 1), (_M_MMAP_THRESHOLD, 32 << 20), (_M_ARENA_MAX, 1))
+_MALLOC_ENV = {_M_TRIM_THRESHOLD: "MALLOC_TRIM_THRESHOLD_", _M_MMAP_THRESHOLD: "MALLOC_MMAP_THRESHOLD_",
+               _M_ARENA_MAX: "MALLOC_ARENA_MAX"}
 
 
 def _steady_malloc() -> str:
@@ -61,6 +63,8 @@ def _steady_malloc() -> str:
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
     if not all(mallopt(param, value) == 1 for param, value in _STEADY_MALLOC):
         return "malloc: glibc refused the steady thresholds; left as it is"
+    # The same for the processes the bench starts (the 8-device rows, the first calls): glibc reads these at start.
+    os.environ.update({_MALLOC_ENV[param]: str(value) for param, value in _STEADY_MALLOC})
     return ("malloc: glibc's trim and mmap thresholds fixed, one arena, for both frameworks (--malloc default: "
             "glibc's own)")
 
