@@ -7,7 +7,12 @@ import gzip
 import threading
 from typing import Any
 
-from jaxlib import _profile_data, _profiler
+from jaxlib import _profiler
+
+try:
+    from jaxlib import _profile_data
+except ImportError:  # a jaxlib without it still imports kiln; kiln.profiler.ProfileData is then None
+    _profile_data = None
 
 from .errors import KilnRuntimeError
 
@@ -20,9 +25,9 @@ ProfileOptions = _profiler.ProfileOptions
 TraceMe = _profiler.TraceMe  # a context manager: an event on the trace timeline (cheap when not tracing)
 # A written profile read back in memory (xprof's XSpace): ProfileData.from_file(path of a .xplane.pb) or
 # .from_serialized_xspace(bytes), its planes (one per host or device), their lines and events.
-ProfileData = _profile_data.ProfileData
-ProfilePlane = _profile_data.ProfilePlane
-ProfileEvent = _profile_data.ProfileEvent
+ProfileData = getattr(_profile_data, "ProfileData", None)
+ProfilePlane = getattr(_profile_data, "ProfilePlane", None)
+ProfileEvent = getattr(_profile_data, "ProfileEvent", None)
 
 _lock = threading.Lock()
 _session: dict[str, Any] = {}
