@@ -406,11 +406,17 @@ def rsum(x: V, axis: int = -1) -> V:
 
 # -- products --------------------------------------------------------------------------------------------
 
+def precision_names(precision: str | Sequence[Any]) -> tuple[str, str]:
+    """The (lhs, rhs) precision names of a dot or convolution's ``precision``: one name (``"HIGHEST"``) for both
+    operands, or one per operand (names, or anything whose ``str`` is one, such as ``lax.Precision`` members)."""
+    lhs, rhs = (precision, precision) if isinstance(precision, str) else precision
+    return str(lhs), str(rhs)
+
+
 def precision_config(precision: str | Sequence[Any]) -> ir.ArrayAttr:
-    """StableHLO's ``precision_config`` of a dot or convolution: one name (``"HIGHEST"``) for both operands,
-    or one per operand (names, or anything whose ``str`` is one, such as ``lax.Precision`` members)."""
-    pair = (precision, precision) if isinstance(precision, str) else precision
-    return ir.ArrayAttr.get([hlo.PrecisionAttr.get(str(p)) for p in pair])
+    """StableHLO's ``precision_config`` of a dot or convolution (``precision`` as :func:`precision_names` reads
+    it)."""
+    return ir.ArrayAttr.get([hlo.PrecisionAttr.get(p) for p in precision_names(precision)])
 
 
 def dot(x: V, y: V, contract: tuple[Sequence[int], Sequence[int]], batch: tuple[Sequence[int], Sequence[int]],

@@ -4,7 +4,20 @@ from __future__ import annotations
 import numpy as np
 from kiln.frontend.core import dtypes
 
-from ..hlo import const, convert, dot, identity, iota, logical_not, monoid, reduce, reduce_general, select, wrap_inputs
+from ..hlo import (
+    const,
+    convert,
+    dot,
+    identity,
+    iota,
+    logical_not,
+    monoid,
+    precision_names,
+    reduce,
+    reduce_general,
+    select,
+    wrap_inputs,
+)
 from ..registry import register
 
 _COMBINE = {"reduce_sum": "add", "reduce_prod": "multiply", "reduce_max": "maximum",
@@ -51,10 +64,6 @@ register("argmax")(_make_arg_reduce("GT"))
 register("argmin")(_make_arg_reduce("LT"))
 
 
-def _default_precision(precision) -> bool:
-    return all(str(p) == "DEFAULT" for p in ((precision, precision) if isinstance(precision, str) else precision))
-
-
 @register("dot_general")
 def _dot_general(ctx, eqn, x, y):
     x, y = wrap_inputs(eqn, [x, y])
@@ -62,7 +71,7 @@ def _dot_general(ctx, eqn, x, y):
     precision = eqn.params["precision"] or "DEFAULT"
     out_dtype = eqn.outputs[0].aval.dtype
     if (ctx.platform == "cpu" and x.dtype == y.dtype == out_dtype == dtypes.bfloat16
-            and _default_precision(precision)):
+            and precision_names(precision) == ("DEFAULT", "DEFAULT")):
         # XLA's CPU backend computes a bf16 x bf16 -> bf16 dot by converting both operands to f32 and multiplying
         # in f32; asked for an f32 result, it runs a native bf16 kernel (AVX512-BF16 where there is one) that
         # also accumulates in f32, about twice as fast. Both results are the bf16 rounding of an f32 sum; they
