@@ -571,8 +571,9 @@ def bench_debug_print_loop(fw: Framework, quick: bool) -> float:
         return c + 1.0
     loop = fw.jit(lambda x: fw.lax.fori_loop(0, 100, body, x))
     x = fw.put(np.zeros(4, np.float32))
-    with open(os.devnull, "w") as sink, contextlib.redirect_stdout(sink):
-        return per_call(lambda: loop(x), fw.block, number=3 if quick else 10, repeat=3 if quick else 10)
+    sink = open(os.devnull, "w")  # open while the plan lives: its batches may run after this returns
+    return per_call(lambda: loop(x), fw.block, number=3 if quick else 10, repeat=3 if quick else 10,
+                    around=lambda: contextlib.redirect_stdout(sink))
 
 
 # -- training steps as users write them: stax + an optax optimizer (issue 17) ----------------------

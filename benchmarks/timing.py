@@ -17,26 +17,31 @@ except ImportError:  # pragma: no cover
 @dataclasses.dataclass
 class Plan:
     """A steady-state measurement not taken yet: ``number`` back-to-back calls of ``fn`` per batch, ``repeat``
-    batches, after ``warmup`` calls; ``block`` waits for a result."""
+    batches, after ``warmup`` calls; ``block`` waits for a result. ``around()`` is a context that the warm-up
+    and each batch run inside, untimed (e.g. stdout redirected: it must hold while the batch runs, which is
+    later than the code that made the plan when batches are interleaved)."""
     fn: Callable[[], Any]
     block: Callable[[Any], Any]
     number: int
     repeat: int
     warmup: int
+    around: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext
 
     def warm_up(self) -> None:
-        out = None
-        for _ in range(self.warmup):
-            out = self.fn()
-        self.block(out)
+        with self.around():
+            out = None
+            for _ in range(self.warmup):
+                out = self.fn()
+            self.block(out)
 
     def batch(self) -> float:
         """The time per call (seconds) of one batch, its last result waited for."""
-        start = time.perf_counter()
-        for _ in range(self.number):
-            out = self.fn()
-        self.block(out)
-        return (time.perf_counter() - start) / self.number
+        with self.around():
+            start = time.perf_counter()
+            for _ in range(self.number):
+                out = self.fn()
+            self.block(out)
+            return (time.perf_counter() - start) / self.number
 
 
 _planning = False
@@ -54,12 +59,13 @@ def planning():
 
 
 def per_call(fn: Callable[[], Any], block: Callable[[Any], Any], *, number: int, repeat: int,
-             warmup: int = 3) -> float | Plan:
+             warmup: int = 3, around: Callable[[], contextlib.AbstractContextManager] = contextlib.nullcontext,
+             ) -> float | Plan:
     """Median over ``repeat`` batches of the time per call (seconds) of ``number`` back-to-back calls.
 
     Each batch ends by waiting for its last result, so asynchronous dispatch cannot hide the work.
     """
-    plan = Plan(fn, block, number, repeat, warmup)
+    plan = Plan(fn, block, number, repeat, warmup, around)
     if _planning:
         return plan
     plan.warm_up()

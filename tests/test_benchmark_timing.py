@@ -62,3 +62,22 @@ def test_interleaved_counts_the_page_faults_of_each_plans_calls():
              "none": timing.Plan(lambda: None, lambda out: None, number=2, repeat=3, warmup=1)}
     _, faults = timing.interleaved(plans, {"fresh": lambda: None, "none": lambda: None}, rounds=1)
     assert faults["fresh"] >= (size >> 21) // 2 and faults["none"] < 5, faults
+
+
+def test_plan_runs_warm_up_and_every_batch_inside_around():
+    """A row that redirects stdout (debug.print) must hold the redirection while its batches run, which under
+    interleaving is after per_call returned: `around` is entered for the warm-up and each batch."""
+    import contextlib
+    import io
+    sink = io.StringIO()
+
+    def call():
+        print("x")
+    with timing.planning():
+        plan = timing.per_call(call, lambda out: None, number=2, repeat=3, warmup=1,
+                               around=lambda: contextlib.redirect_stdout(sink))
+    outside = io.StringIO()
+    with contextlib.redirect_stdout(outside):
+        timing.interleaved({"p": plan}, {"p": lambda: None}, rounds=1)
+    assert sink.getvalue() == "x\n" * (1 + 2 * 3)
+    assert outside.getvalue() == ""
