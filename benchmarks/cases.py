@@ -544,16 +544,16 @@ def _first_call(which: str):
 
 def bench_data_parallel_mlp(fw: Framework, quick: bool) -> float | None:
     """A data-parallel training step on 8 CPU devices: the MLP train step above on a batch of 1024 split over
-    a mesh axis, parameters replicated, in a fresh process per framework (the device count is fixed when a
-    framework starts; multidevice.py). Both wait for the loss every 8 steps: JAX's CPU collectives abort the
-    process when many executions queue up unsynchronised."""
+    a mesh axis, parameters replicated, in a fresh process that holds both frameworks, their batches interleaved
+    (the device count is fixed when a framework starts; multidevice.py). Both wait for the loss every 8 steps:
+    JAX's CPU collectives abort the process when many executions queue up unsynchronised."""
     import multidevice
     return multidevice.run(fw.name, "dp_mlp", quick)
 
 
 def bench_shard_map_psum_loop(fw: Framework, quick: bool) -> float | None:
     """A jitted shard_map on 8 CPU devices looping over 100 psums of a 1024-float block per device, in a fresh
-    process per framework (multidevice.py)."""
+    process that holds both frameworks (multidevice.py)."""
     import multidevice
     return multidevice.run(fw.name, "psum_loop", quick)
 

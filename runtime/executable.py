@@ -58,10 +58,14 @@ class Executable:
             if type(a) is Buffer and a.is_deleted():
                 raise deleted_error(f"argument {i} of the computation")
         try:
-            results = self._exe.execute_sharded(args)
+            results = self._launch(args)
         except (JaxRuntimeError, TypeError) as e:
             raise self._argument_error(e, args) from e
         return results.consume_with_handlers(self._handlers)
+
+    def _launch(self, args: list[Buffer]) -> Any:
+        """jaxlib's launch (results not yet wrapped); a mesh program also waits for its turn here."""
+        return self._exe.execute_sharded(args)
 
     def _execute_with_callbacks(self, args: list[Buffer]) -> list[Buffer]:
         """A launch of a program that calls host functions: ordered after the previous launch with ordered
@@ -69,7 +73,7 @@ class Executable:
         if self.ordered_effects:
             before_ordered_launch()
         try:
-            results = self._exe.execute_sharded(args)
+            results = self._launch(args)
             outs = results.consume_with_handlers(self._handlers)
         except (JaxRuntimeError, TypeError) as e:
             raise_pending(self.host_callbacks, e)

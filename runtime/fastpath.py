@@ -109,7 +109,8 @@ _FastPathData = collections.namedtuple("_FastPathData", [
     "kept_var_bitvec", "in_device_local_layouts", "const_args"])
 
 
-def record(executable: Any, out_treedef: Any, const_args: Sequence[Any], kept_args: Sequence[bool]) -> Any:
+def record(executable: Any, out_treedef: Any, const_args: Sequence[Any], kept_args: Sequence[bool],
+           arg_buffers: Sequence[Any] | None = None) -> Any:
     """What the C++ needs to run one signature of ``executable`` (a :class:`~kiln.runtime.Executable`)
     without Python.
 
@@ -118,13 +119,26 @@ def record(executable: Any, out_treedef: Any, const_args: Sequence[Any], kept_ar
     The C++ prepends ``const_args`` to the arguments, filters both with one kept-bit vector, and reads
     one input sharding and one input layout per *kept* position: those two lists must be exactly that
     long (shorter lists are read past their end, which crashed the process).
+
+    ``arg_buffers``: for a program over a mesh (a :class:`~kiln.runtime.SpmdExecutable`), the buffer of each
+    *kept* argument of the call just run; later calls' arguments must have their layouts (the C++ passes them
+    on as they are: the caller checks they are laid out as the program takes them). The outputs get the
+    program's output layouts. None for a one-device program: everything on its device.
     """
     kept = [True] * len(const_args) + [bool(k) for k in kept_args]
     n_in = sum(kept)
-    sharding = executable.device._sharding
     out_avals = list(executable.out_avals)
     n_out = len(out_avals)
-    return _FastPathData(executable._exe, out_treedef, [sharding] * n_in, [sharding] * n_out, out_avals,
+    if arg_buffers is None:
+        sharding = executable.device._sharding
+        in_shardings, out_shardings = [sharding] * n_in, [sharding] * n_out
+    else:
+        in_shardings = [b._sharding for b in (*const_args, *arg_buffers)]
+        out_shardings = list(executable.out_shardings)
+        if len(in_shardings) != n_in or len(out_shardings) != n_out:
+            raise ValueError(f"fastpath.record: {len(in_shardings)} input and {len(out_shardings)} output layouts "
+                             f"for {n_in} inputs and {n_out} outputs")
+    return _FastPathData(executable._exe, out_treedef, in_shardings, out_shardings, out_avals,
                          [True] * n_out, kept, [None] * n_in, list(const_args))
 
 

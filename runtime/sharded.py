@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import collections
 import os
+import re
 import threading
 from collections.abc import Sequence
 from typing import Any
@@ -118,13 +119,45 @@ class SpmdExecutable(Executable):
                else [xc.HloSharding.replicate()] * len(out_avals))
         self.out_shardings = [spmd_sharding(devices, str(h)) for h in hlo]
         self._handlers = [result_handler(av, s) for av, s in zip(out_avals, self.out_shardings)]
-        self._ahead = max_in_flight(devices)
+        self._ahead = max_in_flight(devices) if _has_collectives(exe) else None
 
-    def execute(self, args: list[Buffer]) -> list[Buffer]:
-        """Launch on every device; at most :func:`max_in_flight` mesh executions run ahead of the host."""
-        outs = super().execute(args)
-        _bound_in_flight(outs, self._ahead)
-        return outs
+    def _launch(self, args: list[Buffer]) -> Any:
+        """Launch on every device, once fewer than :attr:`max_in_flight` mesh executions are in flight; the
+        execution's token (which no donation deletes) is then one of them."""
+        limit = self._ahead
+        if limit is None:
+            return self._exe.execute_sharded(args)
+        wait_for_turn(limit)
+        results = self._exe.execute_sharded(args, with_tokens=True)
+        _in_flight.append(results.consume_token())
+        return results
+
+    def launcher(self) -> tuple[Any, Any]:
+        """:meth:`Executable.launcher`, launching as :meth:`_launch` does (waiting for its turn)."""
+        start, finish = super().launcher()
+        return (start if self._ahead is None else self._launch), finish
+
+    @property
+    def max_in_flight(self) -> int | None:
+        """How many mesh executions may be in flight when one of this program's is launched
+        (:func:`max_in_flight`); None: any number (a program without collectives: its devices never wait for each
+        other)."""
+        return self._ahead
+
+    def before_foreign_launch(self) -> None:
+        """Wait for this program's turn before a launch that does not come through :meth:`_launch` (jaxlib's C++
+        dispatch); :meth:`after_foreign_launch` after it."""
+        if self._ahead is not None:
+            wait_for_turn(self._ahead)
+
+    def after_foreign_launch(self, out: Buffer) -> None:
+        """After a launch of this program that made ``out`` (its first output) outside :meth:`_launch`: with no
+        token to wait for later, one execution at a time means waiting for ``out`` now; otherwise ``out`` stands
+        for the execution in flight."""
+        if self._ahead == 1:
+            _wait(out)
+        elif self._ahead is not None:
+            _in_flight.append(out)
 
     def _argument_error(self, e: BaseException, args: Sequence[Any]) -> Exception:
         for i, a in enumerate(args):
@@ -142,39 +175,57 @@ class SpmdExecutable(Executable):
 
 
 # XLA's CPU collectives rendezvous with a timeout: thousands of queued multi-device executions make the later
-# ones wait past it and abort the process (NOTES §6). Waiting for the execution MAX_IN_FLIGHT launches back
-# keeps the queue short (the cost measured there: about 138 µs a step against 179 µs blocking every call).
+# ones wait past it and abort the process (NOTES §6). Before a launch, kiln waits until fewer than MAX_IN_FLIGHT
+# mesh executions are in flight (the cost measured there: about 138 µs a step against 179 µs blocking every call).
 MAX_IN_FLIGHT = 16
+# Tokens of the mesh executions launched (or, from jaxlib's C++ dispatch, their first outputs), oldest first; one
+# that has finished leaves when a launch next waits.
 _in_flight: collections.deque = collections.deque()
 _in_flight_lock = threading.Lock()
 
 
 def max_in_flight(devices: Sequence[Device]) -> int:
-    """How many executions over ``devices`` may run ahead of the host: :data:`MAX_IN_FLIGHT`, or none for a CPU
+    """How many executions over ``devices`` may be in flight at a launch: :data:`MAX_IN_FLIGHT`, or one for a CPU
     mesh of more devices than the machine has cores. There the collectives of two executions in flight at once
     wait for each other's threads: XLA aborts the process after 40 s (8 CPU devices on 2 cores, a data-parallel
-    MLP step with donated parameters, even one execution ahead; ``jax.jit`` aborts alike)."""
+    MLP step with donated parameters, two executions in flight; ``jax.jit`` aborts alike). One at a time still
+    lets the host prepare the next launch while the devices run."""
     if devices and devices[0].platform == "cpu" and len(devices) > (os.cpu_count() or 1):
-        return 0
+        return 1
     return MAX_IN_FLIGHT
 
 
-def _bound_in_flight(outs: list[Buffer], ahead: int) -> None:
-    # Holds the first result of each of the last ``ahead`` executions (a strong reference: a loop that
-    # drops its results must be bounded too).
-    if not outs:
-        return
-    if ahead == 0:
-        oldest = outs[0]
-    else:
+_COLLECTIVE = re.compile(r"\s(?:all-reduce|all-gather|all-to-all|ragged-all-to-all|collective-permute|"
+                         r"collective-broadcast|reduce-scatter|send|recv)(?:-start|-done)?\(")
+
+
+def _has_collectives(exe: Any) -> bool:
+    """Whether the partitioned program has operations that make its devices wait for each other (what the
+    bound on executions in flight is for); True where its HLO cannot be read."""
+    try:
+        return any(_COLLECTIVE.search(m.to_string()) for m in exe.hlo_modules())
+    except Exception:
+        return True
+
+
+def wait_for_turn(limit: int) -> None:
+    """Wait until fewer than ``limit`` mesh executions are in flight."""
+    while True:
         with _in_flight_lock:
-            _in_flight.append(outs[0])
-            oldest = _in_flight.popleft() if len(_in_flight) > ahead else None
-    if oldest is not None and not oldest.is_deleted():
-        try:
-            oldest.block_until_ready()
-        except JaxRuntimeError:
-            pass  # that execution's own error surfaces where its result is used
+            if len(_in_flight) < limit:
+                return
+            oldest = _in_flight.popleft()
+        _wait(oldest)
+
+
+def _wait(handle: Any) -> None:
+    """Wait for an execution, by its token or an output buffer (a deleted one, donated since, no longer can)."""
+    if type(handle) is Buffer and handle.is_deleted():
+        return
+    try:
+        handle.block_until_ready()
+    except JaxRuntimeError:
+        pass  # that execution's own error surfaces where its result is used
 
 
 def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tuple[tuple[int, ...], Any]],

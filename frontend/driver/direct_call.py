@@ -10,7 +10,7 @@ first, then one launch of the executable, is cheaper; static options (``axis=0``
 (:class:`StaticOptionsCall`). Pytrees of Python's containers holding arrays (a training step's parameters,
 keyword arguments included) are flattened by jaxlib's C++ pytree code with the arrays as leaves
 (:class:`PytreeCall`). Anything else (registered pytree classes, Python scalars inside containers, donation,
-host callbacks, several devices) takes the C++ path.
+host callbacks, arrays laid out otherwise than the program takes them) takes the other paths.
 """
 from __future__ import annotations
 
@@ -252,10 +252,12 @@ def direct_call(args: Sequence[Any], in_avals: Sequence[Any], kept: Sequence[boo
     """The direct launch of a signature just run, or None when it is not one this path takes: every argument a
     single-device kiln array on ``device`` or a Python scalar, each passed to the executable, the result one
     array or a tuple of arrays on it, no host callbacks (their errors and ordering are handled on the other
-    paths)."""
+    paths). ``device`` None: a program over a mesh, whose arguments the caller checked are laid out as it takes
+    them (arrays only: a scalar would need a layout)."""
     if config._python_dispatch or executable.host_callbacks or len(kept) != len(args) or not all(kept):
         return None
-    if not all(type(a) is Array and a._device is device or type(a) in _SCALARS for a in args):
+    if not all(type(a) is Array and a._device is device or type(a) in _SCALARS and device is not None
+               for a in args):
         return None
     beside_inexact = all(dtypes.is_inexact(a.aval.dtype) for a in args if type(a) is Array)
     slots = [a._flat[1] if type(a) is Array else ScalarSlot(a, aval.dtype, device, beside_inexact)
@@ -278,7 +280,7 @@ def pytree_call(args: tuple, kwargs: dict, in_tree: Any, leaves: Sequence[Any], 
     """The direct launch of a signature just run whose arguments ``args``, ``kwargs`` (flattened by kiln:
     ``in_tree``, ``leaves``) and result ``out`` (``out_tree``) are pytrees of Python's containers holding
     single-device kiln arrays on ``device``, or None when it is not one (another pytree type, a scalar among
-    the leaves, host callbacks).
+    the leaves, host callbacks). ``device`` None: a program over a mesh (see :func:`direct_call`).
     ``kept`` says, for each of ``const_buffers`` and then each leaf, whether the executable takes it."""
     flatten = runtime.fastpath.container_flattener()
     if (flatten is None or config._python_dispatch or executable.host_callbacks

@@ -279,6 +279,9 @@ class JittedFunction:
         # cached host view of a donated array first; on the C++ path such a view keeps XLA from reusing
         # that one buffer (it allocates a new one: same results).
         self._cpp = None
+        # The mesh program (of those the C++ runs) that allows the fewest executions in flight: call_cpp keeps
+        # that bound around each C++ call (XLA's CPU collectives abort when too many queue up; sharded.py)
+        self._mesh_bound: runtime.SpmdExecutable | None = None
         if runtime.fastpath.available():
             self._cpp = runtime.fastpath.make_function(self.__name__, self._cpp_miss, self.static_argnums,
                                                        self.static_argnames, _max_signatures or 256)
@@ -452,15 +455,20 @@ class JittedFunction:
             return
         compiled = entry.compiled
         kept = compiled.kept[len(entry.closed.ir.constvars):]
+        device = entry.device
+        if isinstance(device, spmd.MeshPlacement):
+            if spmd.passed_buffers(leaves, device.in_shardings, kept) is None:
+                return
+            device = None  # (arrays over several devices have no device: the direct launch matches them so)
         call = None
         if not dyn_kwargs and len(leaves) == len(dyn_args):
             in_avals = [v.aval for v in entry.closed.ir.invars]
-            call = direct_call(dyn_args, in_avals, kept, entry.const_buffers, compiled.executable, out, entry.device)
+            call = direct_call(dyn_args, in_avals, kept, entry.const_buffers, compiled.executable, out, device)
         if call is None:
             # (const_buffers holds the kept constants only: each of them is taken)
             kept_all = [True] * len(entry.const_buffers) + list(kept)
             call = pytree_call(dyn_args, dyn_kwargs, in_tree, leaves, kept_all, entry.const_buffers,
-                               compiled.executable, entry.out_tree, out, entry.device)
+                               compiled.executable, entry.out_tree, out, device)
         options = tuple((where, value.value) for where, value in static)
         self._signatures.remember(with_options(call, options, n_args))
 
@@ -468,11 +476,16 @@ class JittedFunction:
         """The C++ record for this signature, or None when an argument is one the C++ cannot take as it is
         (see :func:`_cpp_takes`)."""
         device = entry.device
-        if not all(_cpp_takes(x, device) for x in leaves):
-            return None
         compiled = entry.compiled
         n_consts = len(entry.closed.ir.constvars)
         exe = compiled.executable
+        arg_buffers = None
+        if isinstance(device, spmd.MeshPlacement):
+            arg_buffers = spmd.passed_buffers(leaves, device.in_shardings, compiled.kept[n_consts:])
+            if arg_buffers is None:
+                return None
+        elif not all(_cpp_takes(x, device) for x in leaves):
+            return None
         if exe.host_callbacks:  # launches order effects and explain callback errors in Python (as JAX's)
             return None
         out_leaves, out_treedef = runtime.fastpath.flatten(out)
@@ -481,7 +494,12 @@ class JittedFunction:
         bufs = {id(a._buf) for a in tree_util.tree_leaves(out) if type(a) is Array}
         if len(out_leaves) != len(exe.out_avals) or not all(id(b) in bufs for b in out_leaves):
             return None
-        return runtime.fastpath.record(exe, out_treedef, entry.const_buffers, compiled.kept[n_consts:])
+        if arg_buffers is not None and exe.max_in_flight is not None:
+            # the C++ launches skip SpmdExecutable's own: call_cpp waits for their turn and accounts for them
+            bound = self._mesh_bound
+            if bound is None or exe.max_in_flight < bound.max_in_flight:
+                self._mesh_bound = exe
+        return runtime.fastpath.record(exe, out_treedef, entry.const_buffers, compiled.kept[n_consts:], arg_buffers)
 
     def _call(self, *args, **kwargs):
         if config.disable_jit:
@@ -1318,7 +1336,13 @@ def call_cpp(jitted: JittedFunction, args: tuple, kwargs: dict) -> Any:
     if cpp is None:  # no C++ dispatch in this process (see kiln.runtime.fastpath)
         return jitted._call(*args, **kwargs)
     try:
-        return cpp(*args, **kwargs)
+        bound = jitted._mesh_bound
+        if bound is None:
+            return cpp(*args, **kwargs)
+        bound.before_foreign_launch()
+        out = cpp(*args, **kwargs)
+        _after_cpp_launch(bound, out)
+        return out
     except BaseException as e:
         if runtime.fastpath.raised_in_miss(e):
             # Tracing or compiling failed (or was interrupted) inside the C++ path's miss: the error
@@ -1329,6 +1353,15 @@ def call_cpp(jitted: JittedFunction, args: tuple, kwargs: dict) -> Any:
             raise
         # A jaxlib error from the C++ path itself (e.g. a deleted argument): the Python path explains it.
     return jitted._call(*args, **kwargs)
+
+
+def _after_cpp_launch(exe: runtime.SpmdExecutable, out: Any) -> None:
+    """After a C++ launch of a function with a mesh program: account for the execution as that program's own
+    launches do (its first output array stands for it; another signature's output too, at worst waiting early)."""
+    for leaf in tree_util.tree_leaves(out):
+        if type(leaf) is Array:
+            exe.after_foreign_launch(leaf._buf)
+            return
 
 
 def explain_cache_misses(enabled: bool = True):

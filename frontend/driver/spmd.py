@@ -247,11 +247,30 @@ def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], kee
     return CompiledSPMD(exe, lowered, out_avals, lowered.kept_inputs, placement, outs)
 
 
+def _passed_as_is(x: Any, sharding: NamedSharding) -> bool:
+    """Whether argument ``x`` is already laid out as ``sharding`` (perhaps described over another mesh of the
+    same devices), so that its buffer is passed to the program as it is."""
+    return type(x) is Array and x._device is None and (x._sharding == sharding or x._sharding.is_equivalent_to(
+        sharding, x.ndim))
+
+
+def passed_buffers(leaves: Sequence[Any], in_shardings: Sequence[NamedSharding], kept: Sequence[bool]) -> list | None:
+    """The buffers of the ``kept`` leaves, when every leaf is a committed kiln array that :func:`to_buffer` passes
+    as it is (no transfer, no re-layout); None otherwise. jaxlib's C++ dispatch can then run the call: it passes
+    such buffers on unchanged too."""
+    buffers = []
+    for leaf, sharding, k in zip(leaves, in_shardings, kept):
+        if not _passed_as_is(leaf, sharding) or not leaf._committed:
+            return None
+        if k:
+            buffers.append(leaf._buf)
+    return buffers
+
+
 def to_buffer(x: Any, sharding: NamedSharding) -> Any:
     """The buffer of argument ``x`` laid out by ``sharding`` (transferring or re-laying it out as needed)."""
-    if type(x) is Array and x._device is None and (x._sharding == sharding or x._sharding.is_equivalent_to(
-            sharding, x.ndim)):
-        return x._buf  # already laid out so (perhaps described over another mesh of the same devices)
+    if _passed_as_is(x, sharding):
+        return x._buf
     if type(x) is Array and not x._holds_value():
         raise MeshMismatchError(f"kiln.jit: an argument spans devices of other processes laid out as {x.sharding}, "
                                 f"but the computation wants it as {sharding}; kiln cannot re-lay out such an array "
