@@ -33,6 +33,7 @@ from __future__ import annotations
 import argparse
 import os
 import platform
+import statistics
 import sys
 import time
 
@@ -40,7 +41,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cases import CASES, DERIVED, sizes_for, title  # noqa: E402
 from frameworks import load_jax, load_kiln  # noqa: E402
-from timing import Plan, interleaved, planning  # noqa: E402
+from timing import Plan, interleaved_batches, planning, ratio_interval  # noqa: E402
 
 _GPU_NAMES = ("cuda", "rocm", "gpu")
 
@@ -107,9 +108,10 @@ def _mixed_checkouts() -> str | None:
 
 
 def _measure(case, frameworks, rounds: int,
-             quick: bool) -> tuple[dict[str, float | None], dict[str, float]]:
-    """Seconds per framework for ``case`` (None where a framework lacks what it needs), and for a steady-state case
-    the page faults per call of each framework's batches (else an empty dict).
+             quick: bool) -> tuple[dict[str, float | None], dict[str, float], tuple[float, float] | None]:
+    """Seconds per framework for ``case`` (None where a framework lacks what it needs); for a steady-state case the
+    page faults per call of each framework's batches (else an empty dict) and, with both frameworks, the 95%
+    bootstrap interval of the kiln/jax ratio (``timing.ratio_interval``; else None).
 
     A steady-state case (one timed with ``per_call``) has the batches of its frameworks interleaved,
     ``rounds`` times its repeats of each (``timing.interleaved``). Any other case (tracing, compiling, a first
@@ -123,14 +125,17 @@ def _measure(case, frameworks, rounds: int,
             first[fw.name] = case.run(fw, quick)
     if any(isinstance(v, Plan) for v in first.values()):
         plans = {name: v for name, v in first.items() if isinstance(v, Plan)}
-        seconds, faults = interleaved(plans, {fw.name: fw.enter for fw in frameworks}, rounds)
-        return {**first, **seconds}, faults
+        samples, fault_samples = interleaved_batches(plans, {fw.name: fw.enter for fw in frameworks}, rounds)
+        seconds = {name: statistics.median(v) for name, v in samples.items()}
+        faults = {name: statistics.median(v) for name, v in fault_samples.items()}
+        interval = ratio_interval(samples["kiln"], samples["jax"]) if {"kiln", "jax"} <= set(samples) else None
+        return {**first, **seconds}, faults, interval
     samples: dict[str, list[float | None]] = {name: [value] for name, value in first.items()}
     for r in range(1, rounds):
         for fw in (frameworks if r % 2 == 0 else frameworks[::-1]):
             fw.enter()
             samples[fw.name].append(case.run(fw, quick))
-    return {name: None if None in vals else min(vals) for name, vals in samples.items()}, {}
+    return {name: None if None in vals else min(vals) for name, vals in samples.items()}, {}, None
 
 
 def _faults_differ(faults: dict[str, float]) -> bool:
@@ -217,6 +222,7 @@ def main(argv: list[str] | None = None) -> int:
 
     rows = []
     fault_rows: list[str] = []  # steady rows whose frameworks met different numbers of page faults
+    beyond_noise: list[str] = []  # steady rows whose ratio's interval lies on one side of 1
     seconds: dict[str, dict[str, float | None]] = {}  # case template -> framework -> seconds
     sizes = sizes_for(kiln_fw.platform)
     start = time.perf_counter()
@@ -224,13 +230,16 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for case in cases:
             name = title(case.name, kiln_fw.platform)
-            results, faults = _measure(case, frameworks, args.rounds, args.quick)
+            results, faults, interval = _measure(case, frameworks, args.rounds, args.quick)
             if _faults_differ(faults):
                 fault_rows.append(f"{name}: " + ", ".join(f"{n} {v:.0f}" for n, v in faults.items()))
             seconds[case.name] = results
             k, j = results.get("kiln"), results.get("jax")
             ratio = f"{k / j:.2f}" if k is not None and j is not None else "n/a"
-            rows.append((name, _fmt(k, case.unit), _fmt(j, case.unit) if jax_fw else "n/a", ratio))
+            spread = f"{interval[0]:.2f}–{interval[1]:.2f}" if interval is not None else ""
+            if interval is not None and (interval[0] > 1 or interval[1] < 1):
+                beyond_noise.append(f"{name}: {ratio} ({spread})")
+            rows.append((name, _fmt(k, case.unit), _fmt(j, case.unit) if jax_fw else "n/a", ratio, spread))
             faulted = f" (page faults per call: {', '.join(f'{n} {v:g}' for n, v in faults.items())})" if any(
                 faults.values()) else ""
             print(f"  {name}: " + ", ".join(f"{n} {_fmt(v, case.unit)}" for n, v in results.items()) + faulted,
@@ -244,13 +253,13 @@ def main(argv: list[str] | None = None) -> int:
                     kv, jv = values["kiln"], values["jax"]
                     ratio = f"{kv / jv:.2f}" if kv is not None and jv is not None else "n/a"
                     rows.append((title(d.name, kiln_fw.platform), "n/a" if kv is None else d.fmt.format(kv),
-                                 "n/a" if jv is None else d.fmt.format(jv), ratio))
+                                 "n/a" if jv is None else d.fmt.format(jv), ratio, ""))
     except KeyboardInterrupt:  # a time limit (SIGINT): the table of what was measured so far
         interrupted = True
         print(f"interrupted after {len(seconds)} of {len(cases)} benchmarks", file=sys.stderr, flush=True)
 
-    header = ("benchmark", "kiln", "jax", "kiln/jax")
-    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(4)]
+    header = ("benchmark", "kiln", "jax", "kiln/jax", "95% interval")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(5)]
     print("| " + " | ".join(h.ljust(w) for h, w in zip(header, widths)) + " |")
     print("| " + " | ".join("-" * w for w in widths) + " |")
     for row in rows:
@@ -264,7 +273,13 @@ def main(argv: list[str] | None = None) -> int:
               "allocator took from the operating system; a row's time may then measure the faults):")
         for line in fault_rows:
             print(f"- {line}")
-    print(f"\n(total {time.perf_counter() - start:.1f} s; kiln/jax < 1 means kiln is faster{rates}{counts})")
+    if beyond_noise:
+        print("\nSteady rows whose 95% interval lies on one side of 1 (the batch-to-batch noise alone does not explain "
+              "the difference; the other steady rows' ratios are within it):")
+        for line in beyond_noise:
+            print(f"- {line}")
+    print(f"\n(total {time.perf_counter() - start:.1f} s; kiln/jax < 1 means kiln is faster{rates}{counts}; "
+          "95% interval: a bootstrap interval of a steady row's kiln/jax ratio over its batches)")
     if interrupted:
         print(f"(interrupted: {len(cases) - len(seconds)} of {len(cases)} benchmarks not measured)")
         return 130

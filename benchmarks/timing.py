@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import random
 import statistics
 import time
 from typing import Any, Callable
@@ -80,14 +81,14 @@ def _page_faults() -> int:
     return usage.ru_minflt + usage.ru_majflt
 
 
-def interleaved(plans: dict[str, Plan], enter: dict[str, Callable[[], None]],
-                rounds: int) -> tuple[dict[str, float], dict[str, float]]:
-    """Median time per call of each plan, their batches interleaved: ``rounds`` x ``repeat`` times one batch of
-    each, in an order that alternates, so that a drift of the machine's speed (load from elsewhere, clocks,
-    the heap's state) meets each plan alike. ``enter[name]()`` runs before each of ``name``'s batches.
+def interleaved_batches(plans: dict[str, Plan], enter: dict[str, Callable[[], None]],
+                        rounds: int) -> tuple[dict[str, list[float]], dict[str, list[float]]]:
+    """The time per call of every batch of each plan, their batches interleaved: ``rounds`` x ``repeat`` times one
+    batch of each, in an order that alternates, so that a drift of the machine's speed (load from elsewhere,
+    clocks, the heap's state) meets each plan alike. ``enter[name]()`` runs before each of ``name``'s batches.
 
-    Also the page faults per call of each plan's batches (median): a call that writes a fresh buffer the
-    allocator took from the operating system pays a fault per page, which can double a row's time."""
+    Also the page faults per call of each batch: a call that writes a fresh buffer the allocator took from the
+    operating system pays a fault per page, which can double a row's time."""
     for name, plan in plans.items():
         enter[name]()
         plan.warm_up()
@@ -100,8 +101,29 @@ def interleaved(plans: dict[str, Plan], enter: dict[str, Callable[[], None]],
             before = _page_faults()
             samples[name].append(plans[name].batch())
             faults[name].append((_page_faults() - before) / plans[name].number)
+    return samples, faults
+
+
+def interleaved(plans: dict[str, Plan], enter: dict[str, Callable[[], None]],
+                rounds: int) -> tuple[dict[str, float], dict[str, float]]:
+    """Median time per call of each plan, and median page faults per call, over the batches of
+    :func:`interleaved_batches`."""
+    samples, faults = interleaved_batches(plans, enter, rounds)
     return ({name: statistics.median(values) for name, values in samples.items()},
             {name: statistics.median(values) for name, values in faults.items()})
+
+
+def ratio_interval(a: list[float], b: list[float], *, level: float = 0.95, resamples: int = 2000,
+                   seed: int = 0) -> tuple[float, float]:
+    """A ``level`` bootstrap interval of ``median(a) / median(b)``: the batches of each side resampled with
+    replacement, ``resamples`` times (a fixed seed: the same batches give the same interval). How far the ratio
+    of one run can move by the batch-to-batch noise alone: a ratio whose interval holds 1 does not tell the two
+    apart."""
+    rng = random.Random(seed)
+    ratios = sorted(statistics.median(rng.choices(a, k=len(a))) / statistics.median(rng.choices(b, k=len(b)))
+                    for _ in range(resamples))
+    cut = int(resamples * (1 - level) / 2)
+    return ratios[cut], ratios[resamples - 1 - cut]
 
 
 def once_each(make: Callable[[int], Callable[[], Any]], *, repeat: int) -> float:

@@ -7,6 +7,7 @@ import pathlib
 import sys
 import types
 
+import numpy as np
 import pytest
 
 _PATH = pathlib.Path(__file__).resolve().parents[1] / "benchmarks" / "timing.py"
@@ -81,3 +82,27 @@ def test_plan_runs_warm_up_and_every_batch_inside_around():
         timing.interleaved({"p": plan}, {"p": lambda: None}, rounds=1)
     assert sink.getvalue() == "x\n" * (1 + 2 * 3)
     assert outside.getvalue() == ""
+
+
+def test_interleaved_batches_keeps_every_batch():
+    clock = {"a": [], "b": []}
+
+    def plan(name):
+        return timing.Plan(lambda: clock[name].append(1), lambda out: None, number=1, repeat=3, warmup=0)
+    samples, faults = timing.interleaved_batches({"a": plan("a"), "b": plan("b")}, {"a": lambda: None,
+                                                                                   "b": lambda: None}, rounds=2)
+    assert [len(v) for v in samples.values()] == [6, 6] and [len(v) for v in faults.values()] == [6, 6]
+    assert len(clock["a"]) == len(clock["b"]) == 6
+
+
+def test_ratio_interval_holds_the_ratio_and_tells_separated_samples_apart():
+    rng = np.random.default_rng(0)
+    same_a, same_b = list(1.0 + 0.05 * rng.standard_normal(75)), list(1.0 + 0.05 * rng.standard_normal(75))
+    low, high = timing.ratio_interval(same_a, same_b)
+    assert low < 1 < high  # one distribution: 1 is inside
+    ratio = np.median(same_a) / np.median(same_b)
+    assert low <= ratio <= high
+    assert timing.ratio_interval(same_a, same_b) == (low, high)  # fixed seed: the same batches, the same interval
+    slow = [2 * x for x in same_a]
+    low, high = timing.ratio_interval(slow, same_b)
+    assert 1.8 < low <= high < 2.2
