@@ -9,8 +9,9 @@ ops) a check of each argument's (aval, device, committed, sharding) against the 
 first, then one launch of the executable, is cheaper; static options (``axis=0``) match by type and value
 (:class:`StaticOptionsCall`). Pytrees of Python's containers holding arrays (a training step's parameters,
 keyword arguments included) are flattened by jaxlib's C++ pytree code with the arrays as leaves
-(:class:`PytreeCall`). Anything else (registered pytree classes, Python scalars inside containers, donation,
-host callbacks, arrays laid out otherwise than the program takes them) takes the other paths.
+(:class:`PytreeCall`); donated arguments too (their cached host views dropped first, as the Python path does).
+Anything else (registered pytree classes, Python scalars inside containers, host callbacks, arrays laid out
+otherwise than the program takes them) takes the other paths.
 """
 from __future__ import annotations
 
@@ -52,16 +53,19 @@ class DirectCall:
     of the function's recent signatures (``_Signatures.run_direct`` in jit.py)."""
 
     __slots__ = ("auxes", "epoch", "start", "finish", "prefix", "out_auxes", "single", "arity", "aux0", "aux1",
-                 "out_aux")
+                 "out_aux", "donated")
 
-    def __init__(self, auxes: tuple, executable: Any, prefix: list, out_auxes: tuple, single: bool) -> None:
+    def __init__(self, auxes: tuple, executable: Any, prefix: list, out_auxes: tuple, single: bool,
+                 donated: tuple[int, ...] = ()) -> None:
         self.auxes = auxes            # per argument: (aval, device, committed, sharding), or a ScalarSlot
         self.epoch = dispatch_epoch.current   # the flags that change programs, as they were
         self.start, self.finish = executable.launcher()  # the launch is finish(start(buffers))
         self.prefix = prefix          # buffers passed ahead of the arguments (the program's constants)
         self.out_auxes = out_auxes    # per output: its aux tuple
         self.single = single          # the function returns one array (else a tuple of them)
-        plain = single and not prefix and len(auxes) in (1, 2) and all(type(a) is tuple for a in auxes)
+        self.donated = donated        # the positions of the arguments whose buffers the program takes over
+        plain = (single and not prefix and not donated and len(auxes) in (1, 2)
+                 and all(type(a) is tuple for a in auxes))
         # For the inline match of a plain signature: its arity (-1, which no call has, when it is not plain),
         # argument and output auxes.
         self.arity = len(auxes) if plain else -1
@@ -89,6 +93,8 @@ class DirectCall:
                 bufs.append(buf)
             else:
                 return None
+        for i in self.donated:
+            args[i]._npy = None  # a cached host view pins the buffer, and XLA silently skips donating a pinned one
         try:
             outs = self.finish(self.start(bufs))
         except Exception:  # e.g. a deleted argument
@@ -104,8 +110,9 @@ class ArrayAndScalarCall(DirectCall):
 
     __slots__ = ("array_at",)
 
-    def __init__(self, auxes: tuple, executable: Any, prefix: list, out_auxes: tuple, single: bool) -> None:
-        super().__init__(auxes, executable, prefix, out_auxes, single)
+    def __init__(self, auxes: tuple, executable: Any, prefix: list, out_auxes: tuple, single: bool,
+                 donated: tuple[int, ...] = ()) -> None:
+        super().__init__(auxes, executable, prefix, out_auxes, single, donated)  # (never donated: direct_call)
         self.array_at = 0 if type(auxes[0]) is tuple else 1  # the array's position
 
     def run(self, args: tuple, kwargs: dict | None = None) -> Any:
@@ -140,8 +147,8 @@ class PytreeCall(DirectCall):
     __slots__ = ("flatten", "treedef", "aux_list", "kept", "out_treedef")
 
     def __init__(self, flatten: Any, treedef: Any, leaf_auxes: tuple, kept: list | None, executable: Any,
-                 prefix: list, out_treedef: Any, out_auxes: tuple) -> None:
-        super().__init__(leaf_auxes, executable, prefix, out_auxes, single=False)
+                 prefix: list, out_treedef: Any, out_auxes: tuple, donated: tuple[int, ...] = ()) -> None:
+        super().__init__(leaf_auxes, executable, prefix, out_auxes, single=False, donated=donated)
         self.flatten = flatten        # runtime.fastpath.container_flattener()
         self.treedef = treedef        # of (args, kwargs)
         self.aux_list = list(leaf_auxes)
@@ -162,6 +169,8 @@ class PytreeCall(DirectCall):
         bufs = self.prefix + list(map(_buf_of, leaves))
         if self.kept is not None:
             bufs = [b for b, k in zip(bufs, self.kept) if k]
+        for i in self.donated:
+            leaves[i]._npy = None  # (see DirectCall.run)
         try:
             outs = self.finish(self.start(bufs))
         except Exception:  # e.g. a deleted argument
@@ -248,12 +257,13 @@ class ScalarSlot:
 
 
 def direct_call(args: Sequence[Any], in_avals: Sequence[Any], kept: Sequence[bool], const_buffers: list,
-                executable: Any, out: Any, device: Any) -> DirectCall | None:
+                executable: Any, out: Any, device: Any, donated: Sequence[bool] = ()) -> DirectCall | None:
     """The direct launch of a signature just run, or None when it is not one this path takes: every argument a
     single-device kiln array on ``device`` or a Python scalar, each passed to the executable, the result one
     array or a tuple of arrays on it, no host callbacks (their errors and ordering are handled on the other
     paths). ``device`` None: a program over a mesh, whose arguments the caller checked are laid out as it takes
-    them (arrays only: a scalar would need a layout)."""
+    them (arrays only: a scalar would need a layout). ``donated``: per argument, whether the program takes over
+    its buffer (an array's only)."""
     if config._python_dispatch or executable.host_callbacks or len(kept) != len(args) or not all(kept):
         return None
     if not all(type(a) is Array and a._device is device or type(a) in _SCALARS and device is not None
@@ -270,18 +280,32 @@ def direct_call(args: Sequence[Any], in_avals: Sequence[Any], kept: Sequence[boo
         return None
     if any(o._device is not device for o in outs):
         return None
-    signature = (tuple(slots), executable, list(const_buffers), tuple(o._flat[1] for o in outs), single)
-    mixed = single and not const_buffers and len(slots) == 2 and {type(s) for s in slots} == {tuple, ScalarSlot}
+    given = _donated_positions(args, donated)
+    if given is None:
+        return None
+    signature = (tuple(slots), executable, list(const_buffers), tuple(o._flat[1] for o in outs), single, given)
+    mixed = (single and not const_buffers and not given and len(slots) == 2
+             and {type(s) for s in slots} == {tuple, ScalarSlot})
     return (ArrayAndScalarCall if mixed else DirectCall)(*signature)
 
 
+def _donated_positions(leaves: Sequence[Any], donated: Sequence[bool]) -> tuple[int, ...] | None:
+    """The positions of the donated ``leaves`` (kiln arrays), or None when one is not an array."""
+    positions = tuple(i for i, d in enumerate(donated) if d)
+    if any(type(leaves[i]) is not Array for i in positions):
+        return None
+    return positions
+
+
 def pytree_call(args: tuple, kwargs: dict, in_tree: Any, leaves: Sequence[Any], kept: Sequence[bool],
-                const_buffers: list, executable: Any, out_tree: Any, out: Any, device: Any) -> PytreeCall | None:
+                const_buffers: list, executable: Any, out_tree: Any, out: Any, device: Any,
+                donated: Sequence[bool] = ()) -> PytreeCall | None:
     """The direct launch of a signature just run whose arguments ``args``, ``kwargs`` (flattened by kiln:
     ``in_tree``, ``leaves``) and result ``out`` (``out_tree``) are pytrees of Python's containers holding
     single-device kiln arrays on ``device``, or None when it is not one (another pytree type, a scalar among
     the leaves, host callbacks). ``device`` None: a program over a mesh (see :func:`direct_call`).
-    ``kept`` says, for each of ``const_buffers`` and then each leaf, whether the executable takes it."""
+    ``kept`` says, for each of ``const_buffers`` and then each leaf, whether the executable takes it; ``donated``,
+    for each leaf, whether the program takes over its buffer."""
     flatten = runtime.fastpath.container_flattener()
     if (flatten is None or config._python_dispatch or executable.host_callbacks
             or len(kept) != len(const_buffers) + len(leaves)):
@@ -305,8 +329,11 @@ def pytree_call(args: tuple, kwargs: dict, in_tree: Any, leaves: Sequence[Any], 
             type(o) is Array and o._device is device for o in out_leaves):
         return None
     mask = None if all(kept) else [bool(k) for k in kept]
+    given = _donated_positions(leaves, donated)
+    if given is None:
+        return None
     return PytreeCall(flatten, treedef, tuple(a._flat[1] for a in leaves), mask, executable, list(const_buffers),
-                      out_treedef, tuple(o._flat[1] for o in out_leaves))
+                      out_treedef, tuple(o._flat[1] for o in out_leaves), given)
 
 
 def with_options(call: DirectCall | None, options: tuple, n_args: int) -> DirectCall | StaticOptionsCall | None:

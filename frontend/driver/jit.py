@@ -449,10 +449,8 @@ class JittedFunction:
                        in_tree: Any, leaves: list, out: Any) -> None:
         """Keep the signature just run (``n_args`` positional arguments, split by :meth:`_split`; the dynamic ones
         flattened to ``in_tree`` and ``leaves``) for the direct launch (direct_call.py): arrays and scalars each
-        its own argument, or pytrees of Python's containers holding arrays; nothing donated; static options
-        anywhere (direct_call checks the rest)."""
-        if any(entry.donated):
-            return
+        its own argument, or pytrees of Python's containers holding arrays; static options anywhere (direct_call
+        checks the rest)."""
         compiled = entry.compiled
         kept = compiled.kept[len(entry.closed.ir.constvars):]
         device = entry.device
@@ -463,12 +461,13 @@ class JittedFunction:
         call = None
         if not dyn_kwargs and len(leaves) == len(dyn_args):
             in_avals = [v.aval for v in entry.closed.ir.invars]
-            call = direct_call(dyn_args, in_avals, kept, entry.const_buffers, compiled.executable, out, device)
+            call = direct_call(dyn_args, in_avals, kept, entry.const_buffers, compiled.executable, out, device,
+                               entry.donated)
         if call is None:
             # (const_buffers holds the kept constants only: each of them is taken)
             kept_all = [True] * len(entry.const_buffers) + list(kept)
             call = pytree_call(dyn_args, dyn_kwargs, in_tree, leaves, kept_all, entry.const_buffers,
-                               compiled.executable, entry.out_tree, out, device)
+                               compiled.executable, entry.out_tree, out, device, entry.donated)
         options = tuple((where, value.value) for where, value in static)
         self._signatures.remember(with_options(call, options, n_args))
 

@@ -4,6 +4,7 @@ import logging
 
 import numpy as np
 import pytest
+from kiln.frontend.driver.direct_call import DirectCall
 
 import kiln
 import kiln.numpy as knp
@@ -240,10 +241,23 @@ def test_direct_launch_deleted_and_donated_arguments():
     g = kiln.jit(lambda a: a * 2, donate_argnums=0)
     y = knp.ones(3)
     out = g(y)
-    assert g._signatures.direct is None  # donation stays on the C++/Python paths
-    with pytest.raises(kiln.DeletedBufferError):
+    assert type(g._signatures.direct) is DirectCall and g._signatures.direct.donated == (0,)
+    with pytest.raises(kiln.DeletedBufferError, match=r"argument a refers to a deleted array: it was donated"):
         g(y)
     np.testing.assert_array_equal(g(out), [4.0, 4.0, 4.0])
+    assert out.is_deleted()
+
+
+def test_direct_launch_donates_arrays_whose_host_view_is_cached(monkeypatch):
+    """The direct launch drops a donated array's cached host view first, as the Python path does: a pinned buffer
+    is silently not donated by XLA."""
+    g = kiln.jit(lambda a: a * 2, donate_argnums=0)
+    g(knp.ones(3))
+    monkeypatch.setattr(kiln.frontend.driver.jit.JittedFunction, "_call", lambda *a, **k: pytest.fail("Python path"))
+    z = knp.ones(3) * 5  # the signature recorded (a weak-typed full(3, 5.0) would be another)
+    np.asarray(z)  # caches the host view
+    np.testing.assert_array_equal(g(z), [10.0, 10.0, 10.0])
+    assert z.is_deleted()
 
 
 def test_clear_caches_drops_the_direct_launch():
