@@ -22,7 +22,10 @@ It also gives every thread the one arena (``M_ARENA_MAX`` 1, before either backe
 arenas glibc adds for threads, in half of the runs of the 6 Mi-float rows one framework or the other (not the
 same one from run to run) page-faulted every page of each fresh output (6,145 faults per call: 9.0 ms
 instead of 1.5 ms); with one arena no run did (8 runs each). The page faults per call are counted for the
-steady-state rows, and the rows where the two frameworks' differ are listed under the table.
+steady-state rows, and the rows where the two frameworks' differ are listed under the table. Even so, blocks that
+the two frameworks' interleaved allocations pushed past the heap's top page-faulted (1,229 faults per call in some
+batches of the 6 Mi-float rows, of either framework): the bench grows the heap by 1 GB and touches it before it
+measures, so that such blocks land on pages already mapped.
 
 Both frameworks share the device in one process, so GPU memory preallocation is off unless
 ``XLA_PYTHON_CLIENT_PREALLOCATE`` says otherwise (both read it): otherwise the first client to start
@@ -66,8 +69,32 @@ def _steady_malloc() -> str:
         return "malloc: glibc refused the steady thresholds; left as it is"
     # The same for the processes the bench starts (the 8-device rows, the first calls): glibc reads these at start.
     os.environ.update({_MALLOC_ENV[param]: str(value) for param, value in _STEADY_MALLOC})
-    return ("malloc: glibc's trim and mmap thresholds fixed, one arena, for both frameworks (--malloc default: "
-            "glibc's own)")
+    _prefault_heap(ctypes.CDLL(None))
+    return ("malloc: glibc's trim and mmap thresholds fixed, one arena, the heap grown by "
+            f"{_PREFAULT_BYTES >> 20} MB and touched first, for both frameworks (--malloc default: glibc's own)")
+
+
+# How far the heap is grown (and its pages touched) before anything is measured: more than the steady rows hold
+# at once (the 6 Mi-float rows: both frameworks' inputs and the outputs of the calls in flight, 24 MB each).
+_PREFAULT_BYTES, _PREFAULT_BLOCK = 1 << 30, 24 << 20
+
+
+def _prefault_heap(libc) -> None:
+    """Grow the heap by _PREFAULT_BYTES in blocks below the mmap threshold, touch every page, and free them: the
+    free space stays at the heap's top (nothing under 2 GB is trimmed), its pages mapped. Without it, a block
+    that the two frameworks' buffers (one heap, allocations interleaved) happened to push past the heap's top
+    met a page fault per 4 KB page: in one run of jit SELU f32[6Mi] a batch of either framework met 1,229 faults a
+    call (6,145 in the batch's one call that grew the heap: 2.4 against 1.6 ms)."""
+    import ctypes
+    libc.malloc.restype, libc.malloc.argtypes = ctypes.c_void_p, (ctypes.c_size_t,)
+    libc.free.argtypes = (ctypes.c_void_p,)
+    blocks = [libc.malloc(_PREFAULT_BLOCK) for _ in range(_PREFAULT_BYTES // _PREFAULT_BLOCK)]
+    for b in blocks:
+        if b:
+            ctypes.memset(b, 1, _PREFAULT_BLOCK)
+    for b in reversed(blocks):
+        if b:
+            libc.free(b)
 
 _SCALE = {"us": 1e6, "ms": 1e3}
 _UNIT_TEXT = {"us": "µs", "ms": "ms"}
