@@ -36,7 +36,6 @@ from __future__ import annotations
 import argparse
 import os
 import platform
-import statistics
 import sys
 import time
 
@@ -44,7 +43,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from cases import CASES, DERIVED, sizes_for, title  # noqa: E402
 from frameworks import load_jax, load_kiln  # noqa: E402
-from timing import Plan, interleaved_batches, planning, ratio_interval  # noqa: E402
+from timing import Plan, interleaved_batches, medians, planning, ratio_interval  # noqa: E402
 
 _GPU_NAMES = ("cuda", "rocm", "gpu")
 
@@ -153,10 +152,8 @@ def _measure(case, frameworks, rounds: int,
     if any(isinstance(v, Plan) for v in first.values()):
         plans = {name: v for name, v in first.items() if isinstance(v, Plan)}
         samples, fault_samples = interleaved_batches(plans, {fw.name: fw.enter for fw in frameworks}, rounds)
-        seconds = {name: statistics.median(v) for name, v in samples.items()}
-        faults = {name: statistics.median(v) for name, v in fault_samples.items()}
         interval = ratio_interval(samples["kiln"], samples["jax"]) if {"kiln", "jax"} <= set(samples) else None
-        return {**first, **seconds}, faults, interval
+        return {**first, **medians(samples)}, medians(fault_samples), interval
     samples: dict[str, list[float | None]] = {name: [value] for name, value in first.items()}
     for r in range(1, rounds):
         for fw in (frameworks if r % 2 == 0 else frameworks[::-1]):

@@ -109,8 +109,12 @@ def interleaved(plans: dict[str, Plan], enter: dict[str, Callable[[], None]],
     """Median time per call of each plan, and median page faults per call, over the batches of
     :func:`interleaved_batches`."""
     samples, faults = interleaved_batches(plans, enter, rounds)
-    return ({name: statistics.median(values) for name, values in samples.items()},
-            {name: statistics.median(values) for name, values in faults.items()})
+    return medians(samples), medians(faults)
+
+
+def medians(samples: dict[str, list[float]]) -> dict[str, float]:
+    """The median of each plan's batches."""
+    return {name: statistics.median(values) for name, values in samples.items()}
 
 
 def ratio_interval(a: list[float], b: list[float], *, level: float = 0.95, resamples: int = 2000,

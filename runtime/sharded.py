@@ -127,7 +127,7 @@ class SpmdExecutable(Executable):
         limit = self._ahead
         if limit is None:
             return self._exe.execute_sharded(args)
-        wait_for_turn(limit)
+        _wait_for_turn(limit)
         results = self._exe.execute_sharded(args, with_tokens=True)
         _in_flight.append(results.consume_token())
         return results
@@ -148,7 +148,7 @@ class SpmdExecutable(Executable):
         """Wait for this program's turn before a launch that does not come through :meth:`_launch` (jaxlib's C++
         dispatch); :meth:`after_foreign_launch` after it."""
         if self._ahead is not None:
-            wait_for_turn(self._ahead)
+            _wait_for_turn(self._ahead)
 
     def after_foreign_launch(self, out: Buffer) -> None:
         """After a launch of this program that made ``out`` (its first output) outside :meth:`_launch`: with no
@@ -208,7 +208,7 @@ def _has_collectives(exe: Any) -> bool:
         return True
 
 
-def wait_for_turn(limit: int) -> None:
+def _wait_for_turn(limit: int) -> None:
     """Wait until fewer than ``limit`` mesh executions are in flight."""
     while True:
         with _in_flight_lock:
