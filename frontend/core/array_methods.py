@@ -27,6 +27,9 @@ def install_array_methods(numpy_namespace: Any, index_update_helper: type, iter_
         operator = getattr(method, "_operator", None)  # (kiln.numpy name, reflected), set by _binary
         if operator is not None:
             setattr(ArrayMethods, dunder, _bound_binary(dunder, getattr(numpy_namespace, operator[0]), operator[1]))
+        function = getattr(method, "_function", None)  # kiln.numpy's name, set by _function_method
+        if function is not None:
+            setattr(ArrayMethods, dunder, getattr(numpy_namespace, function))
 
 
 def concrete_rows(x: Any):
@@ -86,10 +89,15 @@ def _binary(name: str, reflected: bool = False):
     return method
 
 
-def _unary(name: str):
-    def method(self):
-        return getattr(_np(), name)(self)
-    method.__name__ = f"__{name}__"
+def _function_method(name: str, dunder: str | None = None):
+    """A method (or an operator of one operand, ``dunder``) that is kiln.numpy's function ``name`` of the array:
+    :func:`install_array_methods` puts the function itself in its place, so that ``-x`` and ``x.sum()`` are the
+    calls ``knp.negative(x)`` and ``knp.sum(x)`` with no method's frame around them (that of an eager call on one
+    array launches directly). This one, before kiln.numpy is loaded, explains that it is missing."""
+    def method(self, *args, **kwargs):
+        return getattr(_np(), name)(self, *args, **kwargs)
+    method.__name__ = dunder or name
+    method._function = name
     return method
 
 
@@ -185,10 +193,10 @@ class ArrayMethods:
     __ge__ = _binary("greater_equal")
     __eq__ = _binary("equal")  # type: ignore[assignment]
     __ne__ = _binary("not_equal")  # type: ignore[assignment]
-    __neg__ = _unary("negative")
-    __pos__ = _unary("positive")
-    __abs__ = _unary("abs")
-    __invert__ = _unary("invert")
+    __neg__ = _function_method("negative", "__neg__")
+    __pos__ = _function_method("positive", "__pos__")
+    __abs__ = _function_method("abs", "__abs__")
+    __invert__ = _function_method("invert", "__invert__")
     __hash__ = None  # arrays are mutable-looking values: unhashable, as NumPy's and JAX's
 
     def __divmod__(self, other):
@@ -244,38 +252,19 @@ class ArrayMethods:
             axes = axes[0]
         return _np().transpose(self, axes or None)
 
-    def sum(self, axis=None, dtype=None, keepdims=False, **kw):
-        return _np().sum(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
-
-    def prod(self, axis=None, dtype=None, keepdims=False, **kw):
-        return _np().prod(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
-
-    def mean(self, axis=None, dtype=None, keepdims=False, **kw):
-        return _np().mean(self, axis=axis, dtype=dtype, keepdims=keepdims, **kw)
-
-    def max(self, axis=None, keepdims=False, **kw):
-        return _np().max(self, axis=axis, keepdims=keepdims, **kw)
-
-    def min(self, axis=None, keepdims=False, **kw):
-        return _np().min(self, axis=axis, keepdims=keepdims, **kw)
-
-    def any(self, axis=None, keepdims=False, **kw):
-        return _np().any(self, axis=axis, keepdims=keepdims, **kw)
-
-    def all(self, axis=None, keepdims=False, **kw):
-        return _np().all(self, axis=axis, keepdims=keepdims, **kw)
-
-    def argmax(self, axis=None, keepdims=False):
-        return _np().argmax(self, axis=axis, keepdims=keepdims)
-
-    def argmin(self, axis=None, keepdims=False):
-        return _np().argmin(self, axis=axis, keepdims=keepdims)
-
-    def var(self, axis=None, ddof=0, keepdims=False, **kw):
-        return _np().var(self, axis=axis, ddof=ddof, keepdims=keepdims, **kw)
-
-    def std(self, axis=None, ddof=0, keepdims=False, **kw):
-        return _np().std(self, axis=axis, ddof=ddof, keepdims=keepdims, **kw)
+    # NumPy's methods of the same parameters as kiln.numpy's functions (in NumPy's order: x.sum(0, None, None, True)
+    # keeps the dimension): the functions themselves once kiln.numpy is loaded.
+    sum = _function_method("sum")
+    prod = _function_method("prod")
+    mean = _function_method("mean")
+    max = _function_method("max")
+    min = _function_method("min")
+    any = _function_method("any")
+    all = _function_method("all")
+    argmax = _function_method("argmax")
+    argmin = _function_method("argmin")
+    var = _function_method("var")
+    std = _function_method("std")
 
     def sort(self, axis=-1, *, kind=None, order=None, stable=True, descending=False):
         """A sorted copy (kiln arrays are immutable: unlike NumPy's, this does not sort in place)."""
@@ -287,11 +276,8 @@ class ArrayMethods:
     def searchsorted(self, v, side="left", sorter=None):
         return _np().searchsorted(self, v, side=side, sorter=sorter)
 
-    def cumsum(self, axis=None, dtype=None, out=None):
-        return _np().cumsum(self, axis=axis, dtype=dtype, out=out)
-
-    def cumprod(self, axis=None, dtype=None, out=None):
-        return _np().cumprod(self, axis=axis, dtype=dtype, out=out)
+    cumsum = _function_method("cumsum")
+    cumprod = _function_method("cumprod")
 
     def repeat(self, repeats, axis=None, *, total_repeat_length=None):
         return _np().repeat(self, repeats, axis=axis, total_repeat_length=total_repeat_length)
@@ -302,8 +288,7 @@ class ArrayMethods:
     def trace(self, offset=0, axis1=0, axis2=1, dtype=None, out=None):
         return _np().trace(self, offset, axis1, axis2, dtype=dtype, out=out)
 
-    def ptp(self, axis=None, out=None, keepdims=False):
-        return _np().ptp(self, axis=axis, out=out, keepdims=keepdims)
+    ptp = _function_method("ptp")
 
     def copy(self):
         return _np().copy(self)
@@ -312,7 +297,7 @@ class ArrayMethods:
         return _np().squeeze(self, axis)
 
     def ravel(self, order: str = "C"):
-        return _np().ravel(self, order)
+        return _np().ravel(self) if order == "C" else _np().ravel(self, order)
 
     def flatten(self):
         return _np().ravel(self)

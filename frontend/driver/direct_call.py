@@ -99,8 +99,14 @@ class DirectCall:
             outs = self.finish(self.start(bufs))
         except Exception:  # e.g. a deleted argument
             raise LaunchFailed from None
-        if self.single:
-            return _from_flat(self.out_aux, (outs[0],))
+        if self.single:  # Array._from_flat(self.out_aux, (buf,)), inlined
+            buf, aux = outs[0], self.out_aux
+            out = _new_object(Array)
+            out._buf = buf
+            out.aval, out._device, out._committed, out._sharding = aux
+            out._npy = None
+            out._flat = ((buf,), aux)
+            return out
         return tuple([_from_flat(aux, (b,)) for aux, b in zip(self.out_auxes, outs)])
 
 
@@ -192,7 +198,7 @@ class StaticOptionsCall:
     cache key compares them (``axis=1`` is not ``axis=True``); the other arguments are matched and launched
     by ``inner`` (a :class:`DirectCall` of the signature without the options)."""
 
-    __slots__ = ("inner", "arity", "n_args", "positional", "keywords")
+    __slots__ = ("inner", "arity", "n_args", "positional", "keywords", "dynamic")
 
     def __init__(self, inner: DirectCall, options: tuple, n_args: int) -> None:
         self.inner = inner
@@ -200,14 +206,20 @@ class StaticOptionsCall:
         self.n_args = n_args  # positional arguments, options included
         self.positional = tuple((i, v) for i, v in options if isinstance(i, int))  # ascending positions
         self.keywords = {k: v for k, v in options if not isinstance(k, int)}
+        # The positions of the other (dynamic) positional arguments when some options are positional: a slice
+        # when they come first (``round(x, 2)``, ``swapaxes(x, 0, 1)``), else a tuple of positions.
+        taken = {i for i, _ in self.positional}
+        dynamic = tuple(i for i in range(n_args) if i not in taken)
+        self.dynamic = (None if not taken else slice(0, len(dynamic)) if dynamic == tuple(range(len(dynamic)))
+                        else dynamic)
 
     def run(self, args: tuple, kwargs: dict | None = None) -> Any:
         keywords = self.keywords
-        if len(args) != self.n_args:
+        if len(args) != self.n_args or len(kwargs or ()) < len(keywords):
             return None
         try:
             for name, value in keywords.items():
-                given = (kwargs or {}).get(name, _MISSING)
+                given = kwargs.get(name, _MISSING)
                 if type(given) is not type(value) or not given == value:
                     return None
             for i, value in self.positional:
@@ -216,11 +228,11 @@ class StaticOptionsCall:
                     return None
         except Exception:  # an option whose == raises: the other paths decide
             return None
-        if self.positional:
-            taken = {i for i, _ in self.positional}
-            args = tuple(a for i, a in enumerate(args) if i not in taken)
-        if kwargs:
-            kwargs = {k: v for k, v in kwargs.items() if k not in keywords}
+        dynamic = self.dynamic
+        if dynamic is not None:
+            args = args[dynamic] if type(dynamic) is slice else tuple([args[i] for i in dynamic])
+        if kwargs:  # (every keyword option matched: those left are the dynamic ones, if any)
+            kwargs = {k: v for k, v in kwargs.items() if k not in keywords} if len(kwargs) > len(keywords) else None
         return self.inner.run(args, kwargs)
 
 

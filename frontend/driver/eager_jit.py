@@ -191,7 +191,7 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
         @functools.wraps(fun)
         def call(*args, **kwargs):
             nonlocal sigs
-            if has_dtype and (kwargs or len(args) > dtype_at):
+            if has_dtype and ("dtype" in kwargs or len(args) > dtype_at):
                 args, kwargs = user_dtype(args, kwargs)
             direct = sigs.direct
             if direct is not None and not active_traces():  # inside a trace: inlined (below)

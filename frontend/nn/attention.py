@@ -12,28 +12,33 @@ from ..ad.custom import custom_jvp
 from ..core import dtypes
 from ..core.axes import sorted_axes
 from ..core.tracing import abstractify
+from ..driver.eager_jit import eager_jit
 from ..lax.api import stop_gradient
 from .functions import _mask, float_args, logsumexp, logsumexp_impl, softmax
 
 __all__ = ["dot_product_attention", "identity", "log1mexp", "logmeanexp", "sparse_plus", "sparse_sigmoid", "tanh"]
 
 
+@eager_jit()
 def identity(x):
     """``x`` itself, as an array (the identity activation)."""
     return jnp.asarray(x)
 
 
+@eager_jit()
 def tanh(x):
     """The hyperbolic tangent (``kiln.numpy.tanh``)."""
     return jnp.tanh(x)
 
 
+@eager_jit()
 def sparse_plus(x):
     """0 for ``x <= -1``, ``x`` for ``x >= 1``, ``(x + 1)**2 / 4`` between: a smooth, sparse softplus."""
     (x,) = float_args("kiln.nn.sparse_plus", x)
     return jnp.where(x <= -1.0, 0.0, jnp.where(x >= 1.0, x, (x + 1.0) ** 2 / 4))
 
 
+@eager_jit()
 def sparse_sigmoid(x):
     """``clip((x + 1) / 2, 0, 1)``: the derivative of :func:`sparse_plus`."""
     (x,) = float_args("kiln.nn.sparse_sigmoid", x)
@@ -54,6 +59,7 @@ def _log1mexp_jvp(primals, tangents):
     return log1mexp(x), t / jnp.expm1(x)
 
 
+@eager_jit("axis", "keepdims")
 def logmeanexp(x, axis: Any = None, where: Any = None, keepdims: bool = False):
     """``log(mean(exp(x)))`` over ``axis``: ``logsumexp(x) - log(n)``, ``n`` counting only the entries
     ``where`` selects."""

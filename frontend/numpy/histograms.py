@@ -74,6 +74,7 @@ def bincount(x: Any, weights: Any = None, minlength: int = 0, *, length: int | N
     return zeros(length, abstractify(w).dtype).at[clip(x, 0)].add(w, mode="drop")
 
 
+@eager_jit("right", "method")
 def digitize(x: Any, bins: Any, right: bool = False, *, method: str | None = None) -> Any:
     """The index of the bin of each element of ``x``: ``i`` with ``bins[i-1] <= x < bins[i]``
     (``<`` and ``<=`` swapped when ``right``), for increasing or decreasing 1-D ``bins``."""

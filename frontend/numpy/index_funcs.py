@@ -176,6 +176,7 @@ def take_along_axis(arr, indices, axis: int | None = -1, mode: str | None = None
     return lax.gather(a, idx, dn, (1,) * aval.ndim, mode=parsed, fill_value=fill_value)
 
 
+@eager_jit("axis", "inplace", "mode")
 def put_along_axis(arr, indices, values, axis: int | None, inplace: bool = True, *, mode: str | None = None):
     """``arr`` with ``values`` put at ``indices`` along ``axis`` (as ``jax.numpy.put_along_axis``).
 

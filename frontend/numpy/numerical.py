@@ -38,6 +38,7 @@ def _sl(x: Any, axis: int, start: int | None, stop: int | None) -> Any:
     return x[tuple(idx)]
 
 
+@eager_jit("n", "axis")
 def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = None) -> Any:
     """The ``n``-th discrete difference along ``axis`` (``a[1:] - a[:-1]``, ``n`` times); booleans
     differ with ``!=``. ``prepend``/``append`` are joined to ``a`` along ``axis`` first (a scalar as a
@@ -73,6 +74,7 @@ def diff(a: Any, n: int = 1, axis: int = -1, prepend: Any = None, append: Any = 
     return arr
 
 
+@eager_jit()
 def ediff1d(ary: Any, to_end: Any = None, to_begin: Any = None) -> Any:
     """The differences of consecutive elements of the flattened ``ary``, with ``to_begin`` and
     ``to_end`` (flattened) joined before and after."""
@@ -152,6 +154,7 @@ def _gradient_axis(a: Any, h: Any, axis: int) -> Any:
     return concatenate([first, inner, last], axis)
 
 
+@eager_jit("axis")
 def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
     """The integral of ``y`` along ``axis`` by the trapezoidal rule, at sample points ``x`` (1-D, or of
     ``y``'s shape) or evenly spaced by ``dx``."""
@@ -173,6 +176,7 @@ def trapezoid(y: Any, x: Any = None, dx: Any = 1.0, axis: int = -1) -> Any:
     return _sum(h * (y[..., 1:] + y[..., :-1]), axis=-1) * 0.5
 
 
+@eager_jit()
 def interp(x: Any, xp: Any, fp: Any, left: Any = None, right: Any = None, period: Any = None) -> Any:
     """Piecewise-linear interpolation of the points ``(xp, fp)`` (``xp`` increasing) at ``x``.
 
@@ -225,6 +229,7 @@ def _interp_ends(x, xp, fp, f, left, right, period):
     return f
 
 
+@eager_jit("axis")
 def unwrap(p: Any, discont: Any = None, axis: int = -1, period: Any = 2 * math.pi) -> Any:
     """``p`` with jumps larger than ``discont`` (default ``period / 2``) along ``axis`` removed by adding
     multiples of ``period``. Integer input with an integer period stays integer. Complex input is an

@@ -63,6 +63,7 @@ def poly(seq_of_zeros: Any) -> Any:
     return a
 
 
+@eager_jit()
 def polyadd(a1: Any, a2: Any) -> Any:
     """The sum of two polynomials (the shorter is aligned at the lowest power)."""
     a1, a2 = _promote("polyadd", a1, a2, inexact=False)
@@ -76,6 +77,7 @@ def polyadd(a1: Any, a2: Any) -> Any:
     return a1 + a2
 
 
+@eager_jit()
 def polysub(a1: Any, a2: Any) -> Any:
     """The difference of two polynomials."""
     a1, a2 = _promote("polysub", a1, a2, inexact=False)
@@ -127,6 +129,7 @@ def polydiv(u: Any, v: Any, *, trim_leading_zeros: bool = False) -> tuple[Any, A
     return q, u
 
 
+@eager_jit("m")
 def polyder(p: Any, m: int = 1) -> Any:
     """The coefficients of the ``m``-th derivative (``m`` static) of polynomial ``p`` (inexact dtype)."""
     m = static_int("polyder", "m", m)
@@ -142,6 +145,7 @@ def polyder(p: Any, m: int = 1) -> Any:
     return p[: max(n - m, 0)] * asarray(factor.astype(np.float64), dtype=p.dtype)
 
 
+@eager_jit("m")
 def polyint(p: Any, m: int = 1, k: Any = None) -> Any:
     """The coefficients of the ``m``-th antiderivative (``m`` static) of polynomial ``p``;
     ``k``: the integration constants (a scalar for all, or ``m`` values, the first for the
@@ -176,6 +180,7 @@ def polyval(p: Any, x: Any, *, unroll: int = 16) -> Any:
     return y
 
 
+@eager_jit("deg", "rcond", "full", "cov")
 def polyfit(x: Any, y: Any, deg: int, rcond: float | None = None, full: bool = False, w: Any = None,
             cov: bool = False) -> Any:
     """The least-squares fit of a polynomial of degree ``deg`` (static) to points ``(x, y)``: its

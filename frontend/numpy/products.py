@@ -151,6 +151,7 @@ def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=
                            precision=precision, preferred_element_type=_preferred(a, preferred_element_type))
 
 
+@eager_jit("precision", "preferred_element_type")
 def inner(a, b, /, *, precision=None, preferred_element_type=None):
     """Contract the last axes of ``a`` and ``b`` (a product when either is 0-d)."""
     canonicalize_precision("numpy.inner", precision)
@@ -323,6 +324,7 @@ def _conv1d(fname: str, a, v, mode: str, precision, preferred_element_type):
     return lax.rev(out, (0,)) if reverse_out else out
 
 
+@eager_jit()
 def matvec(x1, x2, /):
     """Batched matrix-vector products: ``x1`` ``(..., m, n)`` times ``x2`` ``(..., n)`` gives ``(..., m)``
     (batch dimensions broadcast)."""
@@ -335,6 +337,7 @@ def matvec(x1, x2, /):
     return matmul(x1, x2[..., None])[..., 0]
 
 
+@eager_jit()
 def vecmat(x1, x2, /):
     """Batched vector-matrix products: the conjugate of ``x1`` ``(..., n)`` times ``x2`` ``(..., n, m)``
     gives ``(..., m)`` (batch dimensions broadcast)."""

@@ -352,6 +352,7 @@ def argmin(a, axis=None, out=None, keepdims=False):
     return _arg("argmin", lax.argmin, a, axis, keepdims)
 
 
+@eager_jit("axis", "out", "keepdims")
 def ptp(a, axis=None, out=None, keepdims=False):
     """Range (maximum minus minimum) over ``axis``."""
     _no_out("ptp", out)

@@ -246,6 +246,7 @@ def moveaxis(a, source, destination):
     return lax.transpose(a, order)
 
 
+@eager_jit("axis", "start")
 def rollaxis(a, axis: int, start: int = 0):
     """Roll ``axis`` backwards until it lies before position ``start`` (prefer :func:`moveaxis`)."""
     a = _array("rollaxis", a)
@@ -422,16 +423,19 @@ def _atleast(fname: str, nd: int, arys):
     return out[0] if len(out) == 1 else out
 
 
+@eager_jit()
 def atleast_1d(*arys):
     """Each argument as an array of at least one dimension."""
     return _atleast("atleast_1d", 1, arys)
 
 
+@eager_jit()
 def atleast_2d(*arys):
     """Each argument as an array of at least two dimensions (1-D ``(n,)`` becomes ``(1, n)``)."""
     return _atleast("atleast_2d", 2, arys)
 
 
+@eager_jit()
 def atleast_3d(*arys):
     """Each argument with at least three dimensions (``(n,)`` -> ``(1, n, 1)``, ``(m, n)`` -> ``(m, n, 1)``)."""
     return _atleast("atleast_3d", 3, arys)
@@ -843,9 +847,7 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
     ``pad_width`` is an int, a ``(before, after)`` pair or one pair per axis, and must be static.
     """
     x = _array("pad", array)
-    aval = abstractify(x)
-    nd = aval.ndim
-    widths = _pad_width(pad_width, nd)
+    widths = tuple((int(b), int(e)) for b, e in _pad_width(pad_width, abstractify(x).ndim))
     if callable(mode) or mode not in _PAD_OPTIONS:
         raise NotImplementedError(f"kiln.numpy.pad: mode {mode!r} is not supported; supported modes: "
                                   f"{', '.join(_PAD_OPTIONS)}")
@@ -855,36 +857,49 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
     if kwargs.get("reflect_type", "even") != "even":
         raise NotImplementedError("kiln.numpy.pad: only reflect_type='even' is supported")
     if mode in ("constant", "empty"):
-        cv = kwargs.get("constant_values", 0) if mode == "constant" else 0
-        if is_array(cv):
-            cs = abstractify(cv).shape
-            if len(cs) > 2 or builtins.any(c not in (1, t) for c, t in zip(cs[::-1], (2, nd)[::-1])):
-                raise ValueError(f"kiln.numpy.pad: constant_values of shape {cs} must be a scalar, a pair or one "
-                                 f"pair per axis for an array of dimension {nd}")
-            cvb = broadcast_to_shape(cv, (nd, 2))
-            values = np.empty((nd, 2), object)
-            for i in range(nd):
-                for j in range(2):
-                    values[i, j] = lax.reshape(lax.slice(cvb, (i, j), (i + 1, j + 1)), ())
-            uniform = cs == ()
-        else:
-            try:
-                values = np.broadcast_to(np.asarray(cv), (nd, 2))
-            except ValueError:
-                raise ValueError(f"kiln.numpy.pad: constant_values of shape {np.shape(cv)} must be a scalar, a pair "
-                                 f"or one pair per axis for an array of dimension {nd}") from None
-            uniform = bool((values == values.flat[0]).all()) if values.size else True
-        if uniform:
-            v = cv if is_array(cv) else (values.flat[0] if values.size else 0)
-            return lax.pad(x, _scalar_operand(v, aval), [(int(b), int(e), 0) for b, e in widths])
-        for ax in range(nd):
-            for side in (0, 1):
-                if widths[ax][side]:
-                    cfg = [(0, 0, 0)] * nd
-                    cfg[ax] = (int(widths[ax][0]), 0, 0) if side == 0 else (0, int(widths[ax][1]), 0)
-                    x = lax.pad(x, _scalar_operand(values[ax][side], aval), cfg)
-        return x
-    stat_length = kwargs.get("stat_length")
+        return _pad_constant(x, kwargs.get("constant_values", 0) if mode == "constant" else 0, widths=widths)
+    return _pad_from_values(x, widths=widths, mode=mode, stat_length=kwargs.get("stat_length"))
+
+
+# The padding itself, one compiled program when called eagerly (as JAX's jitted pad): the widths, mode and
+# stat_length are static, the array and constant_values operands.
+@eager_jit("widths")
+def _pad_constant(x, cv, widths: tuple[tuple[int, int], ...]):
+    aval = abstractify(x)
+    nd = aval.ndim
+    if is_array(cv):
+        cs = abstractify(cv).shape
+        if len(cs) > 2 or builtins.any(c not in (1, t) for c, t in zip(cs[::-1], (2, nd)[::-1])):
+            raise ValueError(f"kiln.numpy.pad: constant_values of shape {cs} must be a scalar, a pair or one "
+                             f"pair per axis for an array of dimension {nd}")
+        cvb = broadcast_to_shape(cv, (nd, 2))
+        values = np.empty((nd, 2), object)
+        for i in range(nd):
+            for j in range(2):
+                values[i, j] = lax.reshape(lax.slice(cvb, (i, j), (i + 1, j + 1)), ())
+        uniform = cs == ()
+    else:
+        try:
+            values = np.broadcast_to(np.asarray(cv), (nd, 2))
+        except ValueError:
+            raise ValueError(f"kiln.numpy.pad: constant_values of shape {np.shape(cv)} must be a scalar, a pair "
+                             f"or one pair per axis for an array of dimension {nd}") from None
+        uniform = bool((values == values.flat[0]).all()) if values.size else True
+    if uniform:
+        v = cv if is_array(cv) else (values.flat[0] if values.size else 0)
+        return lax.pad(x, _scalar_operand(v, aval), [(int(b), int(e), 0) for b, e in widths])
+    for ax in range(nd):
+        for side in (0, 1):
+            if widths[ax][side]:
+                cfg = [(0, 0, 0)] * nd
+                cfg[ax] = (int(widths[ax][0]), 0, 0) if side == 0 else (0, int(widths[ax][1]), 0)
+                x = lax.pad(x, _scalar_operand(values[ax][side], aval), cfg)
+    return x
+
+
+@eager_jit("widths", "mode", "stat_length")
+def _pad_from_values(x, widths: tuple[tuple[int, int], ...], mode: str, stat_length):
+    nd = abstractify(x).ndim
     for ax in range(nd):
         before, after = int(widths[ax][0]), int(widths[ax][1])
         if not before and not after:
@@ -935,6 +950,7 @@ def _pad_stat(x, ax: int, before: int, after: int, mode: str, stat_length, nd: i
 # Flips, rolls, rotations, triangles
 # ---------------------------------------------------------------------------------------------
 
+@eager_jit("axis")
 def flip(m, axis: int | Sequence[int] | None = None):
     """Reverse the order of elements along ``axis`` (all axes when None)."""
     if key_arrays.any_key(m):
@@ -944,6 +960,7 @@ def flip(m, axis: int | Sequence[int] | None = None):
     return lax.rev(m, axes)
 
 
+@eager_jit()
 def fliplr(m):
     """Reverse the order of columns (axis 1)."""
     m = _array("fliplr", m)
@@ -952,6 +969,7 @@ def fliplr(m):
     return lax.rev(m, (1,))
 
 
+@eager_jit()
 def flipud(m):
     """Reverse the order of rows (axis 0)."""
     m = _array("flipud", m)

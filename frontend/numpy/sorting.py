@@ -40,6 +40,7 @@ def _flatten_or_axis(fname: str, a: Any, axis: Any) -> tuple[Any, int]:
     return a, canonical_axis(fname, axis, aval.ndim)
 
 
+@eager_jit("axis", "kind", "order", "stable", "descending")
 def sort(a: Any, axis: int | None = -1, *, kind: str | None = None, order: Any = None, stable: bool = True,
          descending: bool = False) -> Any:
     """A sorted copy of ``a`` along ``axis`` (flattened when ``axis`` is None).
@@ -160,6 +161,7 @@ def _take_1d(a: Any, idx: Any) -> Any:
     return lax.gather(a, lax.reshape(idx, shape + (1,)), dn, (1,))
 
 
+@eager_jit("side", "method")
 def searchsorted(a: Any, v: Any, side: str = "left", sorter: Any = None, *, method: str = "scan") -> Any:
     """Indices at which to insert ``v`` into the sorted 1-D ``a`` to keep it sorted.
 

@@ -254,6 +254,7 @@ def _cumulative(fname: str, lax_fn, a: Any, axis: Any, dtype: Any, nan_identity:
     return out
 
 
+@eager_jit("axis", "dtype", "out")
 def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative sum along ``axis`` (of the flattened array when None). Bools and small integers
     accumulate in the default integer dtype."""
@@ -261,6 +262,7 @@ def cumsum(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) 
     return _cumulative("cumsum", lax.cumsum, a, axis, dtype)
 
 
+@eager_jit("axis", "dtype", "out")
 def cumprod(a: Any, axis: int | None = None, dtype: Any = None, out: Any = None) -> Any:
     """Cumulative product along ``axis`` (of the flattened array when None)."""
     _no_out("cumprod", out)
@@ -292,12 +294,14 @@ def _array_api_axis(fname: str, x: Any, axis: Any) -> Any:
     return axis
 
 
+@eager_jit("axis", "dtype", "include_initial")
 def cumulative_sum(x: Any, /, *, axis: int | None = None, dtype: Any = None, include_initial: bool = False) -> Any:
     """Array-API cumulative sum (``include_initial`` prepends the 0)."""
     axis = _array_api_axis("cumulative_sum", x, axis)
     return _cumulative("cumulative_sum", lax.cumsum, x, axis, dtype, include_initial=include_initial, identity=0)
 
 
+@eager_jit("axis", "dtype", "include_initial")
 def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
                     include_initial: bool = False) -> Any:
     """Array-API cumulative product (``include_initial`` prepends the 1)."""
@@ -307,6 +311,7 @@ def cumulative_prod(x: Any, /, *, axis: int | None = None, dtype: Any = None,
 
 
 # -- covariance and correlation ----------------------------------------------------------------------
+@eager_jit("rowvar", "bias", "ddof", "dtype")
 def cov(m: Any, y: Any = None, rowvar: bool = True, bias: bool = False, ddof: int | None = None,
         fweights: Any = None, aweights: Any = None, dtype: Any = None) -> Any:
     """The covariance matrix of the variables in the rows of ``m`` (columns when not ``rowvar``),

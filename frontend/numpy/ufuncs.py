@@ -121,7 +121,7 @@ def _bitwise(fname: str, lax_fn):
         return lax_fn(x, y)
     fn.__name__ = fname
     fn.__doc__ = f"Elementwise {fname} of integer or boolean arrays."
-    return fn
+    return eager_jit()(fn)
 
 
 bitwise_and = _bitwise("bitwise_and", lax.bitwise_and)
@@ -130,6 +130,7 @@ bitwise_xor = _bitwise("bitwise_xor", lax.bitwise_xor)
 left_shift = _bitwise("left_shift", lax.shift_left)
 
 
+@eager_jit()
 def right_shift(x, y, /):
     """Elementwise ``x >> y`` (arithmetic for signed, logical for unsigned integers)."""
     x, y = promote_and_broadcast("right_shift", x, y)
@@ -189,12 +190,14 @@ def remainder(x, y, /):
 mod = remainder
 
 
+@eager_jit()
 def fmod(x, y, /):
     """Elementwise remainder with the sign of the dividend (C's fmod)."""
     x, y = promote_and_broadcast("fmod", x, y)
     return lax.rem(x, y)
 
 
+@eager_jit()
 def divmod(x, y, /):  # noqa: A001
     """``(x // y, x % y)``."""
     return floor_divide(x, y), remainder(x, y)
@@ -266,6 +269,7 @@ def negative(x, /):
     return lax.neg(x)
 
 
+@eager_jit()
 def positive(x, /):
     """Elementwise ``+x``."""
     (x,) = promote_dtypes("positive", x)
@@ -295,6 +299,7 @@ def sign(x, /):
     return lax.sign(x)
 
 
+@eager_jit()
 def invert(x, /):
     """Elementwise bitwise NOT (logical NOT for booleans)."""
     (x,) = promote_dtypes("invert", x)
@@ -332,11 +337,13 @@ logical_or = _logical("logical_or", lax.bitwise_or)
 logical_xor = _logical("logical_xor", lax.bitwise_xor)
 
 
+@eager_jit()
 def floor(x, /):
     (x,) = promote_dtypes("floor", x)
     return _as_array(x) if dtypes.is_int(abstractify(x).dtype) or abstractify(x).dtype == np.bool_ else lax.floor(x)
 
 
+@eager_jit()
 def ceil(x, /):
     (x,) = promote_dtypes("ceil", x)
     return _as_array(x) if dtypes.is_int(abstractify(x).dtype) or abstractify(x).dtype == np.bool_ else lax.ceil(x)
@@ -399,6 +406,7 @@ def where(condition, x=None, y=None, /, *, size=None, fill_value=None):
 _UNSET = object()
 
 
+@eager_jit()
 def clip(arr=None, /, min=None, max=None, *, a=_UNSET, a_min=_UNSET, a_max=_UNSET):  # noqa: A002
     """Limit values to ``[min, max]`` (either may be None). ``a``/``a_min``/``a_max`` are the older
     NumPy names, accepted as keywords. Where ``min > max`` the result is ``max``, as NumPy's."""
@@ -436,6 +444,7 @@ def _ones_bool(x):
     return lax.broadcast_in_dim(lax.literal(True, np.bool_), abstractify(x).shape, ())
 
 
+@eager_jit()
 def isfinite(x, /):
     """Elementwise: neither infinite nor NaN (complex: both parts finite)."""
     (x,) = promote_dtypes("isfinite", x)
@@ -447,6 +456,7 @@ def isfinite(x, /):
     return lax.is_finite(x)
 
 
+@eager_jit()
 def isnan(x, /):
     """Elementwise: is NaN (complex: either part is NaN)."""
     (x,) = promote_dtypes("isnan", x)
@@ -493,12 +503,14 @@ isposinf = _isinf_signed("isposinf", np.inf)
 isneginf = _isinf_signed("isneginf", -np.inf)
 
 
+@eager_jit()
 def real(x, /):
     """The real part (a real array is returned as it is)."""
     (x,) = promote_dtypes("real", x)
     return lax.real(x) if _kind(x) == "c" else _as_array(x)
 
 
+@eager_jit()
 def imag(x, /):
     """The imaginary part (zeros for a real array)."""
     (x,) = promote_dtypes("imag", x)
@@ -507,6 +519,7 @@ def imag(x, /):
     return full_like_(x, 0)
 
 
+@eager_jit()
 def conj(x, /):
     """Complex conjugate (a real array is returned as it is, as in NumPy)."""
     (x,) = promote_dtypes("conj", x)
@@ -528,6 +541,7 @@ def angle(z, deg: bool = False):
     return lax.mul(out, full_like_(out, 180 / np.pi)) if deg else out
 
 
+@eager_jit()
 def isreal(x, /):
     """Elementwise: the imaginary part is zero."""
     (x,) = promote_dtypes("isreal", x)
@@ -537,6 +551,7 @@ def isreal(x, /):
     return lax.eq(im, full_like_(im, 0))
 
 
+@eager_jit()
 def iscomplex(x, /):
     """Elementwise: the imaginary part is nonzero."""
     return logical_not(isreal(x))
@@ -608,6 +623,7 @@ def arctan2(x1, x2, /):
 atan2 = arctan2
 
 
+@eager_jit()
 def float_power(x, y, /):
     """Elementwise ``x ** y`` computed in an inexact dtype (integers as the default float)."""
     x, y = promote_and_broadcast("float_power", x, y)
@@ -689,6 +705,7 @@ def logaddexp2(x1, x2, /):
 # Rounding, signs, floating-point functions
 # ---------------------------------------------------------------------------------------------
 
+@eager_jit()
 def fabs(x, /):
     """Elementwise absolute value as a float (complex is an error, as in NumPy)."""
     (x,) = _real_float_args("fabs", x)
@@ -710,6 +727,7 @@ def trunc(x, /):
 fix = trunc
 
 
+@eager_jit()
 def rint(x, /):
     """Round to the nearest integer, ties to even (integers become floats, as in NumPy)."""
     (x,) = _float_dtype_args("rint", x)
@@ -833,6 +851,7 @@ def frexp(x, /):
     return mantissa, lax.convert_element_type(e, np.int32)
 
 
+@eager_jit()
 def ldexp(x1, x2, /):
     """``x1 * 2**x2`` elementwise, for integer ``x2``, without overflow in the power of two."""
     check_arraylike("ldexp", x1, x2)
@@ -865,6 +884,7 @@ def _broadcast_pair(fname: str, x, n):
     return broadcast_to_shape(x, shape), broadcast_to_shape(n, shape)
 
 
+@eager_jit()
 def nextafter(x1, x2, /):
     """The next representable floating value after ``x1`` toward ``x2``, elementwise."""
     x1, x2 = _binary_float("nextafter", x1, x2)
@@ -886,6 +906,7 @@ bitwise_left_shift = left_shift
 bitwise_right_shift = right_shift
 
 
+@eager_jit()
 def bitwise_count(x, /):
     """Elementwise number of set bits in ``|x|`` (as NumPy's ``bitwise_count``; uint8 result)."""
     (x,) = promote_dtypes("bitwise_count", x)
@@ -1002,12 +1023,14 @@ def _gcd(a, b):
     return while_loop(cond, body, (a, b))[0]
 
 
+@eager_jit()
 def gcd(x1, x2, /):
     """Elementwise greatest common divisor of integers (non-negative; ``gcd(0, 0) == 0``)."""
     x1, x2 = _integer_operands("gcd", x1, x2)
     return _gcd(materialize(x1), materialize(x2))
 
 
+@eager_jit()
 def lcm(x1, x2, /):
     """Elementwise least common multiple of integers (non-negative; 0 where either is 0)."""
     x1, x2 = _integer_operands("lcm", x1, x2)
@@ -1048,6 +1071,7 @@ def _chbevl(x, coeffs):
     return lax.mul(lax.sub(b0, b2), lax.full_like(x, 0.5))
 
 
+@eager_jit()
 def i0(x, /):
     """The modified Bessel function of the first kind, order 0, elementwise (real inputs; integers are
     computed as floats). Evaluated with Cephes' Chebyshev expansions, as NumPy does."""

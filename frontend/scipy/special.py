@@ -148,6 +148,7 @@ def _args(where: str, *xs: Any, broadcast: bool = False) -> list[Any]:
 # Gamma and beta functions
 # ---------------------------------------------------------------------------------------------
 
+@eager_jit()
 def gammasgn(x):
     """The sign of the gamma function: NaN at the poles (0 is +-1 by its sign bit), -inf and NaN."""
     (x,) = _args("kiln.scipy.special.gammasgn", x)
@@ -624,6 +625,7 @@ def _boxcox_core(logx, lmbda):
 # Bessel J of integer order, the dilogarithm, Owen's T
 # ---------------------------------------------------------------------------------------------
 
+@eager_jit("v", "n_iter")
 def bessel_jn(z, *, v: int, n_iter: int = 50):
     """``J_0(z) .. J_v(z)`` (shape ``(v + 1, *z.shape)``) for real floating ``z``, by Miller's backward
     recurrence from order ``max(n_iter, v + 20)`` (rescaled as it goes, so it cannot overflow), normalized

@@ -1,0 +1,138 @@
+"""Eager calls across the API, kiln against JAX: ``python benchmarks/eager_survey.py [--threshold R] [-k TEXT]``.
+
+run.py times a few eager operations closely; this times many (methods, operators, indexing, kiln.numpy, kiln.nn,
+kiln.random, kiln.scipy.special) a little, to find the ones kiln runs much slower than JAX: typically a function
+that JAX compiles whole when called eagerly and kiln ran primitive by primitive. Each call is timed in short
+batches, the two frameworks' batches interleaved, and the rows are printed slowest (for kiln) first. Small
+arrays: this measures the cost of a call, not of its arithmetic. The ratios of rows near 1 move by a few percent
+from run to run; the survey is for the outliers.
+"""
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from typing import Any, Callable
+
+import numpy as np
+from frameworks import Framework, load_jax, load_kiln
+
+
+def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
+    """Name -> a call without arguments, on small arrays put on ``fw``'s device."""
+    top = __import__(fw.name)
+    np_, nn, random = fw.np, top.nn, top.random
+    special = __import__(f"{fw.name}.scipy.special", fromlist=["special"])
+    rng = np.random.default_rng(0)
+    x = fw.put(rng.standard_normal(16, dtype=np.float32))
+    m = fw.put(rng.standard_normal((32, 32), dtype=np.float32))
+    ints = fw.put(np.arange(16, dtype=np.int32))
+    i = fw.put(np.int32(3))
+    key = random.PRNGKey(0)
+    return {
+        # indexing and updates
+        "x[0]": lambda: x[0], "x[1:5]": lambda: x[1:5], "x[i]": lambda: x[i], "m[:, 0]": lambda: m[:, 0],
+        "x[None, :]": lambda: x[None, :], "x.at[0].set(1.0)": lambda: x.at[0].set(1.0),
+        # operators
+        "x + 1": lambda: x + 1, "2 - x": lambda: 2 - x, "x / 2": lambda: x / 2, "x // 2": lambda: x // 2,
+        "x % 2": lambda: x % 2, "x ** 2": lambda: x ** 2, "-x": lambda: -x, "abs(x)": lambda: abs(x),
+        "x > 0": lambda: x > 0, "x == x": lambda: x == x, "ints & 6": lambda: ints & 6,
+        "ints >> 1": lambda: ints >> 1,
+        "~ints": lambda: ~ints, "m @ m": lambda: m @ m, "m @ m[0]": lambda: m @ m[0],
+        # methods
+        "x.sum()": lambda: x.sum(), "m.sum(0)": lambda: m.sum(0), "m.sum(axis=1)": lambda: m.sum(axis=1),
+        "x.mean()": lambda: x.mean(), "x.max()": lambda: x.max(), "m.max(axis=0)": lambda: m.max(axis=0),
+        "x.min()": lambda: x.min(), "x.prod()": lambda: x.prod(), "x.std()": lambda: x.std(),
+        "x.var()": lambda: x.var(),
+        "x.argmax()": lambda: x.argmax(), "(x > 0).any()": lambda: (x > 0).any(), "x.cumsum()": lambda: x.cumsum(),
+        "x.reshape(4, 4)": lambda: x.reshape(4, 4), "m.T": lambda: m.T, "m.ravel()": lambda: m.ravel(),
+        "m.flatten()": lambda: m.flatten(), "x.astype(int32)": lambda: x.astype(np_.int32),
+        "x.astype(float16)": lambda: x.astype(np_.float16),
+        # kiln.numpy / jax.numpy
+        "add": lambda: np_.add(x, x), "maximum": lambda: np_.maximum(x, 0.0), "minimum": lambda: np_.minimum(x, 0.5),
+        "where": lambda: np_.where(x > 0, x, 0.0), "clip": lambda: np_.clip(x, -1, 1), "exp": lambda: np_.exp(x),
+        "log": lambda: np_.log(x), "sqrt": lambda: np_.sqrt(x), "abs": lambda: np_.abs(x),
+        "isnan": lambda: np_.isnan(x),
+        "isfinite": lambda: np_.isfinite(x), "floor": lambda: np_.floor(x), "round": lambda: np_.round(x, 2),
+        "sum": lambda: np_.sum(x), "sum(m, axis=1)": lambda: np_.sum(m, axis=1),
+        "max(x, axis=0)": lambda: np_.max(x, axis=0),
+        "mean keepdims": lambda: np_.mean(m, axis=-1, keepdims=True), "argmax": lambda: np_.argmax(x),
+        "all": lambda: np_.all(x > 0), "cumsum": lambda: np_.cumsum(x), "sort": lambda: np_.sort(x),
+        "argsort": lambda: np_.argsort(x), "take": lambda: np_.take(x, ints), "dot": lambda: np_.dot(m, m),
+        "einsum": lambda: np_.einsum("ij,jk->ik", m, m), "outer": lambda: np_.outer(x, x),
+        "linalg.norm": lambda: np_.linalg.norm(x), "transpose": lambda: np_.transpose(m),
+        "swapaxes": lambda: np_.swapaxes(m, 0, 1), "squeeze": lambda: np_.squeeze(x[None]),
+        "concatenate": lambda: np_.concatenate([x, x]), "stack": lambda: np_.stack([x, x]),
+        "tile": lambda: np_.tile(x, 2),
+        "pad": lambda: np_.pad(x, 1), "diff": lambda: np_.diff(x), "flip": lambda: np_.flip(x),
+        "arange": lambda: np_.arange(16), "linspace": lambda: np_.linspace(0, 1, 16), "zeros": lambda: np_.zeros(16),
+        "ones_like": lambda: np_.ones_like(x), "full": lambda: np_.full((4,), 2.0), "eye": lambda: np_.eye(4),
+        "array(list)": lambda: np_.array([1.0, 2.0]), "asarray(host)": lambda: np_.asarray(np.ones(16, np.float32)),
+        # kiln.nn / jax.nn, kiln.random / jax.random, special functions
+        "nn.relu": lambda: nn.relu(x), "nn.sigmoid": lambda: nn.sigmoid(x), "nn.softmax": lambda: nn.softmax(x),
+        "nn.log_softmax": lambda: nn.log_softmax(x), "nn.logsumexp": lambda: nn.logsumexp(x),
+        "nn.gelu": lambda: nn.gelu(x), "nn.one_hot": lambda: nn.one_hot(ints, 16),
+        "random.normal": lambda: random.normal(key, (16,)), "random.uniform": lambda: random.uniform(key, (16,)),
+        "random.split": lambda: random.split(key), "random.fold_in": lambda: random.fold_in(key, 1),
+        "special.erf": lambda: special.erf(x), "special.gammaln": lambda: special.gammaln(x),
+        # to the host
+        "float(x[0])": lambda: float(x[0]), "x[0].item()": lambda: x[0].item(),
+        "np.asarray(x + 0)": lambda: np.asarray(x + 0),
+        "x.tolist()": lambda: x.tolist(),
+    }
+
+
+def survey(frameworks: list[Framework], names: list[str], batches: int, number: int) -> dict[str, dict[str, float]]:
+    """Median seconds per call of each named call of each framework, their batches interleaved."""
+    made = {}
+    for fw in frameworks:
+        fw.enter()  # (each framework's arrays made under its own settings: JAX's need its tracebacks on)
+        made[fw.name] = calls(fw)
+    times: dict[str, dict[str, float]] = {}
+    for name in names:
+        for fw in frameworks:  # warm-up: compiles and first-use costs
+            fw.enter()
+            for _ in range(3):
+                fw.block(made[fw.name][name]())
+        samples: dict[str, list[float]] = {fw.name: [] for fw in frameworks}
+        for b in range(batches):
+            for fw in (frameworks if b % 2 == 0 else frameworks[::-1]):
+                fw.enter()
+                call = made[fw.name][name]
+                start = time.perf_counter()
+                for _ in range(number):
+                    out = call()
+                fw.block(out)
+                samples[fw.name].append((time.perf_counter() - start) / number)
+        times[name] = {k: statistics.median(v) for k, v in samples.items()}
+    return times
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("-k", default="", help="only the calls whose name contains this text")
+    parser.add_argument("--threshold", type=float, default=0.0,
+                        help="print only the rows whose kiln/jax ratio is at least this")
+    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--number", type=int, default=100, help="calls per batch")
+    args = parser.parse_args(argv)
+    kiln_fw = load_kiln()  # kiln first: its C++ dispatch path is set up only when jax is not imported yet
+    try:
+        frameworks = [kiln_fw, load_jax()]
+    except ImportError:
+        print("jax is not installed: nothing to compare with (python3 -m nox -s bench installs it)")
+        return 1
+    kiln_fw.enter()
+    names = [n for n in calls(kiln_fw) if args.k in n]
+    times = survey(frameworks, names, args.batches, args.number)
+    rows = sorted(((t["kiln"] / t["jax"], n, t) for n, t in times.items()), reverse=True)
+    print("| call | kiln | jax | kiln/jax |\n| --- | --- | --- | --- |")
+    for ratio, name, t in rows:
+        if ratio >= args.threshold:
+            print(f"| `{name}` | {t['kiln'] * 1e6:.2f} µs | {t['jax'] * 1e6:.2f} µs | {ratio:.2f} |")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
