@@ -99,14 +99,8 @@ class DirectCall:
             outs = self.finish(self.start(bufs))
         except Exception:  # e.g. a deleted argument
             raise LaunchFailed from None
-        if self.single:  # Array._from_flat(self.out_aux, (buf,)), inlined
-            buf, aux = outs[0], self.out_aux
-            out = _new_object(Array)
-            out._buf = buf
-            out.aval, out._device, out._committed, out._sharding = aux
-            out._npy = None
-            out._flat = ((buf,), aux)
-            return out
+        if self.single:
+            return _from_flat(self.out_aux, (outs[0],))
         return tuple([_from_flat(aux, (b,)) for aux, b in zip(self.out_auxes, outs)])
 
 

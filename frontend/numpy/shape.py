@@ -841,6 +841,7 @@ def _scalar_operand(v, aval):
                        aval.dtype, aval.weak_type)
 
 
+@eager_jit("pad_width", "mode", "stat_length", "reflect_type")
 def pad(array, pad_width, mode: str = "constant", **kwargs):
     """Pad an array (NumPy's modes constant, empty, edge, reflect, symmetric, wrap, maximum, minimum, mean).
 
@@ -858,7 +859,12 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
         raise NotImplementedError("kiln.numpy.pad: only reflect_type='even' is supported")
     if mode in ("constant", "empty"):
         return _pad_constant(x, kwargs.get("constant_values", 0) if mode == "constant" else 0, widths=widths)
-    return _pad_from_values(x, widths=widths, mode=mode, stat_length=kwargs.get("stat_length"))
+    return _pad_from_values(x, widths=widths, mode=mode, stat_length=_as_tuples(kwargs.get("stat_length")))
+
+
+def _as_tuples(value):
+    """Nested lists as nested tuples: a static option the compiled path can hash."""
+    return tuple(map(_as_tuples, value)) if isinstance(value, (list, tuple)) else value
 
 
 # The padding itself, one compiled program when called eagerly (as JAX's jitted pad): the widths, mode and
