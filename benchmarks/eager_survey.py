@@ -30,6 +30,9 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
     ints = fw.put(np.arange(16, dtype=np.int32))
     i = fw.put(np.int32(3))
     key = random.PRNGKey(0)
+    grad_sin = top.grad(lambda v: np_.sum(np_.sin(v)))
+    vmap_dot = top.vmap(np_.dot)
+    vg_mean = top.value_and_grad(lambda v: np_.mean(v * v))
     return {
         # indexing and updates
         "x[0]": lambda: x[0], "x[1:5]": lambda: x[1:5], "x[i]": lambda: x[i], "m[:, 0]": lambda: m[:, 0],
@@ -76,6 +79,9 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
         "random.normal": lambda: random.normal(key, (16,)), "random.uniform": lambda: random.uniform(key, (16,)),
         "random.split": lambda: random.split(key), "random.fold_in": lambda: random.fold_in(key, 1),
         "special.erf": lambda: special.erf(x), "special.gammaln": lambda: special.gammaln(x),
+        # transformations called eagerly (no jit around them)
+        "grad(sum of sin)": lambda: grad_sin(x), "vmap(dot)": lambda: vmap_dot(m, m),
+        "value_and_grad(mean sq)": lambda: vg_mean(x), "jvp(tanh)": lambda: top.jvp(np_.tanh, (x,), (x,)),
         # to the host
         "float(x[0])": lambda: float(x[0]), "x[0].item()": lambda: x[0].item(),
         "np.asarray(x + 0)": lambda: np.asarray(x + 0),

@@ -153,18 +153,20 @@ def soft_sign(x):
 
 
 # Not one compiled program eagerly: JAX does not jit gelu, so each operation runs (and rounds) on its own; one
-# program rounds a few float32 values differently
+# program rounds a few float32 values differently. JAX's formula op for op, through kiln.numpy as JAX's goes through
+# jax.numpy: a Python or NumPy scalar is an argument of its operation (one program each), not an array of its own.
 def gelu(x, approximate: bool = True):
     """Gaussian error linear unit: ``x * Phi(x)``, or its tanh approximation (the default)."""
     (x,) = float_args("kiln.nn.gelu", x)
+    dtype = abstractify(x).dtype
     if approximate:
-        # x * (0.5 (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3)))), JAX's formula op for op; the cube is an
-        # integer_pow, as JAX's x ** 3, whose derivative 3 x**2 rounds unlike the product rule of x * (x * x)
-        inner = lax.mul(_const(x, np.sqrt(2 / np.pi)),
-                        lax.add(x, lax.mul(_const(x, 0.044715), lax.integer_pow(x, 3))))
-        return lax.mul(x, lax.mul(_const(x, 0.5), lax.add(_const(x, 1), lax.tanh(inner))))
-    # x * Phi(x) = 0.5 x erfc(-x / sqrt 2): erfc keeps the relative accuracy for negative x.
-    return lax.mul(lax.mul(_const(x, 0.5), x), lax.erfc(lax.mul(x, _const(x, -1 / np.sqrt(2)))))
+        # 0.5 (1 + tanh(sqrt(2/pi) (x + 0.044715 x**3))) x; the cube is an integer_pow, as JAX's x ** 3, whose
+        # derivative 3 x**2 rounds unlike the product rule of x * (x * x)
+        inner = _uf.multiply(np.sqrt(2 / np.pi).astype(dtype), _uf.add(x, _uf.multiply(0.044715, _uf.power(x, 3))))
+        return _uf.multiply(x, _uf.multiply(0.5, _uf.add(1.0, _uf.tanh(inner))))
+    # 0.5 x erfc(-x sqrt(1/2)): erfc keeps the relative accuracy for negative x
+    return _uf.multiply(_uf.multiply(0.5, x),
+                        lax.erfc(_uf.multiply(_uf.negative(x), np.sqrt(0.5).astype(dtype))))
 
 
 @eager_jit("alpha")
