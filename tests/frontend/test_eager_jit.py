@@ -749,3 +749,17 @@ def test_methods_and_unary_operators_are_the_numpy_functions(monkeypatch):
     assert type(x).sum is knp.sum and type(x).__neg__ is knp.negative
     with pytest.raises(TypeError, match="out= is not supported"):
         x.sum(0, None, True)  # NumPy's order: the third parameter is out
+
+
+def test_gelu_eagerly_runs_its_operations_without_broadcast_constants(primitive_runs):
+    """JAX does not jit gelu: its operations run one by one eagerly, kiln's too (they round as JAX's), each a
+    kiln.numpy function taking its scalar as an argument; before, every constant was a full-size array made by an
+    execution of its own (12 executions for the tanh form, 8 now)."""
+    h = np.linspace(-4, 4, 33, dtype=np.float32)
+    x = knp.asarray(h)
+    c = np.float32(np.sqrt(2 / np.pi))
+    want = h * (np.float32(0.5) * (1 + np.tanh(c * (h + np.float32(0.044715) * h ** 3))))
+    np.testing.assert_allclose(kiln.nn.gelu(x), want, rtol=2e-6, atol=1e-6)  # (1 + tanh cancels near -4)
+    np.testing.assert_allclose(kiln.nn.gelu(x, approximate=False), 0.5 * h * scipy.special.erfc(-h / np.sqrt(2)),
+                               rtol=2e-6, atol=1e-7)
+    assert primitive_runs == ["erfc"]  # (kiln.lax.erfc, as JAX's lax.erfc, is not jitted)
