@@ -1,5 +1,5 @@
-"""The last signature of a jitted function whose arguments are kiln arrays and Python scalars, launched
-without jaxlib's C++ dispatch.
+"""The last signature of a jitted function whose arguments are kiln arrays, Python scalars and NumPy arrays
+(copied to the device at each call), launched without jaxlib's C++ dispatch.
 
 jaxlib's C++ ``pjit`` path checks a signature in C++, but a kiln array is a Python wrapper around a jaxlib
 array, so every argument and every result costs a Python callback there (flatten, unflatten), and the
@@ -86,7 +86,7 @@ class DirectCall:
                 if flat[1] is not aux and flat[1] != aux:
                     return None
                 bufs.append(a._buf)
-            elif type(aux) is ScalarSlot and type(a) is aux.type:
+            elif type(aux) in _SLOTS and type(a) is aux.type:
                 buf = aux.buffer(a)
                 if buf is None:
                     return None
@@ -233,6 +233,23 @@ class StaticOptionsCall:
 _MISSING = object()
 
 
+class HostArraySlot:
+    """An argument position that took a NumPy array (``x + np.ones(4)``, a batch from a NumPy data loader): its
+    dtype and shape. Every call copies the array to the device, as the other paths do: the caller may change it
+    right after the call, while the program still runs."""
+
+    __slots__ = ("type", "dtype", "shape", "device")
+
+    def __init__(self, value: np.ndarray, device: Any) -> None:
+        self.type = np.ndarray
+        self.dtype, self.shape, self.device = value.dtype, value.shape, device
+
+    def buffer(self, value: np.ndarray) -> Any:
+        if value.dtype != self.dtype or value.shape != self.shape:
+            return None
+        return to_buffer(value, self.device)  # (a copy, in the dtype the program takes; the guard, if any, checks it)
+
+
 class ScalarSlot:
     """An argument position that took a Python scalar (``f(x, 0.5)``, eager ``x * 2``): the scalar's type,
     and the device buffers of the values seen there, so that a repeated value is not transferred again."""
@@ -262,6 +279,9 @@ class ScalarSlot:
         return buf
 
 
+_SLOTS = (ScalarSlot, HostArraySlot)  # the argument positions that take other values than kiln arrays
+
+
 def direct_call(args: Sequence[Any], in_avals: Sequence[Any], kept: Sequence[bool], const_buffers: list,
                 executable: Any, out: Any, device: Any, donated: Sequence[bool] = ()) -> DirectCall | None:
     """The direct launch of a signature just run, or None when it is not one this path takes: every argument a
@@ -272,12 +292,12 @@ def direct_call(args: Sequence[Any], in_avals: Sequence[Any], kept: Sequence[boo
     its buffer (an array's only)."""
     if config._python_dispatch or executable.host_callbacks or len(kept) != len(args) or not all(kept):
         return None
-    if not all(type(a) is Array and a._device is device or type(a) in _SCALARS and device is not None
-               for a in args):
+    if not all(type(a) is Array and a._device is device or (type(a) in _SCALARS or type(a) is np.ndarray)
+               and device is not None for a in args):
         return None
-    beside_inexact = all(dtypes.is_inexact(a.aval.dtype) for a in args if type(a) is Array)
-    slots = [a._flat[1] if type(a) is Array else ScalarSlot(a, aval.dtype, device, beside_inexact)
-             for a, aval in zip(args, in_avals)]
+    beside_inexact = all(dtypes.is_inexact(aval.dtype) for a, aval in zip(args, in_avals) if type(a) not in _SCALARS)
+    slots = [a._flat[1] if type(a) is Array else HostArraySlot(a, device) if type(a) is np.ndarray
+             else ScalarSlot(a, aval.dtype, device, beside_inexact) for a, aval in zip(args, in_avals)]
     if type(out) is Array:
         outs, single = [out], True
     elif type(out) is tuple and all(type(o) is Array for o in out):

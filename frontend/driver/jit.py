@@ -441,7 +441,8 @@ class JittedFunction:
             return self._call_traced(entry, leaves), None
         out = self._execute(entry, leaves)
         record = self._fast_path(entry, leaves, out)
-        if record is not None:
+        if record is not None or any(type(x) is np.ndarray for x in leaves):
+            # (NumPy arrays stay off the C++ path, which may alias their memory: the direct launch copies them)
             self._record_direct(len(args), dyn_args, dyn_kwargs, static, entry, treedef, leaves, out)
         return out, record
 

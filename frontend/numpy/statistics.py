@@ -53,14 +53,11 @@ def _quantile(fname: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool
     dtype = aval.dtype
     # Index arithmetic in at least float32 (a bfloat16 index would be off by whole positions).
     idx_float = dtype if dtype.itemsize >= 4 else dtypes.canonicalize_dtype(np.float32)
-    q_host = q if isinstance(q, (int, float, np.ndarray, np.generic)) else None
+    q_host = q if isinstance(q, _HOST_Q) else None
     if q_host is not None:
-        qs = np.asarray(q_host, np.float64) / scale
-        lo_name, hi_name = ("0", "100") if scale != 1.0 else ("0", "1")
-        if np.any(~((qs >= 0) & (qs <= 1))):
-            raise ValueError(f"kiln.numpy.{fname}: q must be in the range [{lo_name}, {hi_name}], got {q_host!r}")
-        q_shape = qs.shape
+        _check_q(fname, q_host, scale)
         q_op = np.asarray(q_host, idx_float)
+        q_shape = q_op.shape
     else:
         q_aval = abstractify(q)
         if dtypes.kind(q_aval.dtype) == "c":
@@ -165,6 +162,30 @@ def _quantile_core(a: Any, q_op: Any, *, perm: tuple[int, ...], n_reduced: int, 
     return lax.reshape(out, out_shape)
 
 
+_HOST_Q = (int, float, np.ndarray, np.generic)
+
+
+def _check_q(fname: str, q: Any, scale: float) -> None:
+    """A host ``q`` in [0, 1] (``scale`` 1) or [0, 100] (``scale`` 100), checked at every call: inside the program
+    that computes the quantiles it is a traced value."""
+    if isinstance(q, _HOST_Q):
+        qs = np.asarray(q, np.float64) / scale
+        lo_name, hi_name = ("0", "100") if scale != 1.0 else ("0", "1")
+        if np.any(~((qs >= 0) & (qs <= 1))):
+            raise ValueError(f"kiln.numpy.{fname}: q must be in the range [{lo_name}, {hi_name}], got {q!r}")
+
+
+# The quantile functions called eagerly: one compiled program each (as JAX's jitted ones), q an argument of it.
+_quantile_program = eager_jit("fname", "axis", "method", "keepdims", "ignore_nan", "scale")(_quantile)
+
+
+def _quantiles(fname: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan: bool,
+               scale: float = 1.0) -> Any:
+    _check_q(fname, q, scale)
+    return _quantile_program(fname, a, q, axis=axis, method=method, keepdims=keepdims, ignore_nan=ignore_nan,
+                             scale=scale)
+
+
 def _as_1d(q: Any, m: int) -> Any:
     return q.reshape(m) if isinstance(q, np.ndarray) else lax.reshape(q, (m,))
 
@@ -178,7 +199,7 @@ def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input:
     slice containing NaN gives NaN. Integer inputs compute in the default float dtype (as JAX).
     """
     _no_out("quantile", out)
-    return _quantile("quantile", a, q, axis, interpolation or method, keepdims, False)
+    return _quantiles("quantile", a, q, axis, interpolation or method, keepdims, False)
 
 
 @takes_out_sharding
@@ -186,35 +207,35 @@ def percentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_inpu
                method: str = "linear", keepdims: bool = False, *, interpolation: str | None = None) -> Any:
     """The ``q``-th percentiles (``q`` in [0, 100]) of ``a``; see :func:`quantile`."""
     _no_out("percentile", out)
-    return _quantile("percentile", a, q, axis, interpolation or method, keepdims, False, scale=100.0)
+    return _quantiles("percentile", a, q, axis, interpolation or method, keepdims, False, scale=100.0)
 
 
 def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
            keepdims: bool = False) -> Any:
     """The median of ``a`` over ``axis`` (NaN if the slice contains NaN)."""
     _no_out("median", out)
-    return _quantile("median", a, 0.5, axis, "linear", keepdims, False)
+    return _quantiles("median", a, 0.5, axis, "linear", keepdims, False)
 
 
 def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
                 method: str = "linear", keepdims: bool = False, *, interpolation: str | None = None) -> Any:
     """:func:`quantile` ignoring NaNs (an all-NaN slice gives NaN)."""
     _no_out("nanquantile", out)
-    return _quantile("nanquantile", a, q, axis, interpolation or method, keepdims, True)
+    return _quantiles("nanquantile", a, q, axis, interpolation or method, keepdims, True)
 
 
 def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
                   method: str = "linear", keepdims: bool = False, *, interpolation: str | None = None) -> Any:
     """:func:`percentile` ignoring NaNs."""
     _no_out("nanpercentile", out)
-    return _quantile("nanpercentile", a, q, axis, interpolation or method, keepdims, True, scale=100.0)
+    return _quantiles("nanpercentile", a, q, axis, interpolation or method, keepdims, True, scale=100.0)
 
 
 def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
               keepdims: bool = False) -> Any:
     """:func:`median` ignoring NaNs."""
     _no_out("nanmedian", out)
-    return _quantile("nanmedian", a, 0.5, axis, "linear", keepdims, True)
+    return _quantiles("nanmedian", a, 0.5, axis, "linear", keepdims, True)
 
 
 # -- cumulative reductions -------------------------------------------------------------------------

@@ -43,11 +43,22 @@ def test_scalar_arguments_stay_in_cpp(count_misses):
     assert len(count_misses) == 1
 
 
-def test_numpy_array_arguments_use_the_python_path_which_copies_them(count_misses):
+def test_numpy_array_arguments_take_the_direct_launch_which_copies_them(count_misses, monkeypatch):
+    """Never the C++ path (which may alias their memory, see test_host_array_changed_after_the_call_...): after the
+    first call, the direct launch, which copies each NumPy array; another dtype or shape is another signature."""
     f = kiln.jit(lambda a, b: a + b)
     for i in range(3):
         np.testing.assert_array_equal(f(np.full(3, i, np.float32), 2.0), np.full(3, i + 2.0))
-    assert len(count_misses) == 3  # correct and safe (see the next test), not cached in C++
+    assert len(count_misses) == 1
+    from kiln.frontend.driver import jit as jit_module
+    monkeypatch.setattr(jit_module, "call_cpp", lambda *a: pytest.fail("took the C++ path"))
+    np.testing.assert_array_equal(f(np.arange(3, dtype=np.float32), 1.0), [1.0, 2.0, 3.0])
+    with kiln.transfer_guard("disallow"), pytest.raises(kiln.errors.TransferGuardError, match="host-to-device"):
+        f(np.arange(3, dtype=np.float32), 1.0)  # each call's copy is a transfer the guard sees
+    monkeypatch.undo()
+    np.testing.assert_array_equal(f(np.arange(3.0), 1.0), [1.0, 2.0, 3.0])  # float64: canonicalised, new signature
+    np.testing.assert_array_equal(f(np.arange(4, dtype=np.float32), 1.0), [1.0, 2.0, 3.0, 4.0])
+    assert len(count_misses) == 3
 
 
 def test_host_arguments_keep_their_dtypes_and_weak_types(count_misses):
