@@ -387,6 +387,7 @@ def _fill(value, dtype, shape):
     return lax.broadcast_in_dim(lit, shape, ()) if shape else materialize(lit)
 
 
+@eager_jit("num", "endpoint", "dtype", "axis", ints_to_inexact=True)
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None, axis: int = 0):
     """``base ** linspace(start, stop, ...)``."""
     dtype = None if dtype is None else dtypes.check_user_dtype(dtype)

@@ -15,6 +15,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.errors import ConcretizationTypeError
 from ..core.tracing import Tracer, abstractify, concrete
+from ..driver.eager_jit import eager_jit
 from ._util import check_arraylike, is_array, static_int
 from .creation import arange, array, asarray, linspace, meshgrid, ones
 from .index_funcs import nonzero
@@ -40,6 +41,7 @@ def _integer_array(fname: str, x: Any, what: str) -> Any:
 
 
 # -- flat and multi-dimensional indices --------------------------------------------------------------
+@eager_jit("shape")
 def unravel_index(indices: Any, shape: Any) -> tuple[Any, ...]:
     """The multi-dimensional indices into an array of ``shape`` of the flat ``indices``.
 

@@ -45,6 +45,7 @@ def _member(x: Any, test: Any) -> Any:
     return take(s, where(i < n, i, n - 1)) == x
 
 
+@eager_jit("assume_unique", "invert", "method")
 def isin(element: Any, test_elements: Any, assume_unique: bool = False, invert: bool = False, *,
          method: str = "auto") -> Any:
     """Elementwise: is ``element`` among the values of ``test_elements``? (``invert``: is it not?)

@@ -709,6 +709,11 @@ def test_more_functions_that_jax_jits_are_one_program(primitive_runs):
     np.testing.assert_allclose(kiln.nn.sparse_plus(v), np.where(h[1, :3] <= -1, 0, np.where(
         h[1, :3] >= 1, h[1, :3], (h[1, :3] + 1) ** 2 / 4)), rtol=1e-6)
     np.testing.assert_array_equal(kiln.scipy.special.gammasgn(v - 0.5), scipy.special.gammasgn(h[1, :3] - 0.5))
+    flat = knp.asarray(np.array([0, 5, 11], np.int32))
+    for got, want in zip(knp.unravel_index(flat, (3, 4)), np.unravel_index([0, 5, 11], (3, 4))):
+        np.testing.assert_array_equal(got, want)
+    np.testing.assert_array_equal(knp.isin(flat, knp.asarray(np.array([5, 7], np.int32))), [False, True, False])
+    np.testing.assert_allclose(knp.logspace(0, 2, 5), np.logspace(0, 2, 5, dtype=np.float32), rtol=1e-6)
     quotient, remainder = knp.divmod(v, 2.0)
     np.testing.assert_array_equal(quotient, np.floor_divide(h[1, :3], np.float32(2.0)))
     np.testing.assert_array_equal(remainder, np.mod(h[1, :3], np.float32(2.0)))
