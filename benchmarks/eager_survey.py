@@ -10,13 +10,12 @@ from run to run; the survey is for the outliers.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from typing import Any, Callable
 
 import numpy as np
 from frameworks import Framework, load_jax, load_kiln
+from timing import Plan, interleaved
 
 
 def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
@@ -90,28 +89,16 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
 
 
 def survey(frameworks: list[Framework], names: list[str], batches: int, number: int) -> dict[str, dict[str, float]]:
-    """Median seconds per call of each named call of each framework, their batches interleaved."""
+    """Median seconds per call of each named call of each framework, their batches interleaved (timing.py)."""
     made = {}
     for fw in frameworks:
         fw.enter()  # (each framework's arrays made under its own settings: JAX's need its tracebacks on)
         made[fw.name] = calls(fw)
+    enter = {fw.name: fw.enter for fw in frameworks}
     times: dict[str, dict[str, float]] = {}
     for name in names:
-        for fw in frameworks:  # warm-up: compiles and first-use costs
-            fw.enter()
-            for _ in range(3):
-                fw.block(made[fw.name][name]())
-        samples: dict[str, list[float]] = {fw.name: [] for fw in frameworks}
-        for b in range(batches):
-            for fw in (frameworks if b % 2 == 0 else frameworks[::-1]):
-                fw.enter()
-                call = made[fw.name][name]
-                start = time.perf_counter()
-                for _ in range(number):
-                    out = call()
-                fw.block(out)
-                samples[fw.name].append((time.perf_counter() - start) / number)
-        times[name] = {k: statistics.median(v) for k, v in samples.items()}
+        plans = {fw.name: Plan(made[fw.name][name], fw.block, number, batches, warmup=3) for fw in frameworks}
+        times[name] = interleaved(plans, enter, rounds=1)[0]
     return times
 
 

@@ -238,10 +238,10 @@ class HostArraySlot:
     dtype and shape. Every call copies the array to the device, as the other paths do: the caller may change it
     right after the call, while the program still runs."""
 
-    __slots__ = ("type", "dtype", "shape", "device")
+    __slots__ = ("dtype", "shape", "device")
+    type = np.ndarray  # (the argument type, as ScalarSlot.type)
 
     def __init__(self, value: np.ndarray, device: Any) -> None:
-        self.type = np.ndarray
         self.dtype, self.shape, self.device = value.dtype, value.shape, device
 
     def buffer(self, value: np.ndarray) -> Any:
