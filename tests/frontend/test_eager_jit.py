@@ -213,6 +213,15 @@ def test_direct_launch_with_static_options(monkeypatch):
     np.testing.assert_array_equal(g(i), [1, 2, 3])  # k left to its default is not k=5
     np.testing.assert_array_equal(g(i, 7), [7, 8, 9])
     np.testing.assert_array_equal(g(i), [1, 2, 3])  # nor is k=7 given by position (never matched inline)
+    # The recorded signatures take a float32[3, 4] array: another shape or a NumPy array is another call.
+    m = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    for _ in range(2):
+        np.testing.assert_array_equal(knp.swapaxes(x, 0, 1), h.T)
+        np.testing.assert_array_equal(knp.swapaxes(knp.asarray(m), 0, 1), m.T)
+        np.testing.assert_array_equal(knp.swapaxes(m, 0, 1), m.T)
+        with pytest.raises(TypeError, match="kiln.numpy.sum: argument 0 is a list"):
+            knp.sum([[1.0, 2.0]], axis=0)
+        np.testing.assert_array_equal(knp.sum(x, axis=0).shape, (4,))
     x.delete()
     with pytest.raises(kiln.DeletedBufferError, match="kiln.numpy.sum: argument a refers to a deleted"):
         knp.sum(x, axis=0)
