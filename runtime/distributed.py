@@ -203,6 +203,11 @@ def _quiet(fn: Any) -> None:
         pass
 
 
+# Run before the distributed client shuts down: what uses the client and must stop first (coordination.py's
+# preemption sync manager registers itself here).
+before_shutdown: list[Any] = []
+
+
 def shutdown() -> None:
     """Disconnect from the other processes (waits for them up to the shutdown timeout). No-op when not
     initialised. Backends created while connected keep their devices."""
@@ -212,6 +217,8 @@ def shutdown() -> None:
     if state is None:
         return
     state.connected = False
+    for hook in before_shutdown:
+        _quiet(hook)
     if state.client is not None:
         _quiet(state.client.shutdown)
     if state.service is not None:
