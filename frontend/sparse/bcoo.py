@@ -28,6 +28,7 @@ from ..core.errors import ConcretizationTypeError
 from ..core.ir import IR, ClosedIR, Var
 from ..core.tracing import Tracer
 from ..core.tree_util import register_pytree_node_class
+from .base import JAXSparse, static_int
 
 __all__ = ["BCOO", "bcoo_dot_general", "bcoo_eliminate_zeros", "bcoo_fromdense", "bcoo_multiply_dense",
            "bcoo_reduce_sum", "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty",
@@ -38,18 +39,9 @@ _FORMATS = ("bcoo", "bcsr", "coo", "csr", "csc")
 
 def _index(value: Any, what: str, where: str) -> int:
     """``value`` as a static non-negative Python int; a traced value gets JAX's ConcretizationTypeError."""
-    if isinstance(value, Tracer):
-        hint = (" In order for BCOO.fromdense() to be used in traced/compiled code, pass a concrete Python int "
-                "as nse (number of stored elements)") if what == "nse" else ""
-        raise ConcretizationTypeError(f"{where}: {what} must be a static Python int, but it is a traced value "
-                                      f"(under jit, vmap or grad).{hint}")
-    try:
-        out = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{where}: {what} must be a Python int, got {type(value).__name__} {value!r}") from None
-    if out < 0:
-        raise ValueError(f"{where}: {what} must be non-negative, got {out}")
-    return out
+    hint = (" In order for BCOO.fromdense() to be used in traced/compiled code, pass a concrete Python int as nse "
+            "(number of stored elements)") if what == "nse" else ""
+    return static_int(value, what, where, hint)
 
 
 def _validate(data_shape: tuple, indices_shape: tuple, shape: tuple) -> tuple[int, int, int, int]:
@@ -105,7 +97,7 @@ def _shape_for_leaves(shape: tuple, data: Any, indices: Any) -> tuple:
 
 
 @register_pytree_node_class
-class BCOO:
+class BCOO(JAXSparse):
     """A sparse array in batched-COO format (as ``jax.experimental.sparse.BCOO``).
 
     ``BCOO((data, indices), shape=shape)``: ``data`` of shape ``batch + (nse,) + dense``, ``indices`` of shape
@@ -285,8 +277,7 @@ class BCOO:
     def _matmul(self, other: Any, sparse_left: bool) -> Any:
         """``self @ other`` or ``other @ self`` with NumPy's matmul rules for 1-D and 2-D operands."""
         if isinstance(other, BCOO):
-            raise NotImplementedError("BCOO @ BCOO (sparse-sparse product) is not supported in kiln; densify one "
-                                      "operand: A @ B.todense()")
+            return _sparse_matmul(*((self, other) if sparse_left else (other, self)))
         other = jnp.asarray(other)
         if self.n_batch:
             return self._batched_matmul(other, sparse_left)
@@ -335,8 +326,8 @@ class BCOO:
 
     def __mul__(self, other: Any) -> BCOO:
         if isinstance(other, BCOO):
-            raise NotImplementedError("BCOO * BCOO (sparse-sparse elementwise product) is not supported in kiln; "
-                                      "densify one operand: A * B.todense()")
+            from .products import bcoo_multiply_sparse  # products imports this module
+            return bcoo_multiply_sparse(self, other)
         return self._with_data(bcoo_multiply_dense(self, other))
 
     def __rmul__(self, other: Any) -> BCOO:
@@ -350,6 +341,93 @@ class BCOO:
 
     def __pos__(self) -> BCOO:
         return self
+
+    # Through ``sparsify``, as JAX defines them: sparse + sparse stores both sets of entries, sparse + dense is dense.
+    def __abs__(self) -> BCOO:
+        return _sparsified(jnp.abs)(self)
+
+    def __add__(self, other: Any) -> Any:
+        return _sparsified(jnp.add)(self, other)
+
+    def __radd__(self, other: Any) -> Any:
+        return _sparsified(jnp.add)(other, self)
+
+    def __sub__(self, other: Any) -> Any:
+        return _sparsified(jnp.subtract)(self, other)
+
+    def __rsub__(self, other: Any) -> Any:
+        return _sparsified(jnp.subtract)(other, self)
+
+    def __pow__(self, other: Any) -> Any:
+        return _sparsified(lambda x: jnp.power(x, other))(self)
+
+    def __rpow__(self, other: Any) -> Any:
+        return _sparsified(jnp.power)(other, self)
+
+    def __rtruediv__(self, other: Any) -> Any:
+        return _sparsified(jnp.divide)(other, self)
+
+    # --- structure (bcoo_structure.py imports this module: its functions are imported when called) ---------
+    def reshape(self, *shape: Any, order: str = "C") -> BCOO:
+        """The array reshaped to ``shape`` (ints, or one sequence; one entry may be -1), as ``jax.numpy.reshape``.
+
+        Batch, sparse and dense dimensions reshape within their groups (see ``bcoo_reshape``)."""
+        from .bcoo_structure import bcoo_reshape  # bcoo_structure imports this module
+        if len(shape) == 1 and not isinstance(shape[0], (int, np.integer)):
+            shape = tuple(shape[0])
+        sizes = _reshape_sizes(shape, self.shape)
+        if order == "F":  # column-major: reverse the axes around a row-major reshape
+            return self.transpose().reshape(sizes[::-1]).transpose()
+        if order != "C":
+            raise NotImplementedError(f"BCOO.reshape: order={order!r} is not supported; use 'C' or 'F'")
+        return self if sizes == self.shape else bcoo_reshape(self, new_sizes=sizes)
+
+    def update_layout(self, *, n_batch: int | None = None, n_dense: int | None = None,
+                      on_inefficient: str | None = "error") -> BCOO:
+        """The same array stored with ``n_batch`` batch and ``n_dense`` dense dimensions (see
+        ``bcoo_update_layout``: increasing either can store many zeros, which raises a SparseEfficiencyError
+        unless ``on_inefficient`` is ``'warn'`` or ``None``)."""
+        from .bcoo_structure import bcoo_update_layout  # bcoo_structure imports this module
+        return bcoo_update_layout(self, n_batch=n_batch, n_dense=n_dense, on_inefficient=on_inefficient)
+
+    def __getitem__(self, idx: Any) -> BCOO:
+        """``mat[idx]`` for integers, slices, ``None`` and ``...`` (see ``bcoo_getitem``): a BCOO array."""
+        from .bcoo_structure import bcoo_getitem  # bcoo_structure imports this module
+        return bcoo_getitem(self, idx)
+
+    def __iter__(self):
+        if not self.ndim:
+            raise TypeError("iteration over a 0-d BCOO array")
+        return (self[i] for i in range(self.shape[0]))
+
+
+def _sparse_matmul(lhs: BCOO, rhs: BCOO) -> BCOO:
+    """``lhs @ rhs`` of two BCOO arrays of one or two dimensions (a BCOO result, as JAX's)."""
+    from .products import bcoo_spdot_general  # products imports this module
+    if lhs.ndim not in (1, 2) or rhs.ndim not in (1, 2):
+        raise NotImplementedError(f"BCOO @ BCOO: supported for 1-D or 2-D operands, got shapes {lhs.shape} and "
+                                  f"{rhs.shape}; for stacked operands use bcoo_dot_general with batch dimensions")
+    dims = (([lhs.ndim - 1], [0 if rhs.ndim == 1 else rhs.ndim - 2]), ([], []))
+    return bcoo_spdot_general(lhs, rhs, dimension_numbers=dims)
+
+
+def _sparsified(fn: Any) -> Any:
+    from .transform import sparsify  # transform imports this module: imported when called
+    return sparsify(fn)
+
+
+def _reshape_sizes(shape: Sequence[Any], old: tuple) -> tuple:
+    """``shape`` with its -1 entry (at most one) resolved for an array of shape ``old``."""
+    sizes = [-1 if isinstance(s, (int, np.integer)) and s == -1 else _index(s, "each entry of shape", "BCOO.reshape")
+             for s in shape]
+    if sizes.count(-1) > 1:
+        raise ValueError(f"BCOO.reshape: can only specify one unknown dimension (-1), got shape {tuple(shape)}")
+    if -1 in sizes:
+        known = math.prod(s for s in sizes if s != -1)
+        if known == 0 or math.prod(old) % known:
+            raise ValueError(f"BCOO.reshape: cannot reshape an array of shape {old} into shape {tuple(shape)}")
+        sizes[sizes.index(-1)] = math.prod(old) // known
+    return tuple(sizes)
 
 
 def _axis(a: Any, ndim: int, where: str) -> int:
@@ -627,8 +705,9 @@ def bcoo_dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: A
         raise TypeError(f"bcoo_dot_general: dimension_numbers must be ((lhs_contracting, rhs_contracting), "
                         f"(lhs_batch, rhs_batch)), got {dimension_numbers!r}") from None
     if isinstance(lhs, BCOO) and isinstance(rhs, BCOO):
-        raise NotImplementedError("bcoo_dot_general: a product of two BCOO arrays is not supported in kiln; densify "
-                                  "one operand with .todense()")
+        from .products import bcoo_spdot_general  # products imports this module
+        return bcoo_spdot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                                  preferred_element_type=preferred_element_type)
     if not isinstance(lhs, BCOO) and not isinstance(rhs, BCOO):
         raise TypeError("bcoo_dot_general: one operand must be a BCOO array; for two dense arrays use "
                         "kiln.lax.dot_general")
@@ -765,18 +844,30 @@ def bcoo_multiply_dense(sp_mat: BCOO, v: Any) -> Any:
 
 # --- constructors ----------------------------------------------------------------------------------
 
-def _format(sparse_format: str, where: str) -> None:
-    if sparse_format not in _FORMATS:
-        raise ValueError(f"{where}: sparse_format={sparse_format!r} not recognized; must be one of {list(_FORMATS)}")
-    if sparse_format != "bcoo":
-        raise NotImplementedError(f"{where}: kiln.experimental.sparse has only the BCOO format; "
-                                  f"sparse_format={sparse_format!r} is not supported (use 'bcoo')")
+def _format_class(sparse_format: str, where: str, formats: Sequence[str] = _FORMATS) -> Any:
+    """The class of ``sparse_format`` other than BCOO (None for 'bcoo'), as JAX's ``sparse.empty``/``eye`` pick it."""
+    if sparse_format not in formats:
+        raise ValueError(f"{where}: sparse_format={sparse_format!r} not recognized; must be one of {list(formats)}")
+    if sparse_format == "bcoo":
+        return None
+    from .bcsr import BCSR  # bcsr and coo_csr import this module
+    from .coo_csr import COO, CSC, CSR
+    return {"bcsr": BCSR, "coo": COO, "csr": CSR, "csc": CSC}[sparse_format]
+
+
+def _layout_options(**options: int) -> dict:
+    """The layout options given (not 0), passed on to another format's constructor, which refuses those it lacks."""
+    return {name: value for name, value in options.items() if value}
 
 
 def empty(shape: Sequence[int], dtype: Any = None, index_dtype: Any = "int32", sparse_format: str = "bcoo", *,
           n_batch: int = 0, n_dense: int = 0, nse: int = 0) -> BCOO:
-    """An all-zero BCOO array of ``shape`` with ``nse`` padding entries (as ``jax.experimental.sparse.empty``)."""
-    _format(sparse_format, "sparse.empty")
+    """An all-zero BCOO array of ``shape`` with ``nse`` padding entries (as ``jax.experimental.sparse.empty``), or
+    an empty array of another ``sparse_format`` ('bcsr', 'coo', 'csr', 'csc')."""
+    cls = _format_class(sparse_format, "sparse.empty")
+    if cls is not None:
+        return cls._empty(tuple(shape), dtype=dtype, index_dtype=index_dtype,
+                          **_layout_options(n_batch=n_batch, n_dense=n_dense, nse=nse))
     shape = tuple(_index(s, "each entry of shape", "sparse.empty") for s in shape)
     n_batch, n_dense = _index(n_batch, "n_batch", "sparse.empty"), _index(n_dense, "n_dense", "sparse.empty")
     nse = _index(nse, "nse", "sparse.empty")
@@ -791,13 +882,17 @@ def empty(shape: Sequence[int], dtype: Any = None, index_dtype: Any = "int32", s
 
 def eye(N: int, M: int | None = None, k: int = 0, dtype: Any = None, index_dtype: Any = "int32",
         sparse_format: str = "bcoo", *, n_batch: int = 0, n_dense: int = 0) -> BCOO:
-    """The ``N x M`` sparse identity with ones on diagonal ``k`` (as ``jax.experimental.sparse.eye``)."""
-    _format(sparse_format, "sparse.eye")
+    """The ``N x M`` sparse identity with ones on diagonal ``k`` (as ``jax.experimental.sparse.eye``), in BCOO or
+    another ``sparse_format`` ('coo', 'csr', 'csc'; JAX has no BCSR identity)."""
+    cls = _format_class(sparse_format, "sparse.eye", formats=("bcoo", "coo", "csr", "csc"))
     N = _index(N, "N", "sparse.eye")
     M = N if M is None else _index(M, "M", "sparse.eye")
     if isinstance(k, Tracer):
         raise ConcretizationTypeError("sparse.eye: k must be a static Python int, got a traced value")
     k = operator.index(k)
+    if cls is not None:
+        return cls._eye(N, M, k, dtype=dtype, index_dtype=index_dtype,
+                        **_layout_options(n_batch=n_batch, n_dense=n_dense))
     if n_batch or n_dense:
         return bcoo_fromdense(jnp.eye(N, M, k, dtype=dtype), n_batch=n_batch, n_dense=n_dense,
                               index_dtype=index_dtype)

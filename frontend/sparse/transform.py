@@ -55,6 +55,7 @@ from .bcoo import (
     bcoo_transpose,
     todense,
 )
+from .products import bcoo_multiply_sparse, bcoo_spdot_general
 
 __all__ = ["sparsify", "sparse_rules"]
 
@@ -199,38 +200,11 @@ sparse_rules[registry["integer_pow"]] = _integer_pow
 
 def _dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: Any, preferred_element_type: Any) -> list:
     if _is_sparse(lhs) and _is_sparse(rhs):
-        return [_sparse_sparse_dot(lhs, rhs, dimension_numbers, preferred_element_type)]
+        out = bcoo_spdot_general(lhs, rhs, dimension_numbers=dimension_numbers,
+                                 preferred_element_type=preferred_element_type)
+        return [out.todense() if out.ndim == 0 else out]  # a full contraction: a dense scalar
     return [bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers, precision=precision,
                              preferred_element_type=preferred_element_type)]
-
-
-def _sparse_sparse_dot(x: BCOO, y: BCOO, dimension_numbers: Any, preferred_element_type: Any) -> BCOO:
-    """The product of two BCOO arrays as a BCOO array (as JAX's ``bcoo_spdot_general``): one entry per pair of
-    entries (``nse = x.nse * y.nse``), at the free indices of both when their contracted indices agree, padding
-    otherwise."""
-    (xc, yc), (xb, yb) = dimension_numbers
-    if xb or yb or x.n_batch or y.n_batch or x.n_dense or y.n_dense:
-        raise SparsifyError("sparse rule for dot_general of two BCOO arrays is implemented without batch or dense "
-                            f"dimensions only (n_batch {x.n_batch} and {y.n_batch}, n_dense {x.n_dense} and "
-                            f"{y.n_dense}, dot batch dimensions {tuple(xb)} and {tuple(yb)}); convert one operand to a "
-                            "dense array with sparse.todense(x)")
-    dtype = np.dtype(preferred_element_type) if preferred_element_type is not None else \
-        jnp.result_type(x.data, y.data)
-    x_free = [d for d in range(x.ndim) if d not in xc]
-    y_free = [d for d in range(y.ndim) if d not in yc]
-    shape = tuple(x.shape[d] for d in x_free) + tuple(y.shape[d] for d in y_free)
-    index_dtype = jnp.result_type(x.indices, y.indices)
-    xi, yi = x.indices.astype(index_dtype), y.indices.astype(index_dtype)
-    ok = _in_range(x)[:, None] & _in_range(y)[None, :]  # (nse_x, nse_y)
-    for a, b in zip(xc, yc):
-        ok = ok & (xi[:, a][:, None] == yi[:, b][None, :])
-    data = (x.data.astype(dtype)[:, None] * y.data.astype(dtype)[None, :]).reshape(-1)
-    cols = [jnp.broadcast_to(xi[:, d][:, None], ok.shape) for d in x_free] + \
-        [jnp.broadcast_to(yi[:, d][None, :], ok.shape) for d in y_free]
-    if not cols:  # a full contraction: a dense scalar
-        return jnp.sum(jnp.where(ok.reshape(-1), data, jnp.zeros((), dtype)))
-    cols = [jnp.where(ok, c, n).reshape(-1) for c, n in zip(cols, shape)]
-    return BCOO((data, jnp.stack(cols, axis=-1)), shape=shape)
 
 
 def _transpose(x: BCOO, *, permutation: tuple) -> list:
@@ -250,7 +224,7 @@ def _mul(x: Any, y: Any) -> list:
     if _is_sparse(x) and _is_sparse(y):
         if not _same_entries(x, y):
             if not (x.n_batch or y.n_batch or x.n_dense or y.n_dense):
-                return [_multiply_sparse(x, y)]
+                return [bcoo_multiply_sparse(x, y)]
             # With batch or dense axes: keep the entries of the operand with fewer, read the other densely.
             sp, de = (x, y) if x.nse <= y.nse else (y, x)
             return [_rebuild(sp, bcoo_multiply_dense(sp, de.todense()))]
@@ -262,18 +236,6 @@ def _mul(x: Any, y: Any) -> list:
         de = jnp.broadcast_to(de, sp.data.shape)
         return [_rebuild(sp, _mul_p.bind(sp.data, de) if left else _mul_p.bind(de, sp.data))]
     return [_rebuild(sp, bcoo_multiply_dense(sp, de))]
-
-
-def _multiply_sparse(x: BCOO, y: BCOO) -> BCOO:
-    """The elementwise product of two unbatched BCOO arrays without dense axes, as JAX's ``bcoo_multiply_sparse``:
-    one entry per pair of entries (``nse = x.nse * y.nse``), kept where their indices agree, padding elsewhere."""
-    index_dtype = jnp.result_type(x.indices, y.indices)
-    xi, yi = x.indices.astype(index_dtype), y.indices.astype(index_dtype)
-    ok = _in_range(x)[:, None] & jnp.all(xi[:, None, :] == yi[None, :, :], axis=-1)  # (nse_x, nse_y)
-    data = _mul_p.bind(*jnp.broadcast_arrays(x.data[:, None], y.data[None, :])).reshape(-1)
-    bound = jnp.asarray(np.asarray(x.shape, np.dtype(index_dtype)))
-    indices = jnp.where(ok[..., None], xi[:, None, :], bound).reshape(-1, x.n_sparse)
-    return BCOO((data, indices), shape=x.shape)
 
 
 def _values_at(mat: BCOO, v: Any) -> Any:

@@ -6,11 +6,10 @@ from __future__ import annotations
 
 import os
 import signal
-import socket
-import subprocess
 import sys
 import time
 
+import launcher
 import numpy as np
 import pytest
 
@@ -20,7 +19,6 @@ from kiln.sharding import NamedSharding
 from kiln.sharding import PartitionSpec as P
 
 HERE = os.path.abspath(__file__)
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(HERE)))
 
 
 # -- one process ----------------------------------------------------------------------------------------------
@@ -83,30 +81,8 @@ def test_preemption_and_live_devices_in_one_process():
 
 # -- two processes ----------------------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _launch(scenario: str, timeout: float = 120) -> list[tuple[int, str]]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
-    env.update(KILN_COORDINATOR_ADDRESS=f"127.0.0.1:{_free_port()}", KILN_NUM_PROCESSES="2", KILN_NUM_CPU_DEVICES="2",
-               PYTHONUNBUFFERED="1", PYTHONPATH=REPO)
-    procs = [subprocess.Popen([sys.executable, HERE, scenario], env={**env, "KILN_PROCESS_ID": str(i)}, cwd=REPO,
-                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in (0, 1)]
-    results = []
-    try:
-        for p in procs:
-            out, _ = p.communicate(timeout=timeout)
-            results.append((p.returncode, out))
-    except subprocess.TimeoutExpired:
-        for p in procs:
-            p.kill()
-        outs = [p.communicate()[0] for p in procs]
-        raise AssertionError(f"{scenario}: a process did not finish within {timeout} s (a hang):\n" +
-                             "\n----\n".join(o[-3000:] for o in outs)) from None
-    return results
+    return launcher.launch(HERE, scenario, devices=2, timeout=timeout)
 
 
 @pytest.mark.backend("cpu")

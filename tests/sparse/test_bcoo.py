@@ -396,15 +396,17 @@ def test_errors():
         sparse.bcoo_dot_general(b, jnp.ones((3, 4)), dimension_numbers=(([2], [0]), ([0], [1])))
     with pytest.raises(NotImplementedError, match="n_dense=1"):
         BCOO.fromdense(m, n_dense=1) @ jnp.ones(3)
-    with pytest.raises(NotImplementedError, match="BCOO @ BCOO"):
-        a @ a
+    with pytest.raises(TypeError, match=r"contracting dimensions to have the same shape, got \(3,\) and \(2,\)"):
+        a @ a  # (2, 3) @ (2, 3)
+    np.testing.assert_allclose((a @ a.T).todense(), m @ m.T)  # a sparse product of two BCOO arrays
+    with pytest.raises(NotImplementedError, match=r"BCOO @ BCOO: supported for 1-D or 2-D operands"):
+        BCOO.fromdense(np.stack([m, m])) @ BCOO.fromdense(np.stack([m.T, m.T]))
     with pytest.raises(NotImplementedError, match="BCOO / x is supported for a scalar x only"):
         a / jnp.ones(3)
     with pytest.raises(NotImplementedError, match=r"only implemented where the output shape is the sparse array's; "
                                                   r"got shape=\(2, 3\) and x of shape \(2, 2, 3\)"):
         a * jnp.ones((2, 2, 3))
-    with pytest.raises(NotImplementedError, match="BCOO \\* BCOO"):
-        a * a
+    np.testing.assert_allclose((a * a).todense(), m * m)  # bcoo_multiply_sparse
     with pytest.raises(TypeError, match="expected a BCOO array first"):
         sparse.bcoo_multiply_dense(m, a)
     with pytest.raises(ValueError, match="data must have shape batch \\+ \\(nse,\\) \\+ dense"):
@@ -415,8 +417,17 @@ def test_errors():
         BCOO(jnp.ones(2), shape=(2,))
     with pytest.raises(ValueError, match="exceeds the rank"):
         BCOO.fromdense(m, n_batch=2, n_dense=1)
-    with pytest.raises(NotImplementedError, match="only the BCOO format"):
-        sparse.eye(3, sparse_format="csr")
+    for fmt, cls in [("csr", sparse.CSR), ("csc", sparse.CSC), ("coo", sparse.COO)]:  # the other formats' identity
+        eye = sparse.eye(3, 4, k=1, sparse_format=fmt)
+        assert type(eye) is cls
+        np.testing.assert_array_equal(eye.todense(), np.eye(3, 4, k=1))
+    with pytest.raises(ValueError, match=r"sparse_format='bcsr' not recognized; must be one of \['bcoo', 'coo'"):
+        sparse.eye(3, sparse_format="bcsr")  # (as JAX: no BCSR identity)
+    empty = sparse.empty((2, 3, 4), sparse_format="bcsr", n_batch=1, nse=2)
+    assert type(empty) is sparse.BCSR and (empty.n_batch, empty.nse) == (1, 2)
+    np.testing.assert_array_equal(empty.todense(), np.zeros((2, 3, 4)))
+    with pytest.raises(TypeError, match="n_batch"):
+        sparse.empty((2, 3), sparse_format="csr", n_batch=1)  # CSR has no batch axes (JAX passes it on alike)
     with pytest.raises(ValueError, match="not recognized"):
         sparse.empty((2,), sparse_format="dok")
     with pytest.raises(NotImplementedError,
@@ -455,8 +466,6 @@ def test_more_error_messages():
          lambda: sparse.bcoo_dot_general(a, m, dimension_numbers=(([1], [1]), ([0], [0])))),
         (TypeError, "1 batch dimension\\(s\\) for one operand but 0",
          lambda: sparse.bcoo_dot_general(a, m, dimension_numbers=(([1], [1]), ([0], [])))),
-        (NotImplementedError, "product of two BCOO arrays",
-         lambda: sparse.bcoo_dot_general(a, a, dimension_numbers=dn)),
         (TypeError, "one operand must be a BCOO array", lambda: sparse.bcoo_dot_general(m, m, dimension_numbers=dn)),
         (TypeError, "1 contracting dimension\\(s\\) for the lhs but 2 for the rhs",
          lambda: sparse.bcoo_dot_general(a, m, dimension_numbers=(([1], [0, 1]), ([], [])))),
@@ -468,3 +477,4 @@ def test_more_error_messages():
     for cls, msg, fn in cases:
         with pytest.raises(cls, match=msg):
             fn()
+    np.testing.assert_allclose(sparse.bcoo_dot_general(a, a, dimension_numbers=dn).todense(), m @ m)  # two BCOO
