@@ -1,10 +1,11 @@
 """Sparse-aware differentiation (``jax.experimental.sparse.grad`` and friends).
 
-``sparse.grad(f)(X, ...)`` is ``kiln.grad(f)`` except that for a BCOO argument it differentiates w.r.t. its
-``data`` only: the derivative is a BCOO with the argument's indices (the gradient in the subspace of its sparsity
-pattern), never a dense array. Built on kiln's own ``grad`` / ``value_and_grad`` / ``jacfwd`` / ``jacrev``: the
-arguments are flattened to arrays, the ``data`` leaves of BCOO arguments (and every leaf of dense ones) are the
-differentiated positions, and the derivatives w.r.t. ``data`` are wrapped back into BCOO arrays.
+``sparse.grad(f)(X, ...)`` is ``kiln.grad(f)`` except that for a sparse argument (BCOO, BCSR, COO, CSR, CSC) it
+differentiates w.r.t. its ``data`` only: the derivative is a sparse array of the same format with the argument's
+indices (the gradient in the subspace of its sparsity pattern), never a dense array. Built on kiln's own ``grad`` /
+``value_and_grad`` / ``jacfwd`` / ``jacrev``: the arguments are flattened to arrays, the ``data`` leaves of sparse
+arguments (and every leaf of dense ones) are the differentiated positions, and the derivatives w.r.t. ``data`` are
+wrapped back into sparse arrays.
 """
 from __future__ import annotations
 
@@ -15,13 +16,15 @@ from typing import Any, Callable, Sequence
 from .. import numpy as jnp
 from ..ad import api as ad_api
 from ..core import tree_util
+from .base import JAXSparse
 from .bcoo import BCOO
+from .bcsr import BCSR
 
 __all__ = ["grad", "jacfwd", "jacobian", "jacrev", "value_and_grad"]
 
 
-def _is_bcoo(x: Any) -> bool:
-    return isinstance(x, BCOO)
+def _is_sparse(x: Any) -> bool:
+    return isinstance(x, JAXSparse)
 
 
 def _argnums_tuple(fname: str, argnums: Any) -> tuple[int, ...]:
@@ -44,22 +47,24 @@ def _check_argnums(fname: str, nums: tuple[int, ...], nargs: int) -> tuple[int, 
 class _SparseFlat:
     """The arguments of one call flattened for sparse differentiation.
 
-    ``pieces`` are the leaves of ``args`` with BCOO arrays kept whole; ``flat`` are their array leaves (a BCOO
-    gives ``data`` then ``indices``); ``diff_flat`` are the positions in ``flat`` to differentiate: every leaf of a
-    dense piece, only ``data`` of a BCOO, for the pieces of the arguments in ``argnums``.
+    ``pieces`` are the leaves of ``args`` with sparse arrays kept whole; ``flat`` are their array leaves (a sparse
+    array gives ``data`` first, then its index arrays); ``diff_flat`` are the positions in ``flat`` to
+    differentiate: every leaf of a dense piece, only ``data`` of a sparse one, for the pieces of the arguments in
+    ``argnums``.
     """
 
     def __init__(self, args: tuple, nums: tuple[int, ...]):
-        self.pieces, self.tree = tree_util.tree_flatten(args, is_leaf=_is_bcoo)
-        counts = [len(tree_util.tree_leaves(a, is_leaf=_is_bcoo)) for a in args]
+        self.pieces, self.tree = tree_util.tree_flatten(args, is_leaf=_is_sparse)
+        counts = [len(tree_util.tree_leaves(a, is_leaf=_is_sparse)) for a in args]
         owner = [i for i, c in enumerate(counts) for _ in range(c)]  # the argument each piece comes from
         self.flat, self.piece_trees, self.diff_pieces, self.diff_flat = [], [], [], []
         for p, piece in enumerate(self.pieces):
             leaves, tree = tree_util.tree_flatten(piece)
             if owner[p] in nums and leaves:
                 self.diff_pieces.append(p)
-                # A BCOO's first leaf is its data: its indices are integers and stay fixed.
-                self.diff_flat.extend(range(len(self.flat), len(self.flat) + (1 if _is_bcoo(piece) else len(leaves))))
+                # A sparse array's first leaf is its data: its index arrays are integers and stay fixed.
+                n_diff = 1 if _is_sparse(piece) else len(leaves)
+                self.diff_flat.extend(range(len(self.flat), len(self.flat) + n_diff))
             self.piece_trees.append((tree, len(leaves)))
             self.flat.extend(leaves)
 
@@ -83,8 +88,8 @@ class _SparseFlat:
         per_piece = [None] * len(self.pieces)
         for p in self.diff_pieces:
             piece = self.pieces[p]
-            if _is_bcoo(piece):
-                per_piece[p] = _bcoo_like(piece, next(it))
+            if _is_sparse(piece):
+                per_piece[p] = _sparse_like(piece, next(it))
             else:
                 tree, n = self.piece_trees[p]
                 per_piece[p] = tree_util.tree_unflatten(tree, [next(it) for _ in range(n)])
@@ -93,15 +98,23 @@ class _SparseFlat:
         return kept[0] if len(kept) == 1 else kept
 
 
-def _bcoo_like(mat: BCOO, d_data: Any) -> BCOO:
-    """The derivative w.r.t. ``mat.data`` as a BCOO with ``mat``'s indices. A Jacobian block has the output's shape
-    in front of ``data``'s: those axes become leading batch axes (indices broadcast along them), as JAX's."""
+def _sparse_like(mat: JAXSparse, d_data: Any) -> JAXSparse:
+    """The derivative w.r.t. ``mat.data`` as a sparse array of ``mat``'s format with its index arrays. A Jacobian
+    block has the output's shape in front of ``data``'s: for BCOO and BCSR those axes become leading batch axes
+    (index arrays broadcast along them), as JAX's; the 2-D formats have no batch axes to hold them."""
     lead = tuple(d_data.shape[:d_data.ndim - mat.data.ndim])
-    indices = mat.indices
-    if lead:
-        indices = jnp.broadcast_to(indices, lead + tuple(indices.shape))
-    return BCOO((d_data, indices), shape=lead + tuple(mat.shape), indices_sorted=mat.indices_sorted,
-                unique_indices=mat.unique_indices)
+    leaves, aux = mat.tree_flatten()
+    if not lead:
+        return type(mat).tree_unflatten(aux, [d_data, *leaves[1:]])
+    if not isinstance(mat, (BCOO, BCSR)):
+        name = type(mat).__name__
+        raise NotImplementedError(
+            f"sparse Jacobian w.r.t. a {name} argument of a function with non-scalar output (shape {lead}): a {name} "
+            "matrix is 2-D and cannot hold the output's axes (JAX returns an ill-formed result here). Convert the "
+            f"argument to BCOO (sparse.BCOO.fromdense(x.todense())) or BCSR, or differentiate w.r.t. x.data")
+    index_leaves = [jnp.broadcast_to(x, lead + tuple(x.shape)) for x in leaves[1:]]
+    return type(mat)((d_data, *index_leaves), shape=lead + tuple(mat.shape), indices_sorted=mat.indices_sorted,
+                     unique_indices=mat.unique_indices)
 
 
 def _sparse_transform(fname: str, transform: Callable, fun: Callable, argnums: Any, has_aux: bool, kwargs: dict,
@@ -156,10 +169,10 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                    **kwargs: Any) -> Callable:
     """Sparse-aware ``kiln.value_and_grad`` (as ``jax.experimental.sparse.value_and_grad``).
 
-    As ``kiln.value_and_grad`` (``holomorphic``, ``allow_int`` pass through), but the gradient w.r.t. a BCOO
-    argument is a BCOO with the same indices, holding the derivative w.r.t. its ``data``. As JAX's: the gradients
-    come in argument order (whatever the order of ``argnums``), and a single one is returned unwrapped even when
-    ``argnums`` is a tuple.
+    As ``kiln.value_and_grad`` (``holomorphic``, ``allow_int`` pass through), but the gradient w.r.t. a sparse
+    argument (BCOO, BCSR, COO, CSR, CSC) is a sparse array of its format with the same indices, holding the
+    derivative w.r.t. its ``data``. As JAX's: the gradients come in argument order (whatever the order of
+    ``argnums``), and a single one is returned unwrapped even when ``argnums`` is a tuple.
 
     >>> X = BCOO.fromdense(jnp.arange(6.))
     >>> value_and_grad(lambda X, y: X @ y)(X, jnp.ones(6))
@@ -170,8 +183,9 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
 
 
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, **kwargs: Any) -> Callable:
-    """Sparse-aware ``kiln.grad`` (as ``jax.experimental.sparse.grad``): the gradient w.r.t. a BCOO argument is a
-    BCOO with its indices (the gradient w.r.t. ``data``). See ``value_and_grad`` for the order of the results."""
+    """Sparse-aware ``kiln.grad`` (as ``jax.experimental.sparse.grad``): the gradient w.r.t. a sparse argument is a
+    sparse array of its format with its indices (the gradient w.r.t. ``data``). See ``value_and_grad`` for the
+    order of the results."""
     return _sparse_transform("grad", ad_api.grad, fun, argnums, has_aux, kwargs, _derivative_first(has_aux))
 
 

@@ -19,13 +19,13 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..core.errors import ConcretizationTypeError
+from ..core.errors import ConcretizationTypeError, KilnError
 from ..core.tracing import Tracer
 
 __all__ = ["CuSparseEfficiencyWarning", "JAXSparse", "SparseEfficiencyError", "SparseEfficiencyWarning"]
 
 
-class SparseEfficiencyError(ValueError):
+class SparseEfficiencyError(KilnError, ValueError):
     """An operation would need a dense intermediate or an unbounded number of stored elements."""
 
 
@@ -51,6 +51,23 @@ def static_int(value: Any, what: str, where: str, hint: str = " Pass a concrete 
     if out < 0:
         raise ValueError(f"{where}: {what} must be non-negative, got {out}")
     return out
+
+
+def mapped_nse_axis_error(mat: Any, min_index_ndim: int) -> ValueError | None:
+    """The error for a sparse array whose index leaves lost their ``nse`` axis, or None when they have it.
+
+    That happens when ``kiln.vmap`` maps ``in_axes=0`` over an array with ``n_batch=0``: vmap maps every leaf, so
+    axis 0 of ``data`` and ``indices`` is the entry axis, not a dimension of the array (JAX refuses this too)."""
+    indices = mat.indices
+    if getattr(indices, "ndim", min_index_ndim) >= min_index_ndim:
+        return None
+    name = type(mat).__name__
+    return ValueError(
+        f"{name}: indices of shape {tuple(indices.shape)} have lost their nse axis ({name} of shape {mat.shape}). "
+        f"kiln.vmap mapped in_axes=0 over a {name} with n_batch=0, whose axis 0 holds the stored entries: in_axes "
+        f"of a {name} must correspond to one of its batch dimensions. Store the mapped axis as a batch dimension "
+        f"({name}.fromdense(x, n_batch=1), or sparse.bcoo_update_layout(mat, n_batch=1) for a BCOO), or pass "
+        "in_axes=None for this argument")
 
 
 def canonical_shape(shape: Any, where: str) -> tuple[int, ...]:

@@ -28,7 +28,7 @@ from ..core.errors import ConcretizationTypeError
 from ..core.ir import IR, ClosedIR, Var
 from ..core.tracing import Tracer
 from ..core.tree_util import register_pytree_node_class
-from .base import JAXSparse, static_int
+from .base import JAXSparse, mapped_nse_axis_error, static_int
 
 __all__ = ["BCOO", "bcoo_dot_general", "bcoo_eliminate_zeros", "bcoo_fromdense", "bcoo_multiply_dense",
            "bcoo_reduce_sum", "bcoo_sort_indices", "bcoo_sum_duplicates", "bcoo_todense", "bcoo_transpose", "empty",
@@ -135,10 +135,13 @@ class BCOO(JAXSparse):
 
     @property
     def nse(self) -> int:
-        return self.indices.shape[-2]
+        return self.indices.shape[self.n_batch]  # indices: batch + (nse, n_sparse)
 
     @property
     def n_batch(self) -> int:
+        lost = mapped_nse_axis_error(self, 2)
+        if lost is not None:
+            raise lost
         return self.indices.ndim - 2
 
     @property
@@ -610,6 +613,8 @@ def bcoo_sum_duplicates(mat: BCOO, nse: int | None = None) -> BCOO:
 
     def add_one(data, inv):
         out = jnp.zeros((nse,) + tuple(data.shape[1:]), data.dtype)
+        if nse == 0:  # nothing kept (e.g. every entry was an explicit zero): kiln.numpy refuses to scatter into size 0
+            return out
         return out.at[inv].add(data, mode="drop")
     data = _nest(add_one, nb)(mat.data, inverse)
     return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)

@@ -24,7 +24,7 @@ from ..core import dtypes
 from ..core.errors import ConcretizationTypeError
 from ..core.tracing import Tracer
 from ..core.tree_util import register_pytree_node_class
-from .base import JAXSparse, canonical_shape, static_int
+from .base import JAXSparse, canonical_shape, mapped_nse_axis_error, static_int
 from .bcoo import (
     BCOO,
     _nest,
@@ -72,11 +72,11 @@ def _validate(data_shape: tuple, indices_shape: tuple, indptr_shape: tuple, shap
                          f"n_batch={n_batch}, n_dense={n_dense})")
 
 
-def _to_bcoo_indices(indices: Any, indptr: Any) -> Any:
+def _to_bcoo_indices(indices: Any, indptr: Any, n_batch: int) -> Any:
     """BCOO indices ``batch + (nse, 2)`` (row, column) of BCSR ``(indices, indptr)``; padding gets row ``rows``."""
     def one(ind, ptr):
         return jnp.stack([_csr_rows(ind, ptr), ind], axis=1)
-    return _nest(one, indices.ndim - 1)(indices, indptr)
+    return _nest(one, n_batch)(indices, indptr)
 
 
 def _from_bcoo_indices(indices: Any, n_rows: int, index_dtype: Any) -> tuple[Any, Any]:
@@ -120,10 +120,13 @@ class BCSR(JAXSparse):
 
     @property
     def nse(self) -> int:
-        return self.indices.shape[-1]
+        return self.indices.shape[self.n_batch]  # indices: batch + (nse,)
 
     @property
     def n_batch(self) -> int:
+        lost = mapped_nse_axis_error(self, 1)
+        if lost is not None:
+            raise lost
         return self.indices.ndim - 1
 
     @property
@@ -195,7 +198,7 @@ class BCSR(JAXSparse):
 
     def to_bcoo(self) -> BCOO:
         """The same array in BCOO format (row indices from ``indptr``; padding rows out of range)."""
-        return BCOO((self.data, _to_bcoo_indices(self.indices, self.indptr)), shape=self.shape)
+        return BCOO((self.data, _to_bcoo_indices(self.indices, self.indptr, self.n_batch)), shape=self.shape)
 
     @classmethod
     def from_scipy_sparse(cls, mat: Any, *, index_dtype: Any = None, n_dense: int = 0, n_batch: int = 0) -> BCSR:
@@ -337,7 +340,7 @@ def bcsr_extract(indices: Any, indptr: Any, mat: Any) -> Any:
 
     def one(ind, m):
         return m.at[ind[:, 0], ind[:, 1]].get(mode="fill", fill_value=0)
-    return _nest(one, n_batch)(_to_bcoo_indices(indices, indptr), mat)
+    return _nest(one, n_batch)(_to_bcoo_indices(indices, indptr, n_batch), mat)
 
 
 # --- products ------------------------------------------------------------------------------------------

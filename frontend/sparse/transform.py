@@ -596,6 +596,25 @@ sparse_rules.update({while_p: _while, scan_p: _scan, cond_p: _cond})
 
 # --- the transformation ----------------------------------------------------------------------------
 
+def _distinct_entries(leaves: list) -> list:
+    """``leaves`` where no two sparse arguments share an ``indices`` object.
+
+    The rules treat operands with the same ``indices`` object as having the same entries (``x + x`` adds the data
+    and keeps ``nse``); that must come from the function's own dataflow, as in JAX, where every argument is a
+    separate sparse value: ``A + A`` (one object passed twice) stores both sets of entries eagerly as under ``jit``,
+    where the two arguments are different tracers."""
+    seen: set[int] = set()
+    out = []
+    for x in leaves:
+        if _is_sparse(x):
+            if id(x.indices) in seen:  # an identity op: a new array object with the same values
+                x = BCOO((x.data, lax.optimization_barrier(x.indices)), shape=x.shape,
+                         indices_sorted=x.indices_sorted, unique_indices=x.unique_indices)
+            seen.add(id(x.indices))
+        out.append(x)
+    return out
+
+
 def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
     """``f`` made to accept BCOO arrays (as ``jax.experimental.sparse.sparsify``).
 
@@ -626,6 +645,7 @@ def sparsify(f: Callable, use_tracer: bool = False) -> Callable:
         leaves, in_tree = tree_util.tree_flatten(args, is_leaf=_is_sparse)
         if not any(_is_sparse(x) for x in leaves):
             return f(*args, **kwargs)  # nothing sparse: f itself
+        leaves = _distinct_entries(leaves)
         avals = [ShapedArray(x.shape, np.dtype(x.dtype), False) if _is_sparse(x) else abstractify(x) for x in leaves]
         out_tree: list = []
 
