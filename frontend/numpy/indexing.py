@@ -664,6 +664,8 @@ def _scatter_update(fname: str, x: Any, index: Any, values: Any, kind: str, *, m
                           f"from dtype={v_aval.dtype.name} to dtype={aval.dtype.name}; the values are converted "
                           "(JAX warns the same; this will become an error)", FutureWarning, stacklevel=4)
     parsed_mode = _parse_mode(fname, mode)
+    if 0 in aval.shape:
+        return x  # an array without elements has nothing to update, in every mode (as JAX's)
     entries = _parse(fname, index, aval.ndim, aval.shape)
     indexer = _make_indexer(fname, aval.shape, entries, index)
     if 0 in indexer.result_shape:

@@ -613,8 +613,6 @@ def bcoo_sum_duplicates(mat: BCOO, nse: int | None = None) -> BCOO:
 
     def add_one(data, inv):
         out = jnp.zeros((nse,) + tuple(data.shape[1:]), data.dtype)
-        if nse == 0:  # nothing kept (e.g. every entry was an explicit zero): kiln.numpy refuses to scatter into size 0
-            return out
         return out.at[inv].add(data, mode="drop")
     data = _nest(add_one, nb)(mat.data, inverse)
     return BCOO((data, indices), shape=mat.shape, indices_sorted=True, unique_indices=True)

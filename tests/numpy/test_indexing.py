@@ -143,6 +143,16 @@ def test_getitem_errors():
         knp.zeros((0, 2))[[0]]
 
 
+def test_updates_of_an_array_without_elements_change_nothing():
+    # Every index is out of bounds and every mode drops it (as JAX's); reading such an index is still an error.
+    empty = knp.zeros((0, 3))
+    for update in (lambda e: e.at[knp.array([0, 1])].add(1.0, mode="drop"), lambda e: e.at[0].set(1.0),
+                   lambda e: e.at[knp.array([0, 1])].add(knp.ones((2, 3)), mode="clip")):
+        for fn in (update, kiln.jit(update)):
+            out = fn(empty)
+            assert out.shape == (0, 3) and out.dtype == np.float32
+
+
 # -- x.at[...] ------------------------------------------------------------------------------------
 
 def _np_at(a, idx, op, v):
