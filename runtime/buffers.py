@@ -234,7 +234,7 @@ def copy_to(buf: Buffer, device: Device) -> Buffer:
         return buf
     if src.backend is not device.backend:
         # Different PJRT clients cannot copy directly: go through the host.
-        return put(np.ascontiguousarray(to_numpy(buf)), device)
+        return put(np.asarray(to_numpy(buf), order="C"), device)
     try:
         (out,) = xc.batched_copy_array_to_devices_with_sharding(
             [buf], [device._sharding._internal_device_list], [device._sharding], [ALWAYS_COPY])

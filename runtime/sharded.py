@@ -260,6 +260,16 @@ def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tup
     return with_callbacks(SpmdExecutable(exe, devices, out_avals, num_donated, text), host_callbacks, ordered_effects)
 
 
+def is_tiled_layout(sharding: SpmdSharding) -> bool:
+    """Whether :func:`tile_layout` can describe ``sharding`` (replicated, or tiles of the array over the devices,
+    perhaps replicated along the last tile dimension); not a maximal (one-device) or manual one."""
+    hlo = sharding._hlo
+    if hlo.is_replicated():
+        return True
+    return bool(hlo.is_tiled() and not hlo.is_manual() and not hlo.is_maximal() and (
+        not hlo.subgroup_types() or hlo.replicate_on_last_tile_dim()))
+
+
 def tile_layout(sharding: SpmdSharding, ndim: int) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     """How ``sharding`` cuts an ``ndim``-d array: the number of pieces per dimension, and for each of its
     devices (in order) the piece it holds, as coordinates."""
@@ -267,8 +277,7 @@ def tile_layout(sharding: SpmdSharding, ndim: int) -> tuple[tuple[int, ...], lis
     n = len(sharding.kiln_devices)
     if hlo.is_replicated():
         return (1,) * ndim, [(0,) * ndim] * n
-    if not hlo.is_tiled() or hlo.is_manual() or hlo.is_maximal() or hlo.subgroup_types() and not (
-            hlo.replicate_on_last_tile_dim()):
+    if not is_tiled_layout(sharding):
         raise KilnRuntimeError(f"runtime.tile_layout: {sharding.hlo_text} is not a tiled layout kiln can describe")
     dims = tuple(hlo.tile_assignment_dimensions())
     tiles = np.array(hlo.tile_assignment_devices()).reshape(dims)

@@ -115,7 +115,7 @@ def to_buffer(x: Any, device: runtime.Device) -> Any:
         if x._device == device:
             return x._buf
         if x._device is None:  # laid out over several devices: gathered through the host
-            return runtime.put(np.ascontiguousarray(x._value()), device)
+            return runtime.put(np.asarray(x._value(), order="C"), device)
         return runtime.copy_to(x._buf, device)
     from ..core.tracing import Tracer
     if isinstance(x, Tracer):  # outside any trace: it escaped the function that was traced
@@ -135,7 +135,7 @@ def put(x: Any, device: runtime.Device | None = None, committed: bool = True) ->
     target = device or default_device()
     if type(x) is Array:
         if x._device is None:  # laid out over several devices: gather through the host
-            return Array(runtime.put(np.ascontiguousarray(x._value()), target), x.aval, target, committed)
+            return Array(runtime.put(np.asarray(x._value(), order="C"), target), x.aval, target, committed)
         if x.is_deleted():
             raise runtime.DeletedBufferError("kiln.device_put: the array was deleted or donated to an earlier "
                                              "computation; it has no value to place")

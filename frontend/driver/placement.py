@@ -272,7 +272,7 @@ def _put_sharded(x: Any, sharding: Sharding) -> Array:
     indices = sharding.devices_indices_map(value.shape)  # checks that the pieces divide the shape
     devices = sharding._device_assignment
     if len(devices) == 1:
-        return Array(runtime.put(np.ascontiguousarray(value), devices[0]), aval, devices[0], True, sharding)
+        return Array(runtime.put(np.asarray(value, order="C"), devices[0]), aval, devices[0], True, sharding)
     pieces = [value[indices[d]] for d in _addressable(sharding)]
     buf = runtime.put_sharded(pieces, runtime_sharding(sharding, value.ndim), value.shape, value.dtype)
     return Array(buf, aval, None, True, sharding)

@@ -740,7 +740,18 @@ def resolve_spec(sharding: Any, where: str) -> Any:
         raise ValueError(f"{where}: a PartitionSpec ({sharding}) needs a mesh in context: call it under "
                          "`with kiln.set_mesh(mesh):` (or after kiln.set_mesh(mesh)), or pass "
                          "NamedSharding(mesh, spec)")
+    abstract = _context.abstract
+    if not abstract.empty and (abstract.axis_names, abstract.axis_sizes) != (mesh.axis_names, mesh.axis_sizes):
+        # `with use_abstract_mesh(AbstractMesh((8,), ('A',))):` views the mesh in context (same size, which
+        # use_abstract_mesh checks) under other axes: its devices in their order, in the abstract mesh's shape.
+        mesh = _relabelled_mesh(mesh, abstract)
     return NamedSharding(mesh, sharding)
+
+
+def _relabelled_mesh(mesh: Mesh, abstract: AbstractMesh) -> Mesh:
+    """``mesh``'s devices (flattened in order) arranged as ``abstract``'s axes."""
+    return Mesh(np.array(list(mesh.devices.flat), dtype=object).reshape(abstract.axis_sizes),
+                abstract.axis_names, abstract.axis_types)
 
 
 def _is_sharding_leaf(x: Any) -> bool:

@@ -238,10 +238,20 @@ def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], kee
                                host_callbacks=lowered.host_callbacks, ordered_effects=lowered.ordered_effects,
                                compiler_options=compiler_options)
     out_avals = [v.aval for v in ir.outvars]
+    given = _per_output(placement.out_shardings, len(out_avals))
+    one_device = [not runtime.is_tiled_layout(s) for s in exe.out_shardings]
+    if any(one_device) and all(g is None for g, o in zip(given, one_device) if o):
+        # The partitioner left an output on one device (`{maximal device=0}`: a host callback's result, which
+        # runs on the first device, returned as it is). A kiln.Array over a mesh is laid out by a PartitionSpec,
+        # so such an output is made replicated (as JAX's are once computed with further), and compiled again.
+        replicated = NamedSharding(placement.mesh, PartitionSpec())
+        pinned = tuple(replicated if o else g for g, o in zip(given, one_device))
+        return compile_ir(ir, MeshPlacement(placement.mesh, placement.in_shardings, pinned), donated=donated,
+                          keep_unused=keep_unused, n_consts=n_consts, debug_name=debug_name,
+                          compiler_options=compiler_options)
     outs = [named_from_runtime(placement.mesh, s, len(a.shape)) for s, a in zip(exe.out_shardings, out_avals)]
     # An output whose sharding the user gave keeps that very object (as JAX's: out.sharding == out_shardings),
     # when the partitioner laid it out so
-    given = _per_output(placement.out_shardings, len(out_avals))
     outs = [g if g is not None and (g == o or g.is_equivalent_to(o, len(a.shape))) else o
             for g, o, a in zip(given, outs, out_avals)]
     return CompiledSPMD(exe, lowered, out_avals, lowered.kept_inputs, placement, outs)

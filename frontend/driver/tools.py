@@ -124,14 +124,26 @@ def min_dim(a: int, b: int) -> int:
     return min(operator.index(a), operator.index(b))
 
 
+# typeof of the array-like types of higher floors (PRNG key arrays): type -> rule(x) giving its abstract value.
+_TYPEOF_RULES: dict[type, Callable[[Any], Any]] = {}
+
+
+def register_typeof(cls: type, rule: Callable[[Any], Any]) -> None:
+    """Make :func:`typeof` of an instance ``x`` of ``cls`` return ``rule(x)`` (for types defined above the driver)."""
+    _TYPEOF_RULES[cls] = rule
+
+
 def typeof(x: Any) -> ShapedArray:
     """The abstract value (``ShapedArray``: shape, dtype, weak type) of an array, tracer or scalar; inside a
     ``shard_map`` body it also says which mesh axes the value varies along (``.manual_axis_type.varying``,
-    printed ``f32[3]{V:i}``), as JAX's."""
+    printed ``f32[3]{V:i}``), as JAX's. Of a PRNG key array: ``key<fry>[...]``."""
     if isinstance(x, ShapedArray):
         return x
     if isinstance(x, refs.Ref):
         return x.aval  # Ref{float32[3]}
+    rule = _TYPEOF_RULES.get(type(x))
+    if rule is not None:
+        return rule(x)
     try:
         aval = abstractify(x)
     except TypeError:

@@ -27,6 +27,7 @@ from ..core.source_info import user_stacklevel
 from ..core.tracing import Tracer, abstractify
 from ..driver.array import Array
 from ..driver.jit import jit
+from ..driver.tools import register_typeof
 from ..lax.sharding import takes_out_sharding
 from ..numpy import key_arrays as _numpy_key_arrays
 from . import threefry
@@ -330,6 +331,41 @@ def _unflatten(impl: str, children) -> KeyArray:
 tree_util.register_internal_node(KeyArray, _flatten, _unflatten, hidden_axes=len(_KEY_SHAPE))
 # Mirrored into jaxlib's C++ pytree registry, for jit's C++ dispatch path (see frontend/array.py).
 fastpath.register_node(KeyArray, lambda k: ((k._data,), IMPL_NAME), _unflatten)
+
+
+class KeyShapedArray:
+    """What ``kiln.typeof`` says of a key array: its shape and dtype ``key<fry>``, printed as JAX's
+    (``key<fry>[]``, ``ShapedArray(key<fry>[2])``). kiln's IR carries the keys' uint32 data instead."""
+
+    __slots__ = ("shape", "dtype")
+    weak_type = False
+
+    def __init__(self, shape: tuple[int, ...], dtype: KeyDtype = KEY_DTYPE) -> None:
+        self.shape = tuple(int(d) for d in shape)
+        self.dtype = dtype
+
+    ndim = property(lambda self: len(self.shape))
+    size = property(lambda self: int(np.prod(self.shape, dtype=np.int64)))
+
+    def update(self, shape: Any = None, dtype: Any = None, weak_type: Any = None) -> KeyShapedArray:
+        return KeyShapedArray(self.shape if shape is None else shape, self.dtype if dtype is None else dtype)
+
+    def str_short(self) -> str:
+        return f"{self.dtype.name}[{','.join(map(str, self.shape))}]"
+
+    __str__ = str_short
+
+    def __repr__(self) -> str:
+        return f"ShapedArray({self.str_short()})"
+
+    def __eq__(self, other: Any) -> bool:
+        return isinstance(other, KeyShapedArray) and (self.shape, self.dtype) == (other.shape, other.dtype)
+
+    def __hash__(self) -> int:
+        return hash((KeyShapedArray, self.shape, self.dtype))
+
+
+register_typeof(KeyArray, lambda k: KeyShapedArray(k.shape, k.dtype))
 
 
 # -- kiln.numpy's functions on key arrays (see kiln/frontend/numpy/key_arrays.py) ---------------------------
