@@ -52,6 +52,7 @@ from .coo_csr import csr_fromdense as csr_fromdense
 from .coo_csr import csr_matmat as csr_matmat
 from .coo_csr import csr_matvec as csr_matvec
 from .coo_csr import csr_todense as csr_todense
+from .gather import bcoo_gather as bcoo_gather
 from .products import bcoo_dot_general_sampled as bcoo_dot_general_sampled
 from .products import bcoo_multiply_sparse as bcoo_multiply_sparse
 from .random import random_bcoo as random_bcoo
@@ -59,7 +60,7 @@ from .transform import sparsify as sparsify
 
 __all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "CuSparseEfficiencyWarning", "JAXSparse", "SparseEfficiencyError",
            "SparseEfficiencyWarning", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_general",
-           "bcoo_dot_general_sampled", "bcoo_dynamic_slice", "bcoo_eliminate_zeros", "bcoo_extract",
+           "bcoo_dot_general_sampled", "bcoo_dynamic_slice", "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_gather",
            "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape",
            "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_squeeze", "bcoo_sum_duplicates", "bcoo_todense",
            "bcoo_transpose", "bcoo_update_layout", "bcsr_broadcast_in_dim", "bcsr_concatenate", "bcsr_dot_general",

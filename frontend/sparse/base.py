@@ -85,6 +85,9 @@ class JAXSparse(abc.ABC):
     """Base class of kiln's sparse arrays (as ``jax.experimental.sparse.JAXSparse``)."""
     data: Any
     shape: tuple[int, ...]
+    # Set by tree_unflatten when the index leaves lost their nse axis (see mapped_nse_axis_error); raised by
+    # n_batch, so that rebuilding such an array (tree_map to placeholders, sums) still works.
+    _lost_nse_axis: ValueError | None = None
 
     __hash__ = None  # type: ignore[assignment]
     __array_ufunc__ = None  # NumPy returns NotImplemented for ``ndarray @ sparse``, so the sparse class decides

@@ -139,9 +139,8 @@ class BCOO(JAXSparse):
 
     @property
     def n_batch(self) -> int:
-        lost = mapped_nse_axis_error(self, 2)
-        if lost is not None:
-            raise lost
+        if self._lost_nse_axis is not None:
+            raise self._lost_nse_axis
         return self.indices.ndim - 2
 
     @property
@@ -191,6 +190,7 @@ class BCOO(JAXSparse):
         shape, obj.indices_sorted, obj.unique_indices = aux_data
         obj.data, obj.indices = children
         obj.shape = _shape_for_leaves(shape, obj.data, obj.indices)
+        obj._lost_nse_axis = mapped_nse_axis_error(obj, 2)
         return obj
 
     def block_until_ready(self) -> BCOO:

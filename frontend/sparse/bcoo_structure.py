@@ -611,16 +611,17 @@ def _is_dynamic_scalar(i: Any) -> bool:
         and tuple(i.shape) == () and dtypes.is_int(i.dtype) and not isinstance(i, bool)
 
 
+def _is_basic(item: Any) -> bool:
+    """An index entry that slices (an integer, a slice, None, Ellipsis or a traced integer scalar); arrays, lists
+    and booleans gather."""
+    return (item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer))
+            or _is_dynamic_scalar(item)) and not isinstance(item, (bool, np.bool_))
+
+
 def _expand_index(idx: Any, ndim: int) -> list:
-    """``idx`` as a list with one entry per dimension (``None`` entries added), Ellipsis expanded."""
+    """``idx`` (of basic entries, see _is_basic) as a list with one entry per dimension (``None`` entries added),
+    Ellipsis expanded."""
     items = list(idx) if isinstance(idx, tuple) else [idx]
-    for item in items:
-        ok = item is None or item is Ellipsis or isinstance(item, (slice, int, np.integer)) \
-            or _is_dynamic_scalar(item)
-        if not ok or isinstance(item, (bool, np.bool_)):
-            raise NotImplementedError(f"BCOO indexing supports integers, slices, None and Ellipsis (and traced "
-                                      f"integer scalars), not {type(item).__name__} {item!r}; for array or boolean "
-                                      "indices use mat.todense()[...], or sparse.sparsify")
     if sum(item is Ellipsis for item in items) > 1:
         raise IndexError("BCOO indexing: an index can only have a single ellipsis ('...')")
     used = sum(item is not None and item is not Ellipsis for item in items)
@@ -655,6 +656,8 @@ def bcoo_getitem(mat: BCOO, idx: Any) -> BCOO:
     (``bcoo_slice``; a traced integer makes it ``bcoo_dynamic_slice``), then a reverse for negative steps, a
     squeeze for integers and new axes for ``None``. The result is always a BCOO array (a 0-d one for a scalar)."""
     _check_bcoo(mat, "BCOO.__getitem__")
+    if not all(map(_is_basic, idx if isinstance(idx, tuple) else (idx,))):
+        return _gathering_getitem(mat, idx)
     items = _expand_index(idx, mat.ndim)
     starts, limits, strides, rev, squeeze, new_axes = [], [], [], [], [], []
     dynamic = {}  # axis -> traced start
@@ -697,3 +700,15 @@ def bcoo_getitem(mat: BCOO, idx: Any) -> BCOO:
         kept = [d for d in range(len(shape)) if d not in new_axes]
         out = bcoo_broadcast_in_dim(out, shape=shape, broadcast_dimensions=kept)
     return out
+
+
+def _gathering_getitem(mat: BCOO, idx: Any) -> BCOO:
+    """``mat[idx]`` with index arrays (or booleans) among the entries: kiln.numpy's indexing of the dense array,
+    sparsified (its gathers run on the stored entries), as JAX's. The result is a BCOO array."""
+    from .transform import sparsify  # transform imports this module: imported when called
+    if isinstance(idx, BCOO) or isinstance(idx, tuple) and any(isinstance(i, BCOO) for i in idx):
+        raise NotImplementedError("BCOO indexing with a BCOO index array is not supported (as in JAX); pass the "
+                                  "index dense (index.todense())")
+    out = sparsify(lambda m: m[idx])(mat)
+    # (an index that selects nothing can make kiln.numpy return a dense array of zeros)
+    return BCOO.fromdense(out) if not isinstance(out, BCOO) and math.prod(out.shape) == 0 else out

@@ -124,9 +124,8 @@ class BCSR(JAXSparse):
 
     @property
     def n_batch(self) -> int:
-        lost = mapped_nse_axis_error(self, 1)
-        if lost is not None:
-            raise lost
+        if self._lost_nse_axis is not None:
+            raise self._lost_nse_axis
         return self.indices.ndim - 1
 
     @property
@@ -156,6 +155,7 @@ class BCSR(JAXSparse):
         obj.data, obj.indices, obj.indptr = children
         obj.indices_sorted, obj.unique_indices = aux_data["indices_sorted"], aux_data["unique_indices"]
         obj.shape = _shape_for_leaves(aux_data["shape"], obj.data, _as_bcoo_indices_shape(obj.indices))
+        obj._lost_nse_axis = mapped_nse_axis_error(obj, 1)
         return obj
 
     # --- conversions -------------------------------------------------------------------------------

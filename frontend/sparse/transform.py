@@ -55,6 +55,7 @@ from .bcoo import (
     bcoo_transpose,
     todense,
 )
+from .gather import bcoo_gather
 from .products import bcoo_multiply_sparse, bcoo_spdot_general
 
 __all__ = ["sparsify", "sparse_rules"]
@@ -364,7 +365,7 @@ def _broadcast_in_dim(x: BCOO, *, shape: tuple, broadcast_dimensions: tuple) -> 
 def _gather(x: BCOO, idx: Any, *, dimension_numbers: Any, slice_sizes: tuple, **params: Any) -> list:
     """``take`` along one axis (``M[i]``, ``M[:, i]`` with an index array): along a batch or dense axis the arrays
     that hold it are gathered; along a sparse axis each entry is matched against every index (``nse`` grows by the
-    number of indices; unmatched copies become padding)."""
+    number of indices; unmatched copies become padding). Other gathers are ``bcoo_gather``'s."""
     if _is_sparse(idx):
         raise SparsifyError("sparse rule for gather with BCOO indices is not implemented; pass the indices dense")
     dn = dimension_numbers
@@ -375,9 +376,8 @@ def _gather(x: BCOO, idx: Any, *, dimension_numbers: Any, slice_sizes: tuple, **
             or abstractify(idx).shape[-1] != 1
             or any(s != (1 if d == axis else x.shape[d]) for d, s in enumerate(slice_sizes))
             or tuple(dn.offset_dims) != tuple(d for d in range(rank) if not axis <= d < axis + n_idx)):
-        raise SparsifyError(f"sparse rule for gather is implemented for taking along one axis (M[i], M[:, i] with "
-                            f"an index array) only, not for {dn} with slice_sizes={tuple(slice_sizes)}; convert the "
-                            "operand to a dense array with sparse.todense(x)")
+        # Any other gather: one dynamic slice of the stored entries per index vector (JAX's rule)
+        return [bcoo_gather(x, idx, dn, slice_sizes, **params)]
     nb, ns = x.n_batch, x.n_sparse
     n = x.shape[axis]
     take = jnp.clip(idx[..., 0], 0, n - 1)  # XLA's gather clamps

@@ -493,8 +493,6 @@ def test_getitem_layout_and_errors():
         a[0, 0, 0, 0]
     with pytest.raises(IndexError, match="single ellipsis"):
         a[..., 0, ...]
-    with pytest.raises(NotImplementedError, match="not ndarray .* use mat.todense"):
-        a[np.array([0, 1])]
     with pytest.raises(NotImplementedError, match="step 1 or -1 only"):
         kiln.jit(lambda x, i: x[i, ::2])(a, 0)
     with pytest.raises(TypeError, match="iteration over a 0-d BCOO array"):

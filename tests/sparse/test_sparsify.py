@@ -498,11 +498,11 @@ def test_broadcast_of_a_sparse_axis_errors():
         sparsify(lambda M: lax.broadcast_in_dim(M, (3, 4), (0, 1)))(A)
 
 
-def test_gather_of_several_axes_errors():
-    A = BCOO.fromdense(_sparse_dense((3, 4)))
-    with pytest.raises(NotImplementedError, match=r"sparse rule for gather is implemented for taking along one axis "
-                                                  r"\(M\[i\], M\[:, i\] with an index array\) only.*todense"):
-        sparsify(lambda M, i: M[i, 1:])(A, jnp.array([0, 2]))
+def test_gather_of_several_axes_is_bcoo_gather():
+    dense = _sparse_dense((3, 4))
+    out = sparsify(lambda M, i: M[i, 1:])(BCOO.fromdense(dense), jnp.array([0, 2]))
+    assert isinstance(out, BCOO) and out.n_batch == 1  # one slice per index, stacked (bcoo_gather's layout)
+    np.testing.assert_array_equal(np.asarray(out.todense()), dense[[0, 2], 1:])
 
 
 def test_scan_over_sparse_xs_errors():

@@ -20,6 +20,7 @@ from kiln.frontend.sparse import bcoo_dynamic_slice as bcoo_dynamic_slice
 from kiln.frontend.sparse import bcoo_eliminate_zeros as bcoo_eliminate_zeros
 from kiln.frontend.sparse import bcoo_extract as bcoo_extract
 from kiln.frontend.sparse import bcoo_fromdense as bcoo_fromdense
+from kiln.frontend.sparse import bcoo_gather as bcoo_gather
 from kiln.frontend.sparse import bcoo_multiply_dense as bcoo_multiply_dense
 from kiln.frontend.sparse import bcoo_multiply_sparse as bcoo_multiply_sparse
 from kiln.frontend.sparse import bcoo_reduce_sum as bcoo_reduce_sum
@@ -62,7 +63,7 @@ from kiln.frontend.sparse import value_and_grad as value_and_grad
 
 __all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "CuSparseEfficiencyWarning", "JAXSparse", "SparseEfficiencyError",
            "SparseEfficiencyWarning", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_general",
-           "bcoo_dot_general_sampled", "bcoo_dynamic_slice", "bcoo_eliminate_zeros", "bcoo_extract",
+           "bcoo_dot_general_sampled", "bcoo_dynamic_slice", "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_gather",
            "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape",
            "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_squeeze", "bcoo_sum_duplicates", "bcoo_todense",
            "bcoo_transpose", "bcoo_update_layout", "bcsr_broadcast_in_dim", "bcsr_concatenate", "bcsr_dot_general",
