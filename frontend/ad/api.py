@@ -14,6 +14,7 @@ import numpy as np
 
 from ..core import dtypes, tree_util
 from ..core.avals import ShapedArray
+from ..core.call import call_p
 from ..core.ir import IR, ClosedIR, Var
 from ..core.source_info import fun_name as _fun_name
 from ..core.tracing import Tracer, abstractify, eval_ir, trace_to_ir
@@ -43,6 +44,7 @@ from .jvp import jvp_ir, non_differentiable
 from .partial_eval import partial_eval
 from .tangents import Zero, float0, instantiate, tangent_aval
 from .transpose import UndefinedPrimal, backward_pass
+from .vjp_object import VJP
 
 
 def _trace_flat(f: Callable, flat_args: list, in_tree, name: str, keeps_calls: bool = True,
@@ -149,7 +151,7 @@ def linearize(fun: Callable, *primals):
     flat_p, in_tree = tree_util.tree_flatten(tuple(primals))
     _check_arrays("linearize", flat_p)
     closed, out_tree = _trace_flat(fun, flat_p, in_tree, _fun_name(fun))
-    out_primals, residuals, lin, nonzero, out_nonzero = _linearize_flat(closed, flat_p)
+    out_primals, residuals, lin, nonzero, out_nonzero, _ = _linearize_flat(closed, flat_p)
     # A pytree whose leaves are the residuals (as JAX's): it can be returned from a jitted function.
     f_jvp = tree_util.Partial(functools.partial(_apply_linearized, lin, in_tree, out_tree, nonzero, out_nonzero,
                                                 closed.out_avals), list(residuals))
@@ -183,17 +185,40 @@ def _linearize_flat(closed: ClosedIR, flat_p: list):
     # A tangent output that does not depend on the tangents is zero (the JVP is linear in them).
     tangent_unknown = iter(split.out_unknown[n_out:])
     lin_outputs = [bool(nz and next(tangent_unknown)) for nz in out_nonzero]
-    return out_primals, residuals, ClosedIR(split.unknown, []), nonzero, lin_outputs
+    sources = _residual_sources(split.known, split.num_residuals)
+    return out_primals, residuals, ClosedIR(split.unknown, []), nonzero, lin_outputs, sources
+
+
+def _residual_sources(known: IR, num_residuals: int) -> list[int | None]:
+    """For each residual (the last ``num_residuals`` outputs of the forward IR ``known``, whose inputs are the
+    primals), the index of the primal it is (the backward pass reads that argument as it was given), else None (a
+    value the forward pass computed). A call that returns one of its inputs as it is (a library function's
+    forward half handing its operands to the backward pass) forwards it."""
+    forwarded: dict[Var, Any] = {}
+    for eqn in known.eqns:
+        if eqn.prim is call_p:
+            inner = eqn.params["ir"].ir
+            position = {v: j for j, v in enumerate(inner.invars)}
+            for out, v in zip(eqn.outputs, inner.outvars):
+                if isinstance(v, Var) and v in position:
+                    forwarded[out] = eqn.inputs[position[v]]
+    primal = {v: i for i, v in enumerate(known.invars)}
+
+    def source(v: Any) -> int | None:
+        while isinstance(v, Var) and v in forwarded:
+            v = forwarded[v]
+        return primal.get(v) if isinstance(v, Var) else None
+    return [source(v) for v in known.outvars[len(known.outvars) - num_residuals:]]
 
 
 # -- reverse mode -----------------------------------------------------------------------------------
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_vjp)`` where ``f_vjp(ct)`` is the vector-Jacobian product ``ct @ J``."""
     main, info, residuals, aux = _forward("vjp", fun, tuple(primals), has_aux)
-    # A pytree whose leaves are the residuals (as JAX's): it can be returned from a jitted function. A residual
-    # that is an input as the caller gave it (a Python float) becomes an array, as every leaf of JAX's is.
+    # A pytree whose leaves are the residuals (as JAX's VJP object): it can be returned from a jitted function. A
+    # residual that is an input as the caller gave it (a Python float) becomes an array, as every leaf of JAX's is.
     residuals = [r if isinstance(r, (Array, Tracer)) else device_put(r) for r in residuals]
-    f_vjp = tree_util.Partial(functools.partial(_apply_vjp, info), residuals)
+    f_vjp = VJP.from_residuals(_apply_vjp, info, residuals)
     if has_aux:
         return main, f_vjp, aux
     return main, f_vjp
@@ -205,7 +230,7 @@ def _forward(fname: str, fun: Callable, primals: tuple, has_aux: bool):
     flat_p, in_tree = tree_util.tree_flatten(primals)
     _check_arrays(fname, flat_p)
     closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun))
-    out_primals, residuals, lin, nonzero, out_nonzero = _linearize_flat(closed, flat_p)
+    out_primals, residuals, lin, nonzero, out_nonzero, sources = _linearize_flat(closed, flat_p)
     aux = None
     if has_aux:
         main_tree, aux = _aux_split_tree(out_tree, out_primals)
@@ -213,17 +238,19 @@ def _forward(fname: str, fun: Callable, primals: tuple, has_aux: bool):
     else:
         main_tree, n_main = out_tree, len(out_primals)
     info = _VjpInfo(lin, nonzero, out_nonzero, in_tree, main_tree, n_main,
-                    [abstractify(p) for p in flat_p], [abstractify(p) for p in out_primals[:n_main]])
+                    [abstractify(p) for p in flat_p], [abstractify(p) for p in out_primals[:n_main]], sources)
     return tree_util.tree_unflatten(main_tree, out_primals[:n_main]), info, residuals, aux
 
 
 class _VjpInfo:
-    """The static part of a VJP: the linear IR and the trees and avals around it."""
+    """The static part of a VJP: the linear IR and the trees and avals around it; ``sources[k]``: the input
+    (flat index) that residual ``k`` is, or None for a computed one."""
 
-    def __init__(self, lin, nonzero, out_nonzero, in_tree, main_tree, n_main, in_avals, out_avals):
+    def __init__(self, lin, nonzero, out_nonzero, in_tree, main_tree, n_main, in_avals, out_avals, sources):
         self.lin, self.nonzero, self.out_nonzero = lin, nonzero, out_nonzero
         self.in_tree, self.main_tree, self.n_main = in_tree, main_tree, n_main
         self.in_avals, self.out_avals = in_avals, out_avals
+        self.sources = sources
 
 
 def _external_aval(t, aval: ShapedArray):

@@ -438,7 +438,7 @@ def test_batched_custom_vjp_lin_keeps_zero_cotangents_symbolic():
     g = _vjp_function(log)
     args = [knp.asarray(X), knp.asarray(Y)]
     closed, _ = _trace_flat(g, args, kiln.tree_util.tree_structure(tuple(args)), "g")
-    _, residuals, lin, _, _ = _linearize_flat(closed, args)
+    _, residuals, lin, _, _, _ = _linearize_flat(closed, args)
     assert [e.prim.name for e in lin.ir.eqns] == ["custom_vjp_lin"]
     batched, out_dims = batch_closed(lin, [None] * len(residuals) + [0, 0], BatchContext(3))
     assert out_dims == [0, 0] and [e.prim.name for e in batched.ir.eqns] == ["custom_vjp_lin"]

@@ -177,7 +177,7 @@ def test_custom_vjp_lin_batches_and_transposes():
 
     def linear_part(x):
         closed, _ = _trace_flat(f, [x], kiln.tree_util.tree_structure((x,)), "f")
-        _, residuals, lin, _, _ = _linearize_flat(closed, [x])
+        _, residuals, lin, _, _, _ = _linearize_flat(closed, [x])
         return residuals, lin
 
     per = [linear_part(knp.asarray(x)) for x in xs]
