@@ -3,7 +3,7 @@ executes leaves kiln working (no trace left active, no half-filled cache entry, 
 
 The sweep runs in a fresh interpreter (a deadlock or a crash fails the test instead of the run). It
 interrupts the Nth line event inside kiln's own files for N spread over the whole first call;
-at most ``KILN_INTERRUPT_SWEEP_POINTS`` (250) points, every 9th line or sparser as the call grows;
+at most ``KILN_INTERRUPT_SWEEP_POINTS`` (150) points, every 9th line or sparser as the call grows;
 ``KILN_INTERRUPT_SWEEP_STRIDE=1`` sweeps every line (about ten times slower).
 """
 from __future__ import annotations
@@ -78,7 +78,7 @@ def test_keyboard_interrupt_anywhere_in_a_first_call(run_py):
     stride = os.environ.get("KILN_INTERRUPT_SWEEP_STRIDE")
     # The points are capped (spread over the whole call) so that the test's time does not grow with kiln's code;
     # an explicit stride sweeps at that stride.
-    max_points = None if stride else int(os.environ.get("KILN_INTERRUPT_SWEEP_POINTS", "250"))
+    max_points = None if stride else int(os.environ.get("KILN_INTERRUPT_SWEEP_POINTS", "150"))
     proc = run_py(f"REPO = {REPO!r}\nSTRIDE = {int(stride or 9)}\nMAX_POINTS = {max_points}\n" + SWEEP, timeout=900)
     result = json.loads(proc.stdout.strip().splitlines()[-1])
     assert result["lines"] > 500, result  # the sweep really walked through trace, lower and compile
