@@ -72,6 +72,13 @@ class Array(ArrayMethods):
         return SingleDeviceSharding(self._device)
 
     @property
+    def format(self) -> Any:
+        """The array's layout in memory (XLA's default, row-major: kiln uses no other) with its sharding, as a
+        ``kiln.experimental.layout.Format``."""
+        from .layout import array_format  # layout builds on sharding, which builds on placement and this module
+        return array_format(self)
+
+    @property
     def addressable_shards(self) -> list[Any]:
         """The pieces of the array on this process's devices, one per device (``.device``, ``.index``,
         ``.replica_id``, ``.data``: a single-device array)."""

@@ -33,6 +33,7 @@ from ..core.tracing import Tracer, abstractify, active_traces, calls_kept, curre
 from . import dispatch, nan_check, retrace, spmd, stale
 from .array import Array
 from .direct_call import DirectCall, LaunchFailed, direct_call, pytree_call, with_options
+from .layout import Format, formats_of, resolve_format
 from .sharding import SingleDeviceSharding, flatten_shardings, resolve_spec, shardings_per_leaf
 
 _new_object = object.__new__
@@ -1129,6 +1130,18 @@ class Compiled(_Stage):
         """Each output's sharding, in ``out_tree``'s structure."""
         return self.out_tree.unflatten(self._output_shardings_flat())
 
+    @property
+    def input_formats(self) -> Any:
+        """Each argument's format (XLA's default layout, kiln's only, with its sharding), in ``in_tree``'s
+        structure."""
+        shardings = self.in_tree.flatten_up_to(self.input_shardings)
+        return self.in_tree.unflatten(formats_of(shardings, self.entry.closed.ir.in_avals))
+
+    @property
+    def output_formats(self) -> Any:
+        """Each output's format (XLA's default layout with its sharding), in ``out_tree``'s structure."""
+        return self.out_tree.unflatten(formats_of(self._output_shardings_flat(), self.entry.closed.ir.out_avals))
+
     def _output_shardings_flat(self) -> list | None:
         compiled = self.entry.compiled
         if isinstance(compiled, spmd.CompiledSPMD):
@@ -1274,7 +1287,10 @@ def _check_shardings(name: str, in_shardings: Any, out_shardings: Any) -> tuple[
     def check(value: Any, what: str) -> Any:
         if isinstance(value, list):
             value = tuple(value)
-        leaves, _ = flatten_shardings(value)
+        leaves, treedef = flatten_shardings(value)
+        if any(isinstance(leaf, Format) for leaf in leaves):  # a layout (kiln's: the default) with a sharding
+            leaves = [resolve_format(leaf, None, f"kiln.jit({name}): {what}") for leaf in leaves]
+            value = tree_util.tree_unflatten(treedef, leaves)
         for leaf in leaves:
             if not (leaf is None or isinstance(leaf, (spmd.NamedSharding, spmd.PartitionSpec))):
                 raise JitError(f"kiln.jit({name}): {what} must be a kiln.sharding.NamedSharding, a PartitionSpec "

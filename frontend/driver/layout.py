@@ -115,6 +115,12 @@ class Format:
         return f"Format(layout={self.layout}, sharding={self.sharding})"
 
 
+def formats_of(shardings: list, avals: list) -> list[Format]:
+    """The formats of values of ``avals`` laid out by ``shardings`` (the default layout of each one's rank): what
+    a compiled program's ``input_formats``/``output_formats`` list."""
+    return [Format(default_layout(len(a.shape)), s) for s, a in zip(shardings, avals)]
+
+
 def array_format(x: Any) -> Format:
     """The format of a kiln array (JAX's ``x.format``): the default layout of its rank, and its sharding."""
     return Format(default_layout(len(x.shape)), x.sharding)

@@ -12,6 +12,7 @@ from ..core.avals import ShapedArray
 from ..core.tracing import Tracer, abstractify
 from . import dispatch
 from .array import Array
+from .layout import Format, resolve_format
 from .retrace import warn_at_user
 from .sharding import NamedSharding, PartitionSpec, Sharding, resolve_spec, runtime_sharding
 
@@ -224,7 +225,7 @@ def _resolve_device(device: Any) -> runtime.Device | Sharding | None:
 def _is_placement(d: Any) -> bool:
     """Whether ``d`` is one placement (not a pytree of them): None, a device, a sharding, a PartitionSpec or a
     backend name."""
-    return d is None or isinstance(d, (runtime.Device, Sharding, PartitionSpec, str))
+    return d is None or isinstance(d, (runtime.Device, Sharding, PartitionSpec, str, Format))
 
 
 def device_put(x: Any, device: Any = None) -> Any:
@@ -235,6 +236,10 @@ def device_put(x: Any, device: Any = None) -> Any:
     With a device or sharding the result is *committed*: computations on it run there. Without
     one, arrays go to the default device uncommitted.
     """
+    if isinstance(device, Format):  # a layout (kiln's: the default) with a sharding
+        for leaf in tree_util.tree_leaves(x):
+            resolve_format(device, leaf.ndim if hasattr(leaf, "ndim") else np.ndim(leaf), "kiln.device_put")
+        device = device.sharding
     if not _is_placement(device) and isinstance(device, (tuple, list, dict)):
         targets, tree = tree_util.tree_flatten(device, is_leaf=_is_placement)
         try:

@@ -29,6 +29,7 @@ from ..core.tracing import Tracer, abstractify
 from . import dispatch, spmd
 from .array import Array
 from .jit import ArgInfo, Compiled
+from .layout import formats_of
 from .sharding import AxisType, Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
 
 MAGIC = b"KILNCMP\0"
@@ -294,6 +295,14 @@ class LoadedCompiled:
     @property
     def output_shardings(self) -> Any:
         return self.out_tree.unflatten(self._output_shardings_flat())
+
+    @property
+    def input_formats(self) -> Any:
+        return self.in_tree.unflatten(formats_of(list(self._in_shardings), self._in_avals))
+
+    @property
+    def output_formats(self) -> Any:
+        return self.out_tree.unflatten(formats_of(self._output_shardings_flat(), self._program.out_avals))
 
     def _output_shardings_flat(self) -> list:
         if self._device is None:

@@ -66,6 +66,32 @@ def test_array_format_is_the_default_layout():
     assert array_format(kiln.device_put(np.float32(1))).layout == Layout((), ())
 
 
+def test_formats_of_arrays_compiled_functions_and_placements():
+    x_np = np.arange(6, dtype=np.float32).reshape(2, 3)
+    x = kiln.device_put(x_np)
+    assert x.format == Format(Layout((0, 1), ()), x.sharding)
+    compiled = kiln.jit(lambda a, b: {"o": a * b}).lower(x, 2.0).compile()
+    (fa, fb), kwargs = compiled.input_formats
+    assert kwargs == {} and fa == x.format and fb.layout == Layout((), ())
+    assert compiled.output_formats == {"o": Format(Layout((0, 1), ()), compiled.output_shardings["o"])}
+    loaded = serialize_executable.deserialize_and_load(*serialize_executable.serialize(compiled))
+    assert loaded.input_formats == compiled.input_formats and loaded.output_formats == compiled.output_formats
+    # a Format places as its sharding (device_put and jit's in/out_shardings), the default layout only
+    y = kiln.device_put(x_np, Format(Layout((0, 1)), x.sharding))
+    assert y.format == x.format
+    np.testing.assert_array_equal(np.asarray(y), x_np)
+    tree = kiln.device_put({"a": x_np, "b": 1.0}, Format(None, x.sharding))
+    assert tree["b"].format.layout == Layout((), ())
+    mesh = kiln.make_mesh((1,), ("i",))
+    named = kiln.sharding.NamedSharding(mesh, kiln.sharding.PartitionSpec())
+    f = kiln.jit(lambda a: a * 2, in_shardings=Format(Layout.AUTO, named), out_shardings=Format(None, named))
+    np.testing.assert_array_equal(np.asarray(f(x)), 2 * x_np)
+    with pytest.raises(NotImplementedError, match=r"kiln.device_put: the layout Layout\(major_to_minor=\(1, 0\)"):
+        kiln.device_put(x_np, Format(Layout((1, 0)), x.sharding))
+    with pytest.raises(NotImplementedError, match=r"kiln.jit\(<lambda>\): in_shardings: the layout"):
+        kiln.jit(lambda a: a, in_shardings=Format(Layout((1, 0)), named))(x)
+
+
 def test_resolve_format_accepts_default_and_auto_and_refuses_custom():
     s = SingleDeviceSharding(kiln.devices()[0])
     assert resolve_format(Format(), 2, "here") is None
