@@ -463,13 +463,23 @@ def lookup(client: Any, module: Any, device_list: Any, options: Any, *, text: st
     return key, _load(directory, key, client, device_list, options, list(host_callbacks))
 
 
+def read_entry(directory: str, key: str) -> bytes | None:
+    """XLA's serialized executable stored under ``key`` in ``directory``, or None (removed since, or unreadable)."""
+    try:
+        with open(entry_path(directory, key), "rb") as f:
+            return decode_entry(key, f.read())
+    except OSError:
+        return None
+
+
 def compile_and_load(client: Any, module: Any, device_list: Any, options: Any, *, text: str | None = None,
-                     host_callbacks: Sequence[Any] = ()) -> Any:
+                     host_callbacks: Sequence[Any] = (), hit: list | None = None) -> Any:
     """``client.compile_and_load(module, device_list, options)`` through the persistent cache.
 
     ``text`` is the module's text when the caller has it (saves printing it again); ``host_callbacks`` are
-    the module's host callbacks by index (bound again on a load). Errors of the compile itself propagate
-    unchanged; the cache's own failures never raise (they count as ``errors`` in :func:`stats`).
+    the module's host callbacks by index (bound again on a load). On a hit, ``(directory, key)`` of the entry
+    is appended to the list ``hit`` when one is given (see :func:`read_entry`). Errors of the compile itself
+    propagate unchanged; the cache's own failures never raise (they count as ``errors`` in :func:`stats`).
     """
     callbacks = list(host_callbacks)
     kwargs = {"host_callbacks": callbacks} if callbacks else {}
@@ -481,6 +491,8 @@ def compile_and_load(client: Any, module: Any, device_list: Any, options: Any, *
     if exe is not None:
         _stats["hits"] += 1
         _last[0] = "hit"
+        if hit is not None:
+            hit.append((directory, key))
         return exe
     start = time.perf_counter()
     exe = client.compile_and_load(module, device_list, options, **kwargs)
@@ -496,5 +508,5 @@ def compile_and_load(client: Any, module: Any, device_list: Any, options: Any, *
 
 
 __all__ = ["cache_dir", "cache_key", "clear", "compile_and_load", "configure", "decode_entry", "default_dir",
-           "encode_entry", "key_parts", "lookup", "module_text", "reset_stats", "settings", "stats", "trim",
-           "write_entry"]
+           "encode_entry", "key_parts", "lookup", "module_text", "read_entry", "reset_stats", "settings", "stats",
+           "trim", "write_entry"]

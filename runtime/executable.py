@@ -33,7 +33,7 @@ class Executable:
     """A module compiled for one device. :meth:`execute` is kiln's dispatch hot path."""
 
     __slots__ = ("device", "out_avals", "num_donated", "_exe", "_handlers", "_text", "_size",
-                 "host_callbacks", "ordered_effects", "__weakref__")
+                 "host_callbacks", "ordered_effects", "cache_entry", "__weakref__")
 
     def __init__(self, exe: Any, device: Device, out_avals: list[Aval], num_donated: int, text: str) -> None:
         self.device = device
@@ -41,6 +41,9 @@ class Executable:
         self.num_donated = num_donated
         self._exe = exe
         self._text = text
+        # (directory, key) of the persistent cache's entry it was loaded from, else None (compiled here):
+        # what runtime.serialize_executable writes for it
+        self.cache_entry: tuple[str, str] | None = None
         self._size: int | None = None
         self.host_callbacks: tuple[HostCallback, ...] = ()  # kept alive with the executable (set by compile)
         self.ordered_effects = False
@@ -386,9 +389,10 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
     if needs_lapack:
         ensure_lapack_registered()  # custom calls to jaxlib's LAPACK kernels: register them first
     options = _compile_options(device, compiler_options)
+    hit: list = []
     try:
         exe = compile_cache.compile_and_load(client, module, xc.DeviceList((device._raw,)), options,
-                                             text=text, **callback_args(module, host_callbacks))
+                                             text=text, hit=hit, **callback_args(module, host_callbacks))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:  # parse, verify and XLA errors
         option_error = compiler_option_error(jaxlib_message(e)) if compiler_options else None
         if option_error is not None:
@@ -407,7 +411,9 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
         raise CompileError(msg) from e
     _check_outputs(exe, out_avals)
     # Only the text is kept, not the ir.Module: an executable should not keep MLIR objects alive.
-    return with_callbacks(Executable(exe, device, out_avals, num_donated, text), host_callbacks, ordered_effects)
+    loaded = Executable(exe, device, out_avals, num_donated, text)
+    loaded.cache_entry = hit[0] if hit else None
+    return with_callbacks(loaded, host_callbacks, ordered_effects)
 
 
 def callback_args(module: Any, host_callbacks: Sequence[HostCallback]) -> dict:

@@ -22,6 +22,7 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from . import compile_cache
 from ._jaxlib import JAXLIB_VERSION, xc
 from .avals import aval_for
 from .backends import Device
@@ -61,11 +62,7 @@ def serialize(exe: Executable) -> bytes:
         raise SerializedExecutableError(
             "the program calls Python functions on the host (kiln.debug.print, pure_callback, io_callback, ...), "
             "which cannot be written as bytes; serialize a program without host callbacks")
-    try:
-        blob = exe._exe.serialize()
-    except Exception as e:  # a backend whose executables cannot be serialized
-        raise SerializedExecutableError(f"the {exe.device.platform} backend cannot serialize this executable: "
-                                        f"{jaxlib_message(e)}") from e
+    blob = _xla_bytes(exe)
     devices = exe.devices if isinstance(exe, SpmdExecutable) else (exe.device,)
     record = {"kind": "spmd" if isinstance(exe, SpmdExecutable) else "single", "platform": exe.device.platform,
               "jaxlib": JAXLIB_VERSION, "num_devices": len(devices), "num_donated": exe.num_donated,
@@ -73,6 +70,24 @@ def serialize(exe: Executable) -> bytes:
               "text": exe.as_text()}
     meta = zlib.compress(json.dumps(record).encode())
     return _HEADER.pack(MAGIC, FORMAT_VERSION, len(meta)) + meta + blob
+
+
+def _xla_bytes(exe: Executable) -> bytes:
+    """XLA's serialized form of ``exe``. One loaded from the persistent compile cache is the cache entry's bytes:
+    XLA's CPU executables deserialized there serialize again without their kernels (the bytes load, and their
+    first execution fails with 'Function ..._kernel not found')."""
+    if exe.cache_entry is not None:
+        blob = compile_cache.read_entry(*exe.cache_entry)
+        if blob is None:
+            raise SerializedExecutableError(
+                "the executable was loaded from the persistent compile cache, whose entry has been removed since "
+                "(trimmed or cleared); compile the function again (kiln.clear_caches() first) and serialize that")
+        return blob
+    try:
+        return exe._exe.serialize()
+    except Exception as e:  # a backend whose executables cannot be serialized
+        raise SerializedExecutableError(f"the {exe.device.platform} backend cannot serialize this executable: "
+                                        f"{jaxlib_message(e)}") from e
 
 
 def _read(data: bytes) -> tuple[dict, bytes]:

@@ -113,6 +113,7 @@ class SpmdExecutable(Executable):
         self._exe = exe
         self._text = text
         self._size = None
+        self.cache_entry = None  # (see Executable)
         self.host_callbacks, self.ordered_effects = (), False
         protos = exe.get_output_shardings()  # None for a one-device program
         hlo = ([xc.HloSharding.from_proto(s) for s in protos] if protos is not None
@@ -248,16 +249,19 @@ def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tup
     apply_compiler_options(opts, compiler_options)
     if devices[0].platform == "cpu" and "lapack_" in text:
         ensure_lapack_registered()
+    hit: list = []
     try:
         exe = compile_cache.compile_and_load(devices[0].backend._client, module,
                                              xc.DeviceList(tuple(d._raw for d in devices)), opts, text=text,
-                                             **callback_args(module, host_callbacks))
+                                             hit=hit, **callback_args(module, host_callbacks))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:
         option_error = compiler_option_error(jaxlib_message(e)) if compiler_options else None
         if option_error is not None:
             raise option_error from e
         raise CompileError(f"XLA failed to compile the module for {len(devices)} devices:\n{jaxlib_message(e)}") from e
-    return with_callbacks(SpmdExecutable(exe, devices, out_avals, num_donated, text), host_callbacks, ordered_effects)
+    loaded = SpmdExecutable(exe, devices, out_avals, num_donated, text)
+    loaded.cache_entry = hit[0] if hit else None
+    return with_callbacks(loaded, host_callbacks, ordered_effects)
 
 
 def is_tiled_layout(sharding: SpmdSharding) -> bool:

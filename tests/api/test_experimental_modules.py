@@ -203,6 +203,37 @@ def test_serialize_loads_in_a_fresh_process(tmp_path):
     np.testing.assert_allclose(np.load(tmp_path / "y.npy"), _step_np(PARAMS, X)["y"], rtol=1e-6, atol=1e-6)
 
 
+def test_serialize_an_executable_loaded_from_the_compile_cache(tmp_path):
+    # XLA's CPU executables deserialized from the persistent cache serialize again without their kernels (the
+    # bytes load, and the first execution fails 'Function ..._kernel not found'): kiln writes the cache entry's
+    # bytes instead. Three fresh processes: compile (a miss), compile again (a hit) and serialize, load and run.
+    cache = tmp_path / "cache"
+    write = textwrap.dedent(f"""
+        import numpy as np, kiln, kiln.numpy as jnp
+        from kiln.experimental import serialize_executable as se
+        from kiln.runtime import compile_cache
+        f = kiln.jit(lambda w, x: jnp.tanh(x @ w))
+        c = f.lower(np.ones((4, 3), np.float32), np.ones((2, 4), np.float32)).compile()
+        print(compile_cache.stats()["last"])
+        open({str(tmp_path / "f.bin")!r}, "wb").write(se.serialize(c)[0])
+    """)
+    env = {**os.environ, "KILN_CACHE_DIR": str(cache), "KILN_COMPILATION_CACHE": "1"}
+    runs = [subprocess.run([sys.executable, "-c", write], env=env, cwd=REPO, capture_output=True, text=True,
+                           timeout=120) for _ in range(2)]
+    assert [r.stdout.split()[-1] for r in runs] == ["miss", "hit"], [r.stderr for r in runs]
+    load = textwrap.dedent(f"""
+        import numpy as np, kiln
+        from kiln.experimental import serialize_executable as se
+        args = (np.ones((4, 3), np.float32), np.ones((2, 4), np.float32))
+        f = se.deserialize_and_load(open({str(tmp_path / "f.bin")!r}, "rb").read(),
+                                    kiln.tree_util.tree_structure((args, {{}})), kiln.tree_util.tree_structure(0))
+        print(float(np.asarray(f(*args))[0, 0]))
+    """)
+    out = subprocess.run([sys.executable, "-c", load], cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert abs(float(out.stdout.split()[-1]) - np.tanh(4.0)) < 1e-6
+
+
 def test_serialize_errors():
     compiled = kiln.jit(_step).lower(PARAMS, X).compile()
     data, in_tree, out_tree = serialize_executable.serialize(compiled)

@@ -177,6 +177,19 @@ def test_key_is_equal_across_processes(cpu0, add_f32_4, run_py):
 
 # ------------------------------------------------------------------------------------- hits and misses
 
+def test_an_executable_loaded_from_disk_serializes_as_its_entry(cache, cpu0, add_f32_4):
+    from kiln.runtime import serialized_executable as se
+    assert runtime.compile(add_f32_4, cpu0, F32_4).cache_entry is None  # compiled here
+    again = runtime.compile(add_f32_4, cpu0, F32_4)
+    assert again.cache_entry == (str(cache), again.cache_entry[1]) and cc.stats()["last"] == "hit"
+    assert se.serialize(again).endswith(cc.read_entry(*again.cache_entry))
+    for name in _entries(cache):  # the entry trimmed away since: no bytes to write
+        os.remove(os.path.join(cache, name))
+    with pytest.raises(se.SerializedExecutableError, match="loaded from the persistent compile cache, whose entry "
+                                                           r"has been removed since .*kiln.clear_caches\(\) first"):
+        se.serialize(again)
+
+
 def test_second_compile_loads_from_disk(cache, cpu0, add_f32_4):
     exe = runtime.compile(add_f32_4, cpu0, F32_4)
     assert cc.stats() == {"hits": 0, "misses": 1, "writes": 1, "errors": 0, "skipped": 0, "last": "miss"}
