@@ -144,6 +144,7 @@ from kiln.frontend.driver.transfer_guard import transfer_guard_host_to_device as
 from kiln.frontend.lax.callbacks import effects_barrier as effects_barrier
 from kiln.frontend.lax.callbacks import pure_callback as pure_callback
 from kiln.frontend.lax.sharding import reshard as reshard
+from kiln.frontend.numpy.indexing import ds as ds
 from kiln.frontend.refs import Ref as Ref
 from kiln.frontend.refs import empty_ref as empty_ref
 from kiln.frontend.refs import free_ref as free_ref
@@ -182,3 +183,4 @@ __all__ = [
 __all__ += ["host_count", "host_id", "host_ids"]  # JAX's old names (they warn)
 __all__ += ["export", "live_arrays"]  # issue 16: export, compiled introspection
 __all__ += ["empty_ref", "free_ref", "freeze", "new_ref", "ref", "Ref"]  # mutable array references
+__all__ += ["ds"]  # dynamic slices for indexing (jax.ds)

@@ -553,7 +553,7 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
             raise TypeError(f"kiln.linear_transpose: arguments must be real or complex floating-point arrays, got "
                             f"{a.str_short()}")
     name = _fun_name(fun)
-    closed, out_tree = _flat_trace(fun, in_tree, [a.strengthen() if a.weak_type else a for a in in_avals], name)
+    closed, out_tree = _flat_trace(fun, in_tree, in_avals, name)
     linear = set(closed.ir.invars)
     for eqn in closed.ir.eqns:
         if any(isinstance(v, Var) and v in linear for v in eqn.inputs):
@@ -577,8 +577,11 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
         cts = backward_pass(closed.ir, closed.consts, args, list(flat_ct))
         outs = [instantiate(Zero(a)) if c is None or isinstance(c, Zero) else c
                 for c, a in zip(cts, in_avals)]
-        return tree_util.tree_unflatten(in_tree, [lax.convert_element_type(o, a.dtype) for o, a in
-                                                  zip(outs, in_avals)])
+        # The cotangents take the primals' dtypes; as in JAX, one stays weak where its primal is weak (a Python
+        # float) and the backward pass computed it weak (from a weak output cotangent).
+        return tree_util.tree_unflatten(in_tree, [
+            lax.convert_element_type(o, a.dtype, weak_type=a.weak_type and abstractify(o).weak_type)
+            for o, a in zip(outs, in_avals)])
     return transposed
 
 
@@ -640,7 +643,10 @@ def custom_gradient(fun: Callable) -> Callable:
 
     def fwd(*args):
         ans, rule = call(*args)
-        cts = tree_util.tree_map(lambda a: ShapedArray(abstractify(a).shape, abstractify(a).dtype), ans)
+        # The cotangents' types are the outputs' (weak ones too, as JAX's: grad of a Python-float function
+        # gives weak cotangents).
+        cts = tree_util.tree_map(lambda a: ShapedArray(abstractify(a).shape, abstractify(a).dtype,
+                                                       abstractify(a).weak_type), ans)
         converted, consts, _ = _convert(lambda ct: rule(ct), (cts,), lambda c: True)
         return ans, _RuleResiduals(converted, consts)
 

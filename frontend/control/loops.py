@@ -201,14 +201,27 @@ def map(f: Callable, xs: Any, *, batch_size: int | None = None):  # noqa: A001
     if batch_size is not None:
         from ..batching.api import vmap
         leaves = tree_util.tree_leaves(xs)
+        if not leaves:
+            _, ys = scan(lambda c, x: (c, f(x)), (), xs)
+            return ys
         n = abstractify(leaves[0]).shape[0]
-        if n % batch_size:
-            raise ControlFlowError(f"kiln.lax.map: batch_size={batch_size} must divide the length {n} (as a "
-                                   "remainder chunk is not supported yet)")
-        chunks = tree_util.tree_map(lambda x: lax.reshape(x, (n // batch_size, batch_size) + abstractify(x).shape[1:]),
-                                    xs)
-        _, ys = scan(lambda c, x: (c, vmap(f)(x)), (), chunks)
-        return tree_util.tree_map(lambda y: lax.reshape(y, (n,) + abstractify(y).shape[2:]), ys)
+        batch_size = int(batch_size)
+        if batch_size < 0:
+            raise ControlFlowError(f"kiln.lax.map: batch_size must be a non-negative int, got {batch_size}")
+        # As JAX: whole chunks of batch_size under a scan of vmap(f), the remaining n % batch_size
+        # elements (all of them for batch_size=0) as one more vmap(f), concatenated after the chunks.
+        chunks, rem = divmod(n, batch_size) if batch_size else (0, n)
+        full = chunks * batch_size
+        ys = None
+        if chunks:
+            cut = tree_util.tree_map(lambda x: lax.slice_in_dim(x, 0, full, axis=0) if rem else x, xs)
+            cut = tree_util.tree_map(lambda x: lax.reshape(x, (chunks, batch_size) + abstractify(x).shape[1:]), cut)
+            _, ys = scan(lambda c, x: (c, vmap(f)(x)), (), cut)
+            ys = tree_util.tree_map(lambda y: lax.reshape(y, (full,) + abstractify(y).shape[2:]), ys)
+        if rem:
+            rest = vmap(f)(tree_util.tree_map(lambda x: lax.slice_in_dim(x, full, n, axis=0), xs))
+            ys = rest if ys is None else tree_util.tree_map(lambda a, b: lax.concatenate([a, b], 0), ys, rest)
+        return ys
     _, ys = scan(lambda c, x: (c, f(x)), (), xs)
     return ys
 

@@ -345,6 +345,13 @@ class ArrayMethods:
             return self
         return _np()._view_as(self, dtype)
 
+    def byteswap(self, inplace=False):
+        """Each element with its bytes reversed (same dtype), as NumPy's; kiln arrays are immutable."""
+        if inplace:
+            raise ValueError("kiln: x.byteswap(inplace=True) is not supported: kiln arrays are immutable; "
+                             "use y = x.byteswap()")
+        return _np()._byteswap(self)
+
     @property
     def real(self):
         return _np().real(self)

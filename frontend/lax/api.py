@@ -169,6 +169,11 @@ def broadcast_in_dim(x, shape: Sequence[int], broadcast_dimensions: Sequence[int
     aval = abstractify(x)
     if aval.shape == shape and dims == tuple(range(len(shape))):
         return materialize(x)
+    if len(dims) == aval.ndim and len(set(dims)) == len(dims) and list(dims) != sorted(dims):
+        # Dimensions out of order (JAX accepts them): transpose the operand so that they increase,
+        # which is the same broadcast; the primitive keeps its increasing dimensions.
+        order = sorted(range(len(dims)), key=dims.__getitem__)
+        x, dims = transpose(x, order), tuple(dims[i] for i in order)
     return st.broadcast_in_dim_p.bind(x, shape=shape, broadcast_dimensions=dims)
 
 

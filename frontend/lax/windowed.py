@@ -160,7 +160,8 @@ def _monoid_of(computation: Callable) -> str | None:
 
 
 def reduce_window(operand: Any, init_value: Any, computation: Callable, window_dimensions: Sequence[int],
-                  window_strides: Sequence[int], padding: str | Sequence[tuple[int, int]],
+                  window_strides: Sequence[int] | None = None,
+                  padding: str | Sequence[tuple[int, int]] = "VALID",
                   base_dilation: Sequence[int] | None = None,
                   window_dilation: Sequence[int] | None = None) -> Any:
     """Reduce each window of ``operand`` with ``computation``, starting from ``init_value``.
@@ -168,7 +169,7 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable, window_d
     ``computation`` is one of the monoids ``kiln.lax.add``, ``mul``, ``max``, ``min``,
     ``bitwise_and``, ``bitwise_or`` (kiln does not trace arbitrary reducers here). ``padding`` is
     ``'SAME'``, ``'VALID'`` or one (low, high) pair per dimension; padded positions hold
-    ``init_value``.
+    ``init_value``. ``window_strides`` defaults to 1 per dimension, ``padding`` to ``'VALID'``.
     """
     if isinstance(operand, (tuple, list)):
         raise NotImplementedError("kiln.lax.reduce_window: reducing several operands together is not supported; "
@@ -181,7 +182,7 @@ def reduce_window(operand: Any, init_value: Any, computation: Callable, window_d
     aval = abstractify(operand)
     n = aval.ndim
     window = _int_tuple("reduce_window", "window_dimensions", window_dimensions, n, length_error=ShapeError)
-    strides = _int_tuple("reduce_window", "window_strides", window_strides, n, length_error=ShapeError)
+    strides = _int_tuple("reduce_window", "window_strides", window_strides, n, 1, ShapeError)
     bd = _int_tuple("reduce_window", "base_dilation", base_dilation, n, 1, ShapeError)
     wd = _int_tuple("reduce_window", "window_dilation", window_dilation, n, 1, ShapeError)
     # As JAX: string padding is computed from the operand's (undilated) shape and the dilated window.

@@ -4,7 +4,7 @@ import sys as _sys  # noqa: E402
 from ..core.array_methods import install_array_methods as _install  # noqa: E402
 from .array_api import __array_api_version__, __array_namespace_info__, array_namespace  # noqa: F401
 from .bits import *  # noqa: F401,F403
-from .bits import _view_as  # noqa: F401  (x.view)
+from .bits import _byteswap, _view_as  # noqa: F401  (x.byteswap, x.view)
 from .control import *  # noqa: F401,F403
 from .creation import *  # noqa: F401,F403
 from .dtype_api import *  # noqa: F401,F403  (scalar types knp.float32..., finfo, result_type, ...)

@@ -94,3 +94,18 @@ def _view_as(x: Any, dtype: Any) -> Any:
         raise ValueError(f"kiln: x.view({new.name}) of a {old.name} array needs a last dimension divisible by "
                          f"{ratio}, got shape {shape}")
     return lax.bitcast_convert_type(reshape(x, shape[:-1] + (shape[-1] // ratio, ratio)), new)
+
+
+def _byteswap(x: Any) -> Any:
+    """``x.byteswap()``: each element with its bytes in reverse order (the same dtype); a complex element
+    swaps its real and imaginary parts' bytes separately, as NumPy's."""
+    from .. import lax
+    x = asarray(x)
+    dt = abstractify(x).dtype
+    if dt.itemsize == 1:
+        return x
+    if dt.kind == "c":
+        re, im = _byteswap(lax.real(x)), _byteswap(lax.imag(x))
+        return lax.complex(re, im)
+    b = lax.bitcast_convert_type(x, np.uint8)
+    return lax.bitcast_convert_type(lax.rev(b, (b.ndim - 1,)), dt)

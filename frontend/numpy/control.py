@@ -3,6 +3,8 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
+import numpy as np
+
 from ..core.tracing import abstractify
 
 __all__ = ["piecewise", "select"]
@@ -28,8 +30,16 @@ def piecewise(x, condlist: Sequence[Any], funclist: Sequence[Callable | Any], *a
     """
     from .creation import zeros_like
     from .ufuncs import where
-    condlist = list(condlist) if isinstance(condlist, (list, tuple)) else [condlist]
     funclist = list(funclist)
+    if not isinstance(condlist, (list, tuple)):
+        # An array: one condition where it broadcasts to x and one or two functions are given (NumPy's use);
+        # otherwise, as in JAX, a stack of conditions along its first axis.
+        shape, xshape = np.shape(condlist), np.shape(x)
+        try:
+            one = len(funclist) in (1, 2) and np.broadcast_shapes(shape, xshape) == xshape
+        except ValueError:
+            one = False
+        condlist = [condlist] if one or not shape else [condlist[i] for i in range(shape[0])]
     if len(funclist) not in (len(condlist), len(condlist) + 1):
         raise ValueError(f"kiln.numpy.piecewise: with {len(condlist)} condition(s) funclist needs "
                          f"{len(condlist)} or {len(condlist) + 1} entries, got {len(funclist)}")

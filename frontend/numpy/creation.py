@@ -17,6 +17,7 @@ from ..driver import dispatch
 from ..driver.array import Array
 from ..driver.dlpack import from_dlpack  # noqa: F401  (kiln.numpy.from_dlpack)
 from ..driver.eager_jit import eager_jit
+from ..driver.jit import jit
 from ..lax.sharding import apply_out_sharding, takes_out_sharding
 from . import key_arrays
 from ._util import (
@@ -81,7 +82,21 @@ def array(object: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0
     # array and asarray are called everywhere: out_sharding by hand, without takes_out_sharding's wrapper
     if key_arrays.any_key(object):
         return apply_out_sharding(key_arrays.rule("asarray")(object, dtype, copy), out_sharding, "kiln.numpy.array")
-    return apply_out_sharding(_array(object, dtype, ndmin), out_sharding, "kiln.numpy.array")
+    out = _array(object, dtype, ndmin)
+    if copy and out is object and type(out) is Array:
+        # a concrete kiln array: a new buffer, so that deleting or donating the copy leaves ``object`` alive
+        out = _copy_program()(out)
+    return apply_out_sharding(out, out_sharding, "kiln.numpy.array")
+
+
+def _copy_program():
+    global _COPY
+    if _COPY is None:
+        _COPY = jit(lambda x: x)  # a jitted program's outputs never alias its (undonated) arguments
+    return _COPY
+
+
+_COPY = None
 
 
 def _array(object: Any, dtype: Any, ndmin: int) -> Any:  # noqa: A002
@@ -157,7 +172,7 @@ def asarray(a: Any, dtype=None, order=None, *, copy=None, device=None, out_shard
 
 
 def copy(a: Any, order=None) -> Any:
-    """A copy of ``a`` (kiln arrays are immutable, so this is ``asarray``)."""
+    """A copy of ``a``: a kiln array gets a new buffer (deleting or donating one leaves the other)."""
     return array(a, copy=True)
 
 

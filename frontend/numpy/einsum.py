@@ -309,7 +309,11 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None, pre
         ops = [lax.convert_element_type(x, preferred) for x in ops]
     prepared = [_prepare(spec, i, x) for i, x in enumerate(ops)]
     items = [(x, labels) for x, labels in prepared]
-    path = _greedy_path([labels for _, labels in items], spec.output, spec.sizes, _optimize_flag(optimize))
+    explicit = isinstance(optimize, (list, tuple))
+    if explicit:
+        path = _explicit_path(optimize, len(items))
+    else:
+        path = _greedy_path([labels for _, labels in items], spec.output, spec.sizes, _optimize_flag(optimize))
     for i, j in path:
         keep = set(spec.output)
         for k, (_, labels) in enumerate(items):
@@ -319,7 +323,7 @@ def einsum(subscripts, *operands, out=None, optimize="auto", precision=None, pre
             i, j = j, i  # the last step in the order that needs no final transpose
         res = _contract(items[i][0], items[i][1], items[j][0], items[j][1], keep, None, precision)
         rest = [it for k, it in enumerate(items) if k not in (i, j)]
-        items = rest + [res] if _optimize_flag(optimize) else [res] + rest
+        items = rest + [res] if explicit or _optimize_flag(optimize) else [res] + rest
     x, labels = items[0]
     x, labels = _reduce_labels(x, labels, {lab for lab in labels if lab not in spec.output})
     return lax.transpose(x, tuple(labels.index(lab) for lab in spec.output))
@@ -330,18 +334,38 @@ def _optimize_flag(optimize) -> bool:
         return False
     if optimize in (True, "auto", "greedy", "optimal", "dp", "auto-hq", "branch-2", "branch-all", "eager"):
         return True
-    if isinstance(optimize, (list, tuple)):
-        raise NotImplementedError("kiln.numpy.einsum: an explicit contraction path is not supported; use "
-                                  "optimize=True (greedy) or False")
     raise ValueError(f"kiln.numpy.einsum: optimize must be a bool or one of 'auto', 'greedy', 'optimal', "
                      f"got {optimize!r}")
 
 
-def einsum_path(subscripts, *operands, optimize="greedy"):
-    """The pairwise contraction order :func:`einsum` uses, as NumPy's ``(path, description)``.
+def _explicit_path(optimize, n: int) -> list[tuple[int, int]]:
+    """An explicit contraction path (``einsum_path``'s, JAX's ``[(i, j), ...]``, or NumPy's with a leading
+    ``'einsum_path'``): each step contracts operands ``i`` and ``j`` of the current list and appends the
+    result; the steps must leave one operand."""
+    steps = list(optimize[1:] if optimize and optimize[0] == "einsum_path" else optimize)
+    path = []
+    for step in steps:
+        pair = tuple(step) if isinstance(step, (list, tuple)) else None
+        if pair is None or len(pair) != 2 or not all(isinstance(k, (int, np.integer)) for k in pair):
+            raise NotImplementedError(f"kiln.numpy.einsum: an explicit path takes pairs of operand positions, got "
+                                      f"step {step!r}")
+        i, j = sorted(int(k) for k in pair)
+        if i == j or i < 0 or j >= n:
+            raise ValueError(f"kiln.numpy.einsum: path step {step!r} does not name two of the {n} operands left")
+        path.append((i, j))
+        n -= 1
+    if n != 1:
+        raise ValueError(f"kiln.numpy.einsum: the explicit path leaves {n} operands; its steps must contract them "
+                         "to one")
+    return path
 
-    ``path`` is ``['einsum_path', (i, j), ...]``: at each step operands ``i`` and ``j`` of the current
-    list are contracted and the result appended to the end.
+
+def einsum_path(subscripts, *operands, optimize="greedy"):
+    """The pairwise contraction order :func:`einsum` uses, as ``(path, description)``.
+
+    ``path`` is ``[(i, j), ...]`` (JAX's, opt_einsum's format; ``einsum(..., optimize=path)`` takes it, and
+    NumPy's ``['einsum_path', ...]`` too): at each step operands ``i`` and ``j`` of the current list are
+    contracted and the result appended to the end.
     """
     spec, operands = _spec_and_operands("einsum_path", subscripts, operands)
     terms = []
@@ -362,4 +386,4 @@ def einsum_path(subscripts, *operands, optimize="greedy"):
         rest = [t for k, t in enumerate(cur) if k not in (i, j)]
         cur = rest + [res] if flag else [res] + rest
     lines.insert(2, f"  Largest intermediate:  {largest:.3e} elements")
-    return ["einsum_path", *path], "\n".join(lines)
+    return list(path), "\n".join(lines)

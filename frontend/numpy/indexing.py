@@ -38,7 +38,7 @@ from typing import Any, Callable
 import numpy as np
 
 from .. import lax
-from ..core import dtypes
+from ..core import dtypes, tree_util
 from ..core.config import config
 from ..core.errors import ConcretizationTypeError, IndexTypeError
 from ..core.tracing import Tracer, abstractify, active_traces, concrete, current_builder
@@ -134,6 +134,9 @@ def _convert_entry(fname: str, i: Any) -> Any:
         return int(i)
     if isinstance(i, (float, complex, np.floating, np.complexfloating)):
         raise _float_error(fname, i)
+    if isinstance(i, Slice):
+        raise NotImplementedError(f"kiln.numpy.{fname}: a kiln.ds slice is supported in reads (x[kiln.ds(i, n)]) "
+                                  "but not in x.at[...] updates; use kiln.lax.dynamic_update_slice_in_dim")
     if isinstance(i, (list, tuple)):
         from .creation import asarray
         if _contains_kiln(i):
@@ -552,6 +555,8 @@ def _array_operand(fname: str, x: Any) -> Any:
 def _gather(fname: str, x: Any, index: Any, *, mode: Any = None, fill_value: Any = None,
             indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
     x = _array_operand(fname, x)
+    if isinstance(index, Slice) or (isinstance(index, tuple) and any(isinstance(p, Slice) for p in index)):
+        x, index = _apply_dynamic_slices(fname, x, index)
     aval = abstractify(x)
     entries = _parse(fname, index, aval.ndim, aval.shape)
     parsed_mode = _parse_mode(fname, mode)
@@ -567,6 +572,93 @@ def _gather(fname: str, x: Any, index: Any, *, mode: Any = None, fill_value: Any
                       indices_are_sorted=bool(indices_are_sorted) or indexer.ascending,
                       unique_indices=bool(unique_indices) or not indexer.has_arrays,
                       mode=parsed_mode or _GSM.PROMISE_IN_BOUNDS, fill_value=fill_value)
+
+
+class Slice:
+    """``size`` elements from ``start`` with ``stride`` along one axis, where ``start`` may be traced (JAX's
+    ``jax.ds`` / ``pl.ds`` slice): ``x[ds(i, n)]`` is ``lax.dynamic_slice_in_dim(x, i, n)`` (``start``
+    clamped so the window fits, as ``dynamic_slice``). A pytree: a traced ``start`` is its leaf."""
+
+    __slots__ = ("start", "size", "stride")
+
+    def __init__(self, start: Any, size: Any, stride: int = 1):
+        if stride < 0:
+            raise ValueError(f"kiln.ds: stride must be >= 0, got {stride}")
+        self.start, self.size, self.stride = start, size, stride
+
+    def __repr__(self) -> str:
+        return f"Slice(start={self.start!r}, size={self.size!r}, stride={self.stride!r})"
+
+    def __eq__(self, other: Any) -> bool:
+        return type(other) is Slice and (self.start, self.size, self.stride) == (other.start, other.size,
+                                                                                 other.stride)
+
+    __hash__ = None  # type: ignore[assignment]  (a traced start is not hashable)
+
+    def tree_flatten(self):
+        dyn_start = not isinstance(self.start, (int, np.integer))
+        dyn_size = not isinstance(self.size, (int, np.integer))
+        children = (self.start if dyn_start else None, self.size if dyn_size else None)
+        aux = (None if dyn_start else self.start, None if dyn_size else self.size, self.stride)
+        return children, aux
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        start, size = (c if c is not None else a for c, a in zip(children, aux[:2]))
+        return cls(start, size, aux[2])
+
+
+tree_util.register_pytree_node_class(Slice)
+
+
+def ds(start: Any, size: Any = None, stride: int | None = None) -> Any:
+    """A slice with a possibly traced start, as ``jax.ds``: ``ds(None)`` is ``:``, ``ds(j)`` is ``:j``,
+    ``ds(i, n)`` is ``i:i+n`` and ``ds(i, n, k)`` is ``i:i+n:k`` (n elements, every k-th)."""
+    if start is None:
+        return slice(None)
+    if stride is None:
+        stride = 1
+    if not isinstance(stride, (int, np.integer)):
+        raise ValueError(f"kiln.ds: stride must be a static int, got {type(stride).__name__}")
+    if size is None:
+        start, size = 0, start
+    return Slice(start, size, int(stride))
+
+
+def _apply_dynamic_slices(fname: str, x: Any, index: Any) -> tuple[Any, Any]:
+    """``x`` with each :class:`Slice` of ``index`` applied as a dynamic slice of its axis, and the index with
+    those entries replaced by ``:`` (or ``::stride``)."""
+    parts = list(index) if isinstance(index, tuple) else [index]
+
+    def consumed(p):
+        if p is None or p is Ellipsis:
+            return 0
+        if isinstance(p, (list, np.ndarray)) or _is_kiln(p):
+            a = np.asarray(p) if isinstance(p, list) else p
+            return a.ndim if a.dtype == np.bool_ else 1
+        return 1
+
+    ndim = abstractify(x).ndim
+    used = sum(consumed(p) for p in parts)
+    axis = 0
+    for k, p in enumerate(parts):
+        if p is Ellipsis:
+            axis += ndim - used
+            continue
+        if isinstance(p, Slice):
+            if axis >= ndim:
+                raise IndexError(f"kiln.numpy.{fname}: too many indices for array: array is {ndim}-dimensional")
+            try:
+                size = operator.index(p.size)
+            except TypeError:
+                raise IndexTypeError(f"kiln.numpy.{fname}: the size of a kiln.ds slice must be a static int, got "
+                                     f"{type(p.size).__name__}") from None
+            step = max(p.stride, 1)
+            window = (size - 1) * step + 1 if size else 0
+            x = lax.dynamic_slice_in_dim(x, p.start, window, axis)
+            parts[k] = slice(None, None, step)
+        axis += consumed(p)
+    return x, tuple(parts) if isinstance(index, tuple) else parts[0]
 
 
 def getitem(x: Any, index: Any) -> Any:

@@ -321,15 +321,34 @@ def svdvals(x):
 
 @eager_jit()
 def det(a):
-    """Determinant of a square matrix (stack), from its LU factorization (0 for a singular matrix)."""
+    """Determinant of a square matrix (stack): 2x2 and 3x3 ones by the cofactor formula (as JAX: exact for
+    small integers), larger ones from their LU factorization (0 for a singular matrix)."""
     (a,) = _inexact("det", a)
     _square("det", a)
     *batch, n, _ = _shape(a)
     if n == 0:
         return _full(tuple(batch), 1, _dtype(a))
+    if n in (2, 3):
+        return _det_cofactors(a, n)
     lu, pivots, _ = lax_linalg.lu(a)
     prod = lax.reduce_prod(_diagonal(lu), (len(batch),))
     return lax.mul(_pivot_sign(pivots, _dtype(a)), prod)
+
+
+def _det_cofactors(a, n: int):
+    """The determinant of 2x2 or 3x3 matrices ``a`` (a stack): ``ad - bc``, or the expansion along the first row."""
+    nb = len(_shape(a)) - 2
+
+    def e(i, j):
+        return lax.squeeze(lax.slice_in_dim(lax.slice_in_dim(a, i, i + 1, axis=nb), j, j + 1, axis=nb + 1),
+                           (nb, nb + 1))
+
+    def minor(i0, i1, j0, j1):
+        return lax.sub(lax.mul(e(i0, j0), e(i1, j1)), lax.mul(e(i0, j1), e(i1, j0)))
+    if n == 2:
+        return minor(0, 1, 0, 1)
+    return lax.add(lax.sub(lax.mul(e(0, 0), minor(1, 2, 1, 2)), lax.mul(e(0, 1), minor(1, 2, 0, 2))),
+                   lax.mul(e(0, 2), minor(1, 2, 0, 1)))
 
 
 @eager_jit()

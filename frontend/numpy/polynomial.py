@@ -65,16 +65,33 @@ def poly(seq_of_zeros: Any) -> Any:
 
 @eager_jit()
 def polyadd(a1: Any, a2: Any) -> Any:
-    """The sum of two polynomials (the shorter is aligned at the lowest power)."""
+    """The sum of two polynomials (the shorter is aligned at the lowest power).
+
+    As JAX, arrays of more dimensions hold the coefficients along axis 0: the shorter one is added to the
+    last rows of the longer one, broadcasting over the other axes."""
     a1, a2 = _promote("polyadd", a1, a2, inexact=False)
-    _coefficients("polyadd", a1)
-    _coefficients("polyadd", a2)
-    n1, n2 = a1.shape[0], a2.shape[0]
-    if n1 < n2:
-        a1 = pad(a1, (n2 - n1, 0))
-    elif n2 < n1:
-        a2 = pad(a2, (n1 - n2, 0))
-    return a1 + a2
+    if a1.ndim == 1 and a2.ndim == 1:
+        n1, n2 = a1.shape[0], a2.shape[0]
+        if n1 < n2:
+            a1 = pad(a1, (n2 - n1, 0))
+        elif n2 < n1:
+            a2 = pad(a2, (n1 - n2, 0))
+        return a1 + a2
+    for a in (a1, a2):
+        if a.ndim == 0:
+            raise ValueError(f"kiln.numpy.polyadd: the coefficients must have at least 1 dimension, got shape "
+                             f"{a.shape}")
+    long, short = (a1, a2) if a1.shape[0] >= a2.shape[0] else (a2, a1)
+    k = long.shape[0] - short.shape[0]
+    head, tail = long[:k], long[k:]
+    try:
+        fits = np.broadcast_shapes(tail.shape, short.shape) == tail.shape
+    except ValueError:
+        fits = False
+    if not fits:
+        raise ValueError(f"kiln.numpy.polyadd: coefficients of shape {short.shape} do not broadcast into the "
+                         f"last rows of shape {tail.shape} of the longer polynomial {long.shape}")
+    return concatenate([head, tail + short])
 
 
 @eager_jit()

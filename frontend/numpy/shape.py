@@ -10,6 +10,7 @@ from typing import Any, Sequence
 import numpy as np
 
 from .. import lax
+from ..batching.api import vmap
 from ..core import dtypes
 from ..core.errors import BroadcastError, ConcretizationTypeError, NegativeDimensionError, ShapeError
 from ..core.tracing import Tracer, abstractify, concrete, materialize
@@ -554,10 +555,10 @@ def hsplit(ary, indices_or_sections) -> list[Any]:
 
 @eager_jit("indices_or_sections")
 def vsplit(ary, indices_or_sections) -> list[Any]:
-    """Split vertically (axis 0) an array of at least 2 dimensions."""
+    """Split vertically (axis 0); as JAX (unlike NumPy), a 1-D array is split too."""
     ary = _array("vsplit", ary)
-    if abstractify(ary).ndim < 2:
-        raise ValueError("kiln.numpy.vsplit: only works on arrays of 2 or more dimensions")
+    if abstractify(ary).ndim < 1:
+        raise ValueError("kiln.numpy.vsplit: only works on arrays of 1 or more dimensions")
     return _split("vsplit", ary, indices_or_sections, 0, True)
 
 
@@ -742,6 +743,8 @@ def delete(arr, obj, axis: int | None = None, *, assume_unique_indices: bool = F
     aval = abstractify(arr)
     axis = canonical_axis("delete", axis, aval.ndim)
     n = aval.shape[axis]
+    if assume_unique_indices and not isinstance(obj, slice) and _static_ints("delete", "obj", obj) is None:
+        return _delete_traced(arr, obj, axis)
     pos, _ = _static_positions("delete", obj, n)
     keep = np.ones(n, bool)
     if pos.dtype == np.bool_:
@@ -756,6 +759,31 @@ def delete(arr, obj, axis: int | None = None, *, assume_unique_indices: bool = F
             raise IndexError(f"kiln.numpy.delete: index {int(bad[0])} is out of bounds for axis {axis} with size {n}")
         keep[pos] = False
     return _take_static(arr, np.nonzero(keep)[0], axis)
+
+
+def _delete_traced(arr, obj, axis: int):
+    """``delete`` at traced integer positions ``obj``, taken as unique (``assume_unique_indices``): the result
+    has ``n - obj.size`` entries along ``axis`` (repeated positions would leave stale ones at the end)."""
+    aval, oval = abstractify(arr), abstractify(obj)
+    if dtypes.kind(oval.dtype) not in "iu":
+        raise TypeError(f"kiln.numpy.delete: a traced obj must hold integer positions, got {oval.dtype.name}")
+    n, k = aval.shape[axis], oval.size
+    if k > n:
+        raise ValueError(f"kiln.numpy.delete: {k} unique positions cannot be deleted from an axis of size {n}")
+    int_dtype = dtypes.default_int_dtype()
+    pos = lax.convert_element_type(lax.reshape(materialize(obj), (k,)), int_dtype)
+    pos = lax.select(lax.lt(pos, lax.full((k,), 0, int_dtype)), lax.add(pos, lax.full((k,), n, int_dtype)), pos)
+    iota = lax.iota(int_dtype, n)
+    hit = lax.eq(lax.broadcast_in_dim(iota, (n, k), (0,)), lax.broadcast_in_dim(pos, (n, k), (1,)))
+    gone = lax.convert_element_type(lax.reduce_or(hit, (1,)), int_dtype)
+    _, order = lax.sort((gone, iota), dimension=0, is_stable=True, num_keys=1)  # the kept positions first
+    kept = lax.slice(order, (0,), (n - k,))
+    x = moveaxis(materialize(arr), axis, 0)
+    rest = abstractify(x).shape[1:]
+    dn = lax.GatherDimensionNumbers(offset_dims=tuple(range(1, len(rest) + 1)), collapsed_slice_dims=(0,),
+                                    start_index_map=(0,))
+    out = lax.gather(x, lax.reshape(kept, (n - k, 1)), dn, (1,) + rest)
+    return moveaxis(out, 0, axis)
 
 
 @eager_jit("obj", "axis")
@@ -843,13 +871,16 @@ def _scalar_operand(v, aval):
 
 @eager_jit("pad_width", "mode", "stat_length", "reflect_type")
 def pad(array, pad_width, mode: str = "constant", **kwargs):
-    """Pad an array (NumPy's modes constant, empty, edge, reflect, symmetric, wrap, maximum, minimum, mean).
+    """Pad an array (NumPy's modes constant, empty, edge, reflect, symmetric, wrap, maximum, minimum, mean, or
+    a function ``mode(vector, (before, after), axis, kwargs)`` returning each padded vector, as JAX's).
 
     ``pad_width`` is an int, a ``(before, after)`` pair or one pair per axis, and must be static.
     """
     x = _array("pad", array)
     widths = tuple((int(b), int(e)) for b, e in _pad_width(pad_width, abstractify(x).ndim))
-    if callable(mode) or mode not in _PAD_OPTIONS:
+    if callable(mode):
+        return _pad_callable(x, widths, mode, kwargs)
+    if mode not in _PAD_OPTIONS:
         raise NotImplementedError(f"kiln.numpy.pad: mode {mode!r} is not supported; supported modes: "
                                   f"{', '.join(_PAD_OPTIONS)}")
     extra = set(kwargs) - _PAD_OPTIONS[mode]
@@ -860,6 +891,24 @@ def pad(array, pad_width, mode: str = "constant", **kwargs):
     if mode in ("constant", "empty"):
         return _pad_constant(x, kwargs.get("constant_values", 0) if mode == "constant" else 0, widths=widths)
     return _pad_from_values(x, widths=widths, mode=mode, stat_length=_as_tuples(kwargs.get("stat_length")))
+
+
+def _pad_callable(x, widths, func, kwargs):
+    """NumPy's callable ``mode``: ``x`` zero-padded, then, axis by axis, each 1-D vector along the axis replaced
+    by ``func(vector, (before, after), axis, kwargs)``, which must return it (kiln arrays are immutable, so a
+    function that pads in place, as NumPy's may, does not work)."""
+    x = _pad_constant(x, 0, widths=widths)
+    shape = abstractify(x).shape
+    for axis, width in enumerate(widths):
+        moved = moveaxis(x, axis, -1)
+        flat = lax.reshape(moved, (math.prod(shape) // shape[axis], shape[axis]))
+        out = vmap(lambda v, width=width, axis=axis: func(v, width, axis, kwargs))(flat)
+        if out is None or abstractify(out).shape != abstractify(flat).shape:
+            got = "None" if out is None else f"shape {abstractify(out).shape[1:]}"
+            raise ValueError(f"kiln.numpy.pad: the mode function must return the padded vector of shape "
+                             f"{(shape[axis],)} (arrays are immutable: it cannot pad in place), got {got}")
+        x = moveaxis(lax.reshape(out, abstractify(moved).shape), -1, axis)
+    return x
 
 
 def _as_tuples(value):

@@ -37,10 +37,12 @@ def _full(value: Any, dtype: np.dtype, shape: tuple[int, ...]) -> Any:
 
 # -- quantiles -------------------------------------------------------------------------------------
 def _quantile(fname: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan: bool,
-              scale: float = 1.0) -> Any:
-    if method not in _METHODS:
+              scale: float = 1.0, weights: Any = None) -> Any:
+    if method not in _METHODS + ("inverted_cdf",):
         raise ValueError(f"kiln.numpy.{fname}: method {method!r} is not supported; use one of "
-                         f"{', '.join(map(repr, _METHODS))}")
+                         f"{', '.join(map(repr, _METHODS + ('inverted_cdf',)))}")
+    if weights is not None and method != "inverted_cdf":
+        raise ValueError(f"kiln.numpy.{fname}: only method 'inverted_cdf' supports weights, got method {method!r}")
     check_arraylike(fname, a, q)
     (a,) = promote_dtypes(fname, a)
     a = as_operand(a)
@@ -73,9 +75,70 @@ def _quantile(fname: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool
                            else batch_shape)
     if n == 0 or b == 0 or m == 0:
         return _full(np.nan if n == 0 else 0, dtype, out_shape)
+    if method == "inverted_cdf":
+        w = _weights(fname, weights, aval, axis, dtype)
+        return _weighted_quantile_core(materialize(a), materialize(w),
+                                       q_op if isinstance(q_op, np.ndarray) else materialize(q_op),
+                                       perm=kept + axes, n_reduced=len(axes), out_shape=out_shape,
+                                       ignore_nan=bool(ignore_nan), scale=float(scale))
     return _quantile_core(materialize(a), q_op if isinstance(q_op, np.ndarray) else materialize(q_op),
                           perm=kept + axes, n_reduced=len(axes), out_shape=out_shape, method=method,
                           ignore_nan=bool(ignore_nan), scale=float(scale))
+
+
+def _weights(fname: str, weights: Any, aval: Any, axis: Any, dtype: np.dtype) -> Any:
+    """``weights`` (None: all ones) of ``dtype`` broadcast to the shape of ``a``: the same shape, or (as NumPy)
+    1-D along an integer ``axis``."""
+    if weights is None:
+        return _full(1, dtype, aval.shape)
+    check_arraylike(fname, weights)
+    w = convert(as_operand(weights), dtype, False)
+    shape = abstractify(w).shape
+    if shape == aval.shape:
+        return w
+    if isinstance(axis, (int, np.integer)) and len(shape) == 1 and aval.ndim and shape[0] == aval.shape[axis]:
+        return lax.broadcast_in_dim(w, aval.shape, (canonical_axis(fname, axis, aval.ndim),))
+    raise ValueError(f"kiln.numpy.{fname}: weights of shape {shape} do not fit a of shape {aval.shape} (they "
+                     f"need its shape, or 1-D along an integer axis; axis={axis!r})")
+
+
+@eager_jit("perm", "n_reduced", "out_shape", "ignore_nan", "scale")
+def _weighted_quantile_core(a: Any, w: Any, q_op: Any, *, perm: tuple[int, ...], n_reduced: int,
+                            out_shape: tuple[int, ...], ignore_nan: bool, scale: float) -> Any:
+    """The 'inverted_cdf' quantiles (NumPy's method 1): over the last ``n_reduced`` dimensions of ``a``
+    transposed by ``perm``, the first value in sorted order whose share of the total weight ``w`` up to it
+    reaches ``q_op / scale``."""
+    aval = abstractify(a)
+    dtype = aval.dtype
+    idx_float = abstractify(q_op).dtype
+    m = int(np.prod(abstractify(q_op).shape, dtype=np.int64))
+    b = int(np.prod(abstractify(lax.transpose(a, perm)).shape[:aval.ndim - n_reduced], dtype=np.int64))
+    n = aval.size // b
+    x = lax.reshape(lax.transpose(a, perm), (b, n))
+    wt = lax.reshape(lax.transpose(w, perm), (b, n))
+    if ignore_nan:  # a NaN weighs nothing
+        wt = lax.select(lax.ne(x, x), _full(0, dtype, (b, n)), wt)
+    x, wt = lax.sort((x, wt), dimension=1, num_keys=1)
+    cdf = lax.convert_element_type(lax.cumsum(wt, axis=1), idx_float)
+    total = lax.slice(cdf, (0, n - 1), (b, n))
+    cdf = lax.div(cdf, lax.broadcast_in_dim(lax.reshape(total, (b,)), (b, n), (0,)))
+    q = _as_1d(q_op, m)
+    q = lax.div(q, _full(scale, idx_float, (m,))) if scale != 1.0 else q
+    cdf_b = lax.broadcast_in_dim(cdf, (m, b, n), (1, 2))
+    # (leading values of no weight are skipped, also for q = 0, as NumPy)
+    below = lax.bitwise_or(lax.lt(cdf_b, lax.broadcast_in_dim(q, (m, b, n), (0,))),
+                           lax.le(cdf_b, _full(0, idx_float, (m, b, n))))
+    int_dtype = dtypes.default_int_dtype()
+    count = lax.reduce_sum(lax.convert_element_type(below, int_dtype), (2,))
+    i = lax.min(count, _full(n - 1, int_dtype, (m, b)))
+    rows = lax.mul(lax.broadcasted_iota(int_dtype, (m, b), 1), _full(n, int_dtype, (m, b)))
+    dn = lax.GatherDimensionNumbers(offset_dims=(), collapsed_slice_dims=(0,), start_index_map=(0,))
+    out = lax.gather(lax.reshape(x, (b * n,)), lax.reshape(lax.add(rows, i), (m, b, 1)), dn, (1,))
+    row_nan = lax.reshape(lax.slice(lax.ne(x, x), (0, n - 1), (b, n)), (b,))
+    if ignore_nan:  # an all-NaN row
+        row_nan = lax.reshape(lax.slice(lax.ne(x, x), (0, 0), (b, 1)), (b,))
+    out = lax.select(lax.broadcast_in_dim(row_nan, (m, b), (1,)), _full(np.nan, dtype, (m, b)), out)
+    return lax.reshape(out, out_shape)
 
 
 @eager_jit("perm", "n_reduced", "out_shape", "method", "ignore_nan", "scale")
@@ -179,8 +242,10 @@ _quantile_program = eager_jit("fname", "axis", "method", "keepdims", "ignore_nan
 
 
 def _quantiles(fname: str, a: Any, q: Any, axis: Any, method: str, keepdims: bool, ignore_nan: bool,
-               scale: float = 1.0) -> Any:
+               scale: float = 1.0, weights: Any = None) -> Any:
     _check_q(fname, q, scale)
+    if weights is not None:
+        return _quantile(fname, a, q, axis, method, keepdims, ignore_nan, scale, weights)
     return _quantile_program(fname, a, q, axis=axis, method=method, keepdims=keepdims, ignore_nan=ignore_nan,
                              scale=scale)
 
@@ -190,23 +255,27 @@ def _as_1d(q: Any, m: int) -> Any:
 
 
 def quantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
-             method: str = "linear", keepdims: bool = False, *, interpolation: str | None = None) -> Any:
+             method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+                interpolation: str | None = None) -> Any:
     """The ``q``-th quantiles of ``a`` over ``axis`` (all axes when None).
 
     ``q`` (in [0, 1]) may be an array: its dimensions come first in the result. ``method`` is
-    'linear' (default), 'lower', 'higher', 'midpoint' or 'nearest' (ties to even, as NumPy). A
+    'linear' (default), 'lower', 'higher', 'midpoint', 'nearest' (ties to even, as NumPy) or
+    'inverted_cdf', the one that takes ``weights`` (of ``a``'s shape, or 1-D along an integer ``axis``). A
     slice containing NaN gives NaN. Integer inputs compute in the default float dtype (as JAX).
     """
     _no_out("quantile", out)
-    return _quantiles("quantile", a, q, axis, interpolation or method, keepdims, False)
+    return _quantiles("quantile", a, q, axis, interpolation or method, keepdims, False, weights=weights)
 
 
 @takes_out_sharding
 def percentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
-               method: str = "linear", keepdims: bool = False, *, interpolation: str | None = None) -> Any:
+               method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+                interpolation: str | None = None) -> Any:
     """The ``q``-th percentiles (``q`` in [0, 100]) of ``a``; see :func:`quantile`."""
     _no_out("percentile", out)
-    return _quantiles("percentile", a, q, axis, interpolation or method, keepdims, False, scale=100.0)
+    return _quantiles("percentile", a, q, axis, interpolation or method, keepdims, False, scale=100.0,
+                      weights=weights)
 
 
 def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
@@ -217,17 +286,20 @@ def median(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = Fa
 
 
 def nanquantile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
-                method: str = "linear", keepdims: bool = False, *, interpolation: str | None = None) -> Any:
+                method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+                interpolation: str | None = None) -> Any:
     """:func:`quantile` ignoring NaNs (an all-NaN slice gives NaN)."""
     _no_out("nanquantile", out)
-    return _quantiles("nanquantile", a, q, axis, interpolation or method, keepdims, True)
+    return _quantiles("nanquantile", a, q, axis, interpolation or method, keepdims, True, weights=weights)
 
 
 def nanpercentile(a: Any, q: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,
-                  method: str = "linear", keepdims: bool = False, *, interpolation: str | None = None) -> Any:
+                  method: str = "linear", keepdims: bool = False, *, weights: Any = None,
+                interpolation: str | None = None) -> Any:
     """:func:`percentile` ignoring NaNs."""
     _no_out("nanpercentile", out)
-    return _quantiles("nanpercentile", a, q, axis, interpolation or method, keepdims, True, scale=100.0)
+    return _quantiles("nanpercentile", a, q, axis, interpolation or method, keepdims, True, scale=100.0,
+                      weights=weights)
 
 
 def nanmedian(a: Any, axis: Any = None, out: Any = None, overwrite_input: bool = False,

@@ -1,11 +1,13 @@
 """Elementwise functions of kiln.numpy (NumPy's ufuncs), with promotion and broadcasting."""
 from __future__ import annotations
 
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from .. import lax
+from ..ad.custom import custom_jvp
 from ..ad.logaddexp import logaddexp_2 as _logaddexp_2
 from ..ad.logaddexp import logaddexp_e
 from ..core import dtypes
@@ -356,6 +358,8 @@ def round(x, decimals: int = 0):  # noqa: A001
     aval = abstractify(x)
     if not dtypes.is_inexact(aval.dtype):
         return _as_array(x)
+    if aval.dtype.kind == "c":  # the real and imaginary parts rounded apart, as NumPy's
+        return lax.complex(round(lax.real(x), decimals), round(lax.imag(x), decimals))
     if decimals == 0:
         return lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN)
     scale = lax.literal(10.0 ** decimals, aval.dtype)
@@ -460,6 +464,8 @@ def isfinite(x, /):
 def isnan(x, /):
     """Elementwise: is NaN (complex: either part is NaN)."""
     (x,) = promote_dtypes("isnan", x)
+    if not dtypes.is_inexact(abstractify(x).dtype):
+        return lax.ne(x, x)  # all False, weakly typed like x (as JAX's)
     return _isnan(x)
 
 
@@ -482,7 +488,17 @@ def _isinf(x):
         return lax.bitwise_or(_isinf(lax.real(x)), _isinf(lax.imag(x)))
     if not dtypes.is_inexact(aval.dtype):
         return _zeros_bool(x)
-    return lax.eq(lax.abs(x), full_like_(x, np.inf))
+    return _strong_bool(lax.eq(lax.abs(x), full_like_(x, np.inf)))
+
+
+def _strong_bool(b):
+    """``b`` (bool) strongly typed: a test against a dtype's constant (inf) gives a strong bool in JAX."""
+    return lax.convert_element_type(b, np.bool_)
+
+
+def _strong(x):
+    """``x`` strongly typed (same dtype)."""
+    return lax.convert_element_type(x, abstractify(x).dtype)
 
 
 def _isinf_signed(fname: str, value: float):
@@ -493,7 +509,7 @@ def _isinf_signed(fname: str, value: float):
             raise TypeError(f"kiln.numpy.{fname}: not supported for complex inputs ({aval.dtype.name})")
         if not dtypes.is_inexact(aval.dtype):
             return _zeros_bool(x)
-        return lax.eq(x, full_like_(x, value))
+        return _strong_bool(lax.eq(x, full_like_(x, value)))
     fn.__name__ = fname
     fn.__doc__ = f"Elementwise: is {'positive' if value > 0 else 'negative'} infinity (real inputs)."
     return eager_jit()(fn)
@@ -650,7 +666,10 @@ def reciprocal(x, /):
 @eager_jit()
 def hypot(x1, x2, /):
     """Elementwise ``sqrt(x1**2 + x2**2)``, without overflow or underflow in the squares."""
+    scalars = np.ndim(x1) == 0 and np.ndim(x2) == 0
     x1, x2 = _binary_float("hypot", x1, x2)
+    if not scalars:  # weakly typed only for two scalars, as JAX's (its constants are strong arrays)
+        x1, x2 = _strong(x1), _strong(x2)
     a1, a2 = lax.abs(x1), lax.abs(x2)
     big, small = lax.max(a1, a2), lax.min(a1, a2)
     one, inf = full_like_(big, 1), full_like_(big, np.inf)
@@ -667,7 +686,21 @@ def sinc(x, /):
     zero = lax.eq(x, full_like_(x, 0))
     pix = lax.mul(x, full_like_(x, np.pi))
     safe = lax.select(zero, full_like_(x, 1), pix)
-    return lax.select(zero, full_like_(x, 1), lax.div(lax.sin(safe), safe))
+    return lax.select(zero, _sinc_at_zero(0, pix), lax.div(lax.sin(safe), safe))
+
+
+@partial(custom_jvp, nondiff_argnums=(0,))
+def _sinc_at_zero(k: int, t):
+    """The ``k``-th derivative of ``sin(t) / t`` at ``t = 0``, shaped like ``t`` (used only where t == 0):
+    its Maclaurin series ``sum_n (-1)^n t^2n / (2n+1)!`` gives ``(-1)^(k/2) / (k+1)`` for even ``k``, 0 for
+    odd ``k``. Its derivative is the next one, so every order of ``grad`` of ``sinc`` is right at 0."""
+    return full_like_(t, 0.0 if k % 2 else (-1) ** (k // 2) / (k + 1))
+
+
+@_sinc_at_zero.defjvp
+def _sinc_at_zero_jvp(k, primals, tangents):
+    (t,), (dt,) = primals, tangents
+    return _sinc_at_zero(k, t), lax.mul(_sinc_at_zero(k + 1, t), dt)
 
 
 def _scale(fname: str, factor: float, doc: str):
@@ -778,7 +811,10 @@ def copysign(x1, x2, /):
 @eager_jit()
 def heaviside(x1, x2, /):
     """Heaviside step: 0 where ``x1 < 0``, ``x2`` where ``x1 == 0``, 1 where ``x1 > 0`` (NaN stays NaN)."""
+    scalar_x1 = np.ndim(x1) == 0
     x1, x2 = _binary_float("heaviside", x1, x2)
+    if not scalar_x1:  # weakly typed only for a scalar x1, as JAX's (its constants are strong arrays)
+        x1, x2 = _strong(x1), _strong(x2)
     out = lax.select(lax.gt(x1, full_like_(x1, 0)), full_like_(x1, 1), x2)
     out = lax.select(lax.lt(x1, full_like_(x1, 0)), full_like_(x1, 0), out)
     return lax.select(lax.ne(x1, x1), x1, out)
@@ -896,7 +932,11 @@ def spacing(x, /):
     """The distance from ``x`` to the next representable value away from zero (negative for x < 0)."""
     (x,) = _real_float_args("spacing", x)
     away = lax.select(_signbit(x), full_like_(x, -np.inf), full_like_(x, np.inf))
-    return lax.sub(lax.nextafter(x, away), x)
+    # Below the smallest normal number the gap is the smallest subnormal one: taken from nextafter(0, away),
+    # as the subtraction would flush it to zero where the backend flushes subnormal results (XLA's CPU).
+    tiny = full_like_(x, float(dtypes.finfo(abstractify(x).dtype).smallest_normal))
+    subnormal = lax.nextafter(full_like_(x, 0), away)
+    return lax.select(lax.lt(lax.abs(x), tiny), subnormal, lax.sub(lax.nextafter(x, away), x))
 
 
 # NumPy 2 / array API names.
@@ -935,7 +975,7 @@ def isclose(a, b, rtol=1e-05, atol=1e-08, equal_nan: bool = False):
     out = lax.select(lax.bitwise_or(_isinf(a), _isinf(b)), lax.eq(a, b), out)
     if equal_nan:
         out = lax.bitwise_or(out, lax.bitwise_and(_isnan(a), _isnan(b)))
-    return out
+    return _strong_bool(out)
 
 
 @eager_jit("equal_nan")

@@ -599,8 +599,17 @@ def key_data(keys: Any) -> Any:
     return data
 
 
-def wrap_key_data(key_bits_array: Any, *, impl: Any = None) -> KeyArray:
-    """Typed keys over raw uint32 key data of shape ``batch + (2,)`` (the inverse of :func:`key_data`)."""
+def wrap_key_data(key_bits_array: Any, *, impl: Any = None, dtype: Any = None) -> KeyArray:
+    """Typed keys over raw uint32 key data of shape ``batch + (2,)`` (the inverse of :func:`key_data`).
+
+    ``dtype`` names the implementation as ``impl`` does (a key dtype such as ``key.dtype``, or
+    ``'threefry2x32'``); give one of the two.
+    """
+    if dtype is not None:
+        if impl is not None:
+            raise ValueError("kiln.random.wrap_key_data: give the PRNG implementation as impl= or as dtype=, "
+                             "not both")
+        impl = dtype
     _check_impl("wrap_key_data", impl)
     if isinstance(key_bits_array, KeyArray):
         raise TypeError("kiln.random.wrap_key_data: expected uint32 key data, but was given a key array (dtype "

@@ -202,8 +202,7 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
     if conjugate:
         q = jnp.conj(q)
     if mode == "right":
-        cq = jnp.matmul(c, q)
-        return (cq[0] if c.ndim == 1 else cq), r
+        return jnp.matmul(c, q), r  # a 1-D c is a row vector: (M,) @ (M, K) is (K,)
     qc = jnp.matmul(q, c[..., None] if c.ndim == 1 else c)
     return (qc[..., 0] if c.ndim == 1 else qc), r
 
@@ -918,18 +917,20 @@ def hadamard(n: int, dtype=int):
     return jnp.asarray(H, dtype=dtypes.canonicalize_dtype(np.dtype(dtype)))
 
 
+@eager_jit("n", "scale", "dtype")
 def dft(n: int, scale: str | None = None, *, dtype=None):
     """The ``n x n`` discrete Fourier transform matrix ``exp(-2 pi i j k / n)`` (scaled by ``1/sqrt(n)``
     or ``1/n`` with ``scale='sqrtn'`` or ``'n'``)."""
     n = _static_n("dft", n)
     if scale not in (None, "sqrtn", "n"):
         raise ValueError(f"kiln.scipy.linalg.dft: scale must be None, 'sqrtn' or 'n', got {scale!r}")
-    k = np.arange(n)
-    m = np.exp(-2j * np.pi * np.outer(k, k) / n)
-    if scale == "sqrtn":
-        m = m / np.sqrt(n)
-    elif scale == "n":
-        m = m / n
     if dtype is None:
         dtype = np.complex128 if dtypes.default_float_dtype() == np.float64 else np.complex64
-    return jnp.asarray(m, dtype=dtype)
+    # One program computing in ``dtype``, as JAX's jitted dft: the same rounding, last bits and signs of zero.
+    k = jnp.arange(n, dtype=dtype)
+    m = jnp.exp(-2j * np.pi * k[:, None] * k[None, :] / n)
+    if scale == "sqrtn":
+        m = m / jnp.sqrt(n)
+    elif scale == "n":
+        m = m / n
+    return m

@@ -136,8 +136,8 @@ def test_loop_argument_errors():
         kiln.jit(lambda n: lax.fori_loop(0, n, lambda i, c: c, 1.0, unroll=2))(3)
     with pytest.raises(TypeError, match=r"kiln\.lax\.while_loop: max_steps must be >= 0, got -1"):
         lax.while_loop(lambda c: c < 3, lambda c: c + 1, 0, max_steps=-1)
-    with pytest.raises(TypeError, match=r"kiln\.lax\.map: batch_size=2 must divide the length 5"):
-        lax.map(lambda x: x, np.ones(5, np.float32), batch_size=2)
+    with pytest.raises(TypeError, match=r"kiln\.lax\.map: batch_size must be a non-negative int, got -2"):
+        lax.map(lambda x: x, np.ones(5, np.float32), batch_size=-2)
     with pytest.raises(TypeError, match=r"kiln\.lax\.associative_scan: all leaves need the same size along axis 0, "
                                         r"got \[3, 4\]"):
         lax.associative_scan(lambda a, b: (a[0] + b[0], a[1] + b[1]), (X, np.ones(4, np.float32)))

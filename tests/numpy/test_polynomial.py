@@ -32,8 +32,9 @@ def test_poly_add_sub_mul():
     check_vmap(lambda p: knp.polyadd(p, Q), np.stack([P, -P]))
     with pytest.raises(ValueError, match="poly: needs a 1-D array of roots or a non-empty square matrix"):
         knp.poly(np.ones((2, 3)))
-    with pytest.raises(ValueError, match="polyadd: the coefficients must be a 1-D array"):
-        knp.polyadd(np.ones((2, 2)), Q)
+    with pytest.raises(ValueError, match=r"polyadd: coefficients of shape \(2, 2\) do not broadcast into the last "
+                                         r"rows of shape \(2,\)"):
+        knp.polyadd(np.ones((2, 2)), np.ones(3))  # (as JAX, stacked coefficients run along axis 0)
     with pytest.raises(TypeError, match="polyadd: argument 0 is a list"):
         knp.polyadd([1.0], Q)
 

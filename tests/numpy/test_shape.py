@@ -197,8 +197,8 @@ def test_join_split_errors():
         knp.split(A, 2, axis=2)
     with pytest.raises(ValueError, match="kiln.numpy.split: cannot split a 0-d array"):
         knp.split(S, 1)
-    with pytest.raises(ValueError, match="kiln.numpy.vsplit: only works on arrays of 2 or more dimensions"):
-        knp.vsplit(V, 1)
+    with pytest.raises(ValueError, match="kiln.numpy.vsplit: only works on arrays of 1 or more dimensions"):
+        knp.vsplit(S, 1)
     with pytest.raises(ValueError, match="kiln.numpy.dsplit: only works on arrays of 3 or more dimensions"):
         knp.dsplit(A, 1)
     with pytest.raises(TypeError, match="kiln.numpy.split: indices_or_sections must be static"):
