@@ -24,6 +24,7 @@ MODULES = [
     "jax.ref", "jax.experimental.random", "jax.experimental.sparse", "jax.experimental.sparse.linalg",
     "jax.experimental.multihost_utils", "jax.experimental.mesh_utils", "jax.experimental.checkify",
     "jax.experimental.layout", "jax.experimental.serialize_executable", "jax.experimental.compute_on",
+    "jax.experimental.rnn",
 ]
 
 OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "tests", "api",
@@ -33,7 +34,7 @@ OUT = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), 
 # Modules that are JAX's implementation files rather than API modules: the names they import (jnp, partial,
 # tree_map, ...) are not part of them, only what they define.
 DEFINED_ONLY = {"jax.experimental.ode", "jax.experimental.jet", "jax.experimental.multihost_utils",
-                "jax.experimental.serialize_executable", "jax.experimental.sparse.linalg"}
+                "jax.experimental.serialize_executable", "jax.experimental.sparse.linalg", "jax.experimental.rnn"}
 
 # Modules whose *_p primitive objects are JAX internals, left out of the names.
 NO_PRIMITIVES = {"jax.lax", "jax.experimental.sparse"}
