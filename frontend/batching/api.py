@@ -163,6 +163,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             leaves, tree = tree_util.tree_flatten(out)
             # The output's structure only (no tracers kept past the trace: check_tracer_leaks would see them).
             out_tree_box.append((tree, tree_util.tree_unflatten(tree, [0] * len(leaves)), tree_util.hidden_axes(out)))
+            # Python scalars it returns as they are: an output with out_axes=None stays one (as JAX's)
+            out_tree_box.append({k: v for k, v in enumerate(leaves) if type(v) in (bool, int, float, complex)})
             # The final values of the mapped refs, then of the others it wrote: outputs too, after its own.
             written = [r for r in refs.escaping(builder) if r not in proxies.values()]
             out_tree_box.append(written)
@@ -177,18 +179,18 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         ctx = BatchContext(size, axis_name)
         outs, out_dims = batch_eval(closed.ir, closed.consts, [flat[i] for i in mapped], mapped_dims, ctx)
         out_tree, out_example, out_hidden = out_tree_box[0]
-        written = out_tree_box[1]
+        python_scalars, written = out_tree_box[1], out_tree_box[2]
         if ref_leaves or written:
             outs, out_dims = _write_refs(name, outs, out_dims, size, ref_leaves, mapped, mapped_dims, written)
         wanted = _broadcast_prefix(fname, out_axes, out_example, "out_axes", "out_axes", "the function's output")
         final = []
-        for o, d, w, h, label in zip(outs, out_dims, wanted, out_hidden, _output_labels(out_example)):
+        for k, (o, d, w, h, label) in enumerate(zip(outs, out_dims, wanted, out_hidden, _output_labels(out_example))):
             if w is None:
                 if d is not None:
                     raise VmapError(f"kiln.vmap({name}): out_axes is None for {label}, but it depends on the "
                                     "mapped axis (it differs between batch elements); out_axes=None is only for "
                                     "outputs that are the same for every batch element")
-                final.append(o)
+                final.append(python_scalars.get(k, o))
                 continue
             ndim = abstractify(o).ndim - h + (d is None)
             if not -ndim <= w < ndim:

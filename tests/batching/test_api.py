@@ -349,3 +349,15 @@ def test_values_of_an_enclosing_grad_stay_traced_under_vmap():
         return kiln.vmap(lambda x: x * y if y > 0 else x)(knp.ones(2)).sum()
     with pytest.raises(kiln.TracerBoolConversionError):
         kiln.grad(outer)(2.0)
+
+
+def test_unmapped_python_scalar_output_stays_a_python_scalar():
+    # As JAX: with out_axes=None a Python scalar the function returns comes back as it is; with an axis it is
+    # broadcast to an array.
+    xs = kiln.numpy.arange(3.0)
+    assert kiln.vmap(lambda x: 8.0, out_axes=None)(xs) == 8.0
+    assert type(kiln.vmap(lambda x: 8.0, out_axes=None)(xs)) is float
+    y, s, b = kiln.vmap(lambda x: (x * 2, 8, True), out_axes=(0, None, None))(xs)
+    assert (type(s), s, type(b), b) == (int, 8, bool, True)
+    np.testing.assert_array_equal(np.asarray(y), [0.0, 2.0, 4.0])
+    np.testing.assert_array_equal(np.asarray(kiln.vmap(lambda x: 8.0)(xs)), [8.0, 8.0, 8.0])
