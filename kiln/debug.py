@@ -6,5 +6,7 @@ from kiln.frontend.driver.visualize import visualize_sharding as visualize_shard
 from kiln.frontend.lax.callbacks import debug_callback as callback
 from kiln.frontend.lax.callbacks import debug_log as log
 from kiln.frontend.lax.callbacks import debug_print as print  # noqa: A001  (jax.debug.print)
+from kiln.frontend.lax.callbacks import inspect_array_sharding as inspect_array_sharding
 
-__all__ = ["breakpoint", "callback", "log", "print", "visualize_array_sharding", "visualize_sharding"]
+__all__ = ["breakpoint", "callback", "inspect_array_sharding", "log", "print", "visualize_array_sharding",
+           "visualize_sharding"]

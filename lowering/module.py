@@ -54,6 +54,9 @@ class EmitContext:
         # the callbacks' shardings name ('maximal': device 0 of a partitioned program; 'empty': per shard).
         self.token: ir.Value | None = None
         self.callback_meshes: set[str] = set()
+        # Values whose layout the caller reports (kiln.debug.inspect_array_sharding): (inspector, probe, rank), the
+        # probe None where the program is not partitioned (one device, or inside shard_map).
+        self.sharding_probes: list[tuple] = []
 
     def add_host_callback(self, callback) -> int:
         """Register a host callable; returns the index its custom call names."""
@@ -151,6 +154,8 @@ class LoweredModule:
     # Donated inputs (positions among constvars + invars) that are parameters of main but match no output of
     # their shape and dtype: their buffers cannot be reused (JAX warns "Some donated buffers were not usable").
     unusable_donations: list[int] = field(default_factory=list)
+    # (inspector, probe, rank) per inspect_sharding equation: see EmitContext.sharding_probes.
+    sharding_probes: list = field(default_factory=list)
 
     def as_text(self, debug_info: bool = False) -> str:
         """The module as MLIR text (rendered once), without locations: the text compile caches are keyed on.
@@ -255,7 +260,8 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
             if "empty" in ctx.callback_meshes:  # callbacks inside shard_map run on every device
                 sdy.MeshOp("empty_mesh", ir.Attribute.parse("#sdy.mesh<[]>"))
     return LoweredModule(module, kept, [a.aval for a in body.outvars], host_callbacks=ctx.host_callbacks,
-                         ordered_effects=ctx.token is not None, unusable_donations=unmatched)
+                         ordered_effects=ctx.token is not None, unusable_donations=unmatched,
+                         sharding_probes=ctx.sharding_probes)
 
 
 def type_strings(avals: Sequence, context: ir.Context) -> list[str]:

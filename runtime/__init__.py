@@ -82,6 +82,7 @@ from .sharded import (  # noqa: E402
     spmd_sharding,
     tile_layout,
 )
+from .sharding_probe import ShardingProbe  # noqa: E402
 
 
 def jaxlib_version() -> str:
@@ -115,4 +116,5 @@ __all__ = [
     "to_numpy", "transfer_guard",
 ]
 __all__ += ["CallbackError", "CallbackResultError", "effects_barrier", "HostCallback", "run_on_host"]  # issue 16
+__all__ += ["ShardingProbe"]  # jax.debug.inspect_array_sharding
 __all__ += ["compile_cache"]  # issue 16: the persistent compile cache

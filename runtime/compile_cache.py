@@ -473,17 +473,19 @@ def read_entry(directory: str, key: str) -> bytes | None:
 
 
 def compile_and_load(client: Any, module: Any, device_list: Any, options: Any, *, text: str | None = None,
-                     host_callbacks: Sequence[Any] = (), hit: list | None = None) -> Any:
+                     host_callbacks: Sequence[Any] = (), hit: list | None = None, use_cache: bool = True) -> Any:
     """``client.compile_and_load(module, device_list, options)`` through the persistent cache.
 
     ``text`` is the module's text when the caller has it (saves printing it again); ``host_callbacks`` are
     the module's host callbacks by index (bound again on a load). On a hit, ``(directory, key)`` of the entry
-    is appended to the list ``hit`` when one is given (see :func:`read_entry`). Errors of the compile itself
+    is appended to the list ``hit`` when one is given (see :func:`read_entry`). ``use_cache=False`` compiles
+    without the cache (a module that must be compiled to have its effect: a sharding probe's, whose key is an
+    address in this process, would only add an entry no one reads). Errors of the compile itself
     propagate unchanged; the cache's own failures never raise (they count as ``errors`` in :func:`stats`).
     """
     callbacks = list(host_callbacks)
     kwargs = {"host_callbacks": callbacks} if callbacks else {}
-    directory = cache_dir()
+    directory = cache_dir() if use_cache else None
     if directory is None:
         _last[0] = "off"
         return client.compile_and_load(module, device_list, options, **kwargs)

@@ -231,10 +231,12 @@ def _wait(handle: Any) -> None:
 
 def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tuple[tuple[int, ...], Any]],
                  num_donated: int = 0, text: str | None = None, host_callbacks: Sequence[Any] = (),
-                 ordered_effects: bool = False, compiler_options: Sequence[tuple[str, Any]] = ()) -> SpmdExecutable:
+                 ordered_effects: bool = False, compiler_options: Sequence[tuple[str, Any]] = (),
+                 use_cache: bool = True) -> SpmdExecutable:
     """Compile a StableHLO module carrying Shardy shardings (``sdy.mesh``, ``sdy.sharding``) for ``devices``
     (logical device i of the mesh is ``devices[i]``); results without a sharding get the partitioner's.
-    ``compiler_options``: as :func:`~kiln.runtime.executable.compile`'s."""
+    ``compiler_options``: as :func:`~kiln.runtime.executable.compile`'s; ``use_cache=False``: not through the
+    persistent cache (a module with :class:`~kiln.runtime.sharding_probe.ShardingProbe` keys)."""
     devices = tuple(devices)
     text = str(module) if text is None else text
     out_avals = [aval_for(tuple(shape), np.dtype(dtype)) for shape, dtype in out_types]
@@ -253,7 +255,7 @@ def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tup
     try:
         exe = compile_cache.compile_and_load(devices[0].backend._client, module,
                                              xc.DeviceList(tuple(d._raw for d in devices)), opts, text=text,
-                                             hit=hit, **callback_args(module, host_callbacks))
+                                             hit=hit, use_cache=use_cache, **callback_args(module, host_callbacks))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:
         option_error = compiler_option_error(jaxlib_message(e)) if compiler_options else None
         if option_error is not None:

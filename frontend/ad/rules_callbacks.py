@@ -1,6 +1,7 @@
-"""Derivative rules of ``lax/callbacks.py``: ``debug_callback`` runs on the primal values (its JVP calls it on the
-primals and has no tangents, so under ``grad`` it runs in the forward pass, as in JAX); ``pure_callback`` and
-``io_callback`` are not differentiable (JAX's errors, pointing at ``custom_jvp``/``custom_vjp``)."""
+"""Derivative rules of ``lax/callbacks.py``: ``debug_callback`` and ``inspect_sharding`` run on the primal values
+(their JVPs call them on the primals and have no tangents, so under ``grad`` they run in the forward pass, as in
+JAX); ``pure_callback`` and ``io_callback`` are not differentiable (JAX's errors, pointing at
+``custom_jvp``/``custom_vjp``)."""
 from __future__ import annotations
 
 from ..lax import callbacks
@@ -32,7 +33,13 @@ def _io_jvp(primals, tangents, *, callback, **params):
         "(kiln.lax.stop_gradient on its arguments) or give it a kiln.custom_jvp rule")
 
 
+def _inspect_jvp(primals, tangents, **params):
+    return callbacks.inspect_sharding_p.bind(*primals, **params), []
+
+
 jvp_rules[callbacks.debug_callback_p] = _debug_jvp
+jvp_rules[callbacks.inspect_sharding_p] = _inspect_jvp
+transpose_rules[callbacks.inspect_sharding_p] = _debug_transpose
 transpose_rules[callbacks.debug_callback_p] = _debug_transpose
 jvp_rules[callbacks.pure_callback_p] = _pure_jvp
 jvp_rules[callbacks.io_callback_p] = _io_jvp

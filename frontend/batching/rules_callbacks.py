@@ -1,6 +1,6 @@
 """Batching rules of ``lax/callbacks.py`` (as JAX's):
 
-- ``debug_callback`` runs once per batch element (unrolled), in order;
+- ``debug_callback`` runs once per batch element (unrolled), in order; ``inspect_sharding`` once, on the batched value;
 - ``pure_callback`` follows its ``vmap_method``: ``sequential`` (a loop over the batch, one call per element),
   ``sequential_unrolled`` (the same loop unrolled), ``expand_dims`` (one call; unbatched arguments get a
   leading axis of size 1), ``broadcast_all`` (one call; unbatched arguments broadcast to the batch size),
@@ -98,6 +98,13 @@ def _io_batch(ctx, args, dims, *, callback, result_avals, ordered):
                       result_avals=result_avals, ordered=False)
 
 
+def _inspect_batch(ctx, args, dims, **params):
+    # The batched value's layout, as JAX reports it (not each element's)
+    callbacks.inspect_sharding_p.bind(*args, **params)
+    return [], []
+
+
 batch_rules[callbacks.debug_callback_p] = _debug_batch
+batch_rules[callbacks.inspect_sharding_p] = _inspect_batch
 batch_rules[callbacks.pure_callback_p] = _pure_batch
 batch_rules[callbacks.io_callback_p] = _io_batch

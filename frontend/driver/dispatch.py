@@ -18,6 +18,7 @@ from ..core.config import config
 from ..core.errors import KilnError
 from ..core.ir import IR, Literal
 from .array import Array
+from .sharding import SingleDeviceSharding
 
 
 class DeviceMismatchError(KilnError, ValueError):
@@ -176,8 +177,19 @@ def lower_ir(ir: IR, *, donated: Sequence[bool] = (), keep_unused: bool = False,
     it a leading unused i32 parameter (export's multi-platform convention)."""
     if not _lowering.get():
         runtime.drop_stale_scopes()  # MLIR scopes an interrupted lowering left entered
-    return contextvars.copy_context().run(_lower, ir, donated, keep_unused, device, mesh, debug_name,
-                                          embedded_consts, platform_index_param)
+    lowered = contextvars.copy_context().run(_lower, ir, donated, keep_unused, device, mesh, debug_name,
+                                             embedded_consts, platform_index_param)
+    if mesh is None and device is not None:
+        report_unpartitioned(lowered, SingleDeviceSharding(device))
+    return lowered
+
+
+def report_unpartitioned(lowered: lowering.LoweredModule, sharding: Any) -> None:
+    """Tell the inspectors of the values of ``lowered`` that the partitioner does not lay out (a program on one
+    device; inside shard_map) that they are laid out by ``sharding`` (kiln.debug.inspect_array_sharding)."""
+    for inspector, probe, _ in lowered.sharding_probes:
+        if probe is None:
+            inspector.report(sharding)
 
 
 def _lower(ir: IR, donated: Sequence[bool], keep_unused: bool, device: runtime.Device | None,

@@ -181,6 +181,26 @@ def named_from_runtime(mesh: Mesh, layout: runtime.SpmdSharding, ndim: int) -> S
                               f"PartitionSpec over {mesh} describes; pass out_shardings to choose the layout")
 
 
+def _report_probed(lowered: lowering.LoweredModule, placement: MeshPlacement) -> None:
+    """Tell the inspectors of ``lowered``'s partitioned values (kiln.debug.inspect_array_sharding) the layouts
+    XLA's partitioner chose for them, as NamedShardings over the mesh, once the program is compiled."""
+    mesh = placement.mesh
+    for inspector, probe, ndim in lowered.sharding_probes:
+        if probe is None or probe.hlo_text is None:  # (not partitioned: reported when lowered)
+            continue
+        if runtime.sharding_probe.is_manual(probe.hlo_text):
+            inspector.report(NamedSharding(mesh, PartitionSpec()))
+            continue
+        layout = runtime.spmd_sharding(placement.devices, probe.hlo_text)
+        try:
+            inspector.report(named_from_runtime(mesh, layout, ndim))
+        except NotImplementedError:
+            raise NotImplementedError(
+                f"kiln.debug.inspect_array_sharding: the partitioner laid the value out as {probe.hlo_text}, "
+                f"which no PartitionSpec over {mesh} describes; constrain it with "
+                "kiln.lax.with_sharding_constraint before inspecting it") from None
+
+
 @dataclass
 class CompiledSPMD:
     """An IR compiled for a mesh."""
@@ -220,8 +240,10 @@ def lower_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], keep_
     in_specs = tuple(spec_dims(s, len(v.aval.shape)) for s, v in zip(in_shardings, ir.constvars + ir.invars))
     layout = lowering.MeshLayout(tuple(mesh.shape_tuple), in_specs,
                                  _out_specs(placement, [v.aval for v in ir.outvars]))
-    return dispatch.lower_ir(ir, donated=donated, keep_unused=keep_unused, device=placement.devices[0], mesh=layout,
-                             debug_name=debug_name)
+    lowered = dispatch.lower_ir(ir, donated=donated, keep_unused=keep_unused, device=placement.devices[0],
+                                mesh=layout, debug_name=debug_name)
+    dispatch.report_unpartitioned(lowered, replicated)
+    return lowered
 
 
 def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], keep_unused: bool,
@@ -236,7 +258,8 @@ def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], kee
     exe = runtime.compile_spmd(lowered.module, placement.devices, [(a.shape, a.dtype) for a in lowered.out_avals],
                                num_donated=sum(bool(d) for d in donated), text=lowered.as_text(),
                                host_callbacks=lowered.host_callbacks, ordered_effects=lowered.ordered_effects,
-                               compiler_options=compiler_options)
+                               compiler_options=compiler_options,
+                               use_cache=not any(probe for _, probe, _ in lowered.sharding_probes))
     out_avals = [v.aval for v in ir.outvars]
     given = _per_output(placement.out_shardings, len(out_avals))
     one_device = [not runtime.is_tiled_layout(s) for s in exe.out_shardings]
@@ -249,6 +272,7 @@ def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], kee
         return compile_ir(ir, MeshPlacement(placement.mesh, placement.in_shardings, pinned), donated=donated,
                           keep_unused=keep_unused, n_consts=n_consts, debug_name=debug_name,
                           compiler_options=compiler_options)
+    _report_probed(lowered, placement)
     outs = [named_from_runtime(placement.mesh, s, len(a.shape)) for s, a in zip(exe.out_shardings, out_avals)]
     # An output whose sharding the user gave keeps that very object (as JAX's: out.sharding == out_shardings),
     # when the partitioner laid it out so

@@ -156,7 +156,7 @@ def visualize_array_sharding(arr: Any, *, use_color: bool = True, scale: float =
     if isinstance(arr, Tracer):
         raise TypeError("kiln.debug.visualize_array_sharding: the value is traced (inside kiln.jit or another "
                         "transformation), where its layout is not known yet; call it on the jitted function's "
-                        "result instead (kiln has no inspect_array_sharding yet)")
+                        "result, or use kiln.debug.inspect_array_sharding(x, callback=...) inside it")
     sharding = getattr(arr, "sharding", None)
     if not isinstance(sharding, Sharding):
         raise TypeError(f"kiln.debug.visualize_array_sharding: expected a kiln array, got {type(arr).__name__}; "

@@ -35,7 +35,8 @@ from ..core.ir import Literal
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify, device_put_eager
 
-__all__ = ["debug_callback", "debug_log", "debug_print", "effects_barrier", "io_callback", "pure_callback"]
+__all__ = ["debug_callback", "debug_log", "debug_print", "effects_barrier", "inspect_array_sharding", "io_callback",
+           "pure_callback"]
 
 runtime.callbacks.register_wrapper_file(__file__)
 
@@ -317,3 +318,55 @@ line that called it) instead of standard output (``jax.debug.log``)."""
 def effects_barrier() -> None:
     """Wait until the host callbacks of every launched computation have run (``jax.effects_barrier``)."""
     runtime.effects_barrier()
+
+
+# -- the layout of a value inside a program (jax.debug.inspect_array_sharding) ------------------------------------
+
+class ShardingInspector:
+    """The parameter of an ``inspect_sharding`` equation: the user's callable, called with the value's sharding
+    once it is known. Eagerly that is the array's own; under ``jit`` the driver reports it when the program is
+    lowered (one device, or inside ``shard_map``) or compiled (partitioned over a mesh: the layout XLA's
+    partitioner chose, read through a :class:`kiln.runtime.ShardingProbe`)."""
+
+    call_target = runtime.sharding_probe.CALL_TARGET
+
+    def __init__(self, callback: Callable[[Any], Any]) -> None:
+        self.callback = callback
+
+    def probe(self) -> runtime.ShardingProbe:
+        return runtime.ShardingProbe()
+
+    def report(self, sharding: Any) -> None:
+        self.callback(sharding)
+
+    def __repr__(self) -> str:
+        return f"ShardingInspector({_name_of(self.callback)})"
+
+
+def _inspect_eager(value, *, inspector: ShardingInspector):
+    sharding = getattr(value, "sharding", None)
+    if sharding is not None:  # (an IR literal, evaluated eagerly, lives on no device)
+        inspector.report(sharding)
+    return []
+
+
+inspect_sharding_p = Primitive("inspect_sharding", lambda aval, *, inspector: [], multiple_results=True)
+inspect_sharding_p.has_effects = True  # (it has no results, and must not be dropped)
+inspect_sharding_p.impl = _inspect_eager
+
+
+def inspect_array_sharding(value: Any, *, callback: Callable[[Any], Any]) -> None:
+    """Call ``callback`` with the sharding of each array of the pytree ``value`` (``jax.debug.inspect_array_sharding``).
+
+    On a concrete array it is called right away with ``x.sharding``. Inside ``kiln.jit`` it is called when the
+    sharding is known: when the function is lowered for one device (a ``SingleDeviceSharding``) or inside
+    ``shard_map`` (``NamedSharding(mesh, P())``), and when it is compiled for a mesh (the ``NamedSharding``
+    XLA's partitioner chose for the value). A function already compiled is not compiled again, so a later call
+    does not call it again (as in JAX)."""
+    _check_callable(callback, "debug.inspect_array_sharding")
+    inspector = ShardingInspector(callback)
+    for leaf in tree_util.tree_leaves(value):
+        if not isinstance(leaf, Tracer) and getattr(leaf, "sharding", None) is None:
+            raise CallbackUsageError(f"kiln.debug.inspect_array_sharding: expected kiln arrays, got a "
+                                     f"{type(leaf).__name__}; put it on a device first (kiln.device_put)")
+        inspect_sharding_p.bind(leaf, inspector=inspector)

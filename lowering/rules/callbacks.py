@@ -64,3 +64,22 @@ def _callback(ctx, eqn, *args):
     if ordered:
         ctx.token, results = results[0], results[1:]
     return results
+
+
+@register("inspect_sharding")
+def _inspect_sharding(ctx, eqn, value):
+    """A value whose layout the caller reports once compiled: in a partitioned program (outside shard_map), a
+    side-effecting ``custom_call @InspectSharding`` naming the inspector's probe, which XLA's partitioner calls
+    back with the layout it chose; elsewhere nothing (the layout is the program's one device, or manual)."""
+    inspector = eqn.params["inspector"]
+    if ctx.mesh is None or ctx.mesh.num_partitions == 1 or ctx.manual_axes is not None:
+        ctx.sharding_probes.append((inspector, None, eqn.inputs[0].aval.ndim))
+        return []
+    probe = inspector.probe()
+    ctx.sharding_probes.append((inspector, probe, eqn.inputs[0].aval.ndim))
+    ir.Operation.create("stablehlo.custom_call", results=[value.type], operands=[value], attributes={
+        "call_target_name": ir.StringAttr.get(inspector.call_target),
+        "has_side_effect": ir.BoolAttr.get(True),
+        "backend_config": ir.StringAttr.get(probe.key),
+    })
+    return []

@@ -291,6 +291,8 @@ CASES: dict[str, list[Case]] = {
     "psum_scatter": [c(kiln.vmap(lambda x: lax.psum_scatter(x * x, "i", tiled=True), axis_name="i"), a(3, 6))],
     # A debug callback passes derivatives through untouched (it runs on the primals).
     "debug_callback": [c(lambda x: (kiln.debug.callback(lambda v: None, x), knp.sin(x))[1], a(3))],
+    "inspect_sharding": [c(lambda x: (kiln.debug.inspect_array_sharding(knp.asarray(x), callback=lambda s: None),
+                                      knp.sin(x))[1], a(3))],
     # checkify's check: no results of its own; it runs on the primal values (tests/checkify checks what it does)
     "check": [c(lambda x: (checkify.debug_check(knp.all(x < 10), "x is small"), knp.sin(x))[1], a(3))],
 }

@@ -37,6 +37,7 @@ ELSEWHERE = {
     "psum_scatter": "test_collectives_more.py",
     "custom_vjp_lin": "test_transforms.py::test_custom_vjp_lin_batches_and_transposes",
     "debug_callback": "../callbacks/test_callbacks.py::test_print_under_vmap_prints_per_batch_element",
+    "inspect_sharding": "../callbacks/test_callbacks.py::test_inspect_array_sharding_on_one_device",
     "pure_callback": "../callbacks/test_callbacks.py::test_pure_callback_vmap_methods",
     "io_callback": "../callbacks/test_callbacks.py::test_io_callback_vmap_and_errors",
     "ffi_call": "../ffi/test_ffi.py::test_vmap_each_method",

@@ -60,6 +60,31 @@ def test_print_under_vmap_prints_per_batch_element(capsys):
     assert lines(capsys) == ["row [0. 1. 2.]", "row [3. 4. 5.]"] * 2
 
 
+def test_inspect_array_sharding_on_one_device():
+    """Eager, vmap (once, on the batched value), grad (on the primal) and jit (when lowered) on one device;
+    tests/multidevice/test_inspect_sharding.py checks the layouts of partitioned programs."""
+    seen = []
+
+    def f(x):
+        kiln.debug.inspect_array_sharding({"x": x, "y": x * 2}, callback=seen.append)
+        return (x * x).sum()
+
+    one = kiln.sharding.SingleDeviceSharding(kiln.devices()[0])
+    x = knp.arange(3.0)
+    f(x)
+    np.testing.assert_allclose(kiln.grad(f)(x), [0, 2, 4])
+    assert seen == [one] * 4
+    seen.clear()
+    np.testing.assert_allclose(kiln.vmap(f)(knp.ones((2, 3))), [3, 3])
+    np.testing.assert_allclose(kiln.jit(kiln.vmap(f))(knp.ones((2, 3))), [3, 3])
+    assert seen == [one] * 4
+    seen.clear()
+    g = kiln.jit(kiln.grad(f))
+    g(x)
+    g(x)  # compiled once: reported once (for x and for y)
+    assert seen == [one, one]
+
+
 def test_print_under_grad_prints_primal_values(capsys):
     def f(x):
         kiln.debug.print("x = {}", x)

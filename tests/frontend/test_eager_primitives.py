@@ -506,6 +506,8 @@ CASES: dict[str, list[Case]] = {
                               lambda x: x.astype(np.float16).astype(np.float32))],
     # Host callbacks (tests/callbacks covers them; here: eager and jit run the callable, results are right).
     "debug_callback": [Case(lambda x: (kiln.debug.callback(lambda v: None, x), x * 1)[1], (A23,), lambda x: x)],
+    "inspect_sharding": [Case(lambda x: (kiln.debug.inspect_array_sharding(x, callback=lambda s: None), x * 1)[1],
+                              (A23,), lambda x: x)],
     # checkify's check (a debug_check: it does nothing outside checkify; tests/checkify covers the rest)
     "check": [Case(lambda x: (checkify.debug_check(knp.all(x < 10), "x is small"), x * 1)[1], (A23,), lambda x: x)],
     "pure_callback": [Case(lambda x: kiln.pure_callback(np.negative, kiln.ShapeDtypeStruct(A23.shape, np.float32), x),
