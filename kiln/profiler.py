@@ -8,6 +8,7 @@ from kiln.frontend.driver.profiler import StepTraceAnnotation as StepTraceAnnota
 from kiln.frontend.driver.profiler import TraceAnnotation as TraceAnnotation
 from kiln.frontend.driver.profiler import annotate_function as annotate_function
 from kiln.frontend.driver.profiler import device_memory_profile as device_memory_profile
+from kiln.frontend.driver.profiler import register_subprocess as register_subprocess
 from kiln.frontend.driver.profiler import save_device_memory_profile as save_device_memory_profile
 from kiln.frontend.driver.profiler import start_server as start_server
 from kiln.frontend.driver.profiler import start_trace as start_trace
@@ -17,6 +18,6 @@ from kiln.frontend.driver.profiler import trace as trace
 
 __all__ = [
     "annotate_function", "device_memory_profile", "ProfileData", "ProfileEvent", "ProfileOptions", "ProfilePlane",
-    "save_device_memory_profile", "start_server",
+    "register_subprocess", "save_device_memory_profile", "start_server",
     "start_trace", "StepTraceAnnotation", "stop_server", "stop_trace", "trace", "TraceAnnotation",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import gzip
 import threading
-from typing import Any
+from typing import Any, Callable
 
 from jaxlib import _profiler
 
@@ -14,7 +14,7 @@ try:
 except ImportError:  # a jaxlib without it still imports kiln; kiln.profiler.ProfileData is then None
     _profile_data = None
 
-from .errors import KilnRuntimeError
+from .errors import KilnRuntimeError, jaxlib_message
 
 
 class ProfilerError(KilnRuntimeError, RuntimeError):
@@ -72,6 +72,16 @@ def stop_server() -> None:
         if not _server:
             raise ProfilerError("kiln.profiler.stop_server: no profiler server is running")
         _server.clear()  # dropping the server object stops it
+
+
+def register_subprocess(pid: int, port: int) -> Callable[[], None]:
+    """Have this process's profiles take in those of the profiler server of process ``pid`` on ``port`` (on
+    localhost); returns the function that undoes it. jaxlib waits 30 s for a server that does not answer: callers
+    check that one listens first."""
+    try:
+        return _profiler.register_subprocess(pid, port)
+    except Exception as e:  # jaxlib's JaxRuntimeError (already registered, cannot connect)
+        raise ProfilerError(f"kiln.profiler.register_subprocess({pid}, {port}): {jaxlib_message(e)}") from e
 
 
 def heap_profile(backend: Any) -> bytes:

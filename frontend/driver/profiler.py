@@ -8,6 +8,7 @@ import gzip
 import json
 import os
 import pathlib
+import socket
 from typing import Any, Callable, Iterator
 
 from kiln import runtime
@@ -100,6 +101,29 @@ def start_server(port: int) -> None:
 
 def stop_server() -> None:
     runtime.profiler.stop_server()
+
+
+def register_subprocess(pid: int, port: int) -> Callable[[], None]:
+    """Profile process ``pid`` alongside this one (``jax.profiler.register_subprocess``): a profile this process
+    collects through its profiler server asks the profiler server that ``pid`` runs on ``port`` (started there with
+    :func:`start_server`) for its part. Returns the function that unregisters it (called, or garbage collected).
+    The server must be listening already: kiln checks, where jaxlib would wait 30 s for it."""
+    for name, value in (("pid", pid), ("port", port)):
+        if not isinstance(value, int) or isinstance(value, bool) or value <= 0:
+            raise TypeError(f"kiln.profiler.register_subprocess: {name} must be a positive int, got {value!r}")
+    try:
+        os.kill(pid, 0)  # (signal 0: only asks whether the process exists)
+    except ProcessLookupError:
+        raise ValueError(f"kiln.profiler.register_subprocess: no process has pid {pid}") from None
+    except PermissionError:
+        pass  # it exists, owned by another user
+    try:
+        socket.create_connection(("localhost", port), timeout=2).close()
+    except OSError:
+        raise runtime.profiler.ProfilerError(
+            f"kiln.profiler.register_subprocess: nothing listens on localhost:{port}; start the profiler server in "
+            f"process {pid} first (kiln.profiler.start_server({port}))") from None
+    return runtime.profiler.register_subprocess(pid, port)
 
 
 def device_memory_profile(backend: str | None = None) -> bytes:

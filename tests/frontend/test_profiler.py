@@ -82,3 +82,48 @@ def test_profile_data_explains_a_missing_file_and_bytes_that_are_no_profile(tmp_
         prof.ProfileData.from_file(str(tmp_path / "missing.xplane.pb"))
     with pytest.raises(RuntimeError, match="Failed to parse XSpace"):
         prof.ProfileData.from_serialized_xspace(b"not a profile")
+
+
+def _free_port() -> int:
+    import socket
+    with socket.socket() as s:
+        s.bind(("localhost", 0))
+        return s.getsockname()[1]
+
+
+def test_register_subprocess_with_a_profiler_server():
+    """A child process runs kiln's profiler server; registering it returns the function that unregisters it, and
+    a trace of this process still runs while it is registered."""
+    import subprocess
+    import sys
+    import time
+    port = _free_port()
+    child = subprocess.Popen([sys.executable, "-c", "import sys, kiln; kiln.profiler.start_server(int(sys.argv[1])); "
+                              "print('up', flush=True); sys.stdin.read()", str(port)],
+                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    try:
+        assert child.stdout.readline().strip() == "up"
+        start = time.perf_counter()
+        unregister = prof.register_subprocess(child.pid, port)
+        assert time.perf_counter() - start < 10
+        with pytest.raises(RuntimeError, match=rf"register_subprocess\({child.pid}, {port}\): .*already registered"):
+            prof.register_subprocess(child.pid, port)
+        unregister()
+        prof.register_subprocess(child.pid, port)()  # registered again once unregistered
+    finally:
+        child.kill()
+        child.wait()
+
+
+def test_register_subprocess_errors_are_quick_and_clear():
+    import time
+    port = _free_port()
+    start = time.perf_counter()
+    with pytest.raises(RuntimeError, match=rf"nothing listens on localhost:{port}; start the profiler server in "
+                                           rf"process {os.getpid()} first \(kiln.profiler.start_server\({port}\)\)"):
+        prof.register_subprocess(os.getpid(), port)
+    assert time.perf_counter() - start < 10  # (jaxlib alone waits 30 s)
+    with pytest.raises(ValueError, match="register_subprocess: no process has pid 999999999"):
+        prof.register_subprocess(999999999, port)
+    with pytest.raises(TypeError, match="register_subprocess: port must be a positive int, got '80'"):
+        prof.register_subprocess(os.getpid(), "80")
