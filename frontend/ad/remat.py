@@ -128,7 +128,14 @@ class _Policies:
             return prim is name_p and params["name"] not in unwanted
         return policy
 
-    save_anything_except_these_names = save_any_names_but_these
+    @staticmethod
+    def save_anything_except_these_names(*names: str) -> Callable:
+        """Any value (not only named ones) is saveable, but for the values named ``names``."""
+        unwanted = frozenset(names)
+
+        def policy(prim, *_, **params) -> bool:
+            return prim is not name_p or params["name"] not in unwanted
+        return policy
 
     @staticmethod
     def save_and_offload_only_these_names(*, names_which_can_be_saved=(), names_which_can_be_offloaded=(),

@@ -149,6 +149,11 @@ class Eqn:
     def outvars(self) -> list[Var]:
         return self.outputs
 
+    def __str__(self) -> str:
+        """The equation as JAX prints a ``JaxprEqn`` (``a:f32[] = mul b 2.0:f32[]``), its variables named in
+        the order they are printed."""
+        return _render(_Printer(IR([], [], [], []), source_info=False).eqn(self))
+
 
 @dataclass(eq=False)
 class IR:

@@ -70,7 +70,10 @@ def _bakeable_leaves(value: Any) -> list | None:
     if isinstance(value, _SCALARS + (np.ndarray, Array)):
         return [value]
     if isinstance(value, _CONTAINERS):
-        leaves = tree_util.tree_leaves(value)
+        try:
+            leaves = tree_util.tree_leaves(value)
+        except ValueError:  # not a pytree (a dict whose keys do not sort): no value of the program
+            return None
         if leaves and len(leaves) <= 256 and all(isinstance(x, _SCALARS + (np.ndarray, Array)) for x in leaves):
             return leaves
     return None

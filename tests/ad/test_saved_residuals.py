@@ -116,6 +116,11 @@ def test_checkpoint_policies_save_what_they_select_as_jax():
         ("f32[5]", "named 'a'")]
     assert _residuals(kiln.checkpoint(named, policy=p.save_any_names_but_these("a")), *_ARGS) == _ARG_LINES + [
         ("f32[6]", "named 'b'")]  # 'c' is an output of the checkpoint, not needed by the backward pass
+    # any value, named or not, but 'a' (the sine 'a' names is saved unnamed); it was save_any_names_but_these,
+    # which saves named values only and recomputed the cosines
+    anything = kiln.checkpoint(named, policy=p.save_anything_except_these_names("a"))
+    assert [s for _, s in _residuals(anything, *_ARGS)[4:]] == [
+        "output of sin", "output of cos", "output of cos", "named 'b'", "output of cos"]
     both = p.save_from_both_policies(p.save_only_these_names("b"), p.dots_with_no_batch_dims_saveable)
     assert [s for _, s in _residuals(kiln.checkpoint(named, policy=both), *_ARGS)[4:]] == [
         "output of dot_general", "output of dot_general", "named 'b'", "output of dot_general"]
