@@ -473,12 +473,13 @@ def read_entry(directory: str, key: str) -> bytes | None:
 
 
 def compile_and_load(client: Any, module: Any, device_list: Any, options: Any, *, text: str | None = None,
-                     host_callbacks: Sequence[Any] = (), hit: list | None = None, use_cache: bool = True) -> Any:
-    """``client.compile_and_load(module, device_list, options)`` through the persistent cache.
+                     host_callbacks: Sequence[Any] = (), use_cache: bool = True) -> tuple[Any, tuple[str, str] | None]:
+    """``client.compile_and_load(module, device_list, options)`` through the persistent cache: the loaded
+    executable, and ``(directory, key)`` of the cache entry it was loaded from (None when it was compiled; see
+    :func:`read_entry`).
 
     ``text`` is the module's text when the caller has it (saves printing it again); ``host_callbacks`` are
-    the module's host callbacks by index (bound again on a load). On a hit, ``(directory, key)`` of the entry
-    is appended to the list ``hit`` when one is given (see :func:`read_entry`). ``use_cache=False`` compiles
+    the module's host callbacks by index (bound again on a load). ``use_cache=False`` compiles
     without the cache (a module that must be compiled to have its effect: a sharding probe's, whose key is an
     address in this process, would only add an entry no one reads). Errors of the compile itself
     propagate unchanged; the cache's own failures never raise (they count as ``errors`` in :func:`stats`).
@@ -488,14 +489,12 @@ def compile_and_load(client: Any, module: Any, device_list: Any, options: Any, *
     directory = cache_dir() if use_cache else None
     if directory is None:
         _last[0] = "off"
-        return client.compile_and_load(module, device_list, options, **kwargs)
+        return client.compile_and_load(module, device_list, options, **kwargs), None
     key, exe = lookup(client, module, device_list, options, text=text, host_callbacks=callbacks)
     if exe is not None:
         _stats["hits"] += 1
         _last[0] = "hit"
-        if hit is not None:
-            hit.append((directory, key))
-        return exe
+        return exe, (directory, key)
     start = time.perf_counter()
     exe = client.compile_and_load(module, device_list, options, **kwargs)
     elapsed = time.perf_counter() - start
@@ -506,7 +505,7 @@ def compile_and_load(client: Any, module: Any, device_list: Any, options: Any, *
             _stats["skipped"] += 1
         else:
             _store(directory, key, client, exe)
-    return exe
+    return exe, None
 
 
 __all__ = ["cache_dir", "cache_key", "clear", "compile_and_load", "configure", "decode_entry", "default_dir",

@@ -389,10 +389,9 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
     if needs_lapack:
         ensure_lapack_registered()  # custom calls to jaxlib's LAPACK kernels: register them first
     options = _compile_options(device, compiler_options)
-    hit: list = []
     try:
-        exe = compile_cache.compile_and_load(client, module, xc.DeviceList((device._raw,)), options,
-                                             text=text, hit=hit, **callback_args(module, host_callbacks))
+        exe, entry = compile_cache.compile_and_load(client, module, xc.DeviceList((device._raw,)), options,
+                                                    text=text, **callback_args(module, host_callbacks))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:  # parse, verify and XLA errors
         option_error = compiler_option_error(jaxlib_message(e)) if compiler_options else None
         if option_error is not None:
@@ -412,7 +411,7 @@ def compile(module: Any, device: Device, out_types: OutTypes, num_donated: int =
     _check_outputs(exe, out_avals)
     # Only the text is kept, not the ir.Module: an executable should not keep MLIR objects alive.
     loaded = Executable(exe, device, out_avals, num_donated, text)
-    loaded.cache_entry = hit[0] if hit else None
+    loaded.cache_entry = entry
     return with_callbacks(loaded, host_callbacks, ordered_effects)
 
 

@@ -251,18 +251,17 @@ def compile_spmd(module: Any, devices: Sequence[Device], out_types: Sequence[tup
     apply_compiler_options(opts, compiler_options)
     if devices[0].platform == "cpu" and "lapack_" in text:
         ensure_lapack_registered()
-    hit: list = []
     try:
-        exe = compile_cache.compile_and_load(devices[0].backend._client, module,
-                                             xc.DeviceList(tuple(d._raw for d in devices)), opts, text=text,
-                                             hit=hit, use_cache=use_cache, **callback_args(module, host_callbacks))
+        exe, entry = compile_cache.compile_and_load(devices[0].backend._client, module,
+                                                    xc.DeviceList(tuple(d._raw for d in devices)), opts, text=text,
+                                                    use_cache=use_cache, **callback_args(module, host_callbacks))
     except (JaxRuntimeError, ValueError, RuntimeError) as e:
         option_error = compiler_option_error(jaxlib_message(e)) if compiler_options else None
         if option_error is not None:
             raise option_error from e
         raise CompileError(f"XLA failed to compile the module for {len(devices)} devices:\n{jaxlib_message(e)}") from e
     loaded = SpmdExecutable(exe, devices, out_avals, num_donated, text)
-    loaded.cache_entry = hit[0] if hit else None
+    loaded.cache_entry = entry
     return with_callbacks(loaded, host_callbacks, ordered_effects)
 
 
