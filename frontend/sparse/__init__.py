@@ -41,6 +41,7 @@ from .bcsr import bcsr_extract as bcsr_extract
 from .bcsr import bcsr_fromdense as bcsr_fromdense
 from .bcsr import bcsr_sum_duplicates as bcsr_sum_duplicates
 from .bcsr import bcsr_todense as bcsr_todense
+from .conv import bcoo_conv_general_dilated as bcoo_conv_general_dilated
 from .coo_csr import COO as COO
 from .coo_csr import CSC as CSC
 from .coo_csr import CSR as CSR
@@ -59,12 +60,12 @@ from .random import random_bcoo as random_bcoo
 from .transform import sparsify as sparsify
 
 __all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "CuSparseEfficiencyWarning", "JAXSparse", "SparseEfficiencyError",
-           "SparseEfficiencyWarning", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_general",
-           "bcoo_dot_general_sampled", "bcoo_dynamic_slice", "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_gather",
-           "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape",
-           "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_squeeze", "bcoo_sum_duplicates", "bcoo_todense",
-           "bcoo_transpose", "bcoo_update_layout", "bcsr_broadcast_in_dim", "bcsr_concatenate", "bcsr_dot_general",
-           "bcsr_eliminate_zeros", "bcsr_extract", "bcsr_fromdense", "bcsr_sum_duplicates", "bcsr_todense",
-           "coo_fromdense", "coo_matmat", "coo_matvec", "coo_todense", "csr_fromdense", "csr_matmat", "csr_matvec",
-           "csr_todense", "empty", "eye", "fromdense", "grad", "jacfwd", "jacobian", "jacrev", "random_bcoo",
-           "sparsify", "todense", "value_and_grad"]
+           "SparseEfficiencyWarning", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_conv_general_dilated",
+           "bcoo_dot_general", "bcoo_dot_general_sampled", "bcoo_dynamic_slice", "bcoo_eliminate_zeros", "bcoo_extract",
+           "bcoo_gather", "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
+           "bcoo_reshape", "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_squeeze", "bcoo_sum_duplicates",
+           "bcoo_todense", "bcoo_transpose", "bcoo_update_layout", "bcsr_broadcast_in_dim", "bcsr_concatenate",
+           "bcsr_dot_general", "bcsr_eliminate_zeros", "bcsr_extract", "bcsr_fromdense", "bcsr_sum_duplicates",
+           "bcsr_todense", "coo_fromdense", "coo_matmat", "coo_matvec", "coo_todense", "csr_fromdense", "csr_matmat",
+           "csr_matvec", "csr_todense", "empty", "eye", "fromdense", "grad", "jacfwd", "jacobian", "jacrev",
+           "random_bcoo", "sparsify", "todense", "value_and_grad"]

@@ -33,6 +33,7 @@ from ..core.primitive import registry
 from ..core.source_info import at as _at
 from ..core.tracing import abstractify, materialize, trace_to_ir
 from ..lax import elementwise as _ew
+from ..lax.convolution import conv_general_dilated_p
 from ..lax.indexing import gather_p
 from ..lax.reduction import dot_general_p, reduce_prims
 from ..lax.structural import (
@@ -55,6 +56,7 @@ from .bcoo import (
     bcoo_transpose,
     todense,
 )
+from .conv import bcoo_conv_general_dilated
 from .gather import bcoo_gather
 from .products import bcoo_multiply_sparse, bcoo_spdot_general
 
@@ -206,6 +208,11 @@ def _dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: Any, 
         return [out.todense() if out.ndim == 0 else out]  # a full contraction: a dense scalar
     return [bcoo_dot_general(lhs, rhs, dimension_numbers=dimension_numbers, precision=precision,
                              preferred_element_type=preferred_element_type)]
+
+
+def _conv_general_dilated(lhs: Any, rhs: Any, **params: Any) -> list:
+    """A convolution with a BCOO operand: ``bcoo_conv_general_dilated`` (JAX's rule; 1-D, unit strides)."""
+    return [bcoo_conv_general_dilated(lhs, rhs, **params)]
 
 
 def _transpose(x: BCOO, *, permutation: tuple) -> list:
@@ -518,6 +525,7 @@ def _concatenate(*xs: Any, dimension: int) -> list:
 
 sparse_rules.update({
     dot_general_p: _dot_general,
+    conv_general_dilated_p: _conv_general_dilated,
     transpose_p: _transpose,
     reduce_prims["reduce_sum"]: _reduce_sum,
     slice_p: _slice,

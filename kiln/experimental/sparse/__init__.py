@@ -14,6 +14,7 @@ from kiln.frontend.sparse import SparseEfficiencyError as SparseEfficiencyError
 from kiln.frontend.sparse import SparseEfficiencyWarning as SparseEfficiencyWarning
 from kiln.frontend.sparse import bcoo_broadcast_in_dim as bcoo_broadcast_in_dim
 from kiln.frontend.sparse import bcoo_concatenate as bcoo_concatenate
+from kiln.frontend.sparse import bcoo_conv_general_dilated as bcoo_conv_general_dilated
 from kiln.frontend.sparse import bcoo_dot_general as bcoo_dot_general
 from kiln.frontend.sparse import bcoo_dot_general_sampled as bcoo_dot_general_sampled
 from kiln.frontend.sparse import bcoo_dynamic_slice as bcoo_dynamic_slice
@@ -62,12 +63,12 @@ from kiln.frontend.sparse import todense as todense
 from kiln.frontend.sparse import value_and_grad as value_and_grad
 
 __all__ = ["BCOO", "BCSR", "COO", "CSC", "CSR", "CuSparseEfficiencyWarning", "JAXSparse", "SparseEfficiencyError",
-           "SparseEfficiencyWarning", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dot_general",
-           "bcoo_dot_general_sampled", "bcoo_dynamic_slice", "bcoo_eliminate_zeros", "bcoo_extract", "bcoo_gather",
-           "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum", "bcoo_reshape",
-           "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_squeeze", "bcoo_sum_duplicates", "bcoo_todense",
-           "bcoo_transpose", "bcoo_update_layout", "bcsr_broadcast_in_dim", "bcsr_concatenate", "bcsr_dot_general",
-           "bcsr_eliminate_zeros", "bcsr_extract", "bcsr_fromdense", "bcsr_sum_duplicates", "bcsr_todense",
-           "coo_fromdense", "coo_matmat", "coo_matvec", "coo_todense", "csr_fromdense", "csr_matmat", "csr_matvec",
-           "csr_todense", "empty", "eye", "fromdense", "grad", "jacfwd", "jacobian", "jacrev", "random_bcoo",
-           "sparsify", "todense", "value_and_grad", "linalg"]
+           "SparseEfficiencyWarning", "bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_conv_general_dilated",
+           "bcoo_dot_general", "bcoo_dot_general_sampled", "bcoo_dynamic_slice", "bcoo_eliminate_zeros", "bcoo_extract",
+           "bcoo_gather", "bcoo_fromdense", "bcoo_multiply_dense", "bcoo_multiply_sparse", "bcoo_reduce_sum",
+           "bcoo_reshape", "bcoo_rev", "bcoo_slice", "bcoo_sort_indices", "bcoo_squeeze", "bcoo_sum_duplicates",
+           "bcoo_todense", "bcoo_transpose", "bcoo_update_layout", "bcsr_broadcast_in_dim", "bcsr_concatenate",
+           "bcsr_dot_general", "bcsr_eliminate_zeros", "bcsr_extract", "bcsr_fromdense", "bcsr_sum_duplicates",
+           "bcsr_todense", "coo_fromdense", "coo_matmat", "coo_matvec", "coo_todense", "csr_fromdense", "csr_matmat",
+           "csr_matvec", "csr_todense", "empty", "eye", "fromdense", "grad", "jacfwd", "jacobian", "jacrev",
+           "random_bcoo", "sparsify", "todense", "value_and_grad", "linalg"]
