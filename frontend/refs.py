@@ -107,11 +107,11 @@ def _check_update(fname: str, current: Any, update: Any) -> None:
 
 
 def _set(value: Any, index: Any, update: Any) -> Any:
-    """The ref's value after ``ref[index] = update``."""
+    """The ref's value after ``ref[index] = update``: strongly typed, as JAX's (a write of a Python scalar into
+    ``new_ref(0.)`` leaves a float32 ref that no longer takes the other operand's dtype in promotion)."""
     _check_update("set", _get(value, index), update)
-    if _whole(index):
-        return knp.asarray(update)
-    return value.at[index].set(update)
+    new = update if _whole(index) else value.at[index].set(update)
+    return knp.asarray(new, dtype=abstractify(value).dtype)
 
 
 _core.indexing.get = _get

@@ -6,6 +6,7 @@ This module only re-exports; the implementation lives in ``kiln.frontend``, ``ki
 and ``kiln.runtime``.
 """
 from kiln import (  # the public sub-modules
+    ad,
     ad_checkpoint,
     core,
     custom_batching,
@@ -156,9 +157,9 @@ from kiln.runtime import Device as Device
 from kiln.runtime import DeviceError as DeviceError
 
 __all__ = [
-    "ad_checkpoint", "allow_f16_reductions", "Array", "auto_pcast", "AxisError", "BackendError", "block_until_ready",
-    "BroadcastError", "check_tracer_leaks", "checking_leaks", "checkpoint", "checkpoint_policies", "clear_caches",
-    "closure_convert",
+    "ad", "ad_checkpoint", "allow_f16_reductions", "Array", "auto_pcast", "AxisError", "BackendError",
+    "block_until_ready", "BroadcastError", "check_tracer_leaks", "checking_leaks", "checkpoint", "checkpoint_policies",
+    "clear_caches", "closure_convert",
     "ConcretizationTypeError", "config", "copy_to_host_async", "core", "custom_batching", "custom_derivatives",
     "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug", "debug_infs", "debug_key_reuse",
     "debug_nans", "default_backend", "default_device", "default_matmul_precision", "default_prng_impl",

@@ -13,9 +13,11 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from ..core import dtypes, tree_util
+from ..core import refs as core_refs
 from ..core.avals import ShapedArray
 from ..core.call import call_p
 from ..core.ir import IR, ClosedIR, Var
+from ..core.refs import Ref
 from ..core.source_info import fun_name as _fun_name
 from ..core.tracing import Tracer, abstractify, eval_ir, trace_to_ir
 from ..driver import export as _export
@@ -44,7 +46,7 @@ from .jvp import jvp_ir, non_differentiable
 from .partial_eval import partial_eval
 from .tangents import Zero, float0, instantiate, tangent_aval
 from .transpose import UndefinedPrimal, backward_pass
-from .vjp_object import VJP
+from .vjp_object import VJP, DidntWant, DontWant, GradRef, GradValue
 
 
 def _trace_flat(f: Callable, flat_args: list, in_tree, name: str, keeps_calls: bool = True,
@@ -261,8 +263,54 @@ def _external_aval(t, aval: ShapedArray):
     return t
 
 
-def _apply_vjp(info: _VjpInfo, residuals: list, ct):
-    """The cotangents of the inputs for the output cotangent ``ct``."""
+def _apply_vjp(info: _VjpInfo, residuals: list, ct, wants: tuple = ()):
+    """The cotangents of the inputs for the output cotangent ``ct``; ``wants`` (``VJP.with_refs``' entries, in
+    the primals' structure; empty: all ``GradValue()``) says how each one is delivered."""
+    flat_ct = _check_cotangent(info, ct)
+    flat_wants = _flat_wants(info, wants)
+    lin = info.lin
+    lin_out_cts = [c for c, nz in zip(flat_ct, info.out_nonzero[:info.n_main]) if nz]
+    args = list(residuals) + [UndefinedPrimal(a) for a in lin.ir.in_avals[len(residuals):]]
+    wanted = [False] * len(residuals) + [not isinstance(w, DontWant)
+                                         for w, nz in zip(flat_wants, info.nonzero) if nz]
+    cts = backward_pass(lin.ir, lin.consts, args, lin_out_cts, wanted)[len(residuals):]
+    it = iter(cts)
+    full = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(info.in_avals, info.nonzero)]
+    return tree_util.tree_unflatten(info.in_tree, [_deliver(c, a, w, i)
+                                                   for i, (c, a, w) in enumerate(zip(full, info.in_avals, flat_wants))])
+
+
+def _flat_wants(info: _VjpInfo, wants: tuple) -> list:
+    if not wants:
+        return [GradValue()] * len(info.in_avals)
+    flat, tree = tree_util.tree_flatten(wants)
+    if tree != info.in_tree:
+        raise TypeError(f"kiln.vjp: with_refs takes one entry per primal, in their structure {info.in_tree}; got "
+                        f"{tree}")
+    for w in flat:
+        if not isinstance(w, (GradValue, DontWant, Ref)):
+            raise TypeError(f"kiln.vjp: a with_refs entry must be kiln.ad.GradValue(), kiln.ad.DontWant() or a Ref "
+                            f"(kiln.new_ref), got {type(w).__name__} ({w!r:.50})")
+    return flat
+
+
+def _deliver(ct, aval: ShapedArray, want, i: int):
+    """One input's cotangent as ``want`` asks: the value, ``DidntWant()``, or added into a Ref (``GradRef()``)."""
+    if isinstance(want, DontWant):
+        return DidntWant()
+    if isinstance(want, GradValue):
+        return _external_aval(ct, aval)
+    held, expected = abstractify(core_refs.read(want)), tangent_aval(aval)
+    if held.shape != expected.shape or held.dtype != expected.dtype:
+        raise ValueError(f"kiln.vjp: with_refs: the Ref for input leaf {i} holds {held.str_short()}, but that "
+                         f"input's cotangent is {expected.str_short()}")
+    if not isinstance(ct, Zero):
+        core_refs.write(want, lax.add(core_refs.read(want), ct))
+    return GradRef()
+
+
+def _check_cotangent(info: _VjpInfo, ct) -> list:
+    """``ct``'s leaves, checked against the output's structure, shapes and dtypes."""
     flat_ct, ct_tree = tree_util.tree_flatten(ct)
     if ct_tree != info.main_tree:
         raise TypeError(f"kiln.vjp: the cotangent has structure {ct_tree}, but the function's output has "
@@ -279,13 +327,7 @@ def _apply_vjp(info: _VjpInfo, residuals: list, ct):
             raise ValueError(f"kiln.vjp: the cotangent of output {i} has type {c_aval.str_short()}, but the "
                              f"output is {a.str_short()}: pass a cotangent of dtype {a.dtype.name} (e.g. "
                              f"ct.astype({a.dtype.name!r}))")
-    lin = info.lin
-    lin_out_cts = [c for c, nz in zip(flat_ct, info.out_nonzero[:info.n_main]) if nz]
-    args = list(residuals) + [UndefinedPrimal(a) for a in lin.ir.in_avals[len(residuals):]]
-    cts = backward_pass(lin.ir, lin.consts, args, lin_out_cts)[len(residuals):]
-    it = iter(cts)
-    full = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(info.in_avals, info.nonzero)]
-    return tree_util.tree_unflatten(info.in_tree, [_external_aval(c, a) for c, a in zip(full, info.in_avals)])
+    return flat_ct
 
 
 def _aux_split_tree(out_tree, out_primals):

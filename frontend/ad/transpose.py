@@ -39,11 +39,14 @@ def is_undefined(x: Any) -> bool:
     return isinstance(x, UndefinedPrimal)
 
 
-def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: Sequence[Any]) -> list[Any]:
+def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: Sequence[Any],
+                  wanted: Sequence[bool] | None = None) -> list[Any]:
     """Cotangents of the linear inputs of ``ir``.
 
     ``args`` holds a value for each non-linear invar and an :class:`UndefinedPrimal` for each
-    linear one; ``cts_out`` one cotangent (or Zero/None) per output.
+    linear one; ``cts_out`` one cotangent (or Zero/None) per output. ``wanted`` (one flag per invar)
+    names the linear inputs whose cotangents are asked for: equations that reach none of them are not
+    transposed (``VJP.with_refs``' ``DontWant``), and the other inputs' cotangents are zeros.
     """
     linear: set[Var] = {v for v, a in zip(ir.invars, args) if is_undefined(a)}
     env: dict[Var, Any] = dict(zip(ir.constvars, consts))
@@ -51,13 +54,14 @@ def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: S
     # Forward: evaluate the non-linear equations (those not reading a linear value).
     linear_eqns = []
     for eqn in ir.eqns:
-        if any(isinstance(a, Var) and a in linear for a in eqn.inputs):
+        if _reads(eqn, linear):
             linear.update(eqn.outputs)
             linear_eqns.append(eqn)
         else:
             with at(eqn.source):
                 outs = eqn.prim.bind(*[a if isinstance(a, Literal) else env[a] for a in eqn.inputs], **eqn.params)
             env.update(zip(eqn.outputs, outs if eqn.prim.multiple_results else [outs]))
+    needed = None if wanted is None else _reaching(linear_eqns, [v for v, w in zip(ir.invars, wanted) if w])
     # Backward: accumulate cotangents.
     ct_env: dict[Var, Any] = {}
     for v, ct in zip(ir.outvars, cts_out):
@@ -65,7 +69,7 @@ def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: S
             ct_env[v] = add_tangents(ct_env.get(v), ct)
     for eqn in reversed(linear_eqns):
         cts = [ct_env.pop(v, None) for v in eqn.outputs]
-        if all(c is None for c in cts):
+        if all(c is None for c in cts) or (needed is not None and not _reads(eqn, needed)):
             continue
         rule = transpose_rules.get(eqn.prim)
         if rule is None:
@@ -83,7 +87,22 @@ def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: S
         for a, ct in zip(eqn.inputs, in_cts):
             if isinstance(a, Var) and a in linear and ct is not None and not isinstance(ct, Zero):
                 ct_env[a] = add_tangents(ct_env.get(a), ct)
+    if needed is not None:
+        ct_env = {v: ct for v, ct in ct_env.items() if v in needed}
     return [ct_env.get(v, Zero(v.aval)) if is_undefined(a) else None for v, a in zip(ir.invars, args)]
+
+
+def _reads(eqn: Any, vars_: set[Var]) -> bool:
+    return any(isinstance(a, Var) and a in vars_ for a in eqn.inputs)
+
+
+def _reaching(linear_eqns: list, seeds: list[Var]) -> set[Var]:
+    """The linear values that depend on ``seeds`` (in order: the equations are topologically sorted)."""
+    reached = set(seeds)
+    for eqn in linear_eqns:
+        if _reads(eqn, reached):
+            reached.update(eqn.outputs)
+    return reached
 
 
 _memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()

@@ -13,20 +13,41 @@ from typing import Any, Callable
 from ..core import tree_util
 
 
-class NotNeeded:
-    """The entry of ``VJP.args_res`` for an argument the backward pass does not read (an empty pytree)."""
+class _Marker:
+    """A value-less marker, equal to any other of its class (JAX's frozen dataclasses without fields)."""
 
     def __repr__(self) -> str:
-        return "NotNeeded()"
+        return f"{type(self).__name__}()"
 
     def __eq__(self, other: object) -> bool:
-        return type(other) is NotNeeded
+        return type(other) is type(self)
 
     def __hash__(self) -> int:
-        return hash(NotNeeded)
+        return hash(type(self))
 
 
-tree_util.register_pytree_node(NotNeeded, lambda _: ((), None), lambda _, __: NotNeeded())
+class NotNeeded(_Marker):
+    """The entry of ``VJP.args_res`` for an argument the backward pass does not read (an empty pytree)."""
+
+
+class GradValue(_Marker):
+    """``VJP.with_refs`` entry: return this argument's cotangent as a value (what ``f_vjp(ct)`` does)."""
+
+
+class DontWant(_Marker):
+    """``VJP.with_refs`` entry: this argument's cotangent is not wanted (not computed; ``DidntWant()`` is returned)."""
+
+
+class GradRef(_Marker):
+    """What ``VJP.with_refs`` returns for an argument whose cotangent was added into a Ref (an empty pytree)."""
+
+
+class DidntWant(_Marker):
+    """What ``VJP.with_refs`` returns for an argument given ``DontWant()`` (an empty pytree)."""
+
+
+for _cls in (NotNeeded, GradRef, DidntWant):
+    tree_util.register_pytree_node(_cls, lambda _: ((), None), lambda _, __, c=_cls: c())
 
 
 def _is_entry(x: Any) -> bool:
@@ -84,6 +105,13 @@ class VJP:
 
     def __call__(self, ct: Any) -> Any:
         return self._apply(self._info, self._residuals(), ct)
+
+    def with_refs(self, *maybe_ct_refs: Any) -> Callable:
+        """A pullback that delivers each argument's cotangent as its entry says: ``GradValue()`` returns it,
+        ``DontWant()`` skips it (``DidntWant()`` returned), a Ref adds it into the Ref (``GradRef()`` returned).
+        The entries have the structure of the primals (one per positional argument, or a pytree of them)."""
+        residuals = self._residuals()
+        return lambda ct: self._apply(self._info, residuals, ct, maybe_ct_refs)
 
     @property
     def in_tree(self) -> Any:

@@ -903,9 +903,8 @@ class JittedFunction:
         return self.trace(*args, **kwargs).lower()
 
     def eval_shape(self, *args, **kwargs):
-        """The output's shapes and dtypes (``ShapedArray`` leaves) without running anything."""
-        entry = self.trace(*args, **kwargs).entry
-        return tree_util.tree_unflatten(entry.out_tree, entry.closed.ir.out_avals)
+        """The output's shapes and dtypes (``ShapeDtypeStruct`` leaves, as JAX's) without running anything."""
+        return self.trace(*args, **kwargs).out_info
 
     def clear_cache(self) -> None:
         self._signatures.clear()
@@ -977,7 +976,7 @@ class _Stage:
         structure."""
         avals = self.entry.closed.ir.out_avals
         shardings = self._output_shardings_flat() or [None] * len(avals)
-        return self.out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, sharding=s)
+        return self.out_tree.unflatten([ShapeDtypeStruct(a.shape, a.dtype, sharding=s, weak_type=a.weak_type)
                                         for a, s in zip(avals, shardings)])
 
     def _output_shardings_flat(self) -> list | None:

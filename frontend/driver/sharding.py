@@ -83,7 +83,12 @@ class PartitionSpec:
     UNCONSTRAINED = UNCONSTRAINED
     _interned: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
-    def __new__(cls, *partitions: Any) -> PartitionSpec:
+    def __new__(cls, *partitions: Any, unreduced: Any = frozenset(), reduced: Any = frozenset()) -> PartitionSpec:
+        if unreduced or reduced:
+            raise NotImplementedError(
+                f"kiln.sharding.PartitionSpec: unreduced={set(unreduced) or '{}'}, reduced={set(reduced) or '{}'}: "
+                "kiln has no unreduced or reduced axes (its mesh axes are Auto); leave them out, and reduce "
+                "partial sums where they arise (kiln.lax.psum in shard_map, or let jit's partitioner do it)")
         key = tuple(_canonical_entry(p) for p in partitions)
         spec = cls._interned.get(key)
         if spec is None:
@@ -104,6 +109,9 @@ class PartitionSpec:
     @property
     def partitions(self) -> tuple[Any, ...]:
         return self._partitions
+
+    unreduced = property(lambda self: frozenset(), doc="Always empty: kiln has no unreduced axes.")
+    reduced = property(lambda self: frozenset(), doc="Always empty: kiln has no reduced axes.")
 
     def __repr__(self) -> str:
         return f"P({repr(self._partitions)[1:-1]})"

@@ -80,3 +80,58 @@ def test_restoring_args_res_and_its_errors():
     f_vjp.args_res = [W]
     with pytest.raises(ValueError, match=r"args_res holds 1 leaves, but the function was called with 2"):
         f_vjp(ct)
+
+
+# -- with_refs (JAX's refs guide, docs/new_docs/301/refs.md) --------------------------------------------------
+def test_with_refs_delivers_values_skips_unwanted_and_accumulates_into_refs():
+    ct = np.ones((2, 3), np.float32)
+    w_bar, x_bar = _layer_cotangents(W, X, ct)
+    _, f_vjp = kiln.vjp(layer, W, X)
+    gw, dx = f_vjp.with_refs(kiln.ad.GradValue(), kiln.ad.DontWant())(ct)
+    np.testing.assert_allclose(np.asarray(gw), w_bar, rtol=1e-5, atol=1e-6)
+    assert dx == kiln.ad.DidntWant() and kiln.tree_util.tree_leaves(dx) == []
+    acc = kiln.new_ref(jnp.full((2, 3), 100.0))
+    out = f_vjp.with_refs(kiln.ad.DontWant(), acc)(ct)
+    assert out == (kiln.ad.DidntWant(), kiln.ad.GradRef())
+    f_vjp.with_refs(kiln.ad.DontWant(), acc)(ct)  # added, not set
+    np.testing.assert_allclose(np.asarray(acc[...]), 100 + 2 * x_bar, rtol=1e-5)
+    assert f_vjp.with_refs()(ct)[0].shape == (3, 3)  # no entries: every cotangent as a value
+
+
+def test_with_refs_dont_want_skips_that_cotangents_work():
+    _, f_vjp = kiln.vjp(lambda w, x: w @ x, W, X[0])
+    both = str(kiln.make_jaxpr(lambda: f_vjp(jnp.ones(3)))())
+    only_w = str(kiln.make_jaxpr(lambda: f_vjp.with_refs(kiln.ad.GradValue(), kiln.ad.DontWant())(jnp.ones(3)))())
+    assert both.count("dot_general") == 2 and only_w.count("dot_general") == 1
+
+
+def test_with_refs_accumulates_microbatches_in_a_jitted_scan():
+    xs = np.linspace(-1, 1, 20, dtype=np.float32).reshape(5, 4)
+    w = (np.arange(12.0, dtype=np.float32) / 10).reshape(3, 4)
+
+    @kiln.jit
+    def grads(w, xs):
+        acc = kiln.new_ref(jnp.zeros_like(w))
+
+        def body(_, x):
+            loss, f_vjp = kiln.vjp(lambda w: jnp.sum(jnp.sin(w @ x)), w)
+            f_vjp.with_refs(acc)(jnp.ones_like(loss))
+            return None, loss
+        _, losses = kiln.lax.scan(body, None, xs)
+        return kiln.freeze(acc), losses
+
+    g, _ = grads(w, xs)
+    expected = sum(np.outer(np.cos(w @ x), x) for x in xs.astype(np.float64))
+    np.testing.assert_allclose(np.asarray(g), expected, rtol=1e-5, atol=1e-6)
+
+
+def test_with_refs_errors():
+    _, f_vjp = kiln.vjp(layer, W, X)
+    with pytest.raises(TypeError, match=r"with_refs takes one entry per primal, in their structure"):
+        f_vjp.with_refs(kiln.ad.GradValue())(np.ones((2, 3), np.float32))
+    with pytest.raises(TypeError, match=r"a with_refs entry must be kiln.ad.GradValue\(\), kiln.ad.DontWant\(\) or "
+                                        r"a Ref \(kiln.new_ref\), got float"):
+        f_vjp.with_refs(kiln.ad.GradValue(), 0.0)(np.ones((2, 3), np.float32))
+    with pytest.raises(ValueError, match=r"the Ref for input leaf 1 holds f32\[3\], but that input's cotangent is "
+                                         r"f32\[2,3\]"):
+        f_vjp.with_refs(kiln.ad.GradValue(), kiln.new_ref(jnp.zeros(3)))(np.ones((2, 3), np.float32))

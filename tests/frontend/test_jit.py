@@ -427,6 +427,10 @@ def test_lower_as_text_and_compile():
     np.testing.assert_allclose(np.asarray(compiled(a, b_)), np.tanh(a) @ b_, rtol=1e-6)
     shapes = f.eval_shape(a, b_)
     assert shapes.shape == (2, 4) and shapes.dtype == np.float32
+    # a ShapeDtypeStruct, as JAX's (JAX's AOT guide prints it), weak types kept
+    assert repr(shapes) == "ShapeDtypeStruct(shape=(2, 4), dtype=float32)"
+    assert repr(kiln.jit(lambda x, y: 2 * x + y).eval_shape(3, 4)) == (
+        "ShapeDtypeStruct(shape=(), dtype=int32, weak_type=True)")
 
 
 def test_lower_with_keywords_and_statics():

@@ -325,3 +325,23 @@ def test_a_ref_argument_kept_past_its_trace_raises_when_used():
     for ref in kept:
         with pytest.raises(RefError, match=r"used after that trace ended"):
             ref[...]
+
+
+def test_a_write_leaves_the_ref_strongly_typed_as_jax():
+    # JAX's refs guide prints Ref(0.5403023, dtype=float32) after a custom_vjp's bwd wrote into new_ref(0.):
+    # set and swap store a strongly typed value (the ref no longer gives way in promotion); addupdate keeps the type
+    f16 = jnp.float16(1)
+    r = kiln.new_ref(0.0)
+    assert (r[...] + f16).dtype == np.float16
+    r[...] = 1.0
+    assert (r[...] + f16).dtype == np.float32 and "weak_type" not in repr(r)
+    r = kiln.new_ref(jnp.broadcast_to(1.0, (3,)))
+    r[0] = 2.0
+    assert (r[...] + f16).dtype == np.float32
+    np.testing.assert_array_equal(value(r), [2, 1, 1])
+    r = kiln.new_ref(1.0)
+    kiln.jit(lambda: r.__setitem__(..., 5.0))()
+    assert repr(r) == "Ref(5., dtype=float32)"
+    r = kiln.new_ref(1.0)
+    kiln.ref.addupdate(r, ..., 1.0)
+    assert repr(r) == "Ref(2., dtype=float32, weak_type=True)"

@@ -102,3 +102,14 @@ def test_host_callback_result_over_a_mesh():
         assert split.sharding.spec == P("i")
         np.testing.assert_array_equal(np.asarray(split), host * 2)
         assert kiln.jit(f).lower(x).compile().output_shardings.is_fully_replicated
+
+
+def test_partition_spec_unreduced_and_reduced_axes_are_refused_by_name():
+    # docs/new_docs/301/sharding-ad.md writes P(None, None, unreduced={'X'}): kiln has no unreduced/reduced axes
+    assert P("x", unreduced=frozenset(), reduced=set()) is P("x")
+    assert P("x").unreduced == frozenset() and P("x").reduced == frozenset()
+    with pytest.raises(NotImplementedError, match=r"PartitionSpec: unreduced=\{'X'\}, reduced=\{\}: kiln has no "
+                                                  r"unreduced or reduced axes"):
+        P(None, None, unreduced={"X"})
+    with pytest.raises(NotImplementedError, match=r"unreduced=\{\}, reduced=\{'X'\}"):
+        P(reduced={"X"})
