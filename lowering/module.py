@@ -175,6 +175,10 @@ class MeshLayout:
     axes: tuple[tuple[str, int], ...]
     in_specs: tuple[tuple[tuple[str, ...], ...] | None, ...]
     out_specs: tuple[tuple[tuple[str, ...], ...] | None, ...]
+    # Per input and output, the kind of memory it is in when not the devices' default ('pinned_host', ...), else
+    # None; empty: all in the default memory.
+    in_memory: tuple[str | None, ...] = ()
+    out_memory: tuple[str | None, ...] = ()
 
     @property
     def num_partitions(self) -> int:
@@ -186,11 +190,24 @@ def _sdy_mesh(layout: MeshLayout) -> None:
     sdy.MeshOp("mesh", ir.Attribute.parse(f"#sdy.mesh<[{axes}]>"))
 
 
-def _with_sharding(attrs: ir.DictAttr | None, spec) -> ir.DictAttr:
+def _with_sharding(attrs: ir.DictAttr | None, spec, memory: str | None = None) -> ir.DictAttr:
     entries = {} if attrs is None else {a.name: a.attr for a in attrs}
     if spec is not None:
         entries["sdy.sharding"] = sdy_sharding(spec)
+    if memory is not None:
+        entries["mhlo.memory_kind"] = ir.StringAttr.get(memory)
     return ir.DictAttr.get(entries)
+
+
+def _placed(value: ir.Value, memory: str) -> ir.Value:
+    """``value`` moved into memory ``memory`` (XLA's ``annotate_device_placement``, which its host-offloading
+    passes turn into the transfer)."""
+    return ir.Operation.create("stablehlo.custom_call", results=[value.type], operands=[value], attributes={
+        "call_target_name": ir.StringAttr.get("annotate_device_placement"),
+        "has_side_effect": ir.BoolAttr.get(True),
+        "backend_config": ir.StringAttr.get(""),
+        "mhlo.frontend_attributes": ir.DictAttr.get({"_xla_buffer_placement": ir.StringAttr.get(memory)}),
+    }).result
 
 
 def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_unused: bool = False,
@@ -234,12 +251,15 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
             if mesh is not None:
                 _sdy_mesh(mesh)
                 in_specs = [spec for spec, k in zip(mesh.in_specs, kept) if k]
-                arg_attrs = [_with_sharding(a, spec) for a, spec in zip(arg_attrs, in_specs)]
+                in_memory = [m for m, k in zip(mesh.in_memory or (None,) * len(kept), kept) if k]
+                arg_attrs = [_with_sharding(a, spec, m) for a, spec, m in zip(arg_attrs, in_specs, in_memory)]
             fn = func.FuncOp(name, ir.FunctionType.get(in_types, out_types))
             fn.attributes["sym_visibility"] = ir.StringAttr.get("public")
             fn.arg_attrs = ir.ArrayAttr.get(arg_attrs)
+            out_memory = (mesh.out_memory if mesh is not None else ()) or (None,) * len(out_types)
             if mesh is not None:
-                fn.result_attrs = ir.ArrayAttr.get([_with_sharding(None, spec) for spec in mesh.out_specs])
+                fn.result_attrs = ir.ArrayAttr.get([_with_sharding(None, spec, m)
+                                                    for spec, m in zip(mesh.out_specs, out_memory)])
             block = fn.add_entry_block()
             with ir.InsertionPoint(block):
                 args = iter(block.arguments)
@@ -254,6 +274,7 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
                 if debug_name:
                     ctx.name_prefix = f"jit({debug_name})/"
                 outs = ctx.emit_ir(body, values)
+                outs = [o if m is None else _placed(o, m) for o, m in zip(outs, out_memory)]
                 func.ReturnOp(outs)
             if "maximal" in ctx.callback_meshes:  # callbacks of a partitioned program run on device 0
                 sdy.MeshOp("maximal_mesh_0", ir.Attribute.parse("#sdy.mesh<[], device_ids=[0]>"))

@@ -28,6 +28,7 @@ from .avals import Aval  # noqa: E402
 from .backends import (  # noqa: E402
     Backend,
     Device,
+    Memory,
     available_backends,
     default_backend,
     devices,
@@ -40,6 +41,7 @@ from .buffers import (  # noqa: E402
     Buffer,
     block_until_ready,
     buffer_device,
+    buffer_memory_kind,
     buffer_pointer,
     copy_to,
     copy_to_host_async,
@@ -116,5 +118,6 @@ __all__ = [
     "to_numpy", "transfer_guard",
 ]
 __all__ += ["CallbackError", "CallbackResultError", "effects_barrier", "HostCallback", "run_on_host"]  # issue 16
+__all__ += ["buffer_memory_kind", "Memory"]  # memory kinds (jax.memory)
 __all__ += ["ShardingProbe"]  # jax.debug.inspect_array_sharding
 __all__ += ["compile_cache"]  # issue 16: the persistent compile cache

@@ -51,10 +51,10 @@ class KilnSharding(xc.GSPMDSharding):
     ``xc.Sharding`` subclass makes every argument go through a Python fallback).
     """
 
-    def __init__(self, raw_devices: tuple[Any, ...], hlo: Any) -> None:
-        super().__init__(xc.DeviceList(raw_devices), hlo)
+    def __init__(self, raw_devices: tuple[Any, ...], hlo: Any, memory_kind: str | None = None) -> None:
+        super().__init__(xc.DeviceList(raw_devices), hlo, memory_kind=memory_kind)
         self._hlo = hlo
-        self._devs = raw_devices
+        self._devs = raw_devices  # (the C++ keeps memory_kind, read back as _memory_kind)
         self.is_fully_replicated = hlo.is_replicated()
         self.is_fully_addressable = True
 
@@ -66,17 +66,18 @@ class KilnSharding(xc.GSPMDSharding):
         return self._devs
 
     @property
-    def memory_kind(self) -> None:  # read by batched_device_put / copies; None = default memory
-        return None
+    def memory_kind(self) -> str:
+        return self._memory_kind  # (jaxlib's C++ canonical name: 'device' for the default memory of every device)
 
 
 class DeviceSharding(KilnSharding):
-    """A fully replicated sharding over one device; ``kiln_device`` points back to kiln's
-    :class:`~kiln.runtime.Device`."""
+    """A fully replicated sharding over one device, in its default memory or in the memory ``memory_kind``
+    (``'pinned_host'``, ...); ``kiln_device`` points back to kiln's :class:`~kiln.runtime.Device`."""
 
-    def __init__(self, raw_device: Any, kiln_device: Any) -> None:
-        super().__init__((raw_device,), xc.HloSharding.replicate())
+    def __init__(self, raw_device: Any, kiln_device: Any, memory_kind: str | None = None) -> None:
+        super().__init__((raw_device,), xc.HloSharding.replicate(), memory_kind)
         self.kiln_device = kiln_device
 
     def __repr__(self) -> str:
-        return f"DeviceSharding({self.kiln_device!r})"
+        where = "" if self is self.kiln_device._sharding else f", memory_kind={self._memory_kind}"
+        return f"DeviceSharding({self.kiln_device!r}{where})"

@@ -29,7 +29,7 @@ class Device:
     """
 
     __slots__ = ("platform", "id", "device_kind", "process_index", "backend", "_raw", "_sharding",
-                 "_hash", "__weakref__")
+                 "_in_memory", "_kinds", "_hash", "__weakref__")
 
     def __init__(self, raw: Any, backend: Backend) -> None:
         self.platform: str = backend.platform
@@ -39,10 +39,47 @@ class Device:
         self.backend = backend
         self._raw = raw
         self._sharding = DeviceSharding(raw, self)  # used for every transfer to / result on this device
+        self._in_memory = {None: self._sharding, self._sharding.memory_kind: self._sharding}  # (see sharding_in)
+        self._kinds: tuple[str, ...] | None = None
         self._hash = hash((self.platform, self.id))
 
     def __repr__(self) -> str:
         return f"{self.platform.capitalize()}Device(id={self.id})"
+
+    # -- memories (jax.Device.addressable_memories, ...) ----------------------------------------------------------
+
+    @property
+    def memory_kinds(self) -> tuple[str, ...]:
+        """The kinds of memory this device addresses, its default first (``('device', 'pinned_host',
+        'unpinned_host')`` on the CPU and on GPUs)."""
+        if self._kinds is None:
+            default = self._sharding.memory_kind
+            self._kinds = (default, *[m.kind for m in self._raw.addressable_memories() if m.kind != default])
+        return self._kinds
+
+    def addressable_memories(self) -> list[Memory]:
+        """The memories this device reads and writes (its own, pinned and unpinned host memory, ...)."""
+        return [Memory(m) for m in self._raw.addressable_memories()]
+
+    def default_memory(self) -> Memory:
+        """The memory arrays on this device are in unless placed elsewhere."""
+        return Memory(self._raw.default_memory())
+
+    def memory(self, kind: str) -> Memory:
+        """This device's memory of ``kind`` (``'device'``, ``'pinned_host'``, ...)."""
+        self.sharding_in(kind)  # (an unknown kind: the error naming the ones there are)
+        return next(Memory(m) for m in self._raw.addressable_memories() if m.kind == kind)
+
+    def sharding_in(self, memory_kind: str | None) -> DeviceSharding:
+        """The (interned) sharding of an array on this device in memory ``memory_kind`` (None: the default);
+        an unknown kind is a ValueError naming the ones there are."""
+        sharding = self._in_memory.get(memory_kind)
+        if sharding is None:
+            if memory_kind not in self.memory_kinds:
+                raise ValueError(f"{self!r} has no memory of kind {memory_kind!r}; its memory kinds are "
+                                 f"{', '.join(self.memory_kinds)}")
+            sharding = self._in_memory.setdefault(memory_kind, DeviceSharding(self._raw, self, memory_kind))
+        return sharding
 
     def memory_stats(self) -> dict[str, int] | None:
         """The device allocator's statistics (``bytes_in_use``, ``peak_bytes_in_use``, ``bytes_limit``, ...), as
@@ -74,6 +111,36 @@ class Device:
 
     def __reduce__(self) -> Any:  # pickles as a lookup, so unpickling gives the interned object
         return (_device_by_id, (self.platform, self.id))
+
+
+class Memory:
+    """One memory space of a backend's devices (jaxlib's ``Memory``, as ``jax.Device.memory(kind)`` returns it):
+    ``kind`` (``'device'``, ``'pinned_host'``, ``'unpinned_host'``), ``platform``, ``process_index``."""
+
+    __slots__ = ("_raw",)
+
+    def __init__(self, raw: Any) -> None:
+        self._raw = raw
+
+    kind = property(lambda self: self._raw.kind)
+    platform = property(lambda self: self._raw.platform)
+    process_index = property(lambda self: self._raw.process_index)
+
+    def addressable_by_devices(self) -> list[Device]:
+        """The devices that read and write this memory."""
+        return [device_of_raw(d) for d in self._raw.addressable_by_devices()]
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Memory) and other._raw == self._raw
+
+    def __hash__(self) -> int:
+        return hash(self._raw)
+
+    def __repr__(self) -> str:
+        return repr(self._raw)  # PINNED_HOST_1, as JAX's
+
+    def __str__(self) -> str:
+        return str(self._raw)  # PinnedHostMemory(id=1, process_index=0, client=cpu)
 
 
 class Backend:

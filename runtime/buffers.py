@@ -26,8 +26,9 @@ T = TypeVar("T")
 Buffer = xc.ArrayImpl  # the jaxlib array type kiln uses as its device buffer
 
 
-def put(x: np.ndarray, device: Device) -> Buffer:
-    """Copy the host array ``x`` onto ``device``; the stored dtype is ``x.dtype`` (in native byte order).
+def put(x: np.ndarray, device: Device, memory_kind: str | None = None) -> Buffer:
+    """Copy the host array ``x`` onto ``device`` (into its memory ``memory_kind``; None: the default); the stored
+    dtype is ``x.dtype`` (in native byte order).
 
     Always copies: with jaxlib's default ZERO_COPY semantics a CPU buffer would alias (and see later
     writes to) 64-byte-aligned numpy memory.
@@ -42,7 +43,8 @@ def put(x: np.ndarray, device: Device) -> Buffer:
         dtype = dtype.newbyteorder("=")
         x = x.astype(dtype)
     try:
-        return device_put(aval_for(x.shape, dtype), device._sharding, [x], [device._raw])
+        sharding = device._sharding if memory_kind is None else device.sharding_in(memory_kind)
+        return device_put(aval_for(x.shape, dtype), sharding, [x], [device._raw])
     except JaxRuntimeError as e:
         if "Unknown NumPy dtype" in str(e):
             if dtype.type.__module__ == "ml_dtypes":  # e.g. float6_e2m3fn on jaxlib 0.10.x
@@ -224,20 +226,27 @@ def _without_jax_import(call: Callable[[], T]) -> T:
             sys.modules.pop("jax", None)
 
 
-def copy_to(buf: Buffer, device: Device) -> Buffer:
-    """A copy of ``buf`` on ``device`` (``buf`` itself when it is already there)."""
+def buffer_memory_kind(buf: Buffer) -> str:
+    """The kind of memory holding ``buf`` (``'device'``, ``'pinned_host'``, ...)."""
+    return buf._sharding.memory_kind
+
+
+def copy_to(buf: Buffer, device: Device, memory_kind: str | None = None) -> Buffer:
+    """A copy of ``buf`` on ``device``, in its memory ``memory_kind`` (None: the default memory); ``buf`` itself
+    when it is already there."""
     if not isinstance(device, Device):
         raise TypeError(f"runtime.copy_to expects a kiln runtime.Device, got {device!r}.")
     _check_alive(buf, "copy_to")
+    target = device._sharding if memory_kind is None else device.sharding_in(memory_kind)
     src = buffer_device(buf)
-    if src is device:
+    if src is device and buf._sharding is target:
         return buf
     if src.backend is not device.backend:
         # Different PJRT clients cannot copy directly: go through the host.
-        return put(np.asarray(to_numpy(buf), order="C"), device)
+        return put(np.asarray(to_numpy(buf), order="C"), device, memory_kind)
     try:
         (out,) = xc.batched_copy_array_to_devices_with_sharding(
-            [buf], [device._sharding._internal_device_list], [device._sharding], [ALWAYS_COPY])
+            [buf], [target._internal_device_list], [target], [ALWAYS_COPY])
     except JaxRuntimeError as e:
         err = _runtime_error(e, f"copy_to({device!r})")
         if isinstance(err, DeletedBufferError):

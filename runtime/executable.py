@@ -33,7 +33,7 @@ class Executable:
     """A module compiled for one device. :meth:`execute` is kiln's dispatch hot path."""
 
     __slots__ = ("device", "out_avals", "num_donated", "_exe", "_handlers", "_text", "_size",
-                 "host_callbacks", "ordered_effects", "cache_entry", "__weakref__")
+                 "host_callbacks", "ordered_effects", "cache_entry", "out_memory_kinds", "__weakref__")
 
     def __init__(self, exe: Any, device: Device, out_avals: list[Aval], num_donated: int, text: str) -> None:
         self.device = device
@@ -47,9 +47,12 @@ class Executable:
         self._size: int | None = None
         self.host_callbacks: tuple[HostCallback, ...] = ()  # kept alive with the executable (set by compile)
         self.ordered_effects = False
-        sharding = device._sharding
+        # Each output's memory kind: the default memory's (None), unless the module placed it elsewhere
+        # (``mhlo.memory_kind`` on a result: kiln.device_put to host memory, jit's out_shardings).
+        self.out_memory_kinds = output_memory_kinds(exe, device, len(out_avals))
         # Built once: C++ result handlers wrap outputs without Python callbacks (and without jax, §2).
-        self._handlers = [result_handler(av, sharding) for av in out_avals]
+        self._handlers = [result_handler(av, device.sharding_in(kind))
+                          for av, kind in zip(out_avals, self.out_memory_kinds)]
 
     def execute(self, args: list[Buffer]) -> list[Buffer]:
         """Launch the computation on ``args``; returns the output buffers without waiting for them."""
@@ -429,6 +432,19 @@ def with_callbacks(exe: Executable, host_callbacks: Sequence[HostCallback], orde
     exe.host_callbacks = tuple(host_callbacks)
     exe.ordered_effects = bool(ordered)
     return exe
+
+
+def output_memory_kinds(exe: Any, device: Device, n: int) -> tuple[str | None, ...]:
+    """Per output of the loaded executable ``exe``, the kind of memory of ``device`` XLA puts it in; None for the
+    default memory."""
+    default = device._sharding.memory_kind
+    try:
+        kinds = exe.get_output_memory_kinds()[0]
+    except Exception:  # noqa: BLE001  (a backend that does not report them: its default memory)
+        return (None,) * n
+    if len(kinds) != n:
+        return (None,) * n
+    return tuple(None if k == default else str(k) for k in kinds)
 
 
 def _check_outputs(exe: Any, out_avals: list[Aval]) -> None:

@@ -27,6 +27,7 @@ from .executable import (
     apply_debug_options,
     callback_args,
     compiler_option_error,
+    output_memory_kinds,
     with_callbacks,
 )
 from .lapack import ensure_lapack_registered
@@ -36,8 +37,8 @@ class SpmdSharding(KilnSharding):
     """An ``HloSharding`` over an ordered tuple of kiln devices. Interned per (devices, sharding string),
     like :class:`~kiln.runtime.avals.DeviceSharding`: jaxlib compares shardings by identity."""
 
-    def __init__(self, devices: tuple[Device, ...], hlo: str) -> None:
-        super().__init__(tuple(d._raw for d in devices), xc.HloSharding.from_string(hlo))
+    def __init__(self, devices: tuple[Device, ...], hlo: str, memory_kind: str | None = None) -> None:
+        super().__init__(tuple(d._raw for d in devices), xc.HloSharding.from_string(hlo), memory_kind)
         self.kiln_devices = devices
         self.hlo_text = hlo
         here = devices[0].backend.process_index if devices else 0
@@ -46,21 +47,26 @@ class SpmdSharding(KilnSharding):
         self.is_fully_addressable = len(self.addressable_devices) == len(devices)
 
     def __repr__(self) -> str:
-        return f"SpmdSharding({self.hlo_text}, devices={[d.id for d in self.kiln_devices]})"
+        where = "" if self._memory_kind == self.kiln_devices[0]._sharding.memory_kind else \
+            f", memory_kind={self._memory_kind}"
+        return f"SpmdSharding({self.hlo_text}, devices={[d.id for d in self.kiln_devices]}{where})"
 
 
-_interned: dict[tuple[tuple[Device, ...], str], SpmdSharding] = {}
+_interned: dict[tuple[tuple[Device, ...], str, str | None], SpmdSharding] = {}
 
 
-def spmd_sharding(devices: Sequence[Device], hlo: str) -> SpmdSharding:
-    """The interned :class:`SpmdSharding` of ``hlo`` (an HloSharding string) over ``devices``."""
-    key = (tuple(devices), hlo)
+def spmd_sharding(devices: Sequence[Device], hlo: str, memory_kind: str | None = None) -> SpmdSharding:
+    """The interned :class:`SpmdSharding` of ``hlo`` (an HloSharding string) over ``devices``, in their memory
+    ``memory_kind`` (None: the default)."""
+    key = (tuple(devices), hlo, memory_kind)
     s = _interned.get(key)
     if s is None:
         for d in key[0]:
             if not isinstance(d, Device):
                 raise TypeError(f"runtime.spmd_sharding expects kiln runtime.Devices, got {d!r}.")
-        s = _interned.setdefault(key, SpmdSharding(key[0], hlo))
+        if memory_kind is not None:
+            key[0][0].sharding_in(memory_kind)  # (an unknown kind: the error naming the kinds there are)
+        s = _interned.setdefault(key, SpmdSharding(key[0], hlo, memory_kind))
     return s
 
 
@@ -118,7 +124,8 @@ class SpmdExecutable(Executable):
         protos = exe.get_output_shardings()  # None for a one-device program
         hlo = ([xc.HloSharding.from_proto(s) for s in protos] if protos is not None
                else [xc.HloSharding.replicate()] * len(out_avals))
-        self.out_shardings = [spmd_sharding(devices, str(h)) for h in hlo]
+        self.out_memory_kinds = output_memory_kinds(exe, devices[0], len(out_avals))
+        self.out_shardings = [spmd_sharding(devices, str(h), kind) for h, kind in zip(hlo, self.out_memory_kinds)]
         self._handlers = [result_handler(av, s) for av, s in zip(out_avals, self.out_shardings)]
         self._ahead = max_in_flight(devices) if _has_collectives(exe) else None
 

@@ -16,6 +16,12 @@ from ..core.avals import ShapedArray
 _new_object = object.__new__
 
 
+def in_default_memory(a: Array) -> bool:
+    """Whether the array is in its devices' default memory (not in ``'pinned_host'`` memory, ...): the memory
+    one-device programs read their arguments from."""
+    return a._sharding is None or a._sharding._memory is None
+
+
 class Array(ArrayMethods):
     """An immutable n-dimensional array on a device (the result of every kiln computation).
 

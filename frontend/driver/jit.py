@@ -31,7 +31,7 @@ from ..core.errors import KilnError
 from ..core.ir import INLINE_CONSTANT_SIZE, IR, ClosedIR
 from ..core.tracing import Tracer, abstractify, active_traces, calls_kept, current_builder, eval_ir, trace_to_ir
 from . import dispatch, nan_check, retrace, spmd, stale
-from .array import Array
+from .array import Array, in_default_memory
 from .direct_call import DirectCall, LaunchFailed, direct_call, pytree_call, with_options
 from .layout import Format, formats_of, resolve_format
 from .sharding import SingleDeviceSharding, flatten_shardings, resolve_spec, shardings_per_leaf
@@ -828,8 +828,8 @@ class JittedFunction:
                 buffers += [spmd.to_buffer(leaf, s) for leaf, s, k in zip(leaves, device.in_shardings, kept) if k]
             for leaf, k in zip(leaves, kept):
                 if k and not isinstance(device, spmd.MeshPlacement):
-                    buffers.append(leaf._buf if type(leaf) is Array and leaf._device is device
-                                   else dispatch.to_buffer(leaf, device))
+                    on = type(leaf) is Array and leaf._device is device and in_default_memory(leaf)
+                    buffers.append(leaf._buf if on else dispatch.to_buffer(leaf, device))
             # Committed-ness is per call, not per entry: one signature serves committed and uncommitted inputs.
             committed = self._device_spec != (None, None) or any(
                 type(leaf) is Array and leaf._committed for leaf in leaves)
@@ -846,7 +846,9 @@ class JittedFunction:
         value = refs.read(ref)
         if isinstance(device, spmd.MeshPlacement):
             return spmd.to_buffer(value, spmd.NamedSharding(device.mesh, spmd.PartitionSpec()))
-        return value._buf if type(value) is Array and value._device is device else dispatch.to_buffer(value, device)
+        if type(value) is Array and value._device is device and in_default_memory(value):
+            return value._buf
+        return dispatch.to_buffer(value, device)
 
     def _deleted_error(self, entry: _Entry, leaves: list) -> Exception:
         for name, leaf in zip(entry.arg_names, leaves):
@@ -1164,7 +1166,7 @@ def _cpp_takes(x: Any, device) -> bool:
     which raises kiln's IntegerOverflowError."""
     t = type(x)
     if t is Array:
-        return x._device is device
+        return x._device is device and in_default_memory(x)
     if isinstance(x, np.generic):
         return x.dtype.kind in "biufc"
     return t in _CPP_SCALARS

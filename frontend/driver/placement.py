@@ -13,8 +13,9 @@ from ..core.tracing import Tracer, abstractify
 from . import dispatch
 from .array import Array
 from .layout import Format, resolve_format
+from .memory import Space
 from .retrace import warn_at_user
-from .sharding import NamedSharding, PartitionSpec, Sharding, resolve_spec, runtime_sharding
+from .sharding import NamedSharding, PartitionSpec, Sharding, SingleDeviceSharding, resolve_spec, runtime_sharding
 
 
 def devices(backend: str | None = None) -> list[runtime.Device]:
@@ -216,7 +217,8 @@ def _resolve_device(device: Any) -> runtime.Device | Sharding | None:
         return runtime.get_backend(device).devices()[0]
     if isinstance(device, Sharding):
         devices = device._device_assignment
-        return devices[0] if len(devices) == 1 and not isinstance(device, NamedSharding) else device
+        one = len(devices) == 1 and not isinstance(device, NamedSharding) and device._memory is None
+        return devices[0] if one else device
     raise TypeError(f"kiln.device_put: device must be a kiln device (from kiln.devices()), a kiln.sharding "
                     "Sharding (or a PartitionSpec with a mesh in context) "
                     f"or a backend name, got {type(device).__name__} {device!r:.60}")
@@ -225,7 +227,7 @@ def _resolve_device(device: Any) -> runtime.Device | Sharding | None:
 def _is_placement(d: Any) -> bool:
     """Whether ``d`` is one placement (not a pytree of them): None, a device, a sharding, a PartitionSpec or a
     backend name."""
-    return d is None or isinstance(d, (runtime.Device, Sharding, PartitionSpec, str, Format))
+    return d is None or isinstance(d, (runtime.Device, Sharding, PartitionSpec, str, Format, Space))
 
 
 def device_put(x: Any, device: Any = None) -> Any:
@@ -250,6 +252,8 @@ def device_put(x: Any, device: Any = None) -> Any:
                              f"structure {tree_util.tree_structure(x)}; give one placement (a device or sharding), "
                              "or a pytree of them with one for each array or subtree of x") from None
         return tree.unflatten([device_put(part, d) for part, d in zip(parts, targets)])
+    if isinstance(device, Space):
+        return tree_util.tree_map(lambda leaf: _put_in_space(leaf, device), x)
     target = _resolve_device(device)
 
     def put_leaf(leaf):
@@ -262,6 +266,14 @@ def device_put(x: Any, device: Any = None) -> Any:
         return tree_util.tree_map(put_leaf, x)
 
 
+def _put_in_space(x: Any, space: Space) -> Any:
+    """``x`` in memory ``space`` of the devices it is on (the default device for a host value), laid out as it is."""
+    if isinstance(x, Tracer):
+        return x  # inside a trace placement is decided by the enclosing computation
+    sharding = x.sharding if type(x) is Array else SingleDeviceSharding(dispatch.default_device())
+    return device_put(x, sharding.with_memory_kind(space.memory_kind))
+
+
 def _put_sharded(x: Any, sharding: Sharding) -> Array:
     """``x`` laid out by ``sharding``: each device gets its piece (through the host)."""
     if type(x) is Array and x._sharding is sharding:
@@ -272,12 +284,18 @@ def _put_sharded(x: Any, sharding: Sharding) -> Array:
         raise ValueError(f"kiln.device_put: the array spans devices of other processes ({x.sharding}); kiln cannot "
                          f"move it to {sharding} outside a computation. Pass it to a kiln.jit function with "
                          "out_shardings=... to re-lay it out")
+    devices = sharding._device_assignment
+    if len(devices) == 1 and type(x) is Array and x._device is not None:  # device to device (or memory)
+        kept = sharding if isinstance(sharding, NamedSharding) or sharding._memory is not None else None
+        return Array(runtime.copy_to(x._buf, devices[0], sharding._memory), x.aval, devices[0], True, kept)
     value = np.asarray(x) if type(x) is Array else dispatch.canonical_host_array(x)
     aval = abstractify(x)
     indices = sharding.devices_indices_map(value.shape)  # checks that the pieces divide the shape
-    devices = sharding._device_assignment
     if len(devices) == 1:
-        return Array(runtime.put(np.asarray(value, order="C"), devices[0]), aval, devices[0], True, sharding)
+        # (kept as the array's sharding where it says more than the device: a mesh's, another memory)
+        kept = sharding if isinstance(sharding, NamedSharding) or sharding._memory is not None else None
+        return Array(runtime.put(np.asarray(value, order="C"), devices[0], sharding._memory), aval, devices[0],
+                     True, kept)
     pieces = [value[indices[d]] for d in _addressable(sharding)]
     buf = runtime.put_sharded(pieces, runtime_sharding(sharding, value.ndim), value.shape, value.dtype)
     return Array(buf, aval, None, True, sharding)

@@ -496,10 +496,32 @@ def make_mesh(axis_shapes: Sequence[int], axis_names: Sequence[str], axis_types:
     return Mesh(np.array(devs[:need], dtype=object).reshape(shape), axis_names, axis_types)
 
 
-class Sharding:
-    """The layout of an array over devices (base of ``NamedSharding`` and ``SingleDeviceSharding``)."""
+def _canonical_memory(devices: Sequence[runtime.Device], memory_kind: Any, where: str) -> str | None:
+    """``memory_kind`` as a sharding keeps it: None for the devices' default memory (None or its name, e.g.
+    ``'device'``), else the kind, which every device must address."""
+    if memory_kind is None:
+        return None
+    if not isinstance(memory_kind, str):
+        raise TypeError(f"{where}: memory_kind must be a string such as 'device' or 'pinned_host', got "
+                        f"{memory_kind!r:.60}")
+    for device in devices:
+        kinds = device.memory_kinds
+        if memory_kind not in kinds:
+            raise ValueError(f"{where}: {device!r} has no memory of kind {memory_kind!r}; its memory kinds are "
+                             f"{', '.join(kinds)}")
+    return None if memory_kind == devices[0].memory_kinds[0] else memory_kind
 
-    memory_kind = "device"
+
+class Sharding:
+    """The layout of an array over devices (base of ``NamedSharding`` and ``SingleDeviceSharding``), in the
+    devices' default memory or in another memory they address (``memory_kind='pinned_host'``)."""
+
+    _memory: str | None = None  # the memory kind, None for the default memory
+
+    @property
+    def memory_kind(self) -> str:
+        """The kind of memory the array is in: ``'device'`` (the default memory), ``'pinned_host'``, ..."""
+        return self._memory or self._device_assignment[0].memory_kinds[0]
 
     @property
     def _device_assignment(self) -> tuple[runtime.Device, ...]:
@@ -529,11 +551,16 @@ class Sharding:
         return bool(self.addressable_devices)
 
     def with_memory_kind(self, kind: str | None) -> Sharding:
-        """This sharding in memory ``kind``: kiln arrays live in device memory, so only ``'device'`` (or None)."""
-        if kind not in (None, "device"):
-            raise ValueError(f"kiln.sharding: with_memory_kind({kind!r}) is not supported; kiln arrays live in "
-                             "device memory (memory_kind None or 'device')")
-        return self
+        """This sharding in memory ``kind`` (``'device'``, ``'pinned_host'``, ``'unpinned_host'``; None: the
+        default memory)."""
+        memory = _canonical_memory(self._device_assignment, kind, f"kiln.sharding: {type(self).__name__}"
+                                                                  f".with_memory_kind({kind!r})")
+        if memory == self._memory:
+            return self
+        return self._in_memory(memory)
+
+    def _in_memory(self, memory: str | None) -> Sharding:
+        raise NotImplementedError
 
     def shard_shape(self, global_shape: Sequence[int]) -> tuple[int, ...]:
         """The shape of one device's piece of an array of ``global_shape``."""
@@ -562,8 +589,10 @@ class Sharding:
         return {d: idx for d, idx in self.devices_indices_map(global_shape).items() if d in here}
 
     def is_equivalent_to(self, other: Sharding, ndim: int) -> bool:
-        """Whether ``other`` puts the same pieces of an ``ndim``-d array on the same devices."""
+        """Whether ``other`` puts the same pieces of an ``ndim``-d array on the same devices, in the same memory."""
         if not isinstance(other, Sharding) or self._device_assignment != other._device_assignment:
+            return False
+        if self._memory != other._memory:
             return False
         return self._cuts(ndim) == other._cuts(ndim) and self._coords(ndim) == other._coords(ndim)
 
@@ -588,6 +617,10 @@ class SingleDeviceSharding(Sharding):
         if not isinstance(device, runtime.Device):
             raise TypeError(f"kiln.sharding.SingleDeviceSharding: expected a kiln device, got {device!r:.60}")
         self._device = device
+        self._memory = _canonical_memory((device,), memory_kind, "kiln.sharding.SingleDeviceSharding")
+
+    def _in_memory(self, memory: str | None) -> SingleDeviceSharding:
+        return SingleDeviceSharding(self._device, memory_kind=memory)
 
     @property
     def _device_assignment(self) -> tuple[runtime.Device, ...]:
@@ -600,13 +633,14 @@ class SingleDeviceSharding(Sharding):
         return [(0,) * ndim]
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, SingleDeviceSharding) and other._device == self._device
+        return isinstance(other, SingleDeviceSharding) and other._device == self._device and \
+            other._memory == self._memory
 
     def __hash__(self) -> int:
-        return hash(("single", self._device))
+        return hash(("single", self._device, self._memory))
 
     def __repr__(self) -> str:
-        return f"SingleDeviceSharding(device={self._device!r}, memory_kind=device)"
+        return f"SingleDeviceSharding(device={self._device!r}, memory_kind={self.memory_kind})"
 
 
 def spec_axes_problem(spec: PartitionSpec, axis_names: Sequence[str]) -> str | None:
@@ -642,11 +676,12 @@ class NamedSharding(Sharding):
         problem = spec_axes_problem(spec, mesh.axis_names)
         if problem:
             raise ValueError(f"kiln.sharding.NamedSharding: {spec} {problem}")
-        if memory_kind not in (None, "device"):
-            raise ValueError(f"kiln.sharding.NamedSharding: memory_kind={memory_kind!r} is not supported; kiln "
-                             "arrays live in device memory (memory_kind=None or 'device')")
         self.mesh = mesh
         self.spec = spec
+        self._memory = _canonical_memory(self._device_assignment, memory_kind, "kiln.sharding.NamedSharding")
+
+    def _in_memory(self, memory: str | None) -> NamedSharding:
+        return NamedSharding(self.mesh, self.spec, memory_kind=memory)
 
     @property
     def _device_assignment(self) -> tuple[runtime.Device, ...]:
@@ -680,13 +715,14 @@ class NamedSharding(Sharding):
         return out
 
     def __eq__(self, other: Any) -> bool:
-        return isinstance(other, NamedSharding) and other.mesh == self.mesh and other.spec is self.spec
+        return isinstance(other, NamedSharding) and other.mesh == self.mesh and other.spec is self.spec and \
+            other._memory == self._memory
 
     def __hash__(self) -> int:
-        return hash((self.mesh, self.spec))
+        return hash((self.mesh, self.spec, self._memory))
 
     def __repr__(self) -> str:
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, memory_kind=device)"
+        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, memory_kind={self.memory_kind})"
 
 
 class Shard:
@@ -731,7 +767,7 @@ def hlo_sharding_string(sharding: Sharding, ndim: int) -> str:
 
 def runtime_sharding(sharding: Sharding, ndim: int) -> runtime.SpmdSharding:
     """The runtime's (jaxlib's) form of ``sharding`` for an ``ndim``-d array."""
-    return runtime.spmd_sharding(sharding._device_assignment, hlo_sharding_string(sharding, ndim))
+    return runtime.spmd_sharding(sharding._device_assignment, hlo_sharding_string(sharding, ndim), sharding._memory)
 
 
 def make_single_device_sharding(device: runtime.Device) -> SingleDeviceSharding:

@@ -238,8 +238,10 @@ def lower_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], keep_
     replicated = NamedSharding(mesh, PartitionSpec())
     in_shardings = [replicated] * n_consts + list(placement.in_shardings)
     in_specs = tuple(spec_dims(s, len(v.aval.shape)) for s, v in zip(in_shardings, ir.constvars + ir.invars))
-    layout = lowering.MeshLayout(tuple(mesh.shape_tuple), in_specs,
-                                 _out_specs(placement, [v.aval for v in ir.outvars]))
+    outs = _per_output(placement.out_shardings, len(ir.outvars))
+    in_memory, out_memory = tuple(s._memory for s in in_shardings), tuple(s and s._memory for s in outs)
+    layout = lowering.MeshLayout(tuple(mesh.shape_tuple), in_specs, _out_specs(placement, [v.aval for v in ir.outvars]),
+                                 in_memory if any(in_memory) else (), out_memory if any(out_memory) else ())
     lowered = dispatch.lower_ir(ir, donated=donated, keep_unused=keep_unused, device=placement.devices[0],
                                 mesh=layout, debug_name=debug_name)
     dispatch.report_unpartitioned(lowered, replicated)
@@ -274,6 +276,7 @@ def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], kee
                           compiler_options=compiler_options)
     _report_probed(lowered, placement)
     outs = [named_from_runtime(placement.mesh, s, len(a.shape)) for s, a in zip(exe.out_shardings, out_avals)]
+    outs = [o if kind is None else o.with_memory_kind(kind) for o, kind in zip(outs, exe.out_memory_kinds)]
     # An output whose sharding the user gave keeps that very object (as JAX's: out.sharding == out_shardings),
     # when the partitioner laid it out so
     outs = [g if g is not None and (g == o or g.is_equivalent_to(o, len(a.shape))) else o

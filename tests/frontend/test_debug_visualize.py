@@ -62,7 +62,7 @@ def test_color_on_a_terminal(monkeypatch):
     (lambda: kiln.debug.visualize_array_sharding(np.zeros(3)), TypeError,
      "expected a kiln array, got ndarray; put it on devices first"),
     (lambda: kiln.jit(kiln.debug.visualize_array_sharding)(knp.zeros(3)), TypeError,
-     "the value is traced .* call it on the jitted function's result instead"),
+     "the value is traced .* call it on the jitted function's result, or use kiln.debug.inspect_array_sharding"),
     (lambda: kiln.debug.visualize_sharding((3,), "cpu"), TypeError, "expected a kiln.sharding Sharding, got str"),
     (lambda: kiln.debug.visualize_sharding((0, 3), kiln.sharding.SingleDeviceSharding(kiln.devices()[0])),
      ValueError, r"the shape \(0, 3\) has no elements to draw"),

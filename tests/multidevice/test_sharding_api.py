@@ -367,7 +367,7 @@ def test_out_shardings_given_are_the_outputs_shardings(mesh):
 
 def test_axis_type_queries_memory_kind_and_local_mesh(mesh):
     """JAX's mesh and sharding attributes: the axes of each type, are_all_axes_*, local_mesh, has_addressable_devices,
-    with_memory_kind (kiln arrays live in device memory only)."""
+    with_memory_kind (tests/multidevice/test_memory_kinds.py covers placement in other memories)."""
     mixed = kiln.make_mesh((4, 2), ("data", "model"), axis_types=(AxisType.Explicit, AxisType.Manual))
     assert (mixed.explicit_axes, mixed.manual_axes, mixed.auto_axes) == (("data",), ("model",), ())
     assert not (mixed.are_all_axes_explicit or mixed.are_all_axes_manual or mixed.are_all_axes_auto)
@@ -376,8 +376,10 @@ def test_axis_type_queries_memory_kind_and_local_mesh(mesh):
     assert abstract.are_all_axes_explicit and abstract.explicit_axes == ("data", "model")
     s = NamedSharding(mesh, PartitionSpec("data"))
     assert s.has_addressable_devices and s.with_memory_kind("device") is s and s.with_memory_kind(None) is s
-    with pytest.raises(ValueError, match=r"with_memory_kind\('pinned_host'\) is not supported; kiln arrays live in "
-                                         "device memory"):
-        s.with_memory_kind("pinned_host")
+    host = s.with_memory_kind("pinned_host")
+    assert host.memory_kind == "pinned_host" and host != s and host.with_memory_kind("device") == s
+    with pytest.raises(ValueError, match=r"with_memory_kind\('hbm'\): CpuDevice\(id=0\) has no memory of kind 'hbm'; "
+                                         "its memory kinds are device, pinned_host, unpinned_host"):
+        s.with_memory_kind("hbm")
     single = kiln.sharding.SingleDeviceSharding(kiln.devices()[0])
     assert single.has_addressable_devices and single.with_memory_kind("device") is single
