@@ -228,7 +228,7 @@ def _without_jax_import(call: Callable[[], T]) -> T:
 
 def buffer_memory_kind(buf: Buffer) -> str:
     """The kind of memory holding ``buf`` (``'device'``, ``'pinned_host'``, ...)."""
-    return buf._sharding.memory_kind
+    return buf._sharding._memory_kind  # (jaxlib's C++ shardings all keep it: a shard's SingleDeviceSharding too)
 
 
 def copy_to(buf: Buffer, device: Device, memory_kind: str | None = None) -> Buffer:

@@ -88,12 +88,14 @@ class Array(ArrayMethods):
     def addressable_shards(self) -> list[Any]:
         """The pieces of the array on this process's devices, one per device (``.device``, ``.index``,
         ``.replica_id``, ``.data``: a single-device array)."""
-        from .sharding import Shard
+        from .sharding import Shard, SingleDeviceSharding
         if self._device is not None:
             return [Shard(self._device, self.sharding, self.aval.shape, self)]
         shape = self._sharding.shard_shape(self.aval.shape)
         aval = self.aval.update(shape=shape)
-        return [Shard(d, self._sharding, self.aval.shape, Array(b, aval, d, True))
+        memory = self._sharding._memory  # (a piece in host memory says so)
+        return [Shard(d, self._sharding, self.aval.shape, Array(b, aval, d, True, None if memory is None else
+                                                                SingleDeviceSharding(d, memory_kind=memory)))
                 for d, b in zip(runtime.devices_of(self._buf), runtime.shards_of(self._buf))]
 
     def __dlpack__(self, *, stream: Any = None, max_version: Any = None, dl_device: Any = None,
