@@ -678,8 +678,8 @@ def _linear(prim: Primitive, argnums: Sequence[int] | None = None) -> None:
 for _p in (_U["neg"], _B["add"], _B["sub"], _st.broadcast_in_dim_p, _st.reshape_p, _st.transpose_p, _st.rev_p,
            _st.slice_p, _st.concatenate_p, _st.pad_p, _R["reduce_sum"], _wd.cumsum_p, _sp.real_p, _sp.imag_p,
            _sp.complex_p, _sp.conj_p, _fft_p, _misc.reduce_precision_p, _misc.optimization_barrier_p,
-           _sharding.sharding_constraint_p, name_p, _coll.psum_p, _coll.all_gather_p, _coll.ppermute_p,
-           _coll.all_to_all_p, _coll.psum_scatter_p, _coll.pvary_p):
+           _misc.xla_metadata_value_p, _sharding.sharding_constraint_p, name_p, _coll.psum_p, _coll.all_gather_p,
+           _coll.ppermute_p, _coll.all_to_all_p, _coll.psum_scatter_p, _coll.pvary_p):
     _linear(_p)
 _linear(_ew.select_p, (1, 2))
 _linear(_st.dynamic_slice_p, (0,))

@@ -4,7 +4,8 @@ Two levels:
 
 - **raw** ``ir.Value``\\ s: :func:`op` (any operation without regions), :func:`compare`,
   :func:`build_region` (a region's block and its ``stablehlo.return``), :func:`while_values`, and the
-  attributes StableHLO wants (:func:`i64_attr`, :func:`i32_attr`, :func:`i64_array`, :func:`i64_pairs`);
+  attributes StableHLO wants (:func:`i64_attr`, :func:`i32_attr`, :func:`i64_array`, :func:`i64_pairs`,
+  XLA's frontend attributes: :func:`frontend_attributes`, :func:`add_frontend_attributes`);
 - :class:`V`, an ``ir.Value`` with its static shape and NumPy dtype whose Python operators emit
   StableHLO, and the functions on ``V``\\ s below it: constants and broadcasts, iota, select, convert,
   reshapes and slices, reductions, dots, loops, sorts, and helpers for stacks of matrices (the leading
@@ -56,6 +57,25 @@ def i32_attr(value: int) -> ir.IntegerAttr:
 def i64_array(values) -> ir.DenseI64ArrayAttr:
     """A ``array<i64: ...>`` attribute (dimensions, sizes, strides, permutations)."""
     return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+
+def frontend_attributes(pairs: Sequence[tuple[str, str]]) -> ir.DictAttr:
+    """XLA's frontend attributes ``{key = "value", ...}`` from ``(key, value)`` string pairs (XLA metadata)."""
+    return ir.DictAttr.get({k: ir.StringAttr.get(v) for k, v in pairs})
+
+
+def add_frontend_attributes(operation: ir.Operation, attributes: ir.DictAttr) -> None:
+    """Add ``attributes`` (see :func:`frontend_attributes`) to ``operation``'s ``mhlo.frontend_attributes`` (XLA's
+    ``frontend_attributes={...}``); a key the operation has already keeps its value, as in JAX."""
+    own = operation.attributes
+    if _FRONTEND_ATTRIBUTES in own:
+        merged = {a.name: a.attr for a in attributes}
+        merged.update({a.name: a.attr for a in ir.DictAttr(own[_FRONTEND_ATTRIBUTES])})
+        attributes = ir.DictAttr.get(merged)
+    own[_FRONTEND_ATTRIBUTES] = attributes
+
+
+_FRONTEND_ATTRIBUTES = "mhlo.frontend_attributes"
 
 
 def i64_pairs(pairs) -> ir.DenseIntElementsAttr:

@@ -12,7 +12,7 @@ from kiln.frontend.core.errors import KilnError
 from kiln.frontend.core.ir import IR, Literal, Var
 
 from . import extension
-from .hlo import const, i32_attr, sdy_sharding
+from .hlo import add_frontend_attributes, const, frontend_attributes, i32_attr, sdy_sharding
 from .registry import rules
 from .types import element_type, tensor_type
 
@@ -48,6 +48,11 @@ class EmitContext:
         # (primitive, source); the prefix names the jitted function when the caller gave it.
         self.name_prefix = ""
         self._locations: dict = {}
+        # XLA metadata (an equation's source.metadata) -> its frontend attributes, built once per lowering; and
+        # while the rule of an equation with metadata runs, the operations its sub-IRs' equations created (which
+        # carry their own metadata), else None (see _tagged).
+        self._frontend_attributes: dict = {}
+        self._claimed: set | None = None
         # Host callbacks, in the order of their custom calls' indices (compile_and_load's host_callbacks=).
         self.host_callbacks: list = []
         # The token threaded through ordered effects (None until the first one needs it), and the meshes
@@ -93,11 +98,12 @@ class EmitContext:
         """The MLIR location of ``eqn``'s operations: its primitive's name (after the function's) around the
         user's file, line and column that created it (``Location.unknown`` keeps nothing else)."""
         src = eqn.source
-        key = (eqn.prim.name, None) if src is None else (eqn.prim.name, id(src.code), src.lasti)
+        code = None if src is None else src.code  # (None too for XLA metadata with no known location)
+        key = (eqn.prim.name, None) if code is None else (eqn.prim.name, id(code), src.lasti)
         loc = self._locations.get(key)
         if loc is None:
             name = self.name_prefix + eqn.prim.name
-            if src is None:
+            if code is None:
                 loc = ir.Location.name(name)
             else:
                 line, col = src.position
@@ -105,16 +111,59 @@ class EmitContext:
             self._locations[key] = loc
         return loc
 
+    def _tagged(self, metadata: tuple | None, emit: Callable[[], object]) -> object:
+        """``emit()`` (an equation's rule) with every operation it creates carrying the XLA metadata ``metadata``
+        (``(key, value)`` string pairs, or None) as ``mhlo.frontend_attributes``: those at the insertion point and
+        those it builds in their regions (a loop's counter), but not those of the equations of its sub-IRs (a
+        loop's body), which carry their own. The operations are built in the block of a scratch operation, then
+        moved before it (no walk over the operations emitted before); the equations of sub-IRs emitted meanwhile
+        come here too (``_claimed`` is set), so that the walk over the new operations skips theirs."""
+        outer = self._claimed
+        self._claimed = claimed = set()
+        scratch = ir.Operation.create("stablehlo.case", regions=1)  # (any operation with a region would do)
+        block = scratch.regions[0].blocks.append()
+        try:
+            with ir.InsertionPoint(block):
+                out = emit()
+        finally:  # (also on a failure: what was built stays valid, where it belongs)
+            self._claimed = outer
+            created = [o.operation for o in block.operations]
+            for operation in created:
+                operation.move_before(scratch)
+            scratch.erase()
+        if outer is not None:
+            outer.update(created)
+        if metadata is not None:
+            attributes = self._frontend_attributes.get(metadata)
+            if attributes is None:
+                attributes = self._frontend_attributes[metadata] = frontend_attributes(metadata)
+
+            def tag(operation: ir.Operation) -> ir.WalkResult:
+                if operation in claimed:
+                    return ir.WalkResult.SKIP
+                if not operation.name.endswith(".return"):  # (a region's terminator is no operation of XLA's)
+                    add_frontend_attributes(operation, attributes)
+                return ir.WalkResult.ADVANCE
+            for operation in created:
+                operation.walk(tag, ir.WalkOrder.PRE_ORDER)
+        return out
+
     def emit_ir(self, body: IR, args: Sequence[ir.Value]) -> list[ir.Value]:
-        """Emit the equations of ``body`` with its constvars+invars bound to ``args``."""
+        """Emit the equations of ``body`` with its constvars+invars bound to ``args``. An equation created under
+        ``set_xla_metadata`` (its ``source.metadata``) has its operations tagged (:meth:`_tagged`)."""
         env: dict[Var, ir.Value] = dict(zip(body.constvars + body.invars, args))
 
         def read(a):
             if isinstance(a, Literal):
-                return const(a.val, a.aval.dtype).v
+                value = const(a.val, a.aval.dtype).v
+                if self._claimed is not None:  # (a literal's constant is untagged, as in JAX)
+                    self._claimed.add(value.owner.operation)
+                return value
             return env[a]
 
         for eqn in body.eqns:
+            src = eqn.source
+            metadata = None if src is None else src.metadata
             if eqn.prim.lowering_rules is not None:  # a rule the primitive carries (kiln.interpreters.mlir)
                 own = extension.rule_for(eqn.prim, self.platform)
                 if own is None:
@@ -122,7 +171,11 @@ class EmitContext:
                                               f"platform {self.platform}: register one with "
                                               "kiln.interpreters.mlir.register_lowering(primitive, rule, platform)")
                 with self.location(eqn):
-                    outs = extension.emit(self, eqn, own, [read(a) for a in eqn.inputs])
+                    ins = [read(a) for a in eqn.inputs]
+                    if metadata is None and self._claimed is None:
+                        outs = extension.emit(self, eqn, own, ins)
+                    else:
+                        outs = self._tagged(metadata, lambda: extension.emit(self, eqn, own, ins))
                 env.update(zip(eqn.outputs, outs))
                 continue
             rule = rules.get(eqn.prim.name)
@@ -135,7 +188,11 @@ class EmitContext:
             if rule is None:
                 raise LoweringError(f"kiln: primitive {eqn.prim.name!r} has no StableHLO emission rule")
             with self.location(eqn):
-                outs = rule(self, eqn, *[read(a) for a in eqn.inputs])
+                if metadata is None and self._claimed is None:
+                    outs = rule(self, eqn, *[read(a) for a in eqn.inputs])
+                else:
+                    ins = [read(a) for a in eqn.inputs]  # (before: a literal's constant is untagged, as in JAX)
+                    outs = self._tagged(metadata, lambda: rule(self, eqn, *ins))
             outs = list(outs) if isinstance(outs, (list, tuple)) else [outs]
             env.update(zip(eqn.outputs, outs))
         return [read(a) for a in body.outvars]

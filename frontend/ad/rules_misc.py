@@ -1,7 +1,7 @@
 """Derivative rules of ``lax/misc.py``: ``reduce_precision`` (linear: the same rounding of the tangent,
-as JAX), ``optimization_barrier`` (a barrier on the primals and one on the tangents), the general
-``reduce`` (forward mode through a tree of applications of the computation, as JAX, so that reverse
-mode works too); ``rng_bit_generator`` has no derivative."""
+as JAX), ``xla_metadata_value`` (linear; its transpose is the identity), ``optimization_barrier`` (a barrier on
+the primals and one on the tangents), the general ``reduce`` (forward mode through a tree of applications of the
+computation, as JAX, so that reverse mode works too); ``rng_bit_generator`` has no derivative."""
 from __future__ import annotations
 
 import math
@@ -17,6 +17,11 @@ non_differentiable.update({misc.rng_bit_generator_p, misc.platform_index_p})
 
 linear_jvp(misc.reduce_precision_p)
 transpose_rules[misc.reduce_precision_p] = lambda ct, x, **params: [misc.reduce_precision_p.bind(ct, **params)]
+
+# set_xla_metadata(x, ...): the tangent is tagged too (forward mode), the cotangent is not (as JAX: a tagged value
+# tags the forward pass only; a context manager tags the backward pass too).
+linear_jvp(misc.xla_metadata_value_p)
+transpose_rules[misc.xla_metadata_value_p] = lambda ct, x, **params: [ct]
 
 
 def _barrier_jvp(primals, tangents):

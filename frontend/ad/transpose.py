@@ -78,15 +78,17 @@ def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: S
                                        "kiln.interpreters.ad.primitive_transposes[primitive] = rule")
         invals = [a if isinstance(a, Literal) else (UndefinedPrimal(a.aval) if a in linear else env[a])
                   for a in eqn.inputs]
-        with at(eqn.source):  # the backward equations keep the forward equation's location
+        # The backward equations keep the forward equation's location (and XLA metadata), the additions of its
+        # cotangents to the others' too.
+        with at(eqn.source):
             if eqn.prim.multiple_results:
                 cts = [c if c is not None else Zero(v.aval) for c, v in zip(cts, eqn.outputs)]
                 in_cts = rule(cts, *invals, **eqn.params)
             else:
                 in_cts = rule(cts[0], *invals, **eqn.params)
-        for a, ct in zip(eqn.inputs, in_cts):
-            if isinstance(a, Var) and a in linear and ct is not None and not isinstance(ct, Zero):
-                ct_env[a] = add_tangents(ct_env.get(a), ct)
+            for a, ct in zip(eqn.inputs, in_cts):
+                if isinstance(a, Var) and a in linear and ct is not None and not isinstance(ct, Zero):
+                    ct_env[a] = add_tangents(ct_env.get(a), ct)
     if needed is not None:
         ct_env = {v: ct for v, ct in ct_env.items() if v in needed}
     return [ct_env.get(v, Zero(v.aval)) if is_undefined(a) else None for v, a in zip(ir.invars, args)]

@@ -1,7 +1,7 @@
 """Batching rules of ``lax/misc.py`` (and of ``call_exported``: once per batch element, unrolled):
-``reduce_precision`` and ``optimization_barrier`` keep each batch dimension where it is; the general
-``reduce`` moves it to the front (init values must be unbatched, as in JAX); ``rng_bit_generator``
-with a batch of keys runs once per key (unrolled)."""
+``reduce_precision``, ``optimization_barrier`` and ``xla_metadata_value`` keep each batch dimension where it
+is; the general ``reduce`` moves it to the front (init values must be unbatched, as in JAX);
+``rng_bit_generator`` with a batch of keys runs once per key (unrolled)."""
 from __future__ import annotations
 
 from .. import lax
@@ -12,6 +12,10 @@ from .core import BatchingError, batch_rules, move_dim
 
 def _reduce_precision_rule(ctx, args, dims, **params):
     return misc.reduce_precision_p.bind(args[0], **params), dims[0]
+
+
+def _metadata_rule(ctx, args, dims, **params):
+    return misc.xla_metadata_value_p.bind(args[0], **params), dims[0]
 
 
 def _barrier_rule(ctx, args, dims):
@@ -56,5 +60,6 @@ batch_rules[call_exported_p] = _call_exported_rule
 batch_rules[misc.platform_index_p] = _platform_index_rule
 batch_rules[misc.reduce_precision_p] = _reduce_precision_rule
 batch_rules[misc.optimization_barrier_p] = _barrier_rule
+batch_rules[misc.xla_metadata_value_p] = _metadata_rule
 batch_rules[misc.reduce_p] = _reduce_rule
 batch_rules[misc.rng_bit_generator_p] = _rng_rule

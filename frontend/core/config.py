@@ -10,6 +10,7 @@ import difflib
 import itertools
 import os
 import sys
+import threading
 import warnings
 from typing import Any, Iterator
 
@@ -17,6 +18,7 @@ from kiln.runtime import compile_cache as _compile_cache
 
 from .errors import KilnError
 from .jax_flags import JAX_FLAG_NAMES
+from .source_info import current_metadata as _current_metadata
 from .version import __version__ as _kiln_version
 
 _compile_cache.configure(kiln_version=_kiln_version)  # part of the compile cache's key
@@ -47,6 +49,7 @@ class _DispatchEpoch:
 
 
 dispatch_epoch = _DispatchEpoch()
+_holds_lock = threading.Lock()
 
 
 class Config:
@@ -162,6 +165,8 @@ class Config:
         object.__setattr__(self, "_jax_only", {})  # JAX flags kiln does not implement: the values set
         object.__setattr__(self, "_warned", set())
         object.__setattr__(self, "_epochs", {})
+        # The set_xla_metadata contexts open now, in every thread (see _hold_python_dispatch).
+        object.__setattr__(self, "_metadata_holds", 0)
         for name, (default, _, _) in self._FLAGS.items():
             self._set(name, default)
 
@@ -176,8 +181,22 @@ class Config:
         # (debug_key_reuse: the Python path marks the keys a jitted function consumes)
         python_dispatch = special or bool(self._values.get("disable_jit") or self._values.get("debug_key_reuse"))
         object.__setattr__(self, "_python_dispatch", python_dispatch)
-        epoch = (self._trace_key, python_dispatch)
+        self._set_epoch()
+
+    def _set_epoch(self) -> None:
+        held = self._metadata_holds > 0
+        # jit's calls also leave jaxlib's C++ dispatch (and the direct launches, through the epoch) while XLA metadata
+        # is in effect in some thread: the Python path's cache key holds it (trace_key), which the fast paths miss.
+        object.__setattr__(self, "_jit_python_dispatch", self._python_dispatch or held)
+        epoch = (self._trace_key, self._python_dispatch, held)
         dispatch_epoch.current = self._epochs.setdefault(epoch, epoch)
+
+    def _hold_python_dispatch(self, delta: int) -> None:
+        """Count a ``set_xla_metadata`` context entered (+1) or left (-1), in any thread: while one is open, calls
+        of jitted functions take the Python path (see :meth:`_set_epoch`)."""
+        with _holds_lock:
+            object.__setattr__(self, "_metadata_holds", self._metadata_holds + delta)
+            self._set_epoch()
 
     def __getattr__(self, name: str) -> Any:  # only called for names that are not flags
         kiln_name = self._kiln_name(name)
@@ -323,8 +342,10 @@ class Config:
         return tuple(self._values.get(k) for k, (_, _, traced) in self._FLAGS.items() if traced)
 
     def trace_key(self) -> tuple:
-        """The values of every flag that changes traced programs (part of jit's cache key)."""
-        return self._trace_key
+        """The values of every flag that changes traced programs (part of jit's cache key), and the XLA metadata in
+        effect (``kiln.experimental.xla_metadata``), when there is some: it is written into the program."""
+        metadata = _current_metadata()
+        return self._trace_key if metadata is None else (*self._trace_key, metadata)
 
     @contextlib.contextmanager
     def override(self, name: str, value: Any) -> Iterator[None]:

@@ -132,7 +132,8 @@ class Eqn:
     inputs: list[Atom]
     outputs: list[Var]
     params: dict[str, Any]
-    # Where the user's code created it (a core.source_info.SourceInfo), or None when unknown.
+    # Where the user's code created it (a core.source_info.SourceInfo, which also carries the XLA metadata in effect
+    # there), or None when unknown.
     source: Any = None
 
     # JAX's names for the fields (``JaxprEqn.primitive``, ``.invars``, ``.outvars``), for interpreters written

@@ -20,6 +20,8 @@ from typing import Any
 
 # The location transformations are working on behalf of (None: look at the Python stack).
 _override: contextvars.ContextVar[SourceInfo | None] = contextvars.ContextVar("kiln_source_info", default=None)
+# The XLA metadata in effect (set_xla_metadata): sorted ((key, value), ...) string pairs, never empty; None if none.
+_metadata: contextvars.ContextVar[tuple | None] = contextvars.ContextVar("kiln_xla_metadata", default=None)
 
 # Directories whose files are kiln's own (filled on first use, when every package is loaded).
 _kiln_dirs: tuple[str, ...] | None = None
@@ -28,20 +30,22 @@ _internal: dict[str, bool] = {}
 
 
 class SourceInfo:
-    """A user frame's code object and instruction offset; line, column and function name on demand."""
+    """A user frame's code object and instruction offset; line, column and function name on demand; and the XLA
+    metadata in effect there (``metadata``: sorted ``(key, value)`` string pairs, or None). ``code`` is None for
+    metadata without a known location (no user frame on the stack)."""
 
-    __slots__ = ("code", "lasti", "_pos")
+    __slots__ = ("code", "lasti", "_pos", "metadata")
 
-    def __init__(self, code: Any, lasti: int):
-        self.code, self.lasti, self._pos = code, lasti, None
+    def __init__(self, code: Any, lasti: int, metadata: tuple | None = None):
+        self.code, self.lasti, self._pos, self.metadata = code, lasti, None, metadata
 
     @property
     def file(self) -> str:
-        return self.code.co_filename
+        return "<unknown>" if self.code is None else self.code.co_filename
 
     @property
     def function(self) -> str:
-        return self.code.co_name
+        return "<unknown>" if self.code is None else self.code.co_name
 
     @property
     def line(self) -> int:
@@ -55,14 +59,18 @@ class SourceInfo:
     def position(self) -> tuple[int, int]:
         """(line, column): 1-based line, 0-based column, as Python counts them."""
         if self._pos is None:
-            self._pos = _position(self.code, self.lasti)
+            self._pos = (0, 0) if self.code is None else _position(self.code, self.lasti)
         return self._pos
 
     def short(self) -> str:
         """``file.py:12 (f)``: the file's base name, the line and the function."""
+        if self.code is None:
+            return "an unknown location"
         return f"{os.path.basename(self.file)}:{self.line} ({self.function})"
 
     def __str__(self) -> str:
+        if self.code is None:
+            return "an unknown location"
         return f"{self.file}:{self.line} ({self.function})"
 
     def __repr__(self) -> str:
@@ -145,12 +153,53 @@ def user_stacklevel() -> int:
 def current(depth: int = 1) -> SourceInfo | None:
     """The location of an equation created now: the one a transformation works on behalf of (see
     :class:`at`), else the first frame outside kiln on the stack, from ``depth`` frames up (1: the caller;
-    more skips frames known to be kiln's, which saves materialising their frame objects). On every traced
-    equation: kept cheap."""
+    more skips frames known to be kiln's, which saves materialising their frame objects); with the XLA metadata
+    in effect, if any, merged in (:func:`with_metadata`). On every traced equation: kept cheap."""
     source = _override.get()
-    if source is not None:
+    if source is None:
+        source = user_frame_info(depth)  # the same count: user_frame_info adds its own frame
+    metadata = _metadata.get()
+    if metadata is not None:
+        source = with_metadata(source, metadata)
+    return source
+
+
+def with_metadata(source: SourceInfo | None, outer: tuple) -> SourceInfo:
+    """``source`` with the XLA metadata ``outer`` (the metadata in effect) under its own: a key both set takes
+    ``source``'s value, as JAX lets an equation's own metadata win over the context a transformation runs in."""
+    if source is None:
+        return SourceInfo(None, 0, outer)
+    inner = source.metadata
+    merged = outer if inner is None else merge_metadata(outer, dict(inner))
+    if merged == inner:
         return source
-    return user_frame_info(depth)  # the same count: user_frame_info adds its own frame
+    tagged = SourceInfo(source.code, source.lasti, merged)
+    tagged._pos = source._pos
+    return tagged
+
+
+def merge_metadata(base: tuple | None, updates: dict[str, str | None]) -> tuple | None:
+    """``base`` (sorted ``(key, value)`` pairs, or None) updated by ``updates``: a None value removes its key.
+    The result is sorted, and None when empty."""
+    merged = dict(base or ())
+    merged.update(updates)
+    pairs = tuple(sorted((k, v) for k, v in merged.items() if v is not None))
+    return pairs or None
+
+
+# The XLA metadata in effect here (sorted ``(key, value)`` string pairs), or None: a bound C method (read on every
+# jit cache lookup).
+current_metadata = _metadata.get
+
+
+def set_metadata(metadata: tuple | None) -> contextvars.Token:
+    """Make ``metadata`` the XLA metadata in effect; returns the token that :func:`reset_metadata` takes."""
+    return _metadata.set(metadata)
+
+
+def reset_metadata(token: contextvars.Token) -> None:
+    """Restore the XLA metadata in effect before the :func:`set_metadata` that returned ``token``."""
+    _metadata.reset(token)
 
 
 class at:

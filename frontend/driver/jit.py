@@ -420,9 +420,9 @@ class JittedFunction:
                 return self._call(*args, **kwargs)
             if out is not None:
                 return out
-        # disable_jit, debug_nans, debug_infs; and inside a trace, where the call is recorded, not run (jaxlib's C++
-        # path, which knows nothing of kiln's traces, would run a signature it has seen)
-        if config._python_dispatch or active_traces():
+        # disable_jit, debug_nans, debug_infs, an open set_xla_metadata; and inside a trace, where the call is
+        # recorded, not run (jaxlib's C++ path, which knows nothing of kiln's traces, would run a signature it has seen)
+        if config._jit_python_dispatch or active_traces():
             return self._call(*args, **kwargs)
         return call_cpp(self, args, kwargs)
 

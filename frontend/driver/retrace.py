@@ -18,8 +18,10 @@ from ..core.config import config
 
 logger = logging.getLogger("kiln")
 
-# The parts of a jit cache key, in order: (treedef, avals, static arguments, config flags, device).
-KEY_PARTS = ("argument structure", "argument shapes/dtypes", "static arguments", "config flags", "device")
+# The parts of a jit cache key, in order: (treedef, avals, static arguments, config flags (and the XLA metadata in
+# effect: config.trace_key), device).
+KEY_PARTS = ("argument structure", "argument shapes/dtypes", "static arguments", "config flags (or XLA metadata)",
+             "device")
 
 def unwrap_function(fun: Any) -> Any:
     """The plain function inside partials and bound methods."""
@@ -142,7 +144,8 @@ def _retrace_message(name: str, keys: list[tuple], arg_names: list[list[str]],
                          "its own program; if it is a number used in arithmetic, pass it as a normal (traced) "
                          "argument instead of a static one")
     if len(_distinct([k[3] for k in keys])) > 1:
-        lines.append("  - kiln.config flags that change programs (e.g. enable_x64) were switched between calls")
+        lines.append("  - kiln.config flags that change programs (e.g. enable_x64), or the XLA metadata in effect "
+                     "(set_xla_metadata), were switched between calls")
     if len(_distinct([k[4] for k in keys])) > 1:
         lines.append("  - the device the call runs on: place the arguments on one device (kiln.device_put)")
     lines.append("Set kiln.config.update('retrace_warning_limit', 0) to silence this warning, or "

@@ -9,6 +9,8 @@
 - ``reduce`` (``stablehlo.reduce`` with a traced region): a reduction of one or several operands
   with any associative Python computation. Reductions by ``kiln.lax.add``/``mul``/``max``/``min``/
   ``bitwise_and``/``bitwise_or`` from their identity take the dedicated primitives (as JAX).
+- ``xla_metadata_value`` (no op of its own): the identity on a value, whose lowering writes XLA metadata on
+  the operation that produced the value (``kiln.experimental.xla_metadata.set_xla_metadata(x, ...)``).
 """
 from __future__ import annotations
 
@@ -85,6 +87,15 @@ def optimization_barrier(operand: Any, /):
     leaves = [materialize(api.literal(x, dtypes.dtype_of_value(x)[0], dtypes.is_weakly_typed(x)))
               if api._is_py_scalar(x) else x for x in leaves]
     return tree_util.tree_unflatten(tree, optimization_barrier_p.bind(*leaves))
+
+
+# -- xla_metadata_value ----------------------------------------------------------------------------
+
+# JAX's primitive of the same name: the identity, whose lowering adds ``xla_metadata_kvs`` (sorted (key, value)
+# string pairs) to the ``mhlo.frontend_attributes`` of the operation producing its operand (none for an input of
+# the program). Eagerly, the value itself.
+xla_metadata_value_p = Primitive("xla_metadata_value", lambda x, *, xla_metadata_kvs: x)
+xla_metadata_value_p.impl = lambda x, *, xla_metadata_kvs: x
 
 
 # -- rng_bit_generator ---------------------------------------------------------------------------

@@ -1,12 +1,13 @@
 """Emission rules for frontend/lax/misc.py: ``stablehlo.reduce_precision``,
-``stablehlo.optimization_barrier``, ``stablehlo.rng_bit_generator`` and the general ``stablehlo.reduce``."""
+``stablehlo.optimization_barrier``, ``stablehlo.rng_bit_generator``, the general ``stablehlo.reduce``, and
+``xla_metadata_value`` (frontend attributes on the operation producing a value)."""
 from __future__ import annotations
 
 import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 
-from ..hlo import build_region, const, i64_array, op
+from ..hlo import add_frontend_attributes, build_region, const, frontend_attributes, i64_array, op
 from ..registry import register
 from ..types import element_type, tensor_type
 
@@ -20,6 +21,15 @@ def _reduce_precision(ctx, eqn, x):
     p = eqn.params
     return op("stablehlo.reduce_precision", [x], tensor_type(eqn.outputs[0].aval),
               exponent_bits=_i32(p["exponent_bits"]), mantissa_bits=_i32(p["mantissa_bits"]))
+
+
+@register("xla_metadata_value")
+def _xla_metadata_value(ctx, eqn, x):
+    # (JAX's rule: the operation producing the value gets the metadata; an input of the program has none)
+    owner = x.owner
+    if not isinstance(owner, ir.Block):
+        add_frontend_attributes(owner.operation, frontend_attributes(eqn.params["xla_metadata_kvs"]))
+    return x
 
 
 @register("optimization_barrier")

@@ -23,6 +23,7 @@ import kiln
 import kiln.experimental.checkify  # noqa: F401  (registers check)
 import kiln.numpy as knp
 from kiln import lax
+from kiln.experimental.xla_metadata import set_xla_metadata
 
 # with_sharding_constraint's cases: rows laid out over a one-device mesh (any session has one device).
 _ONE_DEVICE_ROWS = kiln.sharding.NamedSharding(kiln.make_mesh((1,), ("i",)), kiln.P("i"))
@@ -294,6 +295,7 @@ case("reduce_precision", lambda x: lax.reduce_precision(x, 5, 10), lambda r: [f3
 case("pvary", lambda x: kiln.vmap(lambda v: lax.pcast(v, "b", to="varying") * 2, axis_name="b")(x),
      lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
 case("name", lambda x: kiln.ad_checkpoint.checkpoint_name(x * 2, "n"), lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
+case("xla_metadata_value", lambda x: set_xla_metadata(x * 2, tag="t"), lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
 case("optimization_barrier", lambda x, y: lax.optimization_barrier((x, y)), lambda r: [f32(r, 3, 2), f32(r, 2)],
      [((0, None), 0), ((1, 0), -1)])
 case("reduce", lambda x: lax.reduce(x, 1.0, lambda u, v: u * v * 1.0, (1,)), lambda r: [f32(r, 3, 4)],

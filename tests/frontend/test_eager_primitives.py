@@ -23,6 +23,7 @@ import kiln
 import kiln.numpy as knp
 from kiln import lax, runtime
 from kiln.experimental import checkify  # registers check
+from kiln.experimental.xla_metadata import set_xla_metadata
 
 # with_sharding_constraint's cases: rows laid out over a one-device mesh (any session has one device).
 _ONE_DEVICE_ROWS = kiln.sharding.NamedSharding(kiln.make_mesh((1,), ("i",)), kiln.P("i"))
@@ -528,6 +529,8 @@ CASES: dict[str, list[Case]] = {
                    lambda x: x * 2)],
     # checkpoint_name's name: the identity (bound only under a transformation; tests/ad/test_saved_residuals.py)
     "name": [Case(lambda x: kiln.ad_checkpoint.checkpoint_name(x * 2, "n"), (A23,), lambda x: x * 2)],
+    # set_xla_metadata of a value: the identity (tests/lowering/test_xla_metadata.py checks the tags)
+    "xla_metadata_value": [Case(lambda x: set_xla_metadata(x * 2, tag="t"), (A23,), lambda x: x * 2)],
     # A one-device mesh (this session's devices); tests/multidevice covers eight.
     "sharding_constraint": [Case(lambda x: kiln.jit(lambda v: lax.with_sharding_constraint(v, _ONE_DEVICE_ROWS))(x),
                                  (A23,), lambda x: x)],

@@ -1,0 +1,312 @@
+"""``kiln.experimental.xla_metadata.set_xla_metadata``: XLA metadata as ``mhlo.frontend_attributes`` on exactly the
+operations traced inside the context (or producing a tagged value), in the StableHLO and in XLA's HLO, through
+jit's caches and the transformations, as JAX 0.10.2 does (its tests/xla_metadata_test.py)."""
+from __future__ import annotations
+
+import re
+import threading
+
+import numpy as np
+import pytest
+from kiln.frontend.core.config import config
+
+import kiln
+import kiln.numpy as knp
+from kiln import lax
+from kiln.experimental.xla_metadata import set_xla_metadata
+
+X = np.array([0.5, -1.25, 2.0], np.float32)
+
+
+def _ops(text: str, name: str) -> list[str]:
+    """The lines of the StableHLO ``text`` that define a ``stablehlo.<name>`` operation."""
+    return [line for line in text.splitlines() if re.search(rf"= stablehlo\.{name}\b", line)]
+
+
+def _tags(line: str) -> str | None:
+    found = re.search(r"mhlo\.frontend_attributes = (\{[^}]*\})", line)
+    return found.group(1) if found else None
+
+
+def test_context_tags_the_operations_traced_inside_it():
+    def f(x):
+        y = knp.sin(x)
+        with set_xla_metadata(a="b", n=10, flag=True, r=0.5):
+            z = knp.cos(y) * 3.0
+        return z + 1.0
+
+    text = kiln.jit(f).lower(X).as_text()
+    tags = '{a = "b", flag = "true", n = "10", r = "0.5"}'  # values as JAX writes them: str(), bools lower-case
+    assert [_tags(line) for line in _ops(text, "cosine") + _ops(text, "multiply")] == [tags, tags]
+    assert [_tags(line) for line in _ops(text, "sine") + _ops(text, "add")] == [None, None]
+    assert not any(_tags(line) for line in _ops(text, "constant"))  # (a literal's constant, as in JAX)
+    np.testing.assert_allclose(kiln.jit(f)(X), np.cos(np.sin(X)) * 3 + 1, rtol=1e-6)
+
+
+def test_xla_hlo_and_the_compiled_program_carry_them():
+    def f(x):
+        with set_xla_metadata(_xla_log=True):
+            return knp.sin(x) * knp.cos(x)
+
+    lowered = kiln.jit(f).lower(X)
+    hlo = [line for line in lowered.as_text("hlo").splitlines() if "frontend_attributes" in line]
+    assert len(hlo) == 3 and all('frontend_attributes={_xla_log="true"}' in line for line in hlo)
+    assert re.search(r"= f32\[3\]\{0\} multiply\(.*frontend_attributes=\{_xla_log=\"true\"\}", lowered.as_text("hlo"))
+    compiled = lowered.compile().as_text()
+    assert re.search(r"cosine\(.*frontend_attributes=\{_xla_log=\"true\"\}", compiled)
+    np.testing.assert_allclose(lowered.compile()(X), np.sin(X) * np.cos(X), rtol=1e-6)
+
+
+def test_value_tagging_tags_the_operation_producing_the_value():
+    # JAX's docs example: only the multiply is tagged.
+    hlo = kiln.jit(lambda x: set_xla_metadata(knp.sin(x) * knp.cos(x), breakpoint=True)).lower(1.0).as_text("hlo")
+    tagged = [line for line in hlo.splitlines() if "frontend_attributes" in line]
+    assert len(tagged) == 1 and re.search(r"multiply\(.*frontend_attributes=\{breakpoint=\"true\"\}", tagged[0])
+
+    def g(x):
+        with set_xla_metadata(a="ctx"):
+            y = knp.sin(x)
+        pair = set_xla_metadata((y, knp.cos(x)), a="val", b="v2")  # a pytree; the context's key wins, as in JAX
+        return pair[0] + pair[1], set_xla_metadata(x, a="input")  # an input has no operation to tag
+
+    text = kiln.jit(g).lower(X).as_text()
+    assert _tags(_ops(text, "sine")[0]) == '{a = "ctx", b = "v2"}'
+    assert _tags(_ops(text, "cosine")[0]) == '{a = "val", b = "v2"}'
+    assert _tags(_ops(text, "add")[0]) is None and '"input"' not in text
+    out, same = kiln.jit(g)(X)
+    np.testing.assert_allclose(out, np.sin(X) + np.cos(X), rtol=1e-6)
+    np.testing.assert_array_equal(same, X)
+    # eagerly: the values themselves (a Python scalar becomes an array, as JAX's)
+    x = kiln.numpy.asarray(X)
+    assert set_xla_metadata(x, a="b") is x and set_xla_metadata(x) is x
+    assert float(set_xla_metadata(2.5, a="b")) == 2.5
+    assert "frontend_attributes" not in kiln.jit(lambda v: set_xla_metadata(v * 2, a=None)).lower(X).as_text()
+
+
+def test_contexts_nest_override_and_unset():
+    def f(x):
+        with set_xla_metadata(k1="v1", a="outer"):
+            y = knp.sin(x)
+            with set_xla_metadata(k2="v2", a="inner"):
+                y = knp.cos(y)
+                with set_xla_metadata(a=None, k1=None):
+                    y = knp.exp(y)
+            return knp.tanh(y)
+
+    text = kiln.jit(f).lower(X).as_text()
+    assert _tags(_ops(text, "sine")[0]) == '{a = "outer", k1 = "v1"}'
+    assert _tags(_ops(text, "cosine")[0]) == '{a = "inner", k1 = "v1", k2 = "v2"}'
+    assert _tags(_ops(text, "exponential")[0]) == '{k2 = "v2"}'
+    assert _tags(_ops(text, "tanh")[0]) == '{a = "outer", k1 = "v1"}'
+    # a context around jit and one inside it merge; the inner value wins (JAX's test_f_attributes_overwrite)
+    with set_xla_metadata(key1="val1", a="b"):
+        text = kiln.jit(lambda x: set_xla_metadata(a="c")(knp.sin)(x)).lower(X).as_text()
+    assert _tags(_ops(text, "sine")[0]) == '{a = "c", key1 = "val1"}'
+
+
+def test_decorator_on_a_jitted_and_on_a_plain_function():
+    @set_xla_metadata(a="b")
+    @kiln.jit
+    def f(x, y):
+        with set_xla_metadata(c="d"):
+            return x + y
+
+    assert f.__name__ == "f"
+    assert 'mhlo.frontend_attributes = {a = "b", c = "d"}' in f.lower(1.0, 2.0).as_text()
+    assert float(f(1.0, 2.0)) == 3.0
+
+    @set_xla_metadata(tag="plain")
+    def g(x):
+        return knp.sin(x)
+
+    assert _tags(_ops(kiln.jit(g).lower(X).as_text(), "sine")[0]) == '{tag = "plain"}'
+
+
+def test_no_metadata_no_attribute_and_the_same_module():
+    f = kiln.jit(lambda x: knp.sin(x) * 2.0)
+    before = f.lower(X).as_text()
+    with set_xla_metadata(a="b"):
+        assert "frontend_attributes" in f.lower(X).as_text()
+    after = f.lower(X).as_text()
+    assert after == before and "frontend_attributes" not in after
+    assert "frontend_attributes" not in kiln.jit(lambda x: knp.cos(x)).lower(X).as_text("hlo")
+    assert 'loc("jit(<lambda>)/sin"' in f.lower(X).as_text(debug_info=True)
+
+
+def test_jit_caches_are_keyed_on_the_metadata():
+    traces = []
+
+    @kiln.jit
+    def f(x):
+        traces.append(1)
+        return knp.sin(x)
+
+    x = kiln.numpy.asarray(X)
+    for _ in range(3):  # the direct launch and jaxlib's C++ dispatch record the signature
+        f(x)
+    with set_xla_metadata(a="1"):
+        assert config._metadata_holds == 1
+        assert 'a = "1"' in f.lower(x).as_text()
+        np.testing.assert_allclose(f(x), np.sin(X), rtol=1e-6)
+        f(x)
+    assert len(traces) == 2  # once without, once with the metadata (lower and calls share it)
+    f(x)
+    with set_xla_metadata(a="2"):
+        f(x)
+    with set_xla_metadata(a="1"):
+        f(x)
+    assert len(traces) == 3 and config._metadata_holds == 0 and not config._jit_python_dispatch
+    assert "frontend_attributes" not in f.lower(x).as_text()
+
+
+def test_grad_tags_the_backward_pass_of_a_context_only():
+    def f(x):
+        with set_xla_metadata(a="b"):
+            return knp.sin(x) * x
+
+    text = kiln.jit(kiln.grad(f)).lower(1.0).as_text()
+    ops = [line for line in text.splitlines() if "= stablehlo." in line]
+    assert len(ops) == 4 and all(_tags(line) == '{a = "b"}' for line in ops)  # sin, cos, mul, add of cotangents
+    assert float(kiln.jit(kiln.grad(f))(1.0)) == pytest.approx(np.cos(1.0) + np.sin(1.0), rel=1e-6)
+
+    @kiln.jit
+    def tagged_inside(x):  # JAX's test_grad_outside_ctx: a jitted function's tags survive grad around it
+        with set_xla_metadata(a="b"):
+            return x ** 3 + knp.sin(x)
+    text = kiln.jit(kiln.grad(tagged_inside)).lower(1.0).as_text()
+    assert _tags(_ops(text, "cosine")[0]) == '{a = "b"}'
+
+    def g(x):  # a tagged value: the forward operation only (as JAX); its tangent under jvp too
+        return set_xla_metadata(knp.sin(x), a="v") * x
+
+    text = kiln.jit(kiln.grad(g)).lower(1.0).as_text()
+    assert [_tags(line) for line in _ops(text, "sine") + _ops(text, "cosine")] == ['{a = "v"}', None]
+    text = kiln.jit(lambda x, t: kiln.jvp(g, (x,), (t,))).lower(1.0, 1.0).as_text()
+    assert sum('{a = "v"}' in line for line in text.splitlines()) == 2  # sin and the tangent's multiply
+
+
+def test_vmap():
+    text = kiln.jit(kiln.vmap(lambda x: set_xla_metadata(knp.sin(x) + 1.0, a="v"))).lower(X).as_text()
+    assert _tags(_ops(text, "add")[0]) == '{a = "v"}' and _tags(_ops(text, "sine")[0]) is None
+
+    @kiln.jit
+    def f(d, x):
+        with set_xla_metadata(a="b"):
+            return d["a"] + d["b"] + x
+
+    d = {"a": np.float32(0.0), "b": X}
+    with set_xla_metadata(a="d", e="f"):  # the batched equations keep their own value for "a", as in JAX
+        text = kiln.jit(kiln.vmap(f, in_axes=({"a": None, "b": 0}, None))).lower(d, 1.0).as_text()
+    assert {_tags(line) for line in _ops(text, "add")} == {'{a = "b", e = "f"}'}
+    np.testing.assert_allclose(kiln.vmap(f, in_axes=({"a": None, "b": 0}, None))(d, 1.0), X + 1)
+
+
+def test_scan_and_cond_bodies():
+    def body(c, x):
+        with set_xla_metadata(a="s"):
+            c = c + x
+        return c * 2.0, c
+
+    xs = np.arange(1, 4, dtype=np.float32)
+    text = kiln.jit(lambda xs: lax.scan(body, 0.0, xs)).lower(xs).as_text()
+    adds = [line for line in _ops(text, "add") if "f32" in line]
+    assert [_tags(line) for line in adds] == ['{a = "s"}'] and _tags(_ops(text, "multiply")[0]) is None
+    carry, ys = kiln.jit(lambda xs: lax.scan(body, 0.0, xs))(xs)
+    assert float(carry) == 22.0 and ys.tolist() == [1.0, 4.0, 11.0]
+
+    def around(xs):  # a context around the scan: its loop and the loop's bookkeeping too, as in JAX
+        with set_xla_metadata(a="o"):
+            return lax.scan(lambda c, x: (c + x, c), 0.0, xs)
+    text = kiln.jit(around).lower(xs).as_text()
+    assert re.search(r'stablehlo\.while\(.*attributes \{mhlo\.frontend_attributes = \{a = "o"\}\}', text)
+    assert all(_tags(line) == '{a = "o"}' for line in _ops(text, "dynamic_slice") + _ops(text, "add"))
+    assert not any(_tags(line) for line in text.splitlines() if "stablehlo.return" in line)
+
+    def cos_untagged(x):
+        with set_xla_metadata(a=None):
+            return knp.cos(x)
+
+    def f(x):  # JAX's test_cond_annotates_branches_and_none_unsets
+        with set_xla_metadata(a="b"):
+            return lax.cond(x < 0.0, knp.sin, cos_untagged, x)
+
+    text = kiln.jit(f).lower(1.0).as_text()
+    assert _tags(_ops(text, "sine")[0]) == '{a = "b"}' and _tags(_ops(text, "cosine")[0]) is None
+    assert float(kiln.jit(f)(1.0)) == pytest.approx(np.cos(1.0))
+
+
+def test_nested_jit_merges():
+    @kiln.jit
+    def f(x, y):
+        with set_xla_metadata(a="b"):
+            z = x * y
+
+            @kiln.jit
+            def g(z):
+                with set_xla_metadata(c="d"):
+                    return z ** 2 + 1
+            return g(z)
+
+    text = f.lower(1.0, 2.0).as_text()  # (g's call is inlined: its operations carry both)
+    assert [_tags(line) for line in _ops(text, "multiply") + _ops(text, "add")] == [
+        '{a = "b"}', '{a = "b", c = "d"}', '{a = "b", c = "d"}']
+    assert float(f(1.0, 2.0)) == 5.0
+
+
+def test_eager_use_and_threads():
+    with set_xla_metadata(a="b"):
+        np.testing.assert_allclose(knp.sin(X), np.sin(X), rtol=1e-6)
+        np.testing.assert_allclose(kiln.grad(lambda x: knp.sum(knp.sin(x)))(X), np.cos(X), rtol=1e-6)
+    texts = {}
+
+    def worker(i):  # each thread its own metadata
+        with set_xla_metadata(t=str(i)):
+            texts[i] = kiln.jit(lambda v: knp.sin(v) + i).lower(X).as_text()
+    threads = [threading.Thread(target=worker, args=(i,)) for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert all(f't = "{i}"' in texts[i] and f't = "{1 - i}"' not in texts[i] for i in range(3))
+    assert config._metadata_holds == 0
+
+
+def test_bad_values_raise():
+    for bad, kind in (([1, 2], "list"), ({"k": 1}, "dict"), (kiln.numpy.ones(2), "Array")):
+        with pytest.raises(TypeError, match=rf"the value of 'a' is a {kind} .*unhashable type: '{kind}'.*must be "
+                                            "hashable") as info:
+            set_xla_metadata(a=bad)
+        assert isinstance(info.value, kiln.KilnError)
+    with pytest.raises(TypeError, match="unhashable type: 'list'"):
+        set_xla_metadata(X, a=[1])
+    with pytest.raises(ValueError, match="a metadata key must be a non-empty string, got ''"):
+        set_xla_metadata(**{"": 1})
+    # what JAX takes: any hashable value, as its str(); keys XLA can read
+    with set_xla_metadata(**{"a b": (1, 2), "q": 'x"y', "k": ""}):
+        hlo = kiln.jit(knp.sin).lower(1.0).as_text("hlo")
+    assert 'frontend_attributes={a b="(1, 2)",k="",q="x\\"y"}' in hlo
+
+
+def test_a_users_lowering_rule_is_tagged_and_a_failing_one_leaves_the_lowering_sound():
+    from kiln.extend import core as ext
+    from kiln.extend.mlir.dialects import stablehlo as hlo
+    from kiln.interpreters import mlir
+
+    p = ext.Primitive("xla_metadata_test_fma")
+    p.def_abstract_eval(lambda x: x)
+    mlir.register_lowering(p, lambda ctx, x: [hlo.AddOp(hlo.MulOp(x, x), x).result])
+    with set_xla_metadata(a="ext"):
+        text = kiln.jit(lambda x: p.bind(x)).lower(X).as_text()
+    assert [_tags(line) for line in _ops(text, "multiply") + _ops(text, "add")] == ['{a = "ext"}'] * 2
+
+    q = ext.Primitive("xla_metadata_test_failing")
+    q.def_abstract_eval(lambda x: x)
+
+    def failing(ctx, x):
+        hlo.MulOp(x, x)  # built, then the rule fails: the operation is moved out of the scratch block, untouched
+        raise ValueError("the rule failed")
+    mlir.register_lowering(q, failing)
+    with set_xla_metadata(a="ext"), pytest.raises(ValueError, match="the rule failed"):
+        kiln.jit(lambda x: q.bind(x) + 1).lower(X)
+    assert config._metadata_holds == 0
+    np.testing.assert_allclose(kiln.jit(lambda x: p.bind(x))(X), X * X + X, rtol=1e-6)
