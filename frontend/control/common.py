@@ -52,13 +52,14 @@ def carry_compatible(before: ShapedArray, after: ShapedArray) -> bool:
 
 
 def promote_carry(before: Sequence[ShapedArray], after: Sequence[ShapedArray]) -> list[ShapedArray]:
-    """The carry types to trace a loop body with again: a weakly typed carry takes the type JAX's
-    promotion gives it together with the body's output (``0`` with ``c + 0.5`` becomes float32)."""
+    """The carry types to trace a loop body with again, as JAX's: a weakly typed carry whose dtype the body
+    changes becomes the strongly typed dtype of their promotion (``0`` with ``c + 0.5`` becomes float32). One
+    whose dtype the body keeps stays weak (JAX's types match but for weakness), though the loop's carry output
+    has the body's type (``scan(lambda c, x: (c + x, c), 0.0, xs)``: a strong carry, weak ys)."""
     out = []
     for a, b in zip(before, after):
-        if a.weak_type:
-            dtype, weak = dtypes.result_type(a, b, return_weak_type_flag=True)
-            a = a.update(dtype=dtype, weak_type=weak)
+        if a.weak_type and a.dtype != b.dtype:
+            a = a.update(dtype=dtypes.result_type(a, b), weak_type=False)
         out.append(a)
     return out
 

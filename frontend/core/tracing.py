@@ -195,6 +195,11 @@ class Tracer(ArrayMethods):
         return np.asarray(self.builder.concrete_value(self, ConcretizationTypeError, ".tolist()")).tolist()
 
 
+_BATCHED_BOOL_FIX = ("Under vmap, Python control flow (if/while/and/or) cannot branch on a value that differs "
+                     "between batch elements: use kiln.numpy.where, kiln.lax.select or kiln.lax.cond (vmap runs "
+                     "both branches of a cond and selects).")
+
+
 class Builder:
     """Records the IR of one function being traced."""
 
@@ -318,16 +323,18 @@ class Builder:
     def where(self) -> str:
         return f"while tracing {self.fun_name}"
 
-    def _inputs_of(self, var: Var) -> list[str]:
-        """Names of the function arguments that ``var`` depends on."""
-        needed, names = {var}, []
+    def _needed_by(self, var: Var) -> set[Var]:
+        """``var`` and the variables it is computed from."""
+        needed = {var}
         for eqn in reversed(self.eqns):
             if any(o in needed for o in eqn.outputs):
                 needed.update(a for a in eqn.inputs if isinstance(a, Var))
-        for v, name in zip(self.invars, self.arg_names):
-            if v in needed and name:
-                names.append(name)
-        return names
+        return needed
+
+    def _inputs_of(self, var: Var) -> list[str]:
+        """Names of the function arguments that ``var`` depends on."""
+        needed = self._needed_by(var)
+        return [name for v, name in zip(self.invars, self.arg_names) if v in needed and name]
 
     def _derivative_vars(self) -> set[Var]:
         """The variables so far that depend on an input through equations that pass derivatives on (inexact
@@ -395,7 +402,12 @@ class Builder:
         depends = (f"It depends on argument{'s' if len(names) > 1 else ''} {', '.join(names)}. "
                    if names else "")
         static = ", ".join(names) or "that argument"
-        if error is TracerBoolConversionError:
+        if self.kind == "vmap" and not self._needed_by(tracer.ir_var).isdisjoint(self.invars):
+            # (vmap's inputs are its mapped arguments: the value differs between batch elements)
+            fix = (_BATCHED_BOOL_FIX if error is TracerBoolConversionError else
+                   "Under vmap, a value that decides shapes or Python-level behaviour cannot differ between batch "
+                   "elements: pass it unmapped (in_axes=None) or compute it outside the function.")
+        elif error is TracerBoolConversionError:
             fix = ("Python control flow (if/while/and/or) on traced values is not allowed under jit: use "
                    f"kiln.lax.cond, kiln.lax.while_loop or kiln.numpy.where, or mark {static} as static "
                    "with static_argnums/static_argnames.")

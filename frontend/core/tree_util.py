@@ -297,11 +297,78 @@ class PyTreeDef:
         return [PyTreeDef(c, _count_leaves(c)) for c in self._node[2]]
 
     def node_data(self) -> tuple[type, Any] | None:
-        """``(node type, aux_data)`` of the root, or None for a leaf."""
+        """``(node type, aux_data)`` of the root, or None for a leaf (as JAX's: a dict's sorted keys as a list, None
+        for a namedtuple)."""
         if self._node is _LEAF:
             return None
         nt, aux, _ = self._node
-        return (aux if nt is _NAMEDTUPLE else nt.type), aux
+        if nt is _NAMEDTUPLE:
+            return aux, None
+        return nt.type, (list(aux) if nt is _DICT else aux)
+
+    @staticmethod
+    def from_node_data_and_children(registry: Any, node_data: tuple[type, Any], children: Iterable[PyTreeDef]
+                                    ) -> PyTreeDef:
+        """The structure whose root has ``node_data`` (``(node type, aux_data)``, as :meth:`node_data` gives it) and
+        the structures ``children`` below it. ``registry`` is ``kiln.tree_util.default_registry``."""
+        where = "PyTreeDef.from_node_data_and_children"
+        if registry is not default_registry:
+            raise TypeError(f"{where}: registry must be kiln.tree_util.default_registry, got {registry!r:.80}")
+        cls, aux = node_data
+        children = list(children)
+        nt = _user_registry.get(cls)
+        if nt is None and isinstance(cls, type) and issubclass(cls, tuple) and hasattr(cls, "_fields"):
+            nt, aux = _NAMEDTUPLE, cls
+        if nt is None:
+            raise TypeError(f"{where}: {cls!r} is not a registered pytree node type")
+        aux = tuple(aux) if nt is _DICT else aux
+        arity = _fixed_arity(nt, aux)
+        if arity is not None and arity != len(children):
+            raise ValueError(f"{where}: a {cls.__name__} node with node data {node_data[1]!r:.80} has {arity} "
+                             f"children, but {len(children)} were given")
+        return PyTreeDef((nt, aux, tuple(c._node for c in children)), sum(c.num_leaves for c in children))
+
+    def compose(self, inner: PyTreeDef) -> PyTreeDef:
+        """This structure with each of its leaves replaced by the structure ``inner``."""
+        def sub(node: Any) -> Any:
+            return inner._node if node is _LEAF else (node[0], node[1], tuple(sub(c) for c in node[2]))
+        return PyTreeDef(sub(self._node), self.num_leaves * inner.num_leaves)
+
+    def walk(self, f_node: Callable[[tuple, Any], Any], f_leaf: Callable[[Any], Any] | None,
+             leaves: Iterable) -> Any:
+        """Fold ``leaves`` up this structure: ``f_leaf(leaf)`` at each leaf (None: the leaf itself), then
+        ``f_node(children's results as a tuple, node data)`` at each node, children first. The node data is JAX's:
+        a dict's sorted keys as a list, a namedtuple's class, the aux_data of other nodes, None for tuples/lists."""
+        it = iter(leaves)
+
+        def fold(node: Any) -> Any:
+            if node is _LEAF:
+                leaf = next(it, _MISSING)
+                if leaf is _MISSING:
+                    raise ValueError(f"PyTreeDef.walk: too few leaves for {self}")
+                return leaf if f_leaf is None else f_leaf(leaf)
+            nt, aux, children = node
+            return f_node(tuple(fold(c) for c in children), list(aux) if nt is _DICT else aux)
+        out = fold(self._node)
+        if next(it, _MISSING) is not _MISSING:
+            raise ValueError(f"PyTreeDef.walk: too many leaves for {self} (it has {self.num_leaves})")
+        return out
+
+    def from_iterable_tree(self, subtrees: Any) -> Any:
+        """Build a tree of this structure from ``subtrees``, where each node is an iterable of its children (in
+        flattening order) and each leaf the leaf itself: ``[7, (8, 9)]`` for the structure of ``{'a': *, 'b':
+        (*, *)}`` gives ``{'a': 7, 'b': (8, 9)}``."""
+        def build(node: Any, x: Any) -> Any:
+            if node is _LEAF:
+                return x
+            nt, aux, children = node
+            items = list(x)
+            if len(items) != len(children):
+                raise ValueError(f"PyTreeDef.from_iterable_tree: a {_node_repr(node)} node has {len(children)} "
+                                 f"children, but its iterable gave {len(items)}")
+            built = [build(c, i) for c, i in zip(children, items)]
+            return nt.unflatten(aux, tuple(built) if nt.custom else built)
+        return build(self._node, subtrees)
 
     def unflatten(self, leaves: Iterable) -> Any:
         """Build a tree of this structure from ``leaves`` (in flattening order)."""
@@ -389,6 +456,20 @@ def _robust_hash(node: Any) -> int:
         return hash(None)
     nt, aux, children = node
     return hash((nt, _aux_hash(aux), tuple(_robust_hash(c) for c in children)))
+
+
+_MISSING = object()
+
+
+def _fixed_arity(nt: _NodeType, aux: Any) -> int | None:
+    """How many children a node of Python's containers with node data ``aux`` has (None: any number)."""
+    if nt in (_DICT, _ORDERED_DICT):
+        return len(aux)
+    if nt is _DEFAULTDICT:
+        return len(aux[1])
+    if nt is _NAMEDTUPLE:
+        return len(aux._fields)
+    return 0 if nt is _NONE else None
 
 
 def _count_leaves(node: Any) -> int:

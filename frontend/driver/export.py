@@ -212,8 +212,8 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
                               "Export the function without its callbacks (and with index_checks off)")
         _check_custom_calls(fun_jit.__name__, lowered.module, disabled_checks)
         kept = lowered.kept_inputs[len(ir.constvars):]
-        in_avals = tuple(a.strengthen() for a in ir.in_avals)
-        out_avals = tuple(a.strengthen() for a in ir.out_avals)
+        # Weak types kept, as JAX's Exported (exp.call(1.) is weakly typed); its serialized form has none.
+        in_avals, out_avals = tuple(ir.in_avals), tuple(ir.out_avals)
         return Exported(
             fun_name=fun_jit.__name__, in_tree=_in_tree(fun_jit, args, kwargs), in_avals=in_avals,
             out_tree=entry.out_tree, out_avals=out_avals, in_shardings_hlo=(None,) * len(in_avals),

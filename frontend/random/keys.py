@@ -275,7 +275,7 @@ class KeyArray:
 
     def __repr__(self) -> str:
         data = self._data
-        body = str(data) if isinstance(data, Array) else repr(data)
+        body = str(data) if isinstance(data, (Array, np.ndarray)) else repr(data)  # (NumPy data: in a callback)
         return f"Array({self.shape}, dtype={KEY_DTYPE.name}) overlaying:\n{body}"
 
     __str__ = __repr__

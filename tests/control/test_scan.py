@@ -156,22 +156,23 @@ def test_scan_unroll_in_stablehlo(unroll, whiles, bodies):
 
 def test_scan_ir_prints_body_as_jax_does():
     ir = kiln.make_ir(lambda c, xs: lax.scan(lambda c, x: (knp.sin(c) + x, c * x), c, xs))(0.0, np.ones(3, np.float32))
-    # JAX's layout and parameter names (jaxpr=); JAX converts inside the body, kiln converts the carry before
+    # JAX's layout and parameter names (jaxpr=); the weakly typed carry stays weak in the body, as JAX's
     assert str(ir) == ("{ lambda ; a:f32[] b:f32[3]. let\n"
-                       "    c:f32[] = convert_element_type[new_dtype=float32 weak_type=False] a\n"
-                       "    d:f32[] e:f32[3] = scan[\n"
-                       "      jaxpr={ lambda ; f:f32[] g:f32[]. let\n"
-                       "          h:f32[] = sin f\n"
-                       "          i:f32[] = add h g\n"
-                       "          j:f32[] = mul f g\n"
-                       "        in (i, j) }\n"
+                       "    c:f32[] d:f32[3] = scan[\n"
+                       "      jaxpr={ lambda ; e:f32[] f:f32[]. let\n"
+                       "          g:f32[] = sin e\n"
+                       "          h:f32[] = convert_element_type[new_dtype=float32 weak_type=False] g\n"
+                       "          i:f32[] = add h f\n"
+                       "          j:f32[] = convert_element_type[new_dtype=float32 weak_type=False] e\n"
+                       "          k:f32[] = mul j f\n"
+                       "        in (i, k) }\n"
                        "      length=3\n"
                        "      num_carry=1\n"
                        "      num_consts=0\n"
                        "      reverse=False\n"
                        "      unroll=1\n"
-                       "    ] c b\n"
-                       "  in (d, e) }")
+                       "    ] a b\n"
+                       "  in (c, d) }")
 
 
 def test_while_ir_prints_jaxs_parameter_names():
