@@ -16,10 +16,10 @@ from ..core.avals import ShapedArray
 _new_object = object.__new__
 
 
-def in_default_memory(a: Array) -> bool:
-    """Whether the array is in its devices' default memory (not in ``'pinned_host'`` memory, ...): the memory
-    one-device programs read their arguments from."""
-    return a._sharding is None or a._sharding._memory is None
+def held_on(x: Any, device: Any) -> bool:
+    """Whether ``x`` is a kiln array whose buffer a one-device program on ``device`` takes as it is: on that device,
+    in its default memory (one-device programs read their arguments there, not from ``'pinned_host'`` memory)."""
+    return type(x) is Array and x._device is device and (x._sharding is None or x._sharding._memory is None)
 
 
 class Array(ArrayMethods):

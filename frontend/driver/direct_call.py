@@ -24,7 +24,7 @@ from kiln import runtime
 
 from ..core import dtypes, tree_util
 from ..core.config import config, dispatch_epoch
-from .array import Array, in_default_memory
+from .array import Array, held_on
 from .dispatch import to_buffer
 
 # Python scalars the path takes: converted as the other paths convert them (kiln.dtypes: a weak float,
@@ -315,8 +315,8 @@ def direct_call(args: Sequence[Any], in_avals: Sequence[Any], kept: Sequence[boo
     its buffer (an array's only)."""
     if config._python_dispatch or executable.host_callbacks or len(kept) != len(args) or not all(kept):
         return None
-    if not all(type(a) is Array and a._device is device and in_default_memory(a)
-               or (type(a) in _SCALARS or type(a) is np.ndarray) and device is not None for a in args):
+    if not all(held_on(a, device) or (type(a) in _SCALARS or type(a) is np.ndarray) and device is not None
+               for a in args):
         return None
     beside_inexact = all(dtypes.is_inexact(aval.dtype) for a, aval in zip(args, in_avals) if type(a) not in _SCALARS)
     slots = [a._flat[1] if type(a) is Array else HostArraySlot(a, device) if type(a) is np.ndarray
@@ -361,7 +361,7 @@ def pytree_call(args: tuple, kwargs: dict, in_tree: Any, leaves: Sequence[Any], 
         return None
     if not (tree_util.has_only_containers(in_tree) and tree_util.has_only_containers(out_tree)):
         return None
-    if not all(type(a) is Array and a._device is device and in_default_memory(a) for a in leaves):
+    if not all(held_on(a, device) for a in leaves):
         return None
     try:
         in_leaves, treedef = flatten((args, kwargs))

@@ -17,7 +17,7 @@ from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.errors import KilnError
 from ..core.ir import IR, Literal
-from .array import Array, in_default_memory
+from .array import Array, held_on
 from .sharding import SingleDeviceSharding
 
 
@@ -112,9 +112,9 @@ def canonical_host_array(x: Any) -> np.ndarray:
 
 def to_buffer(x: Any, device: runtime.Device) -> Any:
     """The device buffer for argument ``x`` on ``device`` (moving or transferring it as needed)."""
+    if held_on(x, device):
+        return x._buf
     if type(x) is Array:
-        if x._device == device and in_default_memory(x):
-            return x._buf
         if x._device is None:  # laid out over several devices: gathered through the host
             return runtime.put(np.asarray(x._value(), order="C"), device)
         return runtime.copy_to(x._buf, device)  # (into its default memory: one-device programs compute there)
@@ -140,7 +140,7 @@ def put(x: Any, device: runtime.Device | None = None, committed: bool = True) ->
         if x.is_deleted():
             raise runtime.DeletedBufferError("kiln.device_put: the array was deleted or donated to an earlier "
                                              "computation; it has no value to place")
-        if x._device == target and (x._committed or not committed) and in_default_memory(x):
+        if held_on(x, target) and (x._committed or not committed):
             return x
         return Array(to_buffer(x, target), x.aval, target, committed)
     return Array(runtime.put(canonical_host_array(x), target), aval, target, committed)

@@ -15,7 +15,7 @@ from ..core.errors import KilnError
 from ..core.ir import IR, Eqn, Literal, Var
 from ..core.tracing import abstractify
 from . import dispatch, nan_check, spmd
-from .array import Array, in_default_memory
+from .array import Array, held_on
 from .direct_call import DirectCall, LaunchFailed, direct_call
 
 # Bytes of executables the eager caches may keep (least recently used go first).
@@ -122,7 +122,7 @@ def _run_and_record(key: Any, prim, params: dict, *args) -> tuple[Any, Any]:
     out, compiled, committed = _apply(prim, args, params)
     device = None if compiled is None else compiled.device
     if device is None or compiled.executable.host_callbacks or not all(
-            type(a) is Array and a._device is device and in_default_memory(a) for a in args):
+            held_on(a, device) for a in args):
         return out, None
     if not prim.multiple_results:  # (a DirectCall returns a tuple for several results; a primitive a list)
         direct = direct_call(args, [a.aval for a in args], compiled.kept, [], compiled.executable, out, device)
@@ -153,8 +153,7 @@ def _apply(prim, args: Sequence[Any], params: dict) -> tuple[Any, dispatch.Compi
     compiled = _cache.get(key)
     if compiled is None:
         compiled = _cache.put(key, _compile(prim, avals, params, device))
-    outs = compiled.run([a._buf if type(a) is Array and a._device is device and in_default_memory(a)
-                         else dispatch.to_buffer(a, device) for a in args], committed)
+    outs = compiled.run([dispatch.to_buffer(a, device) for a in args], committed)
     return (outs if prim.multiple_results else outs[0]), compiled, committed
 
 

@@ -31,7 +31,7 @@ from ..core.errors import KilnError
 from ..core.ir import INLINE_CONSTANT_SIZE, IR, ClosedIR
 from ..core.tracing import Tracer, abstractify, active_traces, calls_kept, current_builder, eval_ir, trace_to_ir
 from . import dispatch, nan_check, retrace, spmd, stale
-from .array import Array, in_default_memory
+from .array import Array, held_on
 from .direct_call import DirectCall, LaunchFailed, direct_call, pytree_call, with_options
 from .layout import Format, formats_of, resolve_format
 from .sharding import SingleDeviceSharding, flatten_shardings, resolve_spec, shardings_per_leaf
@@ -828,8 +828,7 @@ class JittedFunction:
                 buffers += [spmd.to_buffer(leaf, s) for leaf, s, k in zip(leaves, device.in_shardings, kept) if k]
             for leaf, k in zip(leaves, kept):
                 if k and not isinstance(device, spmd.MeshPlacement):
-                    on = type(leaf) is Array and leaf._device is device and in_default_memory(leaf)
-                    buffers.append(leaf._buf if on else dispatch.to_buffer(leaf, device))
+                    buffers.append(dispatch.to_buffer(leaf, device))
             # Committed-ness is per call, not per entry: one signature serves committed and uncommitted inputs.
             committed = self._device_spec != (None, None) or any(
                 type(leaf) is Array and leaf._committed for leaf in leaves)
@@ -846,8 +845,6 @@ class JittedFunction:
         value = refs.read(ref)
         if isinstance(device, spmd.MeshPlacement):
             return spmd.to_buffer(value, spmd.NamedSharding(device.mesh, spmd.PartitionSpec()))
-        if type(value) is Array and value._device is device and in_default_memory(value):
-            return value._buf
         return dispatch.to_buffer(value, device)
 
     def _deleted_error(self, entry: _Entry, leaves: list) -> Exception:
@@ -1166,7 +1163,7 @@ def _cpp_takes(x: Any, device) -> bool:
     which raises kiln's IntegerOverflowError."""
     t = type(x)
     if t is Array:
-        return x._device is device and in_default_memory(x)
+        return held_on(x, device)
     if isinstance(x, np.generic):
         return x.dtype.kind in "biufc"
     return t in _CPP_SCALARS

@@ -285,15 +285,14 @@ def _put_sharded(x: Any, sharding: Sharding) -> Array:
                          f"move it to {sharding} outside a computation. Pass it to a kiln.jit function with "
                          "out_shardings=... to re-lay it out")
     devices = sharding._device_assignment
+    # On one device, the array keeps the sharding where it says more than the device: a mesh's, another memory.
+    kept = sharding if isinstance(sharding, NamedSharding) or sharding._memory is not None else None
     if len(devices) == 1 and type(x) is Array and x._device is not None:  # device to device (or memory)
-        kept = sharding if isinstance(sharding, NamedSharding) or sharding._memory is not None else None
         return Array(runtime.copy_to(x._buf, devices[0], sharding._memory), x.aval, devices[0], True, kept)
     value = np.asarray(x) if type(x) is Array else dispatch.canonical_host_array(x)
     aval = abstractify(x)
     indices = sharding.devices_indices_map(value.shape)  # checks that the pieces divide the shape
     if len(devices) == 1:
-        # (kept as the array's sharding where it says more than the device: a mesh's, another memory)
-        kept = sharding if isinstance(sharding, NamedSharding) or sharding._memory is not None else None
         return Array(runtime.put(np.asarray(value, order="C"), devices[0], sharding._memory), aval, devices[0],
                      True, kept)
     pieces = [value[indices[d]] for d in _addressable(sharding)]

@@ -27,7 +27,7 @@ from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.errors import KilnError
 from ..core.tracing import Tracer, abstractify
 from . import dispatch, spmd
-from .array import Array, in_default_memory
+from .array import Array
 from .jit import ArgInfo, Compiled
 from .layout import formats_of
 from .sharding import AxisType, Mesh, NamedSharding, PartitionSpec, SingleDeviceSharding
@@ -266,8 +266,7 @@ class LoadedCompiled:
     def _buffer(self, leaf: Any, sharding: Any) -> Any:
         if self._device is None:
             return spmd.to_buffer(leaf, sharding)
-        return leaf._buf if type(leaf) is Array and leaf._device is self._device and in_default_memory(leaf) else \
-            dispatch.to_buffer(leaf, self._device)
+        return dispatch.to_buffer(leaf, self._device)
 
     @property
     def args_info(self) -> Any:
