@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Callable, Collection, Sequence
 
@@ -267,6 +268,9 @@ def _placed(value: ir.Value, memory: str) -> ir.Value:
     }).result
 
 
+_UNSAFE_IN_NAME = re.compile(r"[^\w.-]")  # replaced by "_" in a module's name (as JAX's)
+
+
 def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_unused: bool = False,
           name: str = "main", platform: str | None = None,
           custom_call_targets: Callable[[], Collection[str]] | None = None,
@@ -295,6 +299,8 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
     params = [v for v, k in zip(all_inputs, kept) if k]
     with context, ir.Location.unknown():
         module = ir.Module.create()
+        if debug_name:  # JAX's module name: XLA names the HLO module (profiles, XLA's dumps) after it
+            module.operation.attributes["sym_name"] = ir.StringAttr.get("jit_" + _UNSAFE_IN_NAME.sub("_", debug_name))
         module.operation.attributes["mhlo.num_partitions"] = i32_attr(1 if mesh is None else mesh.num_partitions)
         module.operation.attributes["mhlo.num_replicas"] = i32_attr(1)
         in_types = [tensor_type(v.aval) for v in params]

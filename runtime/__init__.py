@@ -17,6 +17,7 @@ from . import (
     distributed,  # noqa: E402
     dlpack,  # noqa: E402,F401  (DLPack exchange)
     fastpath,  # noqa: E402,F401  (the C++ jit dispatch path)
+    ir_dump,  # noqa: E402,F401  (dumping compiled modules: kiln.config's dump_ir_to)
     ffi,  # noqa: E402,F401  (registering XLA FFI targets: kiln.ffi)
     portable,  # noqa: E402,F401  (portable StableHLO artifacts, for export)
     profiler,  # noqa: E402,F401  (jaxlib's profiler)
@@ -121,3 +122,4 @@ __all__ += ["CallbackError", "CallbackResultError", "effects_barrier", "HostCall
 __all__ += ["buffer_memory_kind", "Memory"]  # memory kinds (jax.memory)
 __all__ += ["ShardingProbe"]  # jax.debug.inspect_array_sharding
 __all__ += ["compile_cache"]  # issue 16: the persistent compile cache
+__all__ += ["ir_dump"]  # kiln.config's dump_ir_to (JAX's jax_dump_ir_to)

@@ -34,6 +34,7 @@ import warnings
 import zlib
 from typing import Any, Sequence
 
+from . import ir_dump
 from ._jaxlib import API_VERSION, JAXLIB_VERSION
 
 DEFAULT_MAX_SIZE = 1 << 30
@@ -484,6 +485,7 @@ def compile_and_load(client: Any, module: Any, device_list: Any, options: Any, *
     address in this process, would only add an entry no one reads). Errors of the compile itself
     propagate unchanged; the cache's own failures never raise (they count as ``errors`` in :func:`stats`).
     """
+    ir_dump.dump(module, "compile")  # (kiln.config's dump_ir_to: JAX's dump of each module it compiles)
     callbacks = list(host_callbacks)
     kwargs = {"host_callbacks": callbacks} if callbacks else {}
     directory = cache_dir() if use_cache else None

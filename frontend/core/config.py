@@ -15,6 +15,7 @@ import warnings
 from typing import Any, Iterator
 
 from kiln.runtime import compile_cache as _compile_cache
+from kiln.runtime import ir_dump as _ir_dump
 
 from .errors import KilnError
 from .jax_flags import JAX_FLAG_NAMES
@@ -50,6 +51,11 @@ class _DispatchEpoch:
 
 dispatch_epoch = _DispatchEpoch()
 _holds_lock = threading.Lock()
+
+
+def _unset_sponge(dump_ir_to: Any) -> bool:
+    """Whether ``dump_ir_to`` is JAX's 'sponge' (Bazel's TEST_UNDECLARED_OUTPUTS_DIR) and that variable is not set."""
+    return dump_ir_to == "sponge" and not os.environ.get("TEST_UNDECLARED_OUTPUTS_DIR")
 
 
 class Config:
@@ -127,6 +133,12 @@ class Config:
         "compilation_cache_dir": (None, str, False),
         "compilation_cache_max_size": (_compile_cache.settings()["max_size"], int, False),
         "persistent_cache_min_compile_time_secs": (0.0, float, False),
+        # Where to write the StableHLO of every module compiled ("": nowhere) and kiln's IR of every jitted function
+        # lowered, which of the two (dump_ir_modes: "stablehlo", "jaxpr"), and whether with source locations
+        # (kiln.runtime.ir_dump; JAX's jax_dump_ir_to, jax_dump_ir_modes, jax_include_debug_info_in_dumps).
+        "dump_ir_to": (os.environ.get("KILN_DUMP_IR_TO", ""), str, False),
+        "dump_ir_modes": (os.environ.get("KILN_DUMP_IR_MODES", "stablehlo"), str, False),
+        "include_debug_info_in_dumps": (_env_bool("KILN_INCLUDE_DEBUG_INFO_IN_DUMPS", True), bool, False),
     }
 
     # Flags with a fixed set of values.
@@ -159,6 +171,10 @@ class Config:
     _CACHE_SETTINGS: dict[str, str] = {"compilation_cache": "enabled", "compilation_cache_dir": "directory",
                                        "compilation_cache_max_size": "max_size",
                                        "persistent_cache_min_compile_time_secs": "min_compile_time"}
+    # Flags the runtime's IR dumps read: pushed down likewise.
+    _DUMP_SETTINGS: dict[str, str] = {"dump_ir_to": "directory", "dump_ir_modes": "modes",
+                                      "include_debug_info_in_dumps": "debug_info"}
+    _DUMP_MODES = ("stablehlo", "jaxpr")
 
     def __init__(self) -> None:
         object.__setattr__(self, "_values", {})
@@ -169,6 +185,12 @@ class Config:
         object.__setattr__(self, "_metadata_holds", 0)
         for name, (default, _, _) in self._FLAGS.items():
             self._set(name, default)
+        if _unset_sponge(self.dump_ir_to):
+            warnings.warn("kiln: KILN_DUMP_IR_TO is 'sponge' (Bazel's TEST_UNDECLARED_OUTPUTS_DIR), which is not "
+                          "set: modules are not dumped", stacklevel=2)
+            self._set("dump_ir_to", "")
+        for name in self._DUMP_SETTINGS:  # (their defaults come from the environment)
+            self._push_to_runtime(name, self._values[name])
 
     def _set(self, name: str, value: Any) -> None:
         # Flags are plain instance attributes: reading one is on every dispatch, so it must be cheap.
@@ -264,28 +286,29 @@ class Config:
             value = self._check_device(value)
         elif typ is float and isinstance(value, int) and not isinstance(value, bool):
             value = float(value)  # jax_persistent_cache_min_compile_time_secs=0
-        elif name == "compilation_cache_dir" and isinstance(value, os.PathLike):
+        elif name in ("compilation_cache_dir", "dump_ir_to") and isinstance(value, os.PathLike):
             value = os.fspath(value)
         elif value is not None and not isinstance(value, typ):
             raise ConfigError(f"kiln.config.update({name!r}, {value!r}): expected a {typ.__name__}, "
                               f"got {type(value).__name__}")
         if value is None and default is not None and typ is bool:
             raise ConfigError(f"kiln.config.update({name!r}, None): expected a bool")
+        if name == "dump_ir_modes":
+            self._check_dump_modes(jax_name, value)
+        if name == "dump_ir_to" and _unset_sponge(value):
+            raise ConfigError(f"kiln.config.update({jax_name!r}, 'sponge'): 'sponge' means Bazel's "
+                              "TEST_UNDECLARED_OUTPUTS_DIR, which is not set; set it, or give a directory")
         if name == "default_backend" and value is not None:
             from kiln import runtime
             if runtime.backends.started():  # (else checked when they start: the check would start them, which
                 runtime.get_backend(value)  # jax_num_cpu_devices set next must precede; JAX checks it late too)
-        if name == "cpu_lapack":
-            from kiln.runtime import lapack
-            lapack.set_enabled(value)
         if name == "num_cpu_devices":
             from kiln import runtime
             try:
                 runtime.backends.set_num_cpu_devices(None if value is None or value < 0 else value)
             except runtime.BackendError as e:
                 raise ConfigError(f"kiln.config.update({jax_name!r}, {value!r}): {e}") from None
-        if name in self._CACHE_SETTINGS:
-            _compile_cache.configure(**{self._CACHE_SETTINGS[name]: value})
+        self._push_to_runtime(name, value)
         if name in self._NOT_ENFORCED and value != default:
             self._warn_once(name, f"kiln.config: {jax_name}={value!r} is accepted but has no effect: "
                                   f"{self._NOT_ENFORCED[name]}")
@@ -369,14 +392,30 @@ class Config:
         finally:
             self._restore(kiln_name or name, old)
 
-    def _restore(self, name: str, value: Any) -> None:
-        """Set a flag back to a value it had (no validation, no warning)."""
-        changed = self._values.get(name) != value
+    def _push_to_runtime(self, name: str, value: Any) -> None:
+        """Hand a flag the runtime acts on (LAPACK kernels, the compile cache, IR dumps) down to it."""
         if name == "cpu_lapack":
             from kiln.runtime import lapack
             lapack.set_enabled(value)
-        if name in self._CACHE_SETTINGS:
+        elif name in self._CACHE_SETTINGS:
             _compile_cache.configure(**{self._CACHE_SETTINGS[name]: value})
+        elif name in self._DUMP_SETTINGS:
+            _ir_dump.configure(**{self._DUMP_SETTINGS[name]: value or ""})
+
+    def _check_dump_modes(self, jax_name: str, value: Any) -> None:
+        modes = [m.strip() for m in (value or "").split(",") if m.strip()]
+        unknown = [m for m in modes if m not in self._DUMP_MODES]
+        if unknown:
+            missing = (" (JAX's 'jaxpr_html' and 'eqn_count_pprof' are not implemented in kiln)"
+                       if set(unknown) & {"jaxpr_html", "eqn_count_pprof"} else "")
+            raise ConfigError(f"kiln.config.update({jax_name!r}, {value!r}): unknown dump mode "
+                              f"{', '.join(repr(m) for m in unknown)}{missing}; give a comma-separated list of "
+                              f"{' and '.join(repr(m) for m in self._DUMP_MODES)}")
+
+    def _restore(self, name: str, value: Any) -> None:
+        """Set a flag back to a value it had (no validation, no warning)."""
+        changed = self._values.get(name) != value
+        self._push_to_runtime(name, value)
         self._set(name, value)
         if name.startswith("transfer_guard"):
             self._apply_transfer_guard(name, value)
@@ -398,7 +437,8 @@ _JAX_ENVIRONMENT = {
     "JAX_DISABLE_JIT": "KILN_DISABLE_JIT", "JAX_DEBUG_NANS": "KILN_DEBUG_NANS", "JAX_DEBUG_INFS": "KILN_DEBUG_INFS",
     "JAX_LOG_COMPILES": "KILN_LOG_COMPILES", "JAX_EXPLAIN_CACHE_MISSES": "KILN_EXPLAIN_CACHE_MISSES",
     "JAX_CHECK_TRACER_LEAKS": "KILN_CHECK_TRACER_LEAKS", "JAX_COMPILATION_CACHE_DIR": "KILN_CACHE_DIR",
-    "JAX_NUM_CPU_DEVICES": "KILN_NUM_CPU_DEVICES",
+    "JAX_NUM_CPU_DEVICES": "KILN_NUM_CPU_DEVICES", "JAX_DUMP_IR_TO": "KILN_DUMP_IR_TO",
+    "JAX_DUMP_IR_MODES": "KILN_DUMP_IR_MODES", "JAX_INCLUDE_DEBUG_INFO_IN_DUMPS": "KILN_INCLUDE_DEBUG_INFO_IN_DUMPS",
 }
 
 
@@ -481,7 +521,8 @@ numpy_rank_promotion = _ctx("numpy_rank_promotion", "'allow', 'warn' or 'raise' 
 default_matmul_precision = _ctx("default_matmul_precision", "the precision of dot products and convolutions "
                                                             "called with precision=None: 'bfloat16', "
                                                             "'tensorfloat32', 'float32', ...")
-default_prng_impl = _ctx("default_prng_impl", "kiln implements 'threefry2x32' only")
+default_prng_impl = _ctx("default_prng_impl", "'threefry2x32', 'rbg' or 'unsafe_rbg': the PRNG implementation "
+                                              "of new keys and raw keys")
 enable_checks = _ctx("enable_checks", "no effect in kiln", True)
 enable_custom_prng = _ctx("enable_custom_prng", "no effect in kiln", True)
 legacy_prng_key = _ctx("legacy_prng_key", "'allow', 'warn' or 'error' when a raw uint32 key is passed to a "

@@ -177,6 +177,8 @@ def lower_ir(ir: IR, *, donated: Sequence[bool] = (), keep_unused: bool = False,
     it a leading unused i32 parameter (export's multi-platform convention)."""
     if not _lowering.get():
         runtime.drop_stale_scopes()  # MLIR scopes an interrupted lowering left entered
+    if runtime.ir_dump.enabled("jaxpr"):  # kiln.config's dump_ir_to with "jaxpr" in dump_ir_modes (as JAX's)
+        runtime.ir_dump.dump_text("jaxpr", f"jit_{debug_name}" if debug_name else "main", "ir.txt", str(ir))
     lowered = contextvars.copy_context().run(_lower, ir, donated, keep_unused, device, mesh, debug_name,
                                              embedded_consts, platform_index_param)
     if mesh is None and device is not None:
