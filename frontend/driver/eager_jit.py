@@ -126,6 +126,21 @@ def _all_arrays(args: tuple) -> bool:
     return True
 
 
+def _parameters_named(code: Any, names: list[str]) -> Any:
+    """``code`` with its leading positional parameters renamed ``names`` (``matmul(a, b, /)``'s ``a``, ``b`` for
+    an entry's ``x``, ``y``), so that Python's argument errors name them as the function's signature does; as it
+    is when a name is taken by another of its variables."""
+    others = code.co_varnames[len(names):]
+    if any(n in others for n in names):
+        return code
+    return code.replace(co_varnames=(*names, *others))
+
+
+def _no_keywords(fun: Callable, kwargs: dict) -> Any:
+    """Python's error for a keyword argument to a function of positional-only arguments."""
+    raise TypeError(f"{fun.__name__}() got an unexpected keyword argument {next(iter(kwargs))!r}")
+
+
 def jitted_of(fun: Any) -> JittedFunction | None:
     """The JittedFunction behind a library function made by :func:`eager_jit` (``kiln.numpy.cos``), else None."""
     make = getattr(fun, "_jitted", None)
@@ -256,11 +271,14 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
             return state[0]
 
         def fixed_arity_entry(general: Callable) -> Callable | None:
-            """For a function of exactly one or two positional-only arguments (``tanh(x, /)``, ``add(x, y, /)``):
-            an entry point of that fixed signature, with the inline match of a plain signature, and ``general``
-            (the ``*args, **kwargs`` wrapper) for everything else. Python binds a fixed signature faster: about
-            0.15 µs of a 4 µs eager op. Its qualified name is the function's name, so that a wrong call reads
-            ``tanh() takes 1 positional argument but 2 were given``. None for other signatures."""
+            """For a function of one or two positional-only arguments (``tanh(x, /)``, ``add(x, y, /)``), keyword-only
+            options with defaults allowed after them (``matmul(a, b, /, *, precision=None)``): an entry point of that
+            fixed signature (``**kwargs`` for the options), with the inline match of a plain signature, and ``general``
+            (the ``*args, **kwargs`` wrapper) for everything else, a call with options included. Python binds a fixed
+            signature faster: about 0.15 µs of a 4 µs eager op. Its qualified name is the function's name, so that a
+            wrong call reads ``tanh() takes 1 positional argument but 2 were given``. None for other signatures.
+            The entry's ``_with_fallback(general)`` is the same entry in front of another general wrapper (one that
+            takes more options: :func:`~kiln.frontend.lax.sharding.takes_out_sharding`'s)."""
             def run_direct(args: tuple) -> Any:
                 """The general wrapper's second step (a recent signature, e.g. ``x * 2.0``'s, with a scalar), or
                 None: the general wrapper then takes the call from its start."""
@@ -274,14 +292,18 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
                     return jitted()._call(*args)
 
             params = list(inspect.signature(fun).parameters.values())
-            if not 1 <= len(params) <= 2 or any(p.kind != p.POSITIONAL_ONLY or p.default is not p.empty
-                                                 for p in params):
+            positional = [p for p in params if p.kind == p.POSITIONAL_ONLY]
+            options = params[len(positional):]
+            if (not 1 <= len(positional) <= 2 or any(p.default is not p.empty for p in positional)
+                    or any(p.kind != p.KEYWORD_ONLY or p.default is p.empty for p in options)
+                    or static - {p.name for p in options}):
                 return None
-            if len(params) == 1:
-                def entry(x, /):
+            if len(positional) == 1:
+                def entry(x, /, **kwargs):
                     direct = sigs.direct
-                    if (direct is not None and direct.arity == 1 and type(x) is Array and x._flat[1] is direct.aux0
-                            and direct.epoch is dispatch_epoch.current and not active_traces()):
+                    if (not kwargs and direct is not None and direct.arity == 1 and type(x) is Array
+                            and x._flat[1] is direct.aux0 and direct.epoch is dispatch_epoch.current
+                            and not active_traces()):
                         try:
                             buf = direct.finish(direct.start([x._buf]))[0]
                         except Exception:  # (as in the general wrapper: the Python path explains it)
@@ -294,13 +316,15 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
                             out._npy = None
                             out._flat = ((buf,), aux)
                             return out
+                    if kwargs:
+                        return general(x, **kwargs) if options else _no_keywords(fun, kwargs)
                     out = run_direct((x,))
                     return general(x) if out is None else out
             else:
-                def entry(x, y, /):
+                def entry(x, y, /, **kwargs):
                     direct = sigs.direct
-                    if (direct is not None and direct.arity == 2 and type(x) is Array and type(y) is Array
-                            and x._flat[1] is direct.aux0 and y._flat[1] is direct.aux1
+                    if (not kwargs and direct is not None and direct.arity == 2 and type(x) is Array
+                            and type(y) is Array and x._flat[1] is direct.aux0 and y._flat[1] is direct.aux1
                             and direct.epoch is dispatch_epoch.current and not active_traces()):
                         try:
                             buf = direct.finish(direct.start([x._buf, y._buf]))[0]
@@ -314,13 +338,17 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
                             out._npy = None
                             out._flat = ((buf,), aux)
                             return out
+                    if kwargs:
+                        return general(x, y, **kwargs) if options else _no_keywords(fun, kwargs)
                     out = run_direct((x, y))
                     return general(x, y) if out is None else out
             entry = functools.wraps(fun)(entry)
             entry.__qualname__ = fun.__name__  # (what Python's argument errors name; fun's may be a factory's fn)
+            entry.__code__ = _parameters_named(entry.__code__, [p.name for p in positional])
+            entry._with_fallback = fixed_arity_entry
             return entry
 
-        if op_by_op is None and not static and not sequences:
+        if op_by_op is None and not sequences:
             call = fixed_arity_entry(call) or call
         call._eager_state = state  # for tests: the JittedFunction behind the eager calls
         call._jitted = jitted

@@ -142,5 +142,10 @@ def takes_out_sharding(fn: Callable | None = None, *, positional: bool = False) 
             if out_sharding is None:
                 return fn(*args, **kwargs)
             return apply_out_sharding(fn(*args, **kwargs), out_sharding, where)
+        # An eager kiln.numpy function's fixed-signature entry (eager_jit's) stays in front: a call without
+        # keywords (``matmul(a, b)``) keeps its inline launch, without this wrapper's Python frame in between.
+        with_fallback = getattr(fn, "_with_fallback", None)
+        if with_fallback is not None:
+            wrapper = functools.wraps(fn)(with_fallback(wrapper))
     wrapper.__signature__ = sig.replace(parameters=params)
     return wrapper

@@ -339,6 +339,36 @@ def test_fixed_arity_entry_of_unary_and_binary_functions():
         knp.add(a, b)
 
 
+def test_fixed_arity_entry_of_functions_with_keyword_options():
+    """matmul(a, b, /, *, precision=None, preferred_element_type=None, out_sharding=None): a call without keywords
+    is launched by the fixed entry in front (takes_out_sharding's wrapper stays behind it, for out_sharding=);
+    options, out_sharding included, go through the general path; errors name matmul's own parameters."""
+    import inspect
+    rng = np.random.default_rng(0)
+    x, y = rng.standard_normal((3, 4), dtype=np.float32), rng.standard_normal((4, 2), dtype=np.float32)
+    a, b = knp.asarray(x), knp.asarray(y)
+    for _ in range(2):  # the second round runs the recorded launch
+        np.testing.assert_allclose(knp.matmul(a, b), x @ y, rtol=1e-5)
+    sigs = knp.matmul._eager_state[0]._signatures
+    assert sigs.direct.arity == 2  # a plain signature: matched inline by the entry
+    assert knp.matmul.__code__.co_varnames[:2] == ("a", "b")  # the entry itself, no wrapper in front
+    np.testing.assert_allclose(knp.matmul(a, b, precision="highest"), x @ y, rtol=1e-5)
+    mesh = kiln.sharding.Mesh(kiln.devices()[:1], ("i",))
+    replicated = kiln.sharding.NamedSharding(mesh, kiln.sharding.PartitionSpec())
+    out = knp.matmul(a, b, out_sharding=replicated)
+    np.testing.assert_allclose(out, x @ y, rtol=1e-5)
+    assert out.sharding == replicated
+    assert list(inspect.signature(knp.matmul).parameters) == ["a", "b", "precision", "preferred_element_type",
+                                                              "out_sharding"]
+    with pytest.raises(TypeError, match=r"^matmul\(\) missing 1 required positional argument: 'b'"):
+        knp.matmul(a)
+    with pytest.raises(TypeError, match=r"^matmul\(\) got an unexpected keyword argument 'axis'"):
+        knp.matmul(a, b, axis=0)
+    with pytest.raises(TypeError, match=r"^add\(\) got an unexpected keyword argument 'axis'"):
+        knp.add(a, a, axis=0)
+    np.testing.assert_allclose(knp.sum(a), x.sum(), rtol=1e-5)  # (one positional argument and keyword options)
+
+
 def test_eager_ops_inside_a_trace_are_inlined_even_on_arrays():
     c = knp.arange(3.0)
     knp.sin(c), knp.sin(c)  # a direct launch recorded for (c,)
