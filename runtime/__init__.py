@@ -17,8 +17,8 @@ from . import (
     distributed,  # noqa: E402
     dlpack,  # noqa: E402,F401  (DLPack exchange)
     fastpath,  # noqa: E402,F401  (the C++ jit dispatch path)
-    ir_dump,  # noqa: E402,F401  (dumping compiled modules: kiln.config's dump_ir_to)
     ffi,  # noqa: E402,F401  (registering XLA FFI targets: kiln.ffi)
+    ir_dump,  # noqa: E402,F401  (dumping compiled modules: kiln.config's dump_ir_to)
     portable,  # noqa: E402,F401  (portable StableHLO artifacts, for export)
     profiler,  # noqa: E402,F401  (jaxlib's profiler)
     tracebacks,  # noqa: E402  (jaxlib's per-array Python tracebacks: off, see there)

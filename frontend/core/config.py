@@ -99,7 +99,8 @@ class Config:
         # Where uncommitted arrays and computations on them go (None: the default backend's first
         # device). A kiln Device or a backend name. See kiln.default_device.
         "default_device": (None, object, True),
-        # PRNG implementation of new keys: kiln implements threefry2x32 only (JAX's default).
+        # PRNG implementation of new keys and of raw uint32 keys: threefry2x32 (JAX's default), rbg or unsafe_rbg
+        # (part of the trace key: kiln.random reads it when tracing).
         "default_prng_impl": ("threefry2x32", str, True),
         # precision= of dot products and convolutions that pass None (kiln.lax.canonicalize_precision reads it at
         # trace time; a dot algorithm's name is accepted and, as precision= itself, not emitted).
@@ -148,7 +149,7 @@ class Config:
         "numpy_dtype_promotion": ("standard", "strict"),
         "numpy_rank_promotion": ("allow", "warn", "raise"),
         "legacy_prng_key": ("allow", "warn", "error"),
-        "default_prng_impl": ("threefry2x32",),
+        "default_prng_impl": ("threefry2x32", "rbg", "unsafe_rbg"),
         "default_matmul_precision": (None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
                                      "fastest", "bfloat16_3x", "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM",
                                      "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16",
@@ -278,8 +279,10 @@ class Config:
         choices = self._CHOICES.get(name)
         if choices is not None and value not in choices:
             if name == "default_prng_impl":
-                raise ConfigError(f"kiln.config.update({jax_name!r}, {value!r}): kiln implements only the "
-                                  "'threefry2x32' PRNG (JAX's default)")
+                missing = (f" (JAX's {value!r} is not implemented in kiln)"
+                           if value in ("threefry4x32", "philox2x32", "philox4x32") else "")
+                raise ConfigError(f"kiln.config.update({jax_name!r}, {value!r}): unknown PRNG implementation"
+                                  f"{missing}; kiln implements 'threefry2x32', 'rbg' and 'unsafe_rbg'")
             raise ConfigError(f"kiln.config.update({jax_name!r}, {value!r}): expected one of "
                               f"{', '.join(repr(c) for c in choices)}")
         if name == "default_device":

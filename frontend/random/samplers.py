@@ -1,12 +1,15 @@
 """Samplers: random values of the common distributions, drawn from PRNG keys.
 
 Each sampler follows JAX's algorithm step by step (same bits, same operations), so that for the
-same key, shape and dtype it returns JAX's values. A public function checks its arguments (a typed
-or raw key, static shapes and dtypes) and calls a jitted implementation on the raw key data; the
-implementations nest under ``jit``, ``vmap``, ``grad`` and ``scan`` like any kiln code.
+same key, shape and dtype it returns JAX's values, whichever the key's PRNG implementation. A public
+function checks its arguments (a typed or raw key, static shapes and dtypes) and calls a jitted
+implementation on the key (``K.sampler_key``: threefry2x32 keys as their raw data, others as typed key arrays,
+whose implementation is static there); the implementations nest under ``jit``, ``vmap``, ``grad`` and ``scan``
+like any kiln code.
 """
 from __future__ import annotations
 
+import functools
 import math
 from functools import partial
 from typing import Any, Sequence
@@ -25,6 +28,7 @@ from ..lax import sorting as lax_sorting
 from ..lax import special as lax_special
 from ..lax.sharding import takes_out_sharding
 from . import keys as K
+from .impls import threefry_prng_impl
 
 __all__ = [
     "uniform", "normal", "truncated_normal", "bernoulli", "randint", "permutation", "choice", "categorical",
@@ -101,14 +105,8 @@ def _sample_shape(fname: str, shape: Any, *params: Any) -> tuple[int, ...]:
     return shape
 
 
-def _key_at(keys_data: Any, i: int) -> Any:
-    """Key ``i`` of raw key data of shape ``(n, 2)``."""
-    return lax.reshape(lax.slice(keys_data, (i, 0), (i + 1, 2)), (2,))
-
-
-def _split(data: Any, num: int = 2) -> list[Any]:
-    keys = K.split_data(data, num)
-    return [_key_at(keys, i) for i in range(num)]
+def _split(key: Any, num: int = 2) -> list[Any]:
+    return K.unstack_keys(K.split_keys(key, num))
 
 
 def _bits(data: Any, bit_width: int, shape: tuple[int, ...]) -> Any:
@@ -169,7 +167,7 @@ def _uniform(data, minval, maxval, shape, dtype):
 @takes_out_sharding
 def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any = 0.0, maxval: Any = 1.0) -> Any:
     """Uniform random values in ``[minval, maxval)`` of ``shape`` and float ``dtype``."""
-    data, _ = K.check_key("uniform", key)
+    data = K.sampler_key("uniform", key)
     dtype = _float_dtype("uniform", dtype)
     shape = K.canonical_shape("uniform", shape)
     _check_shape("uniform", shape, _shape_of(minval), _shape_of(maxval))
@@ -202,7 +200,7 @@ def _normal(data, shape, dtype):
 @takes_out_sharding
 def normal(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Standard normal random values of ``shape`` (float or complex ``dtype``)."""
-    data, _ = K.check_key("normal", key)
+    data = K.sampler_key("normal", key)
     dtype = _float_dtype("normal", dtype, allow_complex=True)
     shape = K.canonical_shape("normal", shape)
     return _normal(data, shape, dtype)
@@ -225,7 +223,7 @@ def _truncated_normal(data, lower, upper, shape, dtype):
 @takes_out_sharding
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Standard normal values truncated to the open interval ``(lower, upper)``."""
-    data, _ = K.check_key("truncated_normal", key)
+    data = K.sampler_key("truncated_normal", key)
     dtype = _float_dtype("truncated_normal", dtype)
     shape = _sample_shape("truncated_normal", shape, lower, upper)
     return _truncated_normal(data, lower, upper, shape, dtype)
@@ -248,7 +246,7 @@ def _bernoulli(data, p, shape, mode):
 @takes_out_sharding
 def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None, mode: str = "low") -> Any:
     """Booleans that are True with probability ``p`` (shape ``shape``, default ``p``'s shape)."""
-    data, _ = K.check_key("bernoulli", key)
+    data = K.sampler_key("bernoulli", key)
     if mode not in ("high", "low"):
         raise ValueError(f"kiln.random.bernoulli: mode must be 'high' or 'low', got {mode!r}")
     shape = _opt_shape("bernoulli", shape)
@@ -266,7 +264,7 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None, mode: 
 @takes_out_sharding
 def rademacher(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Random signs: -1 or +1 with equal probability (integer ``dtype`` by default)."""
-    data, _ = K.check_key("rademacher", key)
+    data = K.sampler_key("rademacher", key)
     dtype = dtypes.default_int_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
     shape = K.canonical_shape("rademacher", shape)
     return _rademacher(data, shape, dtype)
@@ -322,7 +320,7 @@ def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any
     With concrete bounds, ``maxval <= minval`` anywhere is an error (JAX silently returns minval;
     under ``jit`` with traced bounds kiln does the same).
     """
-    data, _ = K.check_key("randint", key)
+    data = K.sampler_key("randint", key)
     dtype = _int_dtype("randint", dtype)
     shape = K.canonical_shape("randint", shape)
     _check_shape("randint", shape, _shape_of(minval), _shape_of(maxval))
@@ -376,7 +374,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
 
     With ``independent=True`` every slice along ``axis`` is shuffled on its own.
     """
-    data, _ = K.check_key("permutation", key)
+    data = K.sampler_key("permutation", key)
     if isinstance(x, (list, tuple)):
         raise TypeError(f"kiln.random.permutation: x must be an int or an array, got {type(x).__name__}")
     ndim = len(_shape_of(x))
@@ -399,8 +397,8 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
 
     ``replace=False`` draws without replacement; ``p`` gives the probability of each entry.
     """
-    data, _ = K.check_key("choice", key)
-    key = K.KeyArray(data)  # typed for the samplers it calls: a raw key is reported once, here
+    data = K.sampler_key("choice", key)
+    key = K.as_typed(data)  # typed for the samplers it calls: a raw key is reported once, here
     if not isinstance(shape, (tuple, list)):
         raise TypeError(f"kiln.random.choice: shape must be a sequence (tuple) of ints, got "
                         f"{type(shape).__name__} {shape!r}")
@@ -456,8 +454,8 @@ def _choice_p_replace(data, p_arr, shape):
 def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | None = None, replace: bool = True,
                 mode: str | None = None) -> Any:
     """Random category indices along ``axis`` of unnormalised log-probabilities ``logits`` (Gumbel-max)."""
-    data, _ = K.check_key("categorical", key)
-    key = K.KeyArray(data)  # typed for the samplers it calls: a raw key is reported once, here
+    data = K.sampler_key("categorical", key)
+    key = K.as_typed(data)  # typed for the samplers it calls: a raw key is reported once, here
     logits = knp.asarray(logits)
     if not dtypes.is_float(logits.dtype):
         raise TypeError(f"kiln.random.categorical: logits must be a floating-point array, got {logits.dtype.name}")
@@ -542,7 +540,7 @@ def _gumbel_highest(data, shape):
 @takes_out_sharding
 def gumbel(key: Any, shape: Sequence[int] = (), dtype: Any = None, mode: str | None = None) -> Any:
     """Standard Gumbel values. ``mode='high'`` (or ``'highest'``) resolves tiny probabilities better."""
-    data, _ = K.check_key("gumbel", key)
+    data = K.sampler_key("gumbel", key)
     dtype = _float_dtype("gumbel", dtype)
     shape = K.canonical_shape("gumbel", shape)
     mode = "low" if mode is None else mode
@@ -555,7 +553,7 @@ def _simple(name: str, body):
     impl = partial(jit, static_argnums=(1, 2))(body)
 
     def sampler(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
-        data, _ = K.check_key(name, key)
+        data = K.sampler_key(name, key)
         dtype = _float_dtype(name, dtype)
         shape = K.canonical_shape(name, shape)
         return impl(data, shape, dtype)
@@ -605,7 +603,7 @@ def _param_sampler(name: str, fn):
     impl = partial(jit, static_argnums=(2, 3))(fn)
 
     def sample(key: Any, param: Any, shape: Sequence[int] | None, dtype: Any) -> Any:
-        data, _ = K.check_key(name, key)
+        data = K.sampler_key(name, key)
         dtype = _float_dtype(name, dtype)
         return impl(data, param, _sample_shape(name, shape, param), dtype)
     return sample
@@ -674,7 +672,7 @@ def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = N
 @takes_out_sharding
 def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Geometric values: the number of trials up to the first success of probability ``p`` (integers)."""
-    data, _ = K.check_key("geometric", key)
+    data = K.sampler_key("geometric", key)
     dtype = _int_dtype("geometric", dtype)
     shape = _sample_shape("geometric", shape, p)
     p = knp.asarray(p)
@@ -694,7 +692,7 @@ def _geometric(data, p, shape, dtype):
 
 def weibull_min(key: Any, scale: Any, concentration: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Weibull values with ``scale`` and ``concentration`` (by the inverse CDF)."""
-    data, _ = K.check_key("weibull_min", key)
+    data = K.sampler_key("weibull_min", key)
     dtype = _float_dtype("weibull_min", dtype)
     shape = K.canonical_shape("weibull_min", shape)
     return _weibull_min(data, scale, concentration, shape, dtype)
@@ -710,7 +708,7 @@ def _weibull_min(data, scale, concentration, shape, dtype):
 def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Sequence[int] | None = None,
                dtype: Any = None) -> Any:
     """Triangular values on ``[left, right]`` with the peak at ``mode``."""
-    data, _ = K.check_key("triangular", key)
+    data = K.sampler_key("triangular", key)
     dtype = _float_dtype("triangular", dtype)
     shape = _sample_shape("triangular", shape, left, mode, right)
     return _triangular(data, left, mode, right, shape, dtype)
@@ -737,7 +735,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
     ``method`` factors ``cov``: ``'cholesky'`` (default), ``'eigh'`` or ``'svd'`` (for singular ``cov``).
     Result shape: ``shape + (n,)``, or the broadcast batch shapes of ``mean`` and ``cov`` plus ``(n,)``.
     """
-    data, _ = K.check_key("multivariate_normal", key)
+    data = K.sampler_key("multivariate_normal", key)
     if method not in ("svd", "eigh", "cholesky"):
         raise ValueError(f"kiln.random.multivariate_normal: method must be 'svd', 'eigh' or 'cholesky', got "
                          f"{method!r}")
@@ -783,7 +781,7 @@ def _multivariate_normal(data, mean, cov, shape, dtype, method):
 def orthogonal(key: Any, n: int, shape: Sequence[int] = (), dtype: Any = None, m: int | None = None) -> Any:
     """Random orthogonal (``n x n``) or semi-orthogonal (``n x m``) matrices, uniform over the group
     (Haar measure; QR of a normal matrix with the signs fixed). Shape ``shape + (n, m)``."""
-    data, _ = K.check_key("orthogonal", key)
+    data = K.sampler_key("orthogonal", key)
     dtype = _float_dtype("orthogonal", dtype, allow_complex=True)
     shape = K.canonical_shape("orthogonal", shape)
     n = _static_int("orthogonal", n, "n")
@@ -856,11 +854,51 @@ def _gamma_one(data, alpha, log_space: bool):
 def _gamma_samples(data, a, log_space):
     """Gamma samples of the shape of ``a``: one key per element, split from ``data`` (as JAX)."""
     from ..batching.api import vmap
+    impl = K.impl_of(data)
+    if impl is not threefry_prng_impl:
+        return _gamma_mapped(impl, log_space)(K.raw_data(data), a)
     shape = tuple(abstractify(a).shape)
     size = math.prod(shape)
-    keys = K.split_data(data, size)
+    keys = K.split_keys(data, size)
     samples = vmap(partial(_gamma_one, log_space=log_space))(keys, lax.reshape(a, (size,)))
     return lax.reshape(samples, shape)
+
+
+@functools.cache
+def _gamma_mapped(impl, log_space: bool):
+    """Gamma samples for keys of another implementation than threefry2x32, as JAX draws them: the keys (raw
+    data ``K + key_shape``, ``a`` of shape ``K + s``) are split ``prod(s)`` ways under ``vmap`` and the samples
+    drawn one key after the other (``lax.map``), never under ``vmap`` (whose rule for XLA's generator would draw
+    them all from one key). Under ``vmap`` the batch joins ``K`` (a custom_vmap rule, as JAX's gamma primitive
+    batches), so the numbers do not depend on how the calls are batched."""
+    from ..batching.api import vmap
+    from ..batching.custom_vmap import custom_vmap
+    from ..control.loops import map as lax_map
+    ks = impl.key_shape
+
+    def draw(key_data, a):
+        a_shape = tuple(abstractify(a).shape)
+        nbatch = abstractify(key_data).ndim - len(ks)
+        count = math.prod(a_shape[nbatch:])
+        keys = lax.reshape(key_data, (math.prod(abstractify(key_data).shape[:nbatch]),) + ks)
+        keys = vmap(lambda k: impl.split(k, (count,)))(keys)
+        keys = lax.reshape(keys, (math.prod(a_shape),) + ks)
+        samples = lax_map(lambda ka: _gamma_one(K.KeyArray(ka[0], impl), ka[1], log_space),
+                          (keys, lax.reshape(a, (math.prod(a_shape),))))
+        return lax.reshape(samples, a_shape)
+
+    mapped = custom_vmap(draw)
+
+    @mapped.def_vmap
+    def _rule(size, in_batched, key_data, a):
+        key_batched, a_batched = in_batched
+        if not key_batched:
+            key_data = knp.broadcast_to(key_data, (size,) + tuple(abstractify(key_data).shape))
+        if not a_batched:
+            a = knp.broadcast_to(a, (size,) + tuple(abstractify(a).shape))
+        return mapped(key_data, a), True
+
+    return mapped
 
 
 def _gamma_jvp(log_space, primals, tangents):
@@ -885,7 +923,7 @@ def _gamma(data, a, shape, dtype, log_space):
 
 
 def _gamma_public(fname: str, key: Any, a: Any, shape: Any, dtype: Any, log_space: bool) -> Any:
-    data, _ = K.check_key(fname, key)
+    data = K.sampler_key(fname, key)
     dtype = _float_dtype(fname, dtype)
     return _gamma(data, a, _sample_shape(fname, shape, a), dtype, log_space)
 
@@ -905,7 +943,7 @@ def loggamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = 
 @takes_out_sharding
 def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Chi-square values with ``df`` degrees of freedom (``2 * gamma(df / 2)``)."""
-    data, _ = K.check_key("chisquare", key)
+    data = K.sampler_key("chisquare", key)
     dtype = _float_dtype("chisquare", dtype)
     shape = _sample_shape("chisquare", shape, df)
     return _chisquare(data, df, shape, dtype)
@@ -923,7 +961,7 @@ def _chisquare(data, df, shape, dtype):
 @takes_out_sharding
 def t(key: Any, df: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Student's t values with ``df`` degrees of freedom."""
-    data, _ = K.check_key("t", key)
+    data = K.sampler_key("t", key)
     dtype = _float_dtype("t", dtype)
     shape = K.canonical_shape("t", shape)
     _check_shape("t", shape, _shape_of(df))
@@ -944,7 +982,7 @@ def _t(data, df, shape, dtype):
 @takes_out_sharding
 def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Beta values with parameters ``a`` and ``b`` (from two log-gamma draws)."""
-    data, _ = K.check_key("beta", key)
+    data = K.sampler_key("beta", key)
     dtype = _float_dtype("beta", dtype)
     shape = _sample_shape("beta", shape, a, b)
     return _beta(data, a, b, shape, dtype)
@@ -967,7 +1005,7 @@ def _beta(data, a, b, shape, dtype):
 @takes_out_sharding
 def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Dirichlet values with concentrations ``alpha`` (``(..., k)``); shape ``shape + (k,)``."""
-    data, _ = K.check_key("dirichlet", key)
+    data = K.sampler_key("dirichlet", key)
     dtype = _float_dtype("dirichlet", dtype)
     a_shape = _shape_of(alpha)
     if len(a_shape) < 1:
@@ -1067,7 +1105,10 @@ def _poisson(data, lam, shape, dtype):
 @takes_out_sharding
 def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Poisson values with rate ``lam`` (integer ``dtype``, default int32 / int64 with x64)."""
-    data, _ = K.check_key("poisson", key)
+    data = K.sampler_key("poisson", key)
+    if K.impl_of(data) is not threefry_prng_impl:  # as JAX
+        raise NotImplementedError(f"kiln.random.poisson: implemented for threefry2x32 keys only (as JAX's "
+                                  f"poisson), not {K.impl_of(data).name} keys (dtype {data.dtype.name})")
     dtype = _int_dtype("poisson", dtype)
     shape = _sample_shape("poisson", shape, lam)
     lam = knp.broadcast_to(knp.asarray(lam), shape).astype(dtypes.float32)
@@ -1089,7 +1130,7 @@ def _check_castable(fname: str, dtype: np.dtype, *args: Any) -> None:
 @takes_out_sharding
 def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """F-distributed values with ``dfnum`` and ``dfden`` degrees of freedom (a ratio of scaled chi-squares)."""
-    data, _ = K.check_key("f", key)
+    data = K.sampler_key("f", key)
     dtype = _float_dtype("f", dtype)
     shape = _sample_shape("f", shape, dfnum, dfden)
     _check_castable("f", dtype, dfnum, dfden)
@@ -1111,7 +1152,7 @@ def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Sequence[int] = 
     result has shape ``shape + broadcast(loc, scale).shape``, where an empty ``shape`` stands for the
     parameters' shape (so scalar parameters give ``shape``, parameters of shape ``(2,)`` and ``shape=()``
     give ``(2, 2)``)."""
-    data, _ = K.check_key("double_sided_maxwell", key)
+    data = K.sampler_key("double_sided_maxwell", key)
     dtype = _float_dtype("double_sided_maxwell", dtype)
     shape = K.canonical_shape("double_sided_maxwell", shape)
     params = _broadcast_shapes("double_sided_maxwell", _shape_of(loc), _shape_of(scale))
@@ -1130,7 +1171,7 @@ def _double_sided_maxwell(data, loc, scale, shape, dtype):
 def generalized_normal(key: Any, p: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Generalized normal values with shape parameter ``p`` (density proportional to ``exp(-|x|**p)``):
     ``sign * gamma(1/p) ** (1/p)``. ``p = 2`` is a normal with variance 1/2, ``p = 1`` a Laplace."""
-    data, _ = K.check_key("generalized_normal", key)
+    data = K.sampler_key("generalized_normal", key)
     dtype = _float_dtype("generalized_normal", dtype)
     shape = K.canonical_shape("generalized_normal", shape)
     return _generalized_normal(data, p, shape, dtype)
@@ -1148,7 +1189,7 @@ def _generalized_normal(data, p, shape, dtype):
 @takes_out_sharding
 def ball(key: Any, d: int, p: float = 2, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Points uniformly distributed in the ``d``-dimensional unit ``p``-norm ball: shape ``shape + (d,)``."""
-    data, _ = K.check_key("ball", key)
+    data = K.sampler_key("ball", key)
     dtype = _float_dtype("ball", dtype)
     shape = K.canonical_shape("ball", shape)
     d = _static_int("ball", d, "d")
@@ -1172,7 +1213,7 @@ def binomial(key: Any, n: Any, p: Any, shape: Sequence[int] | None = None, dtype
     """Binomial values: successes in ``n`` trials of probability ``p`` (a float ``dtype``, as JAX). Inversion
     for ``n * min(p, 1 - p) <= 10``, Hörmann's BTRS rejection above; NaN for a NaN or negative ``n`` or an
     invalid ``p``, inf for ``n = inf``."""
-    data, _ = K.check_key("binomial", key)
+    data = K.sampler_key("binomial", key)
     dtype = _float_dtype("binomial", dtype)
     shape = _sample_shape("binomial", shape, n, p)
     p = knp.asarray(p)
@@ -1303,7 +1344,7 @@ def multinomial(key: Any, n: Any, p: Any, *, shape: Sequence[int] | None = None,
                 unroll: int | bool = 1) -> Any:
     """Multinomial counts of ``n`` trials over the categories of ``p`` (last axis): shape ``shape`` (default
     ``p``'s), each category drawn as a binomial of the trials left (float ``dtype``, default ``p``'s)."""
-    data, _ = K.check_key("multinomial", key)
+    data = K.sampler_key("multinomial", key)
     n, p = knp.asarray(n), knp.asarray(p)
     common = dtypes.result_type(n, p)
     if not dtypes.is_inexact(common):
@@ -1336,7 +1377,7 @@ def _multinomial(data, n, p, unroll, dtype):
     pads = [(0, cats - 1)] + [(0, 0)] * (p.ndim - 1)
     remaining = reduce_window_sum(p, window, (1,) * p.ndim, pads)
     ratios = knp.divide(p, knp.where(knp.equal(remaining, 0), np.array(1, ft), remaining))
-    keys = K.split_data(data, cats)
+    keys = K.split_keys(data, cats)
 
     def step(remainder, ratio_key):
         ratio, k = ratio_key

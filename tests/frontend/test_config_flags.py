@@ -62,8 +62,12 @@ def test_unknown_names_raise_with_a_suggestion():
         _ = config.enabel_x64
     with pytest.raises(ValueError, match=r"expected one of 'standard', 'strict'"):
         config.update("jax_numpy_dtype_promotion", "loose")
-    with pytest.raises(ValueError, match=r"kiln implements only the 'threefry2x32' PRNG"):
-        config.update("jax_default_prng_impl", "rbg")
+    with pytest.raises(ValueError, match=r"unknown PRNG implementation \(JAX's 'philox4x32' is not implemented in "
+                       r"kiln\); kiln implements 'threefry2x32', 'rbg' and 'unsafe_rbg'"):
+        config.update("jax_default_prng_impl", "philox4x32")
+    with pytest.raises(ValueError, match=r"unknown PRNG implementation; kiln implements"):
+        config.update("jax_default_prng_impl", "rgb")
+    assert config.default_prng_impl == "threefry2x32"
 
 
 def test_flags_kiln_keeps_but_does_not_enforce_warn_once():

@@ -80,8 +80,9 @@ def test_seed_errors():
         random.key(2 ** 64)
     with pytest.raises(TypeError, match="kiln.random.key: the seed must be an integer scalar, got str"):
         random.key("0")
-    with pytest.raises(ValueError, match="kiln.random.key: unrecognized PRNG implementation 'rbg'"):
-        random.key(0, impl="rbg")
+    with pytest.raises(ValueError, match="kiln.random.key: unrecognized PRNG implementation 'rgb'; kiln implements "
+                                         "'threefry2x32', 'rbg' and 'unsafe_rbg'"):
+        random.key(0, impl="rgb")
 
 
 # -- key data -------------------------------------------------------------------------------------------
