@@ -23,6 +23,8 @@ import operator
 from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterable, NamedTuple
 
+from kiln.runtime import pytree_proto
+
 __all__ = [
     "PyTreeDef", "register_pytree_node", "register_pytree_node_class", "tree_flatten",
     "tree_unflatten", "tree_leaves", "tree_structure", "tree_map", "tree_all", "tree_reduce",
@@ -373,6 +375,40 @@ class PyTreeDef:
     def unflatten(self, leaves: Iterable) -> Any:
         """Build a tree of this structure from ``leaves`` (in flattening order)."""
         return tree_unflatten(self, leaves)
+
+    def serialize_using_proto(self) -> bytes:
+        """This structure as jaxlib's PyTreeDef protocol buffer: JAX's bytes for the same structure (tuples, lists,
+        dicts with string keys and None only, as JAX's; ``pickle`` takes the others)."""
+        def check(node: Any) -> None:
+            if node is _LEAF:
+                return
+            nt, aux, children = node
+            if nt not in (_TUPLE, _LIST, _DICT, _NONE):
+                raise ValueError(f"PyTreeDef.serialize_using_proto: {_node_repr(node)} is a user-defined node, which "
+                                 "protocol buffers cannot hold (only tuples, lists, dicts and None); convert it to "
+                                 "one of those, or use pickle instead")
+            if nt is _DICT and not all(type(k) is str for k in aux):
+                raise ValueError(f"PyTreeDef.serialize_using_proto: a dict with keys {list(aux)!r:.80}: only string "
+                                 "keys are supported in proto pytree serialization; use pickle instead")
+            for c in children:
+                check(c)
+        check(self._node)
+        return pytree_proto.serialize(self.unflatten([pytree_proto.Leaf() for _ in range(self.num_leaves)]))
+
+    @staticmethod
+    def deserialize_using_proto(registry: Any, data: bytes) -> PyTreeDef:
+        """The structure that :meth:`serialize_using_proto` (kiln's or JAX's) wrote as ``data``. ``registry`` is
+        ``kiln.tree_util.default_registry``."""
+        where = "PyTreeDef.deserialize_using_proto"
+        if registry is not default_registry:
+            raise TypeError(f"{where}: registry must be kiln.tree_util.default_registry, got {registry!r:.80}")
+        if not isinstance(data, (bytes, bytearray, memoryview)):
+            raise TypeError(f"{where}: data must be bytes, got {type(data).__name__}")
+        try:
+            skeleton = pytree_proto.deserialize(data)
+        except ValueError as e:
+            raise ValueError(f"{where}: {e}") from None
+        return tree_structure(skeleton)
 
     def flatten_up_to(self, tree: Any) -> list:
         """Flatten ``tree`` only as deep as this structure: each leaf position of ``self`` takes
