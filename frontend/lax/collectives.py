@@ -25,6 +25,7 @@ from ..core.primitive import Primitive
 from ..core.tracing import abstractify
 from . import api as lax
 from . import composed
+from .indexing import index_take
 
 
 def _names(axis_name: Any) -> tuple:
@@ -262,6 +263,67 @@ def all_to_all(x, axis_name, split_axis: int, concat_axis: int, *, axis_index_gr
     return tree_util.tree_map(bind, x)
 
 
+def _ragged_offsets(fname: str, **arrays: Any) -> int:
+    """The common length of the offset and size arrays of a ragged exchange (checked: 1-D, integer, non-empty)."""
+    lengths = set()
+    for what, v in arrays.items():
+        aval = abstractify(v)
+        if not dtypes.is_int(aval.dtype):
+            raise ValueError(f"kiln.lax.{fname}: {what} must be an integer array, got {aval.dtype.name}")
+        if aval.ndim != 1 or aval.shape[0] < 1:
+            raise ValueError(f"kiln.lax.{fname}: {what} must be rank 1 with a positive size, got shape {aval.shape}")
+        lengths.add(aval.shape[0])
+    if len(lengths) > 1:
+        raise ValueError(f"kiln.lax.{fname}: input_offsets, send_sizes, output_offsets and recv_sizes must have one "
+                         f"length, got {', '.join(f'{k} {abstractify(v).shape[0]}' for k, v in arrays.items())}")
+    return lengths.pop()
+
+
+def ragged_all_to_all(operand, output, input_offsets, send_sizes, output_offsets, recv_sizes, *, axis_name,
+                      axis_index_groups=None):
+    """Ragged :func:`all_to_all` (JAX's): slice ``i`` of ``operand`` (rows ``input_offsets[i]`` to
+    ``input_offsets[i] + send_sizes[i]``) goes to element ``i // (K / axis_size)`` of the named axis, which writes it
+    into its ``output`` at that element's ``output_offsets[i]``; the result is ``output`` with the received slices
+    written (``recv_sizes`` rows each, in order: a later slice overwrites an earlier one where they overlap).
+
+    Built from ``all_to_all`` of the offsets, ``all_gather`` of the operand and one gather (XLA's own
+    ragged-all-to-all has no CPU implementation), so it runs on every backend and differentiates and batches as
+    those do."""
+    fname = "ragged_all_to_all"
+    _no_groups(fname, axis_index_groups)
+    name, size = _single_axis(fname, axis_name)
+    op, out = abstractify(operand), abstractify(output)
+    if op.ndim < 1 or op.ndim != out.ndim or op.shape[1:] != out.shape[1:] or op.dtype != out.dtype:
+        raise ValueError(f"kiln.lax.{fname}: operand and output must have one dtype and the same shape but for their "
+                         f"leading (ragged) dimension, got {op.str_short()} and {out.str_short()}")
+    k = _ragged_offsets(fname, input_offsets=input_offsets, send_sizes=send_sizes, output_offsets=output_offsets,
+                        recv_sizes=recv_sizes)
+    if k % size:
+        raise ValueError(f"kiln.lax.{fname}: the length {k} of the offset and size arrays is not divisible by the "
+                         f"size {size} of axis {name!r}")
+    i32 = dtypes.int32
+    # Per slice this element receives (slice i from element i // per_peer): where it starts in its sender's operand
+    # and where it goes in this element's output.
+    per_peer = k // size
+    starts = lax.convert_element_type(all_to_all(input_offsets, name, 0, 0, tiled=True), i32)
+    at = lax.convert_element_type(all_to_all(output_offsets, name, 0, 0, tiled=True), i32)
+    rows_of = lax.convert_element_type(recv_sizes, i32)
+    m = out.shape[0]
+    rows = lax.broadcasted_iota(i32, (k, m), 1)
+    first = lax.broadcast_in_dim(at, (k, m), (0,))
+    beyond = lax.add(first, lax.broadcast_in_dim(rows_of, (k, m), (0,)))
+    covered = lax.bitwise_and(lax.ge(rows, first), lax.lt(rows, beyond))
+    # The slice that writes each output row: the last one covering it (-1: none).
+    owner = lax.reduce_max(lax.select(covered, lax.broadcasted_iota(i32, (k, m), 0), -1), (0,))
+    slice_of_row = lax.max(owner, 0)
+    source_row = lax.add(index_take(starts, [slice_of_row], (0,)),
+                         lax.sub(lax.iota(i32, m), index_take(at, [slice_of_row], (0,))))
+    everyone = all_gather(operand, name)  # (axis size, rows of operand, ...)
+    received = index_take(everyone, [lax.div(slice_of_row, per_peer), source_row], (0, 1))
+    written = lax.broadcast_in_dim(lax.ge(owner, 0), out.shape, (0,))
+    return lax.select(written, received, output)
+
+
 def pswapaxes(x, axis_name, axis: int, *, axis_index_groups=None):
     """Swap the named axis with the array axis ``axis`` (whose size must be the named axis's):
     ``all_to_all(x, axis_name, axis, axis)``."""
@@ -340,4 +402,4 @@ def pcast(x, axis_name, *, to: str):
 
 
 __all__ = ["all_gather", "all_to_all", "axis_index", "axis_size", "pbroadcast", "pcast", "pmax", "pmean", "pmin",
-           "ppermute", "pshuffle", "psum", "psum_scatter", "pswapaxes"]
+           "ppermute", "pshuffle", "psum", "psum_scatter", "pswapaxes", "ragged_all_to_all"]

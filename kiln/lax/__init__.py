@@ -146,6 +146,7 @@ from kiln.frontend.lax import pshuffle as pshuffle
 from kiln.frontend.lax import psum as psum
 from kiln.frontend.lax import psum_scatter as psum_scatter
 from kiln.frontend.lax import pswapaxes as pswapaxes
+from kiln.frontend.lax import ragged_all_to_all as ragged_all_to_all
 from kiln.frontend.lax import ragged_dot as ragged_dot
 from kiln.frontend.lax import ragged_dot_general as ragged_dot_general
 from kiln.frontend.lax import real as real
@@ -301,7 +302,7 @@ __all__ = [
     "log1p", "logistic", "lt", "map", "max", "min", "mul", "mulhi", "ne", "neg", "nextafter", "optimization_barrier",
     "pad", "padtype_to_pads", "platform_dependent", "pbroadcast", "pcast", "pmax", "pmean", "pmin", "ppermute",
     "pshuffle", "polygamma", "population_count", "pow", "Precision", "PrecisionLike", "psum", "psum_scatter",
-    "pswapaxes", "ragged_dot", "ragged_dot_general", "RaggedDotDimensionNumbers", "random_gamma_grad",
+    "pswapaxes", "ragged_all_to_all", "ragged_dot", "ragged_dot_general", "RaggedDotDimensionNumbers", "random_gamma_grad",
     "RandomAlgorithm", "real", "reciprocal", "reduce", "reduce_and", "reduce_max", "reduce_min", "reduce_or",
     "reduce_precision", "reduce_prod", "reduce_sum", "reduce_window", "reduce_window_max", "reduce_window_min",
     "reduce_window_shape_tuple", "reduce_window_sum", "reduce_xor", "rem", "reshape", "rev", "rng_bit_generator",
