@@ -321,6 +321,10 @@ def _call_custom(owner, prim: Primitive, kind: str, missing: str | None, args: t
         # rule, never the function (it may not even run: "primal only via the rule").
         trace = trace_rule
     body, consts, call = trace(owner, nondiff, flat, in_tree)
+    if trace_rule is not None and trace is _trace_body:
+        # Not differentiated through its arguments, but perhaps through a value it closes over: its rule would get
+        # no tangent for that value (the rule-traced calls check this when tracing the rule).
+        _check_no_differentiated_closure(consts, f"kiln.{kind} function {name}")
     outs = prim.bind(*consts, *flat, body=body, rule=call, name=name)
     return tree_util.tree_unflatten(call.out_tree, outs)
 

@@ -825,16 +825,26 @@ class JittedFunction:
             buffers = [self._ref_buffer(b, device) if isinstance(b, refs.Ref) else b for b in buffers]
         try:
             if isinstance(device, spmd.MeshPlacement):
-                buffers += [spmd.to_buffer(leaf, s) for leaf, s, k in zip(leaves, device.in_shardings, kept) if k]
-            for leaf, k in zip(leaves, kept):
-                if k and not isinstance(device, spmd.MeshPlacement):
-                    buffers.append(dispatch.to_buffer(leaf, device))
+                passed = [spmd.to_buffer(leaf, s) if k else None
+                          for leaf, s, k in zip(leaves, device.in_shardings, kept)]
+            else:
+                passed = [dispatch.to_buffer(leaf, device) if k else None for leaf, k in zip(leaves, kept)]
+            buffers += [b for b, k in zip(passed, kept) if k]
             # Committed-ness is per call, not per entry: one signature serves committed and uncommitted inputs.
             committed = self._device_spec != (None, None) or any(
                 type(leaf) is Array and leaf._committed for leaf in leaves)
             outs = compiled.run(buffers, committed)
         except runtime.DeletedBufferError:
             raise self._deleted_error(entry, leaves) from None
+        if any(entry.donated):
+            # A donated array that reached the program as a copy (moved to another device or re-laid out over a
+            # mesh: a pmap's input) is deleted as JAX deletes it, so that donating frees its memory either way
+            # (one that no output could take stays, as it does when passed as it is).
+            n_consts = len(entry.closed.ir.constvars)
+            unusable = {p - n_consts for p in compiled.lowered.unusable_donations}
+            for i, (leaf, buf, donated) in enumerate(zip(leaves, passed, entry.donated)):
+                if donated and i not in unusable and buf is not None and type(leaf) is Array and buf is not leaf._buf:
+                    leaf.delete()
         # debug_nans/debug_infs: a NaN in an output is located by re-running op by op
         if config._debug_special and not entry.ref_consts:
             nan_check.check_jit(self.__name__, entry.closed.ir, entry.closed.consts, leaves, outs, any(entry.donated))

@@ -26,6 +26,16 @@ def _is_py_scalar(x: Any) -> bool:
     return isinstance(x, dtypes.PY_SCALARS) and not isinstance(x, np.generic)
 
 
+def _scalar_fits_kind(value: Any, dtype: np.dtype) -> bool:
+    """Whether a Python scalar keeps its kind in ``dtype``: a float needs an inexact dtype, a complex a complex one
+    (an int or bool fits any: its range is checked when it is converted)."""
+    if isinstance(value, complex):
+        return dtype.kind == "c"
+    if isinstance(value, float):
+        return dtype.kind in "fc" or dtypes.issubdtype(dtype, np.floating)
+    return True
+
+
 def literal(value: Any, dtype: np.dtype, weak_type: bool = False) -> Literal:
     """A scalar constant of ``dtype`` (weak when it stands for a Python scalar)."""
     try:
@@ -61,7 +71,7 @@ def broadcast_shape(shapes: Sequence[tuple[int, ...]]) -> tuple[int, ...] | None
     return tuple(out)
 
 
-def _operands(*args: Any) -> list[Any]:
+def _operands(*args: Any, name: str = "select") -> list[Any]:
     """Give Python scalars the dtype of the array operands, and broadcast the operands to one shape as JAX's lax
     does (rank-0 operands, and axes of size 1: :func:`broadcast_shape`)."""
     if any(map(_is_py_scalar, args)):
@@ -69,6 +79,13 @@ def _operands(*args: Any) -> list[Any]:
         if not arrays:
             return list(args)
         dtype = abstractify(arrays[0]).dtype
+        for a in args:
+            if _is_py_scalar(a) and not _scalar_fits_kind(a, dtype):
+                raise TypeError(
+                    f"kiln.lax.{name}: the Python {type(a).__name__} {a!r} cannot take the dtype {dtype.name} of the "
+                    "array it is combined with (lax functions do not promote, and this would drop its "
+                    f"{'imaginary part' if isinstance(a, complex) else 'fraction'}; JAX raises here too). Use "
+                    f"kiln.numpy, which promotes, or convert the array first (lax.convert_element_type).")
         args = [literal(a, dtype, weak_type=True) if _is_py_scalar(a) else a for a in args]
     shapes = [_shape(a) for a in args]
     first = shapes[0]
@@ -109,7 +126,7 @@ def _binary(name: str):
     prim = ew.binary_prims[name]
 
     def fn(x, y):
-        return prim.bind(*_operands(x, y))
+        return prim.bind(*_operands(x, y, name=name))
     fn.__name__ = name
     fn.__doc__ = f"Elementwise ``{name}`` of two arrays of one dtype and shape (kiln primitive)."
     return fn
