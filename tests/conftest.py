@@ -21,6 +21,8 @@
   directory's contents or counters (tests/runtime/test_compile_cache.py gives every such test a directory
   of its own). The process that made the directory removes it, once, in its ``pytest_unconfigure``; on the
   controller that runs after every worker has exited.
+- The few longest tests (``RUN_FIRST``) run first, so that under pytest-xdist no worker starts one of them in the
+  last minute of the run while the others have nothing left to do.
 """
 from __future__ import annotations
 
@@ -75,6 +77,13 @@ def backend_under_test() -> str:
     return kiln.devices()[0].platform  # canonical: 'gpu' in KILN_TEST_BACKEND means 'cuda' or 'rocm' here
 
 
+# The suite's longest single tests (25-70 s each on a 2-core machine), run first. pytest collects in alphabetical
+# order, tests/test_*.py after every directory, so these two would otherwise start in the last minute of an xdist
+# run, and the other worker would sit idle while one of them finishes (measured: 35 s of one worker idle).
+RUN_FIRST = ("tests/test_multidevice.py::test_multidevice_suite_on_8_cpu_devices",
+             "tests/test_examples.py::test_benchmarks_smoke")
+
+
 def pytest_collection_modifyitems(config, items):
     current = backend_under_test()
     for item in items:
@@ -82,6 +91,10 @@ def pytest_collection_modifyitems(config, items):
         if marker is not None and current not in marker.args:
             item.add_marker(pytest.mark.skip(reason=f"needs backend {'/'.join(marker.args)}; "
                                                     f"this session tests {current} (KILN_TEST_BACKEND)"))
+    # The same order in every xdist worker (the controller checks that their collections agree).
+    first = sorted((item for item in items if item.nodeid in RUN_FIRST), key=lambda item: RUN_FIRST.index(item.nodeid))
+    if first:
+        items[:] = first + [item for item in items if item.nodeid not in RUN_FIRST]
 
 
 @pytest.fixture(autouse=True)

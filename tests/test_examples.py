@@ -6,6 +6,8 @@ import pathlib
 import subprocess
 import sys
 
+import pytest
+
 REPO = pathlib.Path(__file__).resolve().parent.parent
 
 
@@ -17,8 +19,16 @@ def _run_example(name: str, *args: str) -> subprocess.CompletedProcess:
                           capture_output=True, text=True, timeout=300)
 
 
-def test_linear_regression(tmp_path):
-    proc = _run_example("linear_regression.py", "--steps", "400", "--out", str(tmp_path))
+@pytest.fixture(scope="module")
+def linear_regression_400(tmp_path_factory):
+    """One run of 400 steps (the checks of its output, and the run a resumed one must end as): its process and
+    output directory."""
+    out = tmp_path_factory.mktemp("linear_regression_400")
+    return _run_example("linear_regression.py", "--steps", "400", "--out", str(out)), out
+
+
+def test_linear_regression(linear_regression_400):
+    proc, out_dir = linear_regression_400
     assert proc.returncode == 0, f"rc={proc.returncode}\nstdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     out = proc.stdout
     assert "running on" in out and "seed 42" in out  # the device, from examples/_training.py
@@ -28,10 +38,10 @@ def test_linear_regression(tmp_path):
     assert "OK: the fit is within 0.2 of the truth" in out
     assert out.splitlines()[-1].startswith("summary: linear_regression weight=")
     assert "steps=400" in out.splitlines()[-1]
-    assert (tmp_path / "linear_regression.png").exists() and (tmp_path / "checkpoint.npz").exists()
+    assert (out_dir / "linear_regression.png").exists() and (out_dir / "checkpoint.npz").exists()
 
 
-def test_linear_regression_resume(tmp_path):
+def test_linear_regression_resume(tmp_path, linear_regression_400):
     """200 steps (too few: exit 1 with the reason) then --resume to 400 ends where 400 straight steps end."""
     import numpy as np
 
@@ -42,10 +52,10 @@ def test_linear_regression_resume(tmp_path):
     proc = _run_example("linear_regression.py", "--steps", "400", "--out", str(tmp_path / "resumed"), "--resume")
     assert proc.returncode == 0, f"stdout:\n{proc.stdout}\nstderr:\n{proc.stderr}"
     assert "at step 200" in proc.stdout and "steps 400/400" in proc.stdout and "steps  20/400" not in proc.stdout
-    straight = _run_example("linear_regression.py", "--steps", "400", "--out", str(tmp_path / "straight"))
+    straight, straight_out = linear_regression_400
     assert straight.returncode == 0, straight.stderr
     with np.load(tmp_path / "resumed" / "checkpoint.npz") as got, \
-            np.load(tmp_path / "straight" / "checkpoint.npz") as want:
+            np.load(straight_out / "checkpoint.npz") as want:
         assert sorted(got) == sorted(want) == ["__kiln_checkpoint__", "leaf0", "leaf1"]  # weight, bias
         for key in ("leaf0", "leaf1"):
             np.testing.assert_allclose(got[key], want[key], rtol=1e-5)

@@ -17,11 +17,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def launch(worker: str, scenario: str, ids=(0, 1), num: int = 2, devices: int = 1, timeout: float = 120) -> list:
+def launch(worker: str, scenario: str, ids=(0, 1), num: int = 2, devices: int = 1, timeout: float = 120,
+           port: int | None = None) -> list:
     """Run ``worker``'s ``scenario`` as processes ``ids`` of ``num``, each with ``devices`` CPU devices; returns
-    (rc, output) per process."""
+    (rc, output) per process. ``port``: the coordinator's (default: a free one)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("KILN_")}
-    env.update(KILN_COORDINATOR_ADDRESS=f"127.0.0.1:{free_port()}", KILN_NUM_PROCESSES=str(num),
+    env.update(KILN_COORDINATOR_ADDRESS=f"127.0.0.1:{port or free_port()}", KILN_NUM_PROCESSES=str(num),
                KILN_NUM_CPU_DEVICES=str(devices), PYTHONUNBUFFERED="1")
     procs = [subprocess.Popen([sys.executable, worker, scenario], env={**env, "KILN_PROCESS_ID": str(i)}, cwd=REPO,
                               stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True) for i in ids]

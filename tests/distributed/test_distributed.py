@@ -3,6 +3,7 @@ error paths. Each pair runs tests/distributed/worker.py; every subprocess has a 
 killed when it passes it, so a hang fails a test instead of stalling the run."""
 from __future__ import annotations
 
+import concurrent.futures
 import os
 
 import launcher
@@ -15,9 +16,9 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.path.join(HERE, "worker.py")
 
 
-def launch(scenario: str, ids=(0, 1), num: int = 2, devices: int = 1, timeout: float = 120) -> list:
+def launch(scenario: str, ids=(0, 1), num: int = 2, devices: int = 1, timeout: float = 120, **kwargs) -> list:
     """Run the worker's ``scenario`` as processes ``ids`` of ``num``; returns (rc, output) per process."""
-    return launcher.launch(WORKER, scenario, ids=ids, num=num, devices=devices, timeout=timeout)
+    return launcher.launch(WORKER, scenario, ids=ids, num=num, devices=devices, timeout=timeout, **kwargs)
 
 
 pytestmark = pytest.mark.backend("cpu")  # the processes use CPU devices (gloo collectives)
@@ -33,12 +34,19 @@ def test_two_processes_run_one_sharded_program():
 def test_peer_that_never_arrives():
     """Process 0 alone (and process 1 alone, with no coordinator): initialize raises kiln's error soon
     after initialization_timeout, instead of waiting forever."""
-    for pid in (0, 1):
-        ((rc, out),) = launch("lonely", ids=(pid,), timeout=60)
+    # The two lonely processes wait at the same time (most of this test is their waiting), each with a
+    # coordinator port of its own: process 1 must not find process 0's coordinator.
+    ports = [launcher.free_port(), launcher.free_port()]
+    while ports[1] == ports[0]:
+        ports[1] = launcher.free_port()
+    with concurrent.futures.ThreadPoolExecutor(2) as pool:
+        runs = [pool.submit(launch, "lonely", ids=(pid,), timeout=60, port=ports[pid]) for pid in (0, 1)]
+        results = [run.result() for run in runs]
+    for pid, ((rc, out),) in enumerate(results):
         assert rc == 0 and f"OK {pid}" in out, out[-3000:]
         line = next(ln for ln in out.splitlines() if ln.startswith("ERROR after"))
         assert "DistributedError" in line and f"process {pid} of 2 could not connect" in line, line
-        assert "within initialization_timeout=3 s" in line and "did not all arrive" in line, line
+        assert "within initialization_timeout=1 s" in line and "did not all arrive" in line, line
         assert float(line.split()[2]) < 30, line
 
 

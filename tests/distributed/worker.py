@@ -121,7 +121,7 @@ def lonely(pid: int, n: int) -> None:
     """Process 0 of 2 whose peer never starts: initialize must fail within its timeout."""
     t0 = time.monotonic()
     try:
-        kiln.distributed.initialize(initialization_timeout=int(os.environ.get("INIT_TIMEOUT", "3")))
+        kiln.distributed.initialize(initialization_timeout=int(os.environ.get("INIT_TIMEOUT", "1")))
     except RuntimeError as e:
         print(f"ERROR after {time.monotonic() - t0:.1f} s: {type(e).__name__}: {e}", flush=True)
         assert not kiln.distributed.is_initialized()

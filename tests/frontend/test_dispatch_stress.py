@@ -12,6 +12,8 @@ PRELUDE = """
 import gc, threading
 import numpy as np
 import kiln, kiln.numpy as knp
+kiln.devices()
+gc.freeze()  # what the imports made is never garbage: gc.collect() below walks only what the test makes
 """
 
 
