@@ -18,14 +18,18 @@ spent up to half its time in those faults, and how many it met changed from proc
 both frameworks alike: it measured the heap's history, not kiln or JAX. So the bench fixes glibc's
 thresholds for its own process (``mallopt``: less than 2 GB of free heap is never trimmed, blocks up
 to 32 MB come from the heap), the same for both; ``--malloc default`` measures with glibc's defaults instead.
-It also gives every thread the one arena (``M_ARENA_MAX`` 1, before either backend starts a thread): with the
-arenas glibc adds for threads, in half of the runs of the 6 Mi-float rows one framework or the other (not the
-same one from run to run) page-faulted every page of each fresh output (6,145 faults per call: 9.0 ms
-instead of 1.5 ms); with one arena no run did (8 runs each). The page faults per call are counted for the
-steady-state rows, and the rows where the two frameworks' differ are listed under the table. Even so, blocks that
-the two frameworks' interleaved allocations pushed past the heap's top page-faulted (1,229 faults per call in some
-batches of the 6 Mi-float rows, of either framework): the bench grows the heap by 1 GB and touches it before it
-measures, so that such blocks land on pages already mapped.
+The rows of 6 Mi floats (``one_arena`` in cases.py) run in a child process (this script, ``--one-arena-case``)
+whose threads all use the one malloc arena (``M_ARENA_MAX`` 1, set before either backend starts a thread): with the
+arenas glibc adds for threads, in half of the runs of those rows one framework or the other (not the same one from
+run to run) page-faulted every page of each fresh output (6,145 faults per call: 9.0 ms instead of 1.5 ms); with
+one arena no run did (8 runs each). The other rows keep glibc's arenas: with one arena for every thread, a program
+that XLA runs on its worker threads while Python dispatches the next call waits on the arena's lock (eager matmul
+f32[64,64]: 14.6 µs instead of 9.5 µs for kiln, 15.8 instead of 9.2 µs for JAX, in one run), and which framework
+waited longer changed from run to run (the row read 0.88, 1.16 and 0.93 in three runs). The page faults per call
+are counted for the steady-state rows, and the rows where the two frameworks' differ are listed under the table.
+Even so, blocks that the two frameworks' interleaved allocations pushed past the heap's top page-faulted (1,229
+faults per call in some batches of the 6 Mi-float rows, of either framework): the bench grows the heap by 1 GB and
+touches it before it measures, so that such blocks land on pages already mapped.
 
 Both frameworks share the device in one process, so GPU memory preallocation is off unless
 ``XLA_PYTHON_CLIENT_PREALLOCATE`` says otherwise (both read it): otherwise the first client to start
@@ -34,8 +38,10 @@ takes 75% of the GPU's memory and the second runs short.
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import platform
+import subprocess
 import sys
 import time
 
@@ -49,28 +55,31 @@ _GPU_NAMES = ("cuda", "rocm", "gpu")
 
 # glibc's mallopt parameters (malloc.h) and the values the bench sets (see the docstring).
 _M_TRIM_THRESHOLD, _M_MMAP_THRESHOLD, _M_ARENA_MAX = -1, -3, -8
-# Trim only above 2 GB of free heap top (mallopt takes an int); 32 MB: the largest mmap threshold glibc takes;
-# one arena for every thread.
-_STEADY_MALLOC = ((_M_TRIM_THRESHOLD, 2**31 - 1), (_M_MMAP_THRESHOLD, 32 << 20), (_M_ARENA_MAX, 1))
+# Trim only above 2 GB of free heap top (mallopt takes an int); 32 MB: the largest mmap threshold glibc takes.
+_STEADY_MALLOC = ((_M_TRIM_THRESHOLD, 2**31 - 1), (_M_MMAP_THRESHOLD, 32 << 20))
+_ONE_ARENA = ((_M_ARENA_MAX, 1),)  # one arena for every thread: the child process of the one_arena rows
 _MALLOC_ENV = {_M_TRIM_THRESHOLD: "MALLOC_TRIM_THRESHOLD_", _M_MMAP_THRESHOLD: "MALLOC_MMAP_THRESHOLD_",
                _M_ARENA_MAX: "MALLOC_ARENA_MAX"}
 
 
-def _steady_malloc() -> str:
-    """Fix glibc's trim and mmap thresholds for this process; says what was done."""
+def _steady_malloc(one_arena: bool = False) -> str:
+    """Fix glibc's trim and mmap thresholds for this process (and, with ``one_arena``, give all its threads one
+    arena); says what was done."""
     import ctypes
     try:
         mallopt = ctypes.CDLL(None).mallopt
     except (OSError, AttributeError):
         return "malloc: left as it is (no glibc mallopt here)"
     mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-    if not all(mallopt(param, value) == 1 for param, value in _STEADY_MALLOC):
+    settings = _STEADY_MALLOC + (_ONE_ARENA if one_arena else ())
+    if not all(mallopt(param, value) == 1 for param, value in settings):
         return "malloc: glibc refused the steady thresholds; left as it is"
     # The same for the processes the bench starts (the 8-device rows, the first calls): glibc reads these at start.
-    os.environ.update({_MALLOC_ENV[param]: str(value) for param, value in _STEADY_MALLOC})
+    os.environ.update({_MALLOC_ENV[param]: str(value) for param, value in settings})
     _prefault_heap(ctypes.CDLL(None))
-    return ("malloc: glibc's trim and mmap thresholds fixed, one arena, the heap grown by "
-            f"{_PREFAULT_BYTES >> 20} MB and touched first, for both frameworks (--malloc default: glibc's own)")
+    return (f"malloc: glibc's trim and mmap thresholds fixed{', one arena' if one_arena else ''}, the heap grown by "
+            f"{_PREFAULT_BYTES >> 20} MB and touched first, for both frameworks; the 6 Mi-float rows in a child "
+            "process with one arena (--malloc default: glibc's own everywhere)")
 
 
 # How far the heap is grown (and its pages touched) before anything is measured: more than the steady rows hold
@@ -162,6 +171,22 @@ def _measure(case, frameworks, rounds: int,
     return {name: None if None in vals else min(vals) for name, vals in samples.items()}, {}, None
 
 
+def _measure_in_child(case, args) -> tuple[dict[str, float | None], dict[str, float], tuple[float, float] | None]:
+    """:func:`_measure` of ``case`` in a fresh interpreter running this script, whose threads share one malloc arena
+    (see the docstring); both frameworks in that one process, as here."""
+    cmd = [sys.executable, os.path.abspath(__file__), "--one-arena-case", case.name, "--rounds", str(args.rounds)]
+    cmd += (["--quick"] if args.quick else []) + (["--no-jax"] if args.no_jax else [])
+    cmd += ["--backend", args.backend] if args.backend else []
+    env = {**os.environ, _MALLOC_ENV[_M_ARENA_MAX]: "1"}  # read by glibc when the child starts
+    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
+    if proc.returncode != 0:
+        raise RuntimeError(f"the one-arena child for {case.name!r} failed (rc={proc.returncode}):\n"
+                           f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+    measured = json.loads(proc.stdout.strip().splitlines()[-1])
+    interval = measured["interval"]
+    return measured["results"], measured["faults"], None if interval is None else tuple(interval)
+
+
 def _faults_differ(faults: dict[str, float]) -> bool:
     """Whether the page faults per call of two frameworks differ enough to explain a difference in time: by more
     than 10 per call (a fault may be a 2 MB transparent huge page, zeroed by the kernel: a 24 MB buffer is 12) and
@@ -190,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--malloc", choices=("steady", "default"), default="steady",
                         help="steady (default): fix glibc's trim and mmap thresholds, so that large-array rows "
                              "do not measure page faults that depend on the heap's history; default: glibc's own")
+    parser.add_argument("--one-arena-case", default=None, help=argparse.SUPPRESS)  # the child of _measure_in_child
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be positive, got {args.rounds}")
@@ -199,6 +225,8 @@ def main(argv: list[str] | None = None) -> int:
         return args.select is None or any(args.select.lower() in n.lower() for n in names)
 
     cases = [c for c in CASES if (not args.gpu or c.gpu) and matches(c)]
+    if args.one_arena_case is not None:
+        cases = [c for c in CASES if c.name == args.one_arena_case]
     if not cases:
         print(f"no benchmark name contains {args.select!r}", file=sys.stderr)
         return 2
@@ -223,10 +251,15 @@ def main(argv: list[str] | None = None) -> int:
     if mixed:
         print(f"warning: {mixed}", file=sys.stderr)
     # Before either backend starts its threads: a thread keeps the malloc arena it first got.
-    malloc = _steady_malloc() if args.malloc == "steady" else "malloc: glibc's defaults (--malloc default)"
+    child = args.one_arena_case is not None
+    malloc = _steady_malloc(child) if args.malloc == "steady" else "malloc: glibc's defaults (--malloc default)"
     jax_fw = None if args.no_jax else load_jax(args.backend)
     kiln_fw = load_kiln(args.backend)
     frameworks = [kiln_fw] + ([jax_fw] if jax_fw is not None else [])
+    if child:  # one case, measured for the parent (_measure_in_child), which prints it
+        results, faults, interval = _measure(cases[0], frameworks, args.rounds, args.quick)
+        print(json.dumps({"results": results, "faults": faults, "interval": interval}))
+        return 0
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}")
     print(malloc)
     from jaxlib import version as jaxlib_version
@@ -254,7 +287,10 @@ def main(argv: list[str] | None = None) -> int:
     try:
         for case in cases:
             name = title(case.name, kiln_fw.platform)
-            results, faults, interval = _measure(case, frameworks, args.rounds, args.quick)
+            if case.one_arena and args.malloc == "steady":
+                results, faults, interval = _measure_in_child(case, args)
+            else:
+                results, faults, interval = _measure(case, frameworks, args.rounds, args.quick)
             if _faults_differ(faults):
                 fault_rows.append(f"{name}: " + ", ".join(f"{n} {v:.0f}" for n, v in faults.items()))
             seconds[case.name] = results
