@@ -149,7 +149,7 @@ class Config:
         "numpy_dtype_promotion": ("standard", "strict"),
         "numpy_rank_promotion": ("allow", "warn", "raise"),
         "legacy_prng_key": ("allow", "warn", "error"),
-        "default_prng_impl": ("threefry2x32", "rbg", "unsafe_rbg"),
+        "default_prng_impl": ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32"),
         "default_matmul_precision": (None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
                                      "fastest", "bfloat16_3x", "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM",
                                      "ANY_F8_ANY_F8_ANY", "ANY_F8_ANY_F8_ANY_FAST_ACCUM", "F16_F16_F16",
@@ -279,10 +279,8 @@ class Config:
         choices = self._CHOICES.get(name)
         if choices is not None and value not in choices:
             if name == "default_prng_impl":
-                missing = (f" (JAX's {value!r} is not implemented in kiln)"
-                           if value in ("threefry4x32", "philox2x32", "philox4x32") else "")
-                raise ConfigError(f"kiln.config.update({jax_name!r}, {value!r}): unknown PRNG implementation"
-                                  f"{missing}; kiln implements 'threefry2x32', 'rbg' and 'unsafe_rbg'")
+                raise ConfigError(f"kiln.config.update({jax_name!r}, {value!r}): unknown PRNG implementation; "
+                                  f"kiln implements {', '.join(map(repr, choices[:-1]))} and {choices[-1]!r}")
             raise ConfigError(f"kiln.config.update({jax_name!r}, {value!r}): expected one of "
                               f"{', '.join(repr(c) for c in choices)}")
         if name == "default_device":
@@ -524,8 +522,8 @@ numpy_rank_promotion = _ctx("numpy_rank_promotion", "'allow', 'warn' or 'raise' 
 default_matmul_precision = _ctx("default_matmul_precision", "the precision of dot products and convolutions "
                                                             "called with precision=None: 'bfloat16', "
                                                             "'tensorfloat32', 'float32', ...")
-default_prng_impl = _ctx("default_prng_impl", "'threefry2x32', 'rbg' or 'unsafe_rbg': the PRNG implementation "
-                                              "of new keys and raw keys")
+default_prng_impl = _ctx("default_prng_impl", "'threefry2x32', 'threefry4x32', 'rbg', 'unsafe_rbg', 'philox2x32' or "
+                                              "'philox4x32': the PRNG implementation of new keys and raw keys")
 enable_checks = _ctx("enable_checks", "no effect in kiln", True)
 enable_custom_prng = _ctx("enable_custom_prng", "no effect in kiln", True)
 legacy_prng_key = _ctx("legacy_prng_key", "'allow', 'warn' or 'error' when a raw uint32 key is passed to a "

@@ -1,18 +1,23 @@
 """PRNG implementations: what a key's data is and how it is seeded, split, folded and turned into bits.
 
 kiln has JAX's ``threefry2x32`` (the default; ``key<fry>``, two uint32 words), ``rbg`` (``key<rbg>``) and
-``unsafe_rbg`` (``key<urbg>``), four uint32 words each. ``kiln.config.update('jax_default_prng_impl', name)``
-picks the one new keys (and raw uint32 keys) use when no ``impl=`` is given.
+``unsafe_rbg`` (``key<urbg>``), four uint32 words each, and ``threefry4x32`` (``key<fry4>``), ``philox4x32``
+(``key<phx4>``) and ``philox2x32`` (``key<phx2>``) (counter_prngs.py).
+``kiln.config.update('jax_default_prng_impl', name)`` picks the one new keys (and raw uint32 keys) use when no
+``impl=`` is given; :func:`define_prng_impl` makes a user's implementation.
 """
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Sequence
 
+from ..batching.api import vmap
 from ..core.config import config
-from . import rbg, threefry
+from ..core.tracing import abstractify
+from . import counter_prngs, rbg, threefry
 
 __all__ = ["PRNGImpl", "PRNGS", "resolve", "default_impl", "threefry_prng_impl", "rbg_prng_impl",
-           "unsafe_rbg_prng_impl"]
+           "unsafe_rbg_prng_impl", "threefry4x32_prng_impl", "philox4x32_prng_impl", "philox2x32_prng_impl",
+           "define_prng_impl"]
 
 
 class PRNGImpl:
@@ -55,10 +60,41 @@ rbg_prng_impl = PRNGImpl(rbg.KEY_SHAPE, rbg.seed, rbg.split, rbg.random_bits, rb
 unsafe_rbg_prng_impl = PRNGImpl(rbg.KEY_SHAPE, rbg.seed, rbg.unsafe_split, rbg.random_bits, rbg.unsafe_fold_in,
                                 name="unsafe_rbg", tag="urbg")
 
-PRNGS: dict[str, PRNGImpl] = {impl.name: impl for impl in (threefry_prng_impl, rbg_prng_impl, unsafe_rbg_prng_impl)}
 
-# JAX's implementations that kiln lacks, named in the error for them.
-_JAX_ONLY = ("threefry4x32", "philox2x32", "philox4x32")
+
+def _counter_impl(prng: counter_prngs.CounterPRNG, name: str, tag: str) -> PRNGImpl:
+    return PRNGImpl(prng.key_shape, prng.seed, prng.split, prng.random_bits, prng.fold_in, name=name, tag=tag)
+
+
+threefry4x32_prng_impl = _counter_impl(counter_prngs.THREEFRY4X32, "threefry4x32", "fry4")
+philox4x32_prng_impl = _counter_impl(counter_prngs.PHILOX4X32, "philox4x32", "phx4")
+philox2x32_prng_impl = _counter_impl(counter_prngs.PHILOX2X32, "philox2x32", "phx2")
+
+PRNGS: dict[str, PRNGImpl] = {impl.name: impl for impl in (
+    threefry_prng_impl, threefry4x32_prng_impl, rbg_prng_impl, unsafe_rbg_prng_impl, philox2x32_prng_impl,
+    philox4x32_prng_impl)}
+
+
+def define_prng_impl(*, key_shape: Sequence[int], seed: Callable, split: Callable, random_bits: Callable,
+                     fold_in: Callable, name: str = "<unnamed>", tag: str = "?") -> PRNGImpl:
+    """A PRNG implementation from functions of one key, as JAX's ``jax.extend.random.define_prng_impl`` takes them:
+    ``seed(integer scalar) -> key``, ``split(key, shape) -> keys of shape + key_shape``, ``fold_in(key, uint32
+    scalar) -> key``, ``random_bits(key, bit_width, shape) -> bits``, written with kiln's operations. A batch of
+    keys is mapped over with ``vmap``. Give the result as ``impl=`` to ``kiln.random.key`` (it is not registered by
+    name: ``jax_default_prng_impl`` does not take it)."""
+    key_shape = tuple(int(d) for d in key_shape)
+    per_key = lambda fn: _mapped_over_keys(fn, len(key_shape))  # noqa: E731
+    return PRNGImpl(key_shape, seed, per_key(split), per_key(random_bits), per_key(fold_in), name=name, tag=tag)
+
+
+def _mapped_over_keys(fn: Callable, key_ndim: int) -> Callable:
+    """``fn(key, *args)`` of one key, mapped with ``vmap`` over the batch dimensions of raw key data."""
+    def mapped(key_data, *args):
+        f = lambda key: fn(key, *args)  # noqa: E731
+        for _ in range(abstractify(key_data).ndim - key_ndim):
+            f = vmap(f)
+        return f(key_data)
+    return mapped
 
 
 def default_impl() -> PRNGImpl:
@@ -67,7 +103,7 @@ def default_impl() -> PRNGImpl:
 
 
 def known_names() -> str:
-    """``'threefry2x32', 'rbg' and 'unsafe_rbg'``, for messages."""
+    """``'threefry2x32', 'threefry4x32', ... and 'philox4x32'``, for messages."""
     names = [repr(n) for n in PRNGS]
     return ", ".join(names[:-1]) + " and " + names[-1]
 
@@ -85,9 +121,8 @@ def resolve(fname: str, spec: Any) -> PRNGImpl:
     if isinstance(spec, str):
         if spec in PRNGS:
             return PRNGS[spec]
-        missing = f" (JAX's {spec!r} is not implemented in kiln)" if spec in _JAX_ONLY else ""
-        raise ValueError(f"kiln.random.{fname}: unrecognized PRNG implementation {spec!r}{missing}; kiln "
-                         f"implements {known_names()}")
+        raise ValueError(f"kiln.random.{fname}: unrecognized PRNG implementation {spec!r}; kiln implements "
+                         f"{known_names()}")
     raise TypeError(f"kiln.random.{fname}: unrecognized type {type(spec).__name__} for a PRNG implementation; "
                     f"give one of the names {', '.join(map(repr, PRNGS))}, a key dtype or an impl object of "
                     "kiln.extend.random")

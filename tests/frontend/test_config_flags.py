@@ -62,9 +62,9 @@ def test_unknown_names_raise_with_a_suggestion():
         _ = config.enabel_x64
     with pytest.raises(ValueError, match=r"expected one of 'standard', 'strict'"):
         config.update("jax_numpy_dtype_promotion", "loose")
-    with pytest.raises(ValueError, match=r"unknown PRNG implementation \(JAX's 'philox4x32' is not implemented in "
-                       r"kiln\); kiln implements 'threefry2x32', 'rbg' and 'unsafe_rbg'"):
-        config.update("jax_default_prng_impl", "philox4x32")
+    with pytest.raises(ValueError, match=r"unknown PRNG implementation; kiln implements 'threefry2x32', "
+                       r"'threefry4x32', 'rbg', 'unsafe_rbg', 'philox2x32' and 'philox4x32'"):
+        config.update("jax_default_prng_impl", "philox")
     with pytest.raises(ValueError, match=r"unknown PRNG implementation; kiln implements"):
         config.update("jax_default_prng_impl", "rgb")
     assert config.default_prng_impl == "threefry2x32"

@@ -81,7 +81,8 @@ def test_seed_errors():
     with pytest.raises(TypeError, match="kiln.random.key: the seed must be an integer scalar, got str"):
         random.key("0")
     with pytest.raises(ValueError, match="kiln.random.key: unrecognized PRNG implementation 'rgb'; kiln implements "
-                                         "'threefry2x32', 'rbg' and 'unsafe_rbg'"):
+                                         "'threefry2x32', 'threefry4x32', 'rbg', 'unsafe_rbg', 'philox2x32' and "
+                                         "'philox4x32'"):
         random.key(0, impl="rgb")
 
 
