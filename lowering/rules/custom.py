@@ -8,6 +8,9 @@ from ..registry import register
 @register("custom_vjp_lin")
 def _custom_vjp_lin(ctx, eqn, *args):
     name = eqn.params["rule"].name
+    own_message = getattr(eqn.params["rule"].call.owner, "forward_mode_error", None)  # (a hijax primitive's)
+    if own_message:
+        raise NotImplementedError(own_message)
     raise TypeError(f"kiln: forward-mode differentiation (kiln.jvp, kiln.jacfwd, kiln.linearize) of the "
                     f"custom_vjp function {name} is not supported, as in JAX. Use reverse mode (kiln.grad, "
                     "kiln.vjp, kiln.jacrev), or define the function with kiln.custom_jvp.")
