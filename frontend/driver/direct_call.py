@@ -229,21 +229,25 @@ class StaticOptionsCall:
         self.dynamic = (None if not taken else slice(0, len(dynamic)) if dynamic == tuple(range(len(dynamic)))
                         else dynamic)
 
-    def run(self, args: tuple, kwargs: dict | None = None) -> Any:
-        keywords = self.keywords
-        if len(args) != self.n_args or len(kwargs or ()) < len(keywords):
-            return None
+    def _options_match(self, args: tuple, kwargs: dict | None) -> bool:
+        """Whether the call's options are the recorded ones (by type and value)."""
         try:
-            if keywords:
-                for name, value in keywords.items():
+            if self.keywords:
+                for name, value in self.keywords.items():
                     given = kwargs.get(name, _MISSING)
                     if type(given) is not type(value) or not given == value:
-                        return None
+                        return False
             for i, value in self.positional:
                 given = args[i]
                 if type(given) is not type(value) or not given == value:
-                    return None
+                    return False
         except Exception:  # an option whose == raises: the other paths decide
+            return False
+        return True
+
+    def run(self, args: tuple, kwargs: dict | None = None) -> Any:
+        keywords = self.keywords
+        if len(args) != self.n_args or len(kwargs or ()) < len(keywords) or not self._options_match(args, kwargs):
             return None
         dynamic = self.dynamic
         if dynamic is not None:
@@ -251,6 +255,40 @@ class StaticOptionsCall:
         if kwargs:  # (every keyword option matched: those left are the dynamic ones, if any)
             kwargs = {k: v for k, v in kwargs.items() if k not in keywords} if len(kwargs) > len(keywords) else None
         return self.inner.run(args, kwargs)
+
+
+class OneArrayOptionsCall(StaticOptionsCall):
+    """A :class:`StaticOptionsCall` whose one dynamic argument is an array passed by position, of a plain signature
+    (eager ``knp.round(x, 2)``, ``knp.swapaxes(x, 0, 1)``, ``knp.sum(x, axis=0)``): matched and launched here,
+    without the inner signature's :meth:`DirectCall.run` (a tenth of a microsecond less per call)."""
+
+    __slots__ = ("array_at",)
+
+    def __init__(self, inner: DirectCall, options: tuple, n_args: int) -> None:
+        super().__init__(inner, options, n_args)
+        taken = {i for i, _ in self.positional}
+        self.array_at = next(i for i in range(n_args) if i not in taken)
+
+    def run(self, args: tuple, kwargs: dict | None = None) -> Any:
+        if len(args) != self.n_args or len(kwargs or ()) != len(self.keywords) or not self._options_match(args, kwargs):
+            return None
+        a, inner = args[self.array_at], self.inner
+        if type(a) is not Array or dispatch_epoch.current is not inner.epoch:
+            return None
+        aux = a._flat[1]
+        if aux is not inner.aux0 and aux != inner.aux0:
+            return None
+        try:
+            buf = inner.finish(inner.start([a._buf]))[0]
+        except Exception:  # e.g. a deleted argument
+            raise LaunchFailed from None
+        aux = inner.out_aux  # Array._from_flat(aux, (buf,)), inlined (as in DirectCall.run)
+        out = _new_object(Array)
+        out._buf = buf
+        out.aval, out._device, out._committed, out._sharding = aux
+        out._npy = None
+        out._flat = ((buf,), aux)
+        return out
 
 
 _MISSING = object()
@@ -390,4 +428,6 @@ def with_options(call: DirectCall | None, options: tuple, n_args: int) -> Direct
     (``((position or name, value), ...)``; ``n_args`` positional arguments, options included)."""
     if call is None or not options:
         return call
-    return StaticOptionsCall(call, options, n_args)
+    n_positional = sum(isinstance(i, int) for i, _ in options)
+    one_array = call.arity == 1 and n_args - n_positional == 1  # (the array by position, every keyword an option)
+    return (OneArrayOptionsCall if one_array else StaticOptionsCall)(call, options, n_args)

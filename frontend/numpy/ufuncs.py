@@ -354,6 +354,7 @@ def ceil(x, /):
 @eager_jit("decimals")
 def round(x, decimals: int = 0):  # noqa: A001
     """Round half to even (as NumPy), optionally to ``decimals`` decimal places."""
+    decimals = _util.static_int("round", "decimals", decimals)
     (x,) = promote_dtypes("round", x)
     aval = abstractify(x)
     if not dtypes.is_inexact(aval.dtype):

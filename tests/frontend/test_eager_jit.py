@@ -187,12 +187,14 @@ def test_direct_launch_of_one_array_and_one_scalar(monkeypatch):
 def test_direct_launch_with_static_options(monkeypatch):
     # knp.sum(x, axis=0), knp.round(x, 2), static_argnums: the options must equal the recorded ones, by type too.
     from kiln.frontend.driver import eager_jit as eager_jit_module
-    from kiln.frontend.driver.direct_call import StaticOptionsCall
+    from kiln.frontend.driver.direct_call import OneArrayOptionsCall
     h = np.arange(12.0, dtype=np.float32).reshape(3, 4) * np.float32(1.2345)
     x = knp.asarray(h)
     for _ in range(2):
         knp.sum(x, axis=0), knp.sum(x, axis=1), knp.round(x, 2), knp.round(x, 1)
-    assert type(knp.sum._eager_state[0]._signatures.direct) is StaticOptionsCall
+    # (one array by position, the rest options: matched and launched without the inner signature's run)
+    assert type(knp.sum._eager_state[0]._signatures.direct) is OneArrayOptionsCall
+    assert type(knp.round._eager_state[0]._signatures.direct) is OneArrayOptionsCall
     monkeypatch.setattr(eager_jit_module, "call_cpp", lambda *a: pytest.fail("took the C++ path"))
     for _ in range(2):
         np.testing.assert_allclose(knp.sum(x, axis=0), h.sum(axis=0), rtol=1e-6)
@@ -202,6 +204,10 @@ def test_direct_launch_with_static_options(monkeypatch):
     monkeypatch.undo()
     np.testing.assert_allclose(knp.sum(x), h.sum(), rtol=1e-6)  # no option: another signature
     np.testing.assert_allclose(knp.sum(x, 1), h.sum(axis=1), rtol=1e-6)  # the option given by position
+    np.testing.assert_allclose(knp.sum(a=x, axis=1), h.sum(axis=1), rtol=1e-6)  # the array by keyword
+    np.testing.assert_allclose(knp.round(x, 1), np.round(h, 1), rtol=1e-6)
+    np.testing.assert_allclose(knp.round(x, decimals=2), np.round(h, 2), rtol=1e-6)  # by keyword: not (x, 1)
+    np.testing.assert_allclose(knp.sum(x, axis=np.int64(1)), h.sum(axis=1), rtol=1e-6)  # == 1, another type
     f = kiln.jit(lambda a, n: a * n, static_argnums=1)
     i = knp.arange(3)
     for _ in range(2):

@@ -467,3 +467,13 @@ def test_a_concrete_integer_array_exponent_is_exact_multiplication():
     np.testing.assert_array_equal(knp.power(knp.asarray([2, 3]), np.int64(2)), [4, 9])
     with pytest.raises(ValueError, match="integers to negative integer powers are not allowed"):
         knp.power(knp.asarray([2, 3]), np.int32(-1))
+
+
+def test_round_takes_integer_decimals_only():
+    h = np.array([1.2345, -2.5, 0.5], np.float32)
+    np.testing.assert_allclose(knp.round(knp.asarray(h), np.int32(2)), np.round(h, 2), rtol=1e-6)
+    np.testing.assert_array_equal(knp.round(knp.asarray(h)), np.round(h))
+    for bad in (1.0, "1", None):  # NumPy and JAX refuse them too (operator.index)
+        with pytest.raises(TypeError, match=rf"kiln.numpy.round: decimals must be an integer, got "
+                                            rf"{type(bad).__name__} {bad!r}"):
+            knp.round(knp.asarray(h), bad)
