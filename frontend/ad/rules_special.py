@@ -15,7 +15,7 @@ from .transpose import is_undefined, transpose_rules
 
 S = sp.special_unary_prims
 
-non_differentiable.update({S["population_count"], S["clz"], sp.bitcast_convert_type_p})
+non_differentiable.update({S["population_count"], S["clz"], sp.bitcast_convert_type_p, sp.mulhi_p})
 
 
 _full_like = lax.full_like

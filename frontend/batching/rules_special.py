@@ -11,7 +11,7 @@ from ..lax import special as sp
 from .core import batch_rules, move_dim
 from .rules_elementwise import register_elementwise
 
-for _p in [*sp.special_unary_prims.values(), sp.nextafter_p, sp.real_p, sp.imag_p, sp.complex_p, sp.conj_p,
+for _p in [*sp.special_unary_prims.values(), sp.nextafter_p, sp.mulhi_p, sp.real_p, sp.imag_p, sp.complex_p, sp.conj_p,
            sp.integer_pow_p]:
     register_elementwise(_p)
 

@@ -16,7 +16,7 @@ import numpy as np
 from ..core import dtypes
 from ..core.errors import AxisError, BroadcastError, ShapeError
 from ..core.tracing import abstractify
-from . import api
+from . import api, special
 from .indexing import GatherScatterMode, ScatterDimensionNumbers, scatter_add
 from .precision import DotAlgorithm, DotAlgorithmPreset, Precision, canonicalize_precision
 from .sharding import takes_out_sharding
@@ -223,14 +223,10 @@ def mulhi(x: Any, y: Any):
     dt = xa.dtype
     bits = 8 * dt.itemsize
     signed = dt.kind == "i"
-    if bits <= 16:  # widen (32-bit products need no x64)
-        wide = np.dtype(f"{'i' if signed else 'u'}{2 * dt.itemsize}")
-        prod = api.mul(api.convert_element_type(x, wide), api.convert_element_type(y, wide))
-        shift = api.full_like(prod, bits)
-        high = api.shift_right_arithmetic(prod, shift) if signed else api.shift_right_logical(prod, shift)
-        return api.convert_element_type(high, dt)
-    # 32 and 64 bits: schoolbook multiplication of half-width digits in the unsigned type of the same
-    # width, then a signed correction.
+    if bits <= 32:  # a product in the double-width type (special.mulhi_p)
+        return special.mulhi_p.bind(x, y)
+    # 64 bits: schoolbook multiplication of half-width digits in the unsigned type of the same width, then a
+    # signed correction.
     half = bits // 2
     ut = np.dtype(f"u{dt.itemsize}")
     xu, yu = api.convert_element_type(x, ut), api.convert_element_type(y, ut)

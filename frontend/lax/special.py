@@ -1,5 +1,5 @@
 """More elementwise primitives: inverse trig and hyperbolic functions, special functions, bit
-counting, ``nextafter``, complex parts and ``bitcast_convert_type``; and the lax compositions over
+counting, ``nextafter``, ``mulhi``, complex parts and ``bitcast_convert_type``; and the lax compositions over
 them (``exp2``, ``integer_pow``, ``reciprocal``, ``conj``).
 
 Each primitive here has a direct StableHLO or CHLO op (CHLO ops are legalized by XLA's compile
@@ -35,6 +35,9 @@ SPECIAL_UNARY = {
 }
 special_unary_prims = {name: Primitive(name, _unary_rule(name, kinds)) for name, kinds in SPECIAL_UNARY.items()}
 nextafter_p = Primitive("nextafter", _binary_rule("nextafter", _FLOAT))
+# The high half of the double-width product of integers of at most 32 bits (kiln.lax.mulhi; 64-bit operands are
+# a composition there): emitted as a product in the double-width type, which XLA has whatever kiln's x64 flag.
+mulhi_p = Primitive("mulhi", _binary_rule("mulhi", _INT))
 
 
 def _unary(name: str, doc: str):

@@ -10,7 +10,7 @@ import operator
 import numpy as np
 from kiln.frontend.core.folding import square_and_multiply
 
-from ..hlo import V, full, op, op_rule, out_type
+from ..hlo import V, convert, full, op, op_rule, out_type
 from ..registry import register
 from ..types import ranked_type
 
@@ -46,3 +46,16 @@ def _integer_pow(ctx, eqn, x):
         return full(1, aval.shape, aval.dtype).v
     acc = square_and_multiply(V.of(x, aval), abs(y), operator.mul)
     return (1 / acc).v if y < 0 else acc.v
+
+
+@register("mulhi")
+def _mulhi(ctx, eqn, x, y):
+    """The operands widened to twice their width (XLA has 64-bit integers whatever kiln's x64 flag), multiplied,
+    and the product shifted down by the width (arithmetically for signed integers)."""
+    aval = eqn.inputs[0].aval
+    bits = 8 * aval.dtype.itemsize
+    wide = np.dtype(f"{aval.dtype.kind}{2 * aval.dtype.itemsize}")
+    prod = convert(V.of(x, aval), wide) * convert(V.of(y, aval), wide)
+    shift = "stablehlo.shift_right_arithmetic" if aval.dtype.kind == "i" else "stablehlo.shift_right_logical"
+    high = V(op(shift, [prod.v, full(bits, aval.shape, wide).v], prod.type), aval.shape, wide)
+    return convert(high, aval.dtype).v

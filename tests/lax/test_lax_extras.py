@@ -151,6 +151,18 @@ def test_mulhi(dtype):
     np.testing.assert_array_equal(np.asarray(out), expected)
 
 
+def test_mulhi_of_32_bits_is_one_product_in_64_bits_under_vmap_and_eagerly():
+    """Integers of up to 32 bits: one primitive, emitted as a double-width product (without x64: XLA has the type)."""
+    a = RNG.integers(0, 2**32, (3, 8), dtype=np.uint64).astype(np.uint32)
+    b = RNG.integers(0, 2**32, (3, 8), dtype=np.uint64).astype(np.uint32)
+    expected = np.array([[(int(x) * int(y)) >> 32 for x, y in zip(r, s)] for r, s in zip(a, b)], np.uint32)
+    np.testing.assert_array_equal(np.asarray(lax.mulhi(jnp.asarray(a), jnp.asarray(b))), expected)
+    np.testing.assert_array_equal(np.asarray(kiln.vmap(lax.mulhi, in_axes=(1, 1), out_axes=1)(a, b)), expected)
+    text = kiln.jit(lax.mulhi).lower(a, b).as_text()
+    assert text.count("stablehlo.multiply") == 1 and "tensor<3x8xui64>" in text, text
+    assert kiln.grad(lambda x: jnp.sum(lax.mulhi(jnp.int32(7), jnp.int32(9)) * x))(2.0) == 0.0  # (a constant)
+
+
 def test_scatter_sub():
     x = _f32(5, 3)
     idx = np.array([[1], [3], [1]], np.int32)
