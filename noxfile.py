@@ -110,6 +110,7 @@ def against_jax(session: nox.Session) -> None:
                 "tests/lax/test_precision_against_jax.py", "tests/ad/test_linear_call_against_jax.py",
                 "tests/ad/test_symbolic_zeros_against_jax.py", "tests/random/test_rbg.py",
                 "tests/frontend/test_pytree_proto.py", "tests/random/test_counter_prngs.py",
+                "tests/examples/test_jax_examples_against_jax.py",
                 *session.posargs)
 
 

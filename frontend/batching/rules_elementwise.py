@@ -20,6 +20,18 @@ def _same_batching(args, dims, scalar_like) -> int | None:
     return d
 
 
+def _operand_at(x, bd, d, size: int, scalar_like: bool):
+    """``x`` with its batch dimension at ``d``. An unbatched array gets it in two broadcasts, as JAX's (its rule
+    gives the operand a batch dimension of size 1 that the primitive's implicit broadcasting widens): XLA's
+    simplifier treats ``a / broadcast(broadcast(b))`` unlike ``a / broadcast(b)`` (it rewrote one into a product
+    with a reciprocal and rounded differently; found porting JAX's advi example)."""
+    if bd is None and not scalar_like and operand_ndim(x):
+        shape = abstractify(x).shape
+        ones = move_dim(x, None, d, 1)
+        return lax.broadcast_in_dim(ones, shape[:d] + (size,) + shape[d:], tuple(range(len(shape) + 1)))
+    return move_dim(x, bd, d, size)
+
+
 def register_elementwise(prim):
     def rule(ctx: BatchContext, args, dims, scalar_like=(), **params):
         # As JAX's rule: operands batched alike stay where they are; otherwise (an unbatched array operand, batch
@@ -27,7 +39,8 @@ def register_elementwise(prim):
         # The place decides which transposes XLA sees, hence how it fuses the program and rounds its results.
         d = _same_batching(args, dims, scalar_like)
         d = 0 if d is None else d
-        args = [move_dim(a, bd, d, ctx.size) for a, bd in zip(args, dims)]
+        scalar_like = scalar_like or [False] * len(args)
+        args = [_operand_at(a, bd, d, ctx.size, s) for a, bd, s in zip(args, dims, scalar_like)]
         return prim.bind(*args, **params), d
     batch_rules[prim] = rule
     scalar_aware.add(prim)

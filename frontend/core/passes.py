@@ -180,7 +180,8 @@ def _simplify_eqn(eqn: Eqn, ins: list[Atom], defs: dict[Var, Eqn]) -> Atom | Eqn
         return Eqn(eqn.prim, [x], eqn.outputs, params, eqn.source) if x is not ins[0] else unchanged
     if name == "broadcast_in_dim":
         dims = params["broadcast_dimensions"]
-        if inner_name == "broadcast_in_dim":  # an operand dim d of y lands in dims[inner_dims[d]]
+        widens = any(n == 1 and params["shape"][d] != 1 for n, d in zip(_aval(x).shape, dims))
+        if inner_name == "broadcast_in_dim" and not widens:  # an operand dim d of y lands in dims[inner_dims[d]]
             x = inner.inputs[0]
             dims = tuple(dims[d] for d in inner.params["broadcast_dimensions"])
         if _is_identity(x, out) and dims == tuple(range(len(dims))):

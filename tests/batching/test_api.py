@@ -173,7 +173,8 @@ def test_elementwise_batching_places_the_batch_dimension_as_jax():
     w, b, xs = randn(10, 16), randn(10), randn(8, 16)
     layer = kiln.vmap(lambda w, b, x: knp.dot(w, x) + b, in_axes=(None, None, 0))
     eqns = kiln.make_ir(layer)(w, b, xs).ir.eqns
-    assert [e.prim.name for e in eqns] == ["dot_general", "transpose", "broadcast_in_dim", "add"]
+    # the unbatched b: to a batch dimension of size 1, then widened (JAX's add broadcasts the size-1 dimension)
+    assert [e.prim.name for e in eqns] == ["dot_general", "transpose", "broadcast_in_dim", "broadcast_in_dim", "add"]
     np.testing.assert_allclose(np.asarray(layer(w, b, xs)), xs @ w.T + b, rtol=1e-5, atol=1e-5)
     # batched at 1 alike, with a Python scalar: stays at 1
     ir = kiln.make_ir(kiln.vmap(lambda u, v: u * 2.0 + v, in_axes=1, out_axes=1))(randn(3, 5), randn(3, 5)).ir

@@ -44,7 +44,29 @@ def test_reshape_and_broadcast_chains():
     assert _lowered(h, v)["broadcast_in_dim"] == 1
     np.testing.assert_array_equal(kiln.jit(h)(v), np.broadcast_to(v, (4, 2, 3)))
     s = lambda v: lax.broadcast_in_dim(lax.broadcast_in_dim(v, (3, 1), (0,)), (3, 5), (0, 1))  # size-1 expanded
+    assert _lowered(s, v)["broadcast_in_dim"] == 2  # kept: see test_vmap_unbatched_operand_broadcasts_as_jax
     np.testing.assert_array_equal(kiln.jit(s)(v), np.broadcast_to(v[:, None], (3, 5)))
+
+
+def test_vmap_unbatched_operand_broadcasts_as_jax():
+    """An unbatched operand of an elementwise operation under vmap reaches XLA as JAX's does: broadcast to a
+    batch dimension of size 1, then widened (JAX's rule leaves the widening to the primitive's implicit
+    broadcasting), and simplify keeps the pair. XLA's simplifier rewrites ``a / widen(b)`` into a product with a
+    reciprocal where it does not rewrite ``a / broadcast(b)``, so the one-broadcast form rounded differently from
+    JAX (JAX's advi example: a jitted ELBO 12.655097 against JAX's 12.655095)."""
+    x = np.linspace(-1, 2, 8, dtype=np.float32).reshape(4, 2)
+    s = np.array([0.3, -0.7], np.float32)
+    f = kiln.vmap(lambda x, s: (x - s) ** 2 / knp.exp(s) ** 2, (0, None))
+    text = kiln.jit(f).lower(x, s).as_text()
+    bcast = r"stablehlo\.broadcast_in_dim"
+    to_ones = re.findall(rf"(%\w+) = {bcast} \S+, dims = \[1\] : \(tensor<2xf32>\) -> tensor<1x2xf32>", text)
+    widened = re.findall(rf"= {bcast} (%\w+), dims = \[0, 1\] : \(tensor<1x2xf32>\) -> tensor<4x2xf32>", text)
+    assert len(to_ones) == 2 and sorted(widened) == sorted(to_ones), text
+    want = (x.astype(np.float64) - s) ** 2 / np.exp(s.astype(np.float64)) ** 2
+    np.testing.assert_allclose(kiln.jit(f)(x, s), want, rtol=1e-6)
+    np.testing.assert_allclose(f(x, s), want, rtol=1e-6)
+    y = np.linspace(0, 1, 8, dtype=np.float32).reshape(2, 4)  # batched along 1: moved to the front first
+    np.testing.assert_allclose(kiln.jit(kiln.vmap(lambda y, s: y * s, (1, None)))(y, s), y.T * s, rtol=1e-7)
 
 
 def test_neutral_elements_and_double_negation():
