@@ -463,6 +463,8 @@ CASES: dict[str, list[Case]] = {
                          Case(lax.population_count, (np.uint8([255, 16]),), lambda x: np.uint8([8, 1]))],
     "clz": [Case(lax.clz, (i32(0, 1, -1),), lambda x: i32(32, 31, 0))],
     "nextafter": [Case(lax.nextafter, (f32(1.0, 0.0), f32(2.0, -1.0)), np.nextafter)],
+    "mulhi": [Case(lax.mulhi, (np.uint32([2**31, 7]), np.uint32([6, 9])), lambda x, y: np.uint32([3, 0])),
+              Case(lax.mulhi, (i32(-2**31, 5), i32(3, -7)), lambda x, y: i32(-2, -1))],
     "real": [Case(lax.real, (np.complex64([1 + 2j, -3j]),), np.real)],
     "imag": [Case(lax.imag, (np.complex64([1 + 2j, -3j]),), np.imag)],
     "complex": [Case(lax.complex, (f32(1.0, -2.0), f32(0.5, 3.0)), lambda x, y: (x + 1j * y).astype(np.complex64))],
