@@ -125,6 +125,7 @@ def _binary_gen(name, kinds):
 
 _binary = {n: (p, ew.BINARY[n][0]) for n, p in ew.binary_prims.items()}
 _binary["nextafter"] = (sp.nextafter_p, "f")
+_binary["mulhi"] = (sp.mulhi_p, "iu")
 for _i, (_name, (_p, _kinds)) in enumerate(sorted(_binary.items())):
     case(_name, lambda x, y, _p=_p: _p.bind(x, y), _binary_gen(_name, _kinds), _rot(BINARY_VARIANTS, _i))
 
