@@ -336,12 +336,25 @@ def _aux_split_tree(out_tree, out_primals):
 
 
 def _normalize_argnums(fname: str, argnums, nargs: int) -> tuple[int, ...]:
-    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums)
+    seq = isinstance(argnums, Sequence) and not isinstance(argnums, str)
+    nums = (argnums,) if isinstance(argnums, int) else tuple(argnums) if seq else None
+    if nums is None or not all(isinstance(n, int) and not isinstance(n, bool) for n in nums):
+        raise TypeError(f"kiln.{fname}: argnums must be an int or a tuple of ints (positions of the arguments "
+                        f"to differentiate), got {argnums!r}")
     for n in nums:
-        if not isinstance(n, int) or not -nargs <= n < nargs:
+        if not -nargs <= n < nargs:
             raise TypeError(f"kiln.{fname}: argnums {argnums!r} is out of range for a function called with "
                              f"{nargs} positional argument(s)")
-    return tuple(n % nargs for n in nums)
+    norm = tuple(n % nargs for n in nums)
+    if len(set(norm)) != len(norm):
+        raise ValueError(f"kiln.{fname}: argnums {argnums!r} names the same argument more than once; list each "
+                         "argument once")
+    return norm
+
+
+def _check_callable(fname: str, fun) -> None:
+    if not callable(fun):
+        raise TypeError(f"kiln.{fname}: expected a function to differentiate, got {type(fun).__name__}: {fun!r}")
 
 
 def _check_grad_inputs(fname: str, diff_args, allow_int: bool, holomorphic: bool) -> None:
@@ -361,6 +374,7 @@ def _check_grad_inputs(fname: str, diff_args, allow_int: bool, holomorphic: bool
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
                    holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """A function returning ``(fun(*args), gradient)``; ``fun`` must return a scalar."""
+    _check_callable("value_and_grad", fun)
     name = _fun_name(fun)
 
     @functools.wraps(fun)
@@ -410,6 +424,7 @@ def _check_scalar_output(name: str, value, holomorphic: bool) -> None:
 def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
          allow_int: bool = False) -> Callable:
     """The gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums``."""
+    _check_callable("grad", fun)
     vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
 
     @functools.wraps(fun)
@@ -468,6 +483,7 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
     Output leaf ``o`` of shape S_o and input leaf ``i`` of shape T_i give a block of shape S_o + T_i.
     """
     from ..batching.api import vmap
+    _check_callable("jacfwd", fun)
 
     def jac(*args, **kwargs):
         nums = _normalize_argnums("jacfwd", argnums, len(args))
@@ -502,6 +518,7 @@ def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
            allow_int: bool = False):
     """The Jacobian of ``fun`` by reverse mode: ``vmap`` of the VJP over the output basis."""
     from ..batching.api import vmap
+    _check_callable("jacrev", fun)
 
     def jac(*args, **kwargs):
         nums = _normalize_argnums("jacrev", argnums, len(args))
@@ -555,6 +572,7 @@ def _check_jacobian_outputs(fname: str, out, holomorphic: bool) -> None:
 
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
     """The Hessian: ``jacfwd(jacrev(fun))``."""
+    _check_callable("hessian", fun)
     return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
                   holomorphic=holomorphic)
 

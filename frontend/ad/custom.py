@@ -22,7 +22,7 @@ from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from ..core import refs, tree_util
+from ..core import dtypes, refs, tree_util
 from ..core.avals import ShapedArray
 from ..core.call import call_body
 from ..core.errors import KilnError, UnexpectedTracerError
@@ -191,7 +191,8 @@ def _trace_jvp_rule(owner, nondiff: list, flat: list, in_tree):
         tangents = [next(t_in) if t else Zero(tangent_aval(a)) for a, t in zip(avals, takes)]
         flat_out, out_tree, flat_t, t_tree = _run_jvp(owner, nondiff, in_tree, primals, tangents, name)
         out_avals = [abstractify(o) for o in flat_out]
-        _check_like(f"kiln.custom_jvp rule of {name} (tangent output)", flat_t, out_avals, t_tree, out_tree)
+        _check_like(f"kiln.custom_jvp rule of {name} (tangent output)", flat_t, out_avals, t_tree, out_tree,
+                    tangents=True)
         trees.append(out_tree)
         # The nonzero tangents of the inexact outputs (an integer output's is a symbolic zero, as in jvp_eval, and
         # so is a SymbolicZero the rule returned).
@@ -303,6 +304,10 @@ def _call_custom(owner, prim: Primitive, kind: str, missing: str | None, args: t
     args = _positional(owner, name, kind, args, kwargs)
     if missing is not None:
         raise TypeError(f"kiln.{kind} function {name} " + missing.format(name=name))
+    nondiff_argnums = getattr(owner, "nondiff_argnums", ())
+    if nondiff_argnums and any(not 0 <= i < len(args) for i in nondiff_argnums):
+        raise ValueError(f"kiln.{kind} function {name}: nondiff_argnums={owner.nondiff_argnums} is out of range for "
+                         f"a call with {len(args)} argument(s)")
     if current_builder() is None:
         return owner.fun(*args)  # no transformation is active: just run it
     nondiff, diff = _split_nondiff(args, owner.nondiff_argnums)
@@ -377,7 +382,8 @@ class custom_jvp:
         return _call_custom(self, custom_jvp_call_p, "custom_jvp", missing, args, kwargs)
 
 
-def _check_like(where: str, got: Any, expected: Sequence[ShapedArray], tree_got, tree_expected) -> None:
+def _check_like(where: str, got: Any, expected: Sequence[ShapedArray], tree_got, tree_expected,
+                tangents: bool = False) -> None:
     if tree_got != tree_expected:
         raise CustomDerivativeError(f"{where}: returned a value of structure {tree_got}, expected structure "
                                     f"{tree_expected}")
@@ -394,6 +400,19 @@ def _check_like(where: str, got: Any, expected: Sequence[ShapedArray], tree_got,
         shape = g.shape if isinstance(g, np.ndarray) and g.dtype == float0 else abstractify(g).shape
         if shape != e.shape:
             raise CustomDerivativeError(f"{where}: output {i} has shape {shape}, expected {e.shape}")
+        if tangents:
+            _check_tangent_dtype(where, i, g, e)
+
+
+def _check_tangent_dtype(where: str, i: int, g: Any, e: ShapedArray) -> None:
+    """A tangent of an inexact output must have the output's dtype (as JAX's check); a weak-typed Python scalar
+    (a literal 0.0) adapts, and an integer output's tangent (float0 or ignored) is not checked."""
+    want = tangent_aval(e).dtype
+    got = abstractify(g)
+    if dtypes.is_inexact(want) and not got.weak_type and got.dtype != want:
+        raise CustomDerivativeError(f"{where}: output {i} has dtype {got.dtype.name}, but the tangent of an output "
+                                    f"of type {e.str_short()} must be {want.name}; convert it with "
+                                    f".astype({want.name!r})")
 
 
 def _run_jvp(owner, nondiff: list, in_tree, primals: list, tangents: list, name: str):
@@ -428,7 +447,8 @@ def _custom_jvp_rule(primals, tangents, *, body: ClosedIR, rule: _Call, name: st
     flat_out, out_tree, flat_t, t_tree = _run_jvp(rule.owner, rule.nondiff, rule.in_tree, primals[n_consts:],
                                                   tangents, name)
     _check_like(f"kiln.custom_jvp rule of {name} (primal output)", flat_out, body.out_avals, out_tree, rule.out_tree)
-    _check_like(f"kiln.custom_jvp rule of {name} (tangent output)", flat_t, body.out_avals, t_tree, rule.out_tree)
+    _check_like(f"kiln.custom_jvp rule of {name} (tangent output)", flat_t, body.out_avals, t_tree, rule.out_tree,
+                tangents=True)
     return flat_out, flat_t
 
 

@@ -175,9 +175,14 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_a
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
+        bad = [i for i in static_argnums if not -len(args) <= i < len(args)]
+        if bad:
+            raise ValueError(f"kiln.checkpoint({getattr(fun, '__name__', 'function')}): static_argnums "
+                             f"{static_argnums} is out of range for a call with {len(args)} positional "
+                             "argument(s); static arguments must be passed positionally")
         if current_builder() is None:
             return fun(*args, **kwargs)
-        static = {i: args[i] for i in static_argnums}
+        static = {i % len(args): args[i] for i in static_argnums}
         dyn = [a for i, a in enumerate(args) if i not in static]
         # Keyword arguments are inputs like the positional ones (as in JAX): traced, and differentiated.
         flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))

@@ -108,6 +108,8 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
     callable
         The batched function: its outputs have the batch axis at ``out_axes``.
     """
+    if not callable(fun):
+        raise TypeError(f"kiln.vmap: expected a function to vectorise, got {type(fun).__name__}: {fun!r}")
     if isinstance(in_axes, list):
         in_axes = tuple(in_axes)
     if not (in_axes is None or isinstance(in_axes, (int, np.integer, tuple))) or isinstance(in_axes, bool):

@@ -37,6 +37,13 @@ def trace_callable(fun: Callable, in_tree, in_avals: Sequence[ShapedArray], name
     return closed, out_tree_box[0]
 
 
+def check_callables(where: str, **funs: Any) -> None:
+    """Raise a ControlFlowError naming the first argument of ``funs`` that is not callable."""
+    for arg, f in funs.items():
+        if not callable(f):
+            raise ControlFlowError(f"{where}: {arg} must be a callable, got {type(f).__name__}: {f!r:.60}")
+
+
 def avals_str(avals: Sequence[ShapedArray]) -> str:
     return "(" + ", ".join(a.str_short() for a in avals) + ")"
 

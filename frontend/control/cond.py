@@ -146,6 +146,9 @@ def cond(pred, true_fun: Callable, false_fun: Callable, *operands):
 
 def switch(index, branches: Sequence[Callable], *operands):
     """``branches[clamp(index, 0, n-1)](*operands)`` as one compiled conditional."""
+    if not isinstance(branches, Sequence):
+        raise ControlFlowError(f"kiln.lax.switch: branches must be a sequence (list or tuple) of callables, got "
+                               f"{type(branches).__name__}; for a single function call it directly or use lax.cond")
     branches = list(branches)
     if not branches or not all(callable(b) for b in branches):
         raise ControlFlowError("kiln.lax.switch: branches must be a non-empty sequence of callables")

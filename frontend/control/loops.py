@@ -25,6 +25,7 @@ from .common import (
     avals_str,
     carry_compatible,
     cast_to,
+    check_callables,
     fun_name,
     promote_carry,
     same_types,
@@ -50,6 +51,7 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, max_ste
     ``max_steps`` (beyond JAX): at most that many iterations; the loop is then differentiable in
     reverse mode (it runs as ``max_steps`` masked steps of a scan).
     """
+    check_callables("kiln.lax.while_loop", cond_fun=cond_fun, body_fun=body_fun)
     name = fun_name(body_fun)
     leaves, tree = tree_util.tree_flatten(init_val)
     avals = [abstractify(x) for x in leaves]
@@ -146,6 +148,7 @@ def fori_loop(lower, upper, body_fun: Callable, init_val: Any, *, unroll: int | 
     bounds a while loop (forward mode only, unless ``max_steps`` bounds it). ``i`` has the bounds'
     dtype (weakly typed when both are Python ints, as JAX).
     """
+    check_callables("kiln.lax.fori_loop", body_fun=body_fun)
     for b in (lower, upper):
         aval = abstractify(b)
         if aval.shape != () or aval.dtype.kind not in "iu":
@@ -198,6 +201,7 @@ def _fori_body(body_fun: Callable, i, val):
 
 def map(f: Callable, xs: Any, *, batch_size: int | None = None):  # noqa: A001
     """``stack([f(x) for x in xs])`` as a scan (``batch_size``: vmap over chunks of that size)."""
+    check_callables("kiln.lax.map", f=f)
     if batch_size is not None:
         from ..batching.api import vmap
         leaves = tree_util.tree_leaves(xs)

@@ -67,7 +67,7 @@ def pmap(fun: Callable | None = None, axis_name: Any = None, *, in_axes: Any = 0
         jitted = _build(fun, name, axis, in_axes, out_axes, static, devices, backend, axis_size, donate)
         if key is not None:
             _built[fun][key] = jitted
-    return functools.wraps(fun)(lambda *args, **kwargs: _call(jitted, name, args, kwargs))
+    return functools.wraps(fun)(lambda *args, **kwargs: _call(jitted, name, static, args, kwargs))
 
 
 # fun -> {options: the jitted program}; entries go with their function.
@@ -120,10 +120,13 @@ def _build(fun: Callable, name: str, axis: str, in_axes: Any, out_axes: Any, sta
     return jit(run, static_argnums=static, donate_argnums=donate)
 
 
-def _call(jitted, name: str, args: tuple, kwargs: dict) -> Any:
+def _call(jitted, name: str, static: tuple, args: tuple, kwargs: dict) -> Any:
     if kwargs:
         raise PmapError(f"kiln.pmap({name}): pass the arguments positionally (got keyword arguments "
                         f"{sorted(kwargs)}); in_axes maps positional arguments")
+    if any(not -len(args) <= i < len(args) for i in static):
+        raise PmapError(f"kiln.pmap({name}): static_broadcasted_argnums={static} is out of range for a call with "
+                        f"{len(args)} positional argument(s); static arguments must be passed positionally")
     return jitted(*args)
 
 

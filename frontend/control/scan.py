@@ -22,6 +22,7 @@ from .common import (
     avals_str,
     carry_compatible,
     cast_to,
+    check_callables,
     fun_name,
     promote_carry,
     same_types,
@@ -50,6 +51,7 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     ``xs=None`` with ``length=n`` runs ``n`` steps with ``x=None``. ``reverse`` walks from the end.
     ``unroll`` (int, or True for everything) emits that many steps per loop trip.
     """
+    check_callables("kiln.lax.scan", f=f)
     name = fun_name(f)
     init_leaves, init_tree = tree_util.tree_flatten(init)
     xs_leaves, xs_tree = tree_util.tree_flatten(xs)

@@ -551,10 +551,19 @@ def _node_repr(node: Any) -> str:
 # Flatten / unflatten
 # ---------------------------------------------------------------------------------------------
 
+def _bad_flatten(nt: _NodeType, res: Any) -> ValueError:
+    return ValueError(f"the flatten function registered for pytree node type {nt.type.__qualname__} must return "
+                      f"a pair (children, aux_data), got {type(res).__name__}: {res!r:.100}")
+
+
 def _flatten(x: Any, leaves: list, registry: dict) -> Any:
     """Flatten a node (never a leaf) of ``registry``, appending its leaves; return its structure."""
     nt = registry.get(type(x)) or _NAMEDTUPLE
-    children, aux = nt.flatten(x)
+    res = nt.flatten(x)
+    try:  # (free unless it raises: the flatten function of a registered node must return a pair)
+        children, aux = res
+    except (TypeError, ValueError):
+        raise _bad_flatten(nt, res) from None
     structure = []
     append_leaf, append_node = leaves.append, structure.append
     for c in children:
@@ -573,7 +582,11 @@ def _flatten_is_leaf(x: Any, leaves: list, is_leaf: Callable[[Any], bool], regis
     if nt is None:
         leaves.append(x)
         return _LEAF
-    children, aux = nt.flatten(x)
+    res = nt.flatten(x)
+    try:  # (free unless it raises: the flatten function of a registered node must return a pair)
+        children, aux = res
+    except (TypeError, ValueError):
+        raise _bad_flatten(nt, res) from None
     return (nt, aux, tuple(_flatten_is_leaf(c, leaves, is_leaf, registry) for c in children))
 
 

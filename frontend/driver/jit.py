@@ -16,6 +16,7 @@ import threading
 import time
 import warnings
 import weakref
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -88,11 +89,14 @@ def _options_key(items: tuple[tuple[str, Any], ...]) -> tuple:
     return tuple((name, type(value), value) for name, value in items)
 
 
-def _as_tuple(x: int | str | Sequence | None, kind: type) -> tuple:
+def _as_tuple(x: int | str | Sequence | None, kind: type, where: str = "kiln.jit", what: str = "") -> tuple:
     if x is None:
         return ()
     if isinstance(x, kind):
         return (x,)
+    if isinstance(x, (str, bytes)) or not isinstance(x, Iterable):
+        raise JitError(f"{where}: {what} must be {'an int' if kind is int else 'a str'} or a sequence of them, "
+                       f"got {type(x).__name__} {x!r:.60}")
     return tuple(x)
 
 
@@ -253,11 +257,11 @@ class JittedFunction:
         self.__wrapped__ = fun
         self._where = f"kiln.jit({self.__name__})"  # how error messages name the function
         self._params = _signature_params(fun)
-        static_argnums = _as_tuple(static_argnums, int)
-        static_argnames = _as_tuple(static_argnames, str)
+        static_argnums = _as_tuple(static_argnums, int, self._where, "static_argnums")
+        static_argnames = _as_tuple(static_argnames, str, self._where, "static_argnames")
         self.static_argnums, self.static_argnames = self._resolve(static_argnums, static_argnames, "static")
-        donate_argnums = _as_tuple(donate_argnums, int)
-        donate_argnames = _as_tuple(donate_argnames, str)
+        donate_argnums = _as_tuple(donate_argnums, int, self._where, "donate_argnums")
+        donate_argnames = _as_tuple(donate_argnames, str, self._where, "donate_argnames")
         self.donate_argnums, self.donate_argnames = self._resolve(donate_argnums, donate_argnames, "donate")
         both = set(self.static_argnums) & set(self.donate_argnums)
         if both:
