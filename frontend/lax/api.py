@@ -414,4 +414,8 @@ def stop_gradient(x):
 def full_like(x, fill_value):
     """An array of ``x``'s shape, dtype and weak type filled with the scalar ``fill_value``."""
     aval = abstractify(x)
+    fill_shape = abstractify(fill_value).shape if hasattr(fill_value, "aval") else np.shape(fill_value)
+    if fill_shape:
+        raise TypeError(f"kiln.lax.full_like: fill_value must be a scalar, got one of shape {fill_shape}; use "
+                        "kiln.numpy.broadcast_to for arrays")
     return broadcast_in_dim(literal(fill_value, aval.dtype, aval.weak_type), aval.shape, ())

@@ -171,6 +171,9 @@ def static_int(fname: str, what: str, value: Any) -> int:
             raise type(e)(f"kiln.numpy.{fname}: {what} must be a static (non-traced) integer. {e}") from None
     if isinstance(value, (bool, float)) or not isinstance(value, (int, np.integer, Array)):
         raise TypeError(f"kiln.numpy.{fname}: {what} must be an integer, got {type(value).__name__} {value!r}")
+    if isinstance(value, Array) and (value.ndim != 0 or not dtypes.is_int(value.dtype)):
+        raise TypeError(f"kiln.numpy.{fname}: {what} must be an integer, got an array of shape {value.shape} "
+                        f"and dtype {value.dtype}")
     return int(value)
 
 

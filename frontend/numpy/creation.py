@@ -469,7 +469,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) ->
 
 def identity(n: int, dtype=None) -> Any:
     """The ``n`` x ``n`` identity matrix."""
-    return eye(n, dtype=dtype)
+    return eye(static_int("identity", "n", n), dtype=dtype)
 
 
 def _tri_mask(N: int, M: int, k: int):

@@ -10,6 +10,7 @@ because it carries a ``dtype`` attribute, which ``numpy.dtype`` honours:
 from __future__ import annotations
 
 import builtins
+from collections.abc import Hashable
 from typing import Any
 
 import numpy as np
@@ -148,6 +149,8 @@ def _dtype_arg(fname: str, x: Any) -> np.dtype:
         return x.dtype
     if not isinstance(x, (type, np.dtype, str)) and hasattr(x, "aval"):
         return abstractify(x).dtype
+    if not isinstance(x, Hashable):
+        raise TypeError(f"kiln.numpy.{fname}: expected a dtype or an array, got {type(x).__name__} {x!r:.40}")
     return dtypes._to_supported_dtype(x)
 
 

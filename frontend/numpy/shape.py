@@ -12,7 +12,7 @@ import numpy as np
 from .. import lax
 from ..batching.api import vmap
 from ..core import dtypes
-from ..core.errors import BroadcastError, ConcretizationTypeError, NegativeDimensionError, ShapeError
+from ..core.errors import BroadcastError, ConcretizationTypeError, ShapeError
 from ..core.tracing import Tracer, abstractify, concrete, materialize
 from ..driver.array import Array
 from ..driver.eager_jit import eager_jit
@@ -28,6 +28,7 @@ from ._util import (
     promote_dtypes,
     sorted_axes,
     static_int,
+    static_shape,
 )
 
 __all__ = [
@@ -306,10 +307,7 @@ def broadcast_to(a, shape):
     if key_arrays.any_key(a):
         return key_arrays.rule("broadcast_to")(a, shape)
     a = _array("broadcast_to", a)
-    shape = tuple(static_int("broadcast_to", "each dimension of the shape", d)
-                  for d in ((shape,) if isinstance(shape, (int, np.integer)) else shape))
-    if builtins.any(d < 0 for d in shape):
-        raise NegativeDimensionError(f"kiln.numpy.broadcast_to: negative dimensions are not allowed, got shape {shape}")
+    shape = static_shape("broadcast_to", shape)
     src = abstractify(a).shape
     ok = len(src) <= len(shape) and builtins.all(s in (1, d) for s, d in zip(src[::-1], shape[::-1]))
     if not ok:

@@ -769,7 +769,7 @@ def fold_in(key: Any, data: Any) -> Any:
 def bits(key: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Uniform random bits: an unsigned integer array of ``shape`` (default dtype uint32; uint64 with x64)."""
     data, impl, _ = check_key("bits", key)
-    dtype = dtypes.default_uint_dtype() if dtype is None else np.dtype(dtype)
+    dtype = dtypes.default_uint_dtype() if dtype is None else dtypes._to_supported_dtype(dtype)
     if dtype.kind != "u":
         raise ValueError(f"kiln.random.bits: dtype must be an unsigned integer dtype, got {dtype.name}")
     canon = dtypes.canonicalize_dtype(dtype)

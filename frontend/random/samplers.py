@@ -20,6 +20,7 @@ from .. import numpy as knp
 from ..ad.custom import custom_jvp
 from ..core import dtypes
 from ..core.axes import canonical_axis
+from ..core.errors import TypePromotionError
 from ..core.tracing import Tracer, abstractify, concrete, materialize
 from ..driver.array import Array
 from ..driver.jit import jit
@@ -27,6 +28,7 @@ from ..lax import api as lax
 from ..lax import sorting as lax_sorting
 from ..lax import special as lax_special
 from ..lax.sharding import takes_out_sharding
+from ..numpy._util import check_array_argument
 from . import keys as K
 from .impls import threefry_prng_impl
 
@@ -42,6 +44,31 @@ _UINT = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint6
 
 
 # -- helpers ---------------------------------------------------------------------------------------
+
+_REAL_SCALARS = frozenset({int, float, bool})
+
+
+def _check_params(fname: str, **params: Any) -> None:
+    """Each distribution parameter must be a numeric array or a scalar: not a string, a list, None or a key."""
+    for name, x in params.items():
+        if type(x) in _REAL_SCALARS:  # (the common case, checked first: eager samplers run this on every call)
+            continue
+        if type(x) is Array or isinstance(x, Tracer):
+            if fname not in ("permutation", "choice") and abstractify(x).dtype.kind == "c":
+                raise TypePromotionError(f"kiln.random.{fname}: {name} must be real, got dtype "
+                                         f"{abstractify(x).dtype.name} (cannot safely cast it to a real dtype)")
+            continue
+        if isinstance(x, K.KeyArray):
+            raise TypeError(f"kiln.random.{fname}: {name} is a PRNG key array; pass the key as the first argument "
+                            f"and a numeric array or scalar as {name}")
+        check_array_argument(f"kiln.random.{fname}", name, x, library="kiln.random")
+        if isinstance(x, (np.ndarray, np.generic)) and x.dtype.kind not in "biufc":
+            raise TypeError(f"kiln.random.{fname}: {name} must be a numeric array, got a NumPy array of dtype "
+                            f"{x.dtype}")
+        if fname not in ("permutation", "choice") and dtypes.is_complex(dtypes.result_type(x)):
+            raise TypePromotionError(f"kiln.random.{fname}: {name} must be real, got dtype "
+                                     f"{dtypes.result_type(x).name} (cannot safely cast it to a real dtype)")
+
 
 def _float_dtype(fname: str, dtype: Any, allow_complex: bool = False) -> np.dtype:
     dt = dtypes.default_float_dtype() if dtype is None else dtypes.check_user_dtype(dtype)
@@ -168,6 +195,7 @@ def _uniform(data, minval, maxval, shape, dtype):
 def uniform(key: Any, shape: Sequence[int] = (), dtype: Any = None, minval: Any = 0.0, maxval: Any = 1.0) -> Any:
     """Uniform random values in ``[minval, maxval)`` of ``shape`` and float ``dtype``."""
     data = K.sampler_key("uniform", key)
+    _check_params("uniform", minval=minval, maxval=maxval)
     dtype = _float_dtype("uniform", dtype)
     shape = K.canonical_shape("uniform", shape)
     _check_shape("uniform", shape, _shape_of(minval), _shape_of(maxval))
@@ -224,6 +252,7 @@ def _truncated_normal(data, lower, upper, shape, dtype):
 def truncated_normal(key: Any, lower: Any, upper: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Standard normal values truncated to the open interval ``(lower, upper)``."""
     data = K.sampler_key("truncated_normal", key)
+    _check_params("truncated_normal", lower=lower, upper=upper)
     dtype = _float_dtype("truncated_normal", dtype)
     shape = _sample_shape("truncated_normal", shape, lower, upper)
     return _truncated_normal(data, lower, upper, shape, dtype)
@@ -247,6 +276,7 @@ def _bernoulli(data, p, shape, mode):
 def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None, mode: str = "low") -> Any:
     """Booleans that are True with probability ``p`` (shape ``shape``, default ``p``'s shape)."""
     data = K.sampler_key("bernoulli", key)
+    _check_params("bernoulli", p=p)
     if mode not in ("high", "low"):
         raise ValueError(f"kiln.random.bernoulli: mode must be 'high' or 'low', got {mode!r}")
     shape = _opt_shape("bernoulli", shape)
@@ -321,6 +351,7 @@ def randint(key: Any, shape: Sequence[int], minval: Any, maxval: Any, dtype: Any
     under ``jit`` with traced bounds kiln does the same).
     """
     data = K.sampler_key("randint", key)
+    _check_params("randint", minval=minval, maxval=maxval)
     dtype = _int_dtype("randint", dtype)
     shape = K.canonical_shape("randint", shape)
     _check_shape("randint", shape, _shape_of(minval), _shape_of(maxval))
@@ -362,9 +393,9 @@ def _static_int(fname: str, x: Any, what: str) -> int:
     if v is None:
         raise TypeError(f"kiln.random.{fname}: {what} must be a concrete integer, got a traced value (mark it "
                         "static with static_argnums)")
-    if v.dtype.kind not in "iub":
-        raise TypeError(f"kiln.random.{fname}: {what} must be an integer or an array of at least one dimension, "
-                        f"got {v.dtype.name} {v!r}")
+    if v.dtype.kind not in "iub" or v.ndim != 0:
+        also = " or an array of at least one dimension" if fname in ("permutation", "choice") else ""
+        raise TypeError(f"kiln.random.{fname}: {what} must be an integer{also}, got {v.dtype.name} {v!r}")
     return int(v)
 
 
@@ -375,6 +406,7 @@ def permutation(key: Any, x: Any, axis: int = 0, independent: bool = False) -> A
     With ``independent=True`` every slice along ``axis`` is shuffled on its own.
     """
     data = K.sampler_key("permutation", key)
+    _check_params("permutation", x=x)
     if isinstance(x, (list, tuple)):
         raise TypeError(f"kiln.random.permutation: x must be an int or an array, got {type(x).__name__}")
     ndim = len(_shape_of(x))
@@ -398,6 +430,7 @@ def choice(key: Any, a: Any, shape: Sequence[int] = (), replace: bool = True, p:
     ``replace=False`` draws without replacement; ``p`` gives the probability of each entry.
     """
     data = K.sampler_key("choice", key)
+    _check_params("choice", a=a)
     key = K.as_typed(data)  # typed for the samplers it calls: a raw key is reported once, here
     if not isinstance(shape, (tuple, list)):
         raise TypeError(f"kiln.random.choice: shape must be a sequence (tuple) of ints, got "
@@ -455,6 +488,7 @@ def categorical(key: Any, logits: Any, axis: int = -1, shape: Sequence[int] | No
                 mode: str | None = None) -> Any:
     """Random category indices along ``axis`` of unnormalised log-probabilities ``logits`` (Gumbel-max)."""
     data = K.sampler_key("categorical", key)
+    _check_params("categorical", logits=logits)
     key = K.as_typed(data)  # typed for the samplers it calls: a raw key is reported once, here
     logits = knp.asarray(logits)
     if not dtypes.is_float(logits.dtype):
@@ -648,24 +682,28 @@ _wald = _param_sampler("wald", _wald_body)
 @takes_out_sharding
 def lognormal(key: Any, sigma: Any = 1.0, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Log-normal values ``exp(sigma * normal)`` (shape ``shape``, default ``sigma``'s shape)."""
+    _check_params("lognormal", sigma=sigma)
     return _lognormal(key, sigma, shape, dtype)
 
 
 @takes_out_sharding
 def pareto(key: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Pareto values with shape parameter ``b`` (support ``[1, inf)``)."""
+    _check_params("pareto", b=b)
     return _pareto(key, b, shape, dtype)
 
 
 @takes_out_sharding
 def rayleigh(key: Any, scale: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Rayleigh values with ``scale``."""
+    _check_params("rayleigh", scale=scale)
     return _rayleigh(key, scale, shape, dtype)
 
 
 @takes_out_sharding
 def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Wald (inverse Gaussian) values with ``mean`` and scale 1."""
+    _check_params("wald", mean=mean)
     return _wald(key, mean, shape, dtype)
 
 
@@ -673,6 +711,7 @@ def wald(key: Any, mean: Any, shape: Sequence[int] | None = None, dtype: Any = N
 def geometric(key: Any, p: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Geometric values: the number of trials up to the first success of probability ``p`` (integers)."""
     data = K.sampler_key("geometric", key)
+    _check_params("geometric", p=p)
     dtype = _int_dtype("geometric", dtype)
     shape = _sample_shape("geometric", shape, p)
     p = knp.asarray(p)
@@ -693,6 +732,7 @@ def _geometric(data, p, shape, dtype):
 def weibull_min(key: Any, scale: Any, concentration: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Weibull values with ``scale`` and ``concentration`` (by the inverse CDF)."""
     data = K.sampler_key("weibull_min", key)
+    _check_params("weibull_min", scale=scale, concentration=concentration)
     dtype = _float_dtype("weibull_min", dtype)
     shape = K.canonical_shape("weibull_min", shape)
     return _weibull_min(data, scale, concentration, shape, dtype)
@@ -709,6 +749,7 @@ def triangular(key: Any, left: Any, mode: Any, right: Any, shape: Sequence[int] 
                dtype: Any = None) -> Any:
     """Triangular values on ``[left, right]`` with the peak at ``mode``."""
     data = K.sampler_key("triangular", key)
+    _check_params("triangular", left=left, mode=mode, right=right)
     dtype = _float_dtype("triangular", dtype)
     shape = _sample_shape("triangular", shape, left, mode, right)
     return _triangular(data, left, mode, right, shape, dtype)
@@ -736,6 +777,7 @@ def multivariate_normal(key: Any, mean: Any, cov: Any, shape: Sequence[int] | No
     Result shape: ``shape + (n,)``, or the broadcast batch shapes of ``mean`` and ``cov`` plus ``(n,)``.
     """
     data = K.sampler_key("multivariate_normal", key)
+    _check_params("multivariate_normal", mean=mean, cov=cov)
     if method not in ("svd", "eigh", "cholesky"):
         raise ValueError(f"kiln.random.multivariate_normal: method must be 'svd', 'eigh' or 'cholesky', got "
                          f"{method!r}")
@@ -931,12 +973,14 @@ def _gamma_public(fname: str, key: Any, a: Any, shape: Any, dtype: Any, log_spac
 @takes_out_sharding
 def gamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Gamma values with shape parameter ``a`` (scale 1); Marsaglia–Tsang rejection sampling."""
+    _check_params("gamma", a=a)
     return _gamma_public("gamma", key, a, shape, dtype, False)
 
 
 @takes_out_sharding
 def loggamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """The log of gamma values with shape ``a``, computed in log space (accurate for small ``a``)."""
+    _check_params("loggamma", a=a)
     return _gamma_public("loggamma", key, a, shape, dtype, True)
 
 
@@ -944,6 +988,7 @@ def loggamma(key: Any, a: Any, shape: Sequence[int] | None = None, dtype: Any = 
 def chisquare(key: Any, df: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Chi-square values with ``df`` degrees of freedom (``2 * gamma(df / 2)``)."""
     data = K.sampler_key("chisquare", key)
+    _check_params("chisquare", df=df)
     dtype = _float_dtype("chisquare", dtype)
     shape = _sample_shape("chisquare", shape, df)
     return _chisquare(data, df, shape, dtype)
@@ -962,6 +1007,7 @@ def _chisquare(data, df, shape, dtype):
 def t(key: Any, df: Any, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Student's t values with ``df`` degrees of freedom."""
     data = K.sampler_key("t", key)
+    _check_params("t", df=df)
     dtype = _float_dtype("t", dtype)
     shape = K.canonical_shape("t", shape)
     _check_shape("t", shape, _shape_of(df))
@@ -983,6 +1029,7 @@ def _t(data, df, shape, dtype):
 def beta(key: Any, a: Any, b: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Beta values with parameters ``a`` and ``b`` (from two log-gamma draws)."""
     data = K.sampler_key("beta", key)
+    _check_params("beta", a=a, b=b)
     dtype = _float_dtype("beta", dtype)
     shape = _sample_shape("beta", shape, a, b)
     return _beta(data, a, b, shape, dtype)
@@ -1006,6 +1053,7 @@ def _beta(data, a, b, shape, dtype):
 def dirichlet(key: Any, alpha: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Dirichlet values with concentrations ``alpha`` (``(..., k)``); shape ``shape + (k,)``."""
     data = K.sampler_key("dirichlet", key)
+    _check_params("dirichlet", alpha=alpha)
     dtype = _float_dtype("dirichlet", dtype)
     a_shape = _shape_of(alpha)
     if len(a_shape) < 1:
@@ -1106,6 +1154,7 @@ def _poisson(data, lam, shape, dtype):
 def poisson(key: Any, lam: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """Poisson values with rate ``lam`` (integer ``dtype``, default int32 / int64 with x64)."""
     data = K.sampler_key("poisson", key)
+    _check_params("poisson", lam=lam)
     if K.impl_of(data) is not threefry_prng_impl:  # as JAX
         raise NotImplementedError(f"kiln.random.poisson: implemented for threefry2x32 keys only (as JAX's "
                                   f"poisson), not {K.impl_of(data).name} keys (dtype {data.dtype.name})")
@@ -1131,6 +1180,7 @@ def _check_castable(fname: str, dtype: np.dtype, *args: Any) -> None:
 def f(key: Any, dfnum: Any, dfden: Any, shape: Sequence[int] | None = None, dtype: Any = None) -> Any:
     """F-distributed values with ``dfnum`` and ``dfden`` degrees of freedom (a ratio of scaled chi-squares)."""
     data = K.sampler_key("f", key)
+    _check_params("f", dfnum=dfnum, dfden=dfden)
     dtype = _float_dtype("f", dtype)
     shape = _sample_shape("f", shape, dfnum, dfden)
     _check_castable("f", dtype, dfnum, dfden)
@@ -1153,6 +1203,7 @@ def double_sided_maxwell(key: Any, loc: Any, scale: Any, shape: Sequence[int] = 
     parameters' shape (so scalar parameters give ``shape``, parameters of shape ``(2,)`` and ``shape=()``
     give ``(2, 2)``)."""
     data = K.sampler_key("double_sided_maxwell", key)
+    _check_params("double_sided_maxwell", loc=loc, scale=scale)
     dtype = _float_dtype("double_sided_maxwell", dtype)
     shape = K.canonical_shape("double_sided_maxwell", shape)
     params = _broadcast_shapes("double_sided_maxwell", _shape_of(loc), _shape_of(scale))
@@ -1172,6 +1223,7 @@ def generalized_normal(key: Any, p: Any, shape: Sequence[int] = (), dtype: Any =
     """Generalized normal values with shape parameter ``p`` (density proportional to ``exp(-|x|**p)``):
     ``sign * gamma(1/p) ** (1/p)``. ``p = 2`` is a normal with variance 1/2, ``p = 1`` a Laplace."""
     data = K.sampler_key("generalized_normal", key)
+    _check_params("generalized_normal", p=p)
     dtype = _float_dtype("generalized_normal", dtype)
     shape = K.canonical_shape("generalized_normal", shape)
     return _generalized_normal(data, p, shape, dtype)
@@ -1190,6 +1242,7 @@ def _generalized_normal(data, p, shape, dtype):
 def ball(key: Any, d: int, p: float = 2, shape: Sequence[int] = (), dtype: Any = None) -> Any:
     """Points uniformly distributed in the ``d``-dimensional unit ``p``-norm ball: shape ``shape + (d,)``."""
     data = K.sampler_key("ball", key)
+    _check_params("ball", p=p)
     dtype = _float_dtype("ball", dtype)
     shape = K.canonical_shape("ball", shape)
     d = _static_int("ball", d, "d")
@@ -1214,6 +1267,7 @@ def binomial(key: Any, n: Any, p: Any, shape: Sequence[int] | None = None, dtype
     for ``n * min(p, 1 - p) <= 10``, Hörmann's BTRS rejection above; NaN for a NaN or negative ``n`` or an
     invalid ``p``, inf for ``n = inf``."""
     data = K.sampler_key("binomial", key)
+    _check_params("binomial", n=n, p=p)
     dtype = _float_dtype("binomial", dtype)
     shape = _sample_shape("binomial", shape, n, p)
     p = knp.asarray(p)
@@ -1345,6 +1399,7 @@ def multinomial(key: Any, n: Any, p: Any, *, shape: Sequence[int] | None = None,
     """Multinomial counts of ``n`` trials over the categories of ``p`` (last axis): shape ``shape`` (default
     ``p``'s), each category drawn as a binomial of the trials left (float ``dtype``, default ``p``'s)."""
     data = K.sampler_key("multinomial", key)
+    _check_params("multinomial", n=n, p=p)
     n, p = knp.asarray(n), knp.asarray(p)
     common = dtypes.result_type(n, p)
     if not dtypes.is_inexact(common):
