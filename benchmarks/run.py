@@ -18,18 +18,20 @@ spent up to half its time in those faults, and how many it met changed from proc
 both frameworks alike: it measured the heap's history, not kiln or JAX. So the bench fixes glibc's
 thresholds for its own process (``mallopt``: less than 2 GB of free heap is never trimmed, blocks up
 to 32 MB come from the heap), the same for both; ``--malloc default`` measures with glibc's defaults instead.
-The rows of 6 Mi floats (``one_arena`` in cases.py) run in a child process (this script, ``--one-arena-case``)
-whose threads all use the one malloc arena (``M_ARENA_MAX`` 1, set before either backend starts a thread): with the
-arenas glibc adds for threads, in half of the runs of those rows one framework or the other (not the same one from
-run to run) page-faulted every page of each fresh output (6,145 faults per call: 9.0 ms instead of 1.5 ms); with
-one arena no run did (8 runs each). The other rows keep glibc's arenas: with one arena for every thread, a program
-that XLA runs on its worker threads while Python dispatches the next call waits on the arena's lock (eager matmul
-f32[64,64]: 14.6 µs instead of 9.5 µs for kiln, 15.8 instead of 9.2 µs for JAX, in one run), and which framework
-waited longer changed from run to run (the row read 0.88, 1.16 and 0.93 in three runs). The page faults per call
-are counted for the steady-state rows, and the rows where the two frameworks' differ are listed under the table.
-Even so, blocks that the two frameworks' interleaved allocations pushed past the heap's top page-faulted (1,229
-faults per call in some batches of the 6 Mi-float rows, of either framework): the bench grows the heap by 1 GB and
-touches it before it measures, so that such blocks land on pages already mapped.
+The rows with large buffers (``one_arena`` in cases.py: 6 Mi floats, random.normal of 4M, the GCN epoch, the
+per-example gradients) run in a child process (this script, ``--one-arena-case``) whose threads all use the one
+malloc arena (``M_ARENA_MAX`` 1, set before either backend starts a thread): with the arenas glibc adds for threads,
+in half of the runs of the 6 Mi-float rows one framework or the other (not the same one from run to run)
+page-faulted every page of each fresh output (6,145 faults per call: 9.0 ms instead of 1.5 ms), and JAX's
+random.normal row met 11,719 faults per call (44 ms instead of 25 ms), its GCN row 15,266; with one arena none did.
+The other rows keep glibc's arenas: with one arena for every thread, a program that XLA runs on its worker threads
+while Python dispatches the next call waits on the arena's lock (eager matmul f32[64,64]: 14.6 µs instead of 9.5 µs
+for kiln, 15.8 instead of 9.2 µs for JAX, in one run), and which framework waited longer changed from run to run
+(the row read 0.88, 1.16 and 0.93 in three runs). The page faults per call are counted for the steady-state rows,
+and the rows where the two frameworks' differ are listed under the table. Even so, blocks that the two frameworks'
+interleaved allocations pushed past the heap's top page-faulted (1,229 faults per call in some batches of the
+6 Mi-float rows, of either framework): the bench grows the heap by 1 GB and touches it before it measures, so
+that such blocks land on pages already mapped.
 
 Both frameworks share the device in one process, so GPU memory preallocation is off unless
 ``XLA_PYTHON_CLIENT_PREALLOCATE`` says otherwise (both read it): otherwise the first client to start
@@ -78,8 +80,8 @@ def _steady_malloc(one_arena: bool = False) -> str:
     os.environ.update({_MALLOC_ENV[param]: str(value) for param, value in settings})
     _prefault_heap(ctypes.CDLL(None))
     return (f"malloc: glibc's trim and mmap thresholds fixed{', one arena' if one_arena else ''}, the heap grown by "
-            f"{_PREFAULT_BYTES >> 20} MB and touched first, for both frameworks; the 6 Mi-float rows in a child "
-            "process with one arena (--malloc default: glibc's own everywhere)")
+            f"{_PREFAULT_BYTES >> 20} MB and touched first, for both frameworks; the rows of large buffers in a "
+            "child process with one arena (--malloc default: glibc's own everywhere)")
 
 
 # How far the heap is grown (and its pages touched) before anything is measured: more than the steady rows hold
