@@ -173,20 +173,25 @@ def _measure(case, frameworks, rounds: int,
     return {name: None if None in vals else min(vals) for name, vals in samples.items()}, {}, None
 
 
-def _measure_in_child(case, args) -> tuple[dict[str, float | None], dict[str, float], tuple[float, float] | None]:
+def _measure_in_child(case, args, pending: list, measured: dict
+                      ) -> tuple[dict[str, float | None], dict[str, float], tuple[float, float] | None]:
     """:func:`_measure` of ``case`` in a fresh interpreter running this script, whose threads share one malloc arena
-    (see the docstring); both frameworks in that one process, as here."""
-    cmd = [sys.executable, os.path.abspath(__file__), "--one-arena-case", case.name, "--rounds", str(args.rounds)]
-    cmd += (["--quick"] if args.quick else []) + (["--no-jax"] if args.no_jax else [])
-    cmd += ["--backend", args.backend] if args.backend else []
-    env = {**os.environ, _MALLOC_ENV[_M_ARENA_MAX]: "1"}  # read by glibc when the child starts
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=1800)
-    if proc.returncode != 0:
-        raise RuntimeError(f"the one-arena child for {case.name!r} failed (rc={proc.returncode}):\n"
-                           f"{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
-    measured = json.loads(proc.stdout.strip().splitlines()[-1])
-    interval = measured["interval"]
-    return measured["results"], measured["faults"], None if interval is None else tuple(interval)
+    (see the docstring); both frameworks in that one process, as here. The first call measures every case of
+    ``pending`` (the selected one-arena cases) in one child and keeps their results in ``measured``."""
+    if case.name not in measured:
+        cmd = [sys.executable, os.path.abspath(__file__), "--rounds", str(args.rounds)]
+        for c in pending:
+            cmd += ["--one-arena-case", c.name]
+        cmd += (["--quick"] if args.quick else []) + (["--no-jax"] if args.no_jax else [])
+        cmd += ["--backend", args.backend] if args.backend else []
+        env = {**os.environ, _MALLOC_ENV[_M_ARENA_MAX]: "1"}  # read by glibc when the child starts
+        proc = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=3600)
+        if proc.returncode != 0:
+            raise RuntimeError(f"the one-arena child for {[c.name for c in pending]} failed "
+                               f"(rc={proc.returncode}):\n{proc.stdout[-2000:]}\n{proc.stderr[-4000:]}")
+        measured.update(json.loads(proc.stdout.strip().splitlines()[-1]))
+    m = measured.pop(case.name)
+    return m["results"], m["faults"], None if m["interval"] is None else tuple(m["interval"])
 
 
 def _faults_differ(faults: dict[str, float]) -> bool:
@@ -217,7 +222,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--malloc", choices=("steady", "default"), default="steady",
                         help="steady (default): fix glibc's trim and mmap thresholds, so that large-array rows "
                              "do not measure page faults that depend on the heap's history; default: glibc's own")
-    parser.add_argument("--one-arena-case", default=None, help=argparse.SUPPRESS)  # the child of _measure_in_child
+    parser.add_argument("--one-arena-case", action="append", default=None,
+                        help=argparse.SUPPRESS)  # the child of _measure_in_child (one or more cases)
     args = parser.parse_args(argv)
     if args.rounds < 1:
         parser.error(f"--rounds must be positive, got {args.rounds}")
@@ -228,7 +234,7 @@ def main(argv: list[str] | None = None) -> int:
 
     cases = [c for c in CASES if (not args.gpu or c.gpu) and matches(c)]
     if args.one_arena_case is not None:
-        cases = [c for c in CASES if c.name == args.one_arena_case]
+        cases = [c for c in CASES if c.name in args.one_arena_case]
     if not cases:
         print(f"no benchmark name contains {args.select!r}", file=sys.stderr)
         return 2
@@ -258,9 +264,13 @@ def main(argv: list[str] | None = None) -> int:
     jax_fw = None if args.no_jax else load_jax(args.backend)
     kiln_fw = load_kiln(args.backend)
     frameworks = [kiln_fw] + ([jax_fw] if jax_fw is not None else [])
-    if child:  # one case, measured for the parent (_measure_in_child), which prints it
-        results, faults, interval = _measure(cases[0], frameworks, args.rounds, args.quick)
-        print(json.dumps({"results": results, "faults": faults, "interval": interval}))
+    if child:  # the cases measured for the parent (_measure_in_child), which prints them
+        out = {}
+        for case in cases:
+            results, faults, interval = _measure(case, frameworks, args.rounds, args.quick)
+            out[case.name] = {"results": results, "faults": faults, "interval": interval}
+            print(f"  {case.name}: measured in the one-arena child", file=sys.stderr, flush=True)
+        print(json.dumps(out))
         return 0
     print(f"python {platform.python_version()}, {os.cpu_count()} CPUs, {platform.machine()}")
     print(malloc)
@@ -286,11 +296,13 @@ def main(argv: list[str] | None = None) -> int:
     sizes = sizes_for(kiln_fw.platform)
     start = time.perf_counter()
     interrupted = False
+    in_child: dict[str, dict] = {}  # the one-arena cases' results, measured by one child (_measure_in_child)
     try:
         for case in cases:
             name = title(case.name, kiln_fw.platform)
             if case.one_arena and args.malloc == "steady":
-                results, faults, interval = _measure_in_child(case, args)
+                pending = [c for c in cases if c.one_arena and c.name not in seconds]
+                results, faults, interval = _measure_in_child(case, args, pending, in_child)
             else:
                 results, faults, interval = _measure(case, frameworks, args.rounds, args.quick)
             if _faults_differ(faults):
