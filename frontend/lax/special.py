@@ -143,6 +143,9 @@ def _bitcast_rule(x: ShapedArray, *, new_dtype: np.dtype) -> ShapedArray:
         if dt == np.bool_:
             raise TypeError(f"kiln.lax.bitcast_convert_type: bool is not allowed (from {x.dtype.name} "
                             f"to {new_dtype.name}); convert to uint8 first")
+        if dt.kind == "c":  # (XLA refuses to compile it)
+            raise TypeError(f"kiln.lax.bitcast_convert_type: complex values are not allowed (from {x.dtype.name} "
+                            f"to {new_dtype.name}); bitcast kiln.lax.real(x) and kiln.lax.imag(x) apart")
     old_bits, new_bits = x.dtype.itemsize, new_dtype.itemsize
     if old_bits == new_bits:
         return ShapedArray(x.shape, new_dtype, False)

@@ -82,6 +82,8 @@ def _view_as(x: Any, dtype: Any) -> Any:
     if new == np.bool_:
         return _view_as(x, np.uint8) != 0
     shape = abstractify(x).shape
+    if old.kind == "c" or new.kind == "c":  # (XLA bitcasts no complex values: their parts, side by side)
+        return _view_complex(x, old, new, shape)
     if new.itemsize == old.itemsize:
         return lax.bitcast_convert_type(x, new)
     if not shape:
@@ -94,6 +96,29 @@ def _view_as(x: Any, dtype: Any) -> Any:
         raise ValueError(f"kiln: x.view({new.name}) of a {old.name} array needs a last dimension divisible by "
                          f"{ratio}, got shape {shape}")
     return lax.bitcast_convert_type(reshape(x, shape[:-1] + (shape[-1] // ratio, ratio)), new)
+
+
+def _view_complex(x: Any, old: np.dtype, new: np.dtype, shape: tuple[int, ...]) -> Any:
+    """``x.view(new)`` where either dtype is complex: a complex element is its real and imaginary parts in a row."""
+    from .. import lax
+    from .shape import reshape, stack
+    if old.kind == "c":
+        part = np.dtype(f"f{old.itemsize // 2}")
+        parts = stack([lax.real(x), lax.imag(x)], -1)  # shape + (2,)
+        if new.itemsize < old.itemsize and not shape:
+            raise ValueError(f"kiln: x.view({new.name}) of a 0-d {old.name} array changes the item size; view a 1-d "
+                             "array instead")
+        flat = reshape(parts, shape[:-1] + (2 * shape[-1],)) if shape else parts
+        out = _view_as(flat, new) if part != new else flat
+        return reshape(out, ()) if not shape else out
+    part = np.dtype(f"f{new.itemsize // 2}")
+    y = _view_as(x, part)  # the parts, side by side along the last dimension
+    n = abstractify(y).shape
+    if not n or n[-1] % 2:
+        raise ValueError(f"kiln: x.view({new.name}) of a {old.name} array of shape {shape} does not give whole "
+                         f"complex values")
+    pairs = reshape(y, n[:-1] + (n[-1] // 2, 2))
+    return lax.complex(pairs[..., 0], pairs[..., 1])
 
 
 def _byteswap(x: Any) -> Any:

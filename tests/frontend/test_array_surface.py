@@ -92,3 +92,22 @@ def test_tobytes_reads_the_elements_back_as_numpy():
     a = np.arange(6.0, dtype=np.float32).reshape(2, 3)
     x = knp.asarray(a)
     assert x.tobytes() == a.tobytes() and x.T.tobytes("F") == a.T.tobytes("F") and x.T.tobytes() == a.T.tobytes()
+
+
+def test_view_of_and_as_complex_values_is_numpys():
+    """A complex element is its real and imaginary parts in a row (XLA bitcasts no complex values)."""
+    rng = np.random.default_rng(1)
+    z = (rng.standard_normal((2, 3)) + 1j * rng.standard_normal((2, 3))).astype(np.complex64)
+    r = rng.standard_normal((2, 4)).astype(np.float32)
+    for a, to in ((z, np.float32), (z, np.uint32), (z, np.uint8), (z, np.int16), (r, np.complex64),
+                  (r.view(np.uint8).reshape(2, 16), np.complex64)):
+        want = a.view(to)
+        for got in (knp.asarray(a).view(to), kiln.jit(lambda v: v.view(to))(a)):
+            got = np.asarray(got)
+            assert got.shape == want.shape and got.dtype == want.dtype, (a.dtype, to)
+            np.testing.assert_array_equal(got.view(np.uint8), want.view(np.uint8))
+    with pytest.raises(ValueError, match=r"x.view\(float32\) of a 0-d complex64 array changes the item size"):
+        knp.asarray(np.complex64(1 + 2j)).view(np.float32)
+    with pytest.raises(ValueError, match=r"x.view\(complex64\) of a float32 array of shape \(3,\) does not give whole "
+                                         r"complex values"):
+        knp.asarray(np.ones(3, np.float32)).view(np.complex64)

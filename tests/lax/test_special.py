@@ -184,6 +184,12 @@ def test_bitcast_convert_type_errors():
         lax.bitcast_convert_type(np.zeros((3, 3), np.uint8), np.float32)
     with pytest.raises(TypeError, match="kiln.lax.bitcast_convert_type: bool is not allowed"):
         lax.bitcast_convert_type(np.zeros(3, bool), np.uint8)
+    for x, to in ((np.zeros(3, np.complex64), np.float32), (np.zeros((3, 2), np.uint32), np.complex64)):
+        with pytest.raises(TypeError, match=rf"kiln.lax.bitcast_convert_type: complex values are not allowed \(from "
+                                            rf"{x.dtype.name} to {np.dtype(to).name}\); bitcast kiln.lax.real"):
+            kiln.jit(lambda v: lax.bitcast_convert_type(v, to))(x)  # (it failed in XLA's compiler)
+    z = np.array([1 + 2j], np.complex64)
+    np.testing.assert_array_equal(lax.bitcast_convert_type(z, np.complex64), z)  # the same dtype: x itself
 
 
 def test_compositions():
