@@ -31,7 +31,6 @@ from . import threefry
 __all__ = ["CounterPRNG", "THREEFRY4X32", "PHILOX4X32", "PHILOX2X32"]
 
 _U32 = dtypes.uint32
-_UINT_OF_BITS = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
 
 
 # -- the ciphers: (key words, counter words) -> output words, elementwise ---------------------------------
@@ -41,10 +40,6 @@ _THREEFRY_PARITY = 0x1BD11BDA
 _PHILOX_WEYL = (0x9E3779B9, 0xBB67AE85)  # the key's increments between rounds
 _PHILOX4_MULTIPLIERS = (0xD2511F53, 0xCD9E8D57)
 _PHILOX2_MULTIPLIER = 0xD256D193
-
-
-def _rotl(x, r: int):
-    return lax.bitwise_or(lax.shift_left(x, r), lax.shift_right_logical(x, 32 - r))
 
 
 def threefry4x32(keys: list, x: list) -> list:
@@ -57,9 +52,9 @@ def threefry4x32(keys: list, x: list) -> list:
         r0, r1 = _THREEFRY4_ROTATIONS[rnd % 8]
         (a, b), (c, d) = ((0, 1), (2, 3)) if rnd % 2 == 0 else ((0, 3), (2, 1))
         x[a] = lax.add(x[a], x[b])
-        x[b] = lax.bitwise_xor(x[a], _rotl(x[b], r0))
+        x[b] = lax.bitwise_xor(x[a], threefry._rotl(x[b], r0))
         x[c] = lax.add(x[c], x[d])
-        x[d] = lax.bitwise_xor(x[c], _rotl(x[d], r1))
+        x[d] = lax.bitwise_xor(x[c], threefry._rotl(x[d], r1))
         if rnd % 4 == 3:
             s = rnd // 4 + 1
             x = [lax.add(w, ks[(s + i) % 5]) for i, w in enumerate(x)]
@@ -158,7 +153,7 @@ class CounterPRNG:
 
     def random_bits(self, key_data, bit_width: int, shape: Sequence[int]) -> Any:
         shape = tuple(shape)
-        dtype = _bits_dtype(bit_width)
+        dtype = threefry.bits_dtype(bit_width)
         words = self._hash(key_data, self._positions(shape, first=True), shape)
         if bit_width == 64:
             hi, lo = self.wide_words(words)
@@ -178,15 +173,6 @@ def _seed_words(seed_value) -> tuple[Any, Any]:
     """The seed's 64-bit two's complement value as (hi, lo) uint32 scalars (threefry2x32's seed words)."""
     data = threefry.seed(seed_value)
     return (lax.reshape(lax.slice(data, (0,), (1,)), ()), lax.reshape(lax.slice(data, (1,), (2,)), ()))
-
-
-def _bits_dtype(bit_width: int):
-    if bit_width not in _UINT_OF_BITS:
-        raise TypeError(f"kiln.random.bits: bit width must be 8, 16, 32 or 64, got {bit_width}")
-    dtype = _UINT_OF_BITS[bit_width]
-    if bit_width == 64 and dtypes.canonicalize_dtype(dtype) != dtype:
-        raise TypeError("kiln.random.bits: 64-bit random bits need kiln.config.update('enable_x64', True)")
-    return dtype
 
 
 THREEFRY4X32 = CounterPRNG(threefry4x32, 4, 4, seed_in_key=True,

@@ -105,11 +105,7 @@ def _random_bits_one(key, bit_width: int, shape: tuple[int, ...]):
 
 def random_bits(key_data, bit_width: int, shape: Sequence[int]) -> Any:
     """rbg and unsafe_rbg: uint{bit_width} bits of shape ``batch + shape`` from XLA's RngBitGenerator."""
-    if bit_width not in _UINT_OF_BITS:
-        raise TypeError(f"kiln.random.bits: bit width must be 8, 16, 32 or 64, got {bit_width}")
-    dtype = _UINT_OF_BITS[bit_width]
-    if bit_width == 64 and dtypes.canonicalize_dtype(dtype) != dtype:
-        raise TypeError("kiln.random.bits: 64-bit random bits need kiln.config.update('enable_x64', True)")
+    threefry.bits_dtype(bit_width)
     return _per_key(_random_bits_one, key_data, bit_width, tuple(shape))
 
 

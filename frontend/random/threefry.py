@@ -26,7 +26,7 @@ from ..core.config import config
 from ..core.tracing import abstractify
 from ..lax import api as lax
 
-__all__ = ["threefry2x32", "threefry_2x32", "seed", "split", "fold_in", "random_bits"]
+__all__ = ["threefry2x32", "threefry_2x32", "seed", "split", "fold_in", "random_bits", "bits_dtype"]
 
 _U32 = dtypes.uint32
 _ROTATIONS = ((13, 15, 26, 6), (17, 29, 16, 24))
@@ -239,14 +239,20 @@ def fold_in(key_data, data) -> Any:
     return lax.concatenate([lax.reshape(y1, shape + (1,)), lax.reshape(y2, shape + (1,))], len(shape))
 
 
-def random_bits(key_data, bit_width: int, shape: Sequence[int]) -> Any:
-    """Uniform random bits: uint{bit_width} of shape ``batch + shape`` from keys ``batch + (2,)``."""
-    shape = tuple(shape)
+def bits_dtype(bit_width: int) -> Any:
+    """The unsigned dtype of ``bit_width`` random bits (every implementation's ``random_bits`` checks it here)."""
     if bit_width not in _UINT_OF_BITS:
         raise TypeError(f"kiln.random.bits: bit width must be 8, 16, 32 or 64, got {bit_width}")
     dtype = _UINT_OF_BITS[bit_width]
     if bit_width == 64 and dtypes.canonicalize_dtype(dtype) != dtype:
         raise TypeError("kiln.random.bits: 64-bit random bits need kiln.config.update('enable_x64', True)")
+    return dtype
+
+
+def random_bits(key_data, bit_width: int, shape: Sequence[int]) -> Any:
+    """Uniform random bits: uint{bit_width} of shape ``batch + shape`` from keys ``batch + (2,)``."""
+    shape = tuple(shape)
+    dtype = bits_dtype(bit_width)
     batch = abstractify(key_data).shape[:-1]
     if config.threefry_partitionable:
         b1, b2 = _hash_positions(key_data, shape)
