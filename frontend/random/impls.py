@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from typing import Any, Callable, Sequence
 
-from ..batching.api import vmap
 from ..core.config import config
-from ..core.tracing import abstractify
 from . import counter_prngs, rbg, threefry
 
 __all__ = ["PRNGImpl", "PRNGS", "resolve", "default_impl", "threefry_prng_impl", "rbg_prng_impl",
@@ -83,18 +81,8 @@ def define_prng_impl(*, key_shape: Sequence[int], seed: Callable, split: Callabl
     keys is mapped over with ``vmap``. Give the result as ``impl=`` to ``kiln.random.key`` (it is not registered by
     name: ``jax_default_prng_impl`` does not take it)."""
     key_shape = tuple(int(d) for d in key_shape)
-    per_key = lambda fn: _mapped_over_keys(fn, len(key_shape))  # noqa: E731
+    per_key = lambda fn: rbg.mapped_over_keys(fn, len(key_shape))  # noqa: E731
     return PRNGImpl(key_shape, seed, per_key(split), per_key(random_bits), per_key(fold_in), name=name, tag=tag)
-
-
-def _mapped_over_keys(fn: Callable, key_ndim: int) -> Callable:
-    """``fn(key, *args)`` of one key, mapped with ``vmap`` over the batch dimensions of raw key data."""
-    def mapped(key_data, *args):
-        f = lambda key: fn(key, *args)  # noqa: E731
-        for _ in range(abstractify(key_data).ndim - key_ndim):
-            f = vmap(f)
-        return f(key_data)
-    return mapped
 
 
 def default_impl() -> PRNGImpl:

@@ -29,20 +29,22 @@ from ..lax import api as lax
 from ..lax import misc
 from . import threefry
 
-__all__ = ["seed", "split", "fold_in", "random_bits", "unsafe_split", "unsafe_fold_in"]
+__all__ = ["seed", "split", "fold_in", "random_bits", "unsafe_split", "unsafe_fold_in", "mapped_over_keys"]
 
 KEY_SHAPE = (4,)
 _U32 = dtypes.uint32
 _UINT_OF_BITS = {8: dtypes.uint8, 16: dtypes.uint16, 32: dtypes.uint32, 64: dtypes.uint64}
 
 
-def _per_key(fn: Callable[..., Any], key_data: Any, *args: Any) -> Any:
-    """``fn(key, *args)`` for one key of shape ``(4,)``, mapped with ``vmap`` over the batch dimensions of
-    ``key_data`` (the other arguments unbatched)."""
-    f = lambda key: fn(key, *args)  # noqa: E731
-    for _ in range(abstractify(key_data).ndim - 1):
-        f = vmap(f)
-    return f(key_data)
+def mapped_over_keys(fn: Callable[..., Any], key_ndim: int) -> Callable[..., Any]:
+    """``fn(key, *args)`` of one key (``key_ndim`` dimensions), mapped with ``vmap`` over the batch dimensions of
+    raw key data (the other arguments unbatched). rbg's operations and ``define_prng_impl``'s are mapped so."""
+    def mapped(key_data, *args):
+        f = lambda key: fn(key, *args)  # noqa: E731
+        for _ in range(abstractify(key_data).ndim - key_ndim):
+            f = vmap(f)
+        return f(key_data)
+    return mapped
 
 
 @functools.cache
@@ -87,7 +89,7 @@ def _split_one(key, shape: tuple[int, ...]):
 
 def split(key_data, shape: Sequence[int]) -> Any:
     """rbg: new keys ``batch + shape + (4,)``, each half split with threefry."""
-    return _per_key(_split_one, key_data, tuple(shape))
+    return mapped_over_keys(_split_one, 1)(key_data, tuple(shape))
 
 
 def _fold_in_one(key, msg):
@@ -96,7 +98,7 @@ def _fold_in_one(key, msg):
 
 def fold_in(key_data, msg) -> Any:
     """rbg: ``msg`` (a uint32 scalar) folded into each half with threefry."""
-    return _per_key(_fold_in_one, key_data, msg)
+    return mapped_over_keys(_fold_in_one, 1)(key_data, msg)
 
 
 def _random_bits_one(key, bit_width: int, shape: tuple[int, ...]):
@@ -106,7 +108,7 @@ def _random_bits_one(key, bit_width: int, shape: tuple[int, ...]):
 def random_bits(key_data, bit_width: int, shape: Sequence[int]) -> Any:
     """rbg and unsafe_rbg: uint{bit_width} bits of shape ``batch + shape`` from XLA's RngBitGenerator."""
     threefry.bits_dtype(bit_width)
-    return _per_key(_random_bits_one, key_data, bit_width, tuple(shape))
+    return mapped_over_keys(_random_bits_one, 1)(key_data, bit_width, tuple(shape))
 
 
 def _unsafe_split_one(key, shape: tuple[int, ...]):
@@ -117,7 +119,7 @@ def _unsafe_split_one(key, shape: tuple[int, ...]):
 
 def unsafe_split(key_data, shape: Sequence[int]) -> Any:
     """unsafe_rbg: every tenth of ``10 * num`` keys the generator draws from the key."""
-    return _per_key(_unsafe_split_one, key_data, tuple(shape))
+    return mapped_over_keys(_unsafe_split_one, 1)(key_data, tuple(shape))
 
 
 def _unsafe_fold_in_one(key, msg):
@@ -127,4 +129,4 @@ def _unsafe_fold_in_one(key, msg):
 
 def unsafe_fold_in(key_data, msg) -> Any:
     """unsafe_rbg: the key XOR the last of ten keys drawn from the seed of ``msg``."""
-    return _per_key(_unsafe_fold_in_one, key_data, msg)
+    return mapped_over_keys(_unsafe_fold_in_one, 1)(key_data, msg)

@@ -24,11 +24,13 @@ class _Unary(VJPHiPrimitive):
         super().__init__()
 
 
-class SinTimesY(VJPHiPrimitive):
+class _Binary(VJPHiPrimitive):
     def __init__(self, x_aval, y_aval):
         self.in_avals, self.out_aval, self.params = (x_aval, y_aval), x_aval, {}
         super().__init__()
 
+
+class SinTimesY(_Binary):
     def expand(self, x, y):
         return jnp.sin(x) * y
 
@@ -166,12 +168,8 @@ def test_expand_traced_once_under_jit_and_rules_see_concrete_values_eagerly():
     assert (float(grad(g)(1.0)), float(grad(g)(-1.0))) == (2.0, 3.0)
 
 
-class Mul2(VJPHiPrimitive):
+class Mul2(_Binary):
     seen = []
-
-    def __init__(self, x_aval, y_aval):
-        self.in_avals, self.out_aval, self.params = (x_aval, y_aval), x_aval, {}
-        super().__init__()
 
     def expand(self, x, y):
         return x * y
@@ -194,11 +192,7 @@ def test_nzs_in_tells_which_inputs_are_differentiated():
 
 
 def test_vjp_bwd_accumulators():
-    class Mul3(VJPHiPrimitive):
-        def __init__(self, x_aval, y_aval):
-            self.in_avals, self.out_aval, self.params = (x_aval, y_aval), x_aval, {}
-            super().__init__()
-
+    class Mul3(_Binary):
         def expand(self, x, y):
             return x * y
 
