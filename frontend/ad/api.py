@@ -19,7 +19,7 @@ from ..core.call import call_p
 from ..core.ir import IR, ClosedIR, Var
 from ..core.refs import Ref
 from ..core.source_info import fun_name as _fun_name
-from ..core.tracing import Tracer, abstractify, eval_ir, trace_to_ir
+from ..core.tracing import Tracer, abstractify, check_output_leaves, eval_ir, non_array_argument, trace_to_ir
 from ..driver import export as _export
 from ..driver.array import Array
 from ..driver.placement import device_put
@@ -50,16 +50,19 @@ from .vjp_object import VJP, DidntWant, DontWant, GradRef, GradValue
 
 
 def _trace_flat(f: Callable, flat_args: list, in_tree, name: str, keeps_calls: bool = True,
-                kind: str = "grad") -> tuple[ClosedIR, Any]:
+                kind: str = "grad", where: str | None = None, has_aux: bool = False) -> tuple[ClosedIR, Any]:
     """Trace ``f`` on the flat arguments; the argument values are known (for Python control flow). With
     ``keeps_calls`` (the IR is to be evaluated right away) kiln.numpy's functions stay calls (see
-    ``tracing.calls_kept``); without it they are inlined, as under staging."""
+    ``tracing.calls_kept``); without it they are inlined, as under staging. ``where`` (``"kiln.grad"``: the
+    transformation the user called, default ``kiln.<kind>``) names it in the message of an output that is no
+    array; ``has_aux``: ``f`` returns ``(output, aux)``."""
     out_tree_box = []
 
     def flat_fun(*tracers):
         args = tree_util.tree_unflatten(in_tree, list(tracers))
         out = f(*args)
         leaves, tree = tree_util.tree_flatten(out)
+        check_output_leaves(where or f"kiln.{kind}", name, out, leaves, has_aux)
         out_tree_box.append(tree)
         return leaves
 
@@ -96,6 +99,11 @@ def _external(t, primal):
 # -- forward mode -----------------------------------------------------------------------------------
 def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool = False):
     """``(fun(*primals), J @ tangents)``: the Jacobian-vector product, in forward mode."""
+    return _jvp("jvp", fun, primals, tangents, has_aux)
+
+
+def _jvp(fname: str, fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux: bool):
+    """:func:`jvp`, for the transformation ``fname`` (``"jacfwd"``) that the user called."""
     if not isinstance(primals, (tuple, list)) or not isinstance(tangents, (tuple, list)):
         raise TypeError("kiln.jvp: primals and tangents must be tuples or lists, got "
                         f"{type(primals).__name__} and {type(tangents).__name__}")
@@ -115,7 +123,8 @@ def jvp(fun: Callable, primals: Sequence[Any], tangents: Sequence[Any], has_aux:
             raise ValueError(f"kiln.jvp: tangent shape {ta.shape} does not match primal shape {pa.shape}")
         if dtypes.is_inexact(pa.dtype) and ta.dtype != pa.dtype:
             raise TypeError(f"kiln.jvp: tangent dtype {ta.dtype.name} does not match primal dtype {pa.dtype.name}")
-    closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun), kind="jvp")
+    closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun), kind="jvp",
+                                   where=f"kiln.{fname}", has_aux=has_aux)
     nonzero = [dtypes.is_inexact(abstractify(p).dtype) and not _is_zero_tangent(t) for p, t in zip(flat_p, flat_t)]
     new, out_nonzero = jvp_ir(closed, nonzero, known_primals=flat_p)
     outs = eval_ir(new.ir, new.consts, list(flat_p) + [t for t, nz in zip(flat_t, nonzero) if nz])
@@ -152,7 +161,7 @@ def linearize(fun: Callable, *primals):
     """``(fun(*primals), f_jvp)`` where ``f_jvp(*tangents)`` evaluates only the linear part."""
     flat_p, in_tree = tree_util.tree_flatten(tuple(primals))
     _check_arrays("linearize", flat_p)
-    closed, out_tree = _trace_flat(fun, flat_p, in_tree, _fun_name(fun))
+    closed, out_tree = _trace_flat(fun, flat_p, in_tree, _fun_name(fun), where="kiln.linearize")
     out_primals, residuals, lin, nonzero, out_nonzero, _ = _linearize_flat(closed, flat_p)
     # A pytree whose leaves are the residuals (as JAX's): it can be returned from a jitted function.
     f_jvp = tree_util.Partial(functools.partial(_apply_linearized, lin, in_tree, out_tree, nonzero, out_nonzero,
@@ -216,7 +225,12 @@ def _residual_sources(known: IR, num_residuals: int) -> list[int | None]:
 # -- reverse mode -----------------------------------------------------------------------------------
 def vjp(fun: Callable, *primals, has_aux: bool = False):
     """``(fun(*primals), f_vjp)`` where ``f_vjp(ct)`` is the vector-Jacobian product ``ct @ J``."""
-    main, info, residuals, aux = _forward("vjp", fun, tuple(primals), has_aux)
+    return _vjp("vjp", fun, primals, has_aux)
+
+
+def _vjp(fname: str, fun: Callable, primals: tuple, has_aux: bool):
+    """:func:`vjp`, for the transformation ``fname`` (``"grad"``) that the user called."""
+    main, info, residuals, aux = _forward(fname, fun, tuple(primals), has_aux)
     # A pytree whose leaves are the residuals (as JAX's VJP object): it can be returned from a jitted function. A
     # residual that is an input as the caller gave it (a Python float) becomes an array, as every leaf of JAX's is.
     residuals = [r if isinstance(r, (Array, Tracer)) else device_put(r) for r in residuals]
@@ -231,7 +245,8 @@ def _forward(fname: str, fun: Callable, primals: tuple, has_aux: bool):
     ``vjp`` and ``fwd_and_bwd``)."""
     flat_p, in_tree = tree_util.tree_flatten(primals)
     _check_arrays(fname, flat_p)
-    closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun))
+    closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun),
+                                   where=f"kiln.{fname}", has_aux=has_aux)
     out_primals, residuals, lin, nonzero, out_nonzero, sources = _linearize_flat(closed, flat_p)
     aux = None
     if has_aux:
@@ -357,9 +372,15 @@ def _check_callable(fname: str, fun) -> None:
         raise TypeError(f"kiln.{fname}: expected a function to differentiate, got {type(fun).__name__}: {fun!r}")
 
 
-def _check_grad_inputs(fname: str, diff_args, allow_int: bool, holomorphic: bool) -> None:
-    for x in tree_util.tree_leaves(diff_args):
-        dt = abstractify(x).dtype
+def _check_grad_inputs(fname: str, diff_args, allow_int: bool, holomorphic: bool,
+                       where: tuple[str, Callable, tuple[int, ...]] | None = None) -> None:
+    """``where``: (the transformation the user called, its function, the positions of ``diff_args``), for the
+    message of an argument that is no array."""
+    for k, x in enumerate(tree_util.tree_leaves(diff_args)):
+        try:
+            dt = abstractify(x).dtype
+        except TypeError:
+            raise _non_array_diff_arg(fname, diff_args, k, x, where) from None
         if holomorphic:
             if dt.kind != "c":
                 raise TypeError(f"kiln.{fname}: holomorphic=True requires complex inputs, got {dt.name}")
@@ -371,17 +392,35 @@ def _check_grad_inputs(fname: str, diff_args, allow_int: bool, holomorphic: bool
             raise TypeError(f"kiln.{fname}: complex inputs need holomorphic=True (got {dt.name})")
 
 
+def _non_array_diff_arg(fname: str, diff_args: tuple, k: int, x: Any, where) -> TypeError:
+    """The error of leaf ``k`` of the differentiated arguments ``diff_args``, ``x``, that is no array."""
+    transformation, fun, nums = where if where is not None else (fname, None, tuple(range(len(diff_args))))
+    path = tree_util.user_paths(diff_args)[k] if len(tree_util.user_paths(diff_args)) > k else ()
+    label = (f"argument {nums[path[0].idx]}{tree_util.keystr(path[1:])}" if path and hasattr(path[0], "idx")
+             else "an argument")
+    if fun is not None:
+        label += f" of {_fun_name(fun)}"
+    return non_array_argument(f"kiln.{transformation}", label, x,
+                              "differentiated arguments must be arrays, scalars or pytrees of them; pass argnums= "
+                              "to differentiate with respect to the others only")
+
+
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
                    holomorphic: bool = False, allow_int: bool = False) -> Callable:
     """A function returning ``(fun(*args), gradient)``; ``fun`` must return a scalar."""
-    _check_callable("value_and_grad", fun)
+    return _value_and_grad("value_and_grad", fun, argnums, has_aux, holomorphic, allow_int)
+
+
+def _value_and_grad(fname: str, fun: Callable, argnums, has_aux: bool, holomorphic: bool, allow_int: bool):
+    """:func:`value_and_grad`, for the transformation ``fname`` (``"grad"``) that the user called."""
+    _check_callable(fname, fun)
     name = _fun_name(fun)
 
     @functools.wraps(fun)
     def vg(*args, **kwargs):
         nums = _normalize_argnums("grad", argnums, len(args))
         diff_args = tuple(args[i] for i in nums)
-        _check_grad_inputs("grad", diff_args, allow_int, holomorphic)
+        _check_grad_inputs("grad", diff_args, allow_int, holomorphic, (fname, fun, nums))
 
         def f_partial(*dargs):
             full = list(args)
@@ -389,7 +428,7 @@ def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: boo
                 full[i] = d
             return fun(*full, **kwargs)
         f_partial.__name__ = name
-        out = vjp(f_partial, *diff_args, has_aux=has_aux)
+        out = _vjp(fname, f_partial, diff_args, has_aux)
         value, f_vjp = out[0], out[1]
         _check_scalar_output(name, value, holomorphic)
         ct = _ones_like(value)
@@ -425,7 +464,7 @@ def grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,
          allow_int: bool = False) -> Callable:
     """The gradient of scalar-valued ``fun`` with respect to argument(s) ``argnums``."""
     _check_callable("grad", fun)
-    vg = value_and_grad(fun, argnums, has_aux, holomorphic, allow_int)
+    vg = _value_and_grad("grad", fun, argnums, has_aux, holomorphic, allow_int)
 
     @functools.wraps(fun)
     def g(*args, **kwargs):
@@ -482,21 +521,26 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 
     Output leaf ``o`` of shape S_o and input leaf ``i`` of shape T_i give a block of shape S_o + T_i.
     """
+    return _jacfwd("jacfwd", fun, argnums, has_aux, holomorphic)
+
+
+def _jacfwd(fname: str, fun: Callable, argnums, has_aux: bool, holomorphic: bool, user_fun: Callable | None = None):
+    """:func:`jacfwd`, for the transformation ``fname`` (``"hessian"``) that the user called, on ``user_fun``."""
     from ..batching.api import vmap
-    _check_callable("jacfwd", fun)
+    _check_callable(fname, fun)
 
     def jac(*args, **kwargs):
         nums = _normalize_argnums("jacfwd", argnums, len(args))
         diff = tuple(args[i] for i in nums)
-        _check_grad_inputs("jacfwd", diff, False, holomorphic)
+        _check_grad_inputs("jacfwd", diff, False, holomorphic, (fname, user_fun or fun, nums))
         f_partial = _partial(fun, args, nums, kwargs)
         flat_d, d_tree = tree_util.tree_flatten(diff)
         avals = [abstractify(x) for x in flat_d]
         dtype = dtypes.result_type(*[a.dtype for a in avals]) if avals else dtypes.default_float_dtype()
 
         def push(*basis_leaves):
-            res = jvp(f_partial, diff, tree_util.tree_unflatten(d_tree, [
-                b.astype(a.dtype) for b, a in zip(basis_leaves, avals)]), has_aux=has_aux)
+            res = _jvp(fname, f_partial, diff, tree_util.tree_unflatten(d_tree, [
+                b.astype(a.dtype) for b, a in zip(basis_leaves, avals)]), has_aux)
             return (res[0], res[1], res[2]) if has_aux else (res[0], res[1])
 
         outs = vmap(push, out_axes=(None, -1, None) if has_aux else (None, -1))(*_basis(avals, dtype))
@@ -517,14 +561,19 @@ def jacfwd(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = Fals
 def jacrev(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False,
            allow_int: bool = False):
     """The Jacobian of ``fun`` by reverse mode: ``vmap`` of the VJP over the output basis."""
+    return _jacrev("jacrev", fun, argnums, has_aux, holomorphic, allow_int)
+
+
+def _jacrev(fname: str, fun: Callable, argnums, has_aux: bool, holomorphic: bool, allow_int: bool):
+    """:func:`jacrev`, for the transformation ``fname`` (``"hessian"``) that the user called."""
     from ..batching.api import vmap
-    _check_callable("jacrev", fun)
+    _check_callable(fname, fun)
 
     def jac(*args, **kwargs):
         nums = _normalize_argnums("jacrev", argnums, len(args))
         diff = tuple(args[i] for i in nums)
-        _check_grad_inputs("jacrev", diff, allow_int, holomorphic)
-        res = vjp(_partial(fun, args, nums, kwargs), *diff, has_aux=has_aux)
+        _check_grad_inputs("jacrev", diff, allow_int, holomorphic, (fname, fun, nums))
+        res = _vjp(fname, _partial(fun, args, nums, kwargs), diff, has_aux)
         out, f_vjp = res[0], res[1]
         _check_jacobian_outputs("jacrev", out, holomorphic)
         flat_out, out_tree = tree_util.tree_flatten(out)
@@ -573,8 +622,8 @@ def _check_jacobian_outputs(fname: str, out, holomorphic: bool) -> None:
 def hessian(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False, holomorphic: bool = False):
     """The Hessian: ``jacfwd(jacrev(fun))``."""
     _check_callable("hessian", fun)
-    return jacfwd(jacrev(fun, argnums, has_aux=has_aux, holomorphic=holomorphic), argnums, has_aux=has_aux,
-                  holomorphic=holomorphic)
+    return _jacfwd("hessian", _jacrev("hessian", fun, argnums, has_aux, holomorphic, False), argnums, has_aux,
+                   holomorphic, user_fun=fun)
 
 
 jacobian = jacrev  # JAX's alias

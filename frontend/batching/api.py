@@ -8,7 +8,7 @@ import numpy as np
 
 from ..core import axis_env, refs, tree_util
 from ..core.errors import KilnError
-from ..core.tracing import abstractify, current_builder, trace_to_ir
+from ..core.tracing import abstractify, check_output_leaves, current_builder, non_array_argument, trace_to_ir
 from . import (  # noqa: F401  (each registers the batching rules of its family)
     rules_callbacks,
     rules_collectives,
@@ -163,6 +163,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             a, k = tree_util.tree_unflatten(in_tree, leaves)
             out = fun(*a, **k)
             leaves, tree = tree_util.tree_flatten(out)
+            check_output_leaves("kiln.vmap", name, out, leaves)
             # The output's structure only (no tracers kept past the trace: check_tracer_leaks would see them).
             out_tree_box.append((tree, tree_util.tree_unflatten(tree, [0] * len(leaves)), tree_util.hidden_axes(out)))
             # Python scalars it returns as they are: an output with out_axes=None stays one (as JAX's)
@@ -228,7 +229,14 @@ def _batch_size(name: str, flat: list, dims: list, labels: list[str], axis_size:
     for x, d, h, label in zip(flat, dims, hidden, labels):
         if d is None:
             continue
-        aval = abstractify(x)
+        try:
+            aval = abstractify(x)
+        except TypeError:
+            fix = ("keyword arguments are always mapped over their axis 0: pass it positionally with in_axes=None, "
+                   "or close over it" if label.startswith("keyword") else
+                   "a mapped argument must be an array (or a pytree of them); pass in_axes=None for an argument "
+                   "that is not mapped")
+            raise non_array_argument("kiln.vmap", f"{label} of {name}", x, fix) from None
         shape = aval.shape[:aval.ndim - h]  # the shape the user sees (a key array's, not its data's)
         if not shape:
             raise VmapError(f"kiln.vmap({name}): cannot map over axis {d} of {label}, a 0-d (scalar) value; "

@@ -9,6 +9,8 @@ from typing import Any
 
 import numpy as np
 
+from .dtypes import DtypeArgumentError
+
 # Installed by kiln.frontend.numpy when it loads (a higher floor: the core cannot import it), as JAX's
 # register_jax_array_methods: the kiln.numpy namespace and the class behind ``x.at``.
 _knp: Any = None
@@ -245,7 +247,10 @@ class ArrayMethods:
         return _np().reshape(self, shape, order=order)
 
     def astype(self, dtype):
-        return _np().astype(self, dtype)
+        try:
+            return _np().astype(self, dtype)
+        except DtypeArgumentError as e:
+            raise e.named("kiln.Array.astype") from None
 
     def transpose(self, *axes):
         if len(axes) == 1 and not isinstance(axes[0], int):

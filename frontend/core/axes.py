@@ -15,17 +15,25 @@ from .tracing import Tracer
 def canonical_axis(where: str, axis: Any, ndim: int, *, what: str = "axis", within: str | None = None) -> int:
     """``axis``, an int in ``[-ndim, ndim)``, as a non-negative int. ``what`` names the argument in messages
     (``"dimension"`` for ``kiln.lax.sort``); ``within`` the sequence it came from (``"axes[0]"``)."""
-    of = "" if within is None else f" in {within}"
     if isinstance(axis, bool) or not isinstance(axis, (int, np.integer)):
-        if isinstance(axis, Tracer):  # as JAX: the error class of a value that must be static
-            raise ConcretizationTypeError(
-                f"{where}: {what}{of} must be a static int, but got a traced value {axis.aval.str_short()}: an axis "
-                "decides the result's shape, so it must be known when the function is traced. Pass it as a static "
-                "argument (static_argnums/static_argnames) or as a Python int.")
-        raise TypeError(f"{where}: {what}{of} must be an int, got {type(axis).__name__} {axis!r}")
+        raise axis_type_error(where, axis, what=what, within=within)
+    of = "" if within is None else f" in {within}"
     if not -ndim <= axis < ndim:
         raise AxisError(f"{where}: {what} {axis}{of} is out of bounds for an array of dimension {ndim}")
     return int(axis) % ndim
+
+
+def axis_type_error(where: str, axis: Any, *, what: str = "axis", within: str | None = None,
+                    fix: str = "") -> TypeError:
+    """The error for an axis that is not an int (a bool, a float, a string, a traced value), to raise. ``fix``
+    (``"; write axis=1"``) ends the message."""
+    of = "" if within is None else f" in {within}"
+    if isinstance(axis, Tracer):  # as JAX: the error class of a value that must be static
+        return ConcretizationTypeError(
+            f"{where}: {what}{of} must be a static int, but got a traced value {axis.aval.str_short()}: an axis "
+            "decides the result's shape, so it must be known when the function is traced. Pass it as a static "
+            "argument (static_argnums/static_argnames) or as a Python int.")
+    return TypeError(f"{where}: {what}{of} must be an int, got {type(axis).__name__} {axis!r}{fix}")
 
 
 def canonical_axes(where: str, axis: Any, ndim: int, *, allow_repeats: bool = False,

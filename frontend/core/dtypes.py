@@ -29,7 +29,7 @@ import ml_dtypes
 import numpy as np
 
 from .config import config
-from .errors import IntegerOverflowError
+from .errors import IntegerOverflowError, KilnError
 from .source_info import user_stacklevel
 
 # The Python scalar types that kiln treats as (weakly typed) array values.
@@ -147,6 +147,23 @@ def to_complex_dtype(dtype: Any) -> np.dtype:
     return complex128 if np.dtype(dtype) in (float64, complex128) else complex64
 
 
+class DtypeArgumentError(KilnError, TypeError):
+    """A dtype argument kiln cannot use (a misspelt name, an unsupported dtype). The message starts with the
+    function the dtype was passed to: ``kiln`` where it is raised, and the entry point's name once that entry
+    point re-raises it with :meth:`named` (in its error path only: the success path pays nothing)."""
+
+    def __init__(self, detail: str, where: str = "kiln"):
+        super().__init__(f"{where}: {detail}")
+        self.detail, self.where = detail, where
+
+    def __reduce__(self):
+        return type(self), (self.detail, self.where)
+
+    def named(self, where: str) -> DtypeArgumentError:
+        """The same error, reported by ``where`` (``"kiln.numpy.zeros"``)."""
+        return DtypeArgumentError(self.detail, where)
+
+
 @functools.lru_cache(maxsize=512)
 def _to_supported_dtype(spec: Any) -> np.dtype:
     """``np.dtype(spec)``, checked against the dtypes kiln supports (x64-independent, cached)."""
@@ -163,24 +180,30 @@ def _to_supported_dtype(spec: Any) -> np.dtype:
             close = difflib.get_close_matches(spec, _VALID_NAMES, n=1)
             if close:
                 hint = f" Did you mean '{close[0]}'?"
-        raise TypeError(f"kiln: invalid dtype {str(shown)!r}.{hint} "
-                        f"Valid dtypes: {', '.join(_VALID_NAMES)}.") from None
+        raise DtypeArgumentError(f"invalid dtype {str(shown)!r}.{hint} "
+                                 f"Valid dtypes: {', '.join(_VALID_NAMES)}.") from None
     if not dt.isnative:  # big-endian data (from a file, say): the same dtype, in this machine's byte order
         dt = dt.newbyteorder("=")
     if dt not in _SUPPORTED_SET:
-        raise TypeError(f"kiln: dtype '{dt.name}' is not supported; kiln arrays hold numeric "
-                        f"or boolean data only. Valid dtypes: {', '.join(_VALID_NAMES)}.")
+        raise DtypeArgumentError(f"dtype '{dt.name}' is not supported; kiln arrays hold numeric "
+                                 f"or boolean data only. Valid dtypes: {', '.join(_VALID_NAMES)}.")
     return dt
 
 
 _WIDE_TYPES = frozenset(np.dtype(t) for t in (np.float64, np.int64, np.uint64, np.complex128))
 
 
-def check_user_dtype(dtype: Any) -> np.dtype:
+def check_user_dtype(dtype: Any, where: str | None = None) -> np.dtype:
     """:func:`canonicalize_dtype` of a dtype the user asked for explicitly (a ``dtype=`` argument). With
     ``enable_x64`` off a 64-bit dtype warns that it is truncated, as JAX warns (Python's ``float``, ``int`` and
-    ``complex`` ask for the default types, and do not)."""
-    out = canonicalize_dtype(dtype)
+    ``complex`` ask for the default types, and do not). ``where`` (``"kiln.numpy.sum"``) names the function in
+    the message of a dtype kiln cannot use."""
+    try:
+        out = canonicalize_dtype(dtype)
+    except DtypeArgumentError as e:
+        if where is None:
+            raise
+        raise e.named(where) from None
     if (not config.enable_x64 and out != dtype and dtype not in (float, int, complex)
             and np.dtype(dtype) in _WIDE_TYPES):
         warnings.warn(f"Explicitly requested dtype {np.dtype(dtype)} is not available, and will be truncated to "
@@ -211,8 +234,8 @@ def canonicalize_dtype(dtype: Any, allow_extended_dtype: bool = False) -> np.dty
     if _is_extended(dtype):
         if allow_extended_dtype:
             return dtype
-        raise TypeError(f"kiln: dtype {dtype} is an extended dtype (a PRNG key type); pass "
-                        "allow_extended_dtype=True to accept it")
+        raise DtypeArgumentError(f"dtype {dtype} is an extended dtype (a PRNG key type); pass "
+                                 "allow_extended_dtype=True to accept it")
     return _canonicalize(dtype, config.enable_x64)
 
 
@@ -264,6 +287,8 @@ def _canonicalize(dtype: Any, x64: bool) -> np.dtype:
     # rest of a cached canonicalization.
     try:
         dt = _to_supported_dtype(dtype)
+    except DtypeArgumentError:
+        raise
     except TypeError as e:
         if "unhashable" not in str(e):
             raise

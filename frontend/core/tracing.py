@@ -18,13 +18,14 @@ from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
-from . import dtypes, leaks
+from . import dtypes, leaks, tree_util
 from . import refs as _refs
 from .array_methods import ArrayMethods
 from .avals import ShapedArray
 from .config import config
 from .errors import (
     ConcretizationTypeError,
+    KilnTypeError,
     TracerArrayConversionError,
     TracerBoolConversionError,
     TracerIntegerConversionError,
@@ -506,6 +507,49 @@ def abstractify(x: Any) -> ShapedArray:
         dtype, weak = dtypes.dtype_of_value(x)
         return ShapedArray((), dtype, weak)
     raise TypeError(f"kiln: value of type {type(x).__name__} is not a valid array: {_short_repr(x)}")
+
+
+_ARRAY_LEAF_TYPES = (Tracer, bool, int, float, complex, np.ndarray, np.generic)
+
+
+def check_output_leaves(where: str, fun_name: str, out: Any, leaves: Sequence[Any], has_aux: bool = False) -> None:
+    """Check that the flattened output ``leaves`` of ``fun_name`` (its output ``out``) are arrays or scalars, for
+    the transformation ``where`` (``"kiln.vmap"``). The message names the output by its path; with ``has_aux``
+    ``out`` is ``(output, aux)``. A type check per leaf on the success path; the naming is done on the error path."""
+    for i, leaf in enumerate(leaves):
+        if not isinstance(leaf, _ARRAY_LEAF_TYPES):
+            try:
+                abstractify(leaf)  # (a kiln Array, a key array: anything with an aval)
+            except TypeError:
+                raise _non_array_output(where, fun_name, out, leaves, i, has_aux) from None
+
+
+def _non_array_output(where: str, fun_name: str, out: Any, leaves: Sequence[Any], i: int, has_aux: bool) -> TypeError:
+    leaf = leaves[i]
+    paths = tree_util.user_paths(out)
+    label = f"output leaf {i}"
+    if len(paths) == len(leaves):
+        path = paths[i]
+        if has_aux and path:
+            label = ("auxiliary output" if path[0].idx == 1 else "output") + tree_util.keystr(path[1:])
+            label = label if len(path) > 1 else f"the {label}"
+        else:
+            label = f"output{tree_util.keystr(path)}" if path else "the output"
+    return KilnTypeError(f"{where}: {label} of {fun_name} is {a_type(leaf)} ({_short_repr(leaf)}), not an array; the "
+                         "function must return arrays, scalars or pytrees of them")
+
+
+def non_array_argument(where: str, label: str, value: Any, fix: str = "") -> TypeError:
+    """The error of an argument of a transformed function that is not an array: ``label`` names it
+    (``"argument 0['w']"``)."""
+    return KilnTypeError(f"{where}: {label} is {a_type(value)} ({_short_repr(value)}), not an array; "
+                         f"{fix or 'pass arrays, scalars or pytrees of them'}")
+
+
+def a_type(value: Any) -> str:
+    """``"a str"``, ``"an object"``: the type of ``value`` with its article, for messages."""
+    name = type(value).__name__
+    return f"{'an' if name[:1].lower() in 'aeiou' else 'a'} {name}"
 
 
 def _short_repr(x: Any) -> str:

@@ -6,12 +6,14 @@ axis of size 1 to the others' size (operands of one rank only).
 """
 from __future__ import annotations
 
+import operator
 from typing import Any, Sequence
 
 import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
+from ..core.axes import axis_type_error
 from ..core.config import config
 from ..core.ir import Literal
 from ..core.tracing import abstractify, materialize
@@ -169,7 +171,10 @@ def select(pred, on_true, on_false):
 
 def convert_element_type(x, new_dtype, *, weak_type: bool = False):
     """Cast ``x`` to ``new_dtype`` (canonicalized: float64 becomes float32 unless x64 is on)."""
-    new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    try:
+        new_dtype = dtypes.canonicalize_dtype(new_dtype)
+    except dtypes.DtypeArgumentError as e:
+        raise e.named("kiln.lax.convert_element_type") from None
     aval = abstractify(x)
     if aval.dtype == new_dtype and aval.weak_type == weak_type and not _is_py_scalar(x):
         return x
@@ -312,11 +317,66 @@ def broadcasted_iota(dtype, shape: Sequence[int], dimension: int):
                           dimension=int(dimension))
 
 
+def _int_axis(axis: Any) -> int:
+    """An axis entry that is not a Python int: a NumPy integer (or another integer with ``__index__``) as an int;
+    a TypeError for anything else, bools included (the callers' error path names the function)."""
+    if isinstance(axis, (bool, np.bool_)):
+        raise TypeError
+    return operator.index(axis)
+
+
+def _as_int(axis: Any) -> int | None:
+    """The int an axis written as another type stands for (``1.0``, ``'1'``, ``np.int64(1)``), else None."""
+    if isinstance(axis, (bool, np.bool_)):
+        return None
+    if isinstance(axis, (float, np.floating)) and float(axis).is_integer():
+        return int(axis)
+    if isinstance(axis, str) and axis.strip().lstrip("-").isdigit():
+        return int(axis)
+    return int(axis) if isinstance(axis, (int, np.integer)) else None
+
+
+def _axis_range(x: Any) -> str:
+    try:
+        shape = abstractify(x).shape
+    except Exception:
+        return ""
+    return f"; an axis is an int in [0, {len(shape)}) for an operand of shape {shape}"
+
+
+def _bad_axis(fname: str, x: Any, axis: Any) -> TypeError:
+    """The error of a ``kiln.lax`` axis argument that is not an int."""
+    n = _as_int(axis)
+    return axis_type_error(f"kiln.lax.{fname}", axis, fix=_axis_range(x) if n is None else f"; pass axis={n}")
+
+
+def _bad_axes(fname: str, x: Any, axes: Any) -> TypeError:
+    """The error of a ``kiln.lax`` reduction's ``axes`` that are not a sequence of ints."""
+    where = f"kiln.lax.{fname}"
+    if isinstance(axes, (str, bytes)) or not hasattr(axes, "__iter__"):
+        n = _as_int(axes)
+        return TypeError(f"{where}: axes must be a sequence of ints (a tuple such as (0, 1)), got "
+                         f"{type(axes).__name__} {axes!r}" + ("" if n is None else f"; pass axes=({n},)"))
+    axes = tuple(axes)
+    for k, a in enumerate(axes):
+        try:
+            if type(a) is not int:
+                _int_axis(a)
+        except TypeError:
+            ns = [_as_int(b) for b in axes]
+            fix = _axis_range(x) if None in ns else f"; pass axes={tuple(ns)}"
+            return axis_type_error(where, a, what=f"axes[{k}]", fix=fix)
+    return TypeError(f"{where}: axes must be a sequence of ints, got {axes!r}")
+
+
 def _reducer(name: str):
     prim = red.reduce_prims[name]
 
     def fn(x, axes: Sequence[int]):
-        axes = tuple(int(a) for a in axes)
+        try:
+            axes = tuple(a if type(a) is int else _int_axis(a) for a in axes)
+        except TypeError:
+            raise _bad_axes(name, x, axes) from None
         if not axes:
             return x
         return prim.bind(x, axes=axes)
@@ -332,12 +392,30 @@ reduce_sum = takes_out_sharding(reduce_sum)  # as in JAX, the only reduction tak
 
 def argmax(x, axis: int, index_dtype=np.int32):
     """Index of the first maximum along ``axis`` (NaN counts as the maximum, as in NumPy)."""
-    return red.argmax_p.bind(x, axis=int(axis), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    if type(axis) is not int:
+        try:
+            axis = _int_axis(axis)
+        except TypeError:
+            raise _bad_axis("argmax", x, axis) from None
+    try:
+        index_dtype = dtypes.canonicalize_dtype(index_dtype)
+    except dtypes.DtypeArgumentError as e:
+        raise e.named("kiln.lax.argmax") from None
+    return red.argmax_p.bind(x, axis=axis, index_dtype=index_dtype)
 
 
 def argmin(x, axis: int, index_dtype=np.int32):
     """Index of the first minimum along ``axis``."""
-    return red.argmin_p.bind(x, axis=int(axis), index_dtype=dtypes.canonicalize_dtype(index_dtype))
+    if type(axis) is not int:
+        try:
+            axis = _int_axis(axis)
+        except TypeError:
+            raise _bad_axis("argmin", x, axis) from None
+    try:
+        index_dtype = dtypes.canonicalize_dtype(index_dtype)
+    except dtypes.DtypeArgumentError as e:
+        raise e.named("kiln.lax.argmin") from None
+    return red.argmin_p.bind(x, axis=axis, index_dtype=index_dtype)
 
 
 @takes_out_sharding

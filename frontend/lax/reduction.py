@@ -32,7 +32,9 @@ reduce_prims = {name: Primitive(name, _reduce_rule(name, kinds)) for name, kinds
 
 def _arg_rule(name: str):
     def rule(x: ShapedArray, *, axis: int, index_dtype: np.dtype) -> ShapedArray:
-        _check_axes(name, x, (axis,))
+        if not 0 <= axis < x.ndim:
+            raise ValueError(f"kiln.lax.{name}: axis {axis} is out of range for an operand of shape {x.shape}; "
+                             f"kiln.lax takes an axis in [0, {x.ndim}) (kiln.numpy.{name} takes negative axes too)")
         if x.shape[axis] == 0:
             raise ValueError(f"kiln.lax.{name}: cannot take {name} over an axis of size 0 "
                              f"(shape {x.shape}, axis {axis})")

@@ -19,7 +19,7 @@ from ..core import dtypes
 from ..core.tracing import abstractify, materialize
 from ..lax.precision import canonicalize_precision
 from ..lax.sharding import takes_out_sharding
-from ._util import check_arraylike, promote_dtypes
+from ._util import check_arraylike, is_array, promote_dtypes
 
 __all__ = ["einsum", "einsum_path"]
 
@@ -273,8 +273,44 @@ def _interleaved(args) -> tuple[str, list[Any]]:
     return subscripts, operands
 
 
+def _is_sublist(v) -> bool:
+    """A label list of the interleaved form: a list or tuple (of ints and Ellipsis, which ``_interleaved``
+    checks), or a 1-D NumPy integer array."""
+    return isinstance(v, (list, tuple)) or (isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "iu")
+
+
+def _describe(v) -> str:
+    if hasattr(v, "shape") and hasattr(v, "dtype"):
+        return f"{type(v).__name__} of shape {tuple(v.shape)} and dtype {v.dtype}"
+    return f"{type(v).__name__} {v!r:.60}"
+
+
+def _check_interleaved(fname: str, args: tuple) -> None:
+    """``einsum(op0, sublist0, op1, sublist1, ..., [sublistout])``: the first argument is an operand and each
+    operand is followed by its label list. Anything else is a first argument that is neither form."""
+    what = (f"kiln.numpy.{fname}: the first argument must be a subscripts string such as 'ij,jk->ik', or "
+            "operands interleaved with their axis-label lists (einsum(a, [0, 1], b, [1, 2]))")
+    first = args[0]
+    if isinstance(first, bytes):
+        raise TypeError(f"{what}; got bytes {first!r:.60}: decode it to a str")
+    if not (is_array(first) or isinstance(first, (np.ndarray, np.generic, int, float, complex))):
+        raise TypeError(f"{what}; got {_describe(first)}")
+    if len(args) == 1:
+        raise TypeError(f"{what}; got only {_describe(first)}, with no subscripts and no label list")
+    for k in range(1, len(args), 2):
+        if not _is_sublist(args[k]):
+            raise TypeError(f"{what}; got {_describe(args[k - 1])} followed by {_describe(args[k])}, not by a label "
+                            "list")
+    last = args[-1]
+    if len(args) % 2 and not _is_sublist(last):
+        if isinstance(last, str):
+            raise TypeError(f"{what}; the output labels (the last argument) must be a list too, got str {last!r}")
+        raise TypeError(f"{what}; got {_describe(last)} as the last argument, with no label list after it")
+
+
 def _spec_and_operands(fname: str, subscripts, operands):
     if not isinstance(subscripts, str):
+        _check_interleaved(fname, (subscripts,) + tuple(operands))
         subscripts, operands = _interleaved((subscripts,) + tuple(operands))
     operands = list(operands)
     if not operands:

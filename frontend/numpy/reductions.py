@@ -96,7 +96,7 @@ def _reduce(fname: str, kind: str, a, axis, dtype, keepdims: bool, where, initia
     aval = abstractify(a)
     axes = sorted_axes(fname, axis, aval.ndim)
     if dtype is not None:
-        a = convert(a, dtypes.check_user_dtype(dtype), False)
+        a = convert(a, dtypes.check_user_dtype(dtype, f"kiln.numpy.{fname}"), False)
     out_aval = abstractify(a)
     if out_aval.dtype in _SMALL_FLOATS and kind in ("sum", "prod"):
         a = convert(a, dtypes.float32, out_aval.weak_type)  # accumulate in float32
@@ -242,7 +242,7 @@ def mean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     a = _operand("mean", a)
     aval = abstractify(a)
     axes = sorted_axes("mean", axis, aval.ndim)
-    result = dtypes.check_user_dtype(dtype) if dtype is not None else _inexact(aval.dtype)
+    result = dtypes.check_user_dtype(dtype, "kiln.numpy.mean") if dtype is not None else _inexact(aval.dtype)
     total, count = _mean_parts("mean", a, axes, where, _upcast(result), keepdims)
     return lax.convert_element_type(lax.div(total, count), result)
 
@@ -257,7 +257,7 @@ def _var(fname: str, a, axis, dtype, ddof, keepdims, where, correction, nan: boo
     if dtypes.kind(aval.dtype) == "c":
         return _complex_var(fname, a, axis, dtype, ddof, keepdims, where, nan)
     axes = sorted_axes(fname, axis, aval.ndim)
-    result = dtypes.check_user_dtype(dtype) if dtype is not None else _inexact(aval.dtype)
+    result = dtypes.check_user_dtype(dtype, f"kiln.numpy.{fname}") if dtype is not None else _inexact(aval.dtype)
     compute = _upcast(_inexact(result))
     mask = lax.bitwise_not(_isnan(a)) if nan and dtypes.is_inexact(aval.dtype) else None
     x = convert(a, compute, False)
@@ -292,7 +292,10 @@ def _complex_var(fname: str, a, axis, dtype, ddof, keepdims, where, nan: bool):
         raise NotImplementedError(f"kiln.numpy.{fname} of complex arrays is not supported yet (a NaN in either "
                                   "part must drop the whole sample); use var/std with where=~isnan(x)")
     if dtype is not None:
-        dtype = np.finfo(dtypes.canonicalize_dtype(dtype)).dtype  # complex64 -> float32, float32 stays
+        try:
+            dtype = np.finfo(dtypes.canonicalize_dtype(dtype)).dtype  # complex64 -> float32, float32 stays
+        except dtypes.DtypeArgumentError as e:
+            raise e.named(f"kiln.numpy.{fname}") from None
     parts = [_var(fname, part(a), axis, dtype, ddof, keepdims, where, None, False) for part in (lax.real, lax.imag)]
     return lax.add(*parts)
 
@@ -424,14 +427,20 @@ def _nan_filled(fname: str, a, value):
 def nansum(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Sum over ``axis``, treating NaN as zero."""
     a, _ = _nan_filled("nansum", a, 0)
-    return sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+    try:
+        return sum(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+    except dtypes.DtypeArgumentError as e:
+        raise e.named("kiln.numpy.nansum") from None
 
 
 @eager_jit("axis", "dtype", "out", "keepdims")
 def nanprod(a, axis=None, dtype=None, out=None, keepdims=False, initial=None, where=None):
     """Product over ``axis``, treating NaN as one."""
     a, _ = _nan_filled("nanprod", a, 1)
-    return prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+    try:
+        return prod(a, axis=axis, dtype=dtype, out=out, keepdims=keepdims, initial=initial, where=where)
+    except dtypes.DtypeArgumentError as e:
+        raise e.named("kiln.numpy.nanprod") from None
 
 
 def _nan_extreme(fname: str, fn, fill, a, axis, out, keepdims, initial, where):
@@ -465,7 +474,7 @@ def nanmean(a, axis=None, dtype=None, out=None, keepdims=False, *, where=None):
     if not dtypes.is_inexact(aval.dtype):
         return mean(a, axis=axis, dtype=dtype, keepdims=keepdims, where=where)
     axes = sorted_axes("nanmean", axis, aval.ndim)
-    result = dtypes.check_user_dtype(dtype) if dtype is not None else aval.dtype
+    result = dtypes.check_user_dtype(dtype, "kiln.numpy.nanmean") if dtype is not None else aval.dtype
     total, count = _mean_parts("nanmean", a, axes, where, _upcast(_inexact(result)), keepdims,
                                lax.bitwise_not(_isnan(a)))
     return lax.convert_element_type(lax.div(total, count), result)

@@ -332,7 +332,8 @@ def _cumulative(fname: str, lax_fn, a: Any, axis: Any, dtype: Any, nan_identity:
         axis = 0
     else:
         axis = canonical_axis(fname, axis, aval.ndim)
-    target = dtypes.check_user_dtype(dtype) if dtype is not None else _accumulation_dtype(aval.dtype)
+    target = (dtypes.check_user_dtype(dtype, f"kiln.numpy.{fname}") if dtype is not None
+              else _accumulation_dtype(aval.dtype))
     if target is not None:
         a = lax.convert_element_type(a, target)
     if target == np.bool_:

@@ -192,8 +192,8 @@ def test_shape_mismatch_shows_both_shapes():
 
 
 def test_invalid_dtypes():
-    with pytest.raises(TypeError, match=r"kiln: invalid dtype 'float31'\. Did you mean 'float32'\? Valid dtypes: "
-                                        r"bool, uint8"):
+    with pytest.raises(TypeError, match=r"kiln\.numpy\.zeros: invalid dtype 'float31'\. Did you mean 'float32'\? "
+                                        r"Valid dtypes: bool, uint8"):
         knp.zeros(3, dtype="float31")
     with pytest.raises(TypeError, match=r"dtype 'str' is not supported; kiln arrays hold numeric or boolean data"):
         knp.ones(3).astype(str)

@@ -5,7 +5,9 @@ Covers: a non-callable passed to grad/value_and_grad/jacfwd/jacrev/hessian/vmap 
 fori_loop/map/switch; grad-family ``argnums`` of the wrong type or naming an argument twice; jit
 ``static_argnums``/``static_argnames``/``donate_argnums`` of the wrong type; ``checkpoint`` and ``pmap`` static
 argument positions out of range; custom_jvp/custom_vjp ``nondiff_argnums`` out of range; a custom_jvp rule whose
-tangent has the wrong dtype; a registered pytree flatten function that does not return a pair.
+tangent has the wrong dtype; a registered pytree flatten function that does not return a pair; a transformed
+function that returns (or is given) something that is not an array: the message names the transformation, the
+function and the output or argument.
 """
 import numpy as np
 import pytest
@@ -148,3 +150,66 @@ def test_registered_flatten_not_returning_a_pair():
                                          r"pair \(children, aux_data\), got int: 3"):
         tree_util.tree_leaves([Box()])
     assert tree_util.tree_leaves([1, (2,)]) == [1, 2]
+
+
+def _returns_str(a):
+    return "s"
+
+
+@pytest.mark.parametrize("name, call", [
+    ("vmap", lambda: kiln.vmap(_returns_str)(jnp.ones(3))),
+    ("grad", lambda: kiln.grad(_returns_str)(1.0)),
+    ("value_and_grad", lambda: kiln.value_and_grad(_returns_str)(1.0)),
+    ("jvp", lambda: kiln.jvp(_returns_str, (1.0,), (1.0,))),
+    ("vjp", lambda: kiln.vjp(_returns_str, 1.0)),
+    ("linearize", lambda: kiln.linearize(_returns_str, 1.0)),
+    ("jacfwd", lambda: kiln.jacfwd(_returns_str)(1.0)),
+    ("jacrev", lambda: kiln.jacrev(_returns_str)(1.0)),
+    ("hessian", lambda: kiln.hessian(_returns_str)(1.0)),
+])
+def test_transformed_function_returning_a_non_array(name, call):
+    # Before: "kiln: value of type str is not a valid array: 's'", naming neither the transformation nor the output.
+    with pytest.raises(TypeError, match=rf"^kiln\.{name}: the output of _returns_str is a str \('s'\), not an array; "
+                                        r"the function must return arrays, scalars or pytrees of them$"):
+        call()
+
+
+def test_non_array_output_is_named_by_its_path():
+    x = jnp.ones((2, 3))
+    with pytest.raises(TypeError, match=r"kiln\.vmap: output\[1\] of <lambda> is an object \(<object"):
+        kiln.vmap(lambda a: (a, object()))(x)
+    with pytest.raises(TypeError, match=r"kiln\.grad: the auxiliary output of <lambda> is a str \('s'\)"):
+        kiln.grad(lambda a: (a.sum(), "s"), has_aux=True)(x)
+    with pytest.raises(TypeError, match=r"kiln\.value_and_grad: auxiliary output\['k'\]\[1\] of <lambda> is a str"):
+        kiln.value_and_grad(lambda a: (a.sum(), {"k": [1.0, "s"]}), has_aux=True)(x)
+    with pytest.raises(TypeError, match=r"kiln\.jit\(<lambda>\): the function returned a str \('s'\)"):
+        kiln.jit(lambda a: {"k": "s"})(x)
+    # a transformation inside another names itself, not the outer one
+    with pytest.raises(TypeError, match=r"^kiln\.vmap: the output of _returns_str is a str"):
+        kiln.grad(lambda a: kiln.vmap(_returns_str)(a).sum())(x)
+    # outputs that are arrays, Python scalars or None still pass
+    out = kiln.vmap(lambda a: (a, 1.0, None))(x)
+    assert out[0].shape == (2, 3) and out[2] is None
+
+
+def test_transformed_function_given_a_non_array():
+    with pytest.raises(TypeError, match=r"kiln\.vmap: argument 0 of <lambda> is a str \('s'\), not an array; a "
+                                        r"mapped argument must be an array .*pass in_axes=None"):
+        kiln.vmap(lambda a: a)("s")
+    with pytest.raises(TypeError, match=r"kiln\.vmap: keyword argument 's' of <lambda> is a str .*keyword arguments "
+                                        r"are always mapped"):
+        kiln.vmap(lambda a, s=None: a)(jnp.ones(3), s="s")
+    assert kiln.vmap(lambda a, s: a, in_axes=(0, None))(jnp.ones(3), "s").shape == (3,)  # unmapped: passed as is
+    for name, transform in [("grad", kiln.grad), ("value_and_grad", kiln.value_and_grad), ("jacfwd", kiln.jacfwd),
+                            ("jacrev", kiln.jacrev), ("hessian", kiln.hessian)]:
+        with pytest.raises(TypeError, match=rf"kiln\.{name}: argument 0 of <lambda> is a str \('s'\), not an array; "
+                                            r"differentiated arguments must be arrays"):
+            transform(lambda a: a)("s")
+    with pytest.raises(TypeError, match=r"kiln\.grad: argument 1\['w'\] of <lambda> is a str"):
+        kiln.grad(lambda a, b: a * b["w"], argnums=1)(1.0, {"w": "s"})
+    with pytest.raises(TypeError, match=r"kiln\.jvp: argument of type str \('s'\) is not an array"):
+        kiln.jvp(lambda a: a, ("s",), (1.0,))
+    with pytest.raises(TypeError, match=r"kiln\.vjp: argument of type str \('s'\) is not an array"):
+        kiln.vjp(lambda a: a, "s")
+    with pytest.raises(TypeError, match=r"kiln\.jit\(<lambda>\): argument a is an object \(<object"):
+        kiln.jit(lambda a: a)(object())

@@ -120,7 +120,7 @@ def test_filled_arrays_errors():
         kiln.jit(lambda n: knp.zeros(n))(3)
     with pytest.raises(ValueError, match=r"kiln.numpy.full: fill_value of shape \(3,\) cannot be broadcast"):
         knp.full((2, 2), np.arange(3.0))
-    with pytest.raises(TypeError, match="kiln: invalid dtype 'flot32'"):
+    with pytest.raises(TypeError, match=r"kiln\.numpy\.zeros: invalid dtype 'flot32'"):
         knp.zeros(3, dtype="flot32")
 
 

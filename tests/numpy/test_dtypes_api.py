@@ -141,7 +141,7 @@ def test_isdtype():
 
 
 def test_invalid_dtypes():
-    with pytest.raises(TypeError, match=r"kiln: dtype 'object' is not supported"):
+    with pytest.raises(TypeError, match=r"kiln\.numpy\.zeros: dtype 'object' is not supported"):
         knp.zeros(2, object)
     with pytest.raises(TypeError, match=r"kiln.finfo: int32 is not a floating-point or complex dtype"):
         knp.finfo(knp.int32)
