@@ -67,6 +67,7 @@ from kiln.frontend.control.shard_map import shard_map as shard_map
 from kiln.frontend.core.avals import ShapedArray as ShapedArray
 from kiln.frontend.core.avals import ShapeDtypeStruct as ShapeDtypeStruct
 from kiln.frontend.core.config import allow_f16_reductions as allow_f16_reductions
+from kiln.frontend.core.config import array_garbage_collection_guard as array_garbage_collection_guard
 from kiln.frontend.core.config import auto_pcast as auto_pcast
 from kiln.frontend.core.config import check_tracer_leaks as check_tracer_leaks
 from kiln.frontend.core.config import checking_leaks as checking_leaks
@@ -80,10 +81,15 @@ from kiln.frontend.core.config import default_prng_impl as default_prng_impl
 from kiln.frontend.core.config import enable_checks as enable_checks
 from kiln.frontend.core.config import enable_custom_prng as enable_custom_prng
 from kiln.frontend.core.config import enable_x64 as enable_x64
+from kiln.frontend.core.config import jax2tf_associative_scan_reductions as jax2tf_associative_scan_reductions
 from kiln.frontend.core.config import legacy_prng_key as legacy_prng_key
 from kiln.frontend.core.config import log_compiles as log_compiles
+from kiln.frontend.core.config import make_user_context as make_user_context
+from kiln.frontend.core.config import no_execution as no_execution
+from kiln.frontend.core.config import no_tracing as no_tracing
 from kiln.frontend.core.config import numpy_dtype_promotion as numpy_dtype_promotion
 from kiln.frontend.core.config import numpy_rank_promotion as numpy_rank_promotion
+from kiln.frontend.core.config import remove_size_one_mesh_axis_from_type as remove_size_one_mesh_axis_from_type
 from kiln.frontend.core.config import softmax_custom_jvp as softmax_custom_jvp
 from kiln.frontend.core.config import threefry_partitionable as threefry_partitionable
 from kiln.frontend.core.errors import AxisError as AxisError
@@ -186,3 +192,5 @@ __all__ += ["host_count", "host_id", "host_ids"]  # JAX's old names (they warn)
 __all__ += ["export", "live_arrays"]  # issue 16: export, compiled introspection
 __all__ += ["empty_ref", "free_ref", "freeze", "new_ref", "ref", "Ref"]  # mutable array references
 __all__ += ["ds"]  # dynamic slices for indexing (jax.ds)
+__all__ += ["array_garbage_collection_guard", "jax2tf_associative_scan_reductions", "make_user_context", "no_execution",
+            "no_tracing", "remove_size_one_mesh_axis_from_type"]  # config contexts

@@ -40,6 +40,34 @@ class ConfigError(KilnError, ValueError):
     """An unknown configuration name or a value of the wrong type."""
 
 
+class NoTracingError(KilnError, RuntimeError):
+    """A function was about to be traced while ``no_tracing`` is set (``kiln.no_tracing``)."""
+
+
+class NoExecutionError(KilnError, RuntimeError):
+    """A program was about to run while ``no_execution`` is set (``kiln.no_execution``)."""
+
+
+def no_tracing_error(what: str, avals: Any) -> NoTracingError:
+    """The error of ``what`` (a function, with where it is defined) about to be traced for ``avals`` under
+    ``no_tracing``."""
+    signature = ", ".join(a.str_short() for a in avals)
+    return NoTracingError(
+        f"{what}: about to trace it for arguments ({signature}), which it has no compiled program for, but "
+        "no_tracing is set (kiln.no_tracing, JAX's 'jax_no_tracing'). Call it once with arguments of these types "
+        "before setting no_tracing (calls it has a program for still run), or unset it: "
+        "kiln.config.update('jax_no_tracing', False)")
+
+
+def no_execution_error(what: str) -> NoExecutionError:
+    """The error of ``what`` about to run under ``no_execution``."""
+    return NoExecutionError(
+        f"kiln tried to execute {what}, but no_execution is set (kiln.no_execution, JAX's 'jax_no_execution'): "
+        "no program runs, jitted or eager. Tracing (kiln.make_jaxpr), lowering and compiling "
+        "(kiln.jit(f).lower(...).compile()) and transfers still work; to run it, unset it: "
+        "kiln.config.update('jax_no_execution', False)")
+
+
 class _DispatchEpoch:
     """``dispatch_epoch.current``: one object per combination of the flags that decide which program a call runs and
     how. A launch recorded under it stays valid while this is the same object (checked by identity on every
@@ -140,6 +168,21 @@ class Config:
         "dump_ir_to": (os.environ.get("KILN_DUMP_IR_TO", ""), str, False),
         "dump_ir_modes": (os.environ.get("KILN_DUMP_IR_MODES", "stablehlo"), str, False),
         "include_debug_info_in_dumps": (_env_bool("KILN_INCLUDE_DEBUG_INFO_IN_DUMPS", True), bool, False),
+        # Raise NoTracingError when a jitted function (or an eager operation) meets argument types it has no program
+        # for, instead of tracing it; calls it has a program for run. Checked on cache misses only.
+        "no_tracing": (False, bool, False),
+        # Raise NoExecutionError instead of running any program (jitted calls, eager operations); tracing, lowering,
+        # compiling and transfers still work. Not in the trace key, but in the dispatch epoch (see _set_epoch):
+        # setting it sends every call to the Python paths, which check it.
+        "no_execution": (False, bool, False),
+        # What happens when Python's cyclic garbage collector, not reference counting, frees a kiln Array:
+        # None or "allow" (nothing), "log" (an error on the "kiln" logger) or "fatal" (log, then abort the process).
+        # See frontend/driver/gc_guard.py.
+        "array_garbage_collection_guard": (None, str, False),
+        # JAX's flags about what kiln does not have (mesh axes in array types; jax2tf): accepted, no effect, which
+        # is what they do to a kiln program (README "Differences from JAX").
+        "remove_size_one_mesh_axis_from_type": (False, bool, False),
+        "jax2tf_associative_scan_reductions": (False, bool, False),
     }
 
     # Flags with a fixed set of values.
@@ -149,6 +192,7 @@ class Config:
         "numpy_dtype_promotion": ("standard", "strict"),
         "numpy_rank_promotion": ("allow", "warn", "raise"),
         "legacy_prng_key": ("allow", "warn", "error"),
+        "array_garbage_collection_guard": (None, "allow", "log", "fatal"),
         "default_prng_impl": ("threefry2x32", "threefry4x32", "rbg", "unsafe_rbg", "philox2x32", "philox4x32"),
         "default_matmul_precision": (None, "default", "high", "highest", "bfloat16", "tensorfloat32", "float32",
                                      "fastest", "bfloat16_3x", "ANY_F8_ANY_F8_F32", "ANY_F8_ANY_F8_F32_FAST_ACCUM",
@@ -184,6 +228,8 @@ class Config:
         object.__setattr__(self, "_epochs", {})
         # The set_xla_metadata contexts open now, in every thread (see _hold_python_dispatch).
         object.__setattr__(self, "_metadata_holds", 0)
+        object.__setattr__(self, "_user_contexts", [])  # kiln.make_user_context's, in the trace key
+        object.__setattr__(self, "_hooks", {})  # flag -> callable(value) of a floor above, run on every change
         for name, (default, _, _) in self._FLAGS.items():
             self._set(name, default)
         if _unset_sponge(self.dump_ir_to):
@@ -211,7 +257,9 @@ class Config:
         # jit's calls also leave jaxlib's C++ dispatch (and the direct launches, through the epoch) while XLA metadata
         # is in effect in some thread: the Python path's cache key holds it (trace_key), which the fast paths miss.
         object.__setattr__(self, "_jit_python_dispatch", self._python_dispatch or held)
-        epoch = (self._trace_key, self._python_dispatch, held)
+        # (no_execution: direct launches recorded without it do not match, so calls reach the checks of the Python
+        # paths; the C++ paths' caches are dropped when it changes)
+        epoch = (self._trace_key, self._python_dispatch, held, bool(self._values.get("no_execution")))
         dispatch_epoch.current = self._epochs.setdefault(epoch, epoch)
 
     def _hold_python_dispatch(self, delta: int) -> None:
@@ -317,10 +365,12 @@ class Config:
         self._set(name, value)
         if name.startswith("transfer_guard"):
             self._apply_transfer_guard(name, value)
-        if changed and self._FLAGS[name][2]:
+        if changed and (self._FLAGS[name][2] or name == "no_execution"):
             # Programs change with this flag: the C++ dispatch caches (keyed without kiln's flags) are dropped.
             from kiln import runtime
             runtime.fastpath.set_x64(self.enable_x64)
+        if name in self._hooks:
+            self._hooks[name](value)
 
     def parse_flags_with_absl(self) -> None:
         """Apply the ``--jax_...`` flags of the command line (``sys.argv`` up to a ``--``), as JAX's method of
@@ -363,7 +413,10 @@ class Config:
                           f"name or None, got {type(value).__name__} {value!r:.60}")
 
     def _compute_trace_key(self) -> tuple:
-        return tuple(self._values.get(k) for k, (_, _, traced) in self._FLAGS.items() if traced)
+        key = tuple(self._values.get(k) for k, (_, _, traced) in self._FLAGS.items() if traced)
+        if self._user_contexts:  # (typed: 1 and True are different values of a context)
+            key += (tuple((type(c._value), c._value) for c in self._user_contexts),)
+        return key
 
     def trace_key(self) -> tuple:
         """The values of every flag that changes traced programs (part of jit's cache key), and the XLA metadata in
@@ -420,9 +473,33 @@ class Config:
         self._set(name, value)
         if name.startswith("transfer_guard"):
             self._apply_transfer_guard(name, value)
-        if changed and self._FLAGS[name][2]:
+        if changed and (self._FLAGS[name][2] or name == "no_execution"):
             from kiln import runtime
             runtime.fastpath.set_x64(self.enable_x64)
+        if name in self._hooks:
+            self._hooks[name](value)
+
+    def on_change(self, name: str, hook: Any) -> None:
+        """Have ``hook(value)`` called whenever flag ``name`` is set (a floor above registers what it does; see
+        DESIGN "The floors of frontend/")."""
+        self._hooks[name] = hook
+
+    def _set_user_value(self, context: "UserContext", value: Any, new: bool = False) -> None:
+        """Give a :func:`make_user_context` context ``value``: part of the trace key, so jitted functions trace
+        again for a value they have not seen (and find their programs again when it comes back)."""
+        try:
+            hash(value)
+        except TypeError:
+            raise ConfigError(f"kiln.make_user_context: the value must be hashable (it is part of jit's cache key), "
+                              f"got {type(value).__name__} {value!r:.60}") from None
+        old = context._value
+        context._value = value
+        if type(old) is type(value) and old == value and not new:
+            return
+        object.__setattr__(self, "_trace_key", self._compute_trace_key())
+        self._set_epoch()
+        from kiln import runtime
+        runtime.fastpath.clear_all()  # (the C++ paths' keys do not hold the value)
 
     def __repr__(self) -> str:
         return "kiln.config(" + ", ".join(f"{k}={v!r}" for k, v in self._values.items()) + ")"
@@ -550,3 +627,88 @@ threefry_partitionable = _ctx("threefry_partitionable", "the PRNG's bits: True (
                                                         "or JAX's older non-partitionable threefry bits", True)
 default_device = _ctx("default_device", "where uncommitted arrays and computations go: a device, a backend "
                                         "name, or None")
+no_tracing = _ctx("no_tracing", "raise instead of tracing a jitted function (or an eager operation) for argument "
+                                "types it has no program for; calls it has a program for run", True)
+no_execution = _ctx("no_execution", "raise instead of running any program: jitted calls and eager operations; "
+                                    "tracing, lowering, compiling and transfers still work", True)
+array_garbage_collection_guard = _ctx("array_garbage_collection_guard",
+                                      "'allow', 'log' or 'fatal' when Python's cyclic garbage collector, not reference "
+                                      "counting, frees a kiln.Array")
+remove_size_one_mesh_axis_from_type = _ctx("remove_size_one_mesh_axis_from_type",
+                                           "accepted; kiln's array types carry no mesh axes", True)
+jax2tf_associative_scan_reductions = _ctx("jax2tf_associative_scan_reductions",
+                                          "accepted; it chooses jax2tf's lowering, and kiln has no jax2tf", True)
+
+
+class UserContext:
+    """A jit-cache-sensitive value made by :func:`make_user_context`: ``with ctx(value):`` sets it in the block,
+    ``ctx.value`` reads it, ``ctx.set_global(value)`` / ``ctx.get_global()`` set and read it outside any block.
+    Jitted functions trace again (and compile again, unless the program is the same) for a value they have not
+    been traced with; the value must be hashable."""
+
+    def __init__(self, default_value: Any = None) -> None:
+        self._value = None
+        config._user_contexts.append(self)
+        try:
+            config._set_user_value(self, default_value, new=True)
+        except ConfigError:
+            config._user_contexts.remove(self)
+            raise
+
+    @property
+    def value(self) -> Any:
+        return self._value
+
+    def get_global(self) -> Any:
+        return self._value
+
+    def set_global(self, new_value: Any) -> None:
+        config._set_user_value(self, new_value)
+
+    @contextlib.contextmanager
+    def _override(self, new_value: Any) -> Iterator[None]:
+        old = self._value
+        config._set_user_value(self, new_value)
+        try:
+            yield
+        finally:
+            config._set_user_value(self, old)
+
+    def __call__(self, new_value: Any) -> contextlib.AbstractContextManager:
+        return self._override(new_value)
+
+    def __repr__(self) -> str:
+        return f"<kiln user context value={self._value!r}>"
+
+
+def make_user_context(default_value: Any = None) -> UserContext:
+    """A ``kiln.jit`` cache-sensitive context (``jax.make_user_context``).
+
+    When its value changes, jitted functions miss their caches and are traced, lowered and compiled again for
+    the new value (a program already compiled for the same StableHLO is reused); when it comes back to a value
+    they were traced with, they reuse that trace.
+
+    Parameters
+    ----------
+    default_value : hashable, optional
+        The value outside any ``with`` block (default None).
+
+    Returns
+    -------
+    UserContext
+        ``with ctx(value): ...`` sets the value in the block; ``ctx.value`` is the current value.
+
+    Notes
+    -----
+    As kiln's other flag contexts, a ``with`` block sets the value for the whole process, not only for the
+    calling thread (JAX: the thread).
+
+    Examples
+    --------
+    >>> my_context = kiln.make_user_context(default_value=None)
+    >>> with my_context(1):
+    ...     f(1.0)
+    >>> with my_context(2):
+    ...     f(1.0)  # traced again
+    """
+    return UserContext(default_value)

@@ -10,7 +10,7 @@ from kiln.runtime import fastpath
 from kiln import runtime
 
 from ..core import caches, tracing
-from ..core.config import config
+from ..core.config import config, no_execution_error, no_tracing_error
 from ..core.errors import KilnError
 from ..core.ir import IR, Eqn, Literal, Var
 from ..core.tracing import abstractify
@@ -150,8 +150,12 @@ def _apply(prim, args: Sequence[Any], params: dict) -> tuple[Any, dispatch.Compi
         raise dispatch.device_mismatch(args, None, f"kiln.lax.{prim.name}") from None
     # The flags that change programs (cpu_lapack, ...) are in the key: flipping one must not reuse a program.
     key = (prim, _params_key(params), avals, device, config.trace_key())
+    if config.no_execution:  # (the fast paths do not get here: setting it changed dispatch_epoch)
+        raise no_execution_error(f"kiln.lax.{prim.name} (an eager operation)")
     compiled = _cache.get(key)
     if compiled is None:
+        if config.no_tracing:
+            raise no_tracing_error(f"kiln.lax.{prim.name} (an eager operation)", avals)
         compiled = _cache.put(key, _compile(prim, avals, params, device))
     outs = compiled.run([dispatch.to_buffer(a, device) for a in args], committed)
     return (outs if prim.multiple_results else outs[0]), compiled, committed

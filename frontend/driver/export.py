@@ -23,6 +23,7 @@ from kiln import lowering, runtime
 
 from ..core import tree_util
 from ..core.avals import ShapedArray, ShapeDtypeStruct
+from ..core.config import config, no_execution_error
 from ..core.errors import KilnError
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify, current_builder, eval_ir
@@ -339,6 +340,8 @@ def _call(exp: Exported, args: tuple, kwargs: dict) -> Any:
         if jitted is None:
             jitted = exp._cache.setdefault("jit", JittedFunction(lambda a, k: _call(exp, a, k)))
         return jitted(args, kwargs)
+    if config.no_execution:
+        raise no_execution_error(f"the exported function {exp.fun_name}")
     device, committed = dispatch.pick_device(leaves)
     platform = _platform_of(device)
     if platform not in exp.platforms and _checks_platform(exp):

@@ -27,10 +27,10 @@ from kiln import runtime
 from ..core import caches, consumption, dtypes, passes, refs, source_info, tree_util
 from ..core.avals import ShapedArray, ShapeDtypeStruct
 from ..core.call import call_p
-from ..core.config import config, dispatch_epoch
+from ..core.config import config, dispatch_epoch, no_execution_error, no_tracing_error
 from ..core.errors import KilnError
 from ..core.ir import INLINE_CONSTANT_SIZE, IR, ClosedIR
-from ..core.tracing import Tracer, abstractify, active_traces, calls_kept, current_builder, eval_ir, trace_to_ir
+from ..core.tracing import Tracer, a_type, abstractify, active_traces, calls_kept, current_builder, eval_ir, trace_to_ir
 from . import dispatch, nan_check, retrace, spmd, stale
 from .array import Array, held_on
 from .direct_call import DirectCall, LaunchFailed, direct_call, pytree_call, with_options
@@ -587,6 +587,8 @@ class JittedFunction:
         key = (treedef, avals, static, config.trace_key(), device, ref_args)
         entry = self._signatures.get(key)
         if entry is None:
+            if config.no_tracing:
+                raise no_tracing_error(self._where + _defined_at(self.fun), avals)
             # (not for kiln's own library functions, kiln.numpy's: their traces are no news to the user)
             if config.explain_cache_misses and not retrace.is_kiln_function(self.fun):
                 if self._last_key is not None:
@@ -674,7 +676,7 @@ class JittedFunction:
             except TypeError:
                 head = name.split("[")[0].split(".")[0]
                 return JitError(
-                    f"{self._where}: argument {name} is a {type(leaf).__name__} ({leaf!r:.60}), "
+                    f"{self._where}: argument {name} is {a_type(leaf)} ({leaf!r:.60}), "
                     "which is not a valid array type. Pass an array, a scalar or a pytree of them, or mark "
                     f"the argument static with static_argnames='{head}' (static values must be hashable).")
         return JitError(f"{self._where}: invalid argument")
@@ -816,6 +818,8 @@ class JittedFunction:
                                    debug_name=self.__name__, lowered=lowered, compiler_options=options)
 
     def _execute(self, entry: _Entry, leaves: list) -> Any:
+        if config.no_execution:  # (the fast paths do not get here: setting it changed dispatch_epoch)
+            raise no_execution_error(self._where)
         compiled = self._compiled(entry)
         if self.donate_argnums or self.donate_argnames:
             for leaf, donated in zip(leaves, entry.donated):
@@ -1219,6 +1223,14 @@ def _hashable_static(jitted: JittedFunction, value: Any, where: str, name: str) 
     return _Static(value, h)
 
 
+def _defined_at(fun: Callable) -> str:
+    """`` (defined at file:line)`` of a user's function, for messages; empty for kiln's own and other callables."""
+    if retrace.is_kiln_function(fun):
+        return ""
+    code = getattr(retrace.unwrap_function(fun), "__code__", None)  # (None: a callable object, a partial)
+    return "" if code is None else f" (defined at {code.co_filename}:{code.co_firstlineno})"
+
+
 def _check_output(name: str, leaf: Any) -> None:
     if isinstance(leaf, (Tracer, Array)) or isinstance(leaf, dtypes.PY_SCALARS):
         return
@@ -1229,7 +1241,7 @@ def _check_output(name: str, leaf: Any) -> None:
     try:
         abstractify(leaf)
     except TypeError:
-        raise JitError(f"kiln.jit({name}): the function returned a {type(leaf).__name__} ({leaf!r:.60}); "
+        raise JitError(f"kiln.jit({name}): the function returned {a_type(leaf)} ({leaf!r:.60}); "
                        "jitted functions must return arrays, scalars or pytrees of them") from None
 
 

@@ -24,6 +24,7 @@ from kiln import runtime
 
 from ..core import tree_util
 from ..core.avals import ShapedArray, ShapeDtypeStruct
+from ..core.config import config, no_execution_error
 from ..core.errors import KilnError
 from ..core.tracing import Tracer, abstractify
 from . import dispatch, spmd
@@ -261,6 +262,8 @@ class LoadedCompiled:
             if kept:
                 buffers.append(self._buffer(leaf, sharding))
         committed = self._explicit or any(type(x) is Array and x._committed for x in leaves)
+        if config.no_execution:
+            raise no_execution_error(self.name)
         return self.out_tree.unflatten(self._program.run(buffers, committed))
 
     def _buffer(self, leaf: Any, sharding: Any) -> Any:
