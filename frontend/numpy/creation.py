@@ -2,6 +2,7 @@
 eye, identity, tri, meshgrid, diag, diagonal, diagflat, copy, indices."""
 from __future__ import annotations
 
+import functools
 import math
 from typing import Any, Sequence
 
@@ -18,6 +19,7 @@ from ..driver.array import Array
 from ..driver.dlpack import from_dlpack  # noqa: F401  (kiln.numpy.from_dlpack)
 from ..driver.eager_jit import eager_jit
 from ..driver.jit import jit
+from ..driver.placement import device_put
 from ..lax.sharding import apply_out_sharding, takes_out_sharding
 from . import key_arrays
 from ._util import (
@@ -41,8 +43,29 @@ __all__ = [
 builtins_any, builtins_max, builtins_min = any, max, min
 
 
-def _dtype_or_default(dtype, default) -> np.dtype:
-    return dtypes.check_user_dtype(dtype) if dtype is not None else default
+def _dtype_or_default(dtype, default, fname: str) -> np.dtype:
+    """``dtype`` checked (a bad one is reported by ``kiln.numpy.<fname>``), or ``default`` when it is None."""
+    if dtype is None:
+        return default
+    try:
+        return dtypes.check_user_dtype(dtype)
+    except dtypes.DtypeArgumentError as e:
+        raise e.named(f"kiln.numpy.{fname}") from None
+
+
+def _placed(out: Any, device: Any) -> Any:
+    """``out`` committed to ``device`` (a device or a sharding), as JAX's ``device=`` of its creation functions;
+    ``out`` itself when it is None."""
+    return out if device is None else device_put(out, device)
+
+
+def takes_device(fn):
+    """Decorator: ``fn``'s keyword ``device=`` commits its result there (:func:`_placed`); ``fn`` itself is called
+    without it, so that an eagerly compiled ``fn`` (``eager_jit``) keeps one program for every device."""
+    @functools.wraps(fn)
+    def placed(*args, device=None, **kwargs):
+        return _placed(fn(*args, **kwargs), device)
+    return placed
 
 
 def _check_python_ints(fname: str, obj: Any, target: np.dtype, explicit: bool = False) -> None:
@@ -72,21 +95,25 @@ def _check_huge_ints(fname: str, obj: Any) -> None:
 
 
 def array(object: Any, dtype=None, copy: bool = True, order=None, ndmin: int = 0, *,  # noqa: A002
-          out_sharding: Any = None) -> Any:
+          device: Any = None, out_sharding: Any = None) -> Any:
     """An array from an array, a NumPy array, a scalar or a (nested) list/tuple of them (laid out by
-    ``out_sharding`` if given).
+    ``out_sharding`` if given, committed to ``device`` if given).
 
     Python scalars give weakly typed arrays (as in JAX); 64-bit host data becomes 32-bit unless
     ``enable_x64`` is on.
     """
     # array and asarray are called everywhere: out_sharding by hand, without takes_out_sharding's wrapper
     if key_arrays.any_key(object):
-        return apply_out_sharding(key_arrays.rule("asarray")(object, dtype, copy), out_sharding, "kiln.numpy.array")
-    out = _array(object, dtype, ndmin)
+        return apply_out_sharding(_placed(key_arrays.rule("asarray")(object, dtype, copy), device), out_sharding,
+                                  "kiln.numpy.array")
+    try:
+        out = _array(object, dtype, ndmin)
+    except dtypes.DtypeArgumentError as e:
+        raise e.named("kiln.numpy.array") from None
     if copy and out is object and type(out) is Array:
         # a concrete kiln array: a new buffer, so that deleting or donating the copy leaves ``object`` alive
         out = _copy_program()(out)
-    return apply_out_sharding(out, out_sharding, "kiln.numpy.array")
+    return apply_out_sharding(_placed(out, device), out_sharding, "kiln.numpy.array")
 
 
 def _copy_program():
@@ -167,8 +194,13 @@ def _stack_nested(obj, dtype):
 def asarray(a: Any, dtype=None, order=None, *, copy=None, device=None, out_sharding: Any = None) -> Any:
     """Like :func:`array`, without copying kiln arrays."""
     if key_arrays.any_key(a):
-        return apply_out_sharding(key_arrays.rule("asarray")(a, dtype, False), out_sharding, "kiln.numpy.asarray")
-    return apply_out_sharding(_array(a, dtype, 0), out_sharding, "kiln.numpy.asarray")
+        return apply_out_sharding(_placed(key_arrays.rule("asarray")(a, dtype, False), device), out_sharding,
+                                  "kiln.numpy.asarray")
+    try:
+        out = _array(a, dtype, 0)
+    except dtypes.DtypeArgumentError as e:
+        raise e.named("kiln.numpy.asarray") from None
+    return apply_out_sharding(_placed(out, device), out_sharding, "kiln.numpy.asarray")
 
 
 def copy(a: Any, order=None) -> Any:
@@ -178,48 +210,73 @@ def copy(a: Any, order=None) -> Any:
 
 def astype(x, dtype, /, *, copy: bool = False, device=None) -> Any:
     """``x`` converted to ``dtype`` (a strong type)."""
-    return lax.convert_element_type(x if is_array(x) else asarray(x), dtype)
+    try:
+        return lax.convert_element_type(x if is_array(x) else asarray(x), dtype)
+    except dtypes.DtypeArgumentError as e:
+        raise e.named("kiln.numpy.astype") from None
 
 
+def _host_prototype(args: tuple, kwargs: dict) -> bool:
+    """A ``*_like`` call on a NumPy array: op by op, which reads its shape and dtype without copying its data to
+    the device (the compiled program would take it as an argument)."""
+    a = args[0] if args else kwargs.get("a")
+    return isinstance(a, (np.ndarray, np.generic))
+
+
+# The creation functions called eagerly run as one compiled program per shape and dtype (eager_jit): no transfer of
+# the fill value and no separate execution that broadcasts it. device= is applied to the result (takes_device).
 @takes_out_sharding
+@takes_device
+@eager_jit("shape", "dtype")
 def full(shape, fill_value, dtype=None, *, device=None) -> Any:
     """An array of ``shape`` filled with ``fill_value`` (a scalar or an array broadcast to ``shape``)."""
     shape = static_shape("full", shape)
     if isinstance(fill_value, (list, tuple)) or (isinstance(fill_value, np.ndarray) and fill_value.ndim):
         fill_value = asarray(fill_value)
     if is_array(fill_value):
-        fill = fill_value if dtype is None else astype(fill_value, dtype)
         try:
-            target = broadcast_shapes("full", abstractify(fill).shape, shape)
-        except ValueError:
-            target = None
-        if target != shape:
-            raise ValueError(f"kiln.numpy.full: fill_value of shape {abstractify(fill).shape} cannot be broadcast "
-                             f"to shape {shape}")
+            fill = fill_value if dtype is None else astype(fill_value, dtype)
+        except dtypes.DtypeArgumentError as e:
+            raise e.named("kiln.numpy.full") from None
+        fill_shape = abstractify(fill).shape
+        if fill_shape:  # (a 0-d fill, a Python scalar's under eager_jit, goes to any shape: lax checks the shape)
+            try:
+                target = broadcast_shapes("full", fill_shape, shape)
+            except ValueError:
+                target = None
+            if target != shape:
+                raise ValueError(f"kiln.numpy.full: fill_value of shape {fill_shape} cannot be broadcast to shape "
+                                 f"{shape}")
         return broadcast_to_shape(fill, shape)
     check_arraylike("full", fill_value)
     dt, weak = dtypes.dtype_of_value(fill_value)
     # As in JAX, a Python scalar fill without a dtype gives a weakly typed array.
-    lit = lax.literal(fill_value, _dtype_or_default(dtype, dt), weak and dtype is None)
+    lit = lax.literal(fill_value, _dtype_or_default(dtype, dt, "full"), weak and dtype is None)
     return lax.broadcast_in_dim(lit, shape, ())
 
 
 @takes_out_sharding
+@takes_device
+@eager_jit("shape", "dtype")
 def zeros(shape, dtype=None, *, device=None) -> Any:
     """An array of zeros (float32 unless ``dtype`` says otherwise)."""
-    return full(shape, 0, _dtype_or_default(dtype, dtypes.default_float_dtype()))
+    return full(shape, 0, _dtype_or_default(dtype, dtypes.default_float_dtype(), "zeros"))
 
 
 @takes_out_sharding
+@takes_device
+@eager_jit("shape", "dtype")
 def ones(shape, dtype=None, *, device=None) -> Any:
     """An array of ones (float32 unless ``dtype`` says otherwise)."""
-    return full(shape, 1, _dtype_or_default(dtype, dtypes.default_float_dtype()))
+    return full(shape, 1, _dtype_or_default(dtype, dtypes.default_float_dtype(), "ones"))
 
 
 @takes_out_sharding
+@takes_device
+@eager_jit("shape", "dtype")
 def empty(shape, dtype=None, *, device=None) -> Any:
     """Same as :func:`zeros` (XLA has no uninitialised memory)."""
-    return zeros(shape, dtype)
+    return full(shape, 0, _dtype_or_default(dtype, dtypes.default_float_dtype(), "empty"))
 
 
 def _duck_aval(x) -> ShapedArray | None:
@@ -243,30 +300,38 @@ def _filled_like(fname, x, fill_value, shape, dtype):
     if dtype is None and aval.weak_type and np.ndim(fill_value) == 0:  # (an array fill keeps its strong type)
         check_arraylike(fname, x, fill_value)
         return lax.broadcast_in_dim(convert(fill_value, aval.dtype, True), shape, ())
-    return full(shape, fill_value, _dtype_or_default(dtype, aval.dtype))
+    return full(shape, fill_value, _dtype_or_default(dtype, aval.dtype, fname))
 
 
 @takes_out_sharding
+@takes_device
+@eager_jit("dtype", "shape", op_by_op=_host_prototype)
 def full_like(a, fill_value, dtype=None, shape=None, *, device=None) -> Any:
     """An array with the shape and dtype of ``a`` filled with ``fill_value``."""
     return _filled_like("full_like", a, fill_value, shape, dtype)
 
 
 @takes_out_sharding
+@takes_device
+@eager_jit("dtype", "shape", op_by_op=_host_prototype)
 def zeros_like(a, dtype=None, shape=None, *, device=None) -> Any:
     """An array of zeros with the shape and dtype of ``a``."""
     return _filled_like("zeros_like", a, 0, shape, dtype)
 
 
 @takes_out_sharding
+@takes_device
+@eager_jit("dtype", "shape", op_by_op=_host_prototype)
 def ones_like(a, dtype=None, shape=None, *, device=None) -> Any:
     """An array of ones with the shape and dtype of ``a``."""
     return _filled_like("ones_like", a, 1, shape, dtype)
 
 
+@takes_device
+@eager_jit("dtype", "shape", op_by_op=_host_prototype)
 def empty_like(a, dtype=None, shape=None, *, device=None) -> Any:
     """Same as :func:`zeros_like`."""
-    return zeros_like(a, dtype, shape)
+    return _filled_like("empty_like", a, 0, shape, dtype)
 
 
 def _static_scalar(fname: str, name: str, v):
@@ -291,6 +356,8 @@ def _static_scalar(fname: str, name: str, v):
 
 
 @takes_out_sharding
+@takes_device
+@eager_jit("start", "stop", "step", "dtype")
 def arange(start, stop=None, step=None, dtype=None, *, device=None) -> Any:
     """Evenly spaced values in ``[start, stop)``; the bounds must be static (they decide the length)."""
     raw = [v for v in (start, stop, step) if v is not None]
@@ -308,7 +375,7 @@ def arange(start, stop=None, step=None, dtype=None, *, device=None) -> Any:
                                 (isinstance(v, np.ndarray) and v.dtype.kind == "f") for v in raw)
         dtype = dtypes.default_float_dtype() if is_float else dtypes.default_int_dtype()
     else:
-        dtype = dtypes.check_user_dtype(dtype)
+        dtype = dtypes.check_user_dtype(dtype, "kiln.numpy.arange")
     if builtins_all_int(start, stop, step):
         n = builtins_max(0, -(-(int(stop) - int(start)) // int(step)))
     else:
@@ -345,7 +412,10 @@ def _bounds(fname: str, start, stop, dtype):
     start_a, stop_a = promote_dtypes(fname, start, stop)
     if dtype is None:
         dtype = _float_type(abstractify(start_a).dtype)
-    dtype = dtypes.canonicalize_dtype(dtype)
+    try:
+        dtype = dtypes.canonicalize_dtype(dtype)
+    except dtypes.DtypeArgumentError as e:
+        raise e.named(f"kiln.numpy.{fname}") from None
     ctype = _float_type(dtype)
     if dtypes.is_complex(ctype):
         raise NotImplementedError(f"kiln.numpy.{fname}: complex bounds are not supported yet")
@@ -359,6 +429,7 @@ def _along(x, shape, axis: int):
     return lax.broadcast_in_dim(x, shape, tuple(d for d in range(len(shape)) if d != axis))
 
 
+@takes_device
 @eager_jit("num", "endpoint", "retstep", "dtype", "axis", ints_to_inexact=True)
 def linspace(start, stop, num: int = 50, endpoint: bool = True, retstep: bool = False, dtype=None,
              axis: int = 0, *, device=None):
@@ -405,7 +476,7 @@ def _fill(value, dtype, shape):
 @eager_jit("num", "endpoint", "dtype", "axis", ints_to_inexact=True)
 def logspace(start, stop, num: int = 50, endpoint: bool = True, base=10.0, dtype=None, axis: int = 0):
     """``base ** linspace(start, stop, ...)``."""
-    dtype = None if dtype is None else dtypes.check_user_dtype(dtype)
+    dtype = None if dtype is None else dtypes.check_user_dtype(dtype, "kiln.numpy.logspace")
     lin = linspace(start, stop, num, endpoint=endpoint, dtype=None if dtype is None else _float_type(dtype),
                    axis=axis)
     from .ufuncs import power
@@ -455,6 +526,7 @@ def _diag_mask(N: int, M: int, k: int):
     return lax.eq(lax.sub(cols, rows), lax.broadcast_in_dim(lax.literal(k, i32), (N, M), ()))
 
 
+@takes_device
 @eager_jit("N", "M", "k", "dtype")
 def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) -> Any:
     """A 2-D array with ones on the ``k``-th diagonal (``k > 0`` above the main one)."""
@@ -463,7 +535,7 @@ def eye(N: int, M: int | None = None, k: int = 0, dtype=None, *, device=None) ->
     k = static_int("eye", "k", k)
     if N < 0 or M < 0:
         raise NegativeDimensionError(f"kiln.numpy.eye: negative dimensions are not allowed, got N={N}, M={M}")
-    dtype = _dtype_or_default(dtype, dtypes.default_float_dtype())
+    dtype = _dtype_or_default(dtype, dtypes.default_float_dtype(), "eye")
     return _mask_to_dtype(_diag_mask(N, M, k), dtype)
 
 
@@ -489,7 +561,7 @@ def tri(N: int, M: int | None = None, k: int = 0, dtype=None) -> Any:
     k = static_int("tri", "k", k)
     if N < 0 or M < 0:
         raise NegativeDimensionError(f"kiln.numpy.tri: negative dimensions are not allowed, got N={N}, M={M}")
-    return _mask_to_dtype(_tri_mask(N, M, k), _dtype_or_default(dtype, dtypes.default_float_dtype()))
+    return _mask_to_dtype(_tri_mask(N, M, k), _dtype_or_default(dtype, dtypes.default_float_dtype(), "tri"))
 
 
 @eager_jit("copy", "sparse", "indexing")
@@ -521,7 +593,7 @@ def meshgrid(*xi, copy: bool = True, sparse: bool = False, indexing: str = "xy")
 def indices(dimensions: Sequence[int], dtype=None, sparse: bool = False):
     """An array (or, with ``sparse``, a tuple of arrays) of the indices of a grid."""
     dims = static_shape("indices", dimensions)
-    dtype = _dtype_or_default(dtype, dtypes.default_int_dtype())
+    dtype = _dtype_or_default(dtype, dtypes.default_int_dtype(), "indices")
     if sparse:
         return tuple(lax.broadcasted_iota(dtype, tuple(d if j == i else 1 for j, d in enumerate(dims)), i)
                      for i in range(len(dims)))

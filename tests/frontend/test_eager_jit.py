@@ -813,3 +813,47 @@ def test_gelu_eagerly_runs_its_operations_without_broadcast_constants(primitive_
     np.testing.assert_allclose(kiln.nn.gelu(x, approximate=False), 0.5 * h * scipy.special.erfc(-h / np.sqrt(2)),
                                rtol=2e-6, atol=1e-7)
     assert primitive_runs == ["erfc"]  # (kiln.lax.erfc, as JAX's lax.erfc, is not jitted)
+
+
+def test_creation_functions_are_one_program_without_a_transfer(primitive_runs, monkeypatch):
+    """zeros, ones, full, the *_like functions, arange, eye and linspace called eagerly are one compiled program
+    per shape and dtype: before, a fill value was copied to the device and broadcast by an execution of its own
+    (about 30 µs a call, now about 5). The values and weak types are the op-by-op ones (empty is zeros: XLA has
+    no uninitialised memory)."""
+    from kiln import runtime
+    x, w = knp.arange(6.0).reshape(2, 3), knp.asarray(2.0)  # (w: weakly typed)
+    for _ in range(2):  # (the first call compiles)
+        monkeypatch.setattr(runtime, "put", lambda *a: pytest.fail("copied a value to the device"))
+        got = {
+            "zeros": knp.zeros((2, 3)), "ones": knp.ones(4, knp.int8), "empty": knp.empty(2),
+            "zeros_like": knp.zeros_like(x), "ones_like": knp.ones_like(x, shape=(3,)),
+            "empty_like": knp.empty_like(x, dtype=knp.int32), "arange": knp.arange(1, 7, 2),
+            "eye": knp.eye(3, k=-1),
+        }
+        monkeypatch.undo()
+        # (a fill value or a bound is an argument of the program: the Python path's first call copies it)
+        got.update(full=knp.full((2, 2), 2.5), full_like=knp.full_like(x, 7, dtype=knp.int32),
+                   linspace=knp.linspace(0, 1, 5), full_int=knp.full(3, 5, knp.uint8), full_bool=knp.full(2, True),
+                   full_array=knp.full((2, 3), knp.arange(3.0)), zeros_like_weak=knp.zeros_like(w))
+        assert primitive_runs == []
+    want = {
+        "zeros": np.zeros((2, 3), np.float32), "ones": np.ones(4, np.int8), "empty": np.zeros(2, np.float32),
+        "zeros_like": np.zeros((2, 3), np.float32), "ones_like": np.ones(3, np.float32),
+        "empty_like": np.zeros((2, 3), np.int32), "full_like": np.full((2, 3), 7, np.int32),
+        "arange": np.arange(1, 7, 2, dtype=np.int32), "eye": np.eye(3, k=-1, dtype=np.float32),
+        "linspace": np.linspace(0, 1, 5, dtype=np.float32), "full": np.full((2, 2), 2.5, np.float32),
+        "full_int": np.full(3, 5, np.uint8), "full_bool": np.full(2, True),
+        "full_array": np.tile(np.arange(3.0, dtype=np.float32), (2, 1)), "zeros_like_weak": np.float32(0),
+    }
+    for name, value in want.items():
+        assert got[name].dtype == value.dtype, name
+        np.testing.assert_array_equal(got[name], value, err_msg=name)
+    weak = {name for name, v in got.items() if v.weak_type}
+    assert weak == {"full", "zeros_like_weak"}  # a Python float fill, and the like of a weak array: as op by op
+    # a NumPy prototype is not copied to the device to read its shape (op by op), a list fill is converted
+    sizes, put = [], runtime.put
+    monkeypatch.setattr(runtime, "put", lambda x, *a: sizes.append(x.size) or put(x, *a))
+    assert knp.zeros_like(np.ones((500, 500))).shape == (500, 500)
+    assert max(sizes) == 1  # (the fill value)
+    monkeypatch.undo()
+    np.testing.assert_array_equal(knp.full((2, 2), [1, 2]), [[1, 2], [1, 2]])
