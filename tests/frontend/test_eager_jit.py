@@ -857,3 +857,21 @@ def test_creation_functions_are_one_program_without_a_transfer(primitive_runs, m
     assert max(sizes) == 1  # (the fill value)
     monkeypatch.undo()
     np.testing.assert_array_equal(knp.full((2, 2), [1, 2]), [[1, 2], [1, 2]])
+
+
+def test_einsum_is_one_program_in_both_call_forms(primitive_runs, compiles):
+    """einsum called eagerly: one compiled program per subscripts and operand types (parsing and the contraction
+    order at trace time; 64 µs a call before, each pairwise step an execution of its own). The interleaved form is
+    converted to subscripts first."""
+    a, b, c = (RNG.standard_normal(s).astype(np.float32) for s in ((3, 4), (4, 5), (5, 2)))
+    x, y, z = (knp.asarray(v) for v in (a, b, c))
+    for _ in range(2):
+        np.testing.assert_allclose(knp.einsum("ij,jk,kl->il", x, y, z), a @ b @ c, rtol=1e-5)
+        np.testing.assert_allclose(knp.einsum(x, [0, 1], y, [1, 2], z, [2, 3], [0, 3]), a @ b @ c, rtol=1e-5)
+        np.testing.assert_allclose(knp.einsum("ij->", x), a.sum(), rtol=1e-5)
+    assert primitive_runs == []
+    # "ij,jk,kl->il", the interleaved call's "ab,bc,cd->ad" (the same program: a compile-cache hit) and "ij->"
+    assert [m.split(" in ")[0] for m in compiles()] == ["Finished XLA compilation of jit(einsum)"] * 3
+    # an explicit path (a list: not a static option the compiled path hashes) runs op by op, with the same values
+    np.testing.assert_allclose(knp.einsum("ij,jk,kl->il", x, y, z, optimize=[(1, 2), (0, 1)]), a @ b @ c, rtol=1e-5)
+    assert "dot_general" in primitive_runs
