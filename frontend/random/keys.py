@@ -761,7 +761,9 @@ def fold_in(key: Any, data: Any) -> Any:
     if shape:
         raise TypeError(f"kiln.random.fold_in: accepts a scalar, but was given an array of shape {shape} != (). "
                         "Use kiln.vmap for batching.")
-    msg = knp.asarray(data).astype(dtypes.uint32)
+    # (a Python int, checked above, is passed as the NumPy scalar: the compiled call takes it, with no separate
+    # transfer and cast)
+    msg = data if type(data) is np.uint32 else knp.asarray(data).astype(dtypes.uint32)
     return _wrap(_fold_in_impl(impl, kdata, msg), impl, typed)
 
 

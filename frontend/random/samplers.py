@@ -90,6 +90,8 @@ def _int_dtype(fname: str, dtype: Any) -> np.dtype:
 
 
 def _shape_of(x: Any) -> tuple[int, ...]:
+    if type(x) is float or type(x) is int:  # (the defaults: minval=0.0, maxval=1.0)
+        return ()
     if isinstance(x, (Array, Tracer)):
         return tuple(x.shape)
     return tuple(np.shape(x))
@@ -97,7 +99,7 @@ def _shape_of(x: Any) -> tuple[int, ...]:
 
 def _check_shape(fname: str, shape: tuple[int, ...], *param_shapes: tuple[int, ...]) -> None:
     """Parameters must broadcast to exactly ``shape`` (as JAX)."""
-    if not param_shapes:
+    if not any(param_shapes):  # none, or all 0-d: they broadcast to any shape
         return
     try:
         out = tuple(np.broadcast_shapes(shape, *param_shapes))
@@ -283,7 +285,8 @@ def bernoulli(key: Any, p: Any = 0.5, shape: Sequence[int] | None = None, mode: 
     p_dtype = dtypes.result_type(p)
     if not dtypes.is_float(p_dtype):
         raise TypeError(f"kiln.random.bernoulli: the probability p must have a floating dtype, got {p_dtype.name}")
-    p = knp.asarray(p, dtype=p_dtype)
+    # (a Python float as a NumPy scalar: the compiled call takes it, without a transfer of its own)
+    p = np.asarray(p, dtype=p_dtype) if type(p) is float else knp.asarray(p, dtype=p_dtype)
     if shape is None:
         shape = tuple(p.shape)
     else:
