@@ -129,6 +129,7 @@ def vdot(a, b, /, *, precision=None, preferred_element_type=None):
                            precision=precision, preferred_element_type=_preferred(a, preferred_element_type))
 
 
+@eager_jit("axis", "precision", "preferred_element_type")
 def vecdot(x1, x2, /, *, axis: int = -1, precision=None, preferred_element_type=None):
     """Dot product of vectors along ``axis``, broadcasting the other dimensions."""
     canonicalize_precision("numpy.vecdot", precision)
@@ -181,6 +182,15 @@ def outer(a, b, out=None):
 def tensordot(a, b, axes=2, *, precision=None, preferred_element_type=None):
     """Contract ``axes`` of ``a`` with ``axes`` of ``b``: an int n (a's last n with b's first n) or a
     pair of axis sequences. The result has a's free axes, then b's."""
+    if type(axes) is list or type(axes) is tuple:  # (lists as tuples: a static option the compiled call hashes)
+        axes = tuple(tuple(ax) if type(ax) is list else ax for ax in axes)
+    if precision is None and preferred_element_type is None:
+        return _tensordot(a, b, axes)
+    return _tensordot(a, b, axes, precision=precision, preferred_element_type=preferred_element_type)
+
+
+@eager_jit("axes", "precision", "preferred_element_type", where="kiln.numpy.tensordot")
+def _tensordot(a, b, axes, *, precision=None, preferred_element_type=None):
     canonicalize_precision("numpy.tensordot", precision)
     a, b = _operands("tensordot", a, b)
     sa, sb = abstractify(a).shape, abstractify(b).shape
