@@ -46,6 +46,18 @@ __all__ = [
 ]
 
 
+
+def _any_narrow_float(args: tuple, kwargs: dict) -> bool:
+    """Whether an argument is float16 or bfloat16: such calls run op by op eagerly, as JAX's (which does not jit
+    most of these functions), each operation rounding to that dtype; one compiled program would keep XLA's fused
+    chain in float32 and round once (see kiln.nn's ``narrow_float_arg``)."""
+    return any(getattr(a, "dtype", None) in (dtypes.float16, dtypes.bfloat16) for a in (*args, *kwargs.values()))
+
+
+# The special functions called eagerly on float32/float64 arguments: one compiled program per signature rather than
+# one execution per operation (ndtr was 17, owens_t 85).
+one_program_eagerly = eager_jit(op_by_op=_any_narrow_float, ints_to_inexact=True)
+
 def _unary(fname: str, lax_fn, doc: str):
     where = f"kiln.scipy.special.{fname}"
 
@@ -54,7 +66,7 @@ def _unary(fname: str, lax_fn, doc: str):
         return lax_fn(x)
     fn.__name__ = fname
     fn.__doc__ = doc
-    return fn
+    return one_program_eagerly(fn)
 
 
 erf = _unary("erf", lax.erf, "The error function, ``2/sqrt(pi) * integral of exp(-t**2) from 0 to x``.")
@@ -66,12 +78,14 @@ psi = digamma
 expit = _unary("expit", lax.logistic, "The logistic sigmoid ``1 / (1 + exp(-x))``.")
 
 
+@one_program_eagerly
 def logit(x):
     """The inverse of :func:`expit`, ``log(x / (1 - x))``."""
     (x,) = float_args("kiln.scipy.special.logit", x)
     return lax.log(lax.div(x, lax.sub(full_like_(x, 1), x)))
 
 
+@one_program_eagerly
 def ndtr(x):
     """The standard normal CDF, ``(1 + erf(w)) / 2`` for ``w = x / sqrt(2)``: ``1 + erf(w)`` near 0, ``2 -
     erfc(|w|)`` or ``erfc(|w|)`` in the tails (JAX's formula, branch for branch, for JAX's roundings)."""
@@ -89,18 +103,21 @@ def _binary(where: str, x: Any, y: Any) -> list[Any]:
     return float_args(where, x, y, promoted=True)
 
 
+@one_program_eagerly
 def xlogy(x, y):
     """``x * log(y)``, and 0 where ``x == 0`` (even where ``log(y)`` is infinite)."""
     x, y = _binary("kiln.scipy.special.xlogy", x, y)
     return lax.select(lax.eq(x, full_like_(x, 0)), full_like_(x, 0), lax.mul(x, lax.log(y)))
 
 
+@one_program_eagerly
 def xlog1py(x, y):
     """``x * log1p(y)``, and 0 where ``x == 0``."""
     x, y = _binary("kiln.scipy.special.xlog1py", x, y)
     return lax.select(lax.eq(x, full_like_(x, 0)), full_like_(x, 0), lax.mul(x, lax.log1p(y)))
 
 
+@one_program_eagerly
 def entr(x):
     """Elementwise entropy: ``-x * log(x)`` for ``x > 0``, 0 at 0, ``-inf`` for ``x < 0``."""
     (x,) = float_args("kiln.scipy.special.entr", x)
@@ -175,12 +192,14 @@ def loggamma(x):
 
 
 
+@one_program_eagerly
 def betaln(a, b):
     """``log(abs(beta(a, b)))``, accurate when one argument is large."""
     a, b = _args("kiln.scipy.special.betaln", a, b)
     return _betaln(a, b)
 
 
+@one_program_eagerly
 def beta(a, b):
     """The beta function ``gamma(a) * gamma(b) / gamma(a + b)``."""
     a, b = _args("kiln.scipy.special.beta", a, b)
@@ -210,6 +229,7 @@ def comb(N, k, *, exact: bool = False, repetition: bool = False):
     return jnp.where(ok, out, 0.0).astype(N.dtype)
 
 
+@one_program_eagerly
 def poch(z, m):
     """The Pochhammer symbol ``gamma(z + m) / gamma(z)`` (rising factorial)."""
     z, m = _args("kiln.scipy.special.poch", z, m)
@@ -255,6 +275,7 @@ def multigammaln(a, d):
 
 
 
+@one_program_eagerly
 def gammainc(a, x):
     """The regularized lower incomplete gamma function ``P(a, x)`` (``a > 0``, ``x >= 0``).
 
@@ -266,6 +287,7 @@ def gammainc(a, x):
     return _gammainc(a, x)
 
 
+@one_program_eagerly
 def gammaincc(a, x):
     """The regularized upper incomplete gamma function ``Q(a, x) = 1 - P(a, x)``, accurate where it is small."""
     a, x = _args("kiln.scipy.special.gammaincc", a, x, broadcast=True)
@@ -332,6 +354,7 @@ def zeta(x, q=None):
     return _zeta(x, q)
 
 
+@one_program_eagerly
 def polygamma(n, x):
     """The n-th derivative of the digamma function (``n`` a non-negative integer)."""
     n, x = _args("kiln.scipy.special.polygamma", n, x, broadcast=True)
@@ -392,6 +415,7 @@ def _norm_logpdf(x):
 _log_ndtr = _with_partials(_log_ndtr_impl, {0: lambda out, x: jnp.exp(_norm_logpdf(x) - out)})
 
 
+@eager_jit("series_order", op_by_op=_any_narrow_float, ints_to_inexact=True)
 def log_ndtr(x, series_order: int = 3):
     """``log(ndtr(x))``, accurate far into both tails (``series_order`` is accepted for JAX's signature)."""
     if not isinstance(series_order, int) or series_order < 0 or series_order > 30:
@@ -420,6 +444,7 @@ def _ndtri_impl(p):
 _ndtri = _with_partials(_ndtri_impl, {0: lambda out, p: jnp.exp(-_norm_logpdf(out))})
 
 
+@one_program_eagerly
 def ndtri(p):
     """The inverse of :func:`ndtr`: the standard normal quantile of ``p`` (NaN outside ``[0, 1]``)."""
     (p,) = _args("kiln.scipy.special.ndtri", p)
@@ -432,24 +457,28 @@ def ndtri(p):
 
 
 
+@one_program_eagerly
 def i0e(x):
     """The exponentially scaled modified Bessel function of order 0, ``exp(-|x|) * i0(x)``."""
     (x,) = _args("kiln.scipy.special.i0e", x)
     return _bessel_ie(x, 0)
 
 
+@one_program_eagerly
 def i0(x):
     """The modified Bessel function of the first kind of order 0."""
     (x,) = _args("kiln.scipy.special.i0", x)
     return jnp.exp(jnp.abs(x)) * _bessel_ie(x, 0)
 
 
+@one_program_eagerly
 def i1e(x):
     """The exponentially scaled modified Bessel function of order 1, ``exp(-|x|) * i1(x)``."""
     (x,) = _args("kiln.scipy.special.i1e", x)
     return _bessel_ie(x, 1)
 
 
+@one_program_eagerly
 def i1(x):
     """The modified Bessel function of the first kind of order 1."""
     (x,) = _args("kiln.scipy.special.i1", x)
@@ -510,6 +539,7 @@ def _expn_impl(n, x):
     return jnp.where((x < 0) | (n < 0) | jnp.isnan(x) | jnp.isnan(n), np.nan, out)
 
 
+@one_program_eagerly
 def expn(n, x):
     """The generalized exponential integral ``E_n(x) = integral of exp(-x t) / t**n for t >= 1``.
 
@@ -524,6 +554,7 @@ _expn = _with_partials(_expn_impl, {0: lambda out, n, x: jnp.full_like(out, np.n
                                     1: lambda out, n, x: -_expn_impl(n - 1, x)})
 
 
+@one_program_eagerly
 def exp1(x):
     """The exponential integral ``E_1(x)`` for ``x >= 0`` (NaN for negative x)."""
     (x,) = _args("kiln.scipy.special.exp1", x)
@@ -565,6 +596,7 @@ def _expi_impl(x):
 _expi = _with_partials(_expi_impl, {0: lambda out, x: jnp.exp(x) / x})
 
 
+@one_program_eagerly
 def expi(x):
     """The exponential integral ``Ei(x)`` (principal value); ``Ei(x) = -E_1(-x)`` for negative x."""
     (x,) = _args("kiln.scipy.special.expi", x)
@@ -694,6 +726,7 @@ def _dilog(w):
     return jnp.where(low, -pi2_6 - 0.5 * jnp.log(-wl) ** 2 - li_inv, out)
 
 
+@one_program_eagerly
 def spence(x):
     """Spence's function ``integral from 1 to x of log(t) / (1 - t) dt`` for ``x >= 0`` (``Li2(1 - x)``);
     NaN for negative or infinite x (as SciPy)."""
@@ -714,6 +747,7 @@ def _owens_t_small_a(h, a):
     return a * jnp.sum(w * f, axis=-1) / (2 * np.pi)
 
 
+@one_program_eagerly
 def owens_t(h, a):
     """Owen's T function ``1/(2 pi) integral from 0 to a of exp(-h^2 (1 + x^2) / 2) / (1 + x^2) dx``.
 
@@ -826,6 +860,7 @@ def _fresnel_jvp(primals, tangents):
     return out, (jnp.sin(phase) * t, jnp.cos(phase) * t)
 
 
+@one_program_eagerly
 def fresnel(x):
     """The Fresnel integrals ``(S(x), C(x))``: integrals from 0 to x of ``sin(pi t^2 / 2)`` and ``cos(pi t^2 / 2)``."""
     (x,) = _args("kiln.scipy.special.fresnel", x)
@@ -891,6 +926,7 @@ def _sici_jvp(primals, tangents):
     return out, (jnp.where(x == 0, 1.0, jnp.sin(x) / x) * t, jnp.cos(x) / x * t)
 
 
+@one_program_eagerly
 def sici(x):
     """The sine and cosine integrals ``(Si(x), Ci(x))``: power series for ``|x| <= 2``, a continued
     fraction of ``E1(ix)`` above. ``Ci(-x) = Ci(x)`` (the real part, as SciPy)."""
