@@ -390,32 +390,29 @@ reduce_sum, reduce_prod, reduce_max, reduce_min, reduce_and, reduce_or = (
 reduce_sum = takes_out_sharding(reduce_sum)  # as in JAX, the only reduction taking out_sharding=
 
 
-def argmax(x, axis: int, index_dtype=np.int32):
-    """Index of the first maximum along ``axis`` (NaN counts as the maximum, as in NumPy)."""
+def _arg_reduction(name: str, prim, x, axis, index_dtype):
+    """argmax/argmin: ``axis`` an int (a NumPy integer taken as one), ``index_dtype`` a dtype, both explained
+    by name when they are not."""
     if type(axis) is not int:
         try:
             axis = _int_axis(axis)
         except TypeError:
-            raise _bad_axis("argmax", x, axis) from None
+            raise _bad_axis(name, x, axis) from None
     try:
         index_dtype = dtypes.canonicalize_dtype(index_dtype)
     except dtypes.DtypeArgumentError as e:
-        raise e.named("kiln.lax.argmax") from None
-    return red.argmax_p.bind(x, axis=axis, index_dtype=index_dtype)
+        raise e.named(f"kiln.lax.{name}") from None
+    return prim.bind(x, axis=axis, index_dtype=index_dtype)
+
+
+def argmax(x, axis: int, index_dtype=np.int32):
+    """Index of the first maximum along ``axis`` (NaN counts as the maximum, as in NumPy)."""
+    return _arg_reduction("argmax", red.argmax_p, x, axis, index_dtype)
 
 
 def argmin(x, axis: int, index_dtype=np.int32):
     """Index of the first minimum along ``axis``."""
-    if type(axis) is not int:
-        try:
-            axis = _int_axis(axis)
-        except TypeError:
-            raise _bad_axis("argmin", x, axis) from None
-    try:
-        index_dtype = dtypes.canonicalize_dtype(index_dtype)
-    except dtypes.DtypeArgumentError as e:
-        raise e.named("kiln.lax.argmin") from None
-    return red.argmin_p.bind(x, axis=axis, index_dtype=index_dtype)
+    return _arg_reduction("argmin", red.argmin_p, x, axis, index_dtype)
 
 
 @takes_out_sharding
