@@ -314,11 +314,13 @@ def _shifts(fname: str, x, axes, sign: int):
     return roll(x, [sign * (shape[ax] // 2) for ax in canon], canon)
 
 
+@eager_jit("axes")
 def fftshift(x, axes: int | Sequence[int] | None = None):
     """Move the zero-frequency entry to the centre (``numpy.fft.fftshift``)."""
     return _shifts("fftshift", x, axes, 1)
 
 
+@eager_jit("axes")
 def ifftshift(x, axes: int | Sequence[int] | None = None):
     """Inverse of :func:`fftshift` (``numpy.fft.ifftshift``)."""
     return _shifts("ifftshift", x, axes, -1)

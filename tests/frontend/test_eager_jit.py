@@ -910,3 +910,15 @@ def test_special_functions_are_one_program_except_in_narrow_floats(primitive_run
         np.testing.assert_allclose(got[name], value, rtol=2e-5, atol=1e-6, err_msg=name)
     special.ndtr(x.astype(knp.bfloat16))
     assert "erfc" in primitive_runs
+
+
+def test_fftshift_is_one_program(primitive_runs):
+    """fftshift and ifftshift called eagerly are one compiled program (they were two slices and a concatenate
+    per axis, each run on its own)."""
+    h = np.arange(12.0, dtype=np.float32).reshape(3, 4)
+    x = knp.asarray(h)
+    np.testing.assert_array_equal(knp.fft.fftshift(x), np.fft.fftshift(h))
+    np.testing.assert_array_equal(knp.fft.ifftshift(x, axes=1), np.fft.ifftshift(h, axes=1))
+    np.testing.assert_array_equal(knp.fft.fftshift(x, axes=(0,)), np.fft.fftshift(h, axes=(0,)))
+    assert primitive_runs == []
+    np.testing.assert_array_equal(knp.fft.fftshift(x, axes=[0, 1]), np.fft.fftshift(h, axes=[0, 1]))  # (op by op)
