@@ -395,7 +395,8 @@ def _check_grad_inputs(fname: str, diff_args, allow_int: bool, holomorphic: bool
 def _non_array_diff_arg(fname: str, diff_args: tuple, k: int, x: Any, where) -> TypeError:
     """The error of leaf ``k`` of the differentiated arguments ``diff_args``, ``x``, that is no array."""
     transformation, fun, nums = where if where is not None else (fname, None, tuple(range(len(diff_args))))
-    path = tree_util.user_paths(diff_args)[k] if len(tree_util.user_paths(diff_args)) > k else ()
+    paths = tree_util.user_paths(diff_args)
+    path = paths[k] if len(paths) > k else ()
     label = (f"argument {nums[path[0].idx]}{tree_util.keystr(path[1:])}" if path and hasattr(path[0], "idx")
              else "an argument")
     if fun is not None:

@@ -185,6 +185,10 @@ class Config:
         "jax2tf_associative_scan_reductions": (False, bool, False),
     }
 
+    # Flags that are in the dispatch epoch without changing programs (see _set_epoch): setting one drops the C++
+    # dispatch caches too, so that calls reach the Python paths, which check it.
+    _OFF_THE_FAST_PATHS = frozenset({"no_execution"})
+
     # Flags with a fixed set of values.
     _CHOICES: dict[str, tuple] = {
         **{name: _GUARD_LEVELS for name in ("transfer_guard", "transfer_guard_host_to_device",
@@ -361,12 +365,17 @@ class Config:
         if name in self._NOT_ENFORCED and value != default:
             self._warn_once(name, f"kiln.config: {jax_name}={value!r} is accepted but has no effect: "
                                   f"{self._NOT_ENFORCED[name]}")
+        self._set_and_apply(name, value)
+
+    def _set_and_apply(self, name: str, value: Any) -> None:
+        """Set flag ``name`` and do what setting it does: the transfer guard, the C++ dispatch caches dropped when
+        programs change with it (they are keyed without kiln's flags) or when it sends calls off the fast paths,
+        and the hook a floor above registered (:meth:`on_change`)."""
         changed = self._values.get(name) != value
         self._set(name, value)
         if name.startswith("transfer_guard"):
             self._apply_transfer_guard(name, value)
-        if changed and (self._FLAGS[name][2] or name == "no_execution"):
-            # Programs change with this flag: the C++ dispatch caches (keyed without kiln's flags) are dropped.
+        if changed and (self._FLAGS[name][2] or name in self._OFF_THE_FAST_PATHS):
             from kiln import runtime
             runtime.fastpath.set_x64(self.enable_x64)
         if name in self._hooks:
@@ -468,16 +477,8 @@ class Config:
 
     def _restore(self, name: str, value: Any) -> None:
         """Set a flag back to a value it had (no validation, no warning)."""
-        changed = self._values.get(name) != value
         self._push_to_runtime(name, value)
-        self._set(name, value)
-        if name.startswith("transfer_guard"):
-            self._apply_transfer_guard(name, value)
-        if changed and (self._FLAGS[name][2] or name == "no_execution"):
-            from kiln import runtime
-            runtime.fastpath.set_x64(self.enable_x64)
-        if name in self._hooks:
-            self._hooks[name](value)
+        self._set_and_apply(name, value)
 
     def on_change(self, name: str, hook: Any) -> None:
         """Have ``hook(value)`` called whenever flag ``name`` is set (a floor above registers what it does; see
