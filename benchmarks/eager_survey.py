@@ -32,6 +32,15 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
     grad_sin = top.grad(lambda v: np_.sum(np_.sin(v)))
     vmap_dot = top.vmap(np_.dot)
     vg_mean = top.value_and_grad(lambda v: np_.mean(v * v))
+    image = __import__(f"{fw.name}.image", fromlist=["image"])
+    sla = __import__(f"{fw.name}.scipy.linalg", fromlist=["linalg"])
+    img = fw.put(rng.standard_normal((8, 8, 3), dtype=np.float32))
+    st_scale, st_shift = fw.put(np.array([1.5, 1.5], np.float32)), fw.put(np.zeros(2, np.float32))
+    m6 = fw.put(0.5 * rng.standard_normal((6, 6), dtype=np.float32))
+    spd6 = fw.put(np.eye(6, dtype=np.float32) * 6 + np.ones((6, 6), np.float32))
+    b6 = fw.put(rng.standard_normal((6, 2), dtype=np.float32))
+    lu6 = sla.lu_factor(m6)
+    d6, e5 = fw.put(rng.standard_normal(6, dtype=np.float32)), fw.put(rng.standard_normal(5, dtype=np.float32))
     return {
         # indexing and updates
         "x[0]": lambda: x[0], "x[1:5]": lambda: x[1:5], "x[i]": lambda: x[i], "m[:, 0]": lambda: m[:, 0],
@@ -78,6 +87,19 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
         "random.normal": lambda: random.normal(key, (16,)), "random.uniform": lambda: random.uniform(key, (16,)),
         "random.split": lambda: random.split(key), "random.fold_in": lambda: random.fold_in(key, 1),
         "special.erf": lambda: special.erf(x), "special.gammaln": lambda: special.gammaln(x),
+        # image resampling, SciPy / NumPy linear algebra compositions (one jitted program in JAX)
+        "image.resize linear": lambda: image.resize(img, (12, 12, 3), "linear"),
+        "image.resize cubic": lambda: image.resize(img, (12, 12, 3), "cubic"),
+        "image.resize nearest": lambda: image.resize(img, (12, 12, 3), "nearest"),
+        "image.scale_and_translate": lambda: image.scale_and_translate(img, (12, 12, 3), (0, 1), st_scale,
+                                                                       st_shift, "linear"),
+        "scipy.linalg.expm": lambda: sla.expm(m6), "scipy.linalg.expm_frechet": lambda: sla.expm_frechet(m6, m6),
+        "scipy.linalg.funm(sin)": lambda: sla.funm(m6, np_.sin), "scipy.linalg.cholesky": lambda: sla.cholesky(spd6),
+        "scipy.linalg.lu": lambda: sla.lu(m6), "scipy.linalg.lu_solve": lambda: sla.lu_solve(lu6, b6),
+        "scipy.linalg.eigh_tridiagonal": lambda: sla.eigh_tridiagonal(d6, e5, eigvals_only=True),
+        "scipy.linalg.block_diag": lambda: sla.block_diag(m6, spd6),
+        "scipy.linalg.convolution_matrix": lambda: sla.convolution_matrix(d6, 4),
+        "linalg.lstsq": lambda: np_.linalg.lstsq(m6, b6),
         # transformations called eagerly (no jit around them)
         "grad(sum of sin)": lambda: grad_sin(x), "vmap(dot)": lambda: vmap_dot(m, m),
         "value_and_grad(mean sq)": lambda: vg_mean(x), "jvp(tanh)": lambda: top.jvp(np_.tanh, (x,), (x,)),

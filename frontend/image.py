@@ -16,6 +16,7 @@ import numpy as np
 
 from . import numpy as jnp
 from .core.tracing import abstractify
+from .driver.eager_jit import eager_jit
 from .lax.precision import Precision
 
 __all__ = ["ResizeMethod", "resize", "scale_and_translate"]
@@ -133,6 +134,15 @@ def _check_shape(where: str, shape: Any, ndim: int, in_shape: tuple) -> tuple[in
     return shape
 
 
+def _static_ints(value: Any) -> Any:
+    """A shape or a list of dimensions as a tuple of Python ints (a static option the compiled call hashes);
+    as it is when it is no sequence of ints (the implementation then explains it)."""
+    try:
+        return tuple(operator.index(d) for d in value)
+    except TypeError:
+        return value
+
+
 def _inexact(x: Any) -> Any:
     x = jnp.asarray(x)
     if not jnp.issubdtype(x.dtype, jnp.inexact):
@@ -160,7 +170,9 @@ def scale_and_translate(image, shape: Sequence[int], spatial_dims: Sequence[int]
     """Resample ``image`` into ``shape`` so that input location ``y`` lands at ``y * scale + translation`` in
     each of ``spatial_dims`` (``scale`` and ``translation`` have one entry per spatial dimension; they may be
     traced and differentiated). Pixels are half-centered; output pixels whose source lies outside the
-    input are 0. ``method``: any :class:`ResizeMethod` but ``NEAREST``."""
+    input are 0. ``method``: any :class:`ResizeMethod` but ``NEAREST``.
+
+    Called eagerly it runs op by op, as JAX's (which does not jit it)."""
     image = _inexact(image)
     ndim = image.ndim
     shape = _check_shape("scale_and_translate", shape, ndim, image.shape)
@@ -205,7 +217,14 @@ def resize(image, shape: Sequence[int], method: str | ResizeMethod, antialias: b
     """Resize ``image`` to ``shape`` (every dimension, batch and channel ones included: leave those
     unchanged). ``method``: ``'nearest'``, ``'linear'``, ``'cubic'``, ``'lanczos3'``, ``'lanczos5'``,
     ``'cubic-pytorch'``, ``'area'`` or a :class:`ResizeMethod`. ``antialias`` filters when downsampling
-    (no effect when upsampling). ``nearest`` keeps the dtype; the other methods give a floating result."""
+    (no effect when upsampling). ``nearest`` keeps the dtype; the other methods give a floating result.
+
+    Called eagerly, one compiled program per signature (as JAX's jitted resize)."""
+    return _resize(image, _static_ints(shape), method, antialias, precision)
+
+
+@eager_jit("shape", "method", "antialias", "precision", where="kiln.image.resize")
+def _resize(image, shape, method, antialias, precision):
     image = jnp.asarray(image)
     shape = _check_shape("resize", shape, image.ndim, image.shape)
     method = _method(method)

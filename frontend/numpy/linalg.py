@@ -500,13 +500,20 @@ def _as_real(value, real, batch):
     return _broadcast(value, batch)
 
 
+def _numpy_resid(args: tuple, kwargs: dict) -> bool:
+    """Whether an lstsq call asks for NumPy's residuals, which depend on the rank's value: op by op."""
+    return bool(kwargs.get("numpy_resid", False))
+
+
+@eager_jit("numpy_resid", op_by_op=_numpy_resid)
 def lstsq(a, b, rcond=None, *, numpy_resid: bool = False):
     """Least-squares solution of ``a @ x = b`` for a 2-D ``a``, from the SVD.
 
     Returns ``(x, residuals, rank, s)``. Singular values ``<= rcond * max(s)`` are treated as zero
     (default ``rcond = eps * max(M, N)``). As JAX, ``residuals`` is the squared 2-norm of each column
     of ``b - a @ x`` (shape ``(K,)``, or ``()`` for a 1-D ``b``); with ``numpy_resid=True`` it follows
-    NumPy (empty unless ``rank == N < M``; needs concrete values).
+    NumPy (empty unless ``rank == N < M``; needs concrete values: such a call runs op by op, as JAX's, the
+    others one compiled program per signature, ``rcond`` an argument of it).
     """
     a, b = _inexact("lstsq", a, b)
     sa, sb = _shape(a), _shape(b)

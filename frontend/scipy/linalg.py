@@ -64,6 +64,7 @@ def _columns(fname: str, a, b):
 
 # -- Cholesky ---------------------------------------------------------------------------------------
 
+@eager_jit("lower", "overwrite_a", "check_finite")
 def cholesky(a, lower: bool = False, overwrite_a: bool = False, check_finite: bool = True):
     """The Cholesky factor of a Hermitian positive definite matrix: upper ``U`` with ``a = U^H U`` (default,
     as SciPy) or lower ``L`` with ``a = L L^H``. A matrix that is not positive definite gives NaNs.
@@ -126,6 +127,7 @@ def _pivots_to_permutation(piv, m: int):
     return fori_loop(0, piv.shape[-1], swap, perm)
 
 
+@eager_jit("trans", "overwrite_b", "check_finite", sequences=("lu_and_piv",))
 def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False, check_finite: bool = True):
     """Solve ``a x = b`` (``trans=0``), ``a^T x = b`` (1) or ``a^H x = b`` (2) from ``lu_factor(a)``."""
     del overwrite_b, check_finite
@@ -152,6 +154,7 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False, check_fin
     return x[..., 0] if vector else x
 
 
+@eager_jit("permute_l", "overwrite_a", "check_finite")
 def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool = True):
     """``(p, l, u)`` with ``a = p @ l @ u`` (``p`` a permutation matrix, ``l`` unit lower, ``u`` upper
     triangular); ``(p @ l, u)`` with ``permute_l``."""
@@ -235,6 +238,7 @@ def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a:
     return w if eigvals_only else (w, v)
 
 
+@eager_jit("eigvals_only", "select", "select_range")
 def eigh_tridiagonal(d, e, *, eigvals_only: bool = False, select: str = "a", select_range=None,
                      tol: float | None = None, key=None):
     """Eigenvalues of the real symmetric tridiagonal matrix with diagonal ``d`` and off-diagonal ``e``.
@@ -348,6 +352,7 @@ def _pade_uv(A, m: int, eye):
     return jnp.matmul(A, u), v
 
 
+@eager_jit("upper_triangular", "max_squarings")
 def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
     """The matrix exponential by Padé approximation with scaling and squaring (Higham 2005): the
     approximant's degree (3 to 13 in float64, 3 to 7 in float32) is picked by the 1-norm, larger norms are
@@ -378,6 +383,7 @@ def expm(A, *, upper_triangular: bool = False, max_squarings: int = 16):
     return jnp.where(s > max_squarings, np.nan, R)
 
 
+@eager_jit("method", "compute_expm")
 def expm_frechet(A, E, *, method: str | None = None, compute_expm: bool = True):
     """The Fréchet derivative of :func:`expm` at ``A`` in direction ``E`` (and ``expm(A)`` with
     ``compute_expm``), from the exponential of the block matrix ``[[A, E], [0, A]]``."""
@@ -573,17 +579,26 @@ def funm(A, func, disp: bool = True):
         raise MatrixShapeError(f"kiln.scipy.linalg.funm: A must be a square matrix, got shape {A.shape}")
     if not callable(func):
         raise TypeError(f"kiln.scipy.linalg.funm: func must be a callable, got {type(func).__name__}")
-    return _funm(A, func, bool(disp))
-
-
-@eager_jit("func", "disp")
-def _funm(A, func, disp):
-    T, Z = schur(A)
-    T, Z = rsf2csf(T, Z)
-    n = A.shape[-1]
-    if n == 0:
+    disp = bool(disp)
+    T, Z, diagonal = _funm_schur(A)
+    if A.shape[-1] == 0:
         return (T, jnp.zeros((), T.real.dtype)) if not disp else T
-    fd = jnp.asarray(func(jnp.diagonal(T))).astype(T.dtype)
+    # func (the user's, any callable: no static option a compiled call hashes) runs on its own, between two
+    # compiled programs, as in JAX.
+    return _funm_parlett(T, Z, jnp.asarray(func(diagonal)), disp)
+
+
+@eager_jit()
+def _funm_schur(A):
+    """The complex Schur form ``(T, Z)`` of ``A`` and ``T``'s diagonal."""
+    T, Z = rsf2csf(*schur(A))
+    return T, Z, jnp.diagonal(T)
+
+
+@eager_jit("disp")
+def _funm_parlett(T, Z, fd, disp):
+    n = T.shape[-1]
+    fd = fd.astype(T.dtype)
     F = jnp.where(jnp.eye(n, dtype=bool), fd[None, :], 0).astype(T.dtype)
     F, minden = _parlett(F, T)
     F = jnp.matmul(jnp.matmul(Z, F), _mH(Z))
@@ -687,6 +702,7 @@ def _hessenberg(a, calc_q):
 
 # -- Special matrices -------------------------------------------------------------------------------
 
+@eager_jit()
 def block_diag(*arrs):
     """The block diagonal matrix of the given (at most two-dimensional) arrays."""
     if not arrs:
@@ -808,6 +824,7 @@ def leslie(f, s):
     return jnp.concatenate([f[..., None, :], sub], axis=-2)
 
 
+@eager_jit("n", "mode")
 def convolution_matrix(a, n: int, mode: str = "full"):
     """The matrix ``A`` with ``A @ v == kiln.numpy.convolve(a, v, mode)`` for ``v`` of length ``n``."""
     n = int(n)

@@ -129,3 +129,23 @@ def test_image_errors():
         image.scale_and_translate(x, (4, 3), (0,), np.ones(1), np.zeros(1), "linear")
     with pytest.raises(ValueError, match=r"scale and translation need one entry per spatial dimension \(1\)"):
         image.scale_and_translate(x, (4, 4), (0,), np.ones(2), np.zeros(1), "linear")
+
+
+def _compiles() -> int:
+    stats = kiln.runtime.compile_cache.stats()
+    return stats["hits"] + stats["misses"]
+
+
+def test_eager_calls_run_one_compiled_program(primitive_runs):
+    """resize called eagerly (a shape given as a list included) runs as one compiled program per signature, as
+    JAX's jitted resize, not one execution per primitive."""
+    x = RNG.randn(7, 5, 2).astype(np.float32)
+    img = knp.asarray(x)
+    primitive_runs.clear()
+    for method in ["linear", "cubic", "lanczos3", "area", "nearest", image.ResizeMethod.CUBIC_PYTORCH]:
+        before = _compiles()
+        got = image.resize(img, [11, 3, 2], method, antialias=False)
+        assert _compiles() - before <= 1, method  # (none when an earlier test compiled this signature)
+        assert primitive_runs == [], method
+        want = kiln.jit(lambda a, m=method: image.resize(a, (11, 3, 2), m, antialias=False))(x)
+        np.testing.assert_allclose(got, want, rtol=1e-6, atol=1e-6, err_msg=str(method))

@@ -781,3 +781,28 @@ def test_errors_lax():
         lax.linalg.qr(f32, pivoting=True)
     with pytest.raises(NotImplementedError, match=r"kiln.lax.linalg.eigh: sort_eigenvalues=False"):
         lax.linalg.eigh(f32, sort_eigenvalues=False)
+
+
+def test_lstsq_eager_runs_one_compiled_program(primitive_runs):
+    """lstsq called eagerly is one compiled program per signature (rcond an argument of it), as JAX's jitted
+    lstsq; numpy_resid=True, whose residuals' shape depends on the rank's value, runs op by op."""
+    a = _rand((7, 4), np.float32)
+    b = _rand((7, 3), np.float32)
+    ak, bk = jnp.asarray(a), jnp.asarray(b)
+    for rcond, args in ((None, (ak, bk)), (1e-3, (ak, bk)), (None, (ak, bk[:, 0]))):
+        stats = runtime.compile_cache.stats()
+        before = stats["hits"] + stats["misses"]
+        primitive_runs.clear()
+        x, resid, rank, s = LA.lstsq(*args, rcond)
+        stats = runtime.compile_cache.stats()
+        assert stats["hits"] + stats["misses"] - before <= 1
+        assert primitive_runs == []
+        xn, rn, kn, sn = np.linalg.lstsq(a, np.asarray(args[1]), rcond=rcond)
+        np.testing.assert_allclose(_np(x), xn, rtol=1e-4, atol=1e-5)
+        np.testing.assert_allclose(_np(resid), rn, rtol=1e-3, atol=1e-5)
+        assert int(rank) == kn
+        np.testing.assert_allclose(_np(s), sn, rtol=1e-5)
+    primitive_runs.clear()
+    _, r_np, _, _ = LA.lstsq(ak, bk[:, 0], numpy_resid=True)
+    assert primitive_runs  # op by op
+    np.testing.assert_allclose(_np(r_np), np.linalg.lstsq(a, b[:, 0])[1], rtol=1e-4)

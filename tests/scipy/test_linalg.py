@@ -255,3 +255,39 @@ def test_errors():
         kl.polar(A, "up")
     with pytest.raises(TypeError, match="hilbert: n must be a static Python int"):
         kiln.jit(kl.hilbert)(3)
+
+
+def _compiles() -> int:
+    stats = kiln.runtime.compile_cache.stats()
+    return stats["hits"] + stats["misses"]
+
+
+def test_eager_calls_run_one_compiled_program(x64, primitive_runs):
+    """expm, expm_frechet, cholesky, lu, lu_solve, eigh_tridiagonal, block_diag and convolution_matrix called
+    eagerly run as one compiled program per signature (JAX jits them), with SciPy's values."""
+    M = kiln.numpy.asarray(A[:3, :3] * 0.7)
+    S = kiln.numpy.asarray(A[:3, :3] @ A[:3, :3].T + 3 * np.eye(3))
+    Bk = kiln.numpy.asarray(B[:3])
+    v = kiln.numpy.asarray(np.array([1.0, 2.0, -1.0]))
+    e = kiln.numpy.asarray(np.array([0.5, -0.25]))
+    lu_piv = kl.lu_factor(M)
+    m, s_ = np.asarray(M), np.asarray(S)
+    cases = [
+        (lambda: kl.expm(M), lambda: sl.expm(m)),
+        (lambda: kl.expm(M, max_squarings=8), lambda: sl.expm(m)),
+        (lambda: kl.expm_frechet(M, S, compute_expm=False), lambda: sl.expm_frechet(m, s_, compute_expm=False)),
+        (lambda: kl.cholesky(S, lower=True), lambda: sl.cholesky(s_, lower=True)),
+        (lambda: kl.lu(M)[2], lambda: sl.lu(m)[2]),
+        (lambda: kl.lu_solve(lu_piv, Bk, trans=1), lambda: sl.lu_solve(sl.lu_factor(m), B[:3], trans=1)),
+        (lambda: kl.eigh_tridiagonal(v, e, eigvals_only=True),
+         lambda: sl.eigh_tridiagonal(np.asarray(v), np.asarray(e), eigvals_only=True)),
+        (lambda: kl.block_diag(M, v), lambda: sl.block_diag(m, np.asarray(v))),
+        (lambda: kl.convolution_matrix(v, 4, "same"), lambda: sl.convolution_matrix(np.asarray(v), 4, "same")),
+    ]
+    primitive_runs.clear()
+    for i, (ours, theirs) in enumerate(cases):
+        before = _compiles()
+        got = ours()
+        assert _compiles() - before <= 1, i  # (none when an earlier test compiled this signature)
+        assert primitive_runs == [], i
+        close(got, theirs(), 1e-8, msg=str(i))

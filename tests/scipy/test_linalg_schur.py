@@ -176,3 +176,18 @@ def test_hessenberg_is_differentiable():
     """kiln's hessenberg is built from kiln operations, so (unlike JAX's LAPACK call) it differentiates."""
     from tests.numpy._fd import check_grad  # noqa: PLC0415
     check_grad(lambda a: kl.hessenberg(a) ** 2, _rand((4, 4)))
+
+
+def test_funm_eager_runs_two_compiled_programs_around_func(primitive_runs):
+    """As JAX: the Schur form and Parlett's recurrence each run as one compiled program; only the user's
+    ``func`` runs between them (kiln.numpy.sin: itself one program)."""
+    a = knp.asarray(_rand((5, 5)))
+    stats = kiln.runtime.compile_cache.stats
+    before = stats()["hits"] + stats()["misses"]
+    primitive_runs.clear()
+    f, err = kl.funm(a, knp.sin, disp=False)
+    assert stats()["hits"] + stats()["misses"] - before <= 3
+    assert primitive_runs == []
+    fs, errs = sl.funm(np.asarray(a), np.sin, disp=False)
+    np.testing.assert_allclose(np.asarray(f), fs, atol=1e-10)
+    np.testing.assert_allclose(float(err), errs, rtol=1e-6)
