@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..core import dtypes
+from ..core import dtypes, tree_util
 from ..core.config import config, dispatch_epoch
 from ..core.tracing import Tracer, active_traces, calls_kept
 from .array import Array
@@ -76,6 +76,22 @@ def _sequence_kind(x: Any) -> int:
                 return _REFUSED
         return _TAKEN
     return _kind_of(x)
+
+
+def _pytree_kind(x: Any) -> int:
+    """How the compiled path takes a pytree argument: an instance of a registered pytree class (not a list,
+    tuple or dict: a sparse array such as ``BCOO``) whose leaves are all arrays, as a pytree (one parameter
+    per leaf); anything else as any other argument."""
+    t = type(x)
+    if t is Array or t is list or t is tuple or t is dict:
+        return _kind_of(x)
+    leaves = tree_util.tree_leaves(x)
+    if len(leaves) == 1 and leaves[0] is x:  # a leaf
+        return _kind_of(x)
+    for leaf in leaves:
+        if type(leaf) is not Array and type(leaf) is not Tracer:
+            return _REFUSED
+    return _TAKEN if leaves else _REFUSED
 
 
 def _big_ints_convert_freely(args: tuple, kwargs: dict, ints_to_inexact: bool = False) -> bool:
@@ -149,7 +165,7 @@ def jitted_of(fun: Any) -> JittedFunction | None:
 
 def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[str, ...] = (),
               op_by_op: Callable[[tuple, dict], bool] | None = None,
-              ints_to_inexact: bool = False) -> Callable[[Callable], Callable]:
+              ints_to_inexact: bool = False, pytrees: tuple[str, ...] = ()) -> Callable[[Callable], Callable]:
     """Decorator for kiln's own user-level functions (ufuncs, reductions, long compositions such as
     ``unique``): called outside any trace, each runs as one compiled program (one compile per signature,
     one C++ dispatch per call, instead of one execution per primitive); inside a trace it is inlined.
@@ -162,17 +178,23 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
     depends on the values (``where(condition)``), which one compiled program cannot give. ``ints_to_inexact`` says the
     implementation converts its dynamic arguments to an inexact dtype whatever the static ones
     (``linspace(-2, 2)``): Python ints in the int32 range are then taken even with no array beside them, so
-    the call runs the one program (the rounding of its compiled arithmetic) that JAX's jitted function runs."""
+    the call runs the one program (the rounding of its compiled arithmetic) that JAX's jitted function runs.
+    ``pytrees`` names the arguments that may be an instance of a registered pytree class whose leaves are
+    arrays (a sparse array: ``bcoo_todense(mat)``, see :func:`_pytree_kind`)."""
     def wrap(fun: Callable) -> Callable:
         static = frozenset(static_argnames)
         names = [p.name for p in inspect.signature(fun).parameters.values()
                  if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
         static_positions = frozenset(i for i, n in enumerate(names) if n in static)
         first_static = min(static_positions, default=1 << 30)
-        unknown = set(sequences) - set(names)
+        if sequences and pytrees:
+            raise TypeError(f"eager_jit: {fun.__name__}: sequences= and pytrees= cannot be combined")
+        # (the arguments taken by a kind of their own: lists of arrays, or pytrees of arrays)
+        collections, collection_kind = (pytrees, _pytree_kind) if pytrees else (sequences, _sequence_kind)
+        unknown = set(collections) - set(names)
         if unknown:
             raise TypeError(f"eager_jit: {fun.__name__} has no positional parameter {sorted(unknown)[0]!r}")
-        sequence_positions = frozenset(i for i, n in enumerate(names) if n in sequences)
+        sequence_positions = frozenset(i for i, n in enumerate(names) if n in collections)
         # A static dtype= is checked at every call (the implementation's own check runs only when it is traced)
         has_dtype = "dtype" in static
         dtype_at = names.index("dtype") if "dtype" in names else 1 << 30  # (keyword-only: never by position)
@@ -189,11 +211,11 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
             return args, kwargs
 
         def kind(is_static: bool, is_sequence: bool, value: Any) -> int:
-            return _STATIC_KIND if is_static else _sequence_kind(value) if is_sequence else _kind_of(value)
+            return _STATIC_KIND if is_static else collection_kind(value) if is_sequence else _kind_of(value)
 
         def compiled_path_takes(args: tuple, kwargs: dict) -> bool:
             values = [(i in static_positions, i in sequence_positions, a) for i, a in enumerate(args)]
-            values += [(k in static, k in sequences, v) for k, v in kwargs.items()]
+            values += [(k in static, k in collections, v) for k, v in kwargs.items()]
             kinds = {kind(*v) for v in values}
             if _REFUSED in kinds or _STATIC_KIND in kinds and not all(
                     _hashable_static(v) for is_static, _, v in values if is_static):
@@ -348,7 +370,7 @@ def eager_jit(*static_argnames: str, where: str | None = None, sequences: tuple[
             entry._with_fallback = fixed_arity_entry
             return entry
 
-        if op_by_op is None and not sequences:
+        if op_by_op is None and not sequences and not pytrees:
             call = fixed_arity_entry(call) or call
         call._eager_state = state  # for tests: the JittedFunction behind the eager calls
         call._jitted = jitted

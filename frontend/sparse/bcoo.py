@@ -24,10 +24,13 @@ from .. import numpy as jnp
 from ..batching.api import vmap
 from ..core import dtypes
 from ..core.call import bind_call
+from ..core.config import config
 from ..core.errors import ConcretizationTypeError
 from ..core.ir import IR, ClosedIR, Var
-from ..core.tracing import Tracer
-from ..core.tree_util import register_pytree_node_class
+from ..core.tracing import Tracer, active_traces
+from ..core.tree_util import register_pytree_node_class, tree_leaves
+from ..driver.array import Array
+from ..driver.eager_jit import eager_jit
 from .base import JAXSparse, mapped_nse_axis_error, static_int
 
 __all__ = ["BCOO", "bcoo_dot_general", "bcoo_eliminate_zeros", "bcoo_fromdense", "bcoo_multiply_dense",
@@ -35,6 +38,46 @@ __all__ = ["BCOO", "bcoo_dot_general", "bcoo_eliminate_zeros", "bcoo_fromdense",
            "eye", "fromdense", "todense"]
 
 _FORMATS = ("bcoo", "bcsr", "coo", "csr", "csc")
+
+
+def one_program(*static_argnames: str, pytrees: tuple[str, ...] = ("mat",), dense_ok: bool = False,
+                nse_needed: bool = False) -> Any:
+    """Decorator for a sparse operation: called eagerly, one compiled program per signature (see ``eager_jit``), its
+    sparse arguments (``pytrees``, its leading positional parameters) taken as pytrees of their leaves; inside a
+    trace, inlined. ``static_argnames`` must be hashable (public wrappers pass lists as tuples, see :func:`frozen`).
+
+    A call runs op by op where a ``pytrees`` argument is no sparse array (unless ``dense_ok``): the implementation's
+    error names its type, which a traced stand-in would not have. With ``nse_needed``, a call whose ``nse=`` is
+    None runs op by op too: its ``nse`` depends on the values, so public wrappers compute it first (with another
+    program, see :func:`eager_now`), as JAX computes it concretely before binding its primitive."""
+    def wrap(fun: Any) -> Any:
+        where = f"kiln.experimental.sparse.{fun.__name__.lstrip('_')}"
+        n = len(pytrees)
+
+        def op_by_op(args: tuple, kwargs: dict) -> bool:
+            if nse_needed and kwargs.get("nse") is None:
+                return True
+            if dense_ok:
+                return False
+            given = [*args[:n], *(kwargs[k] for k in pytrees if k in kwargs)]
+            return not all(isinstance(v, JAXSparse) for v in given)
+        return eager_jit(*static_argnames, pytrees=pytrees, where=where, op_by_op=op_by_op)(fun)
+    return wrap
+
+
+def frozen(value: Any) -> Any:
+    """``value`` with its lists (nested in tuples or lists too) as tuples, so that a static option hashes."""
+    if type(value) is list or type(value) is tuple:
+        return tuple(frozen(v) for v in value)
+    return value
+
+
+def eager_now(*values: Any) -> bool:
+    """Whether an operation on ``values`` runs eagerly on concrete arrays now (outside any trace, not op by op
+    for ``disable_jit``/``debug_nans``): then a value-dependent static option (``nse``) is computed first."""
+    if active_traces() or config._python_dispatch:
+        return False
+    return all(type(leaf) is Array for v in values for leaf in tree_leaves(v))
 
 
 def _index(value: Any, what: str, where: str) -> int:
@@ -268,8 +311,7 @@ class BCOO(JAXSparse):
         else:
             axes = tuple(axis) if isinstance(axis, (tuple, list)) else (axis,)
             axes = tuple(_axis(a, self.ndim, "BCOO.sum") for a in axes)
-        out = bcoo_reduce_sum(self, axes=axes)
-        return out.todense() if out.ndim == 0 else out
+        return _bcoo_sum(self, axes=axes)
 
     def __matmul__(self, other: Any) -> Any:
         return self._matmul(other, sparse_left=True)
@@ -475,6 +517,24 @@ def bcoo_fromdense(mat: Any, *, nse: int | None = None, n_batch: int = 0, n_dens
     concrete ``mat``: under ``jit``/``vmap``/``grad`` pass ``nse=``. When ``nse`` exceeds the nonzeros, the rest is
     padding (index ``shape``, data 0); when it is smaller, the last nonzeros are dropped.
     """
+    if (nse is None and type(mat) in (Array, np.ndarray) and type(n_batch) is int and type(n_dense) is int
+            and 0 <= n_batch and 0 <= n_dense and n_batch + n_dense <= mat.ndim and eager_now()):
+        nse = int(_stored_count(mat, n_batch=n_batch, n_dense=n_dense))
+    return _bcoo_fromdense(mat, nse=nse, n_batch=n_batch, n_dense=n_dense, index_dtype=index_dtype)
+
+
+@one_program("n_batch", "n_dense", pytrees=())
+def _stored_count(mat: Any, *, n_batch: int, n_dense: int) -> Any:
+    """The largest number of nonzeros (positions of the sparse dimensions) of a batch element of ``mat``."""
+    mask = jnp.asarray(mat) != 0
+    if n_dense:
+        mask = jnp.any(mask, axis=tuple(range(mat.ndim - n_dense, mat.ndim)))
+    counts = jnp.sum(mask, axis=tuple(range(n_batch, mask.ndim)))
+    return jnp.max(counts) if counts.size else jnp.zeros((), counts.dtype)
+
+
+@one_program("nse", "n_batch", "n_dense", "index_dtype", nse_needed=True, pytrees=())
+def _bcoo_fromdense(mat: Any, *, nse: int | None, n_batch: int, n_dense: int, index_dtype: Any) -> BCOO:
     mat = jnp.asarray(mat)
     n_batch = _index(n_batch, "n_batch", "bcoo_fromdense")
     n_dense = _index(n_dense, "n_dense", "bcoo_fromdense")
@@ -520,6 +580,7 @@ def _fromdense_unbatched(mat: Any, nse: int, n_dense: int, index_dtype: np.dtype
     return data, indices
 
 
+@one_program()
 def bcoo_todense(mat: BCOO) -> Any:
     """The dense array of ``mat`` (duplicates summed, out-of-range padding entries dropped)."""
     if not isinstance(mat, BCOO):
@@ -563,6 +624,7 @@ def fromdense(mat: Any, *, nse: int | None = None, index_dtype: Any = np.int32, 
     return bcoo_fromdense(mat, nse=nse, index_dtype=index_dtype, n_dense=n_dense, n_batch=n_batch)
 
 
+@one_program()
 def bcoo_sort_indices(mat: BCOO) -> BCOO:
     """``mat`` with its entries sorted by index (lexicographically, stable), as JAX's ``bcoo_sort_indices``."""
     ns = mat.n_sparse
@@ -583,10 +645,15 @@ def bcoo_sum_duplicates(mat: BCOO, nse: int | None = None) -> BCOO:
     ``nse``: the number of entries of the result; by default the number of distinct in-range indices (per batch
     element), which needs a concrete ``mat``. Out-of-range (padding) entries collect in trailing padding.
     """
+    if nse is None and isinstance(mat, BCOO) and mat.n_sparse and eager_now(mat):
+        nse = int(_distinct_count(mat, drop_zeros=False))
+    return _bcoo_sum_duplicates(mat, nse=nse)
+
+
+def _unique_indices(mat: BCOO) -> tuple[Any, Any, np.ndarray]:
+    """(the distinct indices of ``mat``'s entries (padding ones: index ``shape``), each entry's position among
+    them, the sparse shape as an index array) per batch element."""
     nb, ns = mat.n_batch, mat.n_sparse
-    if ns == 0:
-        raise NotImplementedError("bcoo_sum_duplicates: a BCOO without sparse dimensions (n_sparse=0) is not "
-                                  "supported; use .todense()")
     bound_np = np.asarray(mat.shape[nb:nb + ns], dtype=np.dtype(mat.indices.dtype))
     size = mat.nse
 
@@ -597,6 +664,26 @@ def bcoo_sum_duplicates(mat: BCOO, nse: int | None = None) -> BCOO:
         uniq = jnp.where(jnp.any(uniq >= bound_np, axis=1, keepdims=True), bound_np, uniq)  # padding: index = shape
         return uniq, inverse.reshape(-1)
     uniq, inverse = _nest(unique_one, nb)(mat.indices)
+    return uniq, inverse, bound_np
+
+
+@one_program("drop_zeros")
+def _distinct_count(mat: BCOO, *, drop_zeros: bool) -> Any:
+    """The ``nse`` that ``sum_duplicates`` (after dropping explicit zeros with ``drop_zeros``) needs: the largest
+    number of distinct in-range indices of a batch element."""
+    uniq, _, bound_np = _unique_indices(_zeros_dropped(mat) if drop_zeros else mat)
+    in_range = jnp.all(uniq < bound_np, axis=-1)
+    return jnp.max(jnp.sum(in_range, axis=-1)) if in_range.size else jnp.zeros((), np.int32)
+
+
+@one_program("nse", nse_needed=True)
+def _bcoo_sum_duplicates(mat: BCOO, *, nse: int | None) -> BCOO:
+    nb, ns = mat.n_batch, mat.n_sparse
+    if ns == 0:
+        raise NotImplementedError("bcoo_sum_duplicates: a BCOO without sparse dimensions (n_sparse=0) is not "
+                                  "supported; use .todense()")
+    size = mat.nse
+    uniq, inverse, bound_np = _unique_indices(mat)
     if nse is None:
         if isinstance(mat.data, Tracer) or isinstance(mat.indices, Tracer):
             raise ConcretizationTypeError(
@@ -620,11 +707,23 @@ def bcoo_sum_duplicates(mat: BCOO, nse: int | None = None) -> BCOO:
 
 def bcoo_eliminate_zeros(mat: BCOO, nse: int | None = None) -> BCOO:
     """``mat`` without its explicit zeros, duplicates summed (``BCOO.sum_duplicates(remove_zeros=True)``)."""
+    if nse is None and isinstance(mat, BCOO) and mat.n_sparse and eager_now(mat):
+        nse = int(_distinct_count(mat, drop_zeros=True))
+    return _bcoo_eliminate_zeros(mat, nse=nse)
+
+
+def _zeros_dropped(mat: BCOO) -> BCOO:
+    """``mat`` with its explicit zeros made padding (index ``shape``)."""
     nb, ns = mat.n_batch, mat.n_sparse
     zero = jnp.all(mat.data == 0, axis=tuple(range(nb + 1, mat.data.ndim)))
     bound = np.asarray(mat.shape[nb:nb + ns], dtype=np.dtype(mat.indices.dtype))
     indices = jnp.where(zero[..., None], bound, mat.indices)
-    return bcoo_sum_duplicates(BCOO((mat.data, indices), shape=mat.shape), nse=nse)
+    return BCOO((mat.data, indices), shape=mat.shape)
+
+
+@one_program("nse", nse_needed=True)
+def _bcoo_eliminate_zeros(mat: BCOO, *, nse: int | None) -> BCOO:
+    return bcoo_sum_duplicates(_zeros_dropped(mat), nse=nse)
 
 
 # --- structural ops --------------------------------------------------------------------------------
@@ -632,6 +731,11 @@ def bcoo_eliminate_zeros(mat: BCOO, nse: int | None = None) -> BCOO:
 def bcoo_transpose(mat: BCOO, *, permutation: Sequence[int]) -> BCOO:
     """``mat`` with its axes permuted (``permutation[i]`` is the input axis of output axis ``i``); batch, sparse and
     dense axes each permute among themselves (as in JAX)."""
+    return _bcoo_transpose(mat, permutation=frozen(permutation))
+
+
+@one_program("permutation")
+def _bcoo_transpose(mat: BCOO, *, permutation: Sequence[int]) -> BCOO:
     perm = [_axis(p, mat.ndim, "bcoo_transpose") for p in permutation]
     if sorted(perm) != list(range(mat.ndim)):
         raise ValueError(f"bcoo_transpose: permutation {list(permutation)} is not a permutation of the "
@@ -662,6 +766,18 @@ def bcoo_transpose(mat: BCOO, *, permutation: Sequence[int]) -> BCOO:
 def bcoo_reduce_sum(mat: BCOO, *, axes: Sequence[int]) -> BCOO:
     """The sum of ``mat`` over ``axes``, as a BCOO array (of shape ``()`` when every axis is summed). Summed batch
     axes merge into the stored entries (``nse`` grows by their size), as in JAX."""
+    return _bcoo_reduce_sum(mat, axes=frozen(axes))
+
+
+@one_program("axes")
+def _bcoo_sum(mat: BCOO, *, axes: tuple[int, ...]) -> Any:
+    """``BCOO.sum``: the sum over ``axes``, dense when no axis is left."""
+    out = _bcoo_reduce_sum(mat, axes=axes)
+    return out.todense() if out.ndim == 0 else out
+
+
+@one_program("axes")
+def _bcoo_reduce_sum(mat: BCOO, *, axes: Sequence[int]) -> BCOO:
     axes = sorted({_axis(a, mat.ndim, "bcoo_reduce_sum") for a in axes})
     nb, ns = mat.n_batch, mat.n_sparse
     batch_axes = [a for a in axes if a < nb]
@@ -700,6 +816,28 @@ def bcoo_dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: A
     dimensions, then the lhs's free dimensions, then the rhs's (as ``lax.dot_general``). The BCOO's batch dimensions
     in ``dimension_numbers`` must be its leading batch axes. The product is one gather of the dense operand at the
     stored indices, one multiply by ``data`` and one scatter-add (per batch element)."""
+    return _bcoo_dot_general(lhs, rhs, dimension_numbers=frozen_dimension_numbers(dimension_numbers),
+                             precision=precision, preferred_element_type=preferred_element_type,
+                             out_sharding=out_sharding)
+
+
+def frozen_dimension_numbers(dimension_numbers: Any) -> Any:
+    """``((lhs_contracting, rhs_contracting), (lhs_batch, rhs_batch))`` of lists as tuples (hashable); anything
+    else (a malformed value, which the implementation names in its error) as it is."""
+    try:
+        (lc, rc), (lb, rb) = dimension_numbers
+    except (TypeError, ValueError):
+        return dimension_numbers
+    parts = (lc, rc, lb, rb)
+    if not all(type(p) is list or type(p) is tuple for p in parts):
+        return dimension_numbers
+    return ((tuple(lc), tuple(rc)), (tuple(lb), tuple(rb)))
+
+
+@one_program("dimension_numbers", "precision", "preferred_element_type", "out_sharding", pytrees=("lhs", "rhs"),
+             dense_ok=True)
+def _bcoo_dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: Any,
+                      preferred_element_type: Any, out_sharding: Any) -> Any:
     del precision, out_sharding
     try:
         (lc, rc), (lb, rb) = dimension_numbers
@@ -813,6 +951,7 @@ def _sparse_dense(mat: BCOO, x: Any, mc: tuple, xc: tuple, preferred_element_typ
                                                     unique_indices=mat.unique_indices and len(m_free) == mat.ndim)
 
 
+@one_program(pytrees=("sp_mat",))
 def bcoo_multiply_dense(sp_mat: BCOO, v: Any) -> Any:
     """The ``data`` of the elementwise product of ``sp_mat`` and the dense ``v`` (broadcast to ``sp_mat.shape``), as
     ``jax.experimental.sparse.bcoo_multiply_dense``; ``BCOO * v`` wraps it as a BCOO with ``sp_mat``'s indices."""

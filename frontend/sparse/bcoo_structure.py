@@ -23,7 +23,7 @@ from ..core import dtypes
 from ..core.errors import ConcretizationTypeError
 from ..core.tracing import Tracer
 from .base import SparseEfficiencyError, SparseEfficiencyWarning
-from .bcoo import BCOO, _axis, _nest, bcoo_sum_duplicates
+from .bcoo import BCOO, _axis, _nest, bcoo_sum_duplicates, frozen, one_program
 
 __all__ = ["bcoo_broadcast_in_dim", "bcoo_concatenate", "bcoo_dynamic_slice", "bcoo_extract", "bcoo_getitem",
            "bcoo_reshape", "bcoo_rev", "bcoo_slice", "bcoo_squeeze", "bcoo_update_layout"]
@@ -99,6 +99,13 @@ def bcoo_slice(mat: BCOO, *, start_indices: Sequence[int], limit_indices: Sequen
     Entries outside the slice become padding; when more entries remain than the sliced sparse dimensions have
     positions, duplicates are summed to that many (``nse = prod(sparse shape)``), as in JAX.
     """
+    return _bcoo_slice(mat, start_indices=frozen(start_indices), limit_indices=frozen(limit_indices),
+                       strides=frozen(strides))
+
+
+@one_program("start_indices", "limit_indices", "strides")
+def _bcoo_slice(mat: BCOO, *, start_indices: Sequence[int], limit_indices: Sequence[int],
+                strides: Sequence[int] | None) -> BCOO:
     _check_bcoo(mat, "bcoo_slice")
     hint = " For traced start indices use bcoo_dynamic_slice."
     start = _static_ints(start_indices, "start_indices", "bcoo_slice", hint)
@@ -215,7 +222,11 @@ def bcoo_reshape(mat: BCOO, *, new_sizes: Sequence[int], dimensions: Sequence[in
     product is the batch size and one whose product is the batch times the sparse size (as in JAX; leading size-1
     dimensions join the batch group). ``sharding`` is accepted for JAX's signature and ignored (as in JAX).
     """
-    del sharding
+    return _bcoo_reshape(mat, new_sizes=frozen(new_sizes), dimensions=frozen(dimensions))
+
+
+@one_program("new_sizes", "dimensions")
+def _bcoo_reshape(mat: BCOO, *, new_sizes: Sequence[int], dimensions: Sequence[int] | None) -> BCOO:
     _check_bcoo(mat, "bcoo_reshape")
     sizes = _static_ints(new_sizes, "new_sizes", "bcoo_reshape")
     if any(n < 0 for n in sizes):
@@ -268,6 +279,11 @@ def bcoo_reshape(mat: BCOO, *, new_sizes: Sequence[int], dimensions: Sequence[in
 
 def bcoo_squeeze(arr: BCOO, *, dimensions: Sequence[int]) -> BCOO:
     """``arr`` without its size-1 ``dimensions`` (as ``jax.lax.squeeze``)."""
+    return _bcoo_squeeze(arr, dimensions=frozen(dimensions))
+
+
+@one_program("dimensions", pytrees=("arr",))
+def _bcoo_squeeze(arr: BCOO, *, dimensions: Sequence[int]) -> BCOO:
     _check_bcoo(arr, "bcoo_squeeze")
     dims = [_axis(d, arr.ndim, "bcoo_squeeze") for d in _static_ints(dimensions, "dimensions", "bcoo_squeeze")]
     if len(set(dims)) != len(dims):
@@ -300,6 +316,11 @@ def bcoo_squeeze(arr: BCOO, *, dimensions: Sequence[int]) -> BCOO:
 
 def bcoo_rev(operand: BCOO, dimensions: Sequence[int]) -> BCOO:
     """``operand`` reversed along ``dimensions`` (as ``jax.lax.rev``)."""
+    return _bcoo_rev(operand, dimensions=frozen(dimensions))
+
+
+@one_program("dimensions", pytrees=("operand",))
+def _bcoo_rev(operand: BCOO, *, dimensions: Sequence[int]) -> BCOO:
     _check_bcoo(operand, "bcoo_rev")
     dims = _static_ints(dimensions, "dimensions", "bcoo_rev")
     if len(set(dims)) != len(dims):
@@ -419,6 +440,11 @@ def bcoo_broadcast_in_dim(mat: BCOO, *, shape: Sequence[int], broadcast_dimensio
     new dimensions after the dense ones dense dimensions, and new sparse dimensions must have size 1. ``sharding``
     is accepted for JAX's signature and ignored (as in JAX)."""
     del sharding
+    return _bcoo_broadcast_in_dim(mat, shape=frozen(shape), broadcast_dimensions=frozen(broadcast_dimensions))
+
+
+@one_program("shape", "broadcast_dimensions")
+def _bcoo_broadcast_in_dim(mat: BCOO, *, shape: Sequence[int], broadcast_dimensions: Sequence[int]) -> BCOO:
     _check_bcoo(mat, "bcoo_broadcast_in_dim")
     shape = _static_ints(shape, "shape", "bcoo_broadcast_in_dim")
     dims = _static_ints(broadcast_dimensions, "broadcast_dimensions", "bcoo_broadcast_in_dim")
@@ -583,6 +609,14 @@ def bcoo_extract(sparr: BCOO, arr: Any, *, assume_unique: bool | None = None) ->
     ``assume_unique`` (default ``sparr.unique_indices``): when False, an index stored several times gets the value
     at its first entry and 0 at the others, so that ``todense`` of the result equals ``arr`` on the pattern."""
     _check_bcoo(sparr, "bcoo_extract")
+    data = _extracted_data(sparr, arr, assume_unique=assume_unique)
+    return BCOO((data, sparr.indices), shape=sparr.shape, indices_sorted=sparr.indices_sorted,
+                unique_indices=sparr.unique_indices)
+
+
+@one_program("assume_unique", pytrees=("sparr",))
+def _extracted_data(sparr: BCOO, arr: Any, *, assume_unique: bool | None) -> Any:
+    """The ``data`` of ``bcoo_extract(sparr, arr)`` (the result keeps ``sparr``'s own ``indices``)."""
     a = jnp.asarray(arr)
     if tuple(a.shape) != sparr.shape:
         raise ValueError(f"bcoo_extract: shape mismatch: sparr.shape={sparr.shape} but arr.shape={tuple(a.shape)}; "
@@ -598,9 +632,7 @@ def bcoo_extract(sparr: BCOO, arr: Any, *, assume_unique: bool | None = None) ->
         if not unique:
             data = _zero_where_dropped(data, _first_occurrences(indices))
         return data
-    data = _nest(one, sparr.n_batch)(sparr.indices, a)
-    return BCOO((data, sparr.indices), shape=sparr.shape, indices_sorted=sparr.indices_sorted,
-                unique_indices=sparr.unique_indices)
+    return _nest(one, sparr.n_batch)(sparr.indices, a)
 
 
 # --- indexing --------------------------------------------------------------------------------------------
@@ -655,6 +687,42 @@ def bcoo_getitem(mat: BCOO, idx: Any) -> BCOO:
     """``mat[idx]`` for integers, slices, ``None`` and ``Ellipsis`` (as JAX's ``BCOO.__getitem__``): a static slice
     (``bcoo_slice``; a traced integer makes it ``bcoo_dynamic_slice``), then a reverse for negative steps, a
     squeeze for integers and new axes for ``None``. The result is always a BCOO array (a 0-d one for a scalar)."""
+    key = _static_key(idx)
+    if key is None:  # index arrays, traced integers: op by op
+        return _bcoo_getitem(mat, idx)
+    return _static_getitem(mat, key=key)
+
+
+def _static_key(idx: Any) -> Any:
+    """A static basic index (Python integers, slices of them, None, Ellipsis) as a hashable key (see
+    :func:`_static_index`), else None. (A slice does not hash before Python 3.12.)"""
+    items = idx if type(idx) is tuple else (idx,)
+    key = []
+    for item in items:
+        if item is None or type(item) is int:
+            key.append(item)
+        elif item is Ellipsis:
+            key.append("...")
+        elif type(item) is slice and all(v is None or type(v) is int for v in (item.start, item.stop, item.step)):
+            key.append((item.start, item.stop, item.step))
+        else:
+            return None
+    return (type(idx) is tuple, tuple(key))
+
+
+def _static_index(key: Any) -> Any:
+    """The index of a :func:`_static_key`."""
+    is_tuple, items = key
+    idx = tuple(Ellipsis if k == "..." else slice(*k) if type(k) is tuple else k for k in items)
+    return idx if is_tuple else idx[0]
+
+
+@one_program("key")
+def _static_getitem(mat: BCOO, *, key: Any) -> BCOO:
+    return _bcoo_getitem(mat, _static_index(key))
+
+
+def _bcoo_getitem(mat: BCOO, idx: Any) -> BCOO:
     _check_bcoo(mat, "BCOO.__getitem__")
     if not all(map(_is_basic, idx if isinstance(idx, tuple) else (idx,))):
         return _gathering_getitem(mat, idx)

@@ -24,15 +24,21 @@ from ..core import dtypes
 from ..core.errors import ConcretizationTypeError
 from ..core.tracing import Tracer
 from ..core.tree_util import register_pytree_node_class
+from ..driver.array import Array
 from .base import JAXSparse, canonical_shape, mapped_nse_axis_error, static_int
 from .bcoo import (
     BCOO,
+    _distinct_count,
     _nest,
     _shape_for_leaves,
+    _stored_count,
     bcoo_dot_general,
     bcoo_eliminate_zeros,
     bcoo_fromdense,
     bcoo_sum_duplicates,
+    eager_now,
+    frozen_dimension_numbers,
+    one_program,
 )
 from .bcoo_structure import bcoo_broadcast_in_dim, bcoo_concatenate
 from .coo_csr import _buffers, _csr_rows, _index_dtype, _indptr_from_rows
@@ -257,6 +263,7 @@ def _check_products(mat: BCSR, where: str) -> None:
                                   "supported in kiln; build it with n_dense=0, or use .todense()")
 
 
+@one_program("sparse_left")
 def _matmul(mat: BCSR, other: Any, sparse_left: bool) -> Any:
     """``mat @ other`` or ``other @ mat`` (NumPy's matmul, batch axes of ``mat`` broadcast), as a dot_general."""
     where = "BCSR @ x" if sparse_left else "x @ BCSR"
@@ -306,6 +313,14 @@ def bcsr_fromdense(mat: Any, *, nse: int | None = None, n_batch: int = 0, n_dens
     of stored entries per batch element; by default the largest number of nonzeros, which needs a concrete ``mat``:
     under ``jit``/``vmap``/``grad`` pass ``nse=``.
     """
+    if (nse is None and type(mat) in (Array, np.ndarray) and type(n_batch) is int and type(n_dense) is int
+            and 0 <= n_batch and 0 <= n_dense and n_batch + n_dense <= mat.ndim and eager_now()):
+        nse = int(_stored_count(mat, n_batch=n_batch, n_dense=n_dense))
+    return _bcsr_fromdense(mat, nse=nse, n_batch=n_batch, n_dense=n_dense, index_dtype=index_dtype)
+
+
+@one_program("nse", "n_batch", "n_dense", "index_dtype", pytrees=(), nse_needed=True)
+def _bcsr_fromdense(mat: Any, *, nse: int | None, n_batch: int, n_dense: int, index_dtype: Any) -> BCSR:
     mat = jnp.asarray(mat)
     n_batch = static_int(n_batch, "n_batch", "bcsr_fromdense")
     n_dense = static_int(n_dense, "n_dense", "bcsr_fromdense")
@@ -325,6 +340,7 @@ def bcsr_fromdense(mat: Any, *, nse: int | None = None, n_batch: int = 0, n_dens
     return BCSR((coo.data, indices, indptr), shape=tuple(mat.shape))
 
 
+@one_program()
 def bcsr_todense(mat: BCSR) -> Any:
     """The dense array of ``mat`` (duplicates summed, padding entries dropped)."""
     if not isinstance(mat, BCSR):
@@ -349,6 +365,14 @@ def bcsr_dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: A
                      preferred_element_type: Any = None, out_sharding: Any = None) -> Any:
     """``lax.dot_general`` of a BCSR ``lhs`` and a dense ``rhs`` (as ``jax.experimental.sparse.bcsr_dot_general``);
     two dense operands go to ``lax.dot_general``. The result is dense."""
+    return _bcsr_dot_general(lhs, rhs, dimension_numbers=frozen_dimension_numbers(dimension_numbers),
+                             precision=precision, preferred_element_type=preferred_element_type,
+                             out_sharding=out_sharding)
+
+
+@one_program("dimension_numbers", "precision", "preferred_element_type", "out_sharding", pytrees=("lhs",))
+def _bcsr_dot_general(lhs: Any, rhs: Any, *, dimension_numbers: Any, precision: Any, preferred_element_type: Any,
+                      out_sharding: Any) -> Any:
     del out_sharding
     if not isinstance(rhs, JAXSparse) and not isinstance(lhs, JAXSparse):
         return lax.dot_general(lhs, rhs, dimension_numbers, precision=precision,
@@ -377,12 +401,32 @@ def bcsr_sum_duplicates(mat: BCSR, nse: int | None = None) -> BCSR:
 
     ``nse``: the number of entries of the result; by default the number needed, which needs a concrete ``mat``.
     """
+    if nse is None and isinstance(mat, BCSR) and eager_now(mat):
+        nse = int(_bcsr_distinct_count(mat, drop_zeros=False))
+    return _bcsr_sum_duplicates(mat, nse=nse)
+
+
+@one_program("nse", nse_needed=True)
+def _bcsr_sum_duplicates(mat: BCSR, *, nse: int | None) -> BCSR:
     _expect_bcsr(mat, "bcsr_sum_duplicates")
     return BCSR.from_bcoo(bcoo_sum_duplicates(mat.to_bcoo(), nse=nse))
 
 
+@one_program("drop_zeros")
+def _bcsr_distinct_count(mat: BCSR, *, drop_zeros: bool) -> Any:
+    """The ``nse`` that ``sum_duplicates`` needs (see bcoo's ``_distinct_count``)."""
+    return _distinct_count(mat.to_bcoo(), drop_zeros=drop_zeros)
+
+
 def bcsr_eliminate_zeros(mat: BCSR, nse: int | None = None) -> BCSR:
     """``mat`` without explicit zeros, duplicates summed (``BCSR.sum_duplicates(remove_zeros=True)``)."""
+    if nse is None and isinstance(mat, BCSR) and eager_now(mat):
+        nse = int(_bcsr_distinct_count(mat, drop_zeros=True))
+    return _bcsr_eliminate_zeros(mat, nse=nse)
+
+
+@one_program("nse", nse_needed=True)
+def _bcsr_eliminate_zeros(mat: BCSR, *, nse: int | None) -> BCSR:
     _expect_bcsr(mat, "bcsr_eliminate_zeros")
     return BCSR.from_bcoo(bcoo_eliminate_zeros(mat.to_bcoo(), nse=nse))
 

@@ -22,7 +22,7 @@ from .. import lax
 from .. import numpy as jnp
 from ..batching.api import vmap
 from ..core import dtypes
-from .bcoo import BCOO, bcoo_sum_duplicates
+from .bcoo import BCOO, bcoo_sum_duplicates, frozen_dimension_numbers, one_program
 
 __all__ = ["bcoo_dot_general_sampled", "bcoo_multiply_sparse", "bcoo_spdot_general"]
 
@@ -79,6 +79,7 @@ def _with_n_batch(mat: BCOO, n_batch: int) -> BCOO:
     return BCOO((data, indices), shape=mat.shape, unique_indices=mat.unique_indices)
 
 
+@one_program(pytrees=("lhs", "rhs"))
 def bcoo_multiply_sparse(lhs: BCOO, rhs: BCOO) -> BCOO:
     """The elementwise product of two BCOO arrays of one shape, a BCOO (as JAX's ``bcoo_multiply_sparse``).
 
@@ -180,6 +181,12 @@ def bcoo_spdot_general(lhs: BCOO, rhs: BCOO, *, dimension_numbers: Any, preferre
     element (a factor is 1 for an operand whose sparse axes are all contracted), duplicates summed and sorted,
     as JAX's.
     """
+    return _bcoo_spdot_general(lhs, rhs, dimension_numbers=frozen_dimension_numbers(dimension_numbers),
+                               preferred_element_type=preferred_element_type)
+
+
+@one_program("dimension_numbers", "preferred_element_type", pytrees=("lhs", "rhs"))
+def _bcoo_spdot_general(lhs: BCOO, rhs: BCOO, *, dimension_numbers: Any, preferred_element_type: Any) -> BCOO:
     where = "bcoo_spdot_general"
     for name, x in (("lhs", lhs), ("rhs", rhs)):
         if not isinstance(x, BCOO):
