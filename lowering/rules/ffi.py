@@ -23,6 +23,14 @@ def _scalar(value: np.generic) -> ir.Attribute:
     return ir.IntegerAttr.get(t, int(value))
 
 
+def output_operand_aliases(pairs, many_results: bool) -> ir.ArrayAttr:
+    """A custom call's ``output_operand_aliases``: for each ``(operand index, output index)``, the output is
+    written in the operand's buffer (XLA copies the operand first where it is still needed)."""
+    aliases = [f"#stablehlo.output_operand_alias<output_tuple_indices = [{o if many_results else ''}], "
+               f"operand_index = {i}, operand_tuple_indices = []>" for i, o in pairs]
+    return ir.ArrayAttr.get([ir.Attribute.parse(a) for a in aliases])
+
+
 def attribute(value) -> ir.Attribute:
     """An MLIR attribute for an FFI attribute value (as kept in the equation's parameters)."""
     unwrap = getattr(value, "unwrap", None)
@@ -73,9 +81,6 @@ def _ffi_call(ctx, eqn, *args):
     else:
         attrs["backend_config"] = ir.StringAttr.get(p["legacy_backend_config"] or "")
     if p["input_output_aliases"]:
-        many = len(result_types) > 1
-        aliases = [f"#stablehlo.output_operand_alias<output_tuple_indices = [{o if many else ''}], "
-                   f"operand_index = {i}, operand_tuple_indices = []>" for i, o in p["input_output_aliases"]]
-        attrs["output_operand_aliases"] = ir.ArrayAttr.get([ir.Attribute.parse(a) for a in aliases])
+        attrs["output_operand_aliases"] = output_operand_aliases(p["input_output_aliases"], len(result_types) > 1)
     op = ir.Operation.create("stablehlo.custom_call", results=result_types, operands=list(args), attributes=attrs)
     return list(op.results)

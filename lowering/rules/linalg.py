@@ -77,6 +77,7 @@ from ..hlo import (
 from ..module import LoweringError
 from ..registry import register
 from ..types import ranked_type
+from .ffi import output_operand_aliases
 
 # == LAPACK through typed-FFI custom calls ======================================================
 
@@ -106,9 +107,12 @@ def _layout_attr(layout: list[int]) -> ir.Attribute:
 
 
 def custom_call(name: str, operands: Sequence[V], matrix_operands: Sequence[bool],
-                results: Sequence[tuple[tuple[int, ...], np.dtype, bool]], attrs: dict[str, str]) -> list[V]:
+                results: Sequence[tuple[tuple[int, ...], np.dtype, bool]], attrs: dict[str, str],
+                overwrites: tuple[int, int] | None = None) -> list[V]:
     """A typed-FFI (api_version 4) custom call; ``results`` are ``(shape, dtype, is_matrix)``, ``attrs``
-    are one-character LAPACK options passed as ``ui8`` attributes."""
+    are one-character LAPACK options passed as ``ui8`` attributes. ``overwrites=(operand, result)``: the LAPACK
+    routine works in place, so the result is given the operand's buffer (as JAX's lowerings do: without it the
+    kernel copies the operand into a separate result buffer first)."""
     u8 = ir.IntegerType.get_unsigned(8)
     attributes = {
         "call_target_name": ir.StringAttr.get(name),
@@ -118,6 +122,8 @@ def custom_call(name: str, operands: Sequence[V], matrix_operands: Sequence[bool
         "result_layouts": ir.ArrayAttr.get([_layout_attr(_layout(len(s), m)) for s, _, m in results]),
         "backend_config": ir.DictAttr.get({k: ir.IntegerAttr.get(u8, ord(v)) for k, v in attrs.items()}),
     }
+    if overwrites is not None:
+        attributes["output_operand_aliases"] = output_operand_aliases([overwrites], len(results) > 1)
     created = op("stablehlo.custom_call", [x.v for x in operands], [ranked_type(s, d) for s, d, _ in results],
                  **attributes)
     return [V(r, s, d) for r, (s, d, _) in zip(created, results)]
@@ -142,7 +148,7 @@ def _cholesky(ctx, eqn, x_):
     target = _lapack(ctx, x.dtype, "potrf")
     if target is not None:
         out, info = custom_call(target, [x], [True], [(x.shape, x.dtype, True), (tuple(batch), np.int32, False)],
-                                {"uplo": "L"})
+                                {"uplo": "L"}, overwrites=(0, 0))
         lower = select(rows_iota(x.shape) >= cols_iota(x.shape), out, 0)
         return nan_where_not(info.eq(0), lower).v
     _no_portable("cholesky", x.dtype)
@@ -186,7 +192,7 @@ def _lu(ctx, eqn, x_):
     if target is not None:
         lu, ipiv, _info = custom_call(target, [x], [True],
                                       [(x.shape, x.dtype, True), ((*batch, k), np.int32, False),
-                                       (batch, np.int32, False)], {})
+                                       (batch, np.int32, False)], {}, overwrites=(0, 0))
         pivots = ipiv - 1  # LAPACK pivots are 1-based
         return [lu.v, pivots.v, _pivots_to_permutation(pivots, m).v]
     _no_portable("lu", x.dtype)
@@ -265,7 +271,7 @@ def _triangular_solve(ctx, eqn, a_, b_):
         (out,) = custom_call(target, [a, b], [True, True],
                              [(b.shape, b.dtype, True)],
                              {"side": "L" if p["left_side"] else "R", "uplo": "L" if p["lower"] else "U",
-                              "trans_x": trans, "diag": "U" if p["unit_diagonal"] else "N"})
+                              "trans_x": trans, "diag": "U" if p["unit_diagonal"] else "N"}, overwrites=(1, 0))
         return out.v
     _no_portable("triangular_solve", a.dtype)
     return _triangular_solve_portable(a, b, **p).v
@@ -315,14 +321,15 @@ def _qr(ctx, eqn, x_):
     geqrf = _lapack(ctx, x.dtype, "geqrf")
     orgqr = _lapack(ctx, x.dtype, "orgqr", "ungqr")
     if geqrf is not None and orgqr is not None:
-        a, tau = custom_call(geqrf, [x], [True], [(x.shape, x.dtype, True), ((*batch, k), x.dtype, False)], {})
+        a, tau = custom_call(geqrf, [x], [True], [(x.shape, x.dtype, True), ((*batch, k), x.dtype, False)], {},
+                             overwrites=(0, 0))
         if kq > n:  # complete Q of a tall matrix: orgqr on the reflectors padded with zero columns
             q_in = concat([a, full(0, (*batch, m, kq - n), x.dtype)], -1)
         elif kq < n:
             q_in = slice_(a, [0] * (len(batch) + 2), [*batch, m, kq])
         else:
             q_in = a
-        (q,) = custom_call(orgqr, [q_in, tau], [True, False], [(q_in.shape, x.dtype, True)], {})
+        (q,) = custom_call(orgqr, [q_in, tau], [True, False], [(q_in.shape, x.dtype, True)], {}, overwrites=(0, 0))
         r = select(rows_iota(a.shape) <= cols_iota(a.shape), a, 0)
         if kq < m:
             r = slice_(r, [0] * (len(batch) + 2), [*batch, kq, n])
@@ -379,7 +386,7 @@ def _eigh(ctx, eqn, x_):
     if target is not None:
         v, w, info = custom_call(target, [x], [True],
                                  [(x.shape, x.dtype, True), ((*batch, n), real, False), (batch, np.int32, False)],
-                                 {"uplo": "L" if lower else "U", "mode": "V"})
+                                 {"uplo": "L" if lower else "U", "mode": "V"}, overwrites=(0, 0))
         ok = info.eq(0)
         return [nan_where_not(ok, v).v, nan_where_not(ok, w).v]
     _no_portable("eigh", x.dtype)
@@ -511,7 +518,7 @@ def _svd(ctx, eqn, x_):
         _, s, u, vt, info = custom_call(
             target, [x], [True],
             [(x.shape, x.dtype, True), ((*batch, k), real, False), (u_shape, x.dtype, True),
-             (vt_shape, x.dtype, True), (batch, np.int32, False)], {"mode": mode})
+             (vt_shape, x.dtype, True), (batch, np.int32, False)], {"mode": mode}, overwrites=(0, 0))
         ok = info.eq(0)
         if not compute_uv:
             return [nan_where_not(ok, s).v]
@@ -641,6 +648,7 @@ def _schur(ctx, eqn, x_):
     ints = [(batch, np.int32, False), (batch, np.int32, False)]  # sdim, info
     results = [(x.shape, x.dtype, True), (x.shape, x.dtype, True)] + \
         ([vec, vec] if x.dtype.kind != "c" else [vec]) + ints
-    t, q, *_, info = custom_call(target, [x], [True], results, {"mode": "V" if vectors else "N", "sort": "N"})
+    t, q, *_, info = custom_call(target, [x], [True], results, {"mode": "V" if vectors else "N", "sort": "N"},
+                                 overwrites=(0, 0))
     ok = info.eq(0)
     return [nan_where_not(ok, t).v] + ([nan_where_not(ok, q).v] if vectors else [])
