@@ -517,10 +517,18 @@ def bcoo_fromdense(mat: Any, *, nse: int | None = None, n_batch: int = 0, n_dens
     concrete ``mat``: under ``jit``/``vmap``/``grad`` pass ``nse=``. When ``nse`` exceeds the nonzeros, the rest is
     padding (index ``shape``, data 0); when it is smaller, the last nonzeros are dropped.
     """
+    nse = stored_count_now(mat, nse, n_batch, n_dense)
+    return _bcoo_fromdense(mat, nse=nse, n_batch=n_batch, n_dense=n_dense, index_dtype=index_dtype)
+
+
+def stored_count_now(mat: Any, nse: Any, n_batch: Any, n_dense: Any) -> Any:
+    """``nse`` as given, or (None given, a concrete dense ``mat`` called eagerly with valid ``n_batch``/``n_dense``)
+    its number of nonzeros computed now by one program: the static ``nse`` a ``fromdense`` conversion needs.
+    Invalid options stay None, for the conversion's own error."""
     if (nse is None and type(mat) in (Array, np.ndarray) and type(n_batch) is int and type(n_dense) is int
             and 0 <= n_batch and 0 <= n_dense and n_batch + n_dense <= mat.ndim and eager_now()):
-        nse = int(_stored_count(mat, n_batch=n_batch, n_dense=n_dense))
-    return _bcoo_fromdense(mat, nse=nse, n_batch=n_batch, n_dense=n_dense, index_dtype=index_dtype)
+        return int(_stored_count(mat, n_batch=n_batch, n_dense=n_dense))
+    return nse
 
 
 @one_program("n_batch", "n_dense", pytrees=())

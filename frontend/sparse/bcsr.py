@@ -24,14 +24,12 @@ from ..core import dtypes
 from ..core.errors import ConcretizationTypeError
 from ..core.tracing import Tracer
 from ..core.tree_util import register_pytree_node_class
-from ..driver.array import Array
 from .base import JAXSparse, canonical_shape, mapped_nse_axis_error, static_int
 from .bcoo import (
     BCOO,
     _distinct_count,
     _nest,
     _shape_for_leaves,
-    _stored_count,
     bcoo_dot_general,
     bcoo_eliminate_zeros,
     bcoo_fromdense,
@@ -39,6 +37,7 @@ from .bcoo import (
     eager_now,
     frozen_dimension_numbers,
     one_program,
+    stored_count_now,
 )
 from .bcoo_structure import bcoo_broadcast_in_dim, bcoo_concatenate
 from .coo_csr import _buffers, _csr_rows, _index_dtype, _indptr_from_rows
@@ -313,9 +312,7 @@ def bcsr_fromdense(mat: Any, *, nse: int | None = None, n_batch: int = 0, n_dens
     of stored entries per batch element; by default the largest number of nonzeros, which needs a concrete ``mat``:
     under ``jit``/``vmap``/``grad`` pass ``nse=``.
     """
-    if (nse is None and type(mat) in (Array, np.ndarray) and type(n_batch) is int and type(n_dense) is int
-            and 0 <= n_batch and 0 <= n_dense and n_batch + n_dense <= mat.ndim and eager_now()):
-        nse = int(_stored_count(mat, n_batch=n_batch, n_dense=n_dense))
+    nse = stored_count_now(mat, nse, n_batch, n_dense)
     return _bcsr_fromdense(mat, nse=nse, n_batch=n_batch, n_dense=n_dense, index_dtype=index_dtype)
 
 
