@@ -226,6 +226,22 @@ def _wait_for_turn(limit: int) -> None:
         _wait(oldest)
 
 
+def wait_for_mesh_executions() -> None:
+    """Wait until no mesh execution with collectives is in flight. Run before the distributed runtime shuts down
+    (explicitly or at exit): a program's result is read from one device, while another of this process's devices
+    may still be setting up its collective with the other processes through the coordination service; once the
+    service or a peer has gone, that device waits for ever, and the process hangs at exit."""
+    while True:
+        with _in_flight_lock:
+            if not _in_flight:
+                return
+            oldest = _in_flight.popleft()
+        _wait(oldest)
+
+
+distributed.before_shutdown.append(wait_for_mesh_executions)
+
+
 def _wait(handle: Any) -> None:
     """Wait for an execution, by its token or an output buffer (a deleted one, donated since, no longer can)."""
     if type(handle) is Buffer and handle.is_deleted():

@@ -92,6 +92,15 @@ def _replicator(mesh: Mesh) -> Any:
     return jit(_identity, out_shardings=NamedSharding(mesh, PartitionSpec()))
 
 
+def _host_copy(gathered: Array) -> np.ndarray:
+    """A replicated result of a cross-process program as a NumPy array, once every local device's part of the
+    program has run. Reading it waits for one device only: another's collective (a group of the other devices)
+    could still be in flight when this process moves on, and if the processes then exit, it waits forever for peers
+    that have gone (a hang at exit)."""
+    gathered.block_until_ready()
+    return np.asarray(gathered)
+
+
 def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
     """Every process's values of ``in_tree`` (host or kiln arrays), as NumPy arrays on every process: stacked
     along a new leading axis in process order, or concatenated along axis 0 with ``tiled``. An array laid out
@@ -101,9 +110,9 @@ def process_allgather(in_tree: Any, tiled: bool = False) -> Any:
 
     def one(x):
         if hasattr(x, "is_fully_addressable") and not x.is_fully_addressable:
-            return np.asarray(_replicator(x.sharding.mesh)(x))
+            return _host_copy(_replicator(x.sharding.mesh)(x))
         stacked = placement.make_array_from_process_local_data(rows, np.asarray(x)[None])
-        out = np.asarray(_replicator(mesh)(stacked))
+        out = _host_copy(_replicator(mesh)(stacked))
         return out.reshape((-1,) + out.shape[2:]) if tiled and out.ndim > 1 else out
     return tree_util.tree_map(one, in_tree)
 

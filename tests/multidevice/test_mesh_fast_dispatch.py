@@ -184,3 +184,17 @@ def test_direct_launch_of_mesh_programs_without_cpp_dispatch(run_py):
         assert float(total) == xs.sum() and y.sharding == NamedSharding(mesh, P("i"))
         print("OK")
     """, env={"KILN_NUM_CPU_DEVICES": "8", "KILN_PLATFORMS": "cpu", "KILN_CPP_DISPATCH": "0"}, timeout=120)
+
+
+def test_shutting_down_the_distributed_runtime_first_waits_for_mesh_executions(mesh):
+    """Before the distributed runtime shuts down (at exit too), every mesh execution with collectives still in
+    flight is waited for: another process's collective may still need this one's devices and the coordination
+    service (two processes otherwise hung at exit, tests/distributed/test_multihost_utils_more.py)."""
+    assert runtime.sharded.wait_for_mesh_executions in runtime.distributed.before_shutdown
+    x = _put(np.arange(8, dtype=np.float32), mesh, "data")
+    total = kiln.jit(lambda v: v.sum())
+    outs = [total(x + i) for i in range(3)]
+    runtime.sharded.wait_for_mesh_executions()
+    assert not runtime.sharded._in_flight
+    assert all(runtime.is_ready(o._buf) for o in outs)
+    np.testing.assert_array_equal([float(o) for o in outs], [28.0 + 8 * i for i in range(3)])
