@@ -389,28 +389,28 @@ class BCOO(JAXSparse):
 
     # Through ``sparsify``, as JAX defines them: sparse + sparse stores both sets of entries, sparse + dense is dense.
     def __abs__(self) -> BCOO:
-        return _sparsified(jnp.abs)(self)
+        return _sparsified_abs(self)
 
     def __add__(self, other: Any) -> Any:
-        return _sparsified(jnp.add)(self, other)
+        return _sparsified_binary(self, other, "add")
 
     def __radd__(self, other: Any) -> Any:
-        return _sparsified(jnp.add)(other, self)
+        return _sparsified_binary(other, self, "add")
 
     def __sub__(self, other: Any) -> Any:
-        return _sparsified(jnp.subtract)(self, other)
+        return _sparsified_binary(self, other, "subtract")
 
     def __rsub__(self, other: Any) -> Any:
-        return _sparsified(jnp.subtract)(other, self)
+        return _sparsified_binary(other, self, "subtract")
 
     def __pow__(self, other: Any) -> Any:
-        return _sparsified(lambda x: jnp.power(x, other))(self)
+        return _sparsified_power(self, other)
 
     def __rpow__(self, other: Any) -> Any:
-        return _sparsified(jnp.power)(other, self)
+        return _sparsified_binary(other, self, "power")
 
     def __rtruediv__(self, other: Any) -> Any:
-        return _sparsified(jnp.divide)(other, self)
+        return _sparsified_binary(other, self, "divide")
 
     # --- structure (bcoo_structure.py imports this module: its functions are imported when called) ---------
     def reshape(self, *shape: Any, order: str = "C") -> BCOO:
@@ -459,6 +459,24 @@ def _sparse_matmul(lhs: BCOO, rhs: BCOO) -> BCOO:
 def _sparsified(fn: Any) -> Any:
     from .transform import sparsify  # transform imports this module: imported when called
     return sparsify(fn)
+
+
+# BCOO's operators, sparsified ``kiln.numpy`` functions: called eagerly, each one compiled program per signature (the
+# sparse rules keep nse static, so the program's result is the one sparsify computes op by op), not a trace of the
+# function and an interpretation of it at every call.
+@one_program("op", pytrees=("x", "y"), dense_ok=True)
+def _sparsified_binary(x: Any, y: Any, op: str) -> Any:
+    return _sparsified(getattr(jnp, op))(x, y)
+
+
+@one_program()
+def _sparsified_abs(mat: BCOO) -> BCOO:
+    return _sparsified(jnp.abs)(mat)
+
+
+@one_program("exponent")
+def _sparsified_power(mat: BCOO, exponent: Any) -> BCOO:
+    return _sparsified(lambda x: jnp.power(x, exponent))(mat)
 
 
 def _reshape_sizes(shape: Sequence[Any], old: tuple) -> tuple:

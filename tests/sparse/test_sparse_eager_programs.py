@@ -216,3 +216,21 @@ def test_bcsr(programs):
     np.testing.assert_array_equal(_value(out), m)
     with pytest.raises(TypeError, match="bcsr_todense: expected a BCSR array, got ndarray"):
         sparse.bcsr_todense(m)
+
+
+def test_operators_through_sparsify(programs):
+    """``A + B``, ``A - B``, ``abs(A)``, ``A ** 2`` and dense or scalar operands: sparsify of the dense function,
+    one program per signature (the sparse rules keep nse static)."""
+    m, a = _sparse((6, 9), seed=3)
+    n_, b = _sparse((6, 9), seed=4)
+    d = knp.asarray(RNG.standard_normal((6, 9)).astype(np.float32))
+    cases = [(lambda: a + b, m + n_), (lambda: a - b, m - n_), (lambda: abs(a), np.abs(m)),
+             (lambda: a ** 2, m ** 2), (lambda: a + d, m + np.asarray(d)), (lambda: d - a, np.asarray(d) - m)]
+    for fn, want in cases:
+        out, n = programs(fn)
+        assert n == 1
+        np.testing.assert_allclose(_value(out), want, rtol=1e-6, atol=1e-6)
+        assert programs(fn)[1] == 0  # the same signature again: no new program
+    s = a + b
+    assert isinstance(s, BCOO) and s.nse == a.nse + b.nse  # both operands' entries stored, as JAX's
+    assert type(a ** 3) is BCOO and programs(lambda: a ** 3)[1] == 0  # (compiled by the call before)
