@@ -40,6 +40,7 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
     spd6 = fw.put(np.eye(6, dtype=np.float32) * 6 + np.ones((6, 6), np.float32))
     b6 = fw.put(rng.standard_normal((6, 2), dtype=np.float32))
     lu6 = sla.lu_factor(m6)
+    cho6 = sla.cho_factor(spd6)
     d6, e5 = fw.put(rng.standard_normal(6, dtype=np.float32)), fw.put(rng.standard_normal(5, dtype=np.float32))
     return {
         # indexing and updates
@@ -100,6 +101,16 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
         "scipy.linalg.block_diag": lambda: sla.block_diag(m6, spd6),
         "scipy.linalg.convolution_matrix": lambda: sla.convolution_matrix(d6, 4),
         "linalg.lstsq": lambda: np_.linalg.lstsq(m6, b6),
+        "scipy.linalg.lu_factor": lambda: sla.lu_factor(m6), "scipy.linalg.cho_factor": lambda: sla.cho_factor(spd6),
+        "scipy.linalg.cho_solve": lambda: sla.cho_solve(cho6, b6), "scipy.linalg.qr": lambda: sla.qr(m6),
+        "scipy.linalg.svd": lambda: sla.svd(m6), "scipy.linalg.eigh": lambda: sla.eigh(spd6),
+        "scipy.linalg.inv": lambda: sla.inv(m6), "scipy.linalg.det": lambda: sla.det(m6),
+        "scipy.linalg.solve": lambda: sla.solve(m6, b6),
+        "scipy.linalg.solve_triangular": lambda: sla.solve_triangular(spd6, b6, lower=True),
+        "scipy.linalg.schur": lambda: sla.schur(m6), "scipy.linalg.hessenberg": lambda: sla.hessenberg(m6),
+        "scipy.linalg.polar": lambda: sla.polar(spd6), "scipy.linalg.sqrtm": lambda: sla.sqrtm(spd6),
+        "scipy.linalg.toeplitz": lambda: sla.toeplitz(d6), "scipy.linalg.circulant": lambda: sla.circulant(d6),
+        "scipy.linalg.hankel": lambda: sla.hankel(d6), "scipy.linalg.qr_multiply": lambda: sla.qr_multiply(m6, b6.T),
         # transformations called eagerly (no jit around them)
         "grad(sum of sin)": lambda: grad_sin(x), "vmap(dot)": lambda: vmap_dot(m, m),
         "value_and_grad(mean sq)": lambda: vg_mean(x), "jvp(tanh)": lambda: top.jvp(np_.tanh, (x,), (x,)),

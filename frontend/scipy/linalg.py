@@ -87,6 +87,11 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
     """Solve ``a x = b`` given ``(c, lower) = cho_factor(a)``."""
     del overwrite_b, check_finite
     c, lower = c_and_lower
+    return _cho_solve(c, b, lower=bool(lower))
+
+
+@eager_jit("lower")
+def _cho_solve(c, b, *, lower: bool):
     c, b = _inexact("cho_solve", c, b)
     _square("cho_solve", c, "c")
     c, bb, vector = _columns("cho_solve", c, b)
@@ -101,6 +106,7 @@ def cho_solve(c_and_lower, b, overwrite_b: bool = False, check_finite: bool = Tr
 
 # -- LU ---------------------------------------------------------------------------------------------
 
+@eager_jit("overwrite_a", "check_finite")
 def lu_factor(a, overwrite_a: bool = False, check_finite: bool = True):
     """``(lu, piv)``: L (unit diagonal, implied) and U packed in one matrix, and the 0-based row swaps
     (row ``i`` was swapped with row ``piv[i]``), as LAPACK's getrf."""
@@ -175,6 +181,7 @@ def lu(a, permute_l: bool = False, overwrite_a: bool = False, check_finite: bool
 
 # -- QR, SVD, eigh ----------------------------------------------------------------------------------
 
+@eager_jit("overwrite_a", "lwork", "mode", "pivoting", "check_finite")
 def qr(a, overwrite_a: bool = False, lwork: Any = None, mode: str = "full", pivoting: bool = False,
        check_finite: bool = True):
     """QR decomposition: ``(q, r)`` (mode 'full' or 'economic') or ``(r,)`` (mode 'r', full ``r``)."""
@@ -192,6 +199,7 @@ def qr(a, overwrite_a: bool = False, lwork: Any = None, mode: str = "full", pivo
     return (r,) if mode == "r" else (q, r)
 
 
+@eager_jit("mode", "pivoting", "conjugate", "overwrite_a", "overwrite_c")
 def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bool = False,
                 overwrite_a: bool = False, overwrite_c: bool = False):
     """``(c @ q, r)`` (mode 'right') or ``(q @ c, r)`` (mode 'left') for the economic QR of ``a``."""
@@ -210,6 +218,7 @@ def qr_multiply(a, c, mode: str = "right", pivoting: bool = False, conjugate: bo
     return (qc[..., 0] if c.ndim == 1 else qc), r
 
 
+@eager_jit("full_matrices", "compute_uv", "overwrite_a", "check_finite", "lapack_driver")
 def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: bool = False,
         check_finite: bool = True, lapack_driver: str = "gesdd"):
     """Singular value decomposition ``(u, s, vh)`` (only ``s`` with ``compute_uv=False``)."""
@@ -219,6 +228,8 @@ def svd(a, full_matrices: bool = True, compute_uv: bool = True, overwrite_a: boo
     return _nla.svd(a, full_matrices=full_matrices, compute_uv=compute_uv)
 
 
+@eager_jit("lower", "eigvals_only", "overwrite_a", "overwrite_b", "turbo", "eigvals", "type",
+           "check_finite")
 def eigh(a, b=None, lower: bool = True, eigvals_only: bool = False, overwrite_a: bool = False,
          overwrite_b: bool = False, turbo: bool = True, eigvals=None, type: int = 1, check_finite: bool = True):
     """Eigenvalues (ascending) and eigenvectors ``(w, v)`` of a Hermitian matrix (``w`` alone with
@@ -283,6 +294,7 @@ def det(a, overwrite_a: bool = False, check_finite: bool = True):
 
 # -- Solvers ----------------------------------------------------------------------------------------
 
+@eager_jit("lower", "overwrite_a", "overwrite_b", "debug", "check_finite", "assume_a")
 def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: bool = False, debug: bool = False,
           check_finite: bool = True, assume_a: str = "gen"):
     """Solve ``a x = b``. ``assume_a='pos'`` uses a Cholesky factorization (``a`` positive definite, its
@@ -295,12 +307,13 @@ def solve(a, b, lower: bool = False, overwrite_a: bool = False, overwrite_b: boo
     _square("solve", a)
     if assume_a == "pos":
         c = lax_linalg.cholesky(a if lower else _mH(a))
-        return cho_solve((c, True), b)
+        return _cho_solve(c, b, lower=True)
     a, bb, vector = _columns("solve", a, b)
     x = _nla.solve(a, bb)
     return x[..., 0] if vector else x
 
 
+@eager_jit("trans", "lower", "unit_diagonal", "overwrite_b", "debug", "check_finite")
 def solve_triangular(a, b, trans: int | str = 0, lower: bool = False, unit_diagonal: bool = False,
                      overwrite_b: bool = False, debug: Any = None, check_finite: bool = True):
     """Solve ``op(a) x = b`` for triangular ``a``; ``trans``: 0/'N' (``a``), 1/'T' (``a^T``), 2/'C' (``a^H``)."""
@@ -402,6 +415,7 @@ def expm_frechet(A, E, *, method: str | None = None, compute_expm: bool = True):
     return (big[..., :n, :n], L) if compute_expm else L
 
 
+@eager_jit("side", "method", "eps", "max_iterations")
 def polar(a, side: str = "right", *, method: str = "qdwh", eps: float | None = None,
           max_iterations: int | None = None):
     """The polar decomposition ``a = u p`` (``side='right'``) or ``a = p u`` ('left'): ``u`` unitary, ``p``
@@ -426,6 +440,7 @@ def polar(a, side: str = "right", *, method: str = "qdwh", eps: float | None = N
 
 # -- Schur-based functions (LAPACK gees/geev on the CPU) ---------------------------------------------
 
+@eager_jit("output")
 def schur(a, output: str = "real"):
     """The Schur decomposition ``a = Z T Z^H``: returns ``(T, Z)``, ``Z`` unitary.
 
@@ -675,6 +690,7 @@ def _solve_sylvester(A, B, C, method, tol):
     return jnp.where(singular[..., None, None], np.nan, X)
 
 
+@eager_jit("calc_q", "overwrite_a", "check_finite")
 def hessenberg(a, *, calc_q: bool = False, overwrite_a: bool = False, check_finite: bool = True):
     """The Hessenberg form ``a = Q H Q^H`` (``H`` zero below the first subdiagonal): ``H``, or ``(H, Q)``
     when ``calc_q``. Householder reflections with LAPACK ``gehrd``'s conventions, built from kiln

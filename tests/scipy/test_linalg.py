@@ -263,8 +263,9 @@ def _compiles() -> int:
 
 
 def test_eager_calls_run_one_compiled_program(x64, primitive_runs):
-    """expm, expm_frechet, cholesky, lu, lu_solve, eigh_tridiagonal, block_diag and convolution_matrix called
-    eagerly run as one compiled program per signature (JAX jits them), with SciPy's values."""
+    """expm, expm_frechet, cholesky, lu, lu_factor, lu_solve, cho_solve, solve, solve_triangular, qr, svd, eigh,
+    polar, hessenberg, schur, eigh_tridiagonal, block_diag and convolution_matrix called eagerly run as one compiled
+    program per signature (JAX jits them), with SciPy's values."""
     M = kiln.numpy.asarray(A[:3, :3] * 0.7)
     S = kiln.numpy.asarray(A[:3, :3] @ A[:3, :3].T + 3 * np.eye(3))
     Bk = kiln.numpy.asarray(B[:3])
@@ -283,6 +284,19 @@ def test_eager_calls_run_one_compiled_program(x64, primitive_runs):
          lambda: sl.eigh_tridiagonal(np.asarray(v), np.asarray(e), eigvals_only=True)),
         (lambda: kl.block_diag(M, v), lambda: sl.block_diag(m, np.asarray(v))),
         (lambda: kl.convolution_matrix(v, 4, "same"), lambda: sl.convolution_matrix(np.asarray(v), 4, "same")),
+        (lambda: kl.lu_factor(M)[0], lambda: sl.lu_factor(m)[0]),
+        (lambda: kl.cho_solve(kl.cho_factor(S, lower=True), Bk), lambda: sl.cho_solve(sl.cho_factor(s_, lower=True),
+                                                                                    B[:3])),
+        (lambda: kl.solve(M, Bk), lambda: sl.solve(m, B[:3])),
+        (lambda: kl.solve(S, v, assume_a="pos"), lambda: sl.solve(s_, np.asarray(v), assume_a="pos")),
+        (lambda: kl.solve_triangular(S, Bk, trans="T", lower=True),
+         lambda: sl.solve_triangular(s_, B[:3], trans="T", lower=True)),
+        (lambda: kl.qr(M, mode="r")[0], lambda: sl.qr(m, mode="r")[0]),
+        (lambda: kl.svd(M, compute_uv=False), lambda: sl.svd(m, compute_uv=False)),
+        (lambda: kl.eigh(S, eigvals_only=True), lambda: sl.eigh(s_, eigvals_only=True)),
+        (lambda: kl.polar(S)[1], lambda: sl.polar(s_)[1]),
+        (lambda: kl.hessenberg(M), lambda: sl.hessenberg(m)),
+        (lambda: kl.schur(S)[0], lambda: sl.schur(s_)[0]),  # (symmetric: a diagonal T, unique up to order)
     ]
     primitive_runs.clear()
     for i, (ours, theirs) in enumerate(cases):
