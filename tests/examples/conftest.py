@@ -10,6 +10,7 @@ import sys
 import pytest
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "examples"
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # ported.py, the helper beside the tests
 
 
 def _backend_args() -> tuple[str, ...]:

@@ -7,9 +7,6 @@ the two libraries agree: the same PRNG draws bit for bit, parameters after a few
 """
 from __future__ import annotations
 
-import importlib.util
-import pathlib
-import re
 import types
 
 import numpy as np
@@ -17,27 +14,15 @@ import pytest
 
 jax_lib = pytest.importorskip("jax")
 import jax.example_libraries.optimizers as jax_optimizers  # noqa: E402
+from ported import load  # noqa: E402
 
 import kiln  # noqa: E402
 from kiln.example_libraries import optimizers as kiln_optimizers  # noqa: E402
 
-PORTED = pathlib.Path(__file__).resolve().parent / "jax_ported"
-TO_JAX = [(r"^import kiln as jax$", "import jax"), (r"^import kiln\.", "import jax."), (r"^from kiln\.", "from jax."),
-          (r"^from kiln import", "from jax import")]
-
 
 def _both(name: str) -> tuple[types.ModuleType, types.ModuleType]:
     """(the kiln port, the same source with JAX's imports)."""
-    spec = importlib.util.spec_from_file_location(f"kiln_{name}", PORTED / f"{name}.py")
-    kiln_mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(kiln_mod)
-    source = (PORTED / f"{name}.py").read_text()
-    for pattern, replacement in TO_JAX:
-        source = re.sub(pattern, replacement, source, flags=re.M)
-    assert "kiln" not in re.sub(r"#.*", "", source)
-    jax_mod = types.ModuleType(f"jax_{name}")
-    exec(compile(source, f"jax_{name}.py", "exec"), jax_mod.__dict__)
-    return kiln_mod, jax_mod
+    return load(name), load(name, "jax")
 
 
 def _data(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:

@@ -8,12 +8,11 @@ parameters, shapes, and the same numbers again for the same key. The oracles are
 """
 from __future__ import annotations
 
-import importlib.util
 import itertools
-import pathlib
 
 import numpy as np
 import pytest
+from ported import load
 
 import kiln as jax
 import kiln.numpy as jnp
@@ -21,15 +20,6 @@ from kiln import grad, jit, lax, random
 from kiln.example_libraries import optimizers
 from kiln.sharding import AxisType, NamedSharding
 from kiln.sharding import PartitionSpec as P
-
-PORTED = pathlib.Path(__file__).resolve().parent / "jax_ported"
-
-
-def _load(name: str):
-    spec = importlib.util.spec_from_file_location(f"jax_ported_{name}", PORTED / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def _mnist_like(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -58,7 +48,7 @@ def _leaves(tree) -> list[np.ndarray]:
 
 def test_mnist_classifier():
     """examples/mnist_classifier.py: stax MLP, optimizers.momentum, jit(grad)."""
-    ex = _load("mnist_classifier")
+    ex = load("mnist_classifier")
     images, labels = _mnist_like(96)
 
     def train(key, steps=4):
@@ -91,7 +81,7 @@ def test_mnist_classifier():
 
 def test_mnist_classifier_fromscratch():
     """examples/mnist_classifier_fromscratch.py: NumPy-initialised tanh MLP, logsumexp, plain SGD under jit."""
-    ex = _load("mnist_classifier_fromscratch")
+    ex = load("mnist_classifier_fromscratch")
     images, labels = _mnist_like(64, seed=1)
     step_size = 0.01
 
@@ -128,7 +118,7 @@ def test_mnist_classifier_fromscratch():
 
 def test_mnist_vae():
     """examples/mnist_vae.py: stax FanOut/parallel encoder, random.bernoulli binarisation, fori_loop epochs."""
-    ex = _load("mnist_vae")
+    ex = load("mnist_vae")
     train_images, _ = _mnist_like(64, seed=2)
     test_images, _ = _mnist_like(32, seed=3)
     batch_size, nrow, ncol = 16, 2, 3
@@ -189,7 +179,7 @@ def test_mnist_vae():
 
 def test_differentially_private_sgd():
     """examples/differentially_private_sgd.py: vmap of a clipped per-example grad over a conv net, noised sums."""
-    ex = _load("differentially_private_sgd")
+    ex = load("differentially_private_sgd")
     images, labels = _mnist_like(6, seed=4)
     key = random.key(0)
     _, params = ex.init_random_params(key, (-1, 28, 28, 1))
@@ -241,7 +231,7 @@ def test_differentially_private_sgd():
 
 def test_advi():
     """examples/advi.py: vmap over split keys of an ELBO of scipy.stats.norm.logpdf, momentum on its gradient."""
-    ex = _load("advi")
+    ex = load("advi")
     num_samples = 40  # the script's (with 8 the fit diverges to nan, under JAX too)
 
     @jit
@@ -290,7 +280,7 @@ def test_advi():
 
 def test_spmd_mnist_classifier_fromscratch():
     """examples/spmd_mnist_classifier_fromscratch.py: an Explicit data mesh, donated replicated parameters."""
-    ex = _load("spmd_mnist_classifier_fromscratch")
+    ex = load("spmd_mnist_classifier_fromscratch")
     n = jax.device_count()
     images, labels = _mnist_like(16 * n, seed=5)
     mesh = jax.make_mesh((n,), ("batch",), axis_types=(AxisType.Explicit,))

@@ -1,0 +1,30 @@
+"""Loading JAX's example scripts ported to kiln (tests/examples/jax_ported/): under kiln as they are, or the same
+source with JAX's imports put back (for the tests that compare the two libraries where JAX is installed)."""
+from __future__ import annotations
+
+import importlib.util
+import pathlib
+import re
+import types
+
+PORTED = pathlib.Path(__file__).resolve().parent / "jax_ported"
+# The ports change only imports: these patterns put JAX's back.
+TO_JAX = [(r"^import kiln as jax$", "import jax"), (r"^import kiln\.", "import jax."), (r"^from kiln\.", "from jax."),
+          (r"^from kiln import", "from jax import")]
+
+
+def load(name: str, lib: str = "kiln") -> types.ModuleType:
+    """The port ``jax_ported/NAME.py`` under kiln, or (``lib="jax"``) the same source with JAX's imports."""
+    if lib == "kiln":
+        spec = importlib.util.spec_from_file_location(f"jax_ported_{name}", PORTED / f"{name}.py")
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    source = (PORTED / f"{name}.py").read_text()
+    for pattern, replacement in TO_JAX:
+        source = re.sub(pattern, replacement, source, flags=re.M)
+    assert "kiln" not in re.sub(r"#.*", "", source)
+    module = types.ModuleType(f"jax_{name}")
+    module.__file__ = str(PORTED / f"{name}.py")
+    exec(compile(source, f"jax_{name}.py", "exec"), module.__dict__)
+    return module
