@@ -41,6 +41,10 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
     b6 = fw.put(rng.standard_normal((6, 2), dtype=np.float32))
     lu6 = sla.lu_factor(m6)
     cho6 = sla.cho_factor(spd6)
+    xs = fw.put(np.arange(16, dtype=np.float32))
+    qkv = fw.put(rng.standard_normal((2, 4, 2, 8), dtype=np.float32))
+    stats = __import__(f"{fw.name}.scipy.stats", fromlist=["stats"])
+    signal = __import__(f"{fw.name}.scipy.signal", fromlist=["signal"])
     d6, e5 = fw.put(rng.standard_normal(6, dtype=np.float32)), fw.put(rng.standard_normal(5, dtype=np.float32))
     return {
         # indexing and updates
@@ -111,6 +115,34 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
         "scipy.linalg.polar": lambda: sla.polar(spd6), "scipy.linalg.sqrtm": lambda: sla.sqrtm(spd6),
         "scipy.linalg.toeplitz": lambda: sla.toeplitz(d6), "scipy.linalg.circulant": lambda: sla.circulant(d6),
         "scipy.linalg.hankel": lambda: sla.hankel(d6), "scipy.linalg.qr_multiply": lambda: sla.qr_multiply(m6, b6.T),
+        # more kiln.numpy / scipy / nn functions (some jitted whole in JAX)
+        "fft.fft": lambda: np_.fft.fft(x), "fft.rfft": lambda: np_.fft.rfft(x), "fft.fft2": lambda: np_.fft.fft2(m),
+        "interp": lambda: np_.interp(x, xs, x), "polyval": lambda: np_.polyval(x[:4], x),
+        "searchsorted": lambda: np_.searchsorted(xs, x), "histogram": lambda: np_.histogram(x, 4)[0],
+        "convolve": lambda: np_.convolve(x, x[:4]), "correlate": lambda: np_.correlate(x, x[:4]),
+        "cov": lambda: np_.cov(m[:4]), "corrcoef": lambda: np_.corrcoef(m[:4]), "median": lambda: np_.median(x),
+        "percentile": lambda: np_.percentile(x, 30.0), "nanmean": lambda: np_.nanmean(x),
+        "kron": lambda: np_.kron(x[:4], x[:4]),
+        "trapezoid": lambda: np_.trapezoid(x), "cross": lambda: np_.cross(x[:3], x[3:6]),
+        "gradient": lambda: np_.gradient(x), "roll": lambda: np_.roll(x, 3), "rot90": lambda: np_.rot90(m),
+        "tril": lambda: np_.tril(m), "vander": lambda: np_.vander(x[:4]),
+        "unique(size=)": lambda: np_.unique(ints, size=4),
+        "ediff1d": lambda: np_.ediff1d(x), "logaddexp": lambda: np_.logaddexp(x, x), "hypot": lambda: np_.hypot(x, x),
+        "sinc": lambda: np_.sinc(x), "nan_to_num": lambda: np_.nan_to_num(x), "allclose": lambda: np_.allclose(x, x),
+        "isclose": lambda: np_.isclose(x, x), "argwhere(size=)": lambda: np_.argwhere(x > 0, size=4),
+        "linalg.inv": lambda: np_.linalg.inv(m6), "linalg.eigh": lambda: np_.linalg.eigh(spd6),
+        "linalg.svd": lambda: np_.linalg.svd(m6), "linalg.slogdet": lambda: np_.linalg.slogdet(m6),
+        "special.logsumexp": lambda: special.logsumexp(x), "special.xlogy": lambda: special.xlogy(x, x),
+        "special.entr": lambda: special.entr(x), "special.gammainc": lambda: special.gammainc(xs + 1, xs + 1),
+        "special.betainc": lambda: special.betainc(xs + 1, xs + 1, xs / 16),
+        "special.ndtri": lambda: special.ndtri(xs / 16), "special.hyp1f1": lambda: special.hyp1f1(xs + 1, xs + 2, x),
+        "special.zeta": lambda: special.zeta(xs + 2, xs + 1), "special.gamma": lambda: special.gamma(xs + 1),
+        "stats.norm.logpdf": lambda: stats.norm.logpdf(x), "stats.norm.cdf": lambda: stats.norm.cdf(x),
+        "signal.convolve": lambda: signal.convolve(x, x[:4]),
+        "signal.fftconvolve": lambda: signal.fftconvolve(x, x[:4]),
+        "nn.silu": lambda: nn.silu(x), "nn.softplus": lambda: nn.softplus(x), "nn.elu": lambda: nn.elu(x),
+        "nn.standardize": lambda: nn.standardize(m), "nn.glu": lambda: nn.glu(m),
+        "nn.dot_product_attention": lambda: nn.dot_product_attention(qkv, qkv, qkv),
         # transformations called eagerly (no jit around them)
         "grad(sum of sin)": lambda: grad_sin(x), "vmap(dot)": lambda: vmap_dot(m, m),
         "value_and_grad(mean sq)": lambda: vg_mean(x), "jvp(tanh)": lambda: top.jvp(np_.tanh, (x,), (x,)),

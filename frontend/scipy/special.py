@@ -176,12 +176,14 @@ def gammasgn(x):
     return jnp.where(nan, np.nan, jnp.where(minus, -1.0, 1.0)).astype(x.dtype)
 
 
+@one_program_eagerly
 def gamma(x):
     """The gamma function (real inputs), ``gammasgn(x) * exp(gammaln(x))``."""
     (x,) = _args("kiln.scipy.special.gamma", x)
     return gammasgn(x) * jnp.exp(lax.lgamma(x))
 
 
+@one_program_eagerly
 def loggamma(x):
     """The log of the gamma function for real ``x > 0`` (NaN for ``x <= 0``; complex input is not supported)."""
     (x,) = _args("kiln.scipy.special.loggamma", x)
@@ -300,6 +302,7 @@ def gammaincc(a, x):
 
 
 
+@one_program_eagerly
 def betainc(a, b, x):
     """The regularized incomplete beta function ``I_x(a, b)`` (``a, b > 0``, ``0 <= x <= 1``).
 
@@ -342,6 +345,7 @@ def bernoulli(n):
 
 
 
+@one_program_eagerly
 def zeta(x, q=None):
     """The Hurwitz zeta function ``sum_k (q + k)**-x`` (``x > 1``); ``q=None`` is the Riemann zeta ``q = 1``.
 
@@ -394,6 +398,7 @@ def _erfcx_impl(x):
 _erfcx = _with_partials(_erfcx_impl, {0: lambda out, x: 2 * x * out - 2 / np.sqrt(np.pi)})
 
 
+@one_program_eagerly
 def erfcx(x):
     """The scaled complementary error function ``exp(x**2) * erfc(x)``, accurate for large x."""
     (x,) = _args("kiln.scipy.special.erfcx", x)
@@ -607,6 +612,7 @@ def expi(x):
 # Entropies, softmax, Box-Cox
 # ---------------------------------------------------------------------------------------------
 
+@one_program_eagerly
 def rel_entr(p, q):
     """Elementwise relative entropy: ``p log(p/q)`` for p, q > 0; 0 for p == 0, q >= 0; inf otherwise."""
     p, q = _args("kiln.scipy.special.rel_entr", p, q)
@@ -616,6 +622,7 @@ def rel_entr(p, q):
     return jnp.where(jnp.isnan(p) | jnp.isnan(q), np.nan, out).astype(p.dtype)
 
 
+@one_program_eagerly
 def kl_div(p, q):
     """Elementwise ``p log(p/q) - p + q`` (for p, q > 0); ``q`` for p == 0, q >= 0; inf otherwise."""
     p, q = _args("kiln.scipy.special.kl_div", p, q)
@@ -636,12 +643,14 @@ def log_softmax(x, /, *, axis=None):
     return _nn.log_softmax(x, axis=axis)
 
 
+@one_program_eagerly
 def boxcox(x, lmbda):
     """The Box-Cox transform ``(x**lmbda - 1) / lmbda``, ``log(x)`` for ``lmbda == 0``."""
     x, lmbda = _args("kiln.scipy.special.boxcox", x, lmbda)
     return _boxcox_core(jnp.log(x), lmbda)
 
 
+@one_program_eagerly
 def boxcox1p(x, lmbda):
     """The Box-Cox transform of ``1 + x``: ``((1 + x)**lmbda - 1) / lmbda``, ``log1p(x)`` for ``lmbda == 0``."""
     x, lmbda = _args("kiln.scipy.special.boxcox1p", x, lmbda)
@@ -806,6 +815,7 @@ def _wofz(z):
     return jnp.where(upper, w, 2 * jnp.exp(-z * z) - w)
 
 
+@one_program_eagerly
 def wofz(z):
     """The Faddeeva function ``w(z) = exp(-z^2) erfc(-i z)`` (complex; real input is made complex), by
     Weideman's rational approximation (``w(z) = 2 exp(-z^2) - w(-z)`` below the real axis)."""
@@ -826,6 +836,7 @@ def _dawsn_impl(x):
 _dawsn = _with_partials(_dawsn_impl, {0: lambda out, x: 1 - 2 * x * out})
 
 
+@one_program_eagerly
 def dawsn(x):
     """Dawson's integral ``exp(-x^2) * integral from 0 to x of exp(t^2) dt`` (``sqrt(pi)/2 Im w(x)``)."""
     (x,) = _args("kiln.scipy.special.dawsn", x)
@@ -995,6 +1006,7 @@ _hyp1f1 = _with_partials(_hyp1f1_impl, {
     2: lambda out, a, b, x: a / b * _hyp1f1_impl(a + 1, b + 1, x)})
 
 
+@one_program_eagerly
 def hyp1f1(a, b, x):
     """Kummer's confluent hypergeometric function ``1F1(a; b; x)`` (real arguments): its power series in a
     while loop (Kummer's transformation for negative x). Differentiable in all three arguments."""
@@ -1034,6 +1046,7 @@ _hyp2f1 = _with_partials(_hyp2f1_impl, {
     3: lambda out, a, b, c, x: a * b / c * _hyp2f1_impl(a + 1, b + 1, c + 1, x)})
 
 
+@one_program_eagerly
 def hyp2f1(a, b, c, x):
     """The Gauss hypergeometric function ``2F1(a, b; c; x)`` for real ``x <= 1``: its power series in a
     while loop (Pfaff's transformation for negative x, Gauss's theorem at 1; inf above 1, as SciPy). Convergence
