@@ -45,6 +45,7 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
     qkv = fw.put(rng.standard_normal((2, 4, 2, 8), dtype=np.float32))
     stats = __import__(f"{fw.name}.scipy.stats", fromlist=["stats"])
     signal = __import__(f"{fw.name}.scipy.signal", fromlist=["signal"])
+    ndimage = __import__(f"{fw.name}.scipy.ndimage", fromlist=["ndimage"])
     d6, e5 = fw.put(rng.standard_normal(6, dtype=np.float32)), fw.put(rng.standard_normal(5, dtype=np.float32))
     return {
         # indexing and updates
@@ -143,6 +144,23 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
         "nn.silu": lambda: nn.silu(x), "nn.softplus": lambda: nn.softplus(x), "nn.elu": lambda: nn.elu(x),
         "nn.standardize": lambda: nn.standardize(m), "nn.glu": lambda: nn.glu(m),
         "nn.dot_product_attention": lambda: nn.dot_product_attention(qkv, qkv, qkv),
+        # samplers, distributions, signal and image processing (jitted whole in JAX)
+        "random.gamma": lambda: random.gamma(key, 2.5, (16,)),
+        "random.beta": lambda: random.beta(key, 2.0, 3.0, (16,)),
+        "random.dirichlet": lambda: random.dirichlet(key, xs[:3] + 1),
+        "random.poisson": lambda: random.poisson(key, 3.0, (16,)),
+        "random.categorical": lambda: random.categorical(key, m), "random.choice": lambda: random.choice(key, 16, (4,)),
+        "random.permutation": lambda: random.permutation(key, 16),
+        "random.bernoulli": lambda: random.bernoulli(key, 0.3, (16,)),
+        "random.truncated_normal": lambda: random.truncated_normal(key, -1.0, 1.0, (16,)),
+        "random.multivariate_normal": lambda: random.multivariate_normal(key, d6, spd6),
+        "random.t": lambda: random.t(key, 3.0, (16,)), "random.randint": lambda: random.randint(key, (16,), 0, 10),
+        "stats.gamma.logpdf": lambda: stats.gamma.logpdf(xs + 1, 2.0),
+        "stats.beta.cdf": lambda: stats.beta.cdf(xs / 16, 2.0, 3.0),
+        "stats.t.logpdf": lambda: stats.t.logpdf(x, 3.0), "stats.poisson.logpmf": lambda: stats.poisson.logpmf(xs, 3.0),
+        "stats.multivariate_normal.logpdf": lambda: stats.multivariate_normal.logpdf(d6, d6, spd6),
+        "signal.welch": lambda: signal.welch(x, nperseg=8)[1], "signal.stft": lambda: signal.stft(x, nperseg=8)[2],
+        "ndimage.map_coordinates": lambda: ndimage.map_coordinates(m, [xs / 2, xs / 2], order=1),
         # transformations called eagerly (no jit around them)
         "grad(sum of sin)": lambda: grad_sin(x), "vmap(dot)": lambda: vmap_dot(m, m),
         "value_and_grad(mean sq)": lambda: vg_mean(x), "jvp(tanh)": lambda: top.jvp(np_.tanh, (x,), (x,)),

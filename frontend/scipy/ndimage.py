@@ -9,6 +9,7 @@ import numpy as np
 from .. import lax
 from .. import numpy as jnp
 from ..core import dtypes
+from ..driver.eager_jit import eager_jit
 from ..numpy._util import check_arraylike
 
 __all__ = ["map_coordinates"]
@@ -44,6 +45,8 @@ def _round(x):
     return x if dtypes.issubdtype(x.dtype, np.integer) else lax.round(x)
 
 
+# Called eagerly, one compiled program per signature (as JAX jits it): op by op it was 24x slower than JAX's.
+@eager_jit("order", "mode", sequences=("coordinates",))
 def map_coordinates(input, coordinates: Sequence, order: int, mode: str = "constant", cval=0.0):
     """Sample ``input`` at the (fractional) ``coordinates`` (one array per dimension of ``input``) by
     nearest-neighbour (``order=0``, halves rounded away from zero) or linear (``order=1``) interpolation.

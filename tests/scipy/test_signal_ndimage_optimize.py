@@ -123,6 +123,18 @@ def test_map_coordinates(order):
     np.testing.assert_allclose(float(g), x[2, 2] - x[1, 2], rtol=1e-5)
 
 
+def test_map_coordinates_eagerly_is_one_program(primitive_runs):
+    """Called eagerly, one compiled program per signature (as JAX jits it; op by op it was 24x JAX's time)."""
+    x = rng.standard_normal((5, 7)).astype(np.float32)
+    coords = [knp.asarray(rng.uniform(-1, 6, 9).astype(np.float32)) for _ in range(2)]
+    for mode in ("constant", "reflect"):
+        out = knd.map_coordinates(knp.asarray(x), coords, 1, mode, 0.5)
+        ref = snd.map_coordinates(x, np.stack([np.asarray(c) for c in coords]), order=1,
+                                  mode="grid-constant" if mode == "constant" else mode, cval=0.5)
+        np.testing.assert_allclose(np.asarray(out), ref, rtol=1e-5, atol=1e-5, err_msg=mode)
+    assert primitive_runs == []
+
+
 def test_map_coordinates_errors():
     with pytest.raises(ValueError, match="coordinates must be a sequence of length input.ndim, but 1 != 2"):
         knd.map_coordinates(np.ones((2, 2)), [np.zeros(3)], 1)
