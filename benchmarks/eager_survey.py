@@ -46,6 +46,12 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
     stats = __import__(f"{fw.name}.scipy.stats", fromlist=["stats"])
     signal = __import__(f"{fw.name}.scipy.signal", fromlist=["signal"])
     ndimage = __import__(f"{fw.name}.scipy.ndimage", fromlist=["ndimage"])
+    sfft = __import__(f"{fw.name}.scipy.fft", fromlist=["fft"])
+    vq = __import__(f"{fw.name}.scipy.cluster.vq", fromlist=["vq"])
+    rot = __import__(f"{fw.name}.scipy.spatial.transform", fromlist=["transform"]).Rotation
+    interp = __import__(f"{fw.name}.scipy.interpolate", fromlist=["interpolate"])
+    rgi = interp.RegularGridInterpolator((np.arange(4.0), np.arange(4.0)), np.arange(16.0).reshape(4, 4))
+    glorot = top.nn.initializers.glorot_normal()
     d6, e5 = fw.put(rng.standard_normal(6, dtype=np.float32)), fw.put(rng.standard_normal(5, dtype=np.float32))
     return {
         # indexing and updates
@@ -161,6 +167,22 @@ def calls(fw: Framework) -> dict[str, Callable[[], Any]]:
         "stats.multivariate_normal.logpdf": lambda: stats.multivariate_normal.logpdf(d6, d6, spd6),
         "signal.welch": lambda: signal.welch(x, nperseg=8)[1], "signal.stft": lambda: signal.stft(x, nperseg=8)[2],
         "ndimage.map_coordinates": lambda: ndimage.map_coordinates(m, [xs / 2, xs / 2], order=1),
+        "scipy.fft.dct": lambda: sfft.dct(x), "scipy.fft.idct": lambda: sfft.idct(x),
+        "scipy.fft.dctn": lambda: sfft.dctn(m),
+        "cluster.vq": lambda: vq.vq(m[:8], m[:3])[0], "bincount": lambda: np_.bincount(ints, length=16),
+        "digitize": lambda: np_.digitize(x, xs), "histogram2d": lambda: np_.histogram2d(x, x, 4)[0],
+        "polyfit": lambda: np_.polyfit(xs, x, 2), "polymul": lambda: np_.polymul(x[:4], x[:3]),
+        "lexsort": lambda: np_.lexsort((x, ints)), "argpartition": lambda: np_.argpartition(x, 3),
+        "partition": lambda: np_.partition(x, 3), "insert": lambda: np_.insert(x, 2, 5.0),
+        "delete": lambda: np_.delete(x, 2), "select": lambda: np_.select([x > 0, x < -1], [x, -x], 0.0),
+        "nanargmax": lambda: np_.nanargmax(x), "nanstd": lambda: np_.nanstd(x),
+        "average": lambda: np_.average(x, weights=xs), "cumprod": lambda: np_.cumprod(x),
+        "inner": lambda: np_.inner(x, x), "matrix_power": lambda: np_.linalg.matrix_power(m6, 3),
+        "meshgrid": lambda: np_.meshgrid(x, x)[0], "triu_indices": lambda: np_.triu_indices(4)[0],
+        "packbits": lambda: np_.packbits(ints > 3), "piecewise": lambda: np_.piecewise(x, [x < 0], [-1.0, 1.0]),
+        "nn.initializers.glorot_normal": lambda: glorot(key, (8, 8)), "nn.one_hot 2d": lambda: nn.one_hot(ints[:4], 5),
+        "spatial.Rotation.from_euler": lambda: rot.from_euler("xyz", x[:3]).as_matrix(),
+        "interpolate.RegularGridInterpolator": lambda: rgi(x[:2][None]),
         # transformations called eagerly (no jit around them)
         "grad(sum of sin)": lambda: grad_sin(x), "vmap(dot)": lambda: vmap_dot(m, m),
         "value_and_grad(mean sq)": lambda: vg_mean(x), "jvp(tanh)": lambda: top.jvp(np_.tanh, (x,), (x,)),

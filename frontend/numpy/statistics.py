@@ -230,11 +230,16 @@ _HOST_Q = (int, float, np.ndarray, np.generic)
 def _check_q(fname: str, q: Any, scale: float) -> None:
     """A host ``q`` in [0, 1] (``scale`` 1) or [0, 100] (``scale`` 100), checked at every call: inside the program
     that computes the quantiles it is a traced value."""
-    if isinstance(q, _HOST_Q):
+    if type(q) is float or type(q) is int:  # (the common case, without NumPy's microseconds)
+        bad = not 0 <= q / scale <= 1
+    elif isinstance(q, _HOST_Q):
         qs = np.asarray(q, np.float64) / scale
+        bad = bool(np.any(~((qs >= 0) & (qs <= 1))))
+    else:
+        return
+    if bad:
         lo_name, hi_name = ("0", "100") if scale != 1.0 else ("0", "1")
-        if np.any(~((qs >= 0) & (qs <= 1))):
-            raise ValueError(f"kiln.numpy.{fname}: q must be in the range [{lo_name}, {hi_name}], got {q!r}")
+        raise ValueError(f"kiln.numpy.{fname}: q must be in the range [{lo_name}, {hi_name}], got {q!r}")
 
 
 # The quantile functions called eagerly: one compiled program each (as JAX's jitted ones), q an argument of it.
