@@ -166,7 +166,7 @@ class PytreeCall(DirectCall):
     Python callback as on the C++ dispatch path), their structure compared with the recorded one, and each
     leaf's aux tuple with the recorded one (by identity first), as :meth:`DirectCall.run` does."""
 
-    __slots__ = ("flatten", "treedef", "aux_list", "kept", "out_treedef")
+    __slots__ = ("flatten", "treedef", "aux_list", "kept", "out_treedef", "positional_leaves")
 
     def __init__(self, flatten: Any, treedef: Any, leaf_auxes: tuple, kept: list | None, executable: Any,
                  prefix: list, out_treedef: Any, out_auxes: tuple, donated: tuple[int, ...] = ()) -> None:
@@ -176,15 +176,24 @@ class PytreeCall(DirectCall):
         self.aux_list = list(leaf_auxes)
         self.kept = kept              # per buffer (prefix, then leaves): whether the executable takes it (None: all)
         self.out_treedef = out_treedef
+        # The number of arguments when each is an array passed by position (only the result is a pytree:
+        # ``eigh(a)``'s namedtuple), else -1: such a call is matched without flattening (half a microsecond).
+        plain = flatten((tuple(object() for _ in leaf_auxes), {}))[1]
+        self.positional_leaves = len(leaf_auxes) if treedef == plain else -1
 
     def run(self, args: tuple, kwargs: dict | None = None) -> Any:
         if dispatch_epoch.current is not self.epoch:
             return None
         try:
-            leaves, treedef = self.flatten((args, kwargs or {}))
+            if not kwargs and len(args) == self.positional_leaves:
+                leaves = args  # (an argument that is a container has no _flat: no match, below)
+            else:
+                leaves, treedef = self.flatten((args, kwargs or {}))
+                if treedef != self.treedef:
+                    return None
             # Every leaf's aux tuple as recorded (by identity first: list equality): a leaf that is no kiln array
             # has no _flat and raises. C-level maps: a Python loop costs a tenth of a microsecond per leaf.
-            if treedef != self.treedef or list(map(_aux_of, map(_flat_of, leaves))) != self.aux_list:
+            if list(map(_aux_of, map(_flat_of, leaves))) != self.aux_list:
                 return None
         except Exception:  # e.g. dict keys that do not sort, a leaf of another type: the other paths explain it
             return None

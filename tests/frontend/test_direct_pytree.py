@@ -119,6 +119,36 @@ def test_every_mismatch_takes_the_other_paths(count_misses):
     np.testing.assert_array_equal(h(xs)[0], [2.0, 2.0])
 
 
+def test_plain_array_arguments_with_a_pytree_result(monkeypatch):
+    """Arrays passed by position with a namedtuple/dict result (``eigh(a)``): matched without flattening the
+    arguments; a container, a keyword, a host array or another shape in their place takes the other paths."""
+    f = kiln.jit(lambda a, b: State(step=a + b, params={"d": a - b}))
+    a, b = knp.arange(3.0), knp.ones(3)
+    f(a, b), f(a, b)
+    direct = f._signatures.direct
+    assert type(direct) is PytreeCall and direct.positional_leaves == 2
+    with monkeypatch.context() as m:
+        _no_other_path(m)
+        out = f(a, b)
+    assert type(out) is State and type(out.params) is dict
+    np.testing.assert_array_equal(out.step, [1.0, 2.0, 3.0])
+    np.testing.assert_array_equal(out.params["d"], [-1.0, 0.0, 1.0])
+    for call, want in [(lambda: f(a, b=b), [1.0, 2.0, 3.0]), (lambda: f(a, np.ones(3, np.float32)), [1.0, 2.0, 3.0]),
+                       (lambda: f(knp.ones(2), knp.ones(2)), [2.0, 2.0]), (lambda: f(a, 2.0), [2.0, 3.0, 4.0])]:
+        np.testing.assert_array_equal(call().step, want)
+    with pytest.raises(TypeError):
+        f((a,), b)  # a container where an array was: not matched here, the other paths' error
+    eigh = kiln.jit(knp.linalg.eigh)
+    s = knp.asarray(np.array([[2.0, 1.0], [1.0, 2.0]], np.float32))
+    eigh(s), eigh(s)
+    assert eigh._signatures.direct.positional_leaves == 1
+    np.testing.assert_allclose(eigh(s).eigenvalues, [1.0, 3.0], rtol=1e-6)
+    with_tree = kiln.jit(lambda t: t[0] * 2)  # a tuple argument: flattened, as before
+    with_tree((a,)), with_tree((a,))
+    assert with_tree._signatures.direct.positional_leaves == -1
+    np.testing.assert_array_equal(with_tree((a,)), [0.0, 2.0, 4.0])
+
+
 def test_deleted_leaf_gets_kilns_error_naming_its_path():
     step = kiln.jit(lambda p: {k: w + 1 for k, w in p.items()})
     p = {"a": knp.ones(2), "b": knp.ones(2)}
