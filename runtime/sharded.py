@@ -231,12 +231,7 @@ def wait_for_mesh_executions() -> None:
     (explicitly or at exit): a program's result is read from one device, while another of this process's devices
     may still be setting up its collective with the other processes through the coordination service; once the
     service or a peer has gone, that device waits for ever, and the process hangs at exit."""
-    while True:
-        with _in_flight_lock:
-            if not _in_flight:
-                return
-            oldest = _in_flight.popleft()
-        _wait(oldest)
+    _wait_for_turn(1)  # (fewer than one in flight: none)
 
 
 distributed.before_shutdown.append(wait_for_mesh_executions)
