@@ -82,7 +82,10 @@ def test_lobpcg_sparse_matrix_operator():
     _check_eigenpairs(A, theta, U, k, rtol=1e-4)
     theta_j, _, i_j = kiln.jit(lobpcg_standard)(BCOO.fromdense(A), X)
     np.testing.assert_allclose(np.asarray(theta_j), np.asarray(theta), rtol=1e-5)
-    assert int(i_j) == int(i)
+    # Eagerly the sparse products are programs of their own, under jit fused into the loop: their float32
+    # sums round differently in the last bits, and the stopping test may pass one iteration apart (27 vs 28
+    # on this matrix, with scipy 1.17.1 and NumPy 2.4.6).
+    assert abs(int(i_j) - int(i)) <= 1
 
 
 def test_lobpcg_vmap_with_traced_tol():
