@@ -61,6 +61,7 @@ class DirectCall:
         self.epoch = dispatch_epoch.current   # the flags that change programs, as they were
         self.start, self.finish = executable.launcher()  # the launch is finish(start(buffers))
         self.prefix = prefix          # buffers passed ahead of the arguments (the program's constants)
+        out_auxes = _reuse_argument_auxes(out_auxes, auxes)
         self.out_auxes = out_auxes    # per output: its aux tuple
         self.single = single          # the function returns one array (else a tuple of them)
         self.donated = donated        # the positions of the arguments whose buffers the program takes over
@@ -114,6 +115,23 @@ class DirectCall:
             out._flat = ((buf,), aux)
             return out
         return tuple([_from_flat(aux, (b,)) for aux, b in zip(self.out_auxes, outs)])
+
+
+def _reuse_argument_auxes(out_auxes: tuple, auxes: tuple) -> tuple:
+    """``out_auxes`` with each aux tuple equal to an argument's replaced by that argument's own tuple: the one at
+    the same position when equal (a training step's new parameters, in the order of the old), else the first
+    equal one. A result passed back as the next call's argument (``params = step(params, batch)``, ``x = f(x)``)
+    then matches the signature by identity: an equal tuple that is another object costs a Python
+    ``ShapedArray.__eq__`` per argument per call."""
+    try:
+        first: dict = {}
+        for aux in auxes:
+            if type(aux) is tuple:
+                first.setdefault(aux, aux)
+        return tuple([auxes[j] if j < len(auxes) and type(auxes[j]) is tuple and auxes[j] == aux
+                      else first.get(aux, aux) for j, aux in enumerate(out_auxes)])
+    except TypeError:  # an unhashable sharding: the outputs keep their tuples
+        return out_auxes
 
 
 # What run() reads from an argument that is no kiln array: an aux tuple no signature has.
