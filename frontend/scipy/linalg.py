@@ -533,8 +533,13 @@ def _sqrtm_triu(T):
     U = jnp.where(jnp.eye(n, dtype=bool), diag[..., None, :], 0).astype(T.dtype)
     den = diag[..., :, None] + diag[..., None, :]
 
+    rows = jnp.arange(n)
+
     def body(d, U):
-        num = T - jnp.matmul(U, U)
+        # (U @ U)[i, i + d] for every row i, without the matmul (a complex dot is a library call on the CPU, the
+        # loop's cost at small n): sum_k U[i, k] U[k, (i + d) mod n]; the wrapped rows are masked off below.
+        shifted = jnp.swapaxes(jnp.take(U, (rows + d) % n, axis=-1), -1, -2)
+        num = T - jnp.sum(U * shifted, axis=-1)[..., :, None]
         step = jnp.where(num == 0, 0, num / jnp.where(num == 0, 1, den))
         return jnp.where(_superdiagonal_mask(n, d), step, U)
 
