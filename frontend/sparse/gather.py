@@ -47,14 +47,14 @@ def bcoo_gather(operand: BCOO, start_indices: Any, dimension_numbers: GatherDime
         raise NotImplementedError("bcoo_gather: operand_batching_dims are not supported (as in JAX); vmap the "
                                   "gather over the batch instead")
     # One start index per operand dimension: a mapped column of start_indices where start_index_map names
-    # the dimension, else 0 (the whole dimension, slice size = its size).
+    # the dimension, else 0; every window slice_sizes long (a dimension no index maps may be cut short too:
+    # x[idx, :4] gathers windows of 4 columns).
     starts: list[Any] = [np.int32(0)] * operand.ndim
     mapped: list[int | None] = [None] * operand.ndim
-    sizes = list(operand.shape)
+    sizes = [int(s) for s in slice_sizes]
     rows = start_indices.reshape((-1, start_indices.shape[-1]))
     for column, dim in enumerate(dn.start_index_map):
         starts[dim] = rows[:, column]
-        sizes[dim] = int(slice_sizes[dim])
         mapped[dim] = 0
 
     def one_window(start: list) -> BCOO:

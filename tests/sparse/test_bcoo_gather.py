@@ -54,6 +54,19 @@ def test_indexing_with_arrays_matches_numpy(n_batch):
     np.testing.assert_array_equal(np.asarray(out), M[:, [4, 0]])
 
 
+def test_index_arrays_beside_slices_that_cut_a_dimension():
+    # x[idx, :4]: the gather's windows are shorter than the dimension no index maps (this raised a reshape error).
+    # Layouts (nse, n_batch) as JAX 0.10.2's for the same calls.
+    m = np.arange(30, dtype=np.float32).reshape(5, 6) * (np.arange(30).reshape(5, 6) % 3 == 0)
+    a = BCOO.fromdense(jnp.asarray(m))
+    for idx, nse, n_batch in [((np.array([1, 3]), slice(None, 4)), 4, 1), ((np.array([1, 3]), slice(2, 5)), 3, 1),
+                              ((slice(1, 3), np.array([0, 5, 2])), 6, 0),
+                              ((np.array([4, 0]), slice(None, None, 2)), 1, 2)]:
+        out = a[idx]
+        np.testing.assert_array_equal(np.asarray(out.todense()), m[idx])
+        assert (out.nse, out.n_batch) == (nse, n_batch), idx
+
+
 def test_errors():
     a = BCOO.fromdense(M)
     with pytest.raises(NotImplementedError, match=r"mode='fill' is not supported .*\(operand.todense\(\)\)"):
