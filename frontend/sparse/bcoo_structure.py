@@ -19,9 +19,10 @@ import numpy as np
 
 from .. import lax
 from .. import numpy as jnp
-from ..core import dtypes
+from ..core import dtypes, tree_util
 from ..core.errors import ConcretizationTypeError
 from ..core.tracing import Tracer
+from ..driver.array import Array
 from .base import SparseEfficiencyError, SparseEfficiencyWarning
 from .bcoo import BCOO, _axis, _nest, bcoo_sum_duplicates, frozen, one_program
 
@@ -777,6 +778,58 @@ def _gathering_getitem(mat: BCOO, idx: Any) -> BCOO:
     if isinstance(idx, BCOO) or isinstance(idx, tuple) and any(isinstance(i, BCOO) for i in idx):
         raise NotImplementedError("BCOO indexing with a BCOO index array is not supported (as in JAX); pass the "
                                   "index dense (index.todense())")
-    out = sparsify(lambda m: m[idx])(mat)
+    split = _split_index(idx)
+    if split is None:  # boolean masks (the result's size depends on their values), lists: op by op
+        out = sparsify(lambda m: m[idx])(mat)
+    else:
+        template, arrays = split
+        out = _gathering_program(mat, _IndexArrays(arrays), template=template)
     # (an index that selects nothing can make kiln.numpy return a dense array of zeros)
     return BCOO.fromdense(out) if not isinstance(out, BCOO) and math.prod(out.shape) == 0 else out
+
+
+def _split_index(idx: Any) -> tuple[tuple, tuple] | None:
+    """``idx`` as ``(template, arrays)``: its integer index arrays (NumPy's, kiln's, traced) in ``arrays``, and
+    everything else, static (ints, slices of ints, None, ...), in ``template`` with ``("array", k)`` for the k-th
+    array; None when an entry is anything else (a boolean mask, a list)."""
+    template, arrays = [], []
+    for item in idx if type(idx) is tuple else (idx,):
+        if item is None or type(item) is int:
+            template.append(item)
+        elif item is Ellipsis:
+            template.append("...")  # (a static option the C++ path hashes)
+        elif type(item) is slice and all(v is None or type(v) is int for v in (item.start, item.stop, item.step)):
+            template.append(("slice", item.start, item.stop, item.step))
+        elif isinstance(item, (np.ndarray, Array, Tracer)) and np.dtype(item.dtype).kind in "iu":
+            template.append(("array", len(arrays)))
+            arrays.append(jnp.asarray(item) if type(item) is np.ndarray else item)
+        else:
+            return None
+    return (type(idx) is tuple, tuple(template)), tuple(arrays)
+
+
+@tree_util.register_pytree_node_class
+class _IndexArrays:
+    """An index's arrays as one pytree argument of :func:`_gathering_program` (eager_jit takes a registered
+    pytree class of arrays, not a tuple)."""
+
+    def __init__(self, arrays: Sequence[Any]) -> None:
+        self.arrays = tuple(arrays)
+
+    def tree_flatten(self) -> tuple[tuple, None]:
+        return self.arrays, None
+
+    @classmethod
+    def tree_unflatten(cls, aux: None, children: Sequence[Any]) -> _IndexArrays:
+        return cls(children)
+
+
+@one_program("template", pytrees=("mat", "index_arrays"), dense_ok=True)
+def _gathering_program(mat: BCOO, index_arrays: _IndexArrays, *, template: tuple) -> Any:
+    """``mat[idx]`` (see :func:`_split_index`) as one program: the sparsified gathers keep nse static."""
+    from .transform import sparsify  # transform imports this module: imported when called
+    arrays = index_arrays.arrays
+    is_tuple, items = template
+    idx = tuple(arrays[t[1]] if type(t) is tuple and t[0] == "array" else slice(*t[1:]) if type(t) is tuple
+                else Ellipsis if t == "..." else t for t in items)
+    return sparsify(lambda m: m[idx if is_tuple else idx[0]])(mat)

@@ -234,3 +234,19 @@ def test_operators_through_sparsify(programs):
     s = a + b
     assert isinstance(s, BCOO) and s.nse == a.nse + b.nse  # both operands' entries stored, as JAX's
     assert type(a ** 3) is BCOO and programs(lambda: a ** 3)[1] == 0  # (compiled by the call before)
+
+
+def test_indexing_with_integer_arrays(programs):
+    # (a shape of its own: the first call of each index compiles)
+    m, a = _sparse((5, 7), seed=3)
+    for idx in [np.array([0, 2, 4]), (slice(1, None), np.array([[0, 6], [1, 1]])), (None, np.array([4, 0]), 2),
+                (Ellipsis, np.array([-1, 0])), knp.asarray([3, 3, 1, 0])]:
+        out, n = programs(lambda: a[idx])
+        assert n == 1, idx
+        assert isinstance(out, BCOO)
+        np.testing.assert_array_equal(_value(out), m[np.asarray(idx) if isinstance(idx, kiln.Array) else idx])
+        out, n = programs(lambda: a[idx])  # the same signature again: no compile
+        assert n == 0
+    # a boolean mask: the result's size depends on its values (op by op, as before)
+    mask = m[:, 0] != 0
+    np.testing.assert_array_equal(_value(a[mask]), m[mask])
