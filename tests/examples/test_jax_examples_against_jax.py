@@ -145,3 +145,11 @@ def test_spmd_mnist_classifier_fromscratch_matches_jax():
     (kp, ka), (jp, ja) = train(kiln, k), train(jax_lib, j)
     _assert_same(kp, jp)
     assert ka == ja
+
+
+def test_stateful_computations_page_matches_jax(capsys):
+    k, j = _both("stateful_computations")
+    printed = capsys.readouterr().out.split()
+    assert printed[:12] == printed[12:]  # the two runs printed the same counts
+    _assert_same([k.xs, k.ys], [j.xs, j.ys], rtol=0, atol=0)  # the same PRNG draws, bit for bit
+    _assert_same(k.params, j.params, rtol=1e-6, atol=1e-7)

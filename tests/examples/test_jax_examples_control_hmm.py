@@ -1,4 +1,5 @@
-"""JAX's examples/control.py, hmm_em.py, pca_from_scratch.py and physical_optimization.py, ported by changing imports.
+"""JAX's examples/control.py, hmm_em.py, pca_from_scratch.py and physical_optimization.py, and the code cells of its
+docs page stateful-computations.md, ported by changing imports.
 
 The ports are in tests/examples/jax_ported/. Per script: its functions at a tiny size checked against NumPy/SciPy
 oracles (control.py also with the cases of JAX's examples/control_test.py, restated for pytest), and, where JAX is
@@ -573,3 +574,24 @@ def test_physical_optimization_matches_jax(physical):
         assert float(physical.bounce(kb, *shot)) == pytest.approx(float(j.bounce(jb, *shot)), rel=1e-6)
         _assert_same(kiln.grad(physical.bounce, 0)(kb, *shot), jax.grad(j.bounce, 0)(jb, *shot), rtol=1e-5,
                      atol=1e-6)
+
+
+# -- JAX's docs/stateful-computations.md ----------------------------------------------------------------------
+
+def test_stateful_computations_page(capsys):
+    page = load("stateful_computations")
+    # Counter; Counter jitted (its side effect ran once, when traced: the page's "Oh no!"); CounterV2, eager and jitted
+    assert capsys.readouterr().out.split() == ["1", "2", "3", "1", "1", "1", "1", "2", "3", "1", "2", "3"]
+    # the data: y = 2x - 1 + noise, 128 points
+    x, y = (np.asarray(v, np.float64)[:, 0] for v in (page.xs, page.ys))
+    assert x.shape == (128,) and page.xs.dtype == np.float32
+    np.testing.assert_allclose(y - (2 * x - 1), np.asarray(page.noise, np.float64)[:, 0], atol=1e-5)
+    # 1000 SGD steps land on the least-squares line (gradient descent on the mean squared error converges to it)
+    w, b = np.polyfit(x, y, 1)
+    assert isinstance(page.params, page.Params) and page.params.weight.dtype == np.float32
+    np.testing.assert_allclose([float(page.params.weight), float(page.params.bias)], [w, b], atol=1e-3)
+    # one more step by hand: params - LEARNING_RATE * d(mean squared error)
+    r = float(page.params.weight) * x + float(page.params.bias) - y
+    expect = [float(page.params.weight) - 0.005 * np.mean(2 * r * x), float(page.params.bias) - 0.005 * np.mean(2 * r)]
+    stepped = page.update(page.params, page.xs, page.ys)
+    np.testing.assert_allclose([float(stepped.weight), float(stepped.bias)], expect, rtol=1e-5, atol=1e-6)
