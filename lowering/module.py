@@ -38,8 +38,9 @@ class EmitContext:
 
     def __init__(self, platform: str | None = None,
                  custom_call_targets: Callable[[], Collection[str]] | None = None,
-                 mesh: MeshLayout | None = None) -> None:
+                 mesh: MeshLayout | None = None, native_bf16: bool = False) -> None:
         self.platform = platform
+        self.native_bf16 = native_bf16  # the CPU lowered for multiplies bf16 natively (the bf16 dot rule)
         self.mesh = mesh  # the device mesh of a partitioned program, else None
         # Inside a shard_map body: the mesh's ((name, size), ...), all manual; collectives name these axes.
         self.manual_axes: tuple[tuple[str, int], ...] | None = None
@@ -275,7 +276,8 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
           name: str = "main", platform: str | None = None,
           custom_call_targets: Callable[[], Collection[str]] | None = None,
           mesh: MeshLayout | None = None, debug_name: str | None = None,
-          embedded_consts: Sequence | None = None, platform_index_param: bool = False) -> LoweredModule:
+          embedded_consts: Sequence | None = None, platform_index_param: bool = False,
+          native_bf16: bool = False) -> LoweredModule:
     """Optimise ``ir_`` and emit it as the ``@main`` function of a StableHLO module.
 
     ``donated`` flags, for each of constvars + invars, an input whose buffer the program may reuse
@@ -287,7 +289,8 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
     ``embedded_consts`` (host arrays, one per constvar) writes the constvars into the module as
     ``stablehlo.constant`` instead of parameters (a self-contained module, as export needs);
     ``platform_index_param`` adds a leading, unused ``tensor<i32>`` parameter (JAX's calling convention for a
-    module exported for several platforms).
+    module exported for several platforms). ``native_bf16``: the module is for this host's CPU, which multiplies
+    bfloat16 natively (see the dot_general rule).
     """
     body = passes.optimize(ir_)
     all_inputs = body.constvars + body.invars
@@ -333,7 +336,7 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
                 if embedded_consts is not None:
                     values[:len(body.constvars)] = [const(c, v.aval.dtype).v
                                                     for c, v in zip(embedded_consts, body.constvars)]
-                ctx = EmitContext(platform, custom_call_targets, mesh)
+                ctx = EmitContext(platform, custom_call_targets, mesh, native_bf16)
                 if debug_name:
                     ctx.name_prefix = f"jit({debug_name})/"
                 outs = ctx.emit_ir(body, values)

@@ -31,6 +31,7 @@ from .backends import (  # noqa: E402
     Device,
     Memory,
     available_backends,
+    cpu_has_native_bf16,
     default_backend,
     devices,
     get_backend,
@@ -107,7 +108,8 @@ if not any(getattr(cb, "__name__", "") == "_kiln_collect_garbage" for cb in gc.c
 __all__ = [
     "available_backends", "Aval", "Backend", "BackendError", "block_until_ready", "Buffer", "buffer_device",
     "buffer_pointer", "compile",
-    "compile_spmd", "CompileError", "copy_to", "copy_to_host_async", "custom_call_targets", "default_backend", "delete",
+    "compile_spmd", "CompileError", "copy_to", "cpu_has_native_bf16", "copy_to_host_async", "custom_call_targets",
+    "default_backend", "delete",
     "DeletedBufferError", "Device", "DeviceError", "devices", "devices_of", "distributed", "dlpack",
     "drop_stale_scopes", "ensure_lapack_registered", "Executable", "ExecutableCache", "ExecutionError", "get_backend",
     "global_devices", "is_deleted", "is_ready", "is_tiled_layout", "jaxlib_version", "KilnRuntimeError",

@@ -208,6 +208,23 @@ _lock = threading.RLock()
 _configured_cpu_devices: int | None = None  # kiln.config's num_cpu_devices (JAX's jax_num_cpu_devices)
 
 
+_NATIVE_BF16 = frozenset({"avx512_bf16", "amx_bf16", "bf16"})  # x86's flags; Arm's Features entry
+_native_bf16: list[bool] = []
+
+
+def cpu_has_native_bf16() -> bool:
+    """Whether this host's CPU multiplies bfloat16 natively (x86's AVX512-BF16 or AMX-BF16, Arm's BF16), as
+    /proc/cpuinfo lists it (False where there is none). XLA's CPU backend runs a bf16 dot with an f32 result on its
+    native bf16 kernel: about twice as fast as the f32 dot it converts a bf16-result dot to on such a CPU, and
+    1.4 times slower on one without (measured on an AMD EPYC without AVX-512: 23 ms against 16 ms for 1024²)."""
+    if not _native_bf16:
+        from .compile_cache import _host_cpu  # (the same reading of /proc/cpuinfo the cache keys on)
+        words = {w for line in _host_cpu().splitlines() if line.startswith(("flags", "Features"))
+                 for w in line.split()}
+        _native_bf16.append(bool(words & _NATIVE_BF16))
+    return _native_bf16[0]
+
+
 def set_num_cpu_devices(n: int | None) -> None:
     """The number of CPU devices the CPU backend will have (None: from the environment). Only before the
     backends start, as JAX's ``jax_num_cpu_devices``."""

@@ -205,7 +205,7 @@ def _lower(ir: IR, donated: Sequence[bool], keep_unused: bool, device: runtime.D
     platform = device.platform
     return lowering.lower(ir, context=runtime.mlir_context(), donated=donated, keep_unused=keep_unused,
                           platform=platform, custom_call_targets=lambda: runtime.custom_call_targets(platform),
-                          **extra)
+                          native_bf16=platform == "cpu" and runtime.cpu_has_native_bf16(), **extra)
 
 
 def compile_ir(ir: IR, device: runtime.Device, *, donated: Sequence[bool] = (),

@@ -70,13 +70,14 @@ def _dot_general(ctx, eqn, x, y):
     # JAX writes [DEFAULT, DEFAULT] when the precision is None: the same modules, the same numbers.
     precision = eqn.params["precision"] or "DEFAULT"
     out_dtype = eqn.outputs[0].aval.dtype
-    if (ctx.platform == "cpu" and x.dtype == y.dtype == out_dtype == dtypes.bfloat16
+    if (ctx.platform == "cpu" and ctx.native_bf16 and x.dtype == y.dtype == out_dtype == dtypes.bfloat16
             and precision_names(precision) == ("DEFAULT", "DEFAULT")):
         # XLA's CPU backend computes a bf16 x bf16 -> bf16 dot by converting both operands to f32 and multiplying
-        # in f32; asked for an f32 result, it runs a native bf16 kernel (AVX512-BF16 where there is one) that
-        # also accumulates in f32, about twice as fast. Both results are the bf16 rounding of an f32 sum; they
-        # differ where the two sums, taken in different orders, round to different bf16 values (about 17 elements
-        # in 100,000 of a product of standard-normal 1024² matrices). HIGHEST precision keeps the f32 dot.
+        # in f32; asked for an f32 result, it runs its bf16 kernel, which also accumulates in f32: about twice as
+        # fast on a CPU with native bf16 products (AVX512-BF16, AMX), 1.4 times slower on one without (its
+        # products emulated), where the JAX-like dot stays. Both results are the bf16 rounding of an f32 sum;
+        # they differ where the two sums, taken in different orders, round to different bf16 values (about 17
+        # elements in 100,000 of a product of standard-normal 1024² matrices). HIGHEST precision keeps the f32 dot.
         return convert(dot(x, y, *eqn.params["dimension_numbers"], precision=precision, dtype=np.float32),
                        out_dtype).v
     return dot(x, y, *eqn.params["dimension_numbers"], precision=precision, dtype=out_dtype).v

@@ -1,6 +1,7 @@
-"""bfloat16 dots on the CPU: kiln asks XLA for an f32 result and rounds it to bf16 (XLA's native bf16 kernel,
-about twice as fast as the f32 dot XLA otherwise converts to). The result is within f32 accumulation error of the
-exact product's bf16 rounding; HIGHEST precision, other dtypes and other backends keep the plain dot."""
+"""bfloat16 dots on a CPU that multiplies bf16 natively (AVX512-BF16, AMX, Arm's BF16): kiln asks XLA for an f32
+result and rounds it to bf16 (XLA's bf16 kernel, about twice as fast there as the f32 dot XLA otherwise converts
+to; on other CPUs it is slower, and kiln emits JAX's dot). The result is within f32 accumulation error of the exact
+product's bf16 rounding either way; HIGHEST precision, other dtypes and other backends keep the plain dot."""
 from __future__ import annotations
 
 import re
@@ -8,6 +9,7 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
+from kiln.runtime import backends, compile_cache
 
 import kiln
 import kiln.numpy as knp
@@ -54,9 +56,24 @@ def test_a_bf16_matmul_rounds_an_f32_product():
     lambda x, y: lax.dot_general(x, y, (((1,), (0,)), ((), ())), preferred_element_type=BF16),
     lambda x, y: knp.einsum("ij,jk->ik", x, y),
 ])
-def test_cpu_emits_an_f32_dot_then_a_convert(fn):
-    want = ["f32"] if kiln.devices()[0].platform == "cpu" else ["bf16"]
+@pytest.mark.parametrize("native", [True, False], ids=["native-bf16-cpu", "other-cpu"])
+def test_cpu_emits_an_f32_dot_then_a_convert_where_it_multiplies_bf16(fn, native, monkeypatch):
+    monkeypatch.setattr(backends, "_native_bf16", [native])
+    want = ["f32"] if kiln.devices()[0].platform == "cpu" and native else ["bf16"]
     assert _dots(fn, _bf16(8, 16), _bf16(16, 4)) == want
+    got = kiln.jit(fn)(*(a := _bf16(8, 16), b := _bf16(16, 4)))
+    assert got.dtype == BF16
+    _check(got, a, b)
+
+
+@pytest.mark.parametrize("lines, native", [
+    (["flags\t\t: fpu sse2 avx2 avx512f avx512_bf16"], True), (["flags\t\t: fpu amx_bf16 amx_tile"], True),
+    (["Features\t: fp asimd bf16 i8mm"], True), (["flags\t\t: fpu sse2 avx2 fma"], False),
+    (["flags\t\t: fpu avx512f avx512bw"], False), (["model name\t: bf16 in a name only"], False), ([], False)])
+def test_native_bf16_is_read_from_the_cpu_flags(lines, native, monkeypatch):
+    monkeypatch.setattr(compile_cache, "_host_cpu", lambda: "x86_64\n" + "\n".join(lines))
+    monkeypatch.setattr(backends, "_native_bf16", [])
+    assert backends.cpu_has_native_bf16() is native
 
 
 @pytest.mark.parametrize("fn, args", [
