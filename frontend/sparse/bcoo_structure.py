@@ -694,9 +694,10 @@ def bcoo_getitem(mat: BCOO, idx: Any) -> BCOO:
     return _static_getitem(mat, key=key)
 
 
-def _static_key(idx: Any) -> Any:
+def _static_key(idx: Any, arrays: list | None = None) -> Any:
     """A static basic index (Python integers, slices of them, None, Ellipsis) as a hashable key (see
-    :func:`_static_index`), else None. (A slice does not hash before Python 3.12.)"""
+    :func:`_static_index`), else None. (A slice does not hash before Python 3.12.) With ``arrays`` (a list), integer
+    index arrays (NumPy's, kiln's, traced) are taken too: appended to it, the k-th keyed ``(k,)``."""
     items = idx if type(idx) is tuple else (idx,)
     key = []
     for item in items:
@@ -706,15 +707,20 @@ def _static_key(idx: Any) -> Any:
             key.append("...")
         elif type(item) is slice and all(v is None or type(v) is int for v in (item.start, item.stop, item.step)):
             key.append((item.start, item.stop, item.step))
+        elif (arrays is not None and isinstance(item, (np.ndarray, Array, Tracer))
+              and np.dtype(item.dtype).kind in "iu"):
+            key.append((len(arrays),))
+            arrays.append(jnp.asarray(item) if type(item) is np.ndarray else item)
         else:
             return None
     return (type(idx) is tuple, tuple(key))
 
 
-def _static_index(key: Any) -> Any:
-    """The index of a :func:`_static_key`."""
+def _static_index(key: Any, arrays: Sequence[Any] = ()) -> Any:
+    """The index of a :func:`_static_key` (its index arrays ``arrays``)."""
     is_tuple, items = key
-    idx = tuple(Ellipsis if k == "..." else slice(*k) if type(k) is tuple else k for k in items)
+    idx = tuple(Ellipsis if k == "..." else (slice(*k) if len(k) == 3 else arrays[k[0]]) if type(k) is tuple else k
+                for k in items)
     return idx if is_tuple else idx[0]
 
 
@@ -778,34 +784,14 @@ def _gathering_getitem(mat: BCOO, idx: Any) -> BCOO:
     if isinstance(idx, BCOO) or isinstance(idx, tuple) and any(isinstance(i, BCOO) for i in idx):
         raise NotImplementedError("BCOO indexing with a BCOO index array is not supported (as in JAX); pass the "
                                   "index dense (index.todense())")
-    split = _split_index(idx)
-    if split is None:  # boolean masks (the result's size depends on their values), lists: op by op
+    arrays: list = []
+    key = _static_key(idx, arrays)
+    if key is None:  # boolean masks (the result's size depends on their values), lists: op by op
         out = sparsify(lambda m: m[idx])(mat)
     else:
-        template, arrays = split
-        out = _gathering_program(mat, _IndexArrays(arrays), template=template)
+        out = _gathering_program(mat, _IndexArrays(arrays), key=key)
     # (an index that selects nothing can make kiln.numpy return a dense array of zeros)
     return BCOO.fromdense(out) if not isinstance(out, BCOO) and math.prod(out.shape) == 0 else out
-
-
-def _split_index(idx: Any) -> tuple[tuple, tuple] | None:
-    """``idx`` as ``(template, arrays)``: its integer index arrays (NumPy's, kiln's, traced) in ``arrays``, and
-    everything else, static (ints, slices of ints, None, ...), in ``template`` with ``("array", k)`` for the k-th
-    array; None when an entry is anything else (a boolean mask, a list)."""
-    template, arrays = [], []
-    for item in idx if type(idx) is tuple else (idx,):
-        if item is None or type(item) is int:
-            template.append(item)
-        elif item is Ellipsis:
-            template.append("...")  # (a static option the C++ path hashes)
-        elif type(item) is slice and all(v is None or type(v) is int for v in (item.start, item.stop, item.step)):
-            template.append(("slice", item.start, item.stop, item.step))
-        elif isinstance(item, (np.ndarray, Array, Tracer)) and np.dtype(item.dtype).kind in "iu":
-            template.append(("array", len(arrays)))
-            arrays.append(jnp.asarray(item) if type(item) is np.ndarray else item)
-        else:
-            return None
-    return (type(idx) is tuple, tuple(template)), tuple(arrays)
 
 
 @tree_util.register_pytree_node_class
@@ -824,12 +810,10 @@ class _IndexArrays:
         return cls(children)
 
 
-@one_program("template", pytrees=("mat", "index_arrays"), dense_ok=True)
-def _gathering_program(mat: BCOO, index_arrays: _IndexArrays, *, template: tuple) -> Any:
-    """``mat[idx]`` (see :func:`_split_index`) as one program: the sparsified gathers keep nse static."""
+@one_program("key", pytrees=("mat", "index_arrays"), dense_ok=True)
+def _gathering_program(mat: BCOO, index_arrays: _IndexArrays, *, key: tuple) -> Any:
+    """``mat[idx]`` for an index with integer arrays (``key``: see :func:`_static_key`) as one program: the sparsified
+    gathers keep nse static."""
     from .transform import sparsify  # transform imports this module: imported when called
-    arrays = index_arrays.arrays
-    is_tuple, items = template
-    idx = tuple(arrays[t[1]] if type(t) is tuple and t[0] == "array" else slice(*t[1:]) if type(t) is tuple
-                else Ellipsis if t == "..." else t for t in items)
-    return sparsify(lambda m: m[idx if is_tuple else idx[0]])(mat)
+    idx = _static_index(key, index_arrays.arrays)
+    return sparsify(lambda m: m[idx])(mat)
