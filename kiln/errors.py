@@ -17,6 +17,7 @@ from kiln.frontend.core.errors import TracerIntegerConversionError as TracerInte
 from kiln.frontend.core.errors import UnexpectedTracerError as UnexpectedTracerError
 from kiln.frontend.driver.retrace import RetraceWarning as RetraceWarning
 from kiln.frontend.driver.stale import StaleValueWarning as StaleValueWarning
+from kiln.frontend.driver.trace_mutations import TraceSideEffectWarning as TraceSideEffectWarning
 from kiln.frontend.lax.indexing import IndexCheckError as IndexCheckError
 from kiln.frontend.numpy.indexing import NonConcreteBooleanIndexError as NonConcreteBooleanIndexError
 from kiln.runtime import CallbackError as CallbackError
@@ -26,6 +27,6 @@ from kiln.runtime.transfer_guard import TransferGuardError as TransferGuardError
 __all__ = [
     "CallbackError", "ConcretizationTypeError", "InconclusiveDimensionOperation", "IndexCheckError", "JAXIndexError",
     "JaxprTypeError", "JaxRuntimeError", "JAXTypeError", "KeyReuseError", "NonConcreteBooleanIndexError",
-    "RetraceWarning", "StaleValueWarning", "TracerArrayConversionError", "TracerBoolConversionError",
-    "TracerIntegerConversionError", "TransferGuardError", "UnexpectedTracerError",
+    "RetraceWarning", "StaleValueWarning", "TraceSideEffectWarning", "TracerArrayConversionError",
+    "TracerBoolConversionError", "TracerIntegerConversionError", "TransferGuardError", "UnexpectedTracerError",
 ]

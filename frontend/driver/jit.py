@@ -31,7 +31,7 @@ from ..core.config import config, dispatch_epoch, no_execution_error, no_tracing
 from ..core.errors import KilnError
 from ..core.ir import INLINE_CONSTANT_SIZE, IR, ClosedIR
 from ..core.tracing import Tracer, a_type, abstractify, active_traces, calls_kept, current_builder, eval_ir, trace_to_ir
-from . import dispatch, nan_check, retrace, spmd, stale
+from . import dispatch, nan_check, retrace, spmd, stale, trace_mutations
 from .array import Array, held_on
 from .direct_call import DirectCall, LaunchFailed, direct_call, pytree_call, with_options
 from .layout import Format, formats_of, resolve_format
@@ -358,6 +358,19 @@ class JittedFunction:
             else:
                 kwargs[where] = value
         return args, kwargs
+
+    def _watched_for_side_effects(self, static: tuple) -> list:
+        """The objects whose attributes a trace may rebind, to be warned about (trace_mutations.py): none for
+        kiln's own functions or with ``stale_value_warnings`` off."""
+        if not config.stale_value_warnings:
+            return []
+        code_of = retrace.unwrap_function(self.fun)
+        if not inspect.isfunction(code_of):  # a callable object: its class's __call__ says whose it is
+            code_of = type(code_of).__call__ if callable(code_of) else code_of
+        if retrace.is_kiln_function(code_of):
+            return []
+        values = tuple(v.value if isinstance(v, _Static) else v for _, v in static)
+        return trace_mutations.watched_objects(self.fun, values)
 
     def _leaf_names(self, dyn_args: tuple, dyn_kwargs: dict, static: tuple) -> list[str]:
         """Readable argument paths (``params['w'][0]``) of every dynamic leaf, for error messages."""
@@ -696,7 +709,11 @@ class JittedFunction:
             a, k = tree_util.tree_unflatten(treedef, leaves)
             inputs = (a, k)
             a, k = self._merge(a, k, static)
+            watched = self._watched_for_side_effects(static)
+            before = trace_mutations.snapshot(watched) if watched else None
             out = self.fun(*a, **k)
+            if before:
+                trace_mutations.warn_rebound(self.__name__, before, self._signatures.stale_warned)
             if config.debug_key_reuse:
                 consumed_box.append(consumption.consumed_leaves(inputs))
             out_leaves, out_tree = tree_util.tree_flatten(out)
