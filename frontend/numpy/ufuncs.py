@@ -164,11 +164,25 @@ def floor_divide(x, y, /):
     if dtypes.kind(dtype) == "u" or dtype == np.bool_:
         return lax.div(x, y) if dtype != np.bool_ else lax.bitwise_and(x, y)
     if dtypes.kind(dtype) in "iu":
-        q = lax.div(x, y)  # truncates toward zero
-        # Step down where the signs differ and the division was inexact.
-        fix = lax.bitwise_and(lax.ne(lax.lt(x, 0), lax.lt(y, 0)), lax.ne(lax.rem(x, y), 0))
+        q = lax.div(x, y)  # truncates toward zero (and is -1 for a zero divisor, XLA's)
+        # Step down where the signs differ and the division was inexact (signs as JAX compares them: x // 0 is
+        # then -2 where x is not 0, JAX's number).
+        fix = lax.bitwise_and(lax.ne(lax.sign(x), lax.sign(y)), lax.ne(lax.rem(x, y), 0))
         return lax.select(fix, lax.sub(q, 1), q)
-    return lax.floor(lax.div(x, y)) if dtypes.kind(dtype) != "c" else _complex_unsupported("floor_divide")
+    if dtypes.kind(dtype) == "c":
+        _complex_unsupported("floor_divide")
+    return _float_floor_divide(x, y)
+
+
+def _float_floor_divide(x, y):
+    """``x // y`` for floats as NumPy and CPython compute it, from the exact remainder: ``(x - fmod(x, y)) / y``,
+    one less where the remainder's sign is not the divisor's, rounded to the nearest integer. ``floor(x / y)``
+    differs where ``x / y`` rounds up to an integer (``1.0 // 0.1`` is 9.0, ``floor(1.0 / 0.1)`` 10.0)."""
+    mod = lax.rem(x, y)
+    exact = lax.select(lax.eq(y, full_like_(y, 0)), x, lax.sub(x, mod))  # (x / 0: inf or nan, as x / y)
+    quotient = lax.div(exact, y)
+    step = lax.bitwise_and(lax.ne(mod, full_like_(mod, 0)), lax.ne(lax.sign(y), lax.sign(mod)))
+    return lax.round(lax.select(step, lax.sub(quotient, full_like_(quotient, 1)), quotient))
 
 
 def _complex_unsupported(fname: str):
@@ -182,6 +196,8 @@ def remainder(x, y, /):
     dtype = abstractify(x).dtype
     if dtypes.kind(dtype) == "c":
         _complex_unsupported("remainder")
+    if dtypes.kind(dtype) in "iu":  # x % 0 is 0, as NumPy and JAX (XLA's remainder would give x)
+        y = lax.select(lax.eq(y, full_like_(y, 0)), full_like_(y, 1), y)
     r = lax.rem(x, y)  # sign of the dividend
     if dtypes.kind(dtype) == "u" or dtype == np.bool_:
         return r
