@@ -41,8 +41,9 @@ def _while_rule(*avals: ShapedArray, cond: ClosedIR, body: ClosedIR, cond_nconst
 while_p = Primitive("while", _while_rule, multiple_results=True)
 
 
-class ReverseModeLoopError(KilnError, TypeError):
-    """Reverse-mode differentiation of a loop without a static bound."""
+class ReverseModeLoopError(KilnError, ValueError, TypeError):
+    """Reverse-mode differentiation of a loop without a static bound: a ValueError, as JAX raises (and a TypeError,
+    as kiln raised before)."""
 
 
 def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, max_steps: int | None = None):
