@@ -105,13 +105,13 @@ def against_jax(session: nox.Session) -> None:
     # optax at the release kiln.optim follows (its against-optax tests compare bit for bit)
     session.install(f"jax=={jaxlib_version}", f"optax=={OPTAX_VERSION}", "flatbuffers")
     against_optax = sorted(str(p) for p in pathlib.Path("tests/optim").glob("test_against_optax*.py"))
+    ported = sorted(str(p) for p in pathlib.Path("tests/examples").glob("test_*against_jax.py"))  # JAX's examples
     session.run("python", "-m", "pytest", *against_optax, "tests/optim/test_optim.py",
                 "tests/frontend/test_export.py", "tests/frontend/test_error_classes.py", "tests/ad/test_against_jax.py",
                 "tests/lax/test_precision_against_jax.py", "tests/ad/test_linear_call_against_jax.py",
                 "tests/ad/test_symbolic_zeros_against_jax.py", "tests/random/test_rbg.py",
                 "tests/frontend/test_pytree_proto.py", "tests/random/test_counter_prngs.py",
-                "tests/examples/test_jax_examples_against_jax.py",
-                *session.posargs)
+                *ported, *session.posargs)
 
 
 @nox.session
