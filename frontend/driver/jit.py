@@ -622,7 +622,7 @@ class JittedFunction:
             entry = self._trace(avals, treedef, dyn_args, dyn_kwargs, static, device, committed, ref_args)
             sigs.put(key, entry)
             if config.stale_value_warnings:
-                sigs.baked = stale.captured_values(self.fun)
+                sigs.baked = stale.captured_values(self.fun, self._watched_for_side_effects(static))
             sigs.history.note(self.fun, key, entry.arg_names, self.__name__, self._static_name)
             retrace.note_fresh_function(self.fun, self.__name__)
             retrace.log_trace(self.__name__, time.perf_counter() - start)

@@ -6,6 +6,10 @@ of them) are remembered; each call checks them by identity, then by value when t
 warns once per variable whose value has changed (a NumPy array changed in place keeps its identity and is not seen; a
 container changed in place is: its leaves are compared). Only the function's own code (and the functions and
 lambdas defined inside it) is looked at, not the functions it calls.
+
+The same goes for the attributes of the object a jitted method is bound to (``kiln.jit(model.loss)`` reading
+``self.w``) and of static arguments that are plain objects (JAX's docs' "marking self as static" strategy, where
+``c.mul = False`` after the trace is never seen): those whose names the function's code reads are remembered.
 """
 from __future__ import annotations
 
@@ -13,7 +17,7 @@ import dis
 import functools
 import operator
 import types
-from typing import Any
+from typing import Any, Sequence
 
 import numpy as np
 
@@ -32,7 +36,9 @@ class StaleValueWarning(UserWarning):
 
 
 class Baked:
-    """One variable a traced program read: where it lives, and its value at trace time."""
+    """One variable a traced program read: where it lives, and its value at trace time. ``kind``: "global",
+    "closed-over", or "attribute" (of ``holder``, an object the function is bound to or takes as a static
+    argument)."""
 
     __slots__ = ("name", "kind", "holder", "value", "leaves")
 
@@ -42,17 +48,31 @@ class Baked:
     def current(self) -> Any:
         if self.kind == "global":
             return self.holder.get(self.name, _MISSING)
+        if self.kind == "attribute":
+            return vars(self.holder).get(self.name, _MISSING)
         try:
             return self.holder.cell_contents
         except ValueError:  # an empty cell
             return _MISSING
 
+    @property
+    def key(self) -> str:
+        """What the once-per-variable record remembers."""
+        return f"attribute {id(self.holder)}.{self.name}" if self.kind == "attribute" else self.name
+
+    def described(self) -> str:
+        """The variable, as the warning names it."""
+        if self.kind == "attribute":
+            return f"attribute {self.name!r} of the {type(self.holder).__name__} object"
+        return f"{self.kind} variable {self.name!r}"
+
 
 @functools.lru_cache(maxsize=1024)
-def _names_read(code: types.CodeType) -> tuple[tuple[str, ...], tuple[str, ...]]:
-    """The global names and the free variables ``code`` (and code nested in it) loads."""
+def _names_read(code: types.CodeType) -> tuple[tuple[str, ...], tuple[str, ...], frozenset[str]]:
+    """The global names, the free variables and the attribute names ``code`` (and code nested in it) loads."""
     globals_read: set[str] = set()
     derefs: set[str] = set()
+    attrs: set[str] = set()
     stack = [code]
     while stack:
         c = stack.pop()
@@ -61,8 +81,10 @@ def _names_read(code: types.CodeType) -> tuple[tuple[str, ...], tuple[str, ...]]
                 globals_read.add(ins.argval)
             elif ins.opname in ("LOAD_DEREF", "LOAD_CLASSDEREF"):
                 derefs.add(ins.argval)
+            elif ins.opname in ("LOAD_ATTR", "LOAD_METHOD"):
+                attrs.add(ins.argval)
         stack.extend(k for k in c.co_consts if isinstance(k, types.CodeType))
-    return tuple(sorted(globals_read)), tuple(n for n in code.co_freevars if n in derefs)
+    return tuple(sorted(globals_read)), tuple(n for n in code.co_freevars if n in derefs), frozenset(attrs)
 
 
 def _bakeable_leaves(value: Any) -> list | None:
@@ -79,14 +101,21 @@ def _bakeable_leaves(value: Any) -> list | None:
     return None
 
 
-def captured_values(fun: Any) -> tuple[Baked, ...]:
-    """The numbers and arrays ``fun`` reads from its globals and closure now (when it is being traced)."""
+def captured_values(fun: Any, holders: Sequence[Any] = ()) -> tuple[Baked, ...]:
+    """The numbers and arrays ``fun`` reads from its globals and closure now (when it is being traced), and from
+    the attributes of ``holders`` (the object a method is bound to, static arguments) that its code reads by
+    name."""
     fun = unwrap_function(fun)
     code = getattr(fun, "__code__", None)
     if code is None or (getattr(fun, "__module__", None) or "").startswith("kiln."):
         return ()
-    globals_read, free_read = _names_read(code)
+    globals_read, free_read, attrs_read = _names_read(code)
     out = []
+    for holder in holders:
+        for name, value in vars(holder).items():
+            leaves = _bakeable_leaves(value) if name in attrs_read else None
+            if leaves is not None:
+                out.append(Baked(name, "attribute", holder, value, leaves))
     g = getattr(fun, "__globals__", {})
     for name in globals_read:
         value = g.get(name, _MISSING)
@@ -133,7 +162,7 @@ def check(name: str, baked: tuple[Baked, ...], warned: set) -> None:
         return
     for b in baked:
         now = b.current()
-        if b.name in warned or now is b.value and not isinstance(now, _CONTAINERS):
+        if b.key in warned or now is b.value and not isinstance(now, _CONTAINERS):
             continue
         leaves = None if now is _MISSING else _bakeable_leaves(now)
         if leaves is not None and len(leaves) == len(b.leaves) and all(map(operator.is_, leaves, b.leaves)):
@@ -141,12 +170,13 @@ def check(name: str, baked: tuple[Baked, ...], warned: set) -> None:
         if leaves is not None and len(leaves) == len(b.leaves) and all(map(_same_leaf, leaves, b.leaves)):
             b.value, b.leaves = now, leaves  # an equal value: nothing is stale; compare by identity again
             continue
-        warned.add(b.name)
+        warned.add(b.key)
         now_text = "deleted" if now is _MISSING else f"now {_show(now, leaves or [])}"
         was = _show(b.value, b.leaves)
+        what = ("the attributes of the object a method is bound to, or of a static argument, that it reads"
+                if b.kind == "attribute" else "globals and closed-over variables")
         warn_at_user(
-            f"kiln.jit({name}): the {b.kind} variable {b.name!r} is {now_text}, but it was {was} when {name} was traced"
-            ", and the compiled program still uses that old value (jit bakes in the values of "
-            f"globals and closed-over variables, as JAX does). Pass {b.name} as an argument instead, or call "
-            f"{name}.clear_cache() after changing it. Silence with "
-            "kiln.config.update('stale_value_warnings', False).", StaleValueWarning)
+            f"kiln.jit({name}): the {b.described()} is {now_text}, but it was {was} when {name} was traced"
+            f", and the compiled program still uses that old value (jit bakes in the values of {what}, as JAX "
+            f"does). Pass {b.name} as an argument instead, or call {name}.clear_cache() after changing it. "
+            "Silence with kiln.config.update('stale_value_warnings', False).", StaleValueWarning)

@@ -123,3 +123,61 @@ def test_lowering_warns_too():
     counter = Counter()
     with pytest.warns(TraceSideEffectWarning, match="attribute 'n'"):
         kiln.jit(counter.count).lower()
+
+
+def _stale_only(record):
+    return [w for w in record if w.category is StaleValueWarning]
+
+
+def test_an_attribute_of_a_static_self_changed_after_the_trace_is_named():
+    class CustomClass:  # JAX's Sharp Bits page, "marking self as static"
+        def __init__(self, x, mul):
+            self.x, self.mul = x, mul
+
+        def calc(self, y):
+            return self.x * y if self.mul else y
+
+    calc = kiln.jit(CustomClass.calc, static_argnums=0)
+    c = CustomClass(2, True)
+    assert int(calc(c, 3)) == 6
+    c.mul = False
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert int(calc(c, 3)) == 6  # JAX's result: the trace of the same object is reused
+        assert int(calc(c, 3)) == 6
+    (w,) = _stale_only(record)  # once
+    msg = str(w.message)
+    assert "attribute 'mul' of the CustomClass object is now False, but it was True when calc was traced" in msg
+    assert "calc.clear_cache()" in msg and w.filename == __file__
+    calc.clear_cache()
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert int(calc(c, 3)) == 3
+    assert not _stale_only(record)
+
+
+def test_a_bound_methods_attributes_it_reads_are_watched_and_the_others_not():
+    class Model:
+        def __init__(self):
+            self.w, self.step = knp.array([2.0, 3.0]), 0
+
+        def predict(self, x):
+            return x * self.w
+
+    model = Model()
+    predict = kiln.jit(model.predict)
+    np.testing.assert_array_equal(np.asarray(predict(knp.ones(2))), [2.0, 3.0])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        model.step += 1  # not read by predict
+        predict(knp.ones(2))
+        model.w = knp.array([2.0, 3.0])  # another array, equal: nothing is stale
+        predict(knp.ones(2))
+    assert not _stale_only(record)
+    model.w = knp.array([5.0, 5.0])
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        out = predict(knp.ones(2))
+    np.testing.assert_array_equal(np.asarray(out), [2.0, 3.0])  # the baked value, as JAX
+    (w,) = _stale_only(record)
+    assert "attribute 'w' of the Model object" in str(w.message) and "when predict was traced" in str(w.message)
