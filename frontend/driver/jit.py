@@ -314,8 +314,8 @@ class JittedFunction:
         has_varkw = any(p.kind == p.VAR_KEYWORD for p in params)
         for name in names:
             if name not in all_names and not has_varkw:
-                raise JitError(f"{self._where}: {what}_argnames={name!r} is not a parameter of the "
-                               f"function (its parameters: {', '.join(p.name for p in params)})")
+                raise JitArgumentError(f"{self._where}: {what}_argnames={name!r} is not a parameter of the "
+                                       f"function (its parameters: {', '.join(p.name for p in params)})")
             if name in positional:
                 nums_out.add(positional.index(name))
         for n in nums_out:
@@ -1226,9 +1226,9 @@ class _Static:
 
 def _hashable_static(jitted: JittedFunction, value: Any, where: str, name: str) -> _Static:
     if isinstance(value, (Array, Tracer)):
-        raise JitError(f"kiln.jit({jitted.__name__}): static argument {name!r} ({where}) is an array; "
-                       "static arguments must be hashable Python values. Pass it as a normal (traced) "
-                       "argument, or convert it with .item()/.tolist() if it really is a constant.")
+        raise JitArgumentError(f"kiln.jit({jitted.__name__}): static argument {name!r} ({where}) is an array; "
+                               "static arguments must be hashable Python values. Pass it as a normal (traced) "
+                               "argument, or convert it with .item()/.tolist() if it really is a constant.")
     try:
         h = hash(value)
     except TypeError:

@@ -14,7 +14,7 @@ import numpy as np
 
 from ..core import dtypes
 from ..core.avals import ShapedArray
-from ..core.errors import ShapeError
+from ..core.errors import KilnError, ShapeError
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify
 from .precision import canonicalize_precision
@@ -34,17 +34,22 @@ class ConvDimensionNumbers(NamedTuple):
     out_spec: tuple[int, ...]
 
 
+class DimensionNumbersError(KilnError, TypeError, ValueError):
+    """Dimension-number strings that do not name each dimension once: a TypeError, as JAX raises (and a
+    ValueError, as kiln raised before)."""
+
+
 def _spec_from_string(fname: str, spec: str, ndim: int, what: str, lead: str, spatial_order: str) -> tuple[int, ...]:
     if len(spec) != ndim:
         raise ShapeError(f"kiln.lax.{fname}: {what} dimension string {spec!r} has {len(spec)} letters but the "
                          f"{what} has {ndim} dimensions")
     if len(set(spec)) != len(spec) or any(c not in spec for c in lead):
-        raise ValueError(f"kiln.lax.{fname}: {what} dimension string {spec!r} must name each dimension once and "
-                         f"contain {lead[0]!r} and {lead[1]!r}")
+        raise DimensionNumbersError(f"kiln.lax.{fname}: {what} dimension string {spec!r} must name each dimension "
+                                    f"once and contain {lead[0]!r} and {lead[1]!r}")
     spatial = [c for c in spec if c not in lead]
     if sorted(spatial) != sorted(spatial_order):
-        raise ValueError(f"kiln.lax.{fname}: the spatial dimensions of {what} string {spec!r} do not match those "
-                         f"of the kernel string ({''.join(spatial_order)!r})")
+        raise DimensionNumbersError(f"kiln.lax.{fname}: the spatial dimensions of {what} string {spec!r} do not "
+                                    f"match those of the kernel string ({''.join(spatial_order)!r})")
     return (spec.index(lead[0]), spec.index(lead[1])) + tuple(spec.index(c) for c in spatial_order)
 
 
@@ -66,8 +71,8 @@ def conv_dimension_numbers(lhs_shape: Sequence[int], rhs_shape: Sequence[int],
             isinstance(s, str) for s in dimension_numbers):
         lhs_s, rhs_s, out_s = dimension_numbers
         if len(rhs_s) != nd or len(set(rhs_s)) != nd or "O" not in rhs_s or "I" not in rhs_s:
-            raise ValueError(f"kiln.lax.{fname}: kernel dimension string {rhs_s!r} must name each of the {nd} "
-                             "kernel dimensions once and contain 'O' and 'I'")
+            raise DimensionNumbersError(f"kiln.lax.{fname}: kernel dimension string {rhs_s!r} must name each of "
+                                        f"the {nd} kernel dimensions once and contain 'O' and 'I'")
         order = [c for c in rhs_s if c not in "OI"]
         return ConvDimensionNumbers(_spec_from_string(fname, lhs_s, nd, "lhs", "NC", order),
                                     _spec_from_string(fname, rhs_s, nd, "rhs", "OI", order),
@@ -165,6 +170,9 @@ def conv_general_dilated(lhs: Any, rhs: Any, window_strides: Sequence[int], padd
     strides = _int_tuple(fname, "window_strides", window_strides, n_sp)
     ld = _int_tuple(fname, "lhs_dilation", lhs_dilation, n_sp, 1)
     rd = _int_tuple(fname, "rhs_dilation", rhs_dilation, n_sp, 1)
+    for what, v in (("window_strides", strides), ("lhs_dilation", ld), ("rhs_dilation", rd)):
+        if any(e < 1 for e in v):  # (before SAME padding divides by a stride)
+            raise ValueError(f"kiln.lax.{fname}: {what} must be positive, got {v}")
     for what, v in (("feature_group_count", feature_group_count), ("batch_group_count", batch_group_count)):
         if isinstance(v, bool) or not isinstance(v, (int, np.integer)):
             raise TypeError(f"kiln.lax.{fname}: {what} must be an int, got {v!r}")

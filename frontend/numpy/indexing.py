@@ -40,7 +40,7 @@ import numpy as np
 from .. import lax
 from ..core import dtypes, tree_util
 from ..core.config import config
-from ..core.errors import ConcretizationTypeError, IndexTypeError
+from ..core.errors import ConcretizationTypeError, IndexTypeError, KilnIndexError
 from ..core.tracing import Tracer, abstractify, active_traces, concrete, current_builder
 from ..driver.array import Array
 from ..driver.eager_jit import eager_jit
@@ -49,8 +49,9 @@ from ..lax.sharding import apply_out_sharding
 __all__: list[str] = []
 
 
-class NonConcreteBooleanIndexError(ConcretizationTypeError, IndexError):
-    """A boolean mask index whose value is not known while tracing (the result's shape depends on it)."""
+class NonConcreteBooleanIndexError(ConcretizationTypeError, KilnIndexError):
+    """A boolean mask index whose value is not known while tracing (the result's shape depends on it): a
+    JAXIndexError (kiln.errors' name for KilnIndexError), as JAX's, and a ConcretizationTypeError."""
 
 
 _GSM = lax.GatherScatterMode

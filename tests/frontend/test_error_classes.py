@@ -354,6 +354,22 @@ TABLE = [
          ValueError, ValueError, "unhashable"),
     Case("jit static_argnums out of range", lambda M: M.jit(lambda x: x, static_argnums=3)(f32(3)), ValueError,
          ValueError, "static_argnums=3 is out of range"),
+    Case("jit unknown static_argnames", lambda M: M.jit(lambda x, neg: x, static_argnames=("nope",)), ValueError,
+         ValueError, "static_argnames='nope' is not a parameter of the function (its parameters: x, neg)"),
+    Case("jit array as a static argument",
+         lambda M: M.jit(lambda x, neg: x, static_argnums=(1,))(1, M.np.array(True)), ValueError, ValueError,
+         "static argument 'neg' (position 1) is an array"),
+    Case("jit boolean mask of a tracer", lambda M: M.jit(lambda x: x[x < 0])(M.np.arange(3.0)), IndexError,
+         kiln.errors.NonConcreteBooleanIndexError, "boolean"),
+    # -- lax convolutions ---------------------------------------------------------------------------------------
+    Case("conv dimension string with a bad letter",
+         lambda M: M.lax.conv_general_dilated(f32(1, 6, 7, 2), f32(3, 3, 2, 4), (1, 1), "SAME",
+                                              dimension_numbers=("NHWC", "HWIX", "NHWC")),
+         TypeError, TypeError, "kernel dimension string 'HWIX' must name each of the 4 kernel dimensions once"),
+    Case("conv zero window stride",
+         lambda M: M.lax.conv_general_dilated(f32(1, 6, 7, 2), f32(3, 3, 2, 4), (0, 1), "SAME",
+                                              dimension_numbers=("NHWC", "HWIO", "NHWC")),
+         ValueError, ValueError, "window_strides must be positive, got (0, 1)"),
 ]
 
 
