@@ -12,6 +12,7 @@ from .. import numpy as jnp
 from ..control.loops import fori_loop
 from ..core import dtypes
 from ..core.errors import MatrixShapeError
+from ..driver.array import Array
 from ..driver.eager_jit import eager_jit
 from ..lax import linalg as lax_linalg
 from ..numpy import linalg as _nla
@@ -32,6 +33,10 @@ def _where(fname: str) -> str:
 
 def _inexact(fname: str, *args: Any) -> list[Any]:
     """The arguments as kiln arrays of their common inexact dtype (integers -> the default float)."""
+    if len(args) == 1 and type(args[0]) is Array:  # (an eager call on one float array: as it is, in a tenth
+        aval = args[0].aval                        # of the time of the general path below)
+        if not aval.weak_type and aval.dtype.kind in "fc":
+            return [args[0]]
     check_arraylike(_where(fname), *args)
     dtype = dtypes.result_type(*args)
     if not dtypes.is_inexact(dtype):

@@ -305,3 +305,17 @@ def test_eager_calls_run_one_compiled_program(x64, primitive_runs):
         assert _compiles() - before <= 1, i  # (none when an earlier test compiled this signature)
         assert primitive_runs == [], i
         close(got, theirs(), 1e-8, msg=str(i))
+
+
+def test_inexact_arguments_keep_a_float_array_and_convert_the_rest():
+    from kiln.frontend.scipy.linalg import _inexact
+
+    x = kiln.numpy.ones((2, 2), np.float32)
+    assert _inexact("f", x)[0] is x  # an eager call on one float array takes it as it is
+    weak = kiln.numpy.asarray(2.0)  # a weakly typed array becomes a strong one, as on the general path
+    (w,) = _inexact("f", weak)
+    assert w.dtype == np.float32 and not w.aval.weak_type
+    (i,) = _inexact("f", kiln.numpy.ones(2, np.int32))
+    assert i.dtype == np.float32
+    (c,) = _inexact("f", kiln.numpy.ones(2, np.complex64))
+    assert c.dtype == np.complex64
