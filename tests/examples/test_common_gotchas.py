@@ -17,7 +17,7 @@ import re
 import ml_dtypes
 import numpy as np
 import pytest
-import scipy.special
+import threefry_oracle
 
 import kiln as jax
 import kiln.numpy as jnp
@@ -382,46 +382,8 @@ def test_lists_are_not_arrays():
 
 # ==================== Random numbers ================================================================================
 
-def _rotl(x, d):
-    return (x << np.uint32(d)) | (x >> np.uint32(32 - d))
-
-
-def _threefry2x32(key, x0, x1):
-    """Threefry-2x32 with 20 rounds (Salmon et al. 2011), in NumPy."""
-    k0, k1 = np.uint32(key[0]), np.uint32(key[1])
-    ks = [k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA)]
-    x = [np.asarray(x0, np.uint32) + ks[0], np.asarray(x1, np.uint32) + ks[1]]
-    rotations = [[13, 15, 26, 6], [17, 29, 16, 24]]
-    with np.errstate(over="ignore"):
-        for i in range(5):
-            for r in rotations[i % 2]:
-                x[0] = x[0] + x[1]
-                x[1] = _rotl(x[1], r) ^ x[0]
-            x[0] = x[0] + ks[(i + 1) % 3]
-            x[1] = x[1] + ks[(i + 2) % 3] + np.uint32(i + 1)
-    return x
-
-
-def _split(key, n):
-    """The keys random.split makes (partitionable Threefry: the i-th key hashes the counter (0, i))."""
-    a, b = _threefry2x32(key, np.zeros(n, np.uint32), np.arange(n, dtype=np.uint32))
-    return np.stack([a, b], axis=1)
-
-
-def _uniform(key, n, minval=0.0, maxval=1.0):
-    a, b = _threefry2x32(key, np.zeros(n, np.uint32), np.arange(n, dtype=np.uint32))
-    floats = (((a ^ b) >> np.uint32(9)) | np.uint32(0x3F800000)).view(np.float32) - np.float32(1)
-    minval, maxval = np.float32(minval), np.float32(maxval)
-    return np.maximum(minval, floats * (maxval - minval) + minval)
-
-
-def _normal(key, n):
-    u = _uniform(key, n, np.nextafter(np.float32(-1), np.float32(0)), 1.0).astype(np.float64)
-    return np.sqrt(2) * scipy.special.erfinv(u)
-
-
 def test_threefry_oracle_known_answer():
-    out = _threefry2x32((0x13198a2e, 0x03707344), np.uint32(0x243f6a88), np.uint32(0x85a308d3))
+    out = threefry_oracle.threefry2x32((0x13198a2e, 0x03707344), np.uint32(0x243f6a88), np.uint32(0x85a308d3))
     assert [int(v) for v in out] == [0xc4923a9c, 0x483df7a0]  # the Random123 test vector
 
 
@@ -435,32 +397,33 @@ def test_random_keys_and_split(capsys):
     print(random.normal(key, shape=(1,)))  # No no no! The same key gives the same numbers
     first, second = capsys.readouterr().out.splitlines()
     assert first == second
-    np.testing.assert_allclose(_np(random.normal(key, shape=(1,))), _normal([0, 0], 1), rtol=1e-6)
+    np.testing.assert_allclose(_np(random.normal(key, shape=(1,))), threefry_oracle.normal([0, 0], 1), rtol=1e-6)
 
     keys = [np.array([0, 0], np.uint32)]
     key, subkey = random.split(key)
     normal_pseudorandom = random.normal(subkey, shape=(1,))
-    expected_key, expected_subkey = _split(keys[-1], 2)
+    expected_key, expected_subkey = threefry_oracle.split(keys[-1], 2)
     np.testing.assert_array_equal(_np(random.key_data(key)), expected_key)
     np.testing.assert_array_equal(_np(random.key_data(subkey)), expected_subkey)
-    np.testing.assert_allclose(_np(normal_pseudorandom), _normal(expected_subkey, 1), rtol=1e-6)
+    np.testing.assert_allclose(_np(normal_pseudorandom), threefry_oracle.normal(expected_subkey, 1), rtol=1e-6)
 
     key, subkey = random.split(key)  # again: new keys
-    np.testing.assert_array_equal(_np(random.key_data(key)), _split(expected_key, 2)[0])
-    np.testing.assert_array_equal(_np(random.key_data(subkey)), _split(expected_key, 2)[1])
+    np.testing.assert_array_equal(_np(random.key_data(key)), threefry_oracle.split(expected_key, 2)[0])
+    np.testing.assert_array_equal(_np(random.key_data(subkey)), threefry_oracle.split(expected_key, 2)[1])
 
     parent = _np(random.key_data(key))
     key, *subkeys = random.split(key, 4)
-    expected = _split(parent, 4)
+    expected = threefry_oracle.split(parent, 4)
     np.testing.assert_array_equal(_np(random.key_data(key)), expected[0])
     draws = []
     for subkey, want in zip(subkeys, expected[1:]):
         np.testing.assert_array_equal(_np(random.key_data(subkey)), want)
         draws.append(float(random.normal(subkey, shape=(1,))[0]))
-        np.testing.assert_allclose(draws[-1], _normal(want, 1)[0], rtol=1e-6)
+        np.testing.assert_allclose(draws[-1], threefry_oracle.normal(want, 1)[0], rtol=1e-6)
     assert len(set(draws)) == 3
     u = random.uniform(random.key(7), (1000,))
-    np.testing.assert_array_equal(_np(u), _uniform(_np(random.key_data(random.key(7))), 1000))  # bit for bit
+    want = threefry_oracle.uniform(_np(random.key_data(random.key(7))), 1000)
+    np.testing.assert_array_equal(_np(u), want)  # bit for bit
 
 
 # ==================== Control flow (docs/control-flow.md) ===========================================================

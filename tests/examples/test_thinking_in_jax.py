@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 import pytest
-import scipy.special
+import threefry_oracle
 from ported import load
 
 import kiln
@@ -358,57 +358,18 @@ def test_jacobian_and_hessian(nb):
 
 # ==================== Part 2: PRNG (a NumPy Threefry-2x32 as the oracle) ===========================================
 
-def _rotl(x, d):
-    return (x << np.uint32(d)) | (x >> np.uint32(32 - d))
-
-
-def _threefry2x32(key, x0, x1):
-    """Threefry-2x32 with 20 rounds (Salmon et al. 2011), in NumPy."""
-    k0, k1 = np.uint32(key[0]), np.uint32(key[1])
-    ks = [k0, k1, k0 ^ k1 ^ np.uint32(0x1BD11BDA)]
-    x = [np.asarray(x0, np.uint32) + ks[0], np.asarray(x1, np.uint32) + ks[1]]
-    rotations = [[13, 15, 26, 6], [17, 29, 16, 24]]
-    with np.errstate(over="ignore"):
-        for i in range(5):
-            for r in rotations[i % 2]:
-                x[0] = x[0] + x[1]
-                x[1] = _rotl(x[1], r) ^ x[0]
-            x[0] = x[0] + ks[(i + 1) % 3]
-            x[1] = x[1] + ks[(i + 2) % 3] + np.uint32(i + 1)
-    return x
-
-
-def _split(key, n=2):
-    """The keys random.split makes (partitionable Threefry: key i hashes the counter (0, i))."""
-    a, b = _threefry2x32(key, np.zeros(n, np.uint32), np.arange(n, dtype=np.uint32))
-    return np.stack([a, b], axis=1)
-
-
-def _normal(key, n):
-    a, b = _threefry2x32(key, np.zeros(n, np.uint32), np.arange(n, dtype=np.uint32))
-    floats = (((a ^ b) >> np.uint32(9)) | np.uint32(0x3F800000)).view(np.float32) - np.float32(1)
-    lo = np.nextafter(np.float32(-1), np.float32(0))
-    u = np.maximum(lo, floats * (np.float32(1) - lo) + lo).astype(np.float64)
-    return np.sqrt(2) * scipy.special.erfinv(u)
-
-
-def test_threefry_oracle_known_answer():
-    out = _threefry2x32((0x13198a2e, 0x03707344), np.uint32(0x243f6a88), np.uint32(0x85a308d3))
-    assert [int(v) for v in out] == [0xc4923a9c, 0x483df7a0]  # the Random123 test vector
-
-
 def _key_data(key):
     return _np(kiln.random.key_data(key))
 
 
 def test_vmap_section_draws_and_products(nb):
-    k1, k2 = _split([0, 1701])
+    k1, k2 = threefry_oracle.split([0, 1701])
     np.testing.assert_array_equal(_key_data(nb.key1), k1)
     np.testing.assert_array_equal(_key_data(nb.key2), k2)
     mat, bx = _np(nb.mat), _np(nb.batched_x)
     assert (mat.shape, mat.dtype, bx.shape, bx.dtype) == ((150, 100), np.float32, (10, 100), np.float32)
-    np.testing.assert_allclose(mat, _normal(k1, 15000).reshape(150, 100), rtol=1e-5, atol=2e-5)
-    np.testing.assert_allclose(bx, _normal(k2, 1000).reshape(10, 100), rtol=1e-5, atol=2e-5)
+    np.testing.assert_allclose(mat, threefry_oracle.normal(k1, 15000).reshape(150, 100), rtol=1e-5, atol=2e-5)
+    np.testing.assert_allclose(bx, threefry_oracle.normal(k2, 1000).reshape(10, 100), rtol=1e-5, atol=2e-5)
     expected = bx.astype(np.float64) @ mat.astype(np.float64).T
     for cell, title in [(nb.naively_batched_cell, "Naively batched"), (nb.manually_batched_cell, "Manually batched"),
                         (nb.vmap_cell, "Auto-vectorized with vmap")]:
@@ -426,13 +387,13 @@ def test_keys_and_split_loop(nb):
     (a, b), out = _run(nb.same_key_cell, key)
     assert out[0] == out[1] and float(a) == float(b)  # the same key, the same draw
     assert a.shape == () and a.dtype == np.float32
-    np.testing.assert_allclose(float(a), _normal([0, 43], 1)[0], rtol=1e-5)
+    np.testing.assert_allclose(float(a), threefry_oracle.normal([0, 43], 1)[0], rtol=1e-5)
 
     (last, vals), out = _run(nb.split_loop_cell, key)
     parent = np.array([0, 43], np.uint32)
     for i, (val, line) in enumerate(zip(vals, out)):
-        new_key, subkey = _split(parent)
-        np.testing.assert_allclose(float(val), _normal(subkey, 1)[0], rtol=1e-5)
+        new_key, subkey = threefry_oracle.split(parent)
+        np.testing.assert_allclose(float(val), threefry_oracle.normal(subkey, 1)[0], rtol=1e-5)
         assert line == f"draw {i}: {float(val)!r}"
         parent = new_key
     assert len(out) == 3 and len({float(v) for v in vals}) == 3
