@@ -15,7 +15,7 @@ from typing import Any
 
 from ..core.tracing import Tracer
 from .retrace import warn_at_user
-from .stale import StaleValueWarning
+from .stale import _MISSING, StaleValueWarning
 
 
 class TraceSideEffectWarning(StaleValueWarning):
@@ -59,8 +59,6 @@ def _same(a: Any, b: Any) -> bool:
     return False
 
 
-_MISSING = object()
-
 
 def warn_rebound(name: str, before: list[tuple[Any, dict]], warned: set) -> None:
     """Warn once per attribute that changed since ``before`` (taken just before the trace of ``name``)."""
@@ -68,7 +66,7 @@ def warn_rebound(name: str, before: list[tuple[Any, dict]], warned: set) -> None
         new = vars(obj)
         for attr in sorted(set(old) | set(new), key=str):
             was, now = old.get(attr, _MISSING), new.get(attr, _MISSING)
-            key = f"attribute {id(obj)}.{attr}"
+            key = f"rebound {id(obj)}.{attr}"  # (not stale.Baked.key's: a later change still warns as stale)
             if _same(was, now) or key in warned:
                 continue
             warned.add(key)

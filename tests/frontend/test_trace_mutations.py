@@ -181,3 +181,15 @@ def test_a_bound_methods_attributes_it_reads_are_watched_and_the_others_not():
     np.testing.assert_array_equal(np.asarray(out), [2.0, 3.0])  # the baked value, as JAX
     (w,) = _stale_only(record)
     assert "attribute 'w' of the Model object" in str(w.message) and "when predict was traced" in str(w.message)
+
+
+def test_a_later_change_of_a_rebound_attribute_still_warns_as_stale():
+    counter = Counter()
+    count = kiln.jit(counter.count)
+    _, (w,) = _calls(count, ())
+    counter.n = 5
+    with warnings.catch_warnings(record=True) as record:
+        warnings.simplefilter("always")
+        assert int(count()) == 1  # the baked value, as JAX
+    (w,) = _stale_only(record)
+    assert "attribute 'n' of the Counter object is now 5, but it was 1" in str(w.message)
