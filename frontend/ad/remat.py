@@ -15,10 +15,10 @@ import functools
 import weakref
 from typing import Callable, NamedTuple, Sequence
 
-from kiln.frontend.core.passes import eliminate_dead_code, used_inputs
+from kiln.frontend.core.passes import eliminate_dead_code, has_effects, used_inputs
 
 from ..core import caches, refs, tree_util
-from ..core.call import call_body
+from ..core.call import call_body, call_p
 from ..core.ir import IR, ClosedIR, Eqn, Var
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify, active_traces, current_builder, trace_to_ir
@@ -159,19 +159,25 @@ class _Policies:
 checkpoint_policies = _Policies()
 
 
-def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_argnums: Sequence[int] = ()):
+def checkpoint(fun: Callable, *, prevent_cse: bool | Sequence[bool] = True, policy=None,
+               static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = ()):
     """Wrap ``fun`` so that reverse-mode differentiation recomputes its intermediates.
 
     ``policy`` (one of ``kiln.checkpoint_policies``, or any ``policy(prim, *avals, **params) -> bool``): which
     intermediates to save rather than recompute, as in JAX; ``None`` saves the inputs only. The numbers are
-    the same whatever the policy; memory and time differ.
+    the same whatever the policy; memory and time differ. ``static_argnums``/``static_argnames``: arguments
+    passed to ``fun`` as they are (Python values for its control flow), not traced.
     """
     if policy is not None and not callable(policy):
         raise TypeError(f"kiln.checkpoint: policy must be one of kiln.checkpoint_policies (a callable) or None, "
                         f"got {type(policy).__name__} {policy!r:.60}")
     if policy is checkpoint_policies.everything_saveable:
         return fun
-    static_argnums = tuple(static_argnums)
+    static_argnums = (static_argnums,) if isinstance(static_argnums, int) else tuple(static_argnums)  # as JAX
+    static_argnames = (static_argnames,) if isinstance(static_argnames, str) else tuple(static_argnames)
+    if not isinstance(prevent_cse, bool):
+        # JAX's per-argument flags: kiln's barrier covers all the inputs or none (the numbers are the same)
+        prevent_cse = any(prevent_cse)
 
     @functools.wraps(fun)
     def wrapped(*args, **kwargs):
@@ -184,6 +190,8 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_a
             return fun(*args, **kwargs)
         static = {i % len(args): args[i] for i in static_argnums}
         dyn = [a for i, a in enumerate(args) if i not in static]
+        static_kw = {k: kwargs[k] for k in static_argnames if k in kwargs}
+        kwargs = {k: v for k, v in kwargs.items() if k not in static_kw}
         # Keyword arguments are inputs like the positional ones (as in JAX): traced, and differentiated.
         flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
         out_tree_box, written_box = [], []
@@ -192,7 +200,7 @@ def checkpoint(fun: Callable, *, prevent_cse: bool = True, policy=None, static_a
             dyn_in, kw_in = tree_util.tree_unflatten(in_tree, list(tracers))
             it = iter(dyn_in)
             full = [static[i] if i in static else next(it) for i in range(len(args))]
-            leaves, tree = tree_util.tree_flatten(fun(*full, **kw_in))
+            leaves, tree = tree_util.tree_flatten(fun(*full, **kw_in, **static_kw))
             out_tree_box.append(tree)
             # Refs created outside that it wrote: their final values are outputs too, written after the call.
             written_box.append(refs.escaping(current_builder()))
@@ -244,6 +252,65 @@ def _saveable(policy: Callable | None, eqn: Eqn) -> bool:
     return isinstance(answer, Offloadable) or bool(answer)
 
 
+# Equations with a body (a call, a scan) whose own equations the policy may save: ``rule(eqn, save_body)`` is
+# ``(forward eqn, recompute eqn, saved vars)`` or None, where the forward equation also returns the values its
+# body saves (``save_body(ir)``, the same split one level down), as the new outputs ``saved vars``, and the
+# recompute equation takes them as extra inputs instead of computing them (a scan stacks them: one per step).
+save_inside_rules: dict[Primitive, Callable] = {}
+
+
+def _save_in_body(ir: IR, policy: Callable) -> tuple[IR, IR, list[Var]] | None:
+    """``(forward, recompute, saved)`` for an IR run in the forward pass and again in the backward: ``forward``
+    also returns ``saved``, the values of its equations (at any depth of calls and scans) that ``policy`` saves;
+    ``recompute`` takes them as trailing inputs instead of computing them. None when the policy saves nothing."""
+    saved: list[Var] = []
+    forward_eqns: list[Eqn] = []
+    recompute_eqns: list[Eqn] = []
+    for e in ir.eqns:
+        if has_effects(e):
+            inner = None
+        elif _saveable(policy, e):
+            forward_eqns.append(e)
+            saved.extend(e.outputs)
+            continue
+        else:
+            rule = save_inside_rules.get(e.prim)
+            inner = rule(e, lambda body: _save_in_body(body, policy)) if rule is not None else None
+        if inner is None:
+            forward_eqns.append(e)
+            recompute_eqns.append(e)
+        else:
+            forward_eqns.append(inner[0])
+            recompute_eqns.append(inner[1])
+            saved.extend(inner[2])
+    if not saved:
+        return None
+    recompute = eliminate_dead_code(IR(ir.constvars, ir.invars + saved, recompute_eqns, ir.outvars))
+    n_fixed = len(ir.constvars) + len(ir.invars)
+    saved = [v for v, used in zip(saved, used_inputs(recompute)[n_fixed:]) if used]  # (only what is read)
+    if not saved:
+        return None
+    recompute = IR(recompute.constvars, ir.invars + saved, recompute.eqns, recompute.outvars)
+    return IR(ir.constvars, ir.invars, forward_eqns, list(ir.outvars) + saved), recompute, saved
+
+
+def _save_in_call(eqn: Eqn, save_body: Callable):
+    body: ClosedIR = eqn.params["ir"]
+    inner = save_body(body.ir)
+    if inner is None:
+        return None
+    forward, recompute, saved = inner
+    new = [Var(v.aval) for v in saved]
+    return (Eqn(call_p, eqn.inputs, list(eqn.outputs) + new, {**eqn.params, "ir": ClosedIR(forward, body.consts)},
+                eqn.source),
+            Eqn(call_p, list(eqn.inputs) + new, eqn.outputs, {**eqn.params, "ir": ClosedIR(recompute, body.consts)},
+                eqn.source),
+            new)
+
+
+save_inside_rules[call_p] = _save_in_call
+
+
 def _split(body: ClosedIR, unknown: tuple[bool, ...], policy: Callable | None):
     memo = _split_memo.setdefault(body, {})
     key = (unknown, policy)
@@ -252,16 +319,29 @@ def _split(body: ClosedIR, unknown: tuple[bool, ...], policy: Callable | None):
         out_unknown = split.out_unknown
         k = split.known
         n_known = len(k.outvars) - split.num_residuals
+        # A known call or scan the policy does not save as a whole: the values inside it that the policy saves
+        # are returned by its forward run and read by its recompute, as JAX's policies reach into them.
+        inside = {}
+        if policy is not None:
+            for e in k.eqns:
+                rule = save_inside_rules.get(e.prim)
+                if rule is not None and not has_effects(e) and not _saveable(policy, e):
+                    found = rule(e, lambda ir: _save_in_body(ir, policy))
+                    if found is not None:
+                        inside[id(e)] = found
         # The unknown half recomputes the known equations, then runs the unknown ones; both as the split
         # made them, so that an equation mixing known and unknown inputs (a nested remat, a call, a loop)
         # is its known half (non-linear) and its unknown half (linear), which transposition needs.
         ir = body.ir
-        recompute = _prune(IR(ir.constvars, ir.invars, k.eqns + split.unknown.eqns, ir.outvars), out_unknown)
+        recompute = _prune(IR(ir.constvars, ir.invars, [inside[id(e)][1] if id(e) in inside else e for e in k.eqns]
+                              + split.unknown.eqns, ir.outvars), out_unknown)
         # Known equations the policy saves are not recomputed: their values come from the forward half.
         known_eqns = set(map(id, k.eqns))
         saved_eqns = [e for e in recompute.eqns if id(e) in known_eqns and _saveable(policy, e)]
         saved_ids = set(map(id, saved_eqns))
         candidates = [v for e in saved_eqns for v in e.outputs]
+        recomputed = set(map(id, recompute.eqns))
+        candidates += [v for found in inside.values() if id(found[1]) in recomputed for v in found[2]]
         unknown_body = eliminate_dead_code(IR(recompute.constvars, recompute.invars + candidates,
                                               [e for e in recompute.eqns if id(e) not in saved_ids],
                                               recompute.outvars))
@@ -272,7 +352,10 @@ def _split(body: ClosedIR, unknown: tuple[bool, ...], policy: Callable | None):
         # The known half: its outputs, then the saved values. Built from the split, not the whole body:
         # call-like equations mixing known and unknown inputs are split.
         outs = k.outvars[:n_known] + saved
-        known_body = _prune(IR([], k.invars, k.eqns, outs), [True] * len(outs))
+        saved_set = set(saved)
+        forward_eqns = [inside[id(e)][0] if id(e) in inside and not saved_set.isdisjoint(inside[id(e)][2]) else e
+                        for e in k.eqns]
+        known_body = _prune(IR([], k.invars, forward_eqns, outs), [True] * len(outs))
         memo[key] = (ClosedIR(known_body, []), ClosedIR(unknown_body, []), out_unknown, [v.aval for v in saved])
     return memo[key]
 

@@ -84,7 +84,10 @@ def saved_residuals(f: Callable, *args: Any, **kwargs: Any) -> list[tuple[Shaped
             if v in res_vars:
                 eqn, _ = _producer(outer, i)
                 if eqn.prim is call_p:
-                    what = f"output of jitted function '{eqn.params['name']}'"
+                    name = eqn.params["name"]
+                    while name.startswith("jvp(") and name.endswith(")"):  # (JAX's differentiated call keeps
+                        name = name[4:-1]                                   # the function's own name)
+                    what = f"output of jitted function '{name}'"
                 elif eqn.prim is name_p:
                     what = f"named '{eqn.params['name']}'"
                 else:

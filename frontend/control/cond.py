@@ -310,10 +310,57 @@ def _cond_locate(eqn, args, run):
     return run(body.ir, body.consts, args[1:])
 
 
+def _cond_save_inside(eqn: Eqn, save_body: Callable):
+    """Under a checkpoint policy (kiln.checkpoint): the forward cond also returns the values its taken branch's
+    policy saves, in slots the branches share by type (as JAX's: a slot per value of one type in the branch that
+    saves the most of that type; zeros in a slot the taken branch leaves empty); the recompute cond reads its
+    branch's slots instead of computing those values."""
+    branches = eqn.params["branches"]
+    found = [save_body(b.ir) for b in branches]
+    if all(f is None for f in found):
+        return None
+    slots: list = []  # the type of each slot
+    placed = []  # per branch: the slot of each value it saves
+    for f in found:
+        taken: list[int] = []
+        for v in ([] if f is None else f[2]):
+            free = next((j for j, a in enumerate(slots) if a == v.aval and j not in taken), None)
+            if free is None:
+                slots.append(v.aval)
+                free = len(slots) - 1
+            taken.append(free)
+        placed.append(taken)
+    forward_branches, recompute_branches = [], []
+    for b, f, taken in zip(branches, found, placed):
+        n_out, n_in = len(b.ir.outvars), len(b.ir.invars)
+        forward, recompute = (b.ir, b.ir) if f is None else f[:2]
+        eqns, slot_out = list(forward.eqns), [None] * len(slots)
+        slot_in = [Var(aval) for aval in slots]
+        for k, j in enumerate(taken):
+            slot_out[j] = forward.outvars[n_out + k]
+            slot_in[j] = recompute.invars[n_in + k]
+        for j, aval in enumerate(slots):
+            if slot_out[j] is None:
+                z_eqn, slot_out[j] = _zeros_eqn(aval)
+                eqns.append(z_eqn)
+        forward_branches.append(ClosedIR(IR(forward.constvars, forward.invars, eqns,
+                                            list(forward.outvars[:n_out]) + slot_out), b.consts))
+        recompute_branches.append(ClosedIR(IR(recompute.constvars, list(recompute.invars[:n_in]) + slot_in,
+                                              recompute.eqns, recompute.outvars), b.consts))
+    new = [Var(aval) for aval in slots]
+    return (Eqn(cond_p, eqn.inputs, list(eqn.outputs) + new, {**eqn.params, "branches": tuple(forward_branches)},
+                eqn.source),
+            Eqn(cond_p, list(eqn.inputs) + new, eqn.outputs, {**eqn.params, "branches": tuple(recompute_branches)},
+                eqn.source),
+            new)
+
+
 def _register_rules() -> None:
     from ..ad.jvp import jvp_rules
+    from ..ad.remat import save_inside_rules
     from ..driver.nan_check import locate_rules
     locate_rules[cond_p] = _cond_locate
+    save_inside_rules[cond_p] = _cond_save_inside
     from ..ad.partial_eval import pe_rules
     from ..ad.transpose import transpose_rules
     from ..batching.core import batch_rules

@@ -446,8 +446,27 @@ def _scan_locate(eqn, args, run):
     return list(carry) + stacked
 
 
+def _scan_save_inside(eqn: Eqn, save_body: Callable):
+    """Under a checkpoint policy (kiln.checkpoint): the forward scan also returns, stacked as extra ys, the values
+    of its body that the policy saves; the recompute scan reads them as extra xs instead of computing them."""
+    body: ClosedIR = eqn.params["body"]
+    inner = save_body(body.ir)
+    if inner is None:
+        return None
+    forward, recompute, saved = inner
+    length = eqn.params["length"]
+    stacked = [Var(v.aval.update(shape=(length,) + v.aval.shape)) for v in saved]
+    return (Eqn(scan_p, eqn.inputs, list(eqn.outputs) + stacked,
+                {**eqn.params, "body": ClosedIR(forward, body.consts)}, eqn.source),
+            Eqn(scan_p, list(eqn.inputs) + stacked, eqn.outputs,
+                {**eqn.params, "body": ClosedIR(recompute, body.consts)}, eqn.source),
+            stacked)
+
+
 def _register_rules() -> None:
     from ..ad.jvp import jvp_rules
+    from ..ad.remat import save_inside_rules
+    save_inside_rules[scan_p] = _scan_save_inside
     from ..driver.nan_check import locate_rules
     locate_rules[scan_p] = _scan_locate
     from ..ad.partial_eval import pe_rules

@@ -184,3 +184,76 @@ def test_checkpoint_name_through_transformations():
     _, tangent = kiln.jvp(lambda v: checkpoint_name(knp.sin(v), "s"), (x,), (np.ones(4, np.float32),))
     np.testing.assert_allclose(np.asarray(tangent), np.cos(x), rtol=1e-6)
     assert "name[name=s]" in str(kiln.make_jaxpr(lambda v: checkpoint_name(v, "s"))(x))
+
+
+def _dots_in(text: str) -> int:
+    return text.count("dot_general")
+
+
+@pytest.mark.parametrize("where", ["scan", "jit", "jit in scan"])
+def test_checkpoint_policies_reach_into_scans_and_calls(where):
+    """A policy saves the values it selects inside a scan or a jitted function called in the checkpointed
+    function, as JAX's (it judged such an equation as a whole, so dots_saveable saved nothing there and the
+    backward pass computed every product again): a scan stacks them, one per step. The numbers do not change."""
+    layer = lambda c: knp.sin(knp.dot(c, c))  # noqa: E731
+    inner = {"scan": layer, "jit": layer, "jit in scan": kiln.jit(layer)}[where]
+
+    def h(x):
+        if where == "jit":
+            return knp.sum(kiln.jit(lambda c: inner(inner(c)))(x))
+        return knp.sum(kiln.lax.scan(lambda c, _: (inner(c), None), x, None, length=5)[0])
+
+    x = (np.eye(3) * 0.3 + 0.2).astype(np.float32)
+    saved = kiln.checkpoint(h, policy=kiln.checkpoint_policies.dots_saveable)
+    res = [(a.str_short(), src.split(" from ")[0]) for a, src in saved_residuals(saved, x)]
+    stacked = "f32[3,3]" if where == "jit" else "f32[5,3,3]"
+    count = 2 if where == "jit" else 1
+    producer = "output of jitted function '<lambda>'" if where == "jit" else "output of scan"
+    assert res == [("f32[3,3]", "from the argument x")] + [(stacked, producer)] * count
+    assert saved_residuals(kiln.checkpoint(h), x) == saved_residuals(kiln.checkpoint(h), x)[:1]  # no policy: x only
+    # The backward pass computes no product of the forward pass again: with the policy, value_and_grad's program
+    # has the forward products and two per product's transpose; without, also the recomputed ones.
+    n_fwd = 2 if where == "jit" else 5
+    text = kiln.jit(kiln.value_and_grad(saved)).lower(x).as_text()
+    plain = kiln.jit(kiln.value_and_grad(kiln.checkpoint(h))).lower(x).as_text()
+    assert (_dots_in(text), _dots_in(plain)) == ((6, 8) if where == "jit" else (3, 4))
+    # numbers: as without checkpoint, and as a float64 NumPy backward pass
+    c, cs = x.astype(np.float64), []
+    for _ in range(n_fwd):
+        cs.append(c)
+        c = np.sin(c @ c)
+    g = np.ones_like(c)
+    for c in reversed(cs):
+        d = g * np.cos(c @ c)
+        g = d @ c.T + c.T @ d
+    for f in (saved, h):
+        np.testing.assert_allclose(np.asarray(kiln.grad(f)(x)), g, rtol=2e-5, atol=1e-6)
+        np.testing.assert_allclose(np.asarray(kiln.jit(kiln.grad(f))(x)), g, rtol=2e-5, atol=1e-6)
+
+
+def test_checkpoint_policies_reach_into_cond_branches():
+    """In a cond, each branch saves what the policy selects in it, in slots the branches share by type (JAX's
+    listing: two f32[3,3] for branches saving one and two products); the numbers are those of a NumPy backward
+    pass for either branch, eager and under jit."""
+    def h(x, i):
+        y = kiln.lax.cond(i > 0, lambda c: knp.sin(knp.dot(c, c)), lambda c: knp.cos(c @ c.T) @ c, x)
+        return knp.sum(knp.sin(y))
+
+    x = (np.eye(3) * 0.3 + 0.2).astype(np.float32)
+    saved = kiln.checkpoint(h, policy=kiln.checkpoint_policies.dots_saveable)
+    c = x.astype(np.float64)
+    for i in (1, 0):
+        res = [(a.str_short(), src.split(" from ")[0]) for a, src in saved_residuals(saved, x, i)]
+        assert res == [("f32[3,3]", "from the argument x"), ("i32[]", "from the argument i")] + [
+            ("f32[3,3]", "output of cond")] * 2
+        if i:
+            p = c @ c
+            g = np.cos(np.sin(p)) * np.cos(p)
+            expected = g @ c.T + c.T @ g
+        else:
+            q = c @ c.T
+            gy = np.cos(np.cos(q) @ c)
+            gq = -np.sin(q) * (gy @ c.T)
+            expected = np.cos(q).T @ gy + gq @ c + gq.T @ c
+        for f in (kiln.grad(saved), kiln.jit(kiln.grad(saved)), kiln.grad(h)):
+            np.testing.assert_allclose(np.asarray(f(x, i)), expected, rtol=2e-5, atol=1e-6)

@@ -82,6 +82,13 @@ def test_checkpoint_negative_static_argnum():
     assert float(kiln.grad(f)(3.0, 2)) == 6.0
 
 
+def test_checkpoint_static_argnums_int():
+    # JAX takes one int as well as a tuple (before: TypeError: 'int' object is not iterable)
+    power = lambda x, n: x ** n  # noqa: E731
+    for f in (kiln.checkpoint(power, static_argnums=1), kiln.remat(power, static_argnums=-1)):
+        assert float(kiln.grad(f)(3.0, 2)) == 6.0
+
+
 def test_pmap_static_broadcasted_argnums_out_of_range():
     f = kiln.pmap(lambda x: x * 2, static_broadcasted_argnums=2)
     with pytest.raises(ValueError, match=r"kiln\.pmap\(<lambda>\): static_broadcasted_argnums=\(2,\) is out of "
@@ -213,3 +220,14 @@ def test_transformed_function_given_a_non_array():
         kiln.vjp(lambda a: a, "s")
     with pytest.raises(TypeError, match=r"kiln\.jit\(<lambda>\): argument a is an object \(<object"):
         kiln.jit(lambda a: a)(object())
+
+
+def test_checkpoint_static_argnames_and_prevent_cse_flags():
+    # JAX's checkpoint also takes static_argnames and per-argument prevent_cse flags (kiln raised TypeError)
+    def power(x, *, n):
+        assert isinstance(n, int)  # static: a Python int, for Python control flow
+        return x ** n
+    for f in (kiln.checkpoint(power, static_argnames="n"), kiln.checkpoint(power, static_argnames=("n",)),
+              kiln.checkpoint(power, static_argnames="n", prevent_cse=(False,))):
+        assert float(kiln.grad(lambda x: f(x, n=3))(2.0)) == 12.0
+        assert float(kiln.jit(kiln.grad(lambda x: f(x, n=2)))(3.0)) == 6.0
