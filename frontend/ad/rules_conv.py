@@ -23,7 +23,7 @@ from ..core.tracing import abstractify
 from ..lax import convolution as cv
 from .jvp import jvp_rules
 from .tangents import Zero, add_tangents
-from .transpose import is_undefined, transpose_rules
+from .transpose import is_undefined, not_linear, transpose_rules
 
 conv_p = cv.conv_general_dilated_p
 
@@ -120,7 +120,7 @@ def _rhs_ct(ct, lhs, rhs_aval, *, window_strides, padding, lhs_dilation, rhs_dil
 
 def _conv_transpose(ct, lhs, rhs, *, preferred_element_type, **params):
     if is_undefined(lhs) and is_undefined(rhs):
-        raise TypeError("kiln: internal error: conv_general_dilated of two linear values is not linear")
+        raise not_linear("a conv_general_dilated of two tangents")
     if is_undefined(lhs):
         aval = lhs.aval
         if aval.size == 0 or abstractify(ct).size == 0 or abstractify(rhs).size == 0:

@@ -8,7 +8,7 @@ from ..core.tracing import abstractify
 from ..lax import elementwise as ew
 from .jvp import jvp_rules, non_differentiable
 from .tangents import Zero, add_tangents, instantiate
-from .transpose import is_undefined, transpose_rules
+from .transpose import is_undefined, not_linear, transpose_rules
 
 U, B = ew.unary_prims, ew.binary_prims
 
@@ -205,13 +205,13 @@ transpose_rules[B["sub"]] = lambda ct, x, y: _linear_both(ct, x, y, -1)
 
 def _mul_transpose(ct, x, y):
     if is_undefined(x) and is_undefined(y):
-        raise TypeError("kiln: internal error: mul of two linear values is not linear")
+        raise not_linear("a product of two tangents (mul)")
     return [lax.mul(ct, y), None] if is_undefined(x) else [None, lax.mul(x, ct)]
 
 
 def _div_transpose(ct, x, y):
     if is_undefined(y):
-        raise TypeError("kiln: internal error: division by a linear value is not linear")
+        raise not_linear("a division by a tangent (div)")
     return [lax.div(ct, y), None]
 
 

@@ -10,7 +10,7 @@ from ..lax import reduction as red
 from ..lax.precision import swap_precision
 from .jvp import jvp_rules, linear_jvp, non_differentiable
 from .tangents import Zero, add_tangents, instantiate
-from .transpose import is_undefined, transpose_rules
+from .transpose import is_undefined, not_linear, transpose_rules
 
 _full_like = lax.full_like
 
@@ -141,7 +141,7 @@ def _dot_operand_ct(ct, aval, other, ct_free, other_free, own_batch, other_batch
 def _dot_general_transpose(ct, x, y, *, dimension_numbers, precision, preferred_element_type):
     (xc, yc), (xb, yb) = dimension_numbers
     if is_undefined(x) and is_undefined(y):
-        raise TypeError("kiln: internal error: dot_general of two linear values is not linear")
+        raise not_linear("a dot_general of two tangents")
     x_aval = x.aval if is_undefined(x) else abstractify(x)
     y_aval = y.aval if is_undefined(y) else abstractify(y)
     nb = len(xb)

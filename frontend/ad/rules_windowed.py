@@ -26,7 +26,7 @@ from .jvp import jvp_eval, jvp_rules, linear_jvp
 from .logaddexp import logaddexp_e
 from .rules_reduction import reduce_prod_jvp
 from .tangents import Zero, instantiate
-from .transpose import is_undefined, transpose_rules
+from .transpose import is_undefined, not_linear, transpose_rules
 
 
 def _zero_literal(x):
@@ -82,7 +82,7 @@ def _reduce_window_jvp(primals, tangents, *, computation, **params):
 def _reduce_window_transpose(ct, x, init, *, computation, window_dimensions, window_strides, padding,
                              base_dilation, window_dilation):
     if computation != "add" or not is_undefined(x) or is_undefined(init):
-        raise TypeError(f"kiln: internal error: reduce_window {computation} is not linear in its operand")
+        raise not_linear(f"a reduce_window {computation} of a tangent")
     in_shape = x.aval.shape
     ct_aval = abstractify(ct)
     if ct_aval.size == 0 or x.aval.size == 0:

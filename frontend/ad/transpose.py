@@ -39,6 +39,17 @@ def is_undefined(x: Any) -> bool:
     return isinstance(x, UndefinedPrimal)
 
 
+def not_linear(what: str) -> TypeError:
+    """The error of a transpose rule that meets a nonlinear use of the values being transposed ("mul of two
+    linear values"). Reverse mode only transposes what kiln's own JVP rules emit, which is linear, so the cause
+    is a user's rule: a custom_jvp rule whose tangent output is not linear in the tangents (JAX fails here with
+    an internal AssertionError)."""
+    return TypeError(f"kiln: {what} is not linear in the tangents, so reverse-mode differentiation cannot "
+                     "transpose it. A custom_jvp rule's tangent output must be linear in its tangent inputs (no "
+                     "product of two tangents, no tangent inside a nonlinear function such as sin or a division "
+                     "by a tangent); write the rule so, or give the function a custom_vjp instead")
+
+
 def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: Sequence[Any],
                   wanted: Sequence[bool] | None = None) -> list[Any]:
     """Cotangents of the linear inputs of ``ir``.
