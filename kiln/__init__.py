@@ -108,7 +108,7 @@ from kiln.frontend.core.errors import TracerIntegerConversionError as TracerInte
 from kiln.frontend.core.errors import UnexpectedTracerError as UnexpectedTracerError
 from kiln.frontend.core.tracing import ensure_compile_time_eval as ensure_compile_time_eval
 from kiln.frontend.core.version import __version__ as __version__  # noqa: F401  (not in __all__, as in JAX)
-from kiln.frontend.driver.array import Array as Array
+from kiln.frontend.driver.array import PublicArray as Array
 from kiln.frontend.driver.array import live_arrays as live_arrays
 from kiln.frontend.driver.jit import explain_cache_misses as explain_cache_misses
 from kiln.frontend.driver.jit import jit as jit

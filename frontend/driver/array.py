@@ -304,3 +304,42 @@ def live_arrays(platform: str | None = None) -> list[Array]:
         if type(obj) is Array:
             by_buf.setdefault(id(obj._buf), []).append(obj)
     return [a for b in bufs for a in by_buf.get(id(b), ())]
+
+
+# -- kiln.Array: the public type of arrays, traced ones included ---------------------------------------------------
+
+_array_like_types: list[type] = [Array]  # what isinstance(x, kiln.Array) accepts (with tracers, below)
+
+
+def register_array_type(cls: type) -> None:
+    """Make instances of ``cls`` (PRNG key arrays) instances of ``kiln.Array`` too."""
+    if cls not in _array_like_types:
+        _array_like_types.append(cls)
+
+
+class _PublicArrayType(type):
+    def __instancecheck__(cls, obj: Any) -> bool:
+        if type(obj) is Array or isinstance(obj, tuple(_array_like_types)):
+            return True
+        from ..core.tracing import Tracer  # (core's Tracer: a value inside jit, grad, vmap)
+        return isinstance(obj, Tracer) and isinstance(getattr(obj, "aval", None), ShapedArray)
+
+    def __subclasscheck__(cls, sub: type) -> bool:
+        return isinstance(sub, type) and issubclass(sub, tuple(_array_like_types))
+
+
+class PublicArray(metaclass=_PublicArrayType):
+    """``kiln.Array`` (also ``kiln.numpy.ndarray``), as ``jax.Array``: the type for instance checks and annotations
+    of kiln arrays. ``isinstance(x, kiln.Array)`` is True for the arrays kiln computes, PRNG key arrays, and the
+    traced values a function sees inside ``jit``, ``grad`` or ``vmap``, so that such a check takes the same branch
+    traced as run eagerly. Arrays are made by ``kiln.numpy`` (``kiln.numpy.asarray``), not by calling this."""
+
+    __slots__ = ()
+
+    def __new__(cls, *args: Any, **kwargs: Any):
+        raise TypeError("kiln.Array cannot be instantiated: make arrays with kiln.numpy.asarray, kiln.numpy.zeros, "
+                        "kiln.device_put, ...")
+
+
+PublicArray.__name__ = PublicArray.__qualname__ = "Array"
+PublicArray.__module__ = "kiln"

@@ -27,7 +27,7 @@ from ..core.config import config
 from ..core.errors import KeyReuseError
 from ..core.source_info import user_stacklevel
 from ..core.tracing import Tracer, abstractify
-from ..driver.array import Array
+from ..driver.array import Array, register_array_type
 from ..driver.jit import jit
 from ..driver.tools import register_typeof
 from ..lax import api as lax
@@ -356,6 +356,7 @@ def _unflatten(impl: PRNGImpl, children) -> KeyArray:
 
 # Every implementation's key data has one trailing axis (key_shape (2,) or (4,)).
 tree_util.register_internal_node(KeyArray, _flatten, _unflatten, hidden_axes=1)
+register_array_type(KeyArray)  # isinstance(key, kiln.Array), as JAX's key arrays are jax.Arrays
 # Mirrored into jaxlib's C++ pytree registry, for jit's C++ dispatch path (see frontend/array.py).
 fastpath.register_node(KeyArray, _flatten, _unflatten)
 

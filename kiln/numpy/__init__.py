@@ -1,7 +1,7 @@
 """kiln.numpy: NumPy's API with JAX's semantics (immutable arrays, float32 default)."""
 import sys as _sys
 
-from kiln.frontend.driver.array import Array as ndarray
+from kiln.frontend.driver.array import PublicArray as ndarray
 from kiln.frontend.numpy import ComplexWarning as ComplexWarning
 from kiln.frontend.numpy import __array_api_version__ as __array_api_version__
 from kiln.frontend.numpy import __array_namespace_info__ as __array_namespace_info__

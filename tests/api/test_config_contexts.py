@@ -191,11 +191,12 @@ def test_gc_guard_logs_an_array_freed_by_the_collector(caplog):
 
 
 def test_gc_guard_allow_installs_nothing(caplog):
-    assert "__del__" not in kiln.Array.__dict__
+    from kiln.frontend.driver.array import Array  # (the concrete class; kiln.Array is the public type)
+    assert "__del__" not in Array.__dict__
     with kiln.array_garbage_collection_guard("log"):
-        assert "__del__" in kiln.Array.__dict__
+        assert "__del__" in Array.__dict__
         with kiln.array_garbage_collection_guard("allow"):
-            assert "__del__" not in kiln.Array.__dict__
+            assert "__del__" not in Array.__dict__
             with caplog.at_level(logging.ERROR, logger="kiln"):
                 _cycle_holding_an_array()
                 gc.collect()

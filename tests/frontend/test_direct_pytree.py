@@ -8,6 +8,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 from kiln.frontend.driver import jit as jit_module
+from kiln.frontend.driver.array import Array as ConcreteArray  # (kiln.Array is the public type)
 from kiln.frontend.driver.direct_call import PytreeCall, StaticOptionsCall
 
 import kiln
@@ -47,7 +48,7 @@ def test_dict_step_launches_directly_with_the_numbers_of_the_other_paths(monkeyp
         out = step(p, g)
         assert type(out) is dict and sorted(out) == sorted(p)
         for k in p:
-            assert type(out[k]) is kiln.Array and out[k].dtype == np.float32 and not out[k].committed
+            assert type(out[k]) is ConcreteArray and out[k].dtype == np.float32 and not out[k].committed
             np.testing.assert_array_equal(out[k], first[k])
             np.testing.assert_allclose(out[k], _sgd(_host(p), np.arange(4.0, dtype=np.float32))[k], rtol=1e-6)
     # a chain of steps: each call's outputs are the next call's arguments (new arrays, equal aux tuples)
