@@ -111,8 +111,9 @@ def _jvp(fname: str, fun: Callable, primals: Sequence[Any], tangents: Sequence[A
         raise TypeError(f"kiln.jvp: got {len(primals)} primals and {len(tangents)} tangents; they must match")
     flat_p, in_tree = tree_util.tree_flatten(tuple(primals))
     flat_t, t_tree = tree_util.tree_flatten(tuple(tangents))
-    if in_tree != t_tree:
-        raise TypeError(f"kiln.jvp: primal and tangent structures differ: {in_tree} and {t_tree}")
+    if in_tree != t_tree or type(primals) is not type(tangents):  # as JAX: a tuple and a list differ too
+        raise TypeError(f"kiln.jvp: primal and tangent structures differ: {tree_util.tree_structure(primals)} and "
+                        f"{tree_util.tree_structure(tangents)}")
     _check_arrays("jvp", flat_p)
     for p, t in zip(flat_p, flat_t):
         pa = abstractify(p)
@@ -581,16 +582,22 @@ def _jacrev(fname: str, fun: Callable, argnums, has_aux: bool, holomorphic: bool
         out_avals = [abstractify(o) for o in flat_out]
         dtype = dtypes.result_type(*[a.dtype for a in out_avals]) if out_avals else dtypes.default_float_dtype()
 
+        flat_d, d_tree = tree_util.tree_flatten(diff)
+        d_avals = [abstractify(d) for d in flat_d]
+
         def pull(*basis_leaves):
             cts = [b.astype(a.dtype) for b, a in zip(basis_leaves, out_avals)]
-            return tree_util.tree_leaves(f_vjp(tree_util.tree_unflatten(out_tree, cts)))
+            grads = tree_util.tree_leaves(f_vjp(tree_util.tree_unflatten(out_tree, cts)))
+            # An integer input's (allow_int=True) float0 cotangent: zeros of its dtype, as JAX's Jacobian has.
+            return [lax.broadcast_in_dim(lax.literal(0, a.dtype), a.shape, ()) if _is_zero_tangent(g) else g
+                    for g, a in zip(grads, d_avals)]
 
-        flat_d, d_tree = tree_util.tree_flatten(diff)
         in_blocks = vmap(pull)(*_basis(out_avals, dtype))  # one per input leaf: (M,) + in_shape
         per_out = [[] for _ in out_avals]
-        for blk, da in zip(in_blocks, flat_d):
-            for o, piece in enumerate(_split_last(blk, out_avals, abstractify(da).shape, axis_first=True)):
-                per_out[o].append(piece)
+        for blk, da in zip(in_blocks, d_avals):
+            for o, piece in enumerate(_split_last(blk, out_avals, da.shape, axis_first=True)):
+                # each block takes its input's dtype and weak type (JAX's _possible_downcast)
+                per_out[o].append(lax.convert_element_type(piece, da.dtype, weak_type=da.weak_type))
         rows = []
         for pieces in per_out:
             grads = tree_util.tree_unflatten(d_tree, pieces)

@@ -49,6 +49,10 @@ class CustomDerivativeError(KilnError, TypeError):
     """A custom derivative rule returned values of the wrong structure, shape or dtype."""
 
 
+class MissingRuleError(KilnError, TypeError, AttributeError):
+    """A custom_jvp/custom_vjp function called before defjvp/defvjp gave it its rule (JAX raises AttributeError)."""
+
+
 class SymbolicZeroMismatchError(CustomDerivativeError, ValueError):
     """A custom_vjp bwd returned a SymbolicZero whose type is not its argument's (JAX raises ValueError)."""
 
@@ -303,7 +307,7 @@ def _call_custom(owner, prim: Primitive, kind: str, missing: str | None, args: t
     name = owner.__name__
     args = _positional(owner, name, kind, args, kwargs)
     if missing is not None:
-        raise TypeError(f"kiln.{kind} function {name} " + missing.format(name=name))
+        raise MissingRuleError(f"kiln.{kind} function {name} " + missing.format(name=name))
     nondiff_argnums = getattr(owner, "nondiff_argnums", ())
     if nondiff_argnums and any(not 0 <= i < len(args) for i in nondiff_argnums):
         raise ValueError(f"kiln.{kind} function {name}: nondiff_argnums={owner.nondiff_argnums} is out of range for "

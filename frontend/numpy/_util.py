@@ -114,10 +114,13 @@ def broadcast_to_shape(x: Any, shape: tuple[int, ...]) -> Any:
 
 
 def _same_dtypes(args: tuple) -> bool:
-    """All arguments kiln arrays (or tracers) of one dtype and weak-type flag."""
+    """All arguments kiln arrays (or tracers) of one dtype and weak-type flag (and not two or more weak bools, which
+    JAX's promotion makes strong: ``jnp.logical_and(x > 0, x < 3)`` of a weak ``x`` under jit is a strong bool)."""
     if not args or type(args[0]) not in _ARRAY_TYPES:
         return False
     aval = args[0].aval
+    if len(args) > 1 and aval.weak_type and aval.dtype == np.bool_:
+        return False
     for a in args[1:]:
         if type(a) not in _ARRAY_TYPES or a.aval.dtype != aval.dtype or a.aval.weak_type != aval.weak_type:
             return False
@@ -128,6 +131,8 @@ def _same_avals(args: tuple) -> bool:
     """All arguments kiln arrays (or tracers) of one abstract value: nothing to promote or broadcast."""
     aval = getattr(args[0], "aval", None)
     if aval is None or type(args[0]) not in _ARRAY_TYPES:
+        return False
+    if len(args) > 1 and aval.weak_type and aval.dtype == np.bool_:  # weak bools promote to strong (_same_dtypes)
         return False
     for a in args[1:]:
         if type(a) not in _ARRAY_TYPES or a.aval != aval:

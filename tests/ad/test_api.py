@@ -10,6 +10,7 @@ from typing import NamedTuple
 import numpy as np
 import pytest
 from kiln.frontend.ad.tangents import float0
+from kiln.frontend.driver.array import Array as ConcreteArray  # (kiln.Array is the public type)
 
 import kiln
 import kiln.numpy as knp
@@ -178,6 +179,15 @@ def test_linearize_matches_jvp():
     y2, t2 = kiln.jvp(f, (x,), (t,))
     np.testing.assert_allclose(y, y2)
     np.testing.assert_allclose(f_jvp(t), t2, rtol=1e-6)
+
+
+def test_jvp_primals_and_tangents_must_be_the_same_kind_of_sequence():
+    # As JAX: a tuple of primals with a list of tangents (or the reverse) is a structure mismatch (TypeError)
+    for primals, tangents in (((1.0,), [1.0]), ([1.0], (1.0,))):
+        with pytest.raises(TypeError, match=r"kiln.jvp: primal and tangent structures differ"):
+            kiln.jvp(knp.sin, primals, tangents)
+    for primals, tangents in (((1.0,), (1.0,)), ([1.0], [1.0])):
+        np.testing.assert_allclose(kiln.jvp(knp.sin, primals, tangents)[1], np.cos(1.0), rtol=1e-6)
 
 
 def test_vjp_and_linearize_functions_are_pytrees_of_their_residuals():
@@ -817,6 +827,31 @@ def test_jacobians_and_checkpoint_pass_keyword_arguments_through():
     np.testing.assert_allclose(g[1], np.sin([0.5, 1.0]).sum(), rtol=1e-6)
 
 
+def test_jacrev_blocks_take_the_inputs_dtype_and_weak_type():
+    # As JAX (its _possible_downcast): each block of jacrev has its input leaf's dtype and weak type, whatever the
+    # output's; the blocks of hessian = jacfwd(jacrev) follow. (They used to lose a Python float's weak type.)
+    def kinds(tree):
+        return [(leaf.dtype, leaf.weak_type) for leaf in kiln.tree_util.tree_leaves(tree)]
+    assert kinds(kiln.jacrev(lambda x: x * 2.0)(1.0)) == [(np.float32, True)]
+    assert kinds(kiln.jacrev(lambda x: x * knp.float32(2))(1.0)) == [(np.float32, True)]
+    assert kinds(kiln.jacrev(lambda x: x * 2.0)(knp.float32(1))) == [(np.float32, False)]
+    assert kinds(kiln.hessian(lambda x: x ** 3)(2.0)) == [(np.float32, True)]
+    assert kinds(kiln.jacrev(lambda z: knp.real(z * z))(1.0 + 2.0j)) == [(np.complex64, True)]
+    assert kinds(kiln.jacrev(lambda p: p["a"] * p["b"])({"a": 2.0, "b": knp.float32(3)})) == [(np.float32, True),
+                                                                                            (np.float32, False)]
+    assert float(kiln.hessian(lambda x: x ** 3)(2.0)) == 12.0
+
+
+def test_jacrev_of_integer_inputs_with_allow_int_is_zeros_of_their_dtype():
+    # As JAX: the rows of an integer input (allow_int=True) are zeros of its dtype, not float0 (which crashed vmap)
+    J = kiln.jacrev(lambda x: x * 2.0, allow_int=True)(knp.arange(2))
+    assert J.dtype == np.int32 and J.shape == (2, 2) and not J.weak_type
+    np.testing.assert_array_equal(J, np.zeros((2, 2), np.int32))
+    J = kiln.jacrev(lambda p: p["a"] * p["b"] * 2.0, allow_int=True)({"a": 2, "b": 1.5})
+    assert (J["a"].dtype, J["a"].weak_type, int(J["a"])) == (np.int32, True, 0)
+    assert (J["b"].dtype, J["b"].weak_type, float(J["b"])) == (np.float32, True, 4.0)
+
+
 @pytest.mark.parametrize("jac, fun, x, message", [
     (kiln.jacrev, lambda x: knp.exp(1j * x), np.ones(2, np.float32),
      r"kiln.jacrev requires real floating-point outputs, but the function returned complex64. Pass "
@@ -852,7 +887,7 @@ def test_vjp_residuals_are_arrays_even_for_python_scalar_inputs():
     f = lambda x: knp.sin(kiln.checkpoint(lambda x: knp.sin(knp.sin(x)))(x))  # noqa: E731
     _, f_vjp = kiln.vjp(f, 3.0)
     leaves = kiln.tree_util.tree_leaves(f_vjp)
-    assert leaves and all(type(leaf) is kiln.Array for leaf in leaves)
+    assert leaves and all(type(leaf) is ConcreteArray for leaf in leaves)
     assert kiln.tree_util.tree_leaves(kiln.tree_util.tree_map(lambda r: r.shape, f_vjp)) == []  # () per leaf
     np.testing.assert_allclose(f_vjp(1.0)[0], kiln.grad(f)(3.0), rtol=1e-6)
 

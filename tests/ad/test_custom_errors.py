@@ -11,6 +11,16 @@ def test_custom_jvp_without_rule():
         f(1.0)
 
 
+def test_custom_functions_without_rule_raise_attribute_error_as_jax():
+    # JAX raises AttributeError ("No JVP defined for custom_jvp function ... using defjvp."); kiln's error is one too,
+    # and a TypeError as before
+    for f in (kiln.custom_jvp(lambda x: knp.sin(x)), kiln.custom_vjp(lambda x: knp.sin(x))):
+        with pytest.raises(AttributeError, match="has no (JVP|VJP) rule"):
+            f(1.0)
+        with pytest.raises(AttributeError, match="has no (JVP|VJP) rule"):
+            kiln.grad(f)(1.0)
+
+
 def test_custom_vjp_without_rule_and_keywords():
     f = kiln.custom_vjp(lambda x: knp.sin(x))
     with pytest.raises(TypeError, match=r"has no VJP rule: call <lambda>.defvjp\(fwd, bwd\) first"):

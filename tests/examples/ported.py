@@ -26,5 +26,6 @@ def load(name: str, lib: str = "kiln") -> types.ModuleType:
     assert "kiln" not in re.sub(r"#.*", "", source)
     module = types.ModuleType(f"jax_{name}")
     module.__file__ = str(PORTED / f"{name}.py")
-    exec(compile(source, f"jax_{name}.py", "exec"), module.__dict__)
+    # (dont_inherit: the port's own __future__ imports, not this file's: a dataclass cell needs real annotations)
+    exec(compile(source, f"jax_{name}.py", "exec", dont_inherit=True), module.__dict__)
     return module

@@ -361,6 +361,23 @@ def test_comparisons_of_weakly_typed_values_are_weak_bools():
     assert (w * knp.ones(2, knp.int8)).dtype == np.int8 and (w + knp.ones(2, knp.bfloat16)).dtype == knp.bfloat16
 
 
+def test_binary_functions_of_two_weak_bools_are_strong():
+    """JAX's promotion never gives a weak bool: two weak bools joined by a kiln.numpy binary function (``&``,
+    ``logical_and``, ``where``) give a strong bool, under jit as eagerly (docs/control-flow.md's
+    ``jnp.logical_and(x % 2 == 0, x > 0)`` of a Python int); a unary one (``~``, ``logical_not``) keeps the weak
+    type."""
+    def both(x):
+        a, b = x % 2 == 0, x > 0
+        return (a, jnp_and(a, b), a & b, a | b, a ^ b, knp.logical_or(a, b), knp.where(a, a, b), ~a,
+                knp.logical_not(a))
+
+    jnp_and = knp.logical_and
+    for outs in (kiln.jit(both)(24), both(knp.add(20, 4))):
+        assert all(o.dtype == np.bool_ for o in outs)
+        assert [o.weak_type for o in outs] == [True] + [False] * 6 + [True, True]
+        assert [bool(o) for o in outs] == [True] * 4 + [False, True, True, False, False]
+
+
 def test_python_scalar_arguments():
     """Python scalars (weakly typed) through functions that call each other."""
     assert float(knp.hypot(3.0, 4)) == 5.0
