@@ -124,7 +124,8 @@ def _jvp(fname: str, fun: Callable, primals: Sequence[Any], tangents: Sequence[A
             raise ValueError(f"kiln.jvp: tangent shape {ta.shape} does not match primal shape {pa.shape}")
         if dtypes.is_inexact(pa.dtype) and ta.dtype != pa.dtype:
             raise TypeError(f"kiln.jvp: tangent dtype {ta.dtype.name} does not match primal dtype {pa.dtype.name}")
-    closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun), kind="jvp",
+    traced_fun = _aux_wrapper(fun, has_aux)
+    closed, out_tree = _trace_flat(traced_fun, flat_p, in_tree, _fun_name(fun), kind="jvp",
                                    where=f"kiln.{fname}", has_aux=has_aux)
     nonzero = [dtypes.is_inexact(abstractify(p).dtype) and not _is_zero_tangent(t) for p, t in zip(flat_p, flat_t)]
     new, out_nonzero = jvp_ir(closed, nonzero, known_primals=flat_p)
@@ -133,12 +134,16 @@ def _jvp(fname: str, fun: Callable, primals: Sequence[Any], tangents: Sequence[A
     it = iter(outs[n:])
     touts = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(closed.out_avals, out_nonzero)]
     touts = [_external(t, p) for t, p in zip(touts, outs[:n])]
-    return _split_aux(outs[:n], touts, out_tree, has_aux)
+    return _split_aux(outs[:n], touts, out_tree, has_aux, getattr(traced_fun, "restore", None))
 
 
 def _aux_wrapper(fun: Callable, has_aux: bool) -> Callable:
+    """``fun`` checked to return ``(output, aux)``. The leaves of ``aux`` that are not traced (Python numbers,
+    NumPy arrays, strings) are kept aside, None in their place, and ``wrapped.restore(aux)`` puts them back in
+    the evaluated aux: JAX hands them back as they were."""
     if not has_aux:
         return fun
+    kept: list = []
 
     @functools.wraps(fun)
     def wrapped(*args):
@@ -146,16 +151,30 @@ def _aux_wrapper(fun: Callable, has_aux: bool) -> Callable:
         if not (isinstance(out, tuple) and len(out) == 2):
             raise TypeError(f"kiln: has_aux=True requires {_fun_name(fun)} to return a pair (output, aux), "
                             f"got {type(out).__name__}")
-        return out
+        leaves, tree = tree_util.tree_flatten(out[1])
+        static = {i: leaf for i, leaf in enumerate(leaves) if not isinstance(leaf, (Tracer, Array))}
+        kept[:] = [(tree, static)]
+        if not static:
+            return out
+        return out[0], tree_util.tree_unflatten(tree, [None if i in static else leaf for i, leaf in enumerate(leaves)])
+
+    def restore(aux):
+        if not kept or not kept[0][1]:
+            return aux
+        tree, static = kept[0]
+        traced = iter(tree_util.tree_leaves(aux))
+        return tree_util.tree_unflatten(tree, [static[i] if i in static else next(traced)
+                                               for i in range(tree.num_leaves)])
+    wrapped.restore = restore
     return wrapped
 
 
-def _split_aux(outs, touts, out_tree, has_aux):
+def _split_aux(outs, touts, out_tree, has_aux, restore=None):
     if not has_aux:
         return tree_util.tree_unflatten(out_tree, outs), tree_util.tree_unflatten(out_tree, touts)
     (main, aux) = tree_util.tree_unflatten(out_tree, outs)
     main_t, _ = tree_util.tree_unflatten(out_tree, touts)
-    return main, main_t, aux
+    return main, main_t, restore(aux)
 
 
 def linearize(fun: Callable, *primals):
@@ -246,12 +265,14 @@ def _forward(fname: str, fun: Callable, primals: tuple, has_aux: bool):
     ``vjp`` and ``fwd_and_bwd``)."""
     flat_p, in_tree = tree_util.tree_flatten(primals)
     _check_arrays(fname, flat_p)
-    closed, out_tree = _trace_flat(_aux_wrapper(fun, has_aux), flat_p, in_tree, _fun_name(fun),
+    traced_fun = _aux_wrapper(fun, has_aux)
+    closed, out_tree = _trace_flat(traced_fun, flat_p, in_tree, _fun_name(fun),
                                    where=f"kiln.{fname}", has_aux=has_aux)
     out_primals, residuals, lin, nonzero, out_nonzero, sources = _linearize_flat(closed, flat_p)
     aux = None
     if has_aux:
         main_tree, aux = _aux_split_tree(out_tree, out_primals)
+        aux = traced_fun.restore(aux)
         n_main = main_tree.num_leaves
     else:
         main_tree, n_main = out_tree, len(out_primals)

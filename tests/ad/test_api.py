@@ -277,6 +277,33 @@ def test_grad_of_jit_executes_compiled_calls(monkeypatch):
     assert len(calls) <= 1
 
 
+def test_untraced_auxiliary_outputs_come_back_as_they_were():
+    """As JAX: the leaves of has_aux's aux that are not traced (Python numbers, NumPy arrays, strings) come back
+    as the function returned them, from every transformation that takes has_aux; traced ones are arrays (kiln
+    converted the numbers and the NumPy array to arrays and refused the string)."""
+    host = np.ones(2, np.float32)
+
+    def f(x):
+        return x ** 2, {"n": 3, "lr": 1.5, "host": host, "tag": "step", "y": knp.sin(x), "none": None}
+
+    def check(aux, x=2.0):
+        assert aux["n"] == 3 and type(aux["n"]) is int and aux["lr"] == 1.5 and type(aux["lr"]) is float
+        assert aux["host"] is host and aux["tag"] == "step" and aux["none"] is None
+        assert isinstance(aux["y"], kiln.Array) and float(aux["y"]) == pytest.approx(np.sin(x))
+
+    check(kiln.grad(f, has_aux=True)(2.0)[1])
+    check(kiln.value_and_grad(f, has_aux=True)(2.0)[0][1])
+    check(kiln.vjp(f, 2.0, has_aux=True)[2])
+    check(kiln.jvp(f, (2.0,), (1.0,), has_aux=True)[2])
+    check(kiln.jacrev(f, has_aux=True)(2.0)[1])
+    g = kiln.grad(f, has_aux=True)
+    check(g(2.0)[1])
+    check(g(3.0)[1], 3.0)  # the second call too
+    # under jit every output is an array (as in JAX); a str there is refused by jit
+    out = kiln.jit(lambda x: kiln.grad(lambda v: (v ** 2, 1.5), has_aux=True)(x))(2.0)
+    assert isinstance(out[1], kiln.Array) and float(out[1]) == 1.5
+
+
 def test_value_and_grad_has_aux():
     def f(x):
         return knp.sum(x ** 2), {"mean": knp.mean(x)}

@@ -185,10 +185,9 @@ def test_non_array_output_is_named_by_its_path():
     x = jnp.ones((2, 3))
     with pytest.raises(TypeError, match=r"kiln\.vmap: output\[1\] of <lambda> is an object \(<object"):
         kiln.vmap(lambda a: (a, object()))(x)
-    with pytest.raises(TypeError, match=r"kiln\.grad: the auxiliary output of <lambda> is a str \('s'\)"):
-        kiln.grad(lambda a: (a.sum(), "s"), has_aux=True)(x)
-    with pytest.raises(TypeError, match=r"kiln\.value_and_grad: auxiliary output\['k'\]\[1\] of <lambda> is a str"):
-        kiln.value_and_grad(lambda a: (a.sum(), {"k": [1.0, "s"]}), has_aux=True)(x)
+    # (an auxiliary output that is not traced comes back as it was, a str too, as in JAX: test_api.py)
+    with pytest.raises(TypeError, match=r"kiln\.grad: the output of <lambda> is a str \('s'\)"):
+        kiln.grad(lambda a: "s")(x)
     with pytest.raises(TypeError, match=r"kiln\.jit\(<lambda>\): the function returned a str \('s'\)"):
         kiln.jit(lambda a: {"k": "s"})(x)
     # a transformation inside another names itself, not the outer one
