@@ -409,14 +409,15 @@ def _many_random_calls(fw: Framework, calls: int, scale: float):
 
 def bench_compile_random_calls(fw: Framework, quick: bool) -> float:
     """``jit(f).lower(key).compile()`` of a function with 100 random draws (trace, lowering and XLA's compile;
-    a fresh function and constant each time, so that no trace or compile cache answers)."""
+    a fresh function and constant each time, so that no trace or compile cache answers). ``quick`` (the test
+    suite's smoke run, whose numbers mean nothing) compiles 10 draws: XLA takes some 13 s for the 100 there."""
     key = fw.put(_random_module(fw).key(0))
 
     def work(calls):
         fn = fw.jit(_many_random_calls(fw, calls, _fresh_factor()))
         return lambda: fn.lower(key).compile()
     work(2)()  # warm-up (a small program): first-use costs of both libraries
-    return once_each(lambda i: work(RANDOM_CALLS), repeat=1 if quick else 3)
+    return once_each(lambda i: work(10 if quick else RANDOM_CALLS), repeat=1 if quick else 3)
 
 
 # -- memory bandwidth and matmul throughput (issue 13's GPU measurements) --------------------------
