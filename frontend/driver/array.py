@@ -12,6 +12,7 @@ from kiln import runtime
 
 from ..core.array_methods import ArrayMethods, check_to_device_stream, concrete_rows
 from ..core.avals import ShapedArray
+from ..core.tracing import Tracer
 
 _new_object = object.__new__
 
@@ -321,7 +322,6 @@ class _PublicArrayType(type):
     def __instancecheck__(cls, obj: Any) -> bool:
         if type(obj) is Array or isinstance(obj, tuple(_array_like_types)):
             return True
-        from ..core.tracing import Tracer  # (core's Tracer: a value inside jit, grad, vmap)
         return isinstance(obj, Tracer) and isinstance(getattr(obj, "aval", None), ShapedArray)
 
     def __subclasscheck__(cls, sub: type) -> bool:
