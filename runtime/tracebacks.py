@@ -8,14 +8,31 @@ it is on: a loop of a million eager ops grew by over 100 MB. (jaxlib's C++ jit d
 calls take, does not leak.)
 
 It is one process-wide jaxlib setting, so kiln changes it only where jax has not been imported yet, as
-for the C++ dispatch path (fastpath.py); a jax imported later leaves it as it is. ``KILN_JAXLIB_TRACEBACKS=1``
-keeps them on, for a device memory profile that names the Python line that allocated each buffer.
+for the C++ dispatch path (fastpath.py), and turns it back on when jax is imported later: jax reads its
+source locations (``print_saved_residuals``, checkify's errors) from these tracebacks, and without them its
+checkify failed with an AttributeError. ``KILN_JAXLIB_TRACEBACKS=1`` keeps them on, for a device memory
+profile that names the Python line that allocated each buffer.
 """
 from __future__ import annotations
 
 import os
+import sys
 
 from ._jaxlib import _jax, jax_loaded
+
+
+class _GiveBackToJax:
+    """A ``sys.meta_path`` entry that finds nothing: when ``import jax`` first looks for jax, it turns jaxlib's
+    tracebacks back on (jax's default) and removes itself."""
+
+    def find_spec(self, fullname, path=None, target=None):
+        if fullname == "jax":
+            set_enabled = getattr(_jax, "set_tracebacks_enabled", None)
+            if set_enabled is not None:
+                set_enabled(True)
+            if self in sys.meta_path:
+                sys.meta_path.remove(self)
+        return None
 
 
 def configure() -> None:
@@ -28,6 +45,7 @@ def configure() -> None:
     set_enabled = getattr(_jax, "set_tracebacks_enabled", None)
     if set_enabled is not None:  # absent from some jaxlib: nothing to turn off there
         set_enabled(False)
+        sys.meta_path.insert(0, _GiveBackToJax())
 
 
 def enabled() -> bool | None:

@@ -22,6 +22,19 @@ def test_environment_variable_keeps_them(run_py):
     assert run_py(_STATE, env={"KILN_JAXLIB_TRACEBACKS": "1"}).stdout.split() == ["True"]
 
 
+def test_given_back_when_jax_is_imported_after_kiln(run_py):
+    """jax reads its source locations from these tracebacks: a jax imported after kiln got none (checkify's errors
+    failed with an AttributeError, print_saved_residuals lost every location). ``import jax`` turns them on
+    again, whether or not jax is installed (the import's first lookup does it), once; other imports do not."""
+    code = ("import kiln, sys; print(kiln.runtime.tracebacks.enabled()); "
+            "exec('try:\\n import jax\\nexcept ImportError:\\n pass'); "
+            "print(kiln.runtime.tracebacks.enabled()); "
+            "print(sum(type(f).__name__ == '_GiveBackToJax' for f in sys.meta_path))")
+    assert run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "0"}).stdout.split() == ["False", "True", "0"]
+    code = "import kiln, sys; import csv; print(kiln.runtime.tracebacks.enabled())"
+    assert run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "0"}).stdout.split() == ["False"]
+
+
 def test_left_as_jax_has_them_when_jax_came_first(run_py):
     # jax's process-wide state is jax's: a module standing in for jax's config, loaded before kiln.
     code = "import sys, types; sys.modules['jax._src.config'] = types.ModuleType('jax._src.config'); " + _STATE
