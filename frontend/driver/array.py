@@ -309,23 +309,24 @@ def live_arrays(platform: str | None = None) -> list[Array]:
 
 # -- kiln.Array: the public type of arrays, traced ones included ---------------------------------------------------
 
-_array_like_types: list[type] = [Array]  # what isinstance(x, kiln.Array) accepts (with tracers, below)
+_array_like_types: tuple[type, ...] = (Array,)  # what isinstance(x, kiln.Array) accepts (with tracers, below)
 
 
 def register_array_type(cls: type) -> None:
     """Make instances of ``cls`` (PRNG key arrays) instances of ``kiln.Array`` too."""
+    global _array_like_types
     if cls not in _array_like_types:
-        _array_like_types.append(cls)
+        _array_like_types = (*_array_like_types, cls)
 
 
 class _PublicArrayType(type):
     def __instancecheck__(cls, obj: Any) -> bool:
-        if type(obj) is Array or isinstance(obj, tuple(_array_like_types)):
+        if type(obj) is Array or isinstance(obj, _array_like_types):
             return True
         return isinstance(obj, Tracer) and isinstance(getattr(obj, "aval", None), ShapedArray)
 
     def __subclasscheck__(cls, sub: type) -> bool:
-        return isinstance(sub, type) and issubclass(sub, tuple(_array_like_types))
+        return isinstance(sub, type) and issubclass(sub, _array_like_types)
 
 
 class PublicArray(metaclass=_PublicArrayType):
