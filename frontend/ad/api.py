@@ -556,7 +556,9 @@ def _jacfwd(fname: str, fun: Callable, argnums, has_aux: bool, holomorphic: bool
         nums = _normalize_argnums("jacfwd", argnums, len(args))
         diff = tuple(args[i] for i in nums)
         _check_grad_inputs("jacfwd", diff, False, holomorphic, (fname, user_fun or fun, nums))
-        f_partial = _partial(fun, args, nums, kwargs)
+        # (the aux's untraced leaves are kept aside here, not only in _jvp: vmap takes no strings)
+        aux_fun = _aux_wrapper(fun, has_aux)
+        f_partial = _partial(aux_fun, args, nums, kwargs)
         flat_d, d_tree = tree_util.tree_flatten(diff)
         avals = [abstractify(x) for x in flat_d]
         dtype = dtypes.result_type(*[a.dtype for a in avals]) if avals else dtypes.default_float_dtype()
@@ -577,7 +579,7 @@ def _jacfwd(fname: str, fun: Callable, argnums, has_aux: bool, holomorphic: bool
             per_in = tree_util.tree_unflatten(d_tree, _split_last(t, avals, lead, axis_first=False))
             blocks.append(per_in[0] if isinstance(argnums, int) else per_in)
         result = tree_util.tree_unflatten(out_tree, blocks)
-        return (result, outs[2]) if has_aux else result
+        return (result, aux_fun.restore(outs[2])) if has_aux else result
     return jac
 
 

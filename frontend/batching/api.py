@@ -166,8 +166,10 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             check_output_leaves("kiln.vmap", name, out, leaves)
             # The output's structure only (no tracers kept past the trace: check_tracer_leaks would see them).
             out_tree_box.append((tree, tree_util.tree_unflatten(tree, [0] * len(leaves)), tree_util.hidden_axes(out)))
-            # Python scalars it returns as they are: an output with out_axes=None stays one (as JAX's)
-            out_tree_box.append({k: v for k, v in enumerate(leaves) if type(v) in (bool, int, float, complex)})
+            # Python scalars and NumPy values it returns as they are: with out_axes=None they come back as they
+            # were (as JAX's: jacfwd's has_aux hands back a NumPy aux this way)
+            out_tree_box.append({k: v for k, v in enumerate(leaves) if type(v) in (bool, int, float, complex)
+                                 or isinstance(v, (np.ndarray, np.generic))})
             # The final values of the mapped refs, then of the others it wrote: outputs too, after its own.
             written = [r for r in refs.escaping(builder) if r not in proxies.values()]
             out_tree_box.append(written)

@@ -296,6 +296,8 @@ def test_untraced_auxiliary_outputs_come_back_as_they_were():
     check(kiln.vjp(f, 2.0, has_aux=True)[2])
     check(kiln.jvp(f, (2.0,), (1.0,), has_aux=True)[2])
     check(kiln.jacrev(f, has_aux=True)(2.0)[1])
+    check(kiln.jacfwd(f, has_aux=True)(2.0)[1])
+    check(kiln.hessian(f, has_aux=True)(2.0)[1])
     g = kiln.grad(f, has_aux=True)
     check(g(2.0)[1])
     check(g(3.0)[1], 3.0)  # the second call too

@@ -362,3 +362,7 @@ def test_unmapped_python_scalar_output_stays_a_python_scalar():
     assert (type(s), s, type(b), b) == (int, 8, bool, True)
     np.testing.assert_array_equal(np.asarray(y), [0.0, 2.0, 4.0])
     np.testing.assert_array_equal(np.asarray(kiln.vmap(lambda x: 8.0)(xs)), [8.0, 8.0, 8.0])
+    # NumPy values too (kiln converted them to arrays)
+    host, scalar = np.ones(3, np.float32), np.float32(2.5)
+    h, sc = kiln.vmap(lambda x: (host, scalar), out_axes=None)(xs)
+    assert h is host and sc is scalar
