@@ -3,6 +3,7 @@ was given ``in_shardings``/``out_shardings``) is compiled once for the whole mes
 (Shardy) splits it, inserting the collectives. kiln only states the layouts."""
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import math
 import weakref
@@ -29,6 +30,9 @@ class MeshPlacement:
     mesh: Mesh
     in_shardings: tuple[NamedSharding, ...]
     out_shardings: tuple[NamedSharding | None, ...] | NamedSharding | None
+    # The sharding (and rank) of the first argument that came laid out over the mesh (a committed array, a
+    # ShapeDtypeStruct with a sharding): an output of that rank laid out as it is gets that very sharding.
+    first_laid_out: tuple[NamedSharding, int] | None = None
 
     @property
     def devices(self) -> tuple[runtime.Device, ...]:
@@ -50,15 +54,17 @@ def placement_for(leaves: Sequence[Any], leaf_names: Callable[[], Sequence[str]]
     """The mesh placement of a call with ``leaves``, or None when it runs on one device. Inputs laid out
     over a mesh (or given ``in_shardings``) fix the mesh; the other inputs are replicated over it."""
     given = list(in_shardings) if in_shardings is not None else [None] * len(leaves)
-    found = []
+    found, first_laid_out = [], None
     for i, leaf in enumerate(leaves):
-        s = given[i]
-        if s is None:
-            if type(leaf) is Array:
-                if isinstance(leaf._sharding, NamedSharding) and leaf._committed:
-                    s = leaf._sharding
-            elif type(leaf) is ShapeDtypeStruct and isinstance(leaf.sharding, NamedSharding):
-                s = leaf.sharding  # lower(ShapeDtypeStruct(shape, dtype, sharding=...)), as JAX's
+        own = None
+        if type(leaf) is Array:
+            if isinstance(leaf._sharding, NamedSharding) and leaf._committed:
+                own = leaf._sharding
+        elif type(leaf) is ShapeDtypeStruct and isinstance(leaf.sharding, NamedSharding):
+            own = leaf.sharding  # lower(ShapeDtypeStruct(shape, dtype, sharding=...)), as JAX's
+        s = given[i] if given[i] is not None else own
+        if own is not None and first_laid_out is None:
+            first_laid_out = (s, len(leaf.shape))
         found.append(s)
     meshes = [(i, _mesh_of(s)) for i, s in enumerate(found) if s is not None]
     if out_shardings is not None:
@@ -82,7 +88,7 @@ def placement_for(leaves: Sequence[Any], leaf_names: Callable[[], Sequence[str]]
             raise MeshMismatchError(f"{where}: argument {name} is committed to {leaf._device!r}, which is not in the "
                                     f"mesh {mesh} the other arguments use; move it with kiln.device_put first")
     replicated = NamedSharding(mesh, PartitionSpec())
-    return MeshPlacement(mesh, tuple(s if s is not None else replicated for s in found), out_shardings)
+    return MeshPlacement(mesh, tuple(s if s is not None else replicated for s in found), out_shardings, first_laid_out)
 
 
 def _mesh_in_params(params: dict) -> Mesh | None:
@@ -271,15 +277,19 @@ def compile_ir(ir: IR, placement: MeshPlacement, *, donated: Sequence[bool], kee
         # so such an output is made replicated (as JAX's are once computed with further), and compiled again.
         replicated = NamedSharding(placement.mesh, PartitionSpec())
         pinned = tuple(replicated if o else g for g, o in zip(given, one_device))
-        return compile_ir(ir, MeshPlacement(placement.mesh, placement.in_shardings, pinned), donated=donated,
+        return compile_ir(ir, dataclasses.replace(placement, out_shardings=pinned), donated=donated,
                           keep_unused=keep_unused, n_consts=n_consts, debug_name=debug_name,
                           compiler_options=compiler_options)
     _report_probed(lowered, placement)
     outs = [named_from_runtime(placement.mesh, s, len(a.shape)) for s, a in zip(exe.out_shardings, out_avals)]
     outs = [o if kind is None else o.with_memory_kind(kind) for o, kind in zip(outs, exe.out_memory_kinds)]
     # An output whose sharding the user gave keeps that very object (as JAX's: out.sharding == out_shardings),
-    # when the partitioner laid it out so
-    outs = [g if g is not None and (g == o or g.is_equivalent_to(o, len(a.shape))) else o
+    # when the partitioner laid it out so; otherwise, as JAX's, one laid out as the first argument that came
+    # laid out over the mesh gets that argument's sharding (P('i', None) stays that, not P('i',)).
+    first = placement.first_laid_out
+    outs = [g if g is not None and (g == o or g.is_equivalent_to(o, len(a.shape)))
+            else first[0] if first is not None and first[1] == len(a.shape) and first[0].is_equivalent_to(
+                o, len(a.shape)) else o
             for g, o, a in zip(given, outs, out_avals)]
     return CompiledSPMD(exe, lowered, out_avals, lowered.kept_inputs, placement, outs)
 

@@ -204,3 +204,35 @@ def test_out_shardings_per_element_of_the_returned_tuple(mesh):
     with pytest.raises(ValueError, match=r"out_shardings: the shardings are not a pytree prefix of the values: at "
                                          r"output, expected a tuple of 4 children, got one of 2"):
         kiln.jit(step, in_shardings=(repl, rows), out_shardings=(repl,) * 4)(params, x)
+
+
+def test_outputs_laid_out_as_the_first_laid_out_argument_get_its_sharding(mesh):
+    """As JAX's jit: an output laid out as the first argument that came laid out over the mesh (a committed
+    array, a ShapeDtypeStruct with a sharding) gets that argument's sharding, spec as written (P('data', None),
+    where the layout read back from the program reads P('data',)). Other outputs, and every output when no
+    argument came laid out, get the shortest spec. (kiln dropped the trailing None, so y.sharding == x.sharding
+    was False for y = jit(lambda x: x * 2)(x).)"""
+    xs = np.arange(32.0, dtype=np.float32).reshape(8, 4)
+    rows, cols = _put(xs, mesh, "data", None), _put(xs, mesh, None, "data")
+    twice = kiln.jit(lambda x: x * 2)
+    y = twice(rows)
+    np.testing.assert_array_equal(np.asarray(y), xs * 2)
+    assert y.sharding.spec == P("data", None) and y.sharding == rows.sharding
+    assert twice(_put(xs, mesh, "data")).sharding.spec == P("data")  # (another cache entry: its own spec)
+    assert isinstance(twice(xs).sharding, kiln.sharding.SingleDeviceSharding)  # no mesh argument: one device
+    # the first laid-out argument is the template, after unplaced ones; a later one's layout is read back
+    a, b = kiln.jit(lambda h, x, z: (x + h, z * 2))(xs, rows, cols)
+    assert (a.sharding.spec, b.sharding.spec) == (P("data", None), P(None, "data"))
+    assert kiln.jit(lambda x: x.T)(rows).sharding.spec == P(None, "data")  # another layout: read back
+    assert kiln.jit(lambda x: x.sum(1))(rows).sharding.spec == P("data")  # another rank: read back
+    scalar = kiln.device_put(np.float32(2), NamedSharding(mesh, P()))  # a 0-d first template
+    assert kiln.jit(lambda s, x: x * s)(scalar, rows).sharding.spec == P("data")
+    assert kiln.jit(lambda x: x * 2)(_put(xs, mesh, None, None)).sharding.spec == P(None, None)
+    # given in_shardings with a NumPy argument are not a template (as JAX's); given out_shardings win
+    given = kiln.jit(lambda x: x * 2, in_shardings=NamedSharding(mesh, P("data", None)))
+    assert given(xs).sharding.spec == P("data")
+    assert kiln.jit(lambda x: x * 2, out_shardings=NamedSharding(mesh, P("data")))(rows).sharding.spec == P("data")
+    sm = kiln.shard_map(lambda a: a * 2, mesh=mesh, in_specs=P("data", None), out_specs=P("data", None))
+    assert kiln.jit(sm)(rows).sharding.spec == P("data", None)
+    sds = kiln.ShapeDtypeStruct((8, 4), np.float32, sharding=rows.sharding)
+    assert kiln.jit(lambda x: x * 2).lower(sds).compile().output_shardings.spec == P("data", None)
