@@ -132,6 +132,17 @@ class ShapedArray:
     manual_axis_type = NO_MANUAL_AXES  # outside a shard_map body nothing varies along mesh axes
 
     @property
+    def sharding(self):
+        # JAX's avals carry a sharding (sharding in types, e.g. docs/parallel.md's `jax.typeof(x).sharding`); kiln's
+        # do not. Say so and where the layout can be read instead of Python's bare "no attribute" (an
+        # AttributeError still, so that getattr(aval, "sharding", None) and hasattr keep working).
+        raise AttributeError(
+            "kiln.typeof(x).sharding: kiln's types carry no sharding (its mesh axes all behave as AxisType.Auto, so "
+            "there is no sharding in types; README 'Differences from JAX'). Outside jit read the array's layout "
+            "with x.sharding; inside jit, kiln.debug.inspect_array_sharding(x, callback=print) reports the layout "
+            "the compiler chose")
+
+    @property
     def mat(self):
         return self.manual_axis_type
 

@@ -102,6 +102,17 @@ def test_typeof_named_scope_named_call_and_devices():
     assert "kiln:" in text and "jaxlib:" in text and "numpy:" in text and "device info:" in text
 
 
+def test_typeof_sharding_says_kiln_types_carry_none():
+    # JAX's docs/parallel.md prints jax.typeof(x).sharding (sharding in types), top level and inside jit: kiln's
+    # avals carry no sharding, and the error says so and where to read a layout (not Python's bare message)
+    want = r"kiln.typeof\(x\).sharding: kiln's types carry no sharding .*x.sharding.*inspect_array_sharding"
+    with pytest.raises(AttributeError, match=want):
+        _ = kiln.typeof(knp.ones(3)).sharding
+    with pytest.raises(AttributeError, match=want):
+        kiln.jit(lambda x: kiln.typeof(x).sharding)(np.ones(3))
+    assert getattr(kiln.typeof(knp.ones(3)), "sharding", None) is None  # still an AttributeError to getattr
+
+
 def test_print_environment_info_prints(capsys):
     assert kiln.print_environment_info() is None
     assert "jaxlib:" in capsys.readouterr().out
