@@ -20,6 +20,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 from ported import load  # noqa: E402
+from same_as_jax import assert_same  # noqa: E402
 
 import kiln  # noqa: E402
 
@@ -50,24 +51,6 @@ def outs(k, j):
     return _run(k), _run(j)
 
 
-def _skeleton(lib, tree):
-    return lib.tree_util.tree_map(lambda _: 0, tree)
-
-
-def _assert_same(kiln_tree, jax_tree, rtol=1e-6, atol=1e-7):
-    """The same containers, leaf dtypes, weak types and shapes, and the values to rtol (0: bit for bit)."""
-    assert _skeleton(kiln, kiln_tree) == _skeleton(jax, jax_tree)
-    a, b = kiln.tree_util.tree_leaves(kiln_tree), jax.tree_util.tree_leaves(jax_tree)
-    assert len(a) == len(b) > 0
-    for x, y in zip(a, b):
-        assert type(x).__name__ == "Array" and isinstance(y, jax.Array)
-        assert (x.dtype, x.shape, x.weak_type) == (y.dtype, y.shape, y.weak_type)
-        if rtol == 0:
-            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-        else:
-            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
-
-
 def test_same_printed_text(outs):
     (_, k_out), (_, j_out) = outs
     assert k_out.splitlines()[:4] == ["f(x):  3.0", "straight_through_f(x): 3.0", "grad(f)(x): 0.0",
@@ -78,9 +61,9 @@ def test_same_printed_text(outs):
 def test_same_draws(outs):
     (kr, _), (jr, _) = outs
     for name in DRAWS:
-        _assert_same(kr[name], jr[name], rtol=0)
+        assert_same(kr[name], jr[name], rtol=0)
     for name in ("jvp", "vjp", "mjp", "jmp"):  # the tangent, cotangent and the U, S matrices
-        _assert_same(kr[name][0], jr[name][0], rtol=0)
+        assert_same(kr[name][0], jr[name][0], rtol=0)
 
 
 @pytest.mark.parametrize("name", ["naive_td", "td", "original", "perex", "jacobians", "jacobians_dict", "hessian",
@@ -89,19 +72,19 @@ def test_same_draws(outs):
 def test_same_cell_outputs(outs, name):
     (kr, _), (jr, _) = outs
     assert sorted(kr) == sorted(jr)
-    _assert_same(kr[name], jr[name], atol=1e-6)
+    assert_same(kr[name], jr[name], atol=1e-6)
 
 
 def test_straight_through_functions(outs):
     (kr, _), (jr, _) = outs
-    _assert_same(kr["straight_through"][2:], jr["straight_through"][2:], rtol=0)  # 3.0, 3.0, 0.0, 1.0, weak
+    assert_same(kr["straight_through"][2:], jr["straight_through"][2:], rtol=0)  # 3.0, 3.0, 0.0, 1.0, weak
     (kf, kst), (jf, jst) = kr["straight_through"][:2], jr["straight_through"][:2]
     xs = np.array([3.2, -3.2, 0.5, 1.5, 2.5, -0.5, 1e-30, 8388607.5, 1e30], np.float32)
     for fn in (lambda lib, f: f(lib.numpy.asarray(xs)), lambda lib, f: lib.vmap(lib.grad(f))(lib.numpy.asarray(xs)),
                lambda lib, f: lib.jit(lib.grad(f))(2.5), lambda lib, f: lib.hessian(f)(2.5),
                lambda lib, f: lib.jvp(f, (xs,), (xs,))):
-        _assert_same(fn(kiln, kst), fn(jax, jst), rtol=0)
-        _assert_same(fn(kiln, kf), fn(jax, jf), rtol=0)
+        assert_same(fn(kiln, kst), fn(jax, jst), rtol=0)
+        assert_same(fn(kiln, kf), fn(jax, jf), rtol=0)
 
 
 def test_per_example_functions_on_distinct_examples(outs):
@@ -110,12 +93,12 @@ def test_per_example_functions_on_distinct_examples(outs):
     thetas, s0, s1 = (rng.normal(size=(4, 3)).astype(np.float32) for _ in range(3))
     r = rng.normal(size=4).astype(np.float32)
     kfns, jfns = kr["perex_fns"], jr["perex_fns"]
-    _assert_same(kfns[0](thetas[0], s0[0], r[0], s1[0]), jfns[0](thetas[0], s0[0], r[0], s1[0]))
-    _assert_same(kfns[1](thetas, s0, r, s1), jfns[1](thetas, s0, r, s1))
+    assert_same(kfns[0](thetas[0], s0[0], r[0], s1[0]), jfns[0](thetas[0], s0[0], r[0], s1[0]))
+    assert_same(kfns[1](thetas, s0, r, s1), jfns[1](thetas, s0, r, s1))
     for i in (2, 3):
-        _assert_same(kfns[i](thetas[0], s0, r, s1), jfns[i](thetas[0], s0, r, s1))
+        assert_same(kfns[i](thetas[0], s0, r, s1), jfns[i](thetas[0], s0, r, s1))
     # Python-float rewards: weakly typed scalars, per example under vmap
-    _assert_same(kfns[0](thetas[0], s0[0], 1.0, s1[0]), jfns[0](thetas[0], s0[0], 1.0, s1[0]))
+    assert_same(kfns[0](thetas[0], s0[0], 1.0, s1[0]), jfns[0](thetas[0], s0[0], 1.0, s1[0]))
 
 
 def test_jacobians_of_python_floats(k, j):
@@ -125,7 +108,7 @@ def test_jacobians_of_python_floats(k, j):
                   lambda nb: nb.jacrev(nb.predict_dict)({"W": nb.jnp.ones(3), "b": 0.5}, nb.inputs),
                   lambda nb: nb.hessian(lambda p: nb.jnp.sum(nb.predict_dict(p, nb.inputs)))(
                       {"W": nb.jnp.ones(3), "b": 0.5})):
-        _assert_same(nb_fn(k), nb_fn(j))
+        assert_same(nb_fn(k), nb_fn(j))
 
 
 def test_mismatched_primal_and_tangent_containers(k, j):
@@ -137,4 +120,4 @@ def test_mismatched_primal_and_tangent_containers(k, j):
             nb.hvp(f, (x,), [x])
         with pytest.raises(TypeError):
             nb.hvp_revfwd(f, [x], (x,))
-    _assert_same(k.hvp(f, [x], [x]), j.hvp(f, [x], [x]))
+    assert_same(k.hvp(f, [x], [x]), j.hvp(f, [x], [x]))

@@ -14,14 +14,12 @@ notebook's sizes, the two sides agreed bit for bit in every output, dtype and we
 """
 from __future__ import annotations
 
-import contextlib
-import io
-
 import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
 from ported import load  # noqa: E402
+from same_as_jax import assert_same, quiet  # noqa: E402
 
 import kiln  # noqa: E402
 
@@ -34,32 +32,6 @@ def k():
 @pytest.fixture(scope="module")
 def j():
     return load("autodiff_cookbook", "jax")
-
-
-def _quiet(fn, *args):
-    """(what fn returns, what it printed)."""
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        res = fn(*args)
-    return res, buf.getvalue()
-
-
-def _skeleton(lib, tree):
-    return lib.tree_util.tree_map(lambda _: 0, tree)
-
-
-def _assert_same(kiln_tree, jax_tree, rtol=1e-6, atol=1e-7):
-    """The same containers, leaf dtypes, weak types and shapes, and the values to rtol (0: bit for bit)."""
-    assert _skeleton(kiln, kiln_tree) == _skeleton(jax, jax_tree)
-    a, b = kiln.tree_util.tree_leaves(kiln_tree), jax.tree_util.tree_leaves(jax_tree)
-    assert len(a) == len(b) > 0
-    for x, y in zip(a, b):
-        assert type(x).__name__ == "Array" and isinstance(y, jax.Array)
-        assert (x.dtype, x.shape, x.weak_type) == (y.dtype, y.shape, y.weak_type)
-        if rtol == 0:
-            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-        else:
-            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
 
 
 def _assert_same_key(kiln_key, jax_key):
@@ -77,20 +49,20 @@ def model(k, j):
 def test_setup_draws_and_gradients(k, j, model):
     (kk, kW, kb), (jk, jW, jb) = model
     _assert_same_key(kk, jk)
-    _assert_same((kW, kb), (jW, jb), rtol=0)  # the same draws
-    _assert_same(_quiet(k.value_and_grad_cell, kW, kb)[0], _quiet(j.value_and_grad_cell, jW, jb)[0])
-    (kd, k_out), (jd, j_out) = _quiet(k.dict_cell, kW, kb), _quiet(j.dict_cell, jW, jb)
-    _assert_same(kd, jd)
+    assert_same((kW, kb), (jW, jb), rtol=0)  # the same draws
+    assert_same(quiet(k.value_and_grad_cell, kW, kb)[0], quiet(j.value_and_grad_cell, jW, jb)[0])
+    (kd, k_out), (jd, j_out) = quiet(k.dict_cell, kW, kb), quiet(j.dict_cell, jW, jb)
+    assert_same(kd, jd)
     assert k_out == j_out  # {'W': Array([...], dtype=float32), 'b': Array(..., dtype=float32)}
 
 
 def test_numerical_differences_cell(k, j, model):
     (kk, kW, kb), (jk, jW, jb) = model
-    kr, jr = _quiet(k.numerical_differences_cell, kW, kb, kk)[0], _quiet(j.numerical_differences_cell, jW, jb, jk)[0]
+    kr, jr = quiet(k.numerical_differences_cell, kW, kb, kk)[0], quiet(j.numerical_differences_cell, jW, jb, jk)[0]
     _assert_same_key(kr[0], jr[0])
-    _assert_same(kr[1], jr[1], rtol=0)  # the random direction
-    _assert_same(kr[3], jr[3])  # autodiff
-    _assert_same(kr[5], jr[5])
+    assert_same(kr[1], jr[1], rtol=0)  # the random direction
+    assert_same(kr[3], jr[3])  # autodiff
+    assert_same(kr[5], jr[5])
     # float32 differences with a step of 1e-4: one ulp of the loss (~2.4e-7) moves them by 2.4e-3
     np.testing.assert_allclose([float(kr[2]), float(kr[4])], [float(jr[2]), float(jr[4])], atol=5e-3)
 
@@ -100,35 +72,35 @@ def test_jvp_vjp_and_vmapped_products(k, j, model):
     kk, jk = k.numerical_differences_cell(kW, kb, kk)[0], j.numerical_differences_cell(jW, jb, jk)[0]
     kk, *kj = k.jvp_cell(kW, kb, kk)
     jk, *jj = j.jvp_cell(jW, jb, jk)
-    _assert_same(kj[0], jj[0], rtol=0)  # the tangent's draw
-    _assert_same(kj[1:], jj[1:])
+    assert_same(kj[0], jj[0], rtol=0)  # the tangent's draw
+    assert_same(kj[1:], jj[1:])
     kk, *kv = k.vjp_cell(kW, kb, kk)
     jk, *jv = j.vjp_cell(jW, jb, jk)
     _assert_same_key(kk, jk)
-    _assert_same(kv[0], jv[0], rtol=0)  # the cotangent's draw
-    _assert_same(kv[1:], jv[1:])
+    assert_same(kv[0], jv[0], rtol=0)  # the cotangent's draw
+    assert_same(kv[1:], jv[1:])
     # matrix-Jacobian products, looped and vmapped, and the notebook's own jacrev/jacfwd (vmapped vjp/jvp)
-    kk, kf, *km = _quiet(k.mjp_cell, kW, kb, kv[1], 6)[0]
-    jk, jf, *jm = _quiet(j.mjp_cell, jW, jb, jv[1], 6)[0]
-    _assert_same(km[0], jm[0], rtol=0)
-    _assert_same(km[1:], jm[1:])
-    _assert_same(k.our_jacrev_cell(kf, kW), j.our_jacrev_cell(jf, jW))
-    _assert_same(k.our_jacfwd_cell(kf, kW), j.our_jacfwd_cell(jf, jW))
+    kk, kf, *km = quiet(k.mjp_cell, kW, kb, kv[1], 6)[0]
+    jk, jf, *jm = quiet(j.mjp_cell, jW, jb, jv[1], 6)[0]
+    assert_same(km[0], jm[0], rtol=0)
+    assert_same(km[1:], jm[1:])
+    assert_same(k.our_jacrev_cell(kf, kW), j.our_jacrev_cell(jf, jW))
+    assert_same(k.our_jacfwd_cell(kf, kW), j.our_jacfwd_cell(jf, jW))
 
 
 def test_vjp_through_python_control_flow(k, j):
-    (ky, kg), k_out = _quiet(k.python_control_flow_cell)
-    (jy, jg), j_out = _quiet(j.python_control_flow_cell)
-    _assert_same((ky, kg), (jy, jg))
+    (ky, kg), k_out = quiet(k.python_control_flow_cell)
+    (jy, jg), j_out = quiet(j.python_control_flow_cell)
+    assert_same((ky, kg), (jy, jg))
     assert k_out == j_out  # (Array(3.1415927, dtype=float32, weak_type=True),)
 
 
 def test_complex_cells(k, j):
-    kc, jc = _quiet(k.check_vjp_cell)[0], _quiet(j.check_vjp_cell)[0]
+    kc, jc = quiet(k.check_vjp_cell)[0], quiet(j.check_vjp_cell)[0]
     for kr, jr in zip(kc, jc, strict=True):
-        _assert_same(kr[2], jr[2], rtol=0)  # the uniform draws
-        _assert_same(kr[:2], jr[:2], rtol=1e-6, atol=1e-6)
+        assert_same(kr[2], jr[2], rtol=0)  # the uniform draws
+        assert_same(kr[:2], jr[:2], rtol=1e-6, atol=1e-6)
     for cell in ("complex_to_real_grad_cell", "holomorphic_grad_cell", "non_holomorphic_grad_cell"):
         kg, jg = getattr(k, cell)(), getattr(j, cell)()
-        _assert_same(kg, jg)
+        assert_same(kg, jg)
         assert np.signbit(complex(kg).imag) == np.signbit(complex(jg).imag)  # 1.-0.j

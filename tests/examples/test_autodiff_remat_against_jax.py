@@ -16,8 +16,6 @@ test_autodiff_remat.py); JAX folds the Python scalar argument of the recursive e
 from __future__ import annotations
 
 import collections
-import contextlib
-import io
 import re
 
 import numpy as np
@@ -25,6 +23,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 from ported import load  # noqa: E402
+from same_as_jax import assert_same, quiet  # noqa: E402
 
 import kiln  # noqa: E402
 
@@ -37,14 +36,6 @@ def k():
 @pytest.fixture(scope="module")
 def j():
     return load("autodiff_remat", "jax")
-
-
-def _quiet(fn, *args, **kwargs):
-    """(what fn returns, what it printed)."""
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        res = fn(*args, **kwargs)
-    return res, buf.getvalue()
 
 
 def _located(text):
@@ -69,23 +60,8 @@ def outs(k, j):
             # JAX would reuse `loss`'s trace from before `predict` was named (the page prints that listing: the
             # arguments only); cleared, it traces the named `predict`, as kiln does
             jax.clear_caches()
-        res[name] = (_quiet(getattr(k, name)), _quiet(getattr(j, name)))
+        res[name] = (quiet(getattr(k, name)), quiet(getattr(j, name)))
     return res
-
-
-def _skeleton(lib, tree):
-    return lib.tree_util.tree_map(lambda _: 0, tree)
-
-
-def _assert_same(kiln_tree, jax_tree, rtol=1e-6, atol=1e-7):
-    """The same containers, leaf dtypes, weak types and shapes, and the values to rtol."""
-    assert _skeleton(kiln, kiln_tree) == _skeleton(jax, jax_tree)
-    a, b = kiln.tree_util.tree_leaves(kiln_tree), jax.tree_util.tree_leaves(jax_tree)
-    assert len(a) == len(b) > 0
-    for x, y in zip(a, b):
-        assert type(x).__name__ == "Array" and isinstance(y, jax.Array)
-        assert (x.dtype, x.shape, x.weak_type) == (y.dtype, y.shape, y.weak_type)
-        np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
 
 
 LISTING_CELLS = [c for c in CELLS if c.endswith("residuals_cell") or c.startswith(("chain_compose_", "recursive_ch"))]
@@ -126,18 +102,18 @@ def test_print_fwd_bwd(outs):
     for kr, jr in ((k_plain, j_plain), (k_dots, j_dots)):
         assert (_work(kr[0]), _work(kr[1])) == (_work(jr[0]), _work(jr[1]))
         assert _leaves(kr[2]) == _leaves(jr[2])
-        _assert_same(kr[2], jr[2])  # the residuals' values
+        assert_same(kr[2], jr[2])  # the residuals' values
     assert k_text.count("computation:") == j_text.count("computation:") == 4
     for cell in ("chain_fwd_bwd_cell", "recursive_fwd_bwd_cell"):
         (kr, _), (jr, _) = outs[cell]
         assert (_work(kr[0]), _work(kr[1])) == (_work(jr[0]), _work(jr[1]))
         if cell.startswith("chain"):
             assert _leaves(kr[2]) == _leaves(jr[2])
-            _assert_same(kr[2], jr[2])
+            assert_same(kr[2], jr[2])
         else:
             # kiln's leaves are the saved residuals (x = 3. first); JAX's jaxpr holds the Python scalar as a literal
             assert _leaves(kr[2]) == [((), np.float32)] + _leaves(jr[2])
-            _assert_same(kr[2][1:], jr[2])
+            assert_same(kr[2][1:], jr[2])
 
 
 def test_summary_gradients(k, j):
@@ -147,9 +123,9 @@ def test_summary_gradients(k, j):
     for name in ("f", "f2", "f3", "f4"):
         ky, k_vjp = kiln.vjp(getattr(k, name), *map(kiln.numpy.asarray, args))
         jy, j_vjp = jax.vjp(getattr(j, name), *map(jax.numpy.asarray, args))
-        _assert_same((ky, k_vjp(kiln.numpy.asarray(ct))), (jy, j_vjp(jax.numpy.asarray(ct))))
+        assert_same((ky, k_vjp(kiln.numpy.asarray(ct))), (jy, j_vjp(jax.numpy.asarray(ct))))
         tangents = [np.ones_like(a) for a in args]
-        _assert_same(kiln.jvp(getattr(k, name), tuple(map(kiln.numpy.asarray, args)),
+        assert_same(kiln.jvp(getattr(k, name), tuple(map(kiln.numpy.asarray, args)),
                               tuple(map(kiln.numpy.asarray, tangents))),
                      jax.jvp(getattr(j, name), tuple(map(jax.numpy.asarray, args)),
                              tuple(map(jax.numpy.asarray, tangents))))
@@ -161,14 +137,14 @@ def test_fundamentals(k, j):
     x = np.array([0.3, -1.2, 2.0], np.float32)
     kx, jx = kiln.numpy.asarray(x), jax.numpy.asarray(x)
     for name in ("f_grad_bad1", "f_grad_bad2"):
-        _assert_same(kF[name](kx), jF[name](jx))
+        assert_same(kF[name](kx), jF[name](jx))
     for name in ("f_vjp", "f_vjp_checkpoint"):
         (kz, kb), (jz, jb) = kF[name](kx), jF[name](jx)
-        _assert_same((kz, kb(1.0)), (jz, jb(1.0)))
+        assert_same((kz, kb(1.0)), (jz, jb(1.0)))
     for name in ("sin_vjp", "sin_vjp2"):
         (ky, kb), (jy, jb) = kF[name](kx), jF[name](jx)
-        _assert_same((ky, kb(kx)), (jy, jb(jx)))
-    _assert_same(kiln.grad(kF["f_checkpoint"])(kx), jax.grad(jF["f_checkpoint"])(jx))
+        assert_same((ky, kb(kx)), (jy, jb(jx)))
+    assert_same(kiln.grad(kF["f_checkpoint"])(kx), jax.grad(jF["f_checkpoint"])(jx))
     errors = []
     for F, arg in ((kF, kx), (jF, jx)):
         with pytest.raises(Exception) as info:
@@ -186,29 +162,29 @@ def test_loss_gradients(k, j, outs):
                                                               kiln.numpy.asarray(x), kiln.numpy.asarray(y))
         jr = jax.value_and_grad(getattr(j, name), (0, 1, 2))([jax.numpy.asarray(p) for p in params],
                                                              jax.numpy.asarray(x), jax.numpy.asarray(y))
-        _assert_same(kr, jr, rtol=2e-6, atol=1e-6)
+        assert_same(kr, jr, rtol=2e-6, atol=1e-6)
 
 
 def test_recursive_checkpoint_gradients(outs):
     for depth in (8, 16):
         for cell in (f"chain_compose_{depth}_cell", f"recursive_checkpoint_{depth}_cell"):
             (kf, _), (jf, _) = outs[cell]
-            _assert_same(kiln.value_and_grad(kf)(3.), jax.value_and_grad(jf)(3.))
+            assert_same(kiln.value_and_grad(kf)(3.), jax.value_and_grad(jf)(3.))
 
 
 def test_scan_over_layers(k, j, outs):
     (k_loop, _), (j_loop, _) = outs["loop_net_cell"]
     (kres, _), (jres, _) = outs["scan_over_layers_cells"]
-    _assert_same(kres[:3], jres[:3])  # params, all_weights, all_biases
+    assert_same(kres[:3], jres[:3])  # params, all_weights, all_biases
     x = np.array([1.0, -0.3], np.float32)
     kx, jx = kiln.numpy.asarray(x), jax.numpy.asarray(x)
-    _assert_same(kiln.grad(lambda p, x: kiln.numpy.sum(k_loop(p, x)), (0, 1))(kres[0], kx),
+    assert_same(kiln.grad(lambda p, x: kiln.numpy.sum(k_loop(p, x)), (0, 1))(kres[0], kx),
                  jax.grad(lambda p, x: jax.numpy.sum(j_loop(p, x)), (0, 1))(jres[0], jx))
     for kn, jn in ((k.scan_over_layers_cells(False)[4], j.scan_over_layers_cells(False)[4]), (kres[4], jres[4])):
-        _assert_same(kiln.value_and_grad(lambda *a: kiln.numpy.sum(kn(*a)), (0, 1, 2))(kres[1], kres[2], kx),
+        assert_same(kiln.value_and_grad(lambda *a: kiln.numpy.sum(kn(*a)), (0, 1, 2))(kres[1], kres[2], kx),
                      jax.value_and_grad(lambda *a: jax.numpy.sum(jn(*a)), (0, 1, 2))(jres[1], jres[2], jx))
-        assert (_located(_quiet(k.print_saved_residuals, kn, kres[1], kres[2], kx)[1])
-                == _located(_quiet(j.print_saved_residuals, jn, jres[1], jres[2], jx)[1]))
+        assert (_located(quiet(k.print_saved_residuals, kn, kres[1], kres[2], kx)[1])
+                == _located(quiet(j.print_saved_residuals, jn, jres[1], jres[2], jx)[1]))
 
 
 def _avals(text):
@@ -220,10 +196,10 @@ def test_offload_dot_with_no_batch_dims(k, j):
     kf, jf = k.checkpoint_offload_dot_with_no_batch_dims(None), j.checkpoint_offload_dot_with_no_batch_dims(None)
     X = (np.random.default_rng(3).normal(size=(4, 4)) / 2).astype(np.float32)
     kX, jX = kiln.numpy.asarray(X), jax.numpy.asarray(X)
-    _assert_same(kiln.value_and_grad(kf)(kX), jax.value_and_grad(jf)(jX), rtol=2e-6, atol=1e-6)
-    _assert_same(kiln.jit(kiln.grad(kf))(kX), jax.jit(jax.grad(jf))(jX), rtol=2e-6, atol=1e-6)
+    assert_same(kiln.value_and_grad(kf)(kX), jax.value_and_grad(jf)(jX), rtol=2e-6, atol=1e-6)
+    assert_same(kiln.jit(kiln.grad(kf))(kX), jax.jit(jax.grad(jf))(jX), rtol=2e-6, atol=1e-6)
     # JAX: f32<host>[4,4] output of device_put (host memory); kiln: f32[4,4] output of dot_general (device memory)
-    k_text, j_text = _quiet(k.print_saved_residuals, kf, kX)[1], _quiet(j.print_saved_residuals, jf, jX)[1]
+    k_text, j_text = quiet(k.print_saved_residuals, kf, kX)[1], quiet(j.print_saved_residuals, jf, jX)[1]
     assert _avals(k_text) == _avals(j_text) == ["f32[4,4]"] * 4
     assert j_text.count("<host>") == 3
 
@@ -236,13 +212,13 @@ def offload_names(k, j):
 
 def test_save_and_offload_only_these_names_values(offload_names):
     (kf, kinp), (jf, jinp) = offload_names
-    _assert_same(kinp, jinp, rtol=0)
+    assert_same(kinp, jinp, rtol=0)
     for kx, jx in ((kinp, jinp), (kinp / 10, jinp / 10)):
-        _assert_same(kiln.value_and_grad(kf)(kx), jax.value_and_grad(jf)(jx))
-        _assert_same(kiln.jit(kiln.grad(kf))(kx), jax.jit(jax.grad(jf))(jx))
+        assert_same(kiln.value_and_grad(kf)(kx), jax.value_and_grad(jf)(jx))
+        assert_same(kiln.jit(kiln.grad(kf))(kx), jax.jit(jax.grad(jf))(jx))
 
 
 def test_save_and_offload_only_these_names_residuals(k, j, offload_names):
     (kf, kinp), (jf, jinp) = offload_names
-    k_text, j_text = _quiet(k.print_saved_residuals, kf, kinp)[1], _quiet(j.print_saved_residuals, jf, jinp)[1]
+    k_text, j_text = quiet(k.print_saved_residuals, kf, kinp)[1], quiet(j.print_saved_residuals, jf, jinp)[1]
     assert _avals(k_text) == _avals(j_text)  # JAX: f32[4,3], f32[4,4,3] and f32<host>[4,4,3]

@@ -22,6 +22,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 from ported import load  # noqa: E402
+from same_as_jax import assert_same  # noqa: E402
 
 import kiln  # noqa: E402
 
@@ -47,25 +48,11 @@ def _run(fn, *args):
     return res, buf.getvalue()
 
 
-def _assert_same(kiln_tree, jax_tree, rtol=1e-6, atol=1e-7):
-    """The same containers, leaf dtypes, weak types and shapes, and the values to rtol (0: bit for bit)."""
-    assert kiln.tree_util.tree_structure(kiln_tree).num_leaves == jax.tree_util.tree_structure(jax_tree).num_leaves
-    a, b = kiln.tree_util.tree_leaves(kiln_tree), jax.tree_util.tree_leaves(jax_tree)
-    assert len(a) == len(b) > 0
-    for x, y in zip(a, b):
-        assert type(x).__name__ == "Array" and isinstance(y, jax.Array)
-        assert (x.dtype, x.shape, x.weak_type) == (y.dtype, y.shape, y.weak_type)
-        if rtol == 0:
-            np.testing.assert_array_equal(np.asarray(x), np.asarray(y))
-        else:
-            np.testing.assert_allclose(np.asarray(x), np.asarray(y), rtol=rtol, atol=atol)
-
-
 def _same_cell(k, j, name, *args, rtol=1e-6):
     """Run cell NAME on both sides: the same results and the same printed text."""
     (kr, kout), (jr, jout) = _run(getattr(k, name), *args), _run(getattr(j, name), *args)
     assert not isinstance(kr, Exception) and not isinstance(jr, Exception), (kr, jr)
-    _assert_same(kr, jr, rtol=rtol)
+    assert_same(kr, jr, rtol=rtol)
     assert kout == jout
     return kr, jr
 
@@ -122,7 +109,7 @@ def test_debug_callback_logging(k, j, caplog):
             res = [mod.logging_callback_cell(), mod.logging_callback_vmap_cell(), mod.logging_callback_grad_cell()]
             lib.effects_barrier()
         logged[side] = res, [r.getMessage() for r in caplog.records if r.name == "root"]
-    _assert_same(logged["kiln"][0], logged["jax"][0], rtol=0)
+    assert_same(logged["kiln"][0], logged["jax"][0], rtol=0)
     assert logged["kiln"][1] == logged["jax"][1] and len(logged["kiln"][1]) == 7
 
 
@@ -130,7 +117,7 @@ def test_checkify(k, j):
     (kerr, kz), kout = _run(k.checkify_jit_cell)
     (jerr, jz), jout = _run(j.checkify_jit_cell)
     assert kout == jout
-    _assert_same(kz, jz)
+    assert_same(kz, jz)
     kraised, jraised = k.checkify_errors_cells(), j.checkify_errors_cells()
     for a, b in zip(kraised, jraised, strict=True):
         assert isinstance(b, ValueError) and isinstance(a, ValueError)  # checkify's JaxRuntimeError, both sides
@@ -159,14 +146,14 @@ def test_aot_stages(k, j):
     ((kflops, kres), kout), ((jflops, jres), jout) = _run(k.aot_stages_cell), _run(j.aot_stages_cell)
     assert kout == _without_result_info(jout)
     assert kflops == jflops == 2.0
-    _assert_same(kres, jres, rtol=0)
+    assert_same(kres, jres, rtol=0)
     _same_cell(k, j, "aot_shape_dtype_cell", rtol=0)
 
 
 def test_aot_static_arguments(k, j):
     (kres, kout), (jres, jout) = _run(k.aot_static_cell), _run(j.aot_static_cell)
     assert kout == _without_result_info(jout)
-    _assert_same(kres, jres, rtol=0)
+    assert_same(kres, jres, rtol=0)
     _same_cell(k, j, "aot_static_concrete_cell", rtol=0)
     kr, jr = _same_error(k, j, "aot_static_hollow_cell")
     assert str(kr) == str(jr)
@@ -180,7 +167,7 @@ def test_aot_called_with_other_types(k, j, name):
 def test_aot_compiled_functions_cannot_be_transformed(k, j):
     kv, kg, kz, kzs = k.aot_transform_cells()
     jv, jg, jz, jzs = j.aot_transform_cells()
-    _assert_same((kv, kz, kzs), (jv, jz, jzs), rtol=0)
+    assert_same((kv, kz, kzs), (jv, jz, jzs), rtol=0)
     for name, kargs, jargs in [("aot_vmap_compiled_cell", (kg, kzs), (jg, jzs)),
                                ("aot_grad_compiled_cell", (kg, kz), (jg, jz)),
                                ("aot_jit_compiled_cell", (kg, kz), (jg, jz))]:
