@@ -14,6 +14,7 @@ from ..core import caches
 from ..core.call import call_body, call_p, inline_marked_calls
 from ..core.ir import IR, ClosedIR, Eqn, Var
 from ..core.primitive import Primitive
+from ..lax.structural import broadcast_in_dim_p, iota_p
 
 # Rules for primitives whose equations can be split themselves (calls, later loops):
 # rule(eqn, unknown_inputs) -> (known_eqns, unknown_eqns, out_unknown, residual_vars)
@@ -50,6 +51,7 @@ def partial_eval(ir: IR, unknown_inputs: list[bool], force_unknown: Sequence[boo
         else:
             unknown_eqns.append(eqn)
             unknown.update(eqn.outputs)
+    unknown_eqns = _recompute_constants(known_eqns, unknown_eqns)
     out_unknown = [isinstance(a, Var) and a in unknown for a in ir.outvars]
     if force_unknown is not None:
         out_unknown = [u or bool(f) for u, f in zip(out_unknown, force_unknown)]
@@ -71,6 +73,33 @@ def partial_eval(ir: IR, unknown_inputs: list[bool], force_unknown: Sequence[boo
     # The linear halves of library functions (calls marked inline) dissolve into the linear IR, as in JAX: the
     # backward pass runs their primitives one by one.
     return Split(known_ir, inline_marked_calls(unknown_ir), out_unknown, len(residuals))
+
+
+# Primitives whose equations with literal inputs only make a constant (a Python scalar broadcast to a shape, an
+# iota) that the unknown half computes again rather than take as a residual: a residual is kept in memory from the
+# forward pass to the backward one, and across a cond's branches or a program boundary XLA cannot fold it.
+_RECOMPUTED = frozenset({broadcast_in_dim_p, iota_p})
+
+
+def _recompute_constants(known_eqns: list[Eqn], unknown_eqns: list[Eqn]) -> list[Eqn]:
+    """``unknown_eqns`` with the constants they read from the known half made by equations of their own (on
+    fresh variables: the known half may read the constant too)."""
+    constants = {e.outputs[0]: e for e in known_eqns
+                 if e.prim in _RECOMPUTED and not any(isinstance(a, Var) for a in e.inputs)}
+    if not constants:
+        return unknown_eqns
+    fresh: dict[Var, Var] = {}
+    ahead: list[Eqn] = []
+    for e in unknown_eqns:
+        for a in e.inputs:
+            if isinstance(a, Var) and a in constants and a not in fresh:
+                fresh[a] = Var(a.aval)
+                c = constants[a]
+                ahead.append(Eqn(c.prim, list(c.inputs), [fresh[a]], c.params, c.source))
+    if not fresh:
+        return unknown_eqns
+    return ahead + [Eqn(e.prim, [fresh.get(a, a) if isinstance(a, Var) else a for a in e.inputs], e.outputs,
+                        e.params, e.source) for e in unknown_eqns]
 
 
 _call_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
