@@ -179,6 +179,10 @@ class Config:
         # None or "allow" (nothing), "log" (an error on the "kiln" logger) or "fatal" (log, then abort the process).
         # See frontend/driver/gc_guard.py.
         "array_garbage_collection_guard": (None, str, False),
+        # The calling convention version kiln.export records (JAX's jax_export_calling_convention_version): 9 or
+        # 10, which differ in what TensorFlow's XlaCallModule is told (10: the partitioner), not in kiln's module.
+        "export_calling_convention_version": (
+            int(os.environ.get("KILN_EXPORT_CALLING_CONVENTION_VERSION", "10") or 10), int, False),
         # JAX's flags about what kiln does not have (mesh axes in array types; jax2tf): accepted, no effect, which
         # is what they do to a kiln program (README "Differences from JAX").
         "remove_size_one_mesh_axis_from_type": (False, bool, False),

@@ -42,7 +42,8 @@ class ExportDerivativeError(ExportError, NotImplementedError):
     """Differentiating an exported function that has no VJP (or in forward mode)."""
 
 
-# Calling convention versions JAX 0.10 writes and reads (9 and 10); kiln writes JAX's default.
+# Calling convention versions JAX 0.10 writes and reads (9 and 10); kiln writes the export_calling_convention_version
+# flag's (default 10, JAX's default).
 CALLING_CONVENTION_VERSION = 10
 MIN_CALLING_CONVENTION_VERSION = 9
 # JAX writes serialization_version 3 into the flatbuffer (older readers accept only 2 and 3).
@@ -188,6 +189,7 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
             raise ExportError(f"kiln.export.export: platforms={platforms!r} names a platform twice")
 
     def do_export(*args, **kwargs) -> Exported:
+        version = _calling_convention_version(fun_jit.__name__)
         for leaf in tree_util.tree_leaves((args, kwargs)):
             if isinstance(leaf, Tracer):
                 raise ExportError(f"kiln.export.export({fun_jit.__name__}): an argument is a traced value (inside "
@@ -221,10 +223,23 @@ def export(fun_jit: Any, *, platforms: Sequence[str] | None = None,
             out_shardings_hlo=(None,) * len(out_avals), nr_devices=1, platforms=targets,
             ordered_effects=(), unordered_effects=(), disabled_safety_checks=tuple(disabled_checks),
             mlir_module_serialized=runtime.portable.serialize_module(lowered.module),
-            calling_convention_version=CALLING_CONVENTION_VERSION,
+            calling_convention_version=version,
             module_kept_var_idx=tuple(i for i, k in enumerate(kept) if k), uses_global_constants=False,
             _get_vjp=_vjp_maker(entry.closed, platforms) if _differentiable(in_avals + out_avals) else None)
     return do_export
+
+
+def _calling_convention_version(name: str) -> int:
+    """The version ``export`` records: the ``export_calling_convention_version`` flag, checked (as JAX's) at export
+    time, so that a bad setting fails before any tracing."""
+    version = config.export_calling_convention_version
+    if not MIN_CALLING_CONVENTION_VERSION <= version <= CALLING_CONVENTION_VERSION:
+        raise ExportError(
+            f"kiln.export.export({name}): the requested export calling convention version {version} is outside "
+            f"the range of supported versions [{MIN_CALLING_CONVENTION_VERSION}..{CALLING_CONVENTION_VERSION}]; "
+            f"set kiln.config.update('jax_export_calling_convention_version', {CALLING_CONVENTION_VERSION}) (or "
+            "KILN_EXPORT_CALLING_CONVENTION_VERSION)")
+    return version
 
 
 # Custom-call targets whose behaviour is kept stable across jaxlib versions (JAX's list of them: LAPACK, cuSOLVER and

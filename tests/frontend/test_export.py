@@ -503,6 +503,24 @@ def test_export_of_a_numpy_function_as_jax_jitted_jnp():
     assert "reduce_sum" in str(knp.sum.trace(knp.ones(3)).jaxpr)
 
 
+def test_calling_convention_version_flag():
+    # docs/export/export.md: `with config.jax_export_calling_convention_version(10): ...`; JAX records the flag's
+    # version (9 and 10 are supported) and refuses one outside that range when exporting
+    assert kiln.config.jax_export_calling_convention_version == 10
+    with kiln.config.override("jax_export_calling_convention_version", 9):
+        exp = kiln.export.export(kiln.jit(lambda x: x * 2))(SDS((3,), np.float32))
+        with pytest.raises(ExportError) as info:
+            with kiln.config.override("jax_export_calling_convention_version", 11):
+                kiln.export.export(kiln.jit(lambda x: x * 2))(SDS((3,), np.float32))
+    assert "version 11 is outside the range of supported versions [9..10]" in str(info.value)
+    assert "jax_export_calling_convention_version" in str(info.value)  # how to fix it
+    assert isinstance(info.value, ValueError)  # JAX's class
+    back = kiln.export.deserialize(exp.serialize())
+    assert exp.calling_convention_version == back.calling_convention_version == 9
+    np.testing.assert_array_equal(back.call(np.arange(3, dtype=np.float32)), np.arange(3, dtype=np.float32) * 2)
+    assert kiln.export.export(kiln.jit(lambda x: x))(1.).calling_convention_version == 10  # the default again
+
+
 def test_symbolic_specs_without_symbols_are_concrete_shapes():
     ex = kiln.export
     assert ex.symbolic_shape("_, 4", like=(3, 4)) == (3, 4)
