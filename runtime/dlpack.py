@@ -17,6 +17,7 @@ from .avals import aval_for
 from .backends import Device
 from .buffers import Buffer, _check_alive, _without_jax_import, mark_shared
 from .errors import KilnRuntimeError, jaxlib_message
+from .tracebacks import with_user_context
 
 # DLPack's device types (dlpack.h) kiln's platforms map to.
 KDL_CPU, KDL_CUDA, KDL_ROCM = 1, 2, 10
@@ -88,7 +89,8 @@ def from_capsule(capsule: Any, device: Device) -> Buffer:
     shape, dtype, _ = capsule_info(capsule)
     try:
         # jaxlib tries to import jax for the new array's aval (NOTES §0.1); kiln sets its own just below.
-        raw = _without_jax_import(lambda: _jax.dlpack_managed_tensor_to_buffer(capsule, device._raw, None))
+        raw = with_user_context(lambda: _without_jax_import(
+            lambda: _jax.dlpack_managed_tensor_to_buffer(capsule, device._raw, None)))
     except (JaxRuntimeError, TypeError, ValueError) as e:
         msg = jaxlib_message(e)
         if "striding" in msg:

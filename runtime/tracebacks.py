@@ -15,18 +15,22 @@ profile that names the Python line that allocated each buffer.
 """
 from __future__ import annotations
 
+import importlib.machinery
 import os
 import sys
+from typing import Callable, TypeVar
 
 from ._jaxlib import _jax, jax_loaded
 
 
 class _GiveBackToJax:
-    """A ``sys.meta_path`` entry that finds nothing: when ``import jax`` first looks for jax, it turns jaxlib's
-    tracebacks back on (jax's default) and removes itself."""
+    """A ``sys.meta_path`` entry that finds nothing: when ``import jax`` finds jax (it is installed), it turns
+    jaxlib's tracebacks back on (jax's default) and removes itself. jaxlib itself tries ``import jax`` on some
+    paths (an error's message, an array without an aval): where jax is not installed that import fails, and
+    tracebacks stay off."""
 
     def find_spec(self, fullname, path=None, target=None):
-        if fullname == "jax":
+        if fullname == "jax" and importlib.machinery.PathFinder.find_spec(fullname, path) is not None:
             set_enabled = getattr(_jax, "set_tracebacks_enabled", None)
             if set_enabled is not None:
                 set_enabled(True)
@@ -52,3 +56,21 @@ def enabled() -> bool | None:
     """Whether jaxlib records tracebacks (None where this jaxlib cannot say)."""
     get = getattr(_jax, "tracebacks_enabled", None)
     return None if get is None else bool(get())
+
+
+T = TypeVar("T")
+
+
+def with_user_context(call: Callable[[], T]) -> T:
+    """``call()`` with jaxlib's tracebacks on, for an array jaxlib makes outside an execution (a DLPack import):
+    made while they are off, it has no "user context", and jaxlib 0.10 then refuses its pointer
+    (``unsafe_buffer_pointer``: "null user context")."""
+    set_enabled = getattr(_jax, "set_tracebacks_enabled", None)
+    was = enabled()
+    if set_enabled is None or was is None or was:
+        return call()
+    set_enabled(True)
+    try:
+        return call()
+    finally:
+        set_enabled(False)

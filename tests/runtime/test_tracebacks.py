@@ -3,6 +3,8 @@ per launch and, in jaxlib 0.10, leak memory on every launch kiln makes itself. E
 interpreter, as the setting is decided once, at import."""
 from __future__ import annotations
 
+import importlib.util
+import os
 import sys
 
 import pytest
@@ -22,17 +24,42 @@ def test_environment_variable_keeps_them(run_py):
     assert run_py(_STATE, env={"KILN_JAXLIB_TRACEBACKS": "1"}).stdout.split() == ["True"]
 
 
-def test_given_back_when_jax_is_imported_after_kiln(run_py):
+def test_given_back_when_jax_is_imported_after_kiln(run_py, tmp_path):
     """jax reads its source locations from these tracebacks: a jax imported after kiln got none (checkify's errors
-    failed with an AttributeError, print_saved_residuals lost every location). ``import jax`` turns them on
-    again, whether or not jax is installed (the import's first lookup does it), once; other imports do not."""
-    code = ("import kiln, sys; print(kiln.runtime.tracebacks.enabled()); "
-            "exec('try:\\n import jax\\nexcept ImportError:\\n pass'); "
-            "print(kiln.runtime.tracebacks.enabled()); "
+    failed with an AttributeError, print_saved_residuals lost every location). ``import jax`` of an installed jax
+    (here a stand-in package first on the path) turns them on again, once; other imports do not."""
+    (tmp_path / "jax").mkdir()
+    (tmp_path / "jax" / "__init__.py").write_text("")
+    path = os.pathsep.join(p for p in (str(tmp_path), os.environ.get("PYTHONPATH", "")) if p)
+    code = ("import kiln, sys; print(kiln.runtime.tracebacks.enabled()); import jax; "
+            "print(kiln.runtime.tracebacks.enabled(), jax.__file__.endswith('__init__.py')); "
             "print(sum(type(f).__name__ == '_GiveBackToJax' for f in sys.meta_path))")
-    assert run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "0"}).stdout.split() == ["False", "True", "0"]
+    out = run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "0", "PYTHONPATH": path}).stdout.split()
+    assert out == ["False", "True", "True", "0"]
     code = "import kiln, sys; import csv; print(kiln.runtime.tracebacks.enabled())"
     assert run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "0"}).stdout.split() == ["False"]
+
+
+def test_kept_off_when_jaxlib_looks_for_a_jax_that_is_not_installed(run_py):
+    """jaxlib tries ``import jax`` on some paths of its own (the message of some errors): where jax is not
+    installed that fails, and the tracebacks stay off (kiln turned them on at the first such error: every later
+    launch paid for them). A bfloat16 array imported over DLPack is made with a user context, so reading it back
+    needs no such error (it raised "null user context" the first time)."""
+    if importlib.util.find_spec("jax") is not None:
+        pytest.skip("jax is installed here")
+    code = """
+        import ml_dtypes, sys, numpy as np
+        import kiln, kiln.numpy as knp
+        x = knp.linspace(0, 1, 5, dtype=ml_dtypes.bfloat16)
+        y = knp.from_dlpack(x.__dlpack__())
+        assert y.unsafe_buffer_pointer() and np.asarray(y).tolist() == np.asarray(x).tolist()
+        try:
+            import jax
+        except ImportError:
+            pass
+        print(kiln.runtime.tracebacks.enabled(), sum(type(f).__name__ == '_GiveBackToJax' for f in sys.meta_path))
+    """
+    assert run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "0"}).stdout.split() == ["False", "1"]
 
 
 def test_left_as_jax_has_them_when_jax_came_first(run_py):
