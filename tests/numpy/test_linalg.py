@@ -806,3 +806,33 @@ def test_lstsq_eager_runs_one_compiled_program(primitive_runs):
     _, r_np, _, _ = LA.lstsq(ak, bk[:, 0], numpy_resid=True)
     assert primitive_runs  # op by op
     np.testing.assert_allclose(_np(r_np), np.linalg.lstsq(a, b[:, 0])[1], rtol=1e-4)
+
+
+def test_solve_is_differentiated_implicitly():
+    """The derivatives of solve reuse a's LU factors (a solve with a^T for reverse mode, as JAX's) instead of
+    differentiating the factorization: kiln's grad program kept 390 KB of temporaries for a 128x128 a (four more
+    triangular solves and three 128^3 matrix products); JAX's keeps 3 KB. Values against finite differences and
+    the closed forms d(a^-1 b) = -a^-1 da a^-1 b, grad_b = a^-T g."""
+    a = RNG.normal(size=(128, 128)).astype(np.float32) + 128 * np.eye(128, dtype=np.float32)
+    b = RNG.normal(size=128).astype(np.float32)
+    stats = kiln.jit(kiln.grad(lambda a: jnp.linalg.solve(a, b).sum())).lower(a).compile().memory_analysis()
+    assert stats.temp_size_in_bytes < 16 * 1024, stats.temp_size_in_bytes
+    a64, b64, B64 = RNG.normal(size=(5, 5)), RNG.normal(size=5), RNG.normal(size=(3, 5, 2))
+    with kiln.enable_x64():
+        def f(a, b):
+            return (jnp.linalg.solve(a, b) ** 2).sum()
+        ga, gb = kiln.grad(f, (0, 1))(a64, b64)
+        x = np.linalg.solve(a64, b64)
+        np.testing.assert_allclose(np.asarray(gb), np.linalg.solve(a64.T, 2 * x), rtol=1e-10)
+        np.testing.assert_allclose(np.asarray(ga), -np.outer(np.linalg.solve(a64.T, 2 * x), x), rtol=1e-9)
+        eps, e = 1e-6, np.zeros((5, 5))
+        e[1, 3] = eps
+        fd = (float(f(a64 + e, b64)) - float(f(a64 - e, b64))) / (2 * eps)
+        assert abs(float(ga[1, 3]) - fd) < 1e-6 * max(1.0, abs(fd))
+        t = kiln.jvp(lambda a: jnp.linalg.solve(a, b64), (a64,), (np.eye(5),))[1]
+        np.testing.assert_allclose(np.asarray(t), -np.linalg.solve(a64, x), rtol=1e-9)
+        stack = RNG.normal(size=(3, 5, 5)) + 5 * np.eye(5)
+        np.testing.assert_allclose(np.asarray(kiln.vmap(jnp.linalg.solve)(stack, B64)), np.linalg.solve(stack, B64),
+                                   rtol=1e-10)
+        inv = np.linalg.inv(a64)
+        np.testing.assert_allclose(np.asarray(kiln.hessian(lambda b: f(a64, b))(b64)), 2 * inv.T @ inv, rtol=1e-8)
