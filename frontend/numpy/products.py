@@ -76,25 +76,55 @@ def matmul(a, b, /, *, precision=None, preferred_element_type=None):
                          "scalars")
     a_vec, b_vec = len(sa) == 1, len(sb) == 1
     b_dim = 0 if b_vec else len(sb) - 2  # b's contracted dimension
-    if sa[-1] != sb[b_dim]:  # checked on the shapes as given, before 1-D operands become matrices
+    if sa[-1] != sb[b_dim]:  # checked on the shapes as given
         raise _shape_error("matmul", a, b, f"{sa[-1]} (dim {len(sa) - 1}) != {sb[b_dim]} (dim {b_dim})")
-    if a_vec:
-        a, sa = lax.reshape(a, (1,) + sa), (1,) + sa
-    if b_vec:
-        b, sb = lax.reshape(b, sb + (1,)), sb + (1,)
-    batch = broadcast_shapes("matmul", sa[:-2], sb[:-2])
-    nb = len(batch)
-    if nb:
-        a = broadcast_to_shape(a, batch + sa[-2:])
-        b = broadcast_to_shape(b, batch + sb[-2:])
-    dims = (((nb + 1,), (nb,)), (tuple(range(nb)), tuple(range(nb))))
+    a_batch, b_batch = sa[:-2] if not a_vec else (), sb[:-2] if not b_vec else ()
+    batch = broadcast_shapes("matmul", a_batch, b_batch)
+    roles, a, b = _matmul_batch_roles(batch, a, a_batch, b, b_batch)
+    # One dot_general, no broadcast operand (x @ w with x of shape (B, T, D) must not copy w B times): a batch
+    # dimension both operands have is one of its batch dimensions; one only one operand has (the other's is 1 or
+    # missing, squeezed out) stays a free dimension of that operand. 1-D operands are contracted as they are.
+    ka = [k for k, r in enumerate(roles) if r in ("both", "a")]
+    kb = [k for k, r in enumerate(roles) if r in ("both", "b")]
+    shared = [k for k, r in enumerate(roles) if r == "both"]
+    dims = (((len(ka) + (0 if a_vec else 1),), (len(kb),)), (tuple(ka.index(k) for k in shared),
+                                                            tuple(kb.index(k) for k in shared)))
     out = lax.dot_general(a, b, dims, precision=precision, preferred_element_type=_preferred(a, preferred_element_type))
-    shape = abstractify(out).shape
-    if a_vec:
-        shape = shape[:-2] + shape[-1:]
-    if b_vec:
-        shape = shape[:-1]
-    return lax.reshape(out, shape)
+    # dot_general's result: shared batch dimensions, a's free ones (then M), b's free ones (then N)
+    got = shared + [k for k in ka if roles[k] == "a"] + ([] if a_vec else ["m"]) + \
+        [k for k in kb if roles[k] == "b"] + ([] if b_vec else ["n"])
+    want = [k for k, r in enumerate(roles) if r != "one"] + ([] if a_vec else ["m"]) + ([] if b_vec else ["n"])
+    if got != want:
+        out = lax.transpose(out, tuple(got.index(d) for d in want))
+    shape = tuple(batch) + (() if a_vec else (sa[-2],)) + (() if b_vec else (sb[-1],))
+    return out if abstractify(out).shape == shape else lax.reshape(out, shape)
+
+
+def _matmul_batch_roles(batch, a, a_batch, b, b_batch):
+    """Per dimension of matmul's broadcast ``batch`` shape, which operands have it ("both", "a", "b", or "one":
+    of size 1 in the result); ``a`` and ``b`` with their size-1 dimensions that another operand broadcasts, or
+    that are 1 in the result, squeezed out."""
+    nb = len(batch)
+    a_at = {k: k - (nb - len(a_batch)) for k in range(nb - len(a_batch), nb)}  # batch position -> a's dimension
+    b_at = {k: k - (nb - len(b_batch)) for k in range(nb - len(b_batch), nb)}
+    roles, drop_a, drop_b = [], [], []
+    for k, n in enumerate(batch):
+        na = a_batch[a_at[k]] if k in a_at else 1
+        nb_ = b_batch[b_at[k]] if k in b_at else 1
+        role = "one" if n == 1 else "both" if na == nb_ else "a" if na == n else "b"
+        roles.append(role)
+        if role in ("one", "b") and k in a_at:
+            drop_a.append(a_at[k])
+        if role in ("one", "a") and k in b_at:
+            drop_b.append(b_at[k])
+    return roles, _squeeze_dims(a, drop_a), _squeeze_dims(b, drop_b)
+
+
+def _squeeze_dims(x, dims):
+    if not dims:
+        return x
+    shape = abstractify(x).shape
+    return lax.reshape(x, tuple(d for i, d in enumerate(shape) if i not in dims))
 
 
 @takes_out_sharding

@@ -181,3 +181,30 @@ def test_vdot_and_vecdot_conjugate_the_first_complex_argument(dtype):
         np.testing.assert_allclose(np.asarray(got), np.vecdot(x, y[1], axis=0), rtol=tol, atol=tol)
         np.testing.assert_allclose(np.asarray(knp.vdot(x, y[0])), np.vdot(x, y[0]), rtol=tol, atol=tol)
         np.testing.assert_allclose(np.asarray(knp.vdot(x, x.real)), np.vdot(x, x.real), rtol=tol, atol=tol)
+
+
+def test_matmul_broadcasts_batch_dimensions_without_copying_an_operand():
+    """x @ w with x of shape (B, T, D) and w (D, H) is one dot_general: w is not broadcast to (B, D, H) first (kiln
+    copied it B times: 1 MiB of temporaries and an extra kernel for B=32, D=64, H=128; JAX's none). Every
+    combination of 1-D operands, missing, size-1 and shared batch dimensions against NumPy, eagerly and jitted."""
+    x, w = np.ones((32, 16, 64), np.float32), np.ones((64, 128), np.float32)
+    stats = kiln.jit(lambda x, w: x @ w).lower(x, w).compile().memory_analysis()
+    assert stats.temp_size_in_bytes < 64 * 128 * 4, stats.temp_size_in_bytes
+    rng = np.random.default_rng(7)
+    shapes_a = [(3,), (2, 3), (4, 2, 3), (1, 2, 3), (5, 1, 2, 3), (4, 1, 2, 3)]
+    shapes_b = [(3,), (3, 2), (4, 3, 2), (1, 3, 2), (5, 1, 3, 2), (1, 4, 3, 2), (6, 1, 1, 3, 2)]
+    checked = 0
+    for sa in shapes_a:
+        for sb in shapes_b:
+            a, b = rng.normal(size=sa).astype(np.float32), rng.normal(size=sb).astype(np.float32)
+            try:
+                want = np.matmul(a, b)
+            except ValueError:
+                with pytest.raises(ValueError):
+                    knp.matmul(a, b)
+                continue
+            for got in (knp.matmul(a, b), kiln.jit(knp.matmul)(a, b)):
+                assert got.shape == want.shape, (sa, sb)
+                np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5, atol=1e-5)
+            checked += 1
+    assert checked == 41
