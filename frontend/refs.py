@@ -10,7 +10,9 @@ from typing import Any
 from . import numpy as knp
 from .core import refs as _core
 from .core.refs import AbstractRef, Ref, RefError
-from .core.tracing import abstractify
+from .core.tracing import abstractify, current_builder
+from .driver.array import Array
+from .lax import api as _lax
 
 __all__ = ["AbstractRef", "Ref", "RefError", "addupdate", "empty_ref", "free_ref", "freeze", "get", "new_ref",
            "set", "swap"]
@@ -28,7 +30,7 @@ def new_ref(init_val: Any, *, memory_space: Any = None, kind: str | None = None)
     if isinstance(init_val, (list, tuple)):
         raise TypeError(f"kiln.new_ref: the initial value is a {type(init_val).__name__}; pass an array "
                         "(kiln.numpy.asarray(...)) or a scalar")
-    return _core.new_ref(knp.asarray(init_val))
+    return _core.new_ref(_own(knp.asarray(init_val), init_val))
 
 
 def empty_ref(ty: Any, memory_space: Any = None) -> Ref:
@@ -40,14 +42,19 @@ def empty_ref(ty: Any, memory_space: Any = None) -> Ref:
 
 
 def freeze(ref: Ref) -> Any:
-    """The value of ``ref`` (an array), as ``ref[...]``."""
+    """The final value of ``ref`` (an array); the ref is invalidated (a later use raises). Only in the scope that
+    created the ref, as in JAX."""
     _check_ref("freeze", ref)
-    return ref[...]
+    value = ref[...]
+    _core.invalidate(ref, "kiln.freeze")
+    return value
 
 
 def free_ref(ref: Ref) -> None:
-    """JAX's hint that ``ref`` is no longer used; kiln frees a ref's memory when the ref goes away."""
+    """Invalidate ``ref`` (a later use raises), in the scope that created it; kiln frees a ref's memory when the
+    ref goes away."""
     _check_ref("free_ref", ref)
+    _core.invalidate(ref, "kiln.free_ref")
 
 
 def get(ref: Ref, idx: Any = None) -> Any:
@@ -77,7 +84,7 @@ def addupdate(ref: Ref, idx: Any, x: Any) -> None:
     idx = ... if idx is None else idx
     value = _core.read(ref)
     _check_update("addupdate", _get(value, idx), x)
-    _core.write(ref, value + x if _whole(idx) else value.at[idx].add(x))
+    _core.write(ref, _typed(value + x if _whole(idx) else value.at[idx].add(x), value), owned=True)
 
 
 def _check_ref(fname: str, ref: Any) -> None:
@@ -94,6 +101,20 @@ def _get(value: Any, index: Any) -> Any:
     return value if _whole(index) else value[index]
 
 
+def _own(value: Any, given: Any) -> Any:
+    """``value``, or outside any trace a copy of it where it is ``given``, an array the caller holds: a ref owns its
+    buffer, which jit updates in place (donates), so no array outside may share it (as JAX's refs: reading or
+    writing a whole ref copies)."""
+    if value is given and type(value) is Array and current_builder() is None:
+        return knp.array(value)
+    return value
+
+
+def _read(value: Any, index: Any) -> Any:
+    """``ref[index]`` (the ref's ``indexing.get``): a new array, never the ref's own buffer."""
+    return _own(_get(value, index), value)
+
+
 def _check_update(fname: str, current: Any, update: Any) -> None:
     """An update must have the shape and dtype of what it replaces, as JAX's ``swap`` checks (a Python scalar
     of the same kind is taken)."""
@@ -107,12 +128,19 @@ def _check_update(fname: str, current: Any, update: Any) -> None:
 
 
 def _set(value: Any, index: Any, update: Any) -> Any:
-    """The ref's value after ``ref[index] = update``: strongly typed, as JAX's (a write of a Python scalar into
-    ``new_ref(0.)`` leaves a float32 ref that no longer takes the other operand's dtype in promotion)."""
+    """The ref's value after ``ref[index] = update``, of the ref's type."""
     _check_update("set", _get(value, index), update)
-    new = update if _whole(index) else value.at[index].set(update)
-    return knp.asarray(new, dtype=abstractify(value).dtype)
+    return _own(_typed(update if _whole(index) else value.at[index].set(update), value), update)
 
 
-_core.indexing.get = _get
+def _typed(new: Any, value: Any) -> Any:
+    """``new``, a ref's new value, with the type of ``value``, its value before: a ref's dtype and weak type are
+    fixed when it is created, whatever is written into it (as JAX's: ``new_ref(0.)`` is a ``Ref{float32[]}`` that
+    stays weakly typed, and gives way in promotion, after ``ref[...] = jnp.float32(1)``)."""
+    aval = abstractify(value)
+    return _lax.convert_element_type(new, aval.dtype, weak_type=aval.weak_type)
+
+
+_core.indexing.get = _read
+_core.indexing.copy = knp.array
 _core.indexing.set = _set

@@ -147,10 +147,7 @@ def _aux_wrapper(fun: Callable, has_aux: bool) -> Callable:
 
     @functools.wraps(fun)
     def wrapped(*args):
-        out = fun(*args)
-        if not (isinstance(out, tuple) and len(out) == 2):
-            raise TypeError(f"kiln: has_aux=True requires {_fun_name(fun)} to return a pair (output, aux), "
-                            f"got {type(out).__name__}")
+        out = _aux_pair(fun, fun(*args))
         leaves, tree = tree_util.tree_flatten(out[1])
         static = {i: leaf for i, leaf in enumerate(leaves) if not isinstance(leaf, (Tracer, Array))}
         kept[:] = [(tree, static)]
@@ -167,6 +164,14 @@ def _aux_wrapper(fun: Callable, has_aux: bool) -> Callable:
                                                for i in range(tree.num_leaves)])
     wrapped.restore = restore
     return wrapped
+
+
+def _aux_pair(fun: Callable, out: Any) -> tuple:
+    """``out``, what ``fun`` returned with ``has_aux=True``, checked to be a pair (output, aux)."""
+    if not (isinstance(out, tuple) and len(out) == 2):
+        raise TypeError(f"kiln: has_aux=True requires {_fun_name(fun)} to return a pair (output, aux), "
+                        f"got {type(out).__name__}")
+    return out
 
 
 def _split_aux(outs, touts, out_tree, has_aux, restore=None):
@@ -250,7 +255,15 @@ def vjp(fun: Callable, *primals, has_aux: bool = False):
 
 def _vjp(fname: str, fun: Callable, primals: tuple, has_aux: bool):
     """:func:`vjp`, for the transformation ``fname`` (``"grad"``) that the user called."""
-    main, info, residuals, aux = _forward(fname, fun, tuple(primals), has_aux)
+    on_values, values, passed = _ref_primals(fname, fun, tuple(primals), has_aux)
+    if not passed:
+        main, info, residuals, aux = _forward(fname, fun, tuple(primals), has_aux)
+    else:  # differentiated with respect to the refs' values now; what the function left in them is written back
+        main, info, residuals, aux = _forward(fname, on_values, values, True)
+        aux, finals = aux if has_aux else (None, aux)
+        for ref, final in zip(passed.values(), finals):
+            core_refs.write(ref, final)
+        info.ref_inputs = frozenset(passed)
     # A pytree whose leaves are the residuals (as JAX's VJP object): it can be returned from a jitted function. A
     # residual that is an input as the caller gave it (a Python float) becomes an array, as every leaf of JAX's is.
     residuals = [r if isinstance(r, (Array, Tracer)) else device_put(r) for r in residuals]
@@ -258,6 +271,37 @@ def _vjp(fname: str, fun: Callable, primals: tuple, has_aux: bool):
     if has_aux:
         return main, f_vjp, aux
     return main, f_vjp
+
+
+def _ref_primals(fname: str, fun: Callable, primals: tuple, has_aux: bool):
+    """For primals that include refs: ``(on_values, values, passed)``, where ``passed`` maps the flat positions
+    of the refs to them, ``values`` are the primals with each ref's value in its place, and ``on_values(*values)``
+    runs ``fun`` on the refs themselves, each holding its value in the trace, and returns ``(output, finals)``
+    (``(output, (aux, finals))`` with ``has_aux``): the refs' values at its end. The gradient of a ref is then
+    that of its value when ``vjp`` was called, as JAX's."""
+    flat, tree = tree_util.tree_flatten(primals)
+    passed = {i: x for i, x in enumerate(flat) if isinstance(x, Ref)}
+    if not passed:
+        return fun, primals, passed
+    if len({id(r) for r in passed.values()}) < len(passed):
+        raise core_refs.RefError(f"kiln.{fname}: the same Ref is passed as two primals; pass each ref once (as to "
+                                 "jit: two names must never alias one mutable array)")
+    values = [x[...] if isinstance(x, Ref) else x for x in flat]
+    refs = list(passed.values())
+
+    @functools.wraps(fun)
+    def on_values(*args):
+        leaves = tree_util.tree_leaves(args)
+        core_refs.seed(refs, [leaves[i] for i in passed])
+        for i, ref in passed.items():
+            leaves[i] = ref
+        out = fun(*tree_util.tree_unflatten(tree, leaves))
+        finals = core_refs.take(refs)
+        if not has_aux:
+            return out, finals
+        out, aux = _aux_pair(fun, out)
+        return out, (aux, finals)
+    return on_values, tree_util.tree_unflatten(tree, values), passed
 
 
 def _forward(fname: str, fun: Callable, primals: tuple, has_aux: bool):
@@ -290,6 +334,7 @@ class _VjpInfo:
         self.in_tree, self.main_tree, self.n_main = in_tree, main_tree, n_main
         self.in_avals, self.out_avals = in_avals, out_avals
         self.sources = sources
+        self.ref_inputs: frozenset[int] = frozenset()  # the flat inputs that were refs (their gradients go to refs)
 
 
 def _external_aval(t, aval: ShapedArray):
@@ -305,6 +350,9 @@ def _apply_vjp(info: _VjpInfo, residuals: list, ct, wants: tuple = ()):
     the primals' structure; empty: all ``GradValue()``) says how each one is delivered."""
     flat_ct = _check_cotangent(info, ct)
     flat_wants = _flat_wants(info, wants)
+    for i in sorted(info.ref_inputs):
+        if isinstance(flat_wants[i], GradValue):
+            raise _ref_gradient_as_value(info, i, bool(wants))
     lin = info.lin
     lin_out_cts = [c for c, nz in zip(flat_ct, info.out_nonzero[:info.n_main]) if nz]
     args = list(residuals) + [UndefinedPrimal(a) for a in lin.ir.in_avals[len(residuals):]]
@@ -331,6 +379,19 @@ def _flat_wants(info: _VjpInfo, wants: tuple) -> list:
     return flat
 
 
+def _ref_gradient_as_value(info: _VjpInfo, i: int, explicit: bool) -> core_refs.RefError:
+    """The error for a Ref primal (flat input ``i``) whose gradient was asked for as a value (``explicit``: by a
+    ``GradValue()`` given to ``with_refs``; else by calling the VJP function without ``with_refs``)."""
+    paths = tree_util.user_paths(tree_util.tree_unflatten(info.in_tree, [0] * len(info.in_avals)))
+    path = paths[i] if len(paths) > i else ()
+    label = f"primal {path[0].idx}{tree_util.keystr(path[1:])}" if path and hasattr(path[0], "idx") else "a primal"
+    how = ("pass a Ref for it to with_refs" if explicit else
+           "bind one with the VJP function's with_refs before applying it: f_vjp.with_refs(grad_ref)(ct)")
+    return core_refs.RefError(f"kiln.vjp: {label} is a Ref, so its gradient must be accumulated into a ref (as in "
+                              f"JAX), not returned as a value: {how}; the gradient is added into grad_ref in place. "
+                              "To skip it, pass kiln.ad.DontWant() in its place")
+
+
 def _deliver(ct, aval: ShapedArray, want, i: int):
     """One input's cotangent as ``want`` asks: the value, ``DidntWant()``, or added into a Ref (``GradRef()``)."""
     if isinstance(want, DontWant):
@@ -341,8 +402,9 @@ def _deliver(ct, aval: ShapedArray, want, i: int):
     if held.shape != expected.shape or held.dtype != expected.dtype:
         raise ValueError(f"kiln.vjp: with_refs: the Ref for input leaf {i} holds {held.str_short()}, but that "
                          f"input's cotangent is {expected.str_short()}")
-    if not isinstance(ct, Zero):
-        core_refs.write(want, lax.add(core_refs.read(want), ct))
+    if not isinstance(ct, Zero):  # (the sum keeps the ref's type: a ref's weak type is fixed, as JAX's)
+        total = lax.add(core_refs.read(want), ct)
+        core_refs.write(want, lax.convert_element_type(total, held.dtype, weak_type=held.weak_type), owned=True)
     return GradRef()
 
 
@@ -423,9 +485,13 @@ def _non_array_diff_arg(fname: str, diff_args: tuple, k: int, x: Any, where) -> 
              else "an argument")
     if fun is not None:
         label += f" of {_fun_name(fun)}"
-    return non_array_argument(f"kiln.{transformation}", label, x,
-                              "differentiated arguments must be arrays, scalars or pytrees of them; pass argnums= "
-                              "to differentiate with respect to the others only")
+    if isinstance(x, Ref):  # (as JAX: a ref's gradient must itself go into a ref)
+        fix = ("a Ref's gradient must be accumulated into a ref: use kiln.vjp and bind one with the VJP function's "
+               "with_refs (f_vjp.with_refs(grad_ref)(ct)); a Ref that argnums leaves out is fine (plumbing)")
+    else:
+        fix = ("differentiated arguments must be arrays, scalars or pytrees of them; pass argnums= to differentiate "
+               "with respect to the others only")
+    return non_array_argument(f"kiln.{transformation}", label, x, fix)
 
 
 def value_and_grad(fun: Callable, argnums: int | Sequence[int] = 0, has_aux: bool = False,

@@ -156,9 +156,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
             proxies = {}
             for i, t in zip(mapped, tracers):
                 if i in ref_leaves:  # this example's ref, a ref of this trace (kept past it, it raises when used)
-                    proxies[i] = refs.Ref(None, builder)
-                    refs.seed([proxies[i]], [t])
-                    t = proxies[i]
+                    proxies[i] = t = refs.stand_in(t)
                 leaves[i] = t
             a, k = tree_util.tree_unflatten(in_tree, leaves)
             out = fun(*a, **k)
@@ -208,20 +206,26 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
 
 def _write_refs(name: str, outs: list, out_dims: list, size: int, ref_leaves: dict, mapped: list,
                 mapped_dims: list, written: list) -> tuple[list, list]:
-    """Write the refs' final values (the outputs after the function's own) back: a mapped ref along its axis, an
-    unmapped one only with a value that is the same for every example; returns the function's own outputs."""
+    """Write the refs' final values (the outputs after the function's own) back along their mapped axes; returns
+    the function's own outputs. A write to an unmapped ref raises, as in JAX, even of a value that is the same for
+    every example: each example writes it, so ``ref[...] += 1`` would add the batch size, not 1."""
     mapped_refs = [(ref_leaves[i], d) for i, d in zip(mapped, mapped_dims) if i in ref_leaves]
     n = len(outs) - len(mapped_refs) - len(written)
     finals, final_dims = outs[n:], out_dims[n:]
-    for (ref, axis), value, d in zip(mapped_refs, finals, final_dims):
-        refs.write(ref, move_dim(value, d, axis, size))
-    for ref, value, d in zip(written, finals[len(mapped_refs):], final_dims[len(mapped_refs):]):
-        if d is not None:
+    if written:  # (checked before any ref is written: a failed call leaves every ref as it was)
+        if any(d is not None for d in final_dims[len(mapped_refs):]):
             raise refs.RefError(f"kiln.vmap({name}): the function writes a value that differs between batch elements "
                                 "to a Ref that is not mapped (closed over, or passed with in_axes None), as JAX "
                                 "refuses too: pass the ref as an argument mapped along an axis, so that each "
                                 "element writes its own slice")
-        refs.write(ref, value)
+        raise refs.RefError(f"kiln.vmap({name}): the function writes to a Ref that is not mapped (closed over, or "
+                            "passed with in_axes None); as in JAX this is an error even when the value is the same "
+                            "for every batch element, since each element writes it (ref[...] += 1 would have to add "
+                            "the batch size). Pass the ref as an argument mapped along an axis, or write it outside "
+                            "kiln.vmap. A kiln.experimental.random generator keeps its state in such a Ref: split "
+                            "it (rng.split(n)) and pass it as a mapped argument")
+    for (ref, axis), value, d in zip(mapped_refs, finals, final_dims):
+        refs.write(ref, move_dim(value, d, axis, size))
     return outs[:n], out_dims[:n]
 
 
@@ -244,8 +248,11 @@ def _batch_size(name: str, flat: list, dims: list, labels: list[str], axis_size:
             raise VmapError(f"kiln.vmap({name}): cannot map over axis {d} of {label}, a 0-d (scalar) value; "
                             "use in_axes=None for it")
         if not -len(shape) <= d < len(shape):
+            # (a key array hides its data's trailing axes: say so, the mistake JEP 9263's typed keys catch)
+            keys = ("; a key array's key data is not one of its axes (map over kiln.random.key_data(keys) for "
+                    "that)" if h else "")
             raise VmapError(f"kiln.vmap({name}): in_axes={d} is out of range for {label} of shape {shape} "
-                            f"(rank {len(shape)})")
+                            f"(rank {len(shape)}): use an axis in [-{len(shape)}, {len(shape)}){keys}")
         sizes.append(shape[d])
     if not sizes:
         if axis_size is None:

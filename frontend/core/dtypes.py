@@ -243,6 +243,11 @@ class extended(np.generic):
     """The abstract scalar type of kiln's extended dtypes (PRNG key dtypes):
     ``issubdtype(keys.dtype, kiln.dtypes.extended)`` is True for typed key arrays."""
 
+    def __new__(cls, *args: Any, **kwargs: Any):
+        # (NumPy's own refusal names no way out: say what a scalar of these dtypes is instead)
+        raise TypeError(f"cannot create '{cls.__name__}' instances: as in JAX, extended dtypes have no scalar "
+                        "objects; a single PRNG key is a 0-d key array (kiln.random.key(seed))")
+
 
 class prng_key(extended):
     """The abstract scalar type of PRNG key dtypes (``issubdtype(keys.dtype, kiln.dtypes.prng_key)``)."""

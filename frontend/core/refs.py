@@ -54,18 +54,21 @@ class Ref:
     """A mutable array reference (``jax.Ref``): ``ref[...]`` reads its whole value, ``ref[idx]`` part of it,
     ``ref[idx] = v`` writes. It is no array: read it before computing with it (``jnp.sin(ref[...])``)."""
 
-    __slots__ = ("_value", "_home", "__weakref__")
+    __slots__ = ("_value", "_home", "_passed", "_invalidated", "_owned", "__weakref__")
 
-    def __init__(self, value: Any, home: Any):
+    def __init__(self, value: Any, home: Any, passed: bool = False):
         self._value = value  # outside any trace: the concrete array (None while a trace holds the value)
         self._home = home    # the Builder of the trace it was created in, or None (created outside any trace)
+        self._passed = passed  # a stand-in, in a trace (jit, vmap), for a ref passed to it as an argument
+        self._invalidated: str | None = None  # the function that invalidated it (kiln.freeze, kiln.free_ref)
+        self._owned = True  # outside any trace: no array but the ref holds its buffer (see ``owned``)
 
     # -- reading and writing -------------------------------------------------------------------------
     def __getitem__(self, index: Any) -> Any:
         return indexing.get(read(self), index)
 
     def __setitem__(self, index: Any, update: Any) -> None:
-        write(self, indexing.set(read(self), index, update))
+        write(self, indexing.set(read(self), index, update), owned=True)
 
     # -- what it holds -------------------------------------------------------------------------------
     @property
@@ -98,6 +101,8 @@ class Ref:
         raise TypeError("kiln: the truth value of a Ref is ambiguous; read its value first: bool(ref[...])")
 
     def __repr__(self) -> str:
+        if self._invalidated is not None:
+            return f"Ref(<invalidated by {self._invalidated}>)"
         value = read(self)
         text = repr(value)
         if type(value).__name__ == "Array" and text.startswith("Array("):
@@ -112,11 +117,13 @@ def _aval_of(value: Any) -> ShapedArray:
 
 
 class _Indexing:
-    """How a ref's value is indexed and updated: ``get(value, index)`` and ``set(value, index, update) -> new
-    value``, installed by kiln's numpy floor (frontend/refs.py), which has the array operations."""
+    """How a ref's value is indexed, updated and copied: ``get(value, index)`` (a new array outside any trace),
+    ``set(value, index, update) -> new value`` (a buffer of its own outside any trace) and ``copy(value)``,
+    installed by kiln's numpy floor (frontend/refs.py), which has the array operations."""
 
     get: Any = None
     set: Any = None
+    copy: Any = None
 
 
 indexing = _Indexing()
@@ -124,6 +131,9 @@ indexing = _Indexing()
 
 def read(ref: Ref) -> Any:
     """The value ``ref`` has at this point of the innermost trace (or outside any trace, its array)."""
+    if ref._invalidated is not None:
+        raise RefError(f"kiln: this Ref was invalidated by {ref._invalidated} and cannot be read or written any "
+                       "more; keep using the array kiln.freeze returned, or create a new ref (kiln.new_ref)")
     stack = tracing._stack.get()
     for builder in reversed(stack):
         value = builder.ref_values.get(ref)
@@ -139,21 +149,33 @@ def read(ref: Ref) -> Any:
     return stack[-1].capture_ref(ref)
 
 
-def write(ref: Ref, value: Any) -> None:
-    """Give ``ref`` the value ``value`` from this point of the innermost trace on."""
+def write(ref: Ref, value: Any, owned: bool = False) -> None:
+    """Give ``ref`` the value ``value`` from this point of the innermost trace on. ``owned``: outside any trace,
+    ``value`` is a buffer no array holds (a program's output, a copy); else it may be one the caller holds (a value
+    that a transformation evaluated and wrote back may be an array it was given), copied before it is donated."""
     stack = tracing._stack.get()
-    if ref._home is not None and ref._home not in stack:
-        read(ref)  # (raises: used after its trace ended)
+    if ref._invalidated is not None or (ref._home is not None and ref._home not in stack):
+        read(ref)  # (raises: invalidated, or used after its trace ended)
     if stack:
         stack[-1].ref_values[ref] = value
         return
     if isinstance(value, tracing.Tracer):
         raise RefError("kiln: a traced value was written to a Ref outside the trace it belongs to")
-    ref._value = value
+    ref._value, ref._owned = value, owned
+
+
+def owned(ref: Ref) -> Any:
+    """``ref``'s value, for a program that donates it (jit updates a ref in place): outside any trace a buffer only
+    the ref holds, copied once if it may be shared (see ``write``), so that no array the user holds is donated."""
+    value = read(ref)
+    if ref._owned or tracing._stack.get():
+        return value
+    ref._value, ref._owned = indexing.copy(value), True
+    return ref._value
 
 
 def new_ref(init: Any) -> Ref:
-    """A new ref holding ``init`` (a kiln array or a traced value)."""
+    """A new ref holding ``init`` (a kiln array or a traced value; outside any trace, one no other array holds)."""
     if isinstance(init, Ref):
         raise RefError("kiln.new_ref: the initial value is a Ref; refs of refs are not supported (as in JAX): pass "
                        "its value, ref[...]")
@@ -164,6 +186,28 @@ def new_ref(init: Any) -> Ref:
     else:
         ref._value = init
     return ref
+
+
+def stand_in(value: Any) -> Ref:
+    """A ref of the innermost trace, holding ``value``, that stands for a ref passed to the traced function as an
+    argument (jit, vmap): kept past the trace, it raises when used, and it cannot be frozen there."""
+    builder = tracing.current_builder()
+    ref = Ref(None, builder, passed=True)
+    builder.ref_values[ref] = value
+    return ref
+
+
+def invalidate(ref: Ref, fname: str) -> None:
+    """``fname`` (``kiln.freeze``, ``kiln.free_ref``) ends ``ref``: only where it was created (as in JAX, so that
+    no trace ends a ref that its caller still holds), and any use afterwards raises."""
+    read(ref)  # (raises if already invalidated, or used after its trace ended)
+    if ref._passed or ref._home is not tracing.current_builder():
+        where = "passed to this traced function as an argument" if ref._passed else "created outside this " \
+            "traced function (closed over)"
+        raise RefError(f"{fname}: the Ref was {where}; a ref can only be frozen or freed in the scope that created "
+                       "it (as in JAX: jit, vmap and loop bodies cannot end their caller's refs). Read its value "
+                       "with ref[...] instead, or call it where the ref was created")
+    ref._invalidated = fname
 
 
 def seed(refs: list[Ref], values: list[Any]) -> None:

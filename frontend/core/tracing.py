@@ -506,7 +506,12 @@ def abstractify(x: Any) -> ShapedArray:
     if isinstance(x, (bool, int, float, complex)):
         dtype, weak = dtypes.dtype_of_value(x)
         return ShapedArray((), dtype, weak)
-    raise TypeError(f"kiln: value of type {type(x).__name__} is not a valid array: {_short_repr(x)}")
+    raise TypeError(f"kiln: value of type {type(x).__name__} is not a valid array: {_short_repr(x)}{ref_hint(x)}")
+
+
+def ref_hint(x: Any) -> str:
+    """For a message about a value that is no array: how to get one from a mutable array reference."""
+    return "; a Ref is no array: read its value first (ref[...])" if isinstance(x, _refs.Ref) else ""
 
 
 _ARRAY_LEAF_TYPES = (Tracer, bool, int, float, complex, np.ndarray, np.generic)
@@ -637,14 +642,15 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
                 del builder.ref_values[ref]
         return builder.finish(outs), outs
     closed, outs = run_traced(builder, trace)
+    if not ref_constants and any(isinstance(c, _refs.Ref) for c in closed.consts):
+        # the refs it read, as the trace around it has them (there, a constant of its own, or a value): read
+        # before its own writes below land, which the function made after reading them
+        closed = ClosedIR(closed.ir, [_refs.read(c) if isinstance(c, _refs.Ref) else c for c in closed.consts])
     for ref, value in discharged:
         outside = builder.outside_value(value)
         if outside is None:
             raise _refs.unsupported_write(builder.fun_name, kind)
         _refs.write(ref, outside)
-    if not ref_constants and any(isinstance(c, _refs.Ref) for c in closed.consts):
-        # the refs it read, as the trace around it has them (there, a constant of its own, or a value)
-        closed = ClosedIR(closed.ir, [_refs.read(c) if isinstance(c, _refs.Ref) else c for c in closed.consts])
     if config.check_tracer_leaks:
         leaks.check(builder, builder.fun_name, (tracers, outs))
     return closed, outs

@@ -555,7 +555,7 @@ class JittedFunction:
                                     "so that two names never alias one mutable array")
         values = list(leaves)
         for i in positions:
-            values[i] = refs.read(leaves[i])
+            values[i] = refs.owned(leaves[i])  # (donated)
         entry = self._entry(values, treedef, dyn_args, dyn_kwargs, static, positions)
         closed_over = {id(w()) for w in entry.ref_outs} | {id(c) for c in entry.closed.consts
                                                            if isinstance(c, refs.Ref)}
@@ -575,7 +575,7 @@ class JittedFunction:
         out, finals = result
         for ref, value in zip(list(passed) + [w() for w in entry.ref_outs], finals):
             if ref is not None:  # (a closed-over ref that went away)
-                refs.write(ref, value)
+                refs.write(ref, value, owned=True)  # (a program's outputs are buffers of their own)
         return out
 
     def _entry(self, leaves, treedef, dyn_args, dyn_kwargs, static, ref_args: tuple[int, ...] = ()) -> _Entry:
@@ -703,8 +703,7 @@ class JittedFunction:
             builder = current_builder()
             proxies = []
             for i in ref_args:  # a ref argument: the function gets a ref of this trace whose value is this input
-                proxies.append(refs.Ref(None, builder))  # (kept past the trace, it raises when used)
-                builder.ref_values[proxies[-1]] = leaves[i]
+                proxies.append(refs.stand_in(leaves[i]))
                 leaves[i] = proxies[-1]
             a, k = tree_util.tree_unflatten(treedef, leaves)
             inputs = (a, k)
@@ -732,6 +731,8 @@ class JittedFunction:
         closed, _ = trace_to_ir(flat_fun, avals, name=self.__name__, arg_names=names, input_hints=hints,
                                 ref_constants=True)
         donated = self._donated_leaves(dyn_args, dyn_kwargs, static, len(avals))
+        for i in ref_args:  # a ref's buffer is always donated: the program updates it in place (as JAX's)
+            donated[i] = True
         out_tree = out_tree_box[0]
         if self._explicit_device() is None:
             mesh = spmd.program_mesh(closed.ir)  # a sharding constraint or a shard_map: it runs over that mesh
@@ -798,7 +799,7 @@ class JittedFunction:
                  ) -> dispatch.CompiledIR:
         start = time.perf_counter()
         ir = _program_ir(entry.closed)
-        donated = [False] * len(ir.constvars) + entry.donated
+        donated = _donated_consts(entry) + entry.donated
         options = self._compiler_options if compiler_options is None else compiler_options
         try:
             compiled = self._compile_program(ir, entry, donated, lowered, options)
@@ -838,7 +839,7 @@ class JittedFunction:
         if config.no_execution:  # (the fast paths do not get here: setting it changed dispatch_epoch)
             raise no_execution_error(self._where)
         compiled = self._compiled(entry)
-        if self.donate_argnums or self.donate_argnames:
+        if any(entry.donated):
             for leaf, donated in zip(leaves, entry.donated):
                 if donated and type(leaf) is Array:
                     # A cached host view pins the buffer, and XLA silently skips donating a pinned buffer.
@@ -847,7 +848,9 @@ class JittedFunction:
         kept = compiled.kept[len(entry.closed.ir.constvars):]
         buffers = list(entry.const_buffers)
         if entry.ref_consts:  # the refs it closes over, as they are now
-            buffers = [self._ref_buffer(b, device) if isinstance(b, refs.Ref) else b for b in buffers]
+            written = {id(w()) for w in entry.ref_outs}
+            buffers = [self._ref_buffer(b, device, id(b) in written) if isinstance(b, refs.Ref) else b
+                       for b in buffers]
         try:
             if isinstance(device, spmd.MeshPlacement):
                 passed = [spmd.to_buffer(leaf, s) if k else None
@@ -876,8 +879,11 @@ class JittedFunction:
         return tree_util.tree_unflatten(entry.out_tree, outs)
 
     @staticmethod
-    def _ref_buffer(ref: Any, device: Any) -> Any:
-        value = refs.read(ref)
+    def _ref_buffer(ref: Any, device: Any, donated: bool) -> Any:
+        """The buffer of a closed-over ref's value; ``donated`` where the program writes the ref (_donated_consts)."""
+        value = refs.owned(ref) if donated else refs.read(ref)
+        if donated and type(value) is Array:
+            value._npy = None  # (a cached host view pins the buffer, and XLA silently skips donating a pinned one)
         if isinstance(device, spmd.MeshPlacement):
             return spmd.to_buffer(value, spmd.NamedSharding(device.mesh, spmd.PartitionSpec()))
         return dispatch.to_buffer(value, device)
@@ -1046,7 +1052,7 @@ class Lowered(_Stage):
     def __init__(self, jitted: JittedFunction, entry: _Entry, in_tree: Any):
         super().__init__(jitted, entry, in_tree)
         ir = _program_ir(entry.closed)
-        donated = [False] * len(ir.constvars) + entry.donated
+        donated = _donated_consts(entry) + entry.donated
         if isinstance(entry.device, spmd.MeshPlacement):
             self._lowered = spmd.lower_ir(ir, entry.device, donated=donated, keep_unused=jitted.keep_unused,
                                           n_consts=len(ir.constvars), debug_name=jitted.__name__)
@@ -1130,6 +1136,8 @@ class Compiled(_Stage):
             raise JitError(f"kiln: {jitted.__name__} was compiled for arguments "
                            f"({', '.join(a.str_short() for a in want)}){static} but called with {shown}; call it "
                            "with arguments of those shapes and dtypes, or lower and compile again for these")
+        if entry.ref_outs:  # it writes refs it closes over: their final values go back into them
+            return jitted._run_with_refs(entry, leaves, ())
         return jitted._execute(entry, leaves)
 
     def as_text(self) -> str:
@@ -1378,6 +1386,13 @@ def _small_host_value(const: Any) -> np.ndarray | None:
         return np.asarray(const)
     except runtime.KilnRuntimeError:  # e.g. deleted: as a parameter, the launch explains it
         return None
+
+
+def _donated_consts(entry: _Entry) -> list[bool]:
+    """Which constants of ``entry``'s program are donated: the refs it closes over and writes, whose buffers it
+    then updates in place (as JAX's; a ref owns its buffer: reading or writing a whole ref copies)."""
+    written = {id(w()) for w in entry.ref_outs}
+    return [isinstance(c, refs.Ref) and id(c) in written for c in entry.closed.consts]
 
 
 def _program_ir(closed: ClosedIR) -> IR:

@@ -89,6 +89,9 @@ def full(shape: Sequence[int], fill_value: Any, dtype: Any = None, *, sharding: 
     if fill_shape:
         raise TypeError(f"kiln.lax.full: fill_value must be a scalar, got one of shape {fill_shape}; use "
                         "kiln.numpy.broadcast_to for arrays")
+    extended = dtype if dtype is not None else getattr(fill_value, "dtype", None)
+    if dtypes._is_extended(extended):  # a PRNG key dtype fills its own way (its keys' data), as JAX's _rules.full
+        return extended.full(shape, fill_value)
     if dtype is None:
         dt, weak = dtypes.dtype_of_value(fill_value)
     else:

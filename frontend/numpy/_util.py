@@ -12,8 +12,9 @@ from ..core.config import config
 from ..core.errors import BroadcastError, IntegerOverflowError, NegativeDimensionError
 from ..core.ir import Literal
 from ..core.source_info import user_stacklevel
-from ..core.tracing import Tracer, abstractify
+from ..core.tracing import Tracer, abstractify, ref_hint
 from ..driver.array import Array
+from . import key_arrays
 
 _ARRAY_TYPES = (Array, Tracer)
 
@@ -34,7 +35,12 @@ def check_array_argument(where: str, what: str, x: Any, library: str = "kiln") -
     if isinstance(x, (list, tuple)):
         raise TypeError(f"{where}: {what} is a {type(x).__name__}; {library} does not convert lists or tuples "
                         "implicitly (it would hide a host-to-device copy): wrap it with kiln.numpy.asarray(...)")
-    raise TypeError(f"{where}: {what} of type {type(x).__name__} ({x!r:.40}) is not an array or a scalar")
+    if key_arrays.any_key(x):  # (the key's repr is no help here: it spans lines)
+        raise TypeError(f"{where}: {what} is a PRNG key array (dtype {x.dtype}), which has no numeric operations: "
+                        "derive new keys with kiln.random.split or kiln.random.fold_in, or use "
+                        "kiln.random.key_data(keys) for its uint32 data")
+    raise TypeError(f"{where}: {what} of type {type(x).__name__} ({x!r:.40}) is not an array or a scalar"
+                    f"{ref_hint(x)}")
 
 
 def as_operand(x: Any) -> Any:

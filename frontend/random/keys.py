@@ -64,6 +64,17 @@ class KeyDtype:
         """The scalar type: ``kiln.dtypes.prng_key`` (so ``issubdtype(dt, kiln.dtypes.extended)``)."""
         return dtypes.prng_key
 
+    def full(self, shape: tuple[int, ...], fill_value: Any) -> KeyArray:
+        """``kiln.lax.full(shape, fill_value, dtype)`` for this dtype: ``fill_value`` (a key of this dtype)
+        everywhere, or (as in JAX) keys each of whose uint32 words is the integer ``fill_value``."""
+        if isinstance(fill_value, KeyArray):
+            if fill_value.dtype != self:
+                raise TypeError(f"kiln.lax.full: fill_value is a key of dtype {fill_value.dtype.name}, but dtype is "
+                                f"{self.name}; pass dtype={fill_value.dtype.name} (or leave it out), or make the key "
+                                f"with impl='{self.impl}'")
+            return _np_broadcast_to(fill_value, shape)
+        return KeyArray(knp.full(shape + self.prng_impl.key_shape, fill_value, np.uint32), self.prng_impl)
+
     def __repr__(self) -> str:
         return self.name
 

@@ -43,6 +43,8 @@ def assert_same(kiln_tree, jax_tree, rtol=1e-6, atol=1e-7, *, allow_empty=False,
         elif isinstance(y, np.ndarray):
             assert type(x) is np.ndarray and (x.dtype, x.shape) == (y.dtype, y.shape), (type(x), x, y)
             _assert_close(x, y, rtol, atol, signed_zeros)
+        elif isinstance(y, np.dtype) or type(y).__module__.startswith("jax"):  # a dtype (NumPy's, or a key type)
+            assert str(x) == str(y) and repr(x) == repr(y), (x, y)
         else:
             assert type(x) is type(y) and x == y, (x, y)
 

@@ -206,6 +206,13 @@ def test_equality_but_no_arithmetic():
             op()
     with pytest.raises(TypeError, match=r"unsupported operand for \+: PRNG key arrays"):
         k1 + 1
+    # kiln.numpy's functions too (JEP 9263: numerical operations on keys raise), saying how to get keys or data
+    for fn in [lambda: knp.add(k1, 1), lambda: knp.sum(random.split(k1)), lambda: knp.sin(k1)]:
+        with pytest.raises(TypeError, match=r"kiln.numpy.\w+: argument 0 is a PRNG key array \(dtype key<fry>\), "
+                                            r"which has no numeric operations: derive new keys with "
+                                            r"kiln.random.split or kiln.random.fold_in, or use "
+                                            r"kiln.random.key_data\(keys\)"):
+            fn()
     with pytest.raises(TypeError, match="cannot be converted to a NumPy array; use kiln.random.key_data"):
         np.asarray(k1)
     with pytest.raises(TypeError, match="cannot be converted to a Python bool"):
@@ -315,6 +322,39 @@ def test_numpy_functions_that_move_keys_around():
     assert knp.asarray(ks) is ks
 
 
+def test_key_dtypes_are_extended_with_a_scalar_type_that_has_no_instances():
+    # JEP 9263: dt.type is a scalar type under numpy.generic (as np.dtype('int32').type is np.int32), and, keys
+    # being 0-d arrays, it cannot be instantiated; the error says what to use instead.
+    dt = random.key(0).dtype
+    assert issubclass(dt.type, np.generic) and dt.type is kiln.dtypes.prng_key
+    assert kiln.dtypes.issubdtype(dt, kiln.dtypes.extended) and kiln.dtypes.issubdtype(dt, kiln.dtypes.prng_key)
+    for scalar_type in (dt.type, kiln.dtypes.extended):
+        with pytest.raises(TypeError, match=rf"cannot create '{scalar_type.__name__}' instances: .* a single PRNG "
+                                            r"key is a 0-d key array \(kiln.random.key\(seed\)\)"):
+            scalar_type()
+
+
+def test_lax_full_of_a_key_dtype():
+    # JEP 9263: lax.full(shape, fill_value, dtype) with an extended (key) dtype fills the keys' data: a key
+    # everywhere, or (as in JAX) keys each of whose words is an integer fill value; also traced.
+    k = random.key(7)
+    for got, want in [
+        (kiln.lax.full((2, 3), k, k.dtype), np.broadcast_to(np.array([0, 7], np.uint32), (2, 3, 2))),
+        (kiln.lax.full((2,), k), np.broadcast_to(np.array([0, 7], np.uint32), (2, 2))),
+        (kiln.jit(lambda key: kiln.lax.full((1,), key, key.dtype))(k), np.array([[0, 7]], np.uint32)),
+        (kiln.lax.full((3,), 5, random.key_dtype("rbg")), np.full((3, 4), 5, np.uint32)),
+    ]:
+        assert isinstance(got, random.KeyArray)
+        assert got.shape == want.shape[:-1] and data(got).dtype == np.uint32
+        np.testing.assert_array_equal(data(got), want)
+    assert kiln.lax.full((3,), 5, random.key_dtype("rbg")).dtype == random.key_dtype("rbg")
+    with pytest.raises(TypeError, match=r"kiln.lax.full: fill_value is a key of dtype key<rbg>, but dtype is "
+                                        r"key<fry>; pass dtype=key<rbg> \(or leave it out\)"):
+        kiln.lax.full((2,), random.key(1, impl="rbg"), k.dtype)
+    with pytest.raises(TypeError, match=r"fill_value must be a scalar, got one of shape \(2,\)"):
+        kiln.lax.full((2,), random.split(k), k.dtype)
+
+
 def test_error_numpy_functions_mixing_keys_and_other_arrays():
     ks = random.split(random.key(0), 2)
     with pytest.raises(TypeError, match=r"kiln.numpy.stack: cannot mix key arrays \(dtype key<fry>\) with arrays of "
@@ -344,8 +384,14 @@ def test_vmap_counts_a_key_arrays_axes_not_its_datas():
     with pytest.raises(ValueError, match=r"out_axes=1 is out of range for the output, of rank 1 with the mapped "
                                          r"axis"):
         kiln.vmap(lambda k: k, out_axes=1)(keys)  # before, it moved the batch axis into the data
-    with pytest.raises(ValueError, match=r"in_axes=1 is out of range for argument 0 of shape \(3,\) \(rank 1\)"):
+    # (JEP 9263: a key array has no trailing buffer axis to map over; the message says how to map over the data)
+    with pytest.raises(ValueError, match=r"in_axes=1 is out of range for argument 0 of shape \(3,\) \(rank 1\): "
+                                         r"use an axis in \[-1, 1\); a key array's key data is not one of its axes "
+                                         r"\(map over kiln.random.key_data\(keys\) for that\)"):
         kiln.vmap(lambda k: k, in_axes=1)(keys)
+    with pytest.raises(ValueError, match=r"in_axes=2 is out of range for argument 0 of shape \(3,\) \(rank 1\): "
+                                         r"use an axis in \[-1, 1\)$"):
+        kiln.vmap(lambda k: k, in_axes=2)(knp.ones(3))  # (an array: no word of keys)
     with pytest.raises(ValueError, match=r"argument 0 has shape \(3,\) and axis 0 is to be mapped \(size 3\)\n"
                                          r"  argument 1 has shape \(4,\)"):
         kiln.vmap(lambda k, x: x)(keys, knp.ones(4))

@@ -65,3 +65,34 @@ def test_seeds_and_errors():
     with pytest.raises(ValueError, match=r"the counter must be an integer Ref"):
         StatefulPRNG(random.key(0), 0)
     assert float(kiln.jit(lambda x: stateful_rng(3).uniform() + x)(0.0)) == float(random.uniform(nth_key(3, 0)))
+
+
+def test_an_unsplit_generator_under_vmap_raises():
+    # JEP 28845: a generator closed over by a vmapped function would hand every element the same key (its counter
+    # is one unmapped Ref); as in JAX, writing that Ref under vmap raises, and the message says to split it.
+    rng = stateful_rng(0)
+    with pytest.raises(ValueError, match=r"kiln.vmap\(<lambda>\): the function writes to a Ref that is not mapped "
+                                         r".*split it \(rng.split\(n\)\) and pass it as a mapped argument"):
+        kiln.vmap(lambda x: x + rng.uniform())(jnp.arange(3.0))
+    assert int(rng._counter[...]) == 0  # the failed call moved no state on
+    got = kiln.vmap(lambda x, r: x + r.uniform())(jnp.arange(3.0), rng.split(3))
+    children = random.split(nth_key(0, 0), 3)
+    np.testing.assert_array_equal(got, [i + float(random.uniform(random.fold_in(k, 0))) for i, k in
+                                        enumerate(children)])
+
+
+def test_differentiating_a_draw_uses_the_state_before_it():
+    # grad (and checkpoint under it) of a function that draws: the draw is the generator's next one, and the state
+    # moves on once per call. (Before, the counter's new value was read back into the differentiated program, so the
+    # derivative saw the draw after the right one; JAX 0.10.2 raises for an addupdate under grad.)
+    rng = stateful_rng(3)
+    assert float(kiln.grad(lambda x: x * rng.uniform())(1.0)) == float(random.uniform(nth_key(3, 0)))
+    value, grad = kiln.value_and_grad(kiln.checkpoint(lambda x: x * rng.uniform()))(2.0)
+    assert float(grad) == float(random.uniform(nth_key(3, 1))) and float(value) == 2 * float(grad)
+    assert int(rng._counter[...]) == 2
+    counter = kiln.new_ref(0)
+
+    def f(x):
+        counter[...] += 1
+        return x * counter[...]
+    assert float(kiln.grad(f)(1.0)) == 1.0 and int(counter[...]) == 1  # as JAX: 1, not the value after the write
