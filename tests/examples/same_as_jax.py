@@ -20,6 +20,17 @@ def quiet(fn, *args, **kwargs):
     return res, buf.getvalue()
 
 
+def outcome(fn, *args):
+    """(what fn returns or the exception it raised, what it printed): a cell that may raise."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        try:
+            res = fn(*args)
+        except Exception as e:  # noqa: BLE001 (the cells that show an error)
+            res = e
+    return res, buf.getvalue()
+
+
 def skeleton(lib, tree):
     """``tree`` with its leaves replaced by 0: its containers, to compare between the libraries."""
     return lib.tree_util.tree_map(lambda _: 0, tree)

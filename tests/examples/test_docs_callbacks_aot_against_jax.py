@@ -13,8 +13,6 @@ raises FloatingPointError (both ArithmeticErrors; on arrays both raise FloatingP
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import logging
 
 import numpy as np
@@ -22,7 +20,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 from ported import load  # noqa: E402
-from same_as_jax import assert_same  # noqa: E402
+from same_as_jax import assert_same, outcome  # noqa: E402
 
 import kiln  # noqa: E402
 
@@ -37,20 +35,9 @@ def j():
     return load("docs_callbacks_aot", "jax")
 
 
-def _run(fn, *args):
-    """(what fn returns or the exception it raised, what it printed)."""
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        try:
-            res = fn(*args)
-        except Exception as e:  # noqa: BLE001 (the error cells)
-            res = e
-    return res, buf.getvalue()
-
-
 def _same_cell(k, j, name, *args, rtol=1e-6):
     """Run cell NAME on both sides: the same results and the same printed text."""
-    (kr, kout), (jr, jout) = _run(getattr(k, name), *args), _run(getattr(j, name), *args)
+    (kr, kout), (jr, jout) = outcome(getattr(k, name), *args), outcome(getattr(j, name), *args)
     assert not isinstance(kr, Exception) and not isinstance(jr, Exception), (kr, jr)
     assert_same(kr, jr, rtol=rtol)
     assert kout == jout
@@ -59,7 +46,7 @@ def _same_cell(k, j, name, *args, rtol=1e-6):
 
 def _same_error(k, j, name, *args):
     """Cell NAME raises on both sides, and kiln's exception is an instance of JAX's class."""
-    (kr, kout), (jr, jout) = _run(getattr(k, name), *args), _run(getattr(j, name), *args)
+    (kr, kout), (jr, jout) = outcome(getattr(k, name), *args), outcome(getattr(j, name), *args)
     assert isinstance(kr, Exception) and isinstance(jr, Exception), (kr, jr)
     assert isinstance(kr, type(jr)), (type(kr).__mro__, type(jr))
     assert kout == jout
@@ -114,8 +101,8 @@ def test_debug_callback_logging(k, j, caplog):
 
 
 def test_checkify(k, j):
-    (kerr, kz), kout = _run(k.checkify_jit_cell)
-    (jerr, jz), jout = _run(j.checkify_jit_cell)
+    (kerr, kz), kout = outcome(k.checkify_jit_cell)
+    (jerr, jz), jout = outcome(j.checkify_jit_cell)
     assert kout == jout
     assert_same(kz, jz)
     kraised, jraised = k.checkify_errors_cells(), j.checkify_errors_cells()
@@ -126,12 +113,12 @@ def test_checkify(k, j):
 
 
 def test_debug_nans(k, j):
-    (kr, _), (jr, _) = _run(k.debug_nans_cell), _run(j.debug_nans_cell)
+    (kr, _), (jr, _) = outcome(k.debug_nans_cell), outcome(j.debug_nans_cell)
     # the page's Python floats: JAX's de-optimized re-run divides them in Python (README "Differences from JAX")
     assert isinstance(kr, FloatingPointError) and isinstance(jr, ZeroDivisionError)
     # on arrays both raise FloatingPointError
-    (kr, _), (jr, _) = _run(k.debug_nans_cell, np.float32(0), np.float32(0)), \
-        _run(j.debug_nans_cell, np.float32(0), np.float32(0))
+    (kr, _), (jr, _) = outcome(k.debug_nans_cell, np.float32(0), np.float32(0)), \
+        outcome(j.debug_nans_cell, np.float32(0), np.float32(0))
     assert isinstance(kr, FloatingPointError) and isinstance(jr, FloatingPointError)
     assert not kiln.config.jax_debug_nans and not jax.config.jax_debug_nans
 
@@ -143,7 +130,7 @@ def _without_result_info(text):
 
 
 def test_aot_stages(k, j):
-    ((kflops, kres), kout), ((jflops, jres), jout) = _run(k.aot_stages_cell), _run(j.aot_stages_cell)
+    ((kflops, kres), kout), ((jflops, jres), jout) = outcome(k.aot_stages_cell), outcome(j.aot_stages_cell)
     assert kout == _without_result_info(jout)
     assert kflops == jflops == 2.0
     assert_same(kres, jres, rtol=0)
@@ -151,7 +138,7 @@ def test_aot_stages(k, j):
 
 
 def test_aot_static_arguments(k, j):
-    (kres, kout), (jres, jout) = _run(k.aot_static_cell), _run(j.aot_static_cell)
+    (kres, kout), (jres, jout) = outcome(k.aot_static_cell), outcome(j.aot_static_cell)
     assert kout == _without_result_info(jout)
     assert_same(kres, jres, rtol=0)
     _same_cell(k, j, "aot_static_concrete_cell", rtol=0)
@@ -171,5 +158,5 @@ def test_aot_compiled_functions_cannot_be_transformed(k, j):
     for name, kargs, jargs in [("aot_vmap_compiled_cell", (kg, kzs), (jg, jzs)),
                                ("aot_grad_compiled_cell", (kg, kz), (jg, jz)),
                                ("aot_jit_compiled_cell", (kg, kz), (jg, jz))]:
-        (kr, _), (jr, _) = _run(getattr(k, name), *kargs), _run(getattr(j, name), *jargs)
+        (kr, _), (jr, _) = outcome(getattr(k, name), *kargs), outcome(getattr(j, name), *jargs)
         assert isinstance(jr, TypeError) and isinstance(kr, TypeError), (kr, jr)

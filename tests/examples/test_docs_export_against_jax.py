@@ -13,8 +13,6 @@ side; those that export over a mesh are strict xfails (kiln exports one-device p
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import pathlib
 
@@ -23,6 +21,7 @@ import pytest
 
 jax = pytest.importorskip("jax")
 from ported import load  # noqa: E402
+from same_as_jax import outcome  # noqa: E402
 
 import kiln  # noqa: E402
 
@@ -39,17 +38,6 @@ def k():
 @pytest.fixture(scope="module")
 def j():
     return load("docs_export", "jax")
-
-
-def _run(fn, *args):
-    """(what fn returns or the exception it raised, what it printed)."""
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        try:
-            res = fn(*args)
-        except Exception as e:  # noqa: BLE001 (the error cells)
-            res = e
-    return res, buf.getvalue()
 
 
 def _same_array(x, y, rtol=1e-6):
@@ -79,7 +67,7 @@ def _same_exported(ke, je):
 
 def _same_error(k, j, name, *args):
     """Cell NAME raises on both sides, and kiln's exception is an instance of JAX's class."""
-    (kr, kout), (jr, jout) = _run(getattr(k, name), *args), _run(getattr(j, name), *args)
+    (kr, kout), (jr, jout) = outcome(getattr(k, name), *args), outcome(getattr(j, name), *args)
     assert isinstance(kr, Exception) and isinstance(jr, Exception), (kr, jr)
     assert isinstance(kr, type(jr)), (type(kr).__mro__, type(jr))
     assert kout == jout == ""
@@ -94,8 +82,8 @@ def _without_jax_only_attributes(text):
 # =================================================== Introduction ===================================================
 
 def test_intro(k, j):
-    (ke, kline, kser, krehyd, kres), kout = _run(k.intro_cells)
-    (je, jline, jser, jrehyd, jres), jout = _run(j.intro_cells)
+    (ke, kline, kser, krehyd, kres), kout = outcome(k.intro_cells)
+    (je, jline, jser, jrehyd, jres), jout = outcome(j.intro_cells)
     _same_exported(ke, je)
     _same_exported(krehyd, jrehyd)
     assert kline == _without_jax_only_attributes(jline) and kout == kline + "\n" and jout == jline + "\n"
@@ -105,8 +93,8 @@ def test_intro(k, j):
 
 def test_intro_bytes_cross_round_trip(k, j):
     """Each library calls what the other serialized (kiln's README: JAX's format)."""
-    (_, _, kser, _, _), _ = _run(k.intro_cells)
-    (_, _, jser, _, _), _ = _run(j.intro_cells)
+    (_, _, kser, _, _), _ = outcome(k.intro_cells)
+    (_, _, jser, _, _), _ = outcome(j.intro_cells)
     _same_array(kiln.export.deserialize(jser).call(np.float32(4)), jax.export.deserialize(kser).call(np.float32(4)),
                 rtol=0)
 
@@ -120,7 +108,7 @@ def test_vjp_orders(k, j):
     for a, b in zip(kvals, jvals):
         _same_array(a, b)
     # each side's own rehydrated_f, one order past the serialized ones
-    kr, jr = _run(k.vjp_fourth_order_cell, kf)[0], _run(j.vjp_fourth_order_cell, jf)[0]
+    kr, jr = outcome(k.vjp_fourth_order_cell, kf)[0], outcome(j.vjp_fourth_order_cell, jf)[0]
     assert isinstance(jr, ValueError) and isinstance(kr, type(jr)), (kr, jr)
 
 
@@ -139,7 +127,7 @@ def test_vjp_blobs_cross(k, j):
 # ==================================== Compatibility guarantees for custom calls =====================================
 
 def test_custom_call_cells(k, j):
-    (_, kout), (_, jout) = _run(k.custom_call_print_cell), _run(j.custom_call_print_cell)
+    (_, kout), (_, jout) = outcome(k.custom_call_print_cell), outcome(j.custom_call_print_cell)
     assert kout == _without_jax_only_attributes(jout)
     _same_error(k, j, "custom_call_export_cell")
     _same_exported(k.custom_call_disabled_check_cell(), j.custom_call_disabled_check_cell())
@@ -151,7 +139,7 @@ def test_platform_cells(k, j):
     assert k.default_platform_cell() == j.default_platform_cell()
     ke, je = k.tpu_export_cell(), j.tpu_export_cell()
     _same_exported(ke, je)
-    kr, jr = _run(k.tpu_call_cell, ke)[0], _run(j.tpu_call_cell, je)[0]  # each side's own exp
+    kr, jr = outcome(k.tpu_call_cell, ke)[0], outcome(j.tpu_call_cell, je)[0]  # each side's own exp
     assert isinstance(jr, ValueError) and isinstance(kr, type(jr)), (kr, jr)
     kcells, jcells = k.disabled_platform_check_cells(), j.disabled_platform_check_cells()
     for a, b in zip(kcells, jcells, strict=True):
