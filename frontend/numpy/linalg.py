@@ -211,10 +211,12 @@ def _lu_solve(lu, perm, b):
     return lax_linalg.triangular_solve(lu, y, left_side=True, lower=False)
 
 
-def _lu_solve_transposed(lu, perm, b):
-    """Solve ``a^T @ x = b`` from ``a``'s LU factors (``a[perm] = L U``, so ``a^T = U^T L^T P``)."""
-    y = lax_linalg.triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True)
-    w = lax_linalg.triangular_solve(lu, y, left_side=True, lower=True, unit_diagonal=True, transpose_a=True)
+def _lu_solve_transposed(lu, perm, b, conjugate: bool = False):
+    """Solve ``a^T @ x = b`` (``a^H`` with ``conjugate``) from ``a``'s LU factors (``a[perm] = L U``, so
+    ``a^T = U^T L^T P``)."""
+    y = lax_linalg.triangular_solve(lu, b, left_side=True, lower=False, transpose_a=True, conjugate_a=conjugate)
+    w = lax_linalg.triangular_solve(lu, y, left_side=True, lower=True, unit_diagonal=True, transpose_a=True,
+                                    conjugate_a=conjugate)
     shape = _shape(perm)
     _, inverse = lax.sort_key_val(perm, lax.broadcasted_iota(perm.dtype, shape, len(shape) - 1))
     return _permute_rows(w, inverse)  # x = P^T w

@@ -152,16 +152,7 @@ def lu_solve(lu_and_piv, b, trans: int = 0, overwrite_b: bool = False, check_fin
     perm = _pivots_to_permutation(piv, m)
     lu_, bb, vector = _columns("lu_solve", lu_, b)
     perm = jnp.broadcast_to(perm, lu_.shape[:-1])
-    if trans == 0:
-        x = jnp.take_along_axis(bb, perm[..., None], axis=-2)
-        x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=True, unit_diagonal=True)
-        x = lax_linalg.triangular_solve(lu_, x, left_side=True, lower=False)
-    else:
-        conj = trans == 2
-        y = lax_linalg.triangular_solve(lu_, bb, left_side=True, lower=False, transpose_a=True, conjugate_a=conj)
-        z = lax_linalg.triangular_solve(lu_, y, left_side=True, lower=True, unit_diagonal=True, transpose_a=True,
-                                        conjugate_a=conj)
-        x = jnp.take_along_axis(z, jnp.argsort(perm, axis=-1)[..., None], axis=-2)
+    x = _nla._lu_solve(lu_, perm, bb) if trans == 0 else _nla._lu_solve_transposed(lu_, perm, bb, trans == 2)
     return x[..., 0] if vector else x
 
 
