@@ -9,10 +9,12 @@ program has more kernels, over 10% more instructions or over 10% more temporary 
 read the two programs (``--dump DIR`` writes them). Without JAX, kiln's counts alone.
 
 The comparison found programs worse than JAX's: the grad of a cond saving a broadcast constant, the grad of
-``linalg.solve`` differentiating the LU factorization, and ``x @ w`` broadcasting ``w`` over ``x``'s batch
-dimensions. Rows that stay marked on purpose: ``var`` (kiln shifts by a sample before the two-pass sums, which costs
-a pass and is four orders of magnitude more accurate on data with a large mean), ``top_k`` (kiln ranks every NaN
-first, a NaN with its sign bit set too).
+``linalg.solve`` differentiating the LU factorization, ``x @ w`` broadcasting ``w`` over ``x``'s batch
+dimensions, and ``segment_sum`` wrapping its negative ids twice. Rows that stay marked on purpose: ``var`` (kiln
+shifts by a sample before the two-pass sums, which costs a pass and is four orders of magnitude more accurate on
+data with a large mean), ``top_k`` (kiln ranks every NaN first, a NaN with its sign bit set too), ``argmax`` and
+``switch`` (kiln's argmax reducer takes the first NaN by index whatever order XLA reduces in), ``grad_gather``
+(the gradient goes to the clamped element an out-of-bounds index read, so the scatter's indices are clamped).
 """
 from __future__ import annotations
 

@@ -11,7 +11,6 @@ import numpy as np
 from .core import dtypes
 from .core.tracing import Tracer, abstractify
 from .numpy import creation as _creation
-from .numpy import ufuncs as _uf
 
 __all__ = ["segment_max", "segment_min", "segment_prod", "segment_sum"]
 
@@ -59,13 +58,13 @@ def _segment(op: str, data: Any, segment_ids: Any, num_segments: int | None, ind
     if num_segments < 0:
         raise ValueError(f"{name}: num_segments must be non-negative, got {num_segments}")
     dtype = d_aval.dtype
-    # Negative ids are out of range (dropped), not counted from the end.
-    ids = _uf.where(segment_ids < 0, num_segments, segment_ids) if mode == "drop" else segment_ids
     init = _identity(op, dtype)
-    kw = dict(indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode)
+    # Negative ids are out of range (dropped or clamped by mode), not counted from the end.
+    kw = dict(indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, mode=mode,
+              wrap_negative_indices=False)
     if bucket_size is None:
         out = _creation.full((num_segments,) + d_aval.shape[1:], init, dtype)
-        return getattr(out.at[ids], op)(data, **kw)
+        return getattr(out.at[segment_ids], op)(data, **kw)
     if isinstance(bucket_size, bool) or not isinstance(bucket_size, (int, np.integer)) or bucket_size < 1:
         raise ValueError(f"{name}: bucket_size must be a positive int, got {bucket_size!r}")
     # Reduce each bucket of bucket_size rows on its own, then the buckets (JAX's numerically steadier order).
@@ -73,7 +72,7 @@ def _segment(op: str, data: Any, segment_ids: Any, num_segments: int | None, ind
     n_buckets = -(-n // int(bucket_size))
     out = _creation.full((n_buckets, num_segments) + d_aval.shape[1:], init, dtype)
     bucket = np.arange(n) // int(bucket_size)
-    out = getattr(out.at[bucket, ids], op)(data, **{**kw, "unique_indices": False})
+    out = getattr(out.at[bucket, segment_ids], op)(data, **{**kw, "unique_indices": False})
     from .numpy import reductions as _red
     reducer = {"add": _red.sum, "multiply": _red.prod, "max": _red.max, "min": _red.min}[op]
     return reducer(out, axis=0).astype(dtype)

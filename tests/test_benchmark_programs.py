@@ -1,5 +1,5 @@
 """benchmarks/programs.py (the compiled programs of typical functions, kiln against JAX): every program compiles
-under kiln, and the three that were worse than JAX's stay fixed (their temporaries)."""
+under kiln, and the four that were worse than JAX's stay fixed (their temporaries)."""
 from __future__ import annotations
 
 import pathlib
@@ -20,6 +20,8 @@ def test_every_program_compiles_and_the_fixed_ones_stay_small(monkeypatch):
     assert rows["grad_cond"]["temp_bytes"] < 1024
     assert rows["grad_solve"]["temp_bytes"] < 16 * 1024
     assert rows["matmul_3d_2d"]["temp_bytes"] == 0
+    # segment_sum wrapped its negative ids twice (40 StableHLO ops; JAX's program 28): now not at all (27)
+    assert rows["segment_sum"]["stablehlo"] < 32
     text = programs.table(rows, None)
     assert text.count("\n") == len(rows) + 1 and "| grad_cond | " in text
     sys.modules.pop("programs", None)

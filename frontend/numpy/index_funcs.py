@@ -51,16 +51,7 @@ def _int_indices(fname: str, indices: Any) -> Any:
 
 def _to_index_dtype(x: Any, size: int, wrap: bool) -> Any:
     """Integer indices as int32 (int64 for 64-bit ones with x64); negative ones wrapped if ``wrap``."""
-    dtype = _index_dtype([x])
-    if wrap:
-        return _as_index(x, size, dtype)
-    if isinstance(x, np.ndarray):
-        info = dtypes.iinfo(dtype)
-        return np.clip(x, info.min, info.max).astype(dtype)
-    aval = abstractify(x)
-    if aval.dtype.kind == "u" and aval.dtype.itemsize >= dtype.itemsize:
-        x = lax.min(x, lax.broadcast_in_dim(lax.literal(dtypes.iinfo(dtype).max, aval.dtype), aval.shape, ()))
-    return lax.convert_element_type(x, dtype)
+    return _as_index(x, size, _index_dtype([x]), wrap)
 
 
 def _zeros(shape: tuple[int, ...], aval) -> Any:

@@ -383,11 +383,12 @@ def _index_dtype(comps: list[Any]) -> np.dtype:
     return np.dtype(np.int32)
 
 
-def _as_index(c: Any, size: int, dtype: np.dtype) -> Any:
-    """An integer index (host or kiln) as ``dtype``, negative values counted from the end."""
+def _as_index(c: Any, size: int, dtype: np.dtype, wrap_negative: bool) -> Any:
+    """An integer index (host or kiln) as ``dtype``, negative values counted from the end (``wrap_negative``) or
+    left negative, out of bounds."""
     if not _is_kiln(c):
         arr = np.asarray(c)
-        arr = np.where(arr < 0, arr + size, arr) if arr.dtype.kind == "i" else arr
+        arr = np.where(arr < 0, arr + size, arr) if arr.dtype.kind == "i" and wrap_negative else arr
         info = dtypes.iinfo(dtype)
         return np.clip(arr, info.min, info.max).astype(dtype)
     aval = abstractify(c)
@@ -396,6 +397,8 @@ def _as_index(c: Any, size: int, dtype: np.dtype) -> Any:
             c = lax.min(c, lax.broadcast_in_dim(lax.literal(dtypes.iinfo(dtype).max, aval.dtype), aval.shape, ()))
         return lax.convert_element_type(c, dtype)
     c = lax.convert_element_type(c, dtype)
+    if not wrap_negative:
+        return c
     zero = lax.broadcast_in_dim(lax.literal(0, dtype), aval.shape, ())
     n = lax.broadcast_in_dim(lax.literal(size, dtype), aval.shape, ())
     return lax.select(lax.lt(c, zero), lax.add(c, n), c)
@@ -422,7 +425,8 @@ def _advanced_contiguous(entries: list[Any], raw_index: Any) -> bool:
     return True
 
 
-def _make_indexer(fname: str, shape: tuple[int, ...], entries: list[Any], raw_index: Any) -> _Indexer:
+def _make_indexer(fname: str, shape: tuple[int, ...], entries: list[Any], raw_index: Any,
+                  wrap_negative: bool = True) -> _Indexer:
     # Operand with a size-1 axis for every None / scalar-bool entry; None becomes a full slice of it.
     op_shape: list[int] = []
     kinds: list[Any] = []  # per operand dim: ("window", start, size) | ("strided", start, step, n) | ("adv", entry)
@@ -509,7 +513,7 @@ def _make_indexer(fname: str, shape: tuple[int, ...], entries: list[Any], raw_in
     cols = []
     host = all(not _is_kiln(c) for c, _, _ in comps)
     for c, dims_, size in comps:
-        v = _as_index(c, size, dtype)
+        v = _as_index(c, size, dtype, wrap_negative)
         if host:
             layout_shape = [1] * len(batch_shape)
             for p, n in zip(dims_, np.shape(v)):
@@ -554,16 +558,18 @@ def _array_operand(fname: str, x: Any) -> Any:
 
 
 def _gather(fname: str, x: Any, index: Any, *, mode: Any = None, fill_value: Any = None,
-            indices_are_sorted: bool = False, unique_indices: bool = False) -> Any:
+            indices_are_sorted: bool = False, unique_indices: bool = False, wrap_negative: bool = True) -> Any:
     x = _array_operand(fname, x)
     if isinstance(index, Slice) or (isinstance(index, tuple) and any(isinstance(p, Slice) for p in index)):
         x, index = _apply_dynamic_slices(fname, x, index)
     aval = abstractify(x)
     entries = _parse(fname, index, aval.ndim, aval.shape)
     parsed_mode = _parse_mode(fname, mode)
-    if not _needs_gather(entries) and parsed_mode in (None, _GSM.CLIP, _GSM.PROMISE_IN_BOUNDS):
+    # (the static slice path counts a negative integer from the end)
+    basic = wrap_negative or not any(_is_int_scalar(e) for e in entries)
+    if basic and not _needs_gather(entries) and parsed_mode in (None, _GSM.CLIP, _GSM.PROMISE_IN_BOUNDS):
         return _basic_getitem(fname, x, entries)
-    indexer = _make_indexer(fname, aval.shape, entries, index)
+    indexer = _make_indexer(fname, aval.shape, entries, index, wrap_negative)
     if 0 in indexer.result_shape:
         return _zeros(indexer.result_shape, aval)
     operand = lax.reshape(x, indexer.operand_shape)
@@ -742,7 +748,8 @@ _SCATTERS = {"set": lax.scatter, "add": lax.scatter_add, "mul": lax.scatter_mul,
 
 
 def _scatter_update(fname: str, x: Any, index: Any, values: Any, kind: str, *, mode: Any,
-                    indices_are_sorted: bool, unique_indices: bool, func: Callable | None = None) -> Any:
+                    indices_are_sorted: bool, unique_indices: bool, func: Callable | None = None,
+                    wrap_negative: bool = True) -> Any:
     from ._util import broadcast_shapes, broadcast_to_shape, check_arraylike, promote_dtypes
     from .creation import asarray
     x = _array_operand(fname, x)
@@ -760,7 +767,7 @@ def _scatter_update(fname: str, x: Any, index: Any, values: Any, kind: str, *, m
     if 0 in aval.shape:
         return x  # an array without elements has nothing to update, in every mode (as JAX's)
     entries = _parse(fname, index, aval.ndim, aval.shape)
-    indexer = _make_indexer(fname, aval.shape, entries, index)
+    indexer = _make_indexer(fname, aval.shape, entries, index, wrap_negative)
     if 0 in indexer.result_shape:
         if kind != "apply":
             v_shape = abstractify(values).shape
@@ -793,25 +800,25 @@ def _scatter_update(fname: str, x: Any, index: Any, values: Any, kind: str, *, m
     return lax.convert_element_type(out, aval.dtype, weak_type=aval.weak_type)
 
 
-@eager_jit("key", "name", "kind", "mode", "indices_are_sorted", "unique_indices", where="kiln.Array.at[]")
+@eager_jit("key", "name", "kind", "mode", "indices_are_sorted", "unique_indices", "wrap_negative",
+           where="kiln.Array.at[]")
 def _update_eagerly(x: Any, values: Any, key: Any, name: str, kind: str, mode: Any, indices_are_sorted: bool,
-                    unique_indices: bool, *arrays: Any) -> Any:
+                    unique_indices: bool, wrap_negative: bool, *arrays: Any) -> Any:
     return _scatter_update(f"at[].{name}", x, _index_of_key(key, arrays), values, kind, mode=mode,
-                           indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+                           indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                           wrap_negative=wrap_negative)
 
 
 def _takes_jax_options(method: Callable) -> Callable:
     """An ``.at[]`` method with JAX's ``out_sharding=`` (the result laid out so, as :func:`kiln.reshard`) and
-    ``wrap_negative_indices=`` (True: negative indices count from the end, as always in kiln; False, which
-    leaves them out of bounds, is refused)."""
+    ``wrap_negative_indices=`` (True: negative integer indices count from the end; False: they are out of bounds,
+    handled by ``mode``: dropped updates, clamped or filled reads)."""
     where = f"kiln.numpy.at[].{method.__name__}"
 
     @functools.wraps(method)
     def call(self, *args: Any, out_sharding: Any = None, wrap_negative_indices: bool = True, **kwargs: Any) -> Any:
         if not wrap_negative_indices:
-            raise NotImplementedError(f"{where}(wrap_negative_indices=False) is not supported by kiln: negative "
-                                      "indices always count from the end; to treat them as out of bounds, replace "
-                                      "them first, e.g. kiln.numpy.where(i < 0, n, i) with mode='drop' or 'fill'")
+            self = _IndexUpdateRef(self.array, self.index, wrap_negative=False)
         return apply_out_sharding(method(self, *args, **kwargs), out_sharding, where)
     sig = inspect.signature(method)
     extra = [inspect.Parameter("out_sharding", inspect.Parameter.KEYWORD_ONLY, default=None),
@@ -823,11 +830,12 @@ def _takes_jax_options(method: Callable) -> Callable:
 class _IndexUpdateRef:
     """``x.at[index]``: the pending update; call one of its methods to get the updated array."""
 
-    __slots__ = ("array", "index")
+    __slots__ = ("array", "index", "wrap_negative")
 
-    def __init__(self, array: Any, index: Any):
+    def __init__(self, array: Any, index: Any, wrap_negative: bool = True):
         self.array = array
         self.index = index
+        self.wrap_negative = wrap_negative  # (an option of the method called, set by _takes_jax_options)
 
     def __repr__(self) -> str:
         return f"_IndexUpdateRef({self.array!r}, {self.index!r})"
@@ -837,7 +845,8 @@ class _IndexUpdateRef:
             fill_value: Any = None) -> Any:
         """``x[index]``; ``mode='fill'`` returns ``fill_value`` for out-of-bounds indices."""
         return _gather("at[].get", self.array, self.index, mode=mode, fill_value=fill_value,
-                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+                       indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                       wrap_negative=self.wrap_negative)
 
     def _update(self, name: str, kind: str, values: Any, indices_are_sorted: bool, unique_indices: bool,
                 mode: Any) -> Any:
@@ -847,9 +856,10 @@ class _IndexUpdateRef:
             key = _static_index_key(self.index, arrays)
             if key is not None:
                 return _update_eagerly(x, values, key, name, kind, mode, indices_are_sorted, unique_indices,
-                                       *arrays)
+                                       self.wrap_negative, *arrays)
         return _scatter_update(f"at[].{name}", x, self.index, values, kind, mode=mode,
-                               indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+                               indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                               wrap_negative=self.wrap_negative)
 
     @_takes_jax_options
     def set(self, values: Any, *, indices_are_sorted: bool = False, unique_indices: bool = False,
@@ -884,7 +894,8 @@ class _IndexUpdateRef:
         from .creation import ones_like
         from .ufuncs import true_divide
         denom = _scatter_update("at[].divide", ones_like(self.array), self.index, values, "mul", mode=mode,
-                                indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+                                indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                                wrap_negative=self.wrap_negative)
         return true_divide(self.array, denom)
 
     @_takes_jax_options
@@ -894,7 +905,8 @@ class _IndexUpdateRef:
         from .creation import ones_like
         from .ufuncs import power
         exponent = _scatter_update("at[].power", ones_like(self.array), self.index, values, "mul", mode=mode,
-                                   indices_are_sorted=indices_are_sorted, unique_indices=unique_indices)
+                                   indices_are_sorted=indices_are_sorted, unique_indices=unique_indices,
+                                   wrap_negative=self.wrap_negative)
         return power(self.array, exponent)
 
     @_takes_jax_options
@@ -916,7 +928,8 @@ class _IndexUpdateRef:
         if not callable(func):
             raise TypeError(f"kiln.numpy.at[].apply: func must be callable, got {type(func).__name__}")
         return _scatter_update("at[].apply", self.array, self.index, None, "apply", mode=mode,
-                               indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, func=func)
+                               indices_are_sorted=indices_are_sorted, unique_indices=unique_indices, func=func,
+                               wrap_negative=self.wrap_negative)
 
 
 class _IndexUpdateHelper:

@@ -77,3 +77,16 @@ def test_segment_errors():
         ops.segment_sum(np.ones(2), np.zeros(2, np.int32), 1.5)
     with pytest.raises(TypeError, match=r"segment_max: complex64 data has no ordering"):
         ops.segment_max(knp.ones(2, np.complex64), np.zeros(2, np.int32), 1)
+
+
+@pytest.mark.parametrize("bucket_size", [None, 2])
+@pytest.mark.parametrize("op", ["sum", "max"])
+def test_negative_ids_are_out_of_range_in_every_mode(op, bucket_size):
+    """A negative id never counts from the end: dropped by default ('drop', 'fill'), clamped to 0 by 'clip'."""
+    data, ids = np.arange(1.0, 6.0, dtype=np.float32), np.array([-1, 0, 2, 3, -4])
+    f = getattr(ops, f"segment_{op}")
+    for mode in (None, "drop", "fill"):
+        np.testing.assert_array_equal(f(data, ids, 3, mode=mode, bucket_size=bucket_size),
+                                      _reference(op, data, ids, 3))
+    np.testing.assert_array_equal(kiln.jit(lambda d, i: f(d, i, 3, mode="clip", bucket_size=bucket_size))(data, ids),
+                                  _reference(op, data, np.clip(ids, 0, 2), 3))

@@ -470,8 +470,55 @@ def test_at_methods_take_jax_keyword_options():
         assert params["out_sharding"].default is None and params["wrap_negative_indices"].default is True, name
     np.testing.assert_array_equal(x.at[-1].set(9.0, wrap_negative_indices=True), [0.0, 1.0, 2.0, 9.0])
     assert float(x.at[-1].get(out_sharding=None)) == 3.0
-    with pytest.raises(NotImplementedError, match=r"at\[\].set\(wrap_negative_indices=False\) is not supported by "
-                                                  r"kiln: negative indices always count from the end"):
-        x.at[-1].set(9.0, wrap_negative_indices=False)
     with pytest.raises(TypeError, match=r"kiln.numpy.at\[\].add: out_sharding must be a kiln.sharding.NamedSharding"):
         x.at[0].add(1.0, out_sharding="data")
+
+
+@pytest.mark.parametrize("jitted", [False, True])
+def test_at_wrap_negative_indices_false_leaves_negative_indices_out_of_bounds(jitted):
+    """JAX's wrap_negative_indices=False: a negative index is out of bounds, so ``mode`` decides (updates dropped by
+    default, reads clamped or filled), for index arrays and integers alike; slices still count from the end."""
+    xn = np.arange(5.0)
+    i = np.array([-1, 2, -6, 7])
+    inb = (i >= 0) & (i < 5)
+
+    def run(f, *args):
+        return np.asarray(kiln.jit(f)(*args) if jitted else f(*args))
+
+    def dropped(update):  # NumPy: only the in-bounds indices are updated
+        want = xn.copy()
+        update(want, i[inb])
+        return want
+
+    x, ik = knp.asarray(xn), knp.asarray(i)
+    np.testing.assert_array_equal(run(lambda x, i: x.at[i].set(9.0, wrap_negative_indices=False), x, ik),
+                                  dropped(lambda w, j: w.__setitem__(j, 9.0)))
+    np.testing.assert_array_equal(run(lambda x, i: x.at[i].add(9.0, wrap_negative_indices=False), x, ik),
+                                  dropped(lambda w, j: np.add.at(w, j, 9.0)))
+    np.testing.assert_array_equal(run(lambda x, i: x.at[i].divide(2.0, wrap_negative_indices=False), x, ik),
+                                  dropped(lambda w, j: np.divide.at(w, j, 2.0)))
+    np.testing.assert_allclose(run(lambda x, i: x.at[i].apply(knp.sin, wrap_negative_indices=False), x, ik),
+                               dropped(lambda w, j: np.sin.at(w, j)), rtol=1e-6)
+    np.testing.assert_array_equal(run(lambda x: x.at[-1].set(9.0, wrap_negative_indices=False), x), xn)
+    # mode='clip' clamps -1 and -6 to 0 (with wrapping, -1 would be the last element)
+    np.testing.assert_array_equal(run(lambda x, i: x.at[i].set(9.0, mode="clip", wrap_negative_indices=False), x, ik),
+                                  [9.0, 1.0, 9.0, 3.0, 9.0])
+    np.testing.assert_array_equal(run(lambda x, i: x.at[i].get(wrap_negative_indices=False), x, ik),
+                                  xn[np.clip(i, 0, 4)])
+    np.testing.assert_array_equal(
+        run(lambda x, i: x.at[i].get(mode="fill", fill_value=-3.0, wrap_negative_indices=False), x, ik),
+        np.where(inb, xn[np.clip(i, 0, 4)], -3.0))
+    np.testing.assert_array_equal(run(lambda x: x.at[-1].get(wrap_negative_indices=False), x), 0.0)
+    assert np.isnan(run(lambda x: x.at[-1].get(mode="fill", wrap_negative_indices=False), x))
+    np.testing.assert_array_equal(run(lambda x: x.at[-2:].set(9.0, wrap_negative_indices=False), x),
+                                  [0.0, 1.0, 2.0, 9.0, 9.0])
+    np.testing.assert_array_equal(
+        run(lambda x, i: x.at[-1, i].add(1.0, wrap_negative_indices=False), knp.ones((3, 4)), ik), np.ones((3, 4)))
+    # the default counts from the end, once (-6 stays out of bounds)
+    np.testing.assert_array_equal(run(lambda x, i: x.at[i].set(9.0), x, ik), [0.0, 1.0, 9.0, 3.0, 9.0])
+
+
+def test_gradient_of_an_out_of_bounds_read_goes_to_the_clamped_element():
+    """x[9] on a length-4 x reads x[3]; its derivative is 1 at x[3] (README: JAX's is 0 there)."""
+    g = kiln.grad(lambda x: x[knp.array([1, 9])].sum())(knp.arange(4.0))
+    np.testing.assert_array_equal(g, [0.0, 1.0, 0.0, 1.0])
