@@ -37,6 +37,20 @@ TEST_DIST = "load"
 OPTAX_VERSION = "0.2.8"
 
 
+def _install_kiln(session: nox.Session, extras: str = "") -> None:
+    """Install kiln (editable, with ``extras``) and compile its modules to bytecode once.
+
+    An editable install leaves kiln's sources uncompiled, and where ``PYTHONDONTWRITEBYTECODE`` is set (as on the
+    CI machine) no interpreter writes the bytecode it compiles: every test worker and every fresh interpreter a
+    test starts compiled all of kiln again, about 3 s each. Measured on the 2-core machine, tests/runtime's
+    test_backends, test_tracebacks and test_plugins (many fresh interpreters): 246 s without the bytecode, 110 s
+    with it. compileall writes it regardless (about 3 s); Python reads it either way and recompiles a module whose
+    source changed."""
+    session.install("-e", f".[{extras}]" if extras else ".")
+    session.run("python", "-m", "compileall", "-q", "-j", "0", "kiln", "frontend", "lowering", "runtime",
+                silent=True)
+
+
 def _xdist_args(posargs: list[str]) -> list[str]:
     """pytest-xdist's options for the tests session: one worker per CPU (``-n auto``), or
     ``KILN_TEST_WORKERS`` workers (``0``: serial, in the session's own process). Arguments given after ``--``
@@ -55,14 +69,14 @@ def _xdist_args(posargs: list[str]) -> list[str]:
 def tests(session: nox.Session) -> None:
     """Run the test suite on all cores: ``nox -s tests -- tests/frontend -x`` passes arguments to pytest,
     ``nox -s tests -- -n 0`` (or ``KILN_TEST_WORKERS=0``) runs it serially."""
-    session.install("-e", ".[test,examples]")
+    _install_kiln(session, "test,examples")
     session.run("python", "-m", "pytest", *_xdist_args(session.posargs), *session.posargs)
 
 
 @nox.session
 def demo(session: nox.Session) -> None:
     """Run the MLP training example (``nox -s demo -- --epochs 3`` passes its options)."""
-    session.install("-e", ".[examples]")
+    _install_kiln(session, "examples")
     session.run("python", "examples/mlp.py", "--show-program", *session.posargs)
 
 
@@ -78,7 +92,7 @@ EXAMPLES = {
 @nox.session
 def examples(session: nox.Session) -> None:
     """Run every training example under examples/ with small sizes; outputs go to runs/."""
-    session.install("-e", ".[examples]")
+    _install_kiln(session, "examples")
     for script, options in EXAMPLES.items():
         session.run("python", f"examples/{script}", *options, *session.posargs)
 
@@ -86,7 +100,7 @@ def examples(session: nox.Session) -> None:
 @nox.session
 def bench(session: nox.Session) -> None:
     """Benchmark kiln against JAX; jax is installed at the version of the jaxlib kiln runs on."""
-    session.install("-e", ".")
+    _install_kiln(session)
     jaxlib_version = session.run(
         "python", "-c", "from jaxlib import version; print(version.__version__)", silent=True).strip()
     # kiln itself never imports jax; only the benchmarks do, to compare against it.
@@ -99,7 +113,7 @@ def bench(session: nox.Session) -> None:
 def against_jax(session: nox.Session) -> None:
     """The tests that compare kiln with JAX, optax and JAX's export format where those are installed (elsewhere
     they skip). NumPy stays the oracle; these only check that the other implementation agrees."""
-    session.install("-e", ".[test]")
+    _install_kiln(session, "test")
     jaxlib_version = session.run(
         "python", "-c", "from jaxlib import version; print(version.__version__)", silent=True).strip()
     # optax at the release kiln.optim follows (its against-optax tests compare bit for bit)
