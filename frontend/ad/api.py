@@ -46,7 +46,7 @@ from .jvp import jvp_ir, non_differentiable
 from .partial_eval import partial_eval
 from .tangents import Zero, float0, instantiate, tangent_aval
 from .transpose import UndefinedPrimal, backward_pass
-from .vjp_object import VJP, DidntWant, DontWant, GradRef, GradValue
+from .vjp_object import VJP, DidntWant, DontWant, GradRef, GradValue, saveable_flags
 
 
 def _trace_flat(f: Callable, flat_args: list, in_tree, name: str, keeps_calls: bool = True,
@@ -248,13 +248,19 @@ def _residual_sources(known: IR, num_residuals: int) -> list[int | None]:
 
 
 # -- reverse mode -----------------------------------------------------------------------------------
-def vjp(fun: Callable, *primals, has_aux: bool = False):
-    """``(fun(*primals), f_vjp)`` where ``f_vjp(ct)`` is the vector-Jacobian product ``ct @ J``."""
-    return _vjp("vjp", fun, primals, has_aux)
+def vjp(fun: Callable, *primals, has_aux: bool = False, saveable_args: Any = True):
+    """``(fun(*primals), f_vjp)`` where ``f_vjp(ct)`` is the vector-Jacobian product ``ct @ J``.
+
+    ``saveable_args`` (as JAX's): a bool, or a tree of bools that is a prefix of the primals (a tuple matching
+    any container of as many children). Where it is False, an argument value the backward pass would read as
+    given is not kept in ``f_vjp``: its ``args_res`` entry is ``NotSaveable()``, which the caller must replace
+    with the value before calling ``f_vjp``."""
+    return _vjp("vjp", fun, primals, has_aux, saveable_args)
 
 
-def _vjp(fname: str, fun: Callable, primals: tuple, has_aux: bool):
+def _vjp(fname: str, fun: Callable, primals: tuple, has_aux: bool, saveable_args: Any = True):
     """:func:`vjp`, for the transformation ``fname`` (``"grad"``) that the user called."""
+    saveable = saveable_flags(saveable_args, tree_util.tree_structure(tuple(primals)))
     on_values, values, passed = _ref_primals(fname, fun, tuple(primals), has_aux)
     if not passed:
         main, info, residuals, aux = _forward(fname, fun, tuple(primals), has_aux)
@@ -267,7 +273,7 @@ def _vjp(fname: str, fun: Callable, primals: tuple, has_aux: bool):
     # A pytree whose leaves are the residuals (as JAX's VJP object): it can be returned from a jitted function. A
     # residual that is an input as the caller gave it (a Python float) becomes an array, as every leaf of JAX's is.
     residuals = [r if isinstance(r, (Array, Tracer)) else device_put(r) for r in residuals]
-    f_vjp = VJP.from_residuals(_apply_vjp, info, residuals)
+    f_vjp = VJP.from_residuals(_apply_vjp, info, residuals, saveable)
     if has_aux:
         return main, f_vjp, aux
     return main, f_vjp
@@ -321,19 +327,21 @@ def _forward(fname: str, fun: Callable, primals: tuple, has_aux: bool):
     else:
         main_tree, n_main = out_tree, len(out_primals)
     info = _VjpInfo(lin, nonzero, out_nonzero, in_tree, main_tree, n_main,
-                    [abstractify(p) for p in flat_p], [abstractify(p) for p in out_primals[:n_main]], sources)
+                    [abstractify(p) for p in flat_p], [abstractify(p) for p in out_primals[:n_main]], sources,
+                    _fun_name(fun))
     return tree_util.tree_unflatten(main_tree, out_primals[:n_main]), info, residuals, aux
 
 
 class _VjpInfo:
     """The static part of a VJP: the linear IR and the trees and avals around it; ``sources[k]``: the input
-    (flat index) that residual ``k`` is, or None for a computed one."""
+    (flat index) that residual ``k`` is, or None for a computed one; ``fun_name``: the function's, for messages."""
 
-    def __init__(self, lin, nonzero, out_nonzero, in_tree, main_tree, n_main, in_avals, out_avals, sources):
+    def __init__(self, lin, nonzero, out_nonzero, in_tree, main_tree, n_main, in_avals, out_avals, sources,
+                 fun_name):
         self.lin, self.nonzero, self.out_nonzero = lin, nonzero, out_nonzero
         self.in_tree, self.main_tree, self.n_main = in_tree, main_tree, n_main
         self.in_avals, self.out_avals = in_avals, out_avals
-        self.sources = sources
+        self.sources, self.fun_name = sources, fun_name
         self.ref_inputs: frozenset[int] = frozenset()  # the flat inputs that were refs (their gradients go to refs)
 
 
@@ -874,35 +882,23 @@ class _RuleResiduals:
 tree_util.register_pytree_node(_RuleResiduals, lambda r: (r.consts, r.fun), lambda f, c: _RuleResiduals(f, list(c)))
 
 
-class _Residuals:
-    """fwd_and_bwd's residuals: arrays (the children) and the static VJP information (node data)."""
-
-    def __init__(self, values: list, info: _VjpInfo):
-        self.values, self.info = values, info
-
-
-tree_util.register_pytree_node(_Residuals, lambda r: (r.values, r.info), lambda info, v: _Residuals(list(v), info))
-
-
 def fwd_and_bwd(fun: Callable, argnums: int | Sequence[int], has_aux: bool = False, jitted: bool = True):
     """``(fwd, bwd)``: ``fwd(*args)`` returns ``(out, residuals)`` (``(out, residuals, aux)`` with
     ``has_aux``) and ``bwd(residuals, ct)`` the cotangents of the arguments ``argnums``, as
-    ``jax.fwd_and_bwd``. The residuals are a pytree of arrays, so both can be jitted (the default) and
-    ``bwd`` compiles once."""
+    ``jax.fwd_and_bwd``. The residuals are the VJP object of ``kiln.vjp`` (a pytree of arrays), so both can be
+    jitted (the default) and ``bwd`` compiles once."""
     from ..driver.jit import jit
 
     def fwd(*args):
         nums = _normalize_argnums("fwd_and_bwd", argnums, len(args))
         diff = tuple(args[i] for i in nums)
-        main, info, residuals, aux = _forward("fwd_and_bwd", _partial(fun, args, nums, {}), diff, has_aux)
-        res = _Residuals(list(residuals), info)
-        return (main, res, aux) if has_aux else (main, res)
+        return _vjp("fwd_and_bwd", _partial(fun, args, nums, {}), diff, has_aux)
 
     def bwd(res, ct):
-        if not isinstance(res, _Residuals):
+        if not isinstance(res, VJP):
             raise TypeError(f"kiln.fwd_and_bwd: bwd's first argument must be the residuals returned by fwd, got "
                             f"{type(res).__name__}")
-        cts = _apply_vjp(res.info, res.values, ct)
+        cts = res(ct)
         return cts[0] if isinstance(argnums, int) else cts
     if jitted:
         return jit(fwd), jit(bwd)

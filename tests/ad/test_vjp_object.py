@@ -3,7 +3,7 @@ backward pass reads as given (args_res, NotNeeded() elsewhere) and the values th
 (opaque_residuals); NumPy is the oracle for the cotangents."""
 import numpy as np
 import pytest
-from kiln.frontend.ad.vjp_object import VJP, NotNeeded
+from kiln.frontend.ad.vjp_object import VJP, NotNeeded, NotSaveable
 
 import kiln
 import kiln.numpy as jnp
@@ -135,3 +135,89 @@ def test_with_refs_errors():
     with pytest.raises(ValueError, match=r"the Ref for input leaf 1 holds f32\[3\], but that input's cotangent is "
                                          r"f32\[2,3\]"):
         f_vjp.with_refs(kiln.ad.GradValue(), kiln.new_ref(jnp.zeros(3)))(np.ones((2, 3), np.float32))
+
+
+# -- saveable_args, replace, structured_residuals (JAX's docs/new_docs/301/vjp-objects.md) ------------------------
+def test_saveable_args_leaves_arguments_out_until_restored():
+    ct = RNG.standard_normal((2, 3)).astype(np.float32)
+    y, f_vjp = kiln.vjp(layer, W, X, saveable_args=(False, True))
+    assert f_vjp.args_res[0] == NotSaveable() and repr(f_vjp.args_res[0]) == "NotSaveable()"
+    np.testing.assert_array_equal(np.asarray(f_vjp.args_res[1]), X)
+    # NotSaveable() is an empty pytree: the weights are no leaf of the saved state
+    assert len(kiln.tree.leaves(f_vjp)) == 1 + len(f_vjp.opaque_residuals)
+    with pytest.raises(ValueError, match=r"the VJP function of layer was applied before restoring the argument "
+                                         r"values that saveable_args kept out of its saved state \(NotSaveable\(\) "
+                                         r"in args_res\): args\[0\]\. Assign them first"):
+        f_vjp(ct)
+    want = _layer_cotangents(W, X, ct)
+    restored = f_vjp.replace(args_res=[W, f_vjp.args_res[1]])  # a copy: f_vjp itself still lacks W
+    assert f_vjp.args_res[0] == NotSaveable()
+    f_vjp.args_res[0] = W
+    for vjp_fn in (restored, f_vjp):
+        for got, w in zip(vjp_fn(ct), want):
+            np.testing.assert_allclose(np.asarray(got), w, rtol=1e-5, atol=1e-6)
+    # the values computed from the arguments are saved as usual (no recomputation): the same opaque residuals
+    _, full = kiln.vjp(layer, W, X)
+    for a, b in zip(f_vjp.opaque_residuals, full.opaque_residuals, strict=True):
+        np.testing.assert_array_equal(np.asarray(a), np.asarray(b))
+
+
+def test_saveable_args_forms_and_nested_arguments():
+    d = {"hi": np.ones((4, 5), np.float32), "bye": 2 * np.ones((3, 4), np.float32), "s": X[0]}
+
+    def g(t):
+        return t["bye"] @ t["hi"] + jnp.sin(t["s"][:1]).sum()
+    # a tuple matches the dict's children (keys sorted: bye, hi, s); a dict prefix does the same; a bool covers all
+    for flags in [((True, False, False),), ({"bye": True, "hi": False, "s": False},)]:
+        _, f_vjp = kiln.vjp(g, d, saveable_args=flags)
+        bye, hi, s = f_vjp.args_res[0]
+        np.testing.assert_array_equal(np.asarray(bye), d["bye"])
+        assert hi == NotSaveable() and s == NotNeeded()  # a leaf the backward pass never reads stays NotNeeded()
+    _, f_vjp = kiln.vjp(g, d, saveable_args=False)
+    assert f_vjp.args_res == [(NotSaveable(), NotSaveable(), NotNeeded())]
+    with pytest.raises(ValueError, match=r"restoring .*: args\[0\]\['bye'\], args\[0\]\['hi'\]\. Assign"):
+        f_vjp(np.ones((3, 5), np.float32))
+    f_vjp.args_res = [d]  # restored with the argument as it was given
+    cts = f_vjp(np.ones((3, 5), np.float32))
+    np.testing.assert_allclose(np.asarray(cts[0]["hi"]), d["bye"].T @ np.ones((3, 5)), rtol=1e-6)
+    # an argument of nested containers gets nested tuples, mirroring them
+    _, n_vjp = kiln.vjp(lambda t: t["a"][0] * t["a"][1] * t["b"], {"a": (X, 2 * X), "b": 3 * X})
+    (a0, a1), b = n_vjp.args_res[0]
+    np.testing.assert_array_equal(np.asarray(a1), 2 * X)
+    np.testing.assert_array_equal(np.asarray(b), 3 * X)
+
+
+@pytest.mark.parametrize("flags,message", [
+    ([False, True], r"saveable_args must be a prefix of the primals' structure, but saveable_args is \[False, True\] "
+                    r"where the primals have a tuple of 2 children \(a tuple matches any container"),
+    ((False,), r"but saveable_args is \(False,\) where the primals have a tuple of 2 children"),
+    ((True, (False, True)), r"but saveable_args\[1\] is \(False, True\) where the primals have a leaf"),
+    (1, r"saveable_args must be a bool or a tree of bools .*, but saveable_args is 1 of type int"),
+    ((True, None), r"but saveable_args\[1\] is None of type NoneType"),
+])
+def test_saveable_args_errors(flags, message):
+    with pytest.raises(ValueError, match=message):
+        kiln.vjp(layer, W, X, saveable_args=flags)
+
+
+def test_saveable_args_dict_prefix_with_other_keys():
+    with pytest.raises(ValueError, match=r"saveable_args\[0\] is \{'a': True\} where the primals have a dict of 1 "
+                                         r"child with keys \['b'\]"):
+        kiln.vjp(lambda t: t["b"] * 2, {"b": X}, saveable_args=({"a": True},))
+
+
+def test_structured_residuals_replace_and_fwd_and_bwd():
+    _, f_vjp = kiln.vjp(layer, W, X)
+    assert f_vjp.structured_residuals == []  # no kiln rule saves structured residuals
+    ct = np.ones((2, 3), np.float32)
+    with pytest.raises(ValueError, match=r"structured_residuals holds values, but this VJP's backward pass reads "
+                                         r"none .*: leave it empty"):
+        f_vjp.replace(structured_residuals=[jnp.ones(2)])(ct)
+    with pytest.raises(TypeError, match=r"VJP.replace takes args_res, opaque_residuals, structured_residuals, got "
+                                        r"fun, in_tree"):
+        f_vjp.replace(fun=None, in_tree=None)
+    # fwd_and_bwd's residuals are the VJP object, as JAX's
+    fwd, bwd = kiln.fwd_and_bwd(layer, argnums=0)
+    y, res = fwd(W, X)
+    assert isinstance(res, VJP) and res.args_res == [NotNeeded()]  # the weights' cotangent reads x only
+    np.testing.assert_allclose(np.asarray(bwd(res, ct)), _layer_cotangents(W, X, ct)[0], rtol=1e-5, atol=1e-6)
