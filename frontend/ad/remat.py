@@ -15,13 +15,16 @@ import functools
 import weakref
 from typing import Callable, NamedTuple, Sequence
 
+import numpy as np
 from kiln.frontend.core.passes import eliminate_dead_code, has_effects, used_inputs
 
 from ..core import caches, refs, tree_util
 from ..core.call import call_body, call_p
+from ..core.errors import KilnError
 from ..core.ir import IR, ClosedIR, Eqn, Var
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify, active_traces, current_builder, trace_to_ir
+from ..driver.placement import device_put
 from ..lax.api import stop_gradient
 from .jvp import jvp_ir, jvp_rules, linear_jvp
 from .partial_eval import partial_eval, pe_rules
@@ -159,15 +162,35 @@ class _Policies:
 checkpoint_policies = _Policies()
 
 
+def _as_array(x):
+    # (a Python number or a NumPy array as an array, weak types kept; anything else as it is)
+    return device_put(x) if isinstance(x, (bool, int, float, complex, np.ndarray, np.generic)) else x
+
+
+class CheckpointConcreteError(KilnError, NotImplementedError):
+    """``kiln.checkpoint(..., concrete=...)``: the option JAX removed (JEP 11830); ``static_argnums`` replaces it."""
+
+
+_NOT_GIVEN = object()
+
+
 def checkpoint(fun: Callable, *, prevent_cse: bool | Sequence[bool] = True, policy=None,
-               static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = ()):
+               static_argnums: int | Sequence[int] = (), static_argnames: str | Sequence[str] = (),
+               concrete=_NOT_GIVEN):
     """Wrap ``fun`` so that reverse-mode differentiation recomputes its intermediates.
 
     ``policy`` (one of ``kiln.checkpoint_policies``, or any ``policy(prim, *avals, **params) -> bool``): which
     intermediates to save rather than recompute, as in JAX; ``None`` saves the inputs only. The numbers are
     the same whatever the policy; memory and time differ. ``static_argnums``/``static_argnames``: arguments
-    passed to ``fun`` as they are (Python values for its control flow), not traced.
+    passed to ``fun`` as they are (Python values for its control flow), not traced. ``concrete`` is refused,
+    whatever its value, as JAX 0.10 refuses it.
     """
+    if concrete is not _NOT_GIVEN:
+        raise CheckpointConcreteError(
+            f"kiln.checkpoint({getattr(fun, '__name__', 'function')}): the `concrete` option was removed (as in "
+            "JAX 0.10: JEP 11830). Pass the Python arguments the function branches on with static_argnums=(...) "
+            "(or static_argnames); for kiln.numpy operations on them computed while tracing, use them inside "
+            "`with kiln.ensure_compile_time_eval():`.")
     if policy is not None and not callable(policy):
         raise TypeError(f"kiln.checkpoint: policy must be one of kiln.checkpoint_policies (a callable) or None, "
                         f"got {type(policy).__name__} {policy!r:.60}")
@@ -186,12 +209,16 @@ def checkpoint(fun: Callable, *, prevent_cse: bool | Sequence[bool] = True, poli
             raise ValueError(f"kiln.checkpoint({getattr(fun, '__name__', 'function')}): static_argnums "
                              f"{static_argnums} is out of range for a call with {len(args)} positional "
                              "argument(s); static arguments must be passed positionally")
-        if current_builder() is None:
-            return fun(*args, **kwargs)
         static = {i % len(args): args[i] for i in static_argnums}
         dyn = [a for i, a in enumerate(args) if i not in static]
         static_kw = {k: kwargs[k] for k in static_argnames if k in kwargs}
         kwargs = {k: v for k, v in kwargs.items() if k not in static_kw}
+        if current_builder() is None:
+            # Nothing to differentiate: fun itself, on its arguments as arrays (as JAX's traced call sees them,
+            # so that `-x` of a Python number is an array in both).
+            dyn_arr = iter(tree_util.tree_map(_as_array, dyn))
+            full = [static[i] if i in static else next(dyn_arr) for i in range(len(args))]
+            return fun(*full, **tree_util.tree_map(_as_array, kwargs), **static_kw)
         # Keyword arguments are inputs like the positional ones (as in JAX): traced, and differentiated.
         flat, in_tree = tree_util.tree_flatten((tuple(dyn), kwargs))
         out_tree_box, written_box = [], []
@@ -345,10 +372,14 @@ def _split(body: ClosedIR, unknown: tuple[bool, ...], policy: Callable | None):
         unknown_body = eliminate_dead_code(IR(recompute.constvars, recompute.invars + candidates,
                                               [e for e in recompute.eqns if id(e) not in saved_ids],
                                               recompute.outvars))
-        n_fixed = len(recompute.constvars) + len(recompute.invars)
-        saved = [v for v, used in zip(candidates, used_inputs(unknown_body)[n_fixed:]) if used]
-        unknown_body = IR(unknown_body.constvars, recompute.invars + saved, unknown_body.eqns,
-                          unknown_body.outvars)
+        n_const, n_fixed = len(recompute.constvars), len(recompute.constvars) + len(recompute.invars)
+        used = used_inputs(unknown_body)
+        saved = [v for v, u in zip(candidates, used[n_fixed:]) if u]
+        # A known input the recomputation never reads is no residual (as JAX's: `a * x` under checkpoint saves
+        # nothing, not even x); the unknown (linear) inputs all stay, for the transposition.
+        keep = tuple(u or unk for u, unk in zip(used[n_const:n_fixed], unknown))
+        unknown_body = IR(unknown_body.constvars, [v for v, k in zip(recompute.invars, keep) if k] + saved,
+                          unknown_body.eqns, unknown_body.outvars)
         # The known half: its outputs, then the saved values. Built from the split, not the whole body:
         # call-like equations mixing known and unknown inputs are split.
         outs = k.outvars[:n_known] + saved
@@ -356,7 +387,8 @@ def _split(body: ClosedIR, unknown: tuple[bool, ...], policy: Callable | None):
         forward_eqns = [inside[id(e)][0] if id(e) in inside and not saved_set.isdisjoint(inside[id(e)][2]) else e
                         for e in k.eqns]
         known_body = _prune(IR([], k.invars, forward_eqns, outs), [True] * len(outs))
-        memo[key] = (ClosedIR(known_body, []), ClosedIR(unknown_body, []), out_unknown, [v.aval for v in saved])
+        memo[key] = (ClosedIR(known_body, []), ClosedIR(unknown_body, []), out_unknown, [v.aval for v in saved],
+                     keep)
     return memo[key]
 
 
@@ -364,13 +396,14 @@ def _remat_partial_eval(eqn: Eqn, unknown_inputs: list[bool]):
     """Known half: the outputs from the known inputs, and the values the policy saves. Unknown half: the
     rest, recomputed from all inputs and the saved values (the residuals)."""
     p = dict(eqn.params)
-    known_body, unknown_body, out_unknown, saved_avals = _split(p["body"], tuple(unknown_inputs), p["policy"])
+    known_body, unknown_body, out_unknown, saved_avals, keep = _split(p["body"], tuple(unknown_inputs),
+                                                                      p["policy"])
     saved = [Var(a) for a in saved_avals]
     known_eqn = Eqn(remat_p, [a for a, u in zip(eqn.inputs, unknown_inputs) if not u],
                     [v for v, u in zip(eqn.outputs, out_unknown) if not u] + saved, {**p, "body": known_body},
                     eqn.source)
-    unknown_eqn = Eqn(remat_p, list(eqn.inputs) + saved, [v for v, u in zip(eqn.outputs, out_unknown) if u],
-                      {**p, "body": unknown_body}, eqn.source)
+    unknown_eqn = Eqn(remat_p, [a for a, k in zip(eqn.inputs, keep) if k] + saved,
+                      [v for v, u in zip(eqn.outputs, out_unknown) if u], {**p, "body": unknown_body}, eqn.source)
     return [known_eqn], [unknown_eqn], out_unknown
 
 

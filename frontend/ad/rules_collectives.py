@@ -32,10 +32,11 @@ linear_jvp(pvary_p)
 transpose_rules[pvary_p] = lambda ct, x, *, axes: [ct]  # see pvary_p in lax/collectives.py
 for _prim in (all_gather_p, psum_scatter_p, ppermute_p, all_to_all_p):
     linear_jvp(_prim)
-transpose_rules[all_gather_p] = lambda ct, x, *, axis_name, axis, tiled, axis_size: [
+transpose_rules[all_gather_p] = lambda ct, x, *, axis_name, axis, tiled, axis_size, to: [
     psum_scatter_p.bind(ct, axis_name=axis_name, scatter_dimension=axis, axis_size=axis_size, tiled=tiled)]
 transpose_rules[psum_scatter_p] = lambda ct, x, *, axis_name, scatter_dimension, axis_size, tiled: [
-    all_gather_p.bind(ct, axis_name=axis_name, axis=scatter_dimension, tiled=tiled, axis_size=axis_size)]
+    all_gather_p.bind(ct, axis_name=axis_name, axis=scatter_dimension, tiled=tiled, axis_size=axis_size,
+                      to="varying")]
 transpose_rules[ppermute_p] = lambda ct, x, *, axis_name, perm: [
     ppermute_p.bind(ct, axis_name=axis_name, perm=tuple((dst, src) for src, dst in perm))]
 transpose_rules[all_to_all_p] = lambda ct, x, *, axis_name, split_axis, concat_axis, axis_size, tiled: [

@@ -59,16 +59,16 @@ def _split(x, axis: int, parts: int):
     return lax.reshape(x, tuple(shape[:axis] + [parts, shape[axis] // parts] + shape[axis + 1:]))
 
 
-def _all_gather_batch(ctx, args, dims, *, axis_name, axis, tiled, axis_size):
+def _all_gather_batch(ctx, args, dims, *, axis_name, axis, tiled, axis_size, to):
     (x,), (d,) = args, dims
     if axis_name != ctx.name:
         if d is None:
-            return all_gather_p.bind(x, axis_name=axis_name, axis=axis, tiled=tiled, axis_size=axis_size), None
+            return all_gather_p.bind(x, axis_name=axis_name, axis=axis, tiled=tiled, axis_size=axis_size, to=to), None
         if d <= axis:
             axis += 1
         elif not tiled:  # the gathered dimension is inserted before the batch dimension
             d += 1
-        return all_gather_p.bind(x, axis_name=axis_name, axis=axis, tiled=tiled, axis_size=axis_size), d
+        return all_gather_p.bind(x, axis_name=axis_name, axis=axis, tiled=tiled, axis_size=axis_size, to=to), d
     out = move_dim(x, d, axis, ctx.size)
     if tiled:
         out = _merge_with_next(out, axis)

@@ -13,7 +13,10 @@ following which mesh axes each value varies over, and refuses what it cannot pro
 Derivatives and batching transform the body. Transposition works with per-device *partial* cotangents: an
 output that is the same along a mesh axis contributes its cotangent once (device 0 of that axis), and an input
 that is the same along a mesh axis gets the sum of its partial cotangents (a ``psum``); ``psum``'s transpose is
-then ``psum``. The results equal JAX's varying-axes typing without tracking types in the avals.
+then ``psum``. At the shard_map's boundary the results equal JAX's varying-axes typing without tracking types in
+the avals; the programs do not (JEP 17111: JAX's transposes of psum/all_gather feeding unmapped outputs communicate
+nothing, kiln's keep a psum / psum_scatter), nor do transposes taken inside a body (``grad`` of a ``psum`` within
+it gives per-device partial cotangents, JAX's typed rules give pbroadcast's). README, "Differences from JAX".
 """
 from __future__ import annotations
 

@@ -40,6 +40,11 @@ class ConfigError(KilnError, ValueError):
     """An unknown configuration name or a value of the wrong type."""
 
 
+class UnknownFlagError(ConfigError, AttributeError):
+    """``config.update`` of a name that is no flag: an AttributeError too, as JAX's (``Unrecognized config
+    option``), e.g. the removed ``jax_new_checkpoint``."""
+
+
 class NoTracingError(KilnError, RuntimeError):
     """A function was about to be traced while ``no_tracing`` is set (``kiln.no_tracing``)."""
 
@@ -326,8 +331,8 @@ class Config:
                 self._warn_once(name, f"kiln.config.update({name!r}, ...): kiln does not implement JAX's flag "
                                       f"{name!r}; the setting is recorded but has no effect")
                 return
-            raise ConfigError(f"kiln.config.update: unknown flag {name!r}; known flags: "
-                              f"{', '.join(sorted(self._FLAGS))}" + self._did_you_mean(name))
+            raise UnknownFlagError(f"kiln.config.update: unknown flag {name!r}; known flags: "
+                                   f"{', '.join(sorted(self._FLAGS))}" + self._did_you_mean(name))
         name = kiln_name
         if jax_name == "jax_platforms" and isinstance(value, str):  # "cuda,cpu": the first is the default
             value = value.split(",")[0].strip() or None

@@ -2,10 +2,11 @@
 axes", JAX's ``vma``). kiln keeps them out of the types: this analysis follows an IR instead, for
 ``shard_map``'s ``check_vma`` and for ``kiln.typeof`` inside a body.
 
-Rules: a value varies along what its operands vary along; ``psum``/``pmax``/``pmin`` remove their axes;
-``axis_index``, ``ppermute``, ``all_to_all``, ``psum_scatter`` and ``pvary`` (``pcast(..., to="varying")``) add
-theirs; calls are followed; loops and branches go to a fixed point; other sub-programs pass on what varies in
-plus what their bodies introduce.
+Rules: a value varies along what its operands vary along; ``psum``/``pmax``/``pmin`` and
+``all_gather(..., to="invarying")`` remove their axes; ``axis_index``, ``ppermute``, ``all_to_all``, ``psum_scatter``,
+``all_gather`` and ``pvary`` (``pcast(..., to="varying")``) add theirs (as JAX's types: an all_gather's result
+varies, JEP 17111); calls are followed; loops and branches go to a fixed point; other sub-programs pass on what
+varies in plus what their bodies introduce.
 """
 from __future__ import annotations
 
@@ -27,8 +28,12 @@ class VaryingInput:
 
 # The primitives that make their results vary along some axes, and the parameter naming them.
 _INTRODUCES = {"axis_index": "axis_name", "ppermute": "axis_name", "all_to_all": "axis_name",
-               "psum_scatter": "axis_name", "pvary": "axes"}
+               "psum_scatter": "axis_name", "pvary": "axes", "all_gather": "axis_name"}
 _REMOVES = {"psum", "pmax", "pmin"}
+
+
+def _removes(eqn) -> bool:
+    return eqn.prim.name in _REMOVES or (eqn.prim.name == "all_gather" and eqn.params.get("to") == "invarying")
 
 
 def _names(axis_name: Any) -> frozenset:
@@ -38,7 +43,7 @@ def _names(axis_name: Any) -> frozenset:
 def _introduced_inside(ir: IR, mesh_names: frozenset) -> frozenset:
     found: frozenset = frozenset()
     for eqn in ir.eqns:
-        if eqn.prim.name in _INTRODUCES:
+        if eqn.prim.name in _INTRODUCES and not _removes(eqn):
             found |= _names(eqn.params[_INTRODUCES[eqn.prim.name]]) & mesh_names
         for sub in _sub_irs(eqn.params):
             found |= _introduced_inside(sub, mesh_names)
@@ -65,7 +70,7 @@ def varying_axes(ir: IR, in_vma: Sequence[frozenset], mesh_names: frozenset) -> 
     for eqn in ir.eqns:
         ins = frozenset().union(*[read(a) for a in eqn.inputs])
         name = eqn.prim.name
-        if name in _REMOVES:
+        if _removes(eqn):
             outs = [ins - _names(eqn.params["axis_name"])]
         elif name in _INTRODUCES:
             outs = [ins | (_names(eqn.params[_INTRODUCES[name]]) & mesh_names)] * len(eqn.outputs)

@@ -50,7 +50,7 @@ pmax_p = Primitive("pmax", _same_rule)
 pmin_p = Primitive("pmin", _same_rule)
 
 
-def _all_gather_rule(x: ShapedArray, *, axis_name, axis: int, tiled: bool, axis_size: int) -> ShapedArray:
+def _all_gather_rule(x: ShapedArray, *, axis_name, axis: int, tiled: bool, axis_size: int, to: str) -> ShapedArray:
     shape = list(x.shape)
     if tiled:
         shape[axis] *= axis_size
@@ -59,7 +59,11 @@ def _all_gather_rule(x: ShapedArray, *, axis_name, axis: int, tiled: bool, axis_
     return x.update(shape=tuple(shape))
 
 
+# ``to``: "varying" (JAX's all_gather) or "invarying" (JAX's all_gather_invariant): the same values, but inside a
+# shard_map the result counts as varying along the gathered axis, or as the same on every device along it
+# (core/varying.py; shard_map's check_vma).
 all_gather_p = Primitive("all_gather", _all_gather_rule)
+_ALL_GATHER_TO = ("varying", "invarying")
 
 
 def _axis_index_rule(*, axis_name) -> ShapedArray:
@@ -77,8 +81,17 @@ def _reducer(fname: str, prim: Primitive):
     return collective
 
 
-psum = _reducer("psum", psum_p)
-psum.__doc__ = "Sum of ``x`` over the named axis (every element gets the total)."
+def psum(x, axis_name):
+    """Sum of ``x`` over the named axis (every element gets the total); booleans are summed as int32, as JAX's."""
+    _check_bound("psum", axis_name)
+
+    def total(v):
+        if abstractify(v).dtype == np.bool_:
+            v = lax.convert_element_type(v, np.int32)
+        return psum_p.bind(v, axis_name=axis_name)
+    return tree_util.tree_map(total, x)
+
+
 pmax = _reducer("pmax", pmax_p)
 pmax.__doc__ = "Maximum of ``x`` over the named axis."
 pmin = _reducer("pmin", pmin_p)
@@ -86,15 +99,17 @@ pmin.__doc__ = "Minimum of ``x`` over the named axis."
 
 
 def pmean(x, axis_name):
-    """Mean of ``x`` over the named axis."""
+    """Mean of ``x`` over the named axis: its ``psum`` over the axis size, a true division as JAX's (integers and
+    booleans give floats). The size is static: one collective, for the sum."""
     _check_bound("pmean", axis_name)
-    count = psum(1.0, axis_name)
+    n = axis_size(axis_name)
 
     def mean(v):
-        total = psum_p.bind(v, axis_name=axis_name)
+        total = psum(v, axis_name)
         aval = abstractify(total)
-        n = lax.convert_element_type(count, aval.dtype)
-        return lax.div(total, n if aval.ndim == 0 else lax.broadcast_in_dim(n, aval.shape, ()))
+        if not dtypes.is_inexact(aval.dtype):
+            total = lax.convert_element_type(total, dtypes.default_float_dtype(), weak_type=aval.weak_type)
+        return lax.div(total, lax.full_like(total, n))
     return tree_util.tree_map(mean, x)
 
 
@@ -104,16 +119,25 @@ def axis_index(axis_name):
     return axis_index_p.bind(axis_name=axis_name)
 
 
-def all_gather(x, axis_name, *, axis: int = 0, tiled: bool = False):
+def all_gather(x, axis_name, *, axis_index_groups=None, axis: int = 0, tiled: bool = False, to: str = "varying"):
     """The values of ``x`` of every element of the named axis, stacked along ``axis`` (``tiled``:
-    concatenated along it)."""
+    concatenated along it). ``to``, as JAX's: inside a ``shard_map`` the result varies along the axis
+    (``"varying"``, JAX's type of it) or is the same on every device (``"invarying"``, JAX's
+    ``all_gather_invariant``: an ``out_specs`` may leave the axis out)."""
+    _no_groups("all_gather", axis_index_groups)
+    if to == "reduced":
+        raise NotImplementedError("kiln.lax.all_gather: to='reduced' needs reduced axes in the types, which kiln "
+                                  "does not have; use to='varying' (the default) or to='invarying'")
+    if to not in _ALL_GATHER_TO:
+        raise ValueError(f"kiln.lax.all_gather: to={to!r} is not one of 'varying', 'invarying' (or JAX's 'reduced', "
+                         "which kiln does not have)")
     _check_bound("all_gather", axis_name)
     size = axis_env.axis_size(axis_name)
     if size is None:
         raise NameError(f"kiln.lax.all_gather: unbound axis name {axis_name!r}")
     ndim = abstractify(x).ndim
     axis = axis % (ndim + (0 if tiled else 1))
-    return all_gather_p.bind(x, axis_name=axis_name, axis=axis, tiled=tiled, axis_size=size)
+    return all_gather_p.bind(x, axis_name=axis_name, axis=axis, tiled=tiled, axis_size=size, to=to)
 
 
 # -- the exchanges: ppermute, all_to_all, psum_scatter -------------------------------------------

@@ -407,6 +407,28 @@ def test_checkpoint_same_gradients_and_visible_in_ir():
     assert "optimization_barrier" not in kiln.jit(kiln.grad(plain)).lower(w, x).as_text()
 
 
+def test_checkpoint_refuses_the_removed_concrete_option():
+    # JAX 0.10 removed `concrete` (JEP 11830) and raises NotImplementedError for any value; kiln says what replaces it
+    for value in (True, False):
+        for wrap in (kiln.checkpoint, kiln.remat):
+            with pytest.raises(NotImplementedError) as e:
+                wrap(_layer, concrete=value)
+            assert "`concrete` option was removed" in str(e.value) and "static_argnums" in str(e.value)
+            assert "kiln.checkpoint(_layer)" in str(e.value) and "ensure_compile_time_eval" in str(e.value)
+
+
+def test_checkpoint_outside_transformations_computes_on_arrays():
+    # as JAX's traced call: the arguments are arrays (weak-typed for Python numbers), so `-x` of a Python float is
+    # an array; static arguments stay Python values
+    neg = kiln.checkpoint(lambda x: -x)(1.5)
+    assert isinstance(neg, kiln.Array) and neg.weak_type and neg.dtype == np.float32 and float(neg) == -1.5
+    twice = kiln.checkpoint(lambda x, n: x * n, static_argnums=1)(np.arange(3, dtype=np.float32), 2)
+    assert isinstance(twice, kiln.Array) and not twice.weak_type and twice.dtype == np.float32
+    np.testing.assert_array_equal(twice, [0.0, 2.0, 4.0])
+    x, n = kiln.checkpoint(lambda x, *, n: (x, n), static_argnames="n")(x=3, n=3)
+    assert isinstance(x, kiln.Array) and x.weak_type and x.dtype == np.int32 and type(n) is int
+
+
 def test_checkpoint_reduces_compiled_temp_memory():
     """Per-layer checkpointing of a deep chain: the backward pass keeps only each layer's input instead of
     every intermediate the layer's derivative needs."""

@@ -55,6 +55,19 @@ def test_saved_residuals_of_a_checkpointed_chain_are_its_inputs():
         ("f32[7,6]", "from the argument W3"), ("f32[4]", "from the argument x")]
 
 
+def test_checkpoint_saves_no_input_its_recomputation_does_not_read():
+    # JEP 11830's constant example: in a * x the backward pass needs a (recomputed from arange) but not x, so
+    # nothing is saved (as JAX's); x*x needs x. The gradients are NumPy's: sum(a) and 2x.
+    a = np.sin(np.arange(100, dtype=np.float32))
+    f = kiln.checkpoint(lambda x: knp.sin(knp.arange(100.0)) * x)
+    assert saved_residuals(f, np.float32(3.0)) == []
+    np.testing.assert_allclose(kiln.grad(lambda x: knp.sum(f(x)))(3.0), a.sum(dtype=np.float64), rtol=1e-5)
+    sq = kiln.checkpoint(lambda x, w: x * x + 0 * w)
+    res = saved_residuals(sq, np.float32(3.0), np.float32(1.0))
+    assert [(a.str_short(), src) for a, src in res] == [("f32[]", "from the argument x")]
+    np.testing.assert_allclose(kiln.grad(sq)(3.0, 1.0), 6.0)
+
+
 def test_saved_residuals_name_pytree_arguments_and_look_into_checkpoints():
     def loss(params, x):
         a = kiln.checkpoint(lambda v: knp.sin(knp.sin(v)))(x + params["w"][0])

@@ -28,6 +28,20 @@ def test_reductions_over_the_named_axis(vm):
     assert {"psum", "pmax", "pmin"} <= seen
 
 
+def test_pmean_is_a_true_division_and_psum_sums_booleans_as_int32():
+    # as JAX's: pmean of integers or booleans is a float mean; psum of booleans counts them in int32
+    ints = np.arange(12, dtype=np.int32).reshape(4, 3)
+    out = kiln.vmap(lambda x: lax.pmean(x, "i"), axis_name="i")(ints)
+    assert out.dtype == np.float32 and not out.weak_type
+    np.testing.assert_array_equal(out, np.broadcast_to(ints.mean(0), ints.shape))
+    out = kiln.vmap(lambda x: (lax.psum(x > 4, "i"), lax.pmean(x > 4, "i")), axis_name="i")(ints)
+    assert (out[0].dtype, out[1].dtype) == (np.int32, np.float32)
+    np.testing.assert_array_equal(out[0], np.broadcast_to((ints > 4).sum(0), ints.shape))
+    np.testing.assert_array_equal(out[1], np.broadcast_to((ints > 4).mean(0), ints.shape))
+    half = kiln.vmap(lambda x: lax.pmean(x, "i"), axis_name="i")(X.astype(np.float16))
+    assert half.dtype == np.float16  # an inexact dtype stays as it is
+
+
 def test_collectives_of_unmapped_values():
     # A value that is the same for every batch element: psum multiplies by the axis size.
     out = kiln.vmap(lambda x, c: x + lax.psum(c, "i"), in_axes=(0, None), axis_name="i")(X, np.float32(2.0))

@@ -58,6 +58,9 @@ def test_a_jax_flag_kiln_lacks_warns_once_and_is_recorded():
 def test_unknown_names_raise_with_a_suggestion():
     with pytest.raises(ValueError, match=r"unknown flag 'jax_enable_x46'.*Did you mean 'jax_enable_x64'"):
         config.update("jax_enable_x46", True)
+    # an AttributeError too, as JAX's ("Unrecognized config option"): the flag JEP 11830 removed
+    with pytest.raises(AttributeError, match=r"kiln.config.update: unknown flag 'jax_new_checkpoint'; known flags"):
+        config.update("jax_new_checkpoint", False)
     with pytest.raises(AttributeError, match=r"kiln.config has no flag 'enabel_x64'.*Did you mean 'enable_x64'"):
         _ = config.enabel_x64
     with pytest.raises(ValueError, match=r"expected one of 'standard', 'strict'"):

@@ -330,6 +330,43 @@ def test_pcast_to_varying_marks_the_type_and_keeps_the_values(mesh):
         kiln.shard_map(lambda v: lax.pcast(v, "model", to="varying"), mesh=mesh, in_specs=P(), out_specs=P())(w)
 
 
+def test_all_gather_varies_and_all_gather_to_invarying_does_not(mesh):
+    """As JAX's types (JEP 17111): all_gather's result varies along the gathered axis, even of a replicated value;
+    all_gather(..., to='invarying') (JAX's all_gather_invariant) is the same on every device, so out_specs may leave
+    the axis out. The values and the transpose (psum_scatter of the cotangents) are NumPy's."""
+    seen = {}
+
+    def body(v, w):
+        seen["v"], seen["w"] = kiln.typeof(lax.all_gather(v, "data")), kiln.typeof(lax.all_gather(w, "data"))
+        inv = lax.all_gather(v, "data", tiled=True, to="invarying")
+        seen["inv"] = kiln.typeof(inv)
+        return inv
+    x, w = _x(8, 4), _x(4,)
+    f = kiln.shard_map(body, mesh=mesh, in_specs=(P("data", "model"), P()), out_specs=P(None, "model"))
+    np.testing.assert_array_equal(np.asarray(f(x, w)), x)
+    assert str(seen["v"]) == "float32[4,2,2]{V:(data,model)}" and str(seen["w"]) == "float32[4,4]{V:data}"
+    assert str(seen["inv"]) == "float32[8,2]{V:model}"
+    ct = _x(8, 4) * 3
+    (dx,) = kiln.linear_transpose(lambda v: f(v, w), x)(ct)
+    np.testing.assert_allclose(np.asarray(dx), ct, rtol=1e-6)  # each block's slice of the cotangent, once
+    with pytest.raises(ValueError, match=r"mesh axes \['data', 'model'\], but it may differ along \['data'\]"):
+        kiln.shard_map(lambda v: lax.all_gather(v, "data"), mesh=mesh, in_specs=P(), out_specs=P())(w)
+    with pytest.raises(ValueError, match=r"to='sideways' is not one of 'varying', 'invarying'"):
+        kiln.shard_map(lambda v: lax.all_gather(v, "data", to="sideways"), mesh=mesh, in_specs=P(), out_specs=P())(w)
+    with pytest.raises(NotImplementedError, match=r"to='reduced' needs reduced axes in the types"):
+        kiln.shard_map(lambda v: lax.all_gather(v, "data", to="reduced"), mesh=mesh, in_specs=P(), out_specs=P())(w)
+
+
+def test_pmean_sums_once(mesh):
+    # the axis size is static (as JAX's psum(1, axis)): one collective, for the sum
+    f = kiln.shard_map(lambda v: lax.pmean(v, ("data", "model")), mesh=mesh, in_specs=P("data", "model"),
+                       out_specs=P())
+    x = _x(8, 4)
+    np.testing.assert_allclose(np.asarray(f(x)), np.mean(_blocks(x), axis=(0, 1)), rtol=1e-6)
+    body = kiln.make_jaxpr(f)(x).jaxpr.eqns[0].params["body"].ir
+    assert [e.prim.name for e in body.eqns].count("psum") == 1
+
+
 def test_in_specs_default_to_the_arguments_layouts(mesh):
     x = kiln.device_put(_x(8, 4), NamedSharding(mesh, P("data", "model")))
     w = np.float32(3)  # a host value: replicated
