@@ -162,11 +162,12 @@ from kiln.runtime import BackendError as BackendError
 from kiln.runtime import DeletedBufferError as DeletedBufferError
 from kiln.runtime import Device as Device
 from kiln.runtime import DeviceError as DeviceError
+from kiln.runtime.executable import CompilerEffortLevel as CompilerEffortLevel
 
 __all__ = [
     "ad", "ad_checkpoint", "allow_f16_reductions", "Array", "auto_pcast", "AxisError", "BackendError",
     "block_until_ready", "BroadcastError", "check_tracer_leaks", "checking_leaks", "checkpoint", "checkpoint_policies",
-    "clear_caches", "closure_convert",
+    "clear_caches", "closure_convert", "CompilerEffortLevel",
     "ConcretizationTypeError", "config", "copy_to_host_async", "core", "custom_batching", "custom_derivatives",
     "custom_gradient", "custom_jvp", "custom_vjp", "CustomDerivativeError", "debug", "debug_infs", "debug_key_reuse",
     "debug_nans", "default_backend", "default_device", "default_matmul_precision", "default_prng_impl",

@@ -5,7 +5,8 @@ Two levels:
 - **raw** ``ir.Value``\\ s: :func:`op` (any operation without regions), :func:`compare`,
   :func:`build_region` (a region's block and its ``stablehlo.return``), :func:`while_values`, and the
   attributes StableHLO wants (:func:`i64_attr`, :func:`i32_attr`, :func:`i64_array`, :func:`i64_pairs`,
-  XLA's frontend attributes: :func:`frontend_attributes`, :func:`add_frontend_attributes`);
+  XLA's frontend attributes: :func:`frontend_attributes`, :func:`add_frontend_attributes`), and
+  :func:`enclosing` (the module around the insertion point, where a rule adds functions);
 - :class:`V`, an ``ir.Value`` with its static shape and NumPy dtype whose Python operators emit
   StableHLO, and the functions on ``V``\\ s below it: constants and broadcasts, iota, select, convert,
   reshapes and slices, reductions, dots, loops, sorts, and helpers for stacks of matrices (the leading
@@ -76,6 +77,18 @@ def add_frontend_attributes(operation: ir.Operation, attributes: ir.DictAttr) ->
 
 
 _FRONTEND_ATTRIBUTES = "mhlo.frontend_attributes"
+
+
+def enclosing(operation: ir.Operation, name: str) -> tuple[ir.Operation, ir.Operation]:
+    """The ancestor of ``operation`` called ``name`` (e.g. the ``builtin.module``) and its child on the way down to
+    ``operation`` (the function being built: a rule inserts functions of its own before it)."""
+    child, parent = operation, operation.parent
+    while parent is not None and parent.name != name:
+        child, parent = parent, parent.parent
+    if parent is None:
+        from .module import LoweringError  # (module.py imports this file)
+        raise LoweringError(f"kiln: no enclosing {name} of {operation.name}")
+    return parent, child
 
 
 def i64_pairs(pairs) -> ir.DenseIntElementsAttr:

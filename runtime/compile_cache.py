@@ -25,6 +25,7 @@ This module imports only jaxlib, numpy and the standard library.
 from __future__ import annotations
 
 import hashlib
+import logging
 import os
 import platform as _platform
 import struct
@@ -86,6 +87,10 @@ class _Settings:
         self.max_size = _env_int("KILN_COMPILATION_CACHE_MAX_SIZE", DEFAULT_MAX_SIZE)
         self.min_compile_time = 0.0
         self.broken: str | None = None  # the directory that failed, after its one warning
+        # Each lookup's outcome is logged on the ``kiln`` logger: a miss at WARNING with ``explain_misses`` (JAX's
+        # explain_cache_misses), a hit at WARNING with ``log_hits`` (JAX's log_compiles); else at DEBUG.
+        self.explain_misses = False
+        self.log_hits = False
 
 
 _settings = _Settings()
@@ -97,14 +102,20 @@ _client_parts: dict[int, tuple[Any, list[tuple[str, str]]]] = {}  # per client: 
 
 
 def configure(*, enabled: bool | None = None, directory: Any = ..., max_size: int | None = None,
-              min_compile_time: float | None = None, kiln_version: str | None = None) -> None:
+              min_compile_time: float | None = None, kiln_version: str | None = None,
+              explain_misses: bool | None = None, log_hits: bool | None = None) -> None:
     """Set the cache's settings (the frontend pushes ``kiln.config``'s flags here).
 
     ``directory=None`` means the default (:func:`default_dir`); ``max_size`` is in bytes, -1 for no bound,
     0 turns the cache off (as JAX's ``jax_compilation_cache_max_size``); executables that compiled in less
     than ``min_compile_time`` seconds are not written. ``kiln_version`` (part of the key) is told by the
-    frontend: asking the package metadata costs 20 ms at the first compile of a process.
+    frontend: asking the package metadata costs 20 ms at the first compile of a process. ``explain_misses`` /
+    ``log_hits``: log each miss / hit as a warning rather than a debug message.
     """
+    if explain_misses is not None:
+        _settings.explain_misses = bool(explain_misses)
+    if log_hits is not None:
+        _settings.log_hits = bool(log_hits)
     if kiln_version is not None and kiln_version != _kiln_version[0]:
         _kiln_version[0] = kiln_version
         _client_parts.clear()
@@ -496,7 +507,10 @@ def compile_and_load(client: Any, module: Any, device_list: Any, options: Any, *
     if exe is not None:
         _stats["hits"] += 1
         _last[0] = "hit"
+        _log(_settings.log_hits, "Persistent compilation cache hit for %r with key %r", module, key)
         return exe, (directory, key)
+    # (all capitals, as JAX's, to match the tracing cache's "TRACING CACHE MISS")
+    _log(_settings.explain_misses, "PERSISTENT COMPILATION CACHE MISS for %r with key %r", module, key)
     start = time.perf_counter()
     exe = client.compile_and_load(module, device_list, options, **kwargs)
     elapsed = time.perf_counter() - start
@@ -508,6 +522,17 @@ def compile_and_load(client: Any, module: Any, device_list: Any, options: Any, *
         else:
             _store(directory, key, client, exe)
     return exe, None
+
+
+def _log(loud: bool, message: str, module: Any, key: str | None) -> None:
+    """``message`` about ``module`` (named by its symbol name, ``jit_f``) on the ``kiln`` logger: at WARNING when
+    ``loud``, else at DEBUG."""
+    level = logging.WARNING if loud else logging.DEBUG
+    if _logger.isEnabledFor(level):
+        _logger.log(level, message, ir_dump.module_name(module), key)
+
+
+_logger = logging.getLogger("kiln")
 
 
 __all__ = ["cache_dir", "cache_key", "clear", "compile_and_load", "configure", "decode_entry", "default_dir",

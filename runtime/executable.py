@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import collections
 import dataclasses
+import enum
 import operator
 import re
 from typing import Any, Sequence
@@ -306,6 +307,36 @@ BUILD_OPTIONS = ("exec_time_optimization_effort", "memory_fitting_effort", "opti
                  "memory_fitting_level", "fdo_profile")
 
 
+class CompilerEffortLevel(enum.Enum):
+    """How hard XLA works at a goal (https://openxla.org/xla/effort_levels): the values of the
+    ``optimization_level`` (run time) and ``memory_fitting_level`` (fitting in memory) compiler options, as
+    JAX's ``jax.CompilerEffortLevel``. Higher levels spend more compile time for a better result. The options take
+    a member, its name (``"O0"`` to ``"O3"``) or XLA's number for it."""
+
+    UNKNOWN = 0
+    O0 = 9
+    O1 = 19
+    O2 = 29
+    O3 = 39
+
+
+EFFORT_OPTIONS = ("optimization_level", "memory_fitting_level")
+
+
+def _effort_level(name: str, value: Any) -> Any:
+    """The number XLA reads for the effort level ``value`` (a CompilerEffortLevel, or its name) of option
+    ``name``; other values as they are (an int is XLA's number already)."""
+    if isinstance(value, CompilerEffortLevel):
+        return value.value
+    if isinstance(value, str):
+        if value not in CompilerEffortLevel.__members__:
+            names = ", ".join(repr(m) for m in CompilerEffortLevel.__members__)
+            raise CompilerOptionError(f"compiler_options: {name!r} is an effort level, and {value!r} is not one; pass "
+                                      f"kiln.CompilerEffortLevel.O0 ... O3 or its name ({names})")
+        return CompilerEffortLevel[value].value
+    return value
+
+
 def apply_compiler_options(opts: Any, compiler_options: Sequence[tuple[str, Any]]) -> None:
     """Set ``compiler_options`` (``(name, value)`` pairs, JAX's ``compiler_options``) on the CompileOptions ``opts``:
     :data:`BUILD_OPTIONS` as fields, the others as XLA's option overrides, which XLA reads by name (and rejects
@@ -317,6 +348,8 @@ def apply_compiler_options(opts: Any, compiler_options: Sequence[tuple[str, Any]
         if name not in BUILD_OPTIONS:
             overrides.append((name, value))
             continue
+        if name in EFFORT_OPTIONS:
+            value = _effort_level(name, value)
         try:
             setattr(build, name, value)
         except TypeError:

@@ -43,6 +43,7 @@ from ..core.ir import IR, ClosedIR, Literal, Var
 from ..core.primitive import registry
 from ..core.source_info import at as _at
 from ..core.tracing import Tracer, abstractify, materialize, trace_to_ir
+from ..xla_metadata_call import xla_metadata_call_p
 from ..driver.array import Array
 from ..lax.indexing import gather_p
 from ..lax.structural import dynamic_slice_p, dynamic_update_slice_p
@@ -496,6 +497,17 @@ def _remat_rule(error, enabled, source, invals, params):
     return _split_outputs(error, out_tree, outs)
 
 
+def _xla_metadata_call_rule(error, enabled, source, invals, params):
+    """As a jit call's: the checkified body, still one call carrying the metadata."""
+    body = params["ir"]
+    if _untouched([body.ir], enabled):
+        return error, _bind(xla_metadata_call_p, invals, params)
+    leaves, tree = error.tree_flatten()
+    closed, out_tree = _checkified_body(body, enabled, tree, "xla_metadata_call")
+    outs = xla_metadata_call_p.bind(*closed.consts, *leaves, *invals, **{**params, "ir": call_body(closed)})
+    return _split_outputs(error, out_tree, outs)
+
+
 _unchecked: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 caches.register(_unchecked.clear)
 
@@ -536,6 +548,7 @@ def _side_rule(prim: Any) -> Callable:
 
 checkify_rules[call_p] = _call_rule
 checkify_rules[remat_p] = _remat_rule
+checkify_rules[xla_metadata_call_p] = _xla_metadata_call_rule
 
 
 # -- the transformation -------------------------------------------------------------------------------------------

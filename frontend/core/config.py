@@ -168,7 +168,8 @@ class Config:
         "compilation_cache_max_size": (_compile_cache.settings()["max_size"], int, False),
         "persistent_cache_min_compile_time_secs": (0.0, float, False),
         # Where to write the StableHLO of every module compiled ("": nowhere) and kiln's IR of every jitted function
-        # lowered, which of the two (dump_ir_modes: "stablehlo", "jaxpr"), and whether with source locations
+        # lowered, and a pprof profile of its equations per source line: which of these (dump_ir_modes: "stablehlo",
+        # "jaxpr", "eqn_count_pprof"), and whether with source locations
         # (kiln.runtime.ir_dump; JAX's jax_dump_ir_to, jax_dump_ir_modes, jax_include_debug_info_in_dumps).
         "dump_ir_to": (os.environ.get("KILN_DUMP_IR_TO", ""), str, False),
         "dump_ir_modes": (os.environ.get("KILN_DUMP_IR_MODES", "stablehlo"), str, False),
@@ -229,10 +230,12 @@ class Config:
     _CACHE_SETTINGS: dict[str, str] = {"compilation_cache": "enabled", "compilation_cache_dir": "directory",
                                        "compilation_cache_max_size": "max_size",
                                        "persistent_cache_min_compile_time_secs": "min_compile_time"}
+    # Flags the compile cache's logging reads (whether a miss / a hit is a warning): pushed down likewise.
+    _CACHE_LOG_SETTINGS: dict[str, str] = {"explain_cache_misses": "explain_misses", "log_compiles": "log_hits"}
     # Flags the runtime's IR dumps read: pushed down likewise.
     _DUMP_SETTINGS: dict[str, str] = {"dump_ir_to": "directory", "dump_ir_modes": "modes",
                                       "include_debug_info_in_dumps": "debug_info"}
-    _DUMP_MODES = ("stablehlo", "jaxpr")
+    _DUMP_MODES = ("stablehlo", "jaxpr", "eqn_count_pprof")
 
     def __init__(self) -> None:
         object.__setattr__(self, "_values", {})
@@ -249,7 +252,7 @@ class Config:
             warnings.warn("kiln: KILN_DUMP_IR_TO is 'sponge' (Bazel's TEST_UNDECLARED_OUTPUTS_DIR), which is not "
                           "set: modules are not dumped", stacklevel=2)
             self._set("dump_ir_to", "")
-        for name in self._DUMP_SETTINGS:  # (their defaults come from the environment)
+        for name in (*self._DUMP_SETTINGS, *self._CACHE_LOG_SETTINGS):  # (their defaults come from the environment)
             self._push_to_runtime(name, self._values[name])
 
     def _set(self, name: str, value: Any) -> None:
@@ -473,16 +476,17 @@ class Config:
             _compile_cache.configure(**{self._CACHE_SETTINGS[name]: value})
         elif name in self._DUMP_SETTINGS:
             _ir_dump.configure(**{self._DUMP_SETTINGS[name]: value or ""})
+        elif name in self._CACHE_LOG_SETTINGS:
+            _compile_cache.configure(**{self._CACHE_LOG_SETTINGS[name]: value})
 
     def _check_dump_modes(self, jax_name: str, value: Any) -> None:
         modes = [m.strip() for m in (value or "").split(",") if m.strip()]
         unknown = [m for m in modes if m not in self._DUMP_MODES]
         if unknown:
-            missing = (" (JAX's 'jaxpr_html' and 'eqn_count_pprof' are not implemented in kiln)"
-                       if set(unknown) & {"jaxpr_html", "eqn_count_pprof"} else "")
+            missing = " (JAX's 'jaxpr_html' is not implemented in kiln)" if "jaxpr_html" in unknown else ""
             raise ConfigError(f"kiln.config.update({jax_name!r}, {value!r}): unknown dump mode "
                               f"{', '.join(repr(m) for m in unknown)}{missing}; give a comma-separated list of "
-                              f"{' and '.join(repr(m) for m in self._DUMP_MODES)}")
+                              f"{', '.join(repr(m) for m in self._DUMP_MODES)}")
 
     def _restore(self, name: str, value: Any) -> None:
         """Set a flag back to a value it had (no validation, no warning)."""

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-# The names JAX records its trace and compile times under.
+# The names JAX records its trace, lowering and compile times under.
 TRACE_EVENT = "/jax/core/compile/jaxpr_trace_duration"
+LOWERING_EVENT = "/jax/core/compile/jaxpr_to_mlir_module_duration"
 BACKEND_COMPILE_EVENT = "/jax/core/compile/backend_compile_duration"
 
 _KINDS = ("event", "duration", "time_span", "scalar")

@@ -17,6 +17,7 @@ from ..core.avals import ShapedArray
 from ..core.config import config
 from ..core.errors import KilnError
 from ..core.ir import IR, Literal
+from . import eqn_profile
 from .array import Array, held_on
 from .sharding import SingleDeviceSharding
 
@@ -179,6 +180,7 @@ def lower_ir(ir: IR, *, donated: Sequence[bool] = (), keep_unused: bool = False,
         runtime.drop_stale_scopes()  # MLIR scopes an interrupted lowering left entered
     if runtime.ir_dump.enabled("jaxpr"):  # kiln.config's dump_ir_to with "jaxpr" in dump_ir_modes (as JAX's)
         runtime.ir_dump.dump_text("jaxpr", f"jit_{debug_name}" if debug_name else "main", "ir.txt", str(ir))
+    eqn_profile.dump(ir, f"jit_{debug_name}" if debug_name else "main")  # (the eqn_count_pprof mode)
     lowered = contextvars.copy_context().run(_lower, ir, donated, keep_unused, device, mesh, debug_name,
                                              embedded_consts, platform_index_param)
     if mesh is None and device is not None:

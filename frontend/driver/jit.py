@@ -56,7 +56,7 @@ class JitArgumentError(JitError, ValueError):
 # XLA's options for one compilation (``jax.stages.CompilerOptions``): the names of XLA's DebugOptions fields
 # (``"xla_backend_optimization_level"``, ``"xla_disable_hlo_passes"``, ...) or of ExecutableBuildOptions' fields
 # (``"optimization_level"``, ...) to values XLA reads for them. JAX's alias says ``str | bool``; ints and floats
-# are taken too (as JAX's are).
+# are taken too (as JAX's are), and kiln.CompilerEffortLevel members for the two effort levels.
 CompilerOptions = dict[str, str | bool | int | float]
 _OPTION_VALUE_TYPES = (str, bool, int, float)
 
@@ -76,6 +76,8 @@ def _compiler_option_items(where: str, options: Any) -> tuple[tuple[str, Any], .
                            "XLA's option names, as strs (e.g. 'xla_backend_optimization_level')")
         if isinstance(value, np.generic):
             value = value.item()  # (np.bool_ as a bool: jaxlib would pass it to XLA as the int 1)
+        elif isinstance(value, runtime.executable.CompilerEffortLevel):
+            value = value.value  # (XLA's number: the same key as the int; a member's name is read when compiling)
         if not isinstance(value, _OPTION_VALUE_TYPES) and not (name == "fdo_profile" and isinstance(value, bytes)):
             raise JitError(f"{where}: compiler_options[{name!r}] is a {type(value).__name__} ({value!r:.60}); "
                            "XLA's options take a str, bool, int or float (a list of names, e.g. passes to disable, "
@@ -536,7 +538,10 @@ class JittedFunction:
         if current_builder() is not None:
             return self._call_traced(entry, leaves)
         out = self._execute(entry, leaves)
-        if self._cpp is None:  # no C++ dispatch in this process (jax imported first): the direct launch still is
+        # No C++ dispatch in this process (jax imported first): the direct launch still is, for the calls the C++
+        # path would take. Not for those that must stay in Python (an open set_xla_metadata, debug_nans, ...): the
+        # launch's epoch does not tell one metadata context from another.
+        if self._cpp is None and not config._jit_python_dispatch:
             self._record_direct(len(args), dyn_args, dyn_kwargs, static, entry, treedef, leaves, out)
         return out
 
@@ -797,10 +802,12 @@ class JittedFunction:
 
     def _compile(self, entry: _Entry, lowered: Any = None, compiler_options: tuple | None = None
                  ) -> dispatch.CompiledIR:
-        start = time.perf_counter()
         ir = _program_ir(entry.closed)
         donated = _donated_consts(entry) + entry.donated
         options = self._compiler_options if compiler_options is None else compiler_options
+        if lowered is None:
+            lowered = self._lower_program(ir, entry, donated)
+        start = time.perf_counter()
         try:
             compiled = self._compile_program(ir, entry, donated, lowered, options)
         except runtime.executable.CompilerOptionError as e:  # XLA rejected an option: say whose
@@ -826,6 +833,18 @@ class JittedFunction:
         entry.compiled = compiled
         retrace.log_compile(f"jit({self.__name__})", time.perf_counter() - start)
         return compiled
+
+    def _lower_program(self, ir: IR, entry: _Entry, donated: list[bool]) -> Any:
+        """The StableHLO module of ``ir`` (the program of ``entry``), its lowering timed (``log_compiles``)."""
+        start = time.perf_counter()
+        if isinstance(entry.device, spmd.MeshPlacement):
+            lowered = spmd.lower_ir(ir, entry.device, donated=donated, keep_unused=self.keep_unused,
+                                    n_consts=len(ir.constvars), debug_name=self.__name__)
+        else:
+            lowered = dispatch.lower_ir(ir, donated=donated, keep_unused=self.keep_unused, device=entry.device,
+                                        debug_name=self.__name__)
+        retrace.log_lowering(f"jit({self.__name__})", time.perf_counter() - start)
+        return lowered
 
     def _compile_program(self, ir: IR, entry: _Entry, donated: list[bool], lowered: Any, options: tuple) -> Any:
         if isinstance(entry.device, spmd.MeshPlacement):
@@ -1051,14 +1070,7 @@ class Lowered(_Stage):
 
     def __init__(self, jitted: JittedFunction, entry: _Entry, in_tree: Any):
         super().__init__(jitted, entry, in_tree)
-        ir = _program_ir(entry.closed)
-        donated = _donated_consts(entry) + entry.donated
-        if isinstance(entry.device, spmd.MeshPlacement):
-            self._lowered = spmd.lower_ir(ir, entry.device, donated=donated, keep_unused=jitted.keep_unused,
-                                          n_consts=len(ir.constvars), debug_name=jitted.__name__)
-        else:
-            self._lowered = dispatch.lower_ir(ir, donated=donated, keep_unused=jitted.keep_unused, device=entry.device,
-                                              debug_name=jitted.__name__)
+        self._lowered = jitted._lower_program(_program_ir(entry.closed), entry, _donated_consts(entry) + entry.donated)
 
     def as_text(self, dialect: str | None = None, *, debug_info: bool = False) -> str:
         """The StableHLO module as MLIR text; ``debug_info=True`` adds each operation's location

@@ -191,19 +191,28 @@ def note_fresh_function(fun: Any, name: str) -> None:
             "warning can be ignored.)", RetraceWarning)
 
 
+def _log_level() -> int:
+    """``log_compiles`` logs at WARNING; without it the same lines go to DEBUG (as JAX's)."""
+    return logging.WARNING if config.log_compiles else logging.DEBUG
+
+
 def log_trace(name: str, seconds: float) -> None:
-    """``log_compiles``: one line per trace on the ``kiln`` logger (WARNING level, as JAX's); and the trace's
-    duration to kiln.monitoring's listeners, under JAX's event name."""
-    if config.log_compiles:
-        logger.warning("Finished tracing + transforming %s for jit in %.6f sec", name, seconds)
+    """One line per trace on the ``kiln`` logger (see :func:`_log_level`); and the trace's duration to
+    kiln.monitoring's listeners, under JAX's event name."""
+    logger.log(_log_level(), "Finished tracing + transforming %s for jit in %.6f sec", name, seconds)
     _report(monitoring.TRACE_EVENT, name, seconds)
 
 
+def log_lowering(what: str, seconds: float) -> None:
+    """One line per lowering of a traced program to StableHLO (JAX's "jaxpr to MLIR module conversion")."""
+    logger.log(_log_level(), "Finished lowering %s to StableHLO in %.6f sec", what, seconds)
+    _report(monitoring.LOWERING_EVENT, what, seconds)
+
+
 def log_compile(what: str, seconds: float) -> None:
-    """``log_compiles``: one line per compile on the ``kiln`` logger (WARNING level, as JAX's); and the
-    compile's duration to kiln.monitoring's listeners."""
-    if config.log_compiles:
-        logger.warning("Finished XLA compilation of %s in %.6f sec", what, seconds)
+    """One line per XLA compile of a lowered program; and the compile's duration to kiln.monitoring's
+    listeners."""
+    logger.log(_log_level(), "Finished XLA compilation of %s in %.6f sec", what, seconds)
     _report(monitoring.BACKEND_COMPILE_EVENT, what, seconds)
 
 

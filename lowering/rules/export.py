@@ -8,7 +8,7 @@ import numpy as np
 from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import func
 
-from ..hlo import const
+from ..hlo import const, enclosing
 from ..module import LoweringError
 from ..registry import register
 
@@ -18,17 +18,6 @@ _counter = itertools.count()
 class ExportPlatformError(LoweringError, ValueError):
     """An exported function called in a program for a platform it was not exported for (a ValueError, as
     JAX's)."""
-
-
-def _enclosing(op: ir.Operation, name: str) -> tuple[ir.Operation, ir.Operation]:
-    """The ancestor of ``op`` called ``name`` (e.g. the ``builtin.module``) and its child on the way to ``op``."""
-    child = op
-    parent = op.parent
-    while parent is not None and parent.name != name:
-        child, parent = parent, parent.parent
-    if parent is None:
-        raise LoweringError(f"kiln: call_exported: no enclosing {name}")
-    return parent, child
 
 
 def _platform(ctx_platform: str | None) -> str | None:
@@ -50,7 +39,7 @@ def _call_exported(ctx, eqn, *args):
         raise LoweringError(f"kiln.export: the module of {name!r} holds {others[0]} at its top level; kiln inlines "
                             "modules made only of functions (one-device modules without meshes)")
     block = ir.InsertionPoint.current.block
-    module, top = _enclosing(block.owner.operation, "builtin.module")
+    module, top = enclosing(block.owner.operation, "builtin.module")
     table = ir.SymbolTable(module)
     olds = [ir.StringAttr(f.attributes["sym_name"]).value for f in functions]
     while True:

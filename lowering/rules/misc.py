@@ -1,13 +1,19 @@
 """Emission rules for frontend/lax/misc.py: ``stablehlo.reduce_precision``,
-``stablehlo.optimization_barrier``, ``stablehlo.rng_bit_generator``, the general ``stablehlo.reduce``, and
-``xla_metadata_value`` (frontend attributes on the operation producing a value)."""
+``stablehlo.optimization_barrier``, ``stablehlo.rng_bit_generator``, the general ``stablehlo.reduce``,
+``xla_metadata_value`` (frontend attributes on the operation producing a value), and ``xla_metadata_call``
+(frontend/xla_metadata_call.py: a function called through a tagged ``func.call``)."""
 from __future__ import annotations
+
+import itertools
 
 import numpy as np
 from jaxlib.mlir import ir
+from jaxlib.mlir.dialects import func
 from jaxlib.mlir.dialects import stablehlo as hlo
+from kiln.frontend.core import passes
 
-from ..hlo import add_frontend_attributes, build_region, const, frontend_attributes, i64_array, op
+from ..hlo import add_frontend_attributes, build_region, const, enclosing, frontend_attributes, i64_array, op
+from ..module import MissingLoweringRule
 from ..registry import register
 from ..types import element_type, tensor_type
 
@@ -30,6 +36,35 @@ def _xla_metadata_value(ctx, eqn, x):
     if not isinstance(owner, ir.Block):
         add_frontend_attributes(owner.operation, frontend_attributes(eqn.params["xla_metadata_kvs"]))
     return x
+
+
+@register("xla_metadata_call")
+def _xla_metadata_call(ctx, eqn, *args):
+    """The body as a private function ``@xla_metadata_call`` (``_0``, ``_1``, ... when taken) before the function
+    being built, and a ``func.call`` of it carrying the metadata, as JAX's lowering (XLA copies the attributes onto
+    the operations it inlines)."""
+    body = eqn.params["ir"].ir
+    if passes.has_ordered_effects(body):
+        raise MissingLoweringRule(
+            "kiln: xla_metadata_call of a function with ordered effects (io_callback(..., ordered=True), "
+            "debug.print(..., ordered=True)) is not supported: call the ordered callback outside the tagged "
+            "function, or tag the operations with `with set_xla_metadata(...)` instead")
+    module, top = enclosing(ir.InsertionPoint.current.block.owner.operation, "builtin.module")
+    table = ir.SymbolTable(module)
+    names = itertools.chain(["xla_metadata_call"], (f"xla_metadata_call_{i}" for i in itertools.count()))
+    name = next(n for n in names if n not in table)
+    in_types = [tensor_type(v.aval) for v in body.invars]
+    out_types = [tensor_type(a.aval) for a in eqn.outputs]
+    with ir.InsertionPoint(top):
+        callee = func.FuncOp(name, ir.FunctionType.get(in_types, out_types))
+    callee.attributes["sym_visibility"] = ir.StringAttr.get("private")
+    entry = callee.add_entry_block()
+    with ir.InsertionPoint(entry):
+        func.ReturnOp(ctx.emit_body(body, list(entry.arguments)))
+    call = func.CallOp(out_types, ir.FlatSymbolRefAttr.get(name), list(args))
+    if eqn.params["xla_metadata"]:
+        call.operation.attributes["mhlo.frontend_attributes"] = frontend_attributes(eqn.params["xla_metadata"])
+    return list(call.results)
 
 
 @register("optimization_barrier")

@@ -19,7 +19,7 @@ import kiln
 import kiln.numpy as knp
 from kiln import lax
 from kiln.experimental import checkify  # registers check
-from kiln.experimental.xla_metadata import set_xla_metadata
+from kiln.experimental.xla_metadata import set_xla_metadata, xla_metadata_call, xla_metadata_call2
 
 # with_sharding_constraint's cases: rows laid out over a one-device mesh (any session has one device).
 _ONE_DEVICE_ROWS = kiln.sharding.NamedSharding(kiln.make_mesh((1,), ("i",)), kiln.P("i"))
@@ -260,6 +260,10 @@ CASES: dict[str, list[Case]] = {
     "pvary": [c(lambda x: kiln.vmap(lambda v: lax.pcast(v, "b", to="varying") * v, axis_name="b")(x), a(3, 2))],
     "name": [c(lambda x: knp.sin(kiln.ad_checkpoint.checkpoint_name(x * x, "sq")), a(3, 2))],
     "xla_metadata_value": [c(lambda x: knp.sin(set_xla_metadata(x * x, tag="sq")), a(3, 2))],
+    "xla_metadata_call": [c(lambda x, y: xla_metadata_call(tag="b")(lambda u, v: knp.sin(u) * v + u * u)(x, y),
+                            a(3, 2), a(2)),
+                          c(lambda x: xla_metadata_call2(lambda u: knp.exp(u).sum() * u, {"t": 1},
+                                                         ad_metadata="drop")(x), a(3), jit=True)],
     "sharding_constraint": [c(lambda x: lax.with_sharding_constraint(x * x, _ONE_DEVICE_ROWS), a(3, 2), jit=True)],
     "shard_map": [c(lambda x, w: kiln.shard_map(lambda b, v: lax.psum(knp.sin(b) * v, "i"), mesh=_ONE_DEVICE_ROWS.mesh,
                                                 in_specs=(kiln.P("i"), kiln.P()), out_specs=kiln.P())(x, w),

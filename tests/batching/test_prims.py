@@ -23,7 +23,7 @@ import kiln
 import kiln.experimental.checkify  # noqa: F401  (registers check)
 import kiln.numpy as knp
 from kiln import lax
-from kiln.experimental.xla_metadata import set_xla_metadata
+from kiln.experimental.xla_metadata import set_xla_metadata, xla_metadata_call
 
 # with_sharding_constraint's cases: rows laid out over a one-device mesh (any session has one device).
 _ONE_DEVICE_ROWS = kiln.sharding.NamedSharding(kiln.make_mesh((1,), ("i",)), kiln.P("i"))
@@ -297,6 +297,8 @@ case("pvary", lambda x: kiln.vmap(lambda v: lax.pcast(v, "b", to="varying") * 2,
      lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
 case("name", lambda x: kiln.ad_checkpoint.checkpoint_name(x * 2, "n"), lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
 case("xla_metadata_value", lambda x: set_xla_metadata(x * 2, tag="t"), lambda r: [f32(r, 3, 4)], UNARY_VARIANTS[:3])
+case("xla_metadata_call", lambda x, y: xla_metadata_call(tag="t")(lambda u, v: knp.sin(u) @ v)(x, y),
+     lambda r: [f32(r, 3, 4), f32(r, 4)], [((0, None), 0), ((1, 0), -1), ((None, 0), 0)])
 case("optimization_barrier", lambda x, y: lax.optimization_barrier((x, y)), lambda r: [f32(r, 3, 2), f32(r, 2)],
      [((0, None), 0), ((1, 0), -1)])
 case("reduce", lambda x: lax.reduce(x, 1.0, lambda u, v: u * v * 1.0, (1,)), lambda r: [f32(r, 3, 4)],

@@ -170,6 +170,31 @@ def test_disk_cache_key_has_the_options():
     assert len(keys) == 6
 
 
+def test_effort_levels_take_compiler_effort_level_members_and_names():
+    """JAX's compilation-effort options: a kiln.CompilerEffortLevel member, its name ("O0" ... "O3") or XLA's number
+    are the same option (the same serialized compile options, so the same disk cache key)."""
+    assert [(m.name, m.value) for m in kiln.CompilerEffortLevel] == [("UNKNOWN", 0), ("O0", 9), ("O1", 19), ("O2", 29),
+                                                                     ("O3", 39)]
+    dev = kiln.devices()[0]
+    client, devices = dev.backend._client, xc.DeviceList((dev._raw,))
+    text = kiln.jit(f).lower(X8).as_text()
+
+    def key(name, value):
+        return cc.cache_key(client, text, devices, _compile_options(dev, ((name, value),)))
+    for name in ("optimization_level", "memory_fitting_level"):
+        assert key(name, kiln.CompilerEffortLevel.O1) == key(name, "O1") == key(name, 19) != key(name, "O3")
+        assert key(name, "O3") == key(name, 39)
+    for level in (kiln.CompilerEffortLevel.O3, "O0"):
+        g = kiln.jit(f, compiler_options={"optimization_level": level, "memory_fitting_level": level})
+        np.testing.assert_allclose(np.asarray(g(X8)), _want(X8), rtol=1e-6)
+        lowered = kiln.jit(f).lower(X8)
+        np.testing.assert_allclose(np.asarray(lowered.compile({"optimization_level": level})(X8)), _want(X8),
+                                   rtol=1e-6)
+    # a member and its number are one program of the jitted function
+    assert kiln.jit(f, compiler_options={"optimization_level": kiln.CompilerEffortLevel.O2})._compiler_options == (
+        ("optimization_level", 29),)
+
+
 @pytest.mark.backend("cpu")
 def test_disk_cache_serves_a_program_only_to_the_same_options(disk_cache):
     def g(x):
@@ -203,8 +228,11 @@ def test_disk_cache_serves_a_program_only_to_the_same_options(disk_cache):
                                     r"\(a list of names: one comma-separated str\)"),
     ({"xla_step_marker_location": "SOMEWHERE"}, r"'xla_step_marker_location' takes enum values, and 'SOMEWHERE' is not "
                                                 r"one; pass the name of one of the enum's values as a str"),
-    ({"optimization_level": "O1"}, r"'optimization_level' takes int values, got a str \('O1'\); pass a value of type "
-                                   r"int"),
+    ({"optimization_level": "O7"}, r"'optimization_level' is an effort level, and 'O7' is not one; pass "
+                                   r"kiln.CompilerEffortLevel.O0 ... O3 or its name "
+                                   r"\('UNKNOWN', 'O0', 'O1', 'O2', 'O3'\)"),
+    ({"memory_fitting_level": 2.5}, r"'memory_fitting_level' takes int values, got a float \(2.5\); pass a value of "
+                                    r"type int"),
 ])
 def test_xla_rejects_a_name_or_value_at_compile_time(options, message):
     jf = kiln.jit(f, compiler_options=options)  # not checked until compiled (as JAX)

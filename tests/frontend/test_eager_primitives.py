@@ -23,7 +23,7 @@ import kiln
 import kiln.numpy as knp
 from kiln import lax, runtime
 from kiln.experimental import checkify  # registers check
-from kiln.experimental.xla_metadata import set_xla_metadata
+from kiln.experimental.xla_metadata import set_xla_metadata, xla_metadata_call
 
 # with_sharding_constraint's cases: rows laid out over a one-device mesh (any session has one device).
 _ONE_DEVICE_ROWS = kiln.sharding.NamedSharding(kiln.make_mesh((1,), ("i",)), kiln.P("i"))
@@ -553,6 +553,10 @@ CASES: dict[str, list[Case]] = {
                            rtol=1e-6)],
     "jit_call": [Case(lambda x, y: _inner_jitted(x, y), (A23, B23),
                       lambda x, y: (np.tanh(x) * y, x - y), rtol=1e-6, atol=1e-6)],
+    "xla_metadata_call": [Case(xla_metadata_call(tag="t")(lambda x, y: (knp.sin(x) * y, x - y)), (A23, B23),
+                               lambda x, y: (np.sin(x) * y, x - y), rtol=1e-6, atol=1e-6),
+                          Case(kiln.grad(xla_metadata_call(tag="t")(lambda x: (knp.sin(x) * x).sum())), (A23,),
+                               lambda x: np.cos(x) * x + np.sin(x), rtol=1e-5, atol=1e-6, label="under grad")],
     "remat": [Case(kiln.checkpoint(lambda x: knp.sin(x) * 2.0), (A23,), lambda x: np.sin(x) * 2, rtol=1e-6,
                    atol=1e-6),
               Case(kiln.grad(kiln.checkpoint(lambda x: (knp.sin(x) * x).sum())), (A23,),

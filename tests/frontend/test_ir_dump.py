@@ -1,6 +1,7 @@
 """kiln.config's dump_ir_to / dump_ir_modes / include_debug_info_in_dumps (JAX's jax_dump_ir_to, ...): every module
 kiln compiles, and kiln's IR of every function it lowers, written to a directory; and the module names (JAX's
 ``jit_f``) that name the files and XLA's HLO modules."""
+import functools
 import os
 import subprocess
 import sys
@@ -8,6 +9,7 @@ import sys
 import numpy as np
 import pytest
 from kiln.frontend.core.config import ConfigError
+from kiln.runtime import ir_dump
 
 import kiln
 import kiln.numpy as knp
@@ -86,11 +88,61 @@ def test_no_dump_when_off(tmp_path):
 
 
 def test_unknown_dump_mode_is_an_error_naming_the_modes():
-    with pytest.raises(ConfigError, match=r"unknown dump mode 'html'.*'stablehlo' and 'jaxpr'"):
+    with pytest.raises(ConfigError, match=r"unknown dump mode 'html'.*'stablehlo', 'jaxpr', 'eqn_count_pprof'"):
         kiln.config.update("jax_dump_ir_modes", "stablehlo,html")
-    with pytest.raises(ConfigError, match="'jaxpr_html' and 'eqn_count_pprof' are not implemented in kiln"):
+    with pytest.raises(ConfigError, match="'jaxpr_html' is not implemented in kiln"):
         kiln.config.update("jax_dump_ir_modes", "jaxpr_html")
     assert kiln.config.dump_ir_modes == "stablehlo"
+
+
+def test_eqn_count_pprof_counts_equations_per_source_line(tmp_path):
+    """JAX's eqn_count_pprof mode: a pprof profile per program, one sample per (line, primitive) whose value is the
+    number of equations that line made; the unrolled loop's line holds them all."""
+    def unrolled(x):
+        for _ in range(30):
+            x = knp.sin(x)  # line A
+        return kiln.lax.fori_loop(0, 3, lambda i, y: y * 2.0, x)  # line B: the body counts inside the loop
+
+    line_a = unrolled.__code__.co_firstlineno + 2
+    with kiln.config.override("dump_ir_to", str(tmp_path)), kiln.config.override("dump_ir_modes", "eqn_count_pprof"):
+        np.testing.assert_allclose(np.asarray(kiln.jit(unrolled)(np.float32(0.5))),
+                                   functools.reduce(lambda y, _: np.sin(y), range(30), np.float32(0.5)) * 8,
+                                   rtol=1e-5)
+    assert _files(tmp_path, ".mlir") == [] and _files(tmp_path, ".ir.txt") == []  # only the profiles
+    (name,) = [n for n in _files(tmp_path, ".eqn_count_pprof") if "jit_unrolled" in n]
+    assert name.startswith("kiln_") and name.endswith("_jit_unrolled.eqn_count_pprof")
+    profile = ir_dump.read_profile((tmp_path / name).read_bytes())
+    strings = profile["stringTable"]
+    s = lambda i: strings[int(i)]  # noqa: E731
+    assert [(s(t["type"]), s(t["unit"])) for t in profile["sampleType"]] == [("equations", "count")]
+    assert s(profile["comment"][0]) == "jit_unrolled"
+    functions = {f["id"]: f for f in profile["function"]}
+    lines = {loc["id"]: loc["line"][0] for loc in profile["location"]}
+    per = {}
+    for sample in profile["sample"]:
+        (label,) = sample["label"]
+        assert s(label["key"]) == "primitive"
+        (loc,) = sample["locationId"]
+        where = lines[loc]
+        f = functions[where["functionId"]]
+        per[s(f["name"]).split(".")[-1], int(where["line"]), s(label["str"])] = int(sample["value"][0])
+        assert s(f["filename"]) == __file__
+    assert per[("unrolled", line_a, "sin")] == 30
+    body = {k: v for k, v in per.items() if k[0] == "<lambda>"}
+    assert body and sum(body.values()) >= 1 and all(k[1] == line_a + 1 for k in body)  # the loop body's multiply
+    assert per[("unrolled", line_a + 1, "scan")] == 1  # (fori_loop with static bounds: a scan)
+
+
+def test_eqn_count_profile_is_pprofs_encoding():
+    counts = [(("/w/model.py", "Net.step", 10, 12), "add", 5000), (("/w/model.py", "<module>", 1, 40), "mul", 1),
+              (None, "iota", 2)]
+    profile = ir_dump.read_profile(ir_dump.eqn_count_profile(counts, "jit_step"))
+    s = lambda i: profile["stringTable"][int(i)]  # noqa: E731
+    assert [int(x["value"][0]) for x in profile["sample"]] == [5000, 1, 2]
+    assert profile["sample"][2].get("locationId", []) == []  # no user line: no stack
+    names = sorted(s(f["name"]) for f in profile["function"])
+    assert names == [".w.model.<module>", ".w.model.Net.step"]  # JAX's naming: the path dotted, then the qualname
+    assert sorted(int(loc["line"][0]["line"]) for loc in profile["location"]) == [12, 40]
 
 
 def test_sponge_without_its_variable_is_an_error(monkeypatch, tmp_path):

@@ -1,6 +1,7 @@
 """jit's diagnostics: stale captured values, the retrace warning, log_compiles, clear_caches."""
 import functools
 import logging
+import re
 import warnings
 
 import numpy as np
@@ -199,16 +200,39 @@ def test_log_compiles(caplog):
     with kiln.log_compiles(), caplog.at_level(logging.WARNING, logger="kiln"):
         f(knp.ones(2))
         f(knp.ones(2))  # a hit: nothing logged
-    messages = [r.getMessage() for r in caplog.records if r.name == "kiln"]
-    assert len(messages) == 2
-    assert messages[0].startswith("Finished tracing + transforming <lambda> for jit in ")
-    assert messages[1].startswith("Finished XLA compilation of jit(<lambda>) in ")
+    # each phase's time (JAX's tracing, "jaxpr to MLIR module conversion" and XLA compilation lines); (and a hit of
+    # the persistent compilation cache, when the program is in it: tests/runtime/test_compile_cache.py)
+    messages = [r.getMessage() for r in caplog.records if r.name == "kiln" and r.getMessage().startswith("Finished")]
+    assert len(messages) == 3, messages
+    assert re.fullmatch(r"Finished tracing \+ transforming <lambda> for jit in \d+\.\d{6} sec", messages[0])
+    assert re.fullmatch(r"Finished lowering jit\(<lambda>\) to StableHLO in \d+\.\d{6} sec", messages[1])
+    assert re.fullmatch(r"Finished XLA compilation of jit\(<lambda>\) in \d+\.\d{6} sec", messages[2])
+    assert {r.levelno for r in caplog.records if r.name == "kiln"} == {logging.WARNING}
+    # Lowered.compile's phases too, lowering in .lower()
+    with kiln.log_compiles(), caplog.at_level(logging.WARNING, logger="kiln"):
+        caplog.clear()
+        kiln.jit(lambda x: x * 3).lower(knp.ones(3)).compile()
+    assert [r.getMessage().split(" in ")[0] for r in caplog.records if r.getMessage().startswith("Finished")] == [
+        "Finished tracing + transforming <lambda> for jit", "Finished lowering jit(<lambda>) to StableHLO",
+        "Finished XLA compilation of jit(<lambda>)"]
     assert kiln.config.log_compiles is False
     kiln.config.update("jax_log_compiles", True)  # JAX's spelling
     try:
         assert kiln.config.log_compiles is True
     finally:
         kiln.config.update("log_compiles", False)
+
+
+def test_without_log_compiles_the_phases_go_to_debug(caplog):
+    # "If the flag is unset (default) the elapsed times are still logged as debug messages" (JAX's docs)
+    with caplog.at_level(logging.DEBUG, logger="kiln"):
+        kiln.jit(lambda x: x - 5)(knp.ones(2))
+    phases = [r for r in caplog.records if r.name == "kiln" and r.getMessage().startswith("Finished ")]
+    assert [r.levelno for r in phases] == [logging.DEBUG] * 3
+    with caplog.at_level(logging.WARNING, logger="kiln"):
+        caplog.clear()
+        kiln.jit(lambda x: x - 6)(knp.ones(2))
+    assert [r for r in caplog.records if r.name == "kiln"] == []  # nothing at the default level
 
 
 def test_clear_caches_retraces_everything():

@@ -13,7 +13,7 @@ from kiln.frontend.core.config import config
 import kiln
 import kiln.numpy as knp
 from kiln import lax
-from kiln.experimental.xla_metadata import set_xla_metadata
+from kiln.experimental.xla_metadata import must_fuse_call, set_xla_metadata, xla_metadata_call, xla_metadata_call2
 
 X = np.array([0.5, -1.25, 2.0], np.float32)
 
@@ -310,3 +310,171 @@ def test_a_users_lowering_rule_is_tagged_and_a_failing_one_leaves_the_lowering_s
         kiln.jit(lambda x: q.bind(x) + 1).lower(X)
     assert config._metadata_holds == 0
     np.testing.assert_allclose(kiln.jit(lambda x: p.bind(x))(X), X * X + X, rtol=1e-6)
+
+
+# ---- xla_metadata_call / xla_metadata_call2 / must_fuse_call ------------------------------------------------------
+# (JAX 0.11's API, which JAX 0.10.2 lacks: the behaviour follows JAX's jax/_src/xla_metadata.py and its docs page
+# docs/new_docs/201/controlling-xla.md)
+
+def _calls(hlo: str) -> list[tuple[str, str | None]]:
+    """(the called computation, its frontend attributes or None) of each ``call`` in XLA's HLO text."""
+    return [(m.group(1), m.group(2)) for m in
+            re.finditer(r"= (?:\([^)]*\)|\S+) call\([^)]*\), to_apply=(\S+?)(?:, frontend_attributes=(\{[^}]*\}))?$",
+                        hlo, re.M)]
+
+
+def _computation(hlo: str, name: str) -> list[str]:
+    """The instructions (opcode names) of computation ``name`` in XLA's HLO text."""
+    body = re.search(rf"^{re.escape(name)} [^\n]*\{{\n(.*?)\n\}}", hlo, re.M | re.S).group(1)
+    return [re.search(r"= (?:\([^)]*\)|\S+) ([\w-]+)\(", line).group(1) for line in body.splitlines()]
+
+
+def test_metadata_call_stages_the_function_out_as_a_tagged_call():
+    @xla_metadata_call(tag="my_block", on=True, n=3, r=0.5)
+    def block(x):
+        y = knp.sin(x)
+        return y * knp.cos(x)
+
+    hlo = kiln.jit(lambda x: block(x) + 1.0).lower(X).as_text("hlo")
+    (callee, tags), = _calls(hlo)
+    assert callee.startswith("xla_metadata_call.") and tags == '{n="3",on="true",r="0.5",tag="my_block"}'
+    assert _computation(hlo, callee) == ["parameter", "sine", "cosine", "multiply"]
+    assert hlo.count("frontend_attributes") == 1  # the call only: its operations get them when XLA inlines it
+    np.testing.assert_allclose(kiln.jit(lambda x: block(x) + 1.0)(X), np.sin(X) * np.cos(X) + 1, rtol=1e-6)
+    np.testing.assert_allclose(block(X), np.sin(X) * np.cos(X), rtol=1e-6)  # eagerly: a program of its own
+    # XLA inlines the call and keeps its attributes: the optimized program's fusion of the block carries them (which
+    # of the inlined operations keep them is XLA's business: this jaxlib's passes keep them on the root)
+    compiled = kiln.jit(block).lower(X).compile().as_text()
+    assert " call(" not in compiled
+    assert re.search(r"ROOT %\S+ = f32\[3\]\{0\} fusion\(.*frontend_attributes=\{[^}]*tag=\"my_block\"", compiled)
+
+
+def test_metadata_call_takes_pytrees_keywords_and_is_traced_once_per_signature():
+    traces = []
+
+    @xla_metadata_call2({"t": "x"})
+    def f(d, scale=2.0):
+        traces.append(1)
+        return {"s": d["a"] * scale, "p": (d["b"] + 1, d["a"].sum())}
+
+    d = {"a": X, "b": np.arange(2, dtype=np.int32)}
+    out = kiln.jit(lambda d: f(d, scale=3.0))(d)
+    np.testing.assert_allclose(out["s"], X * 3, rtol=1e-6)
+    np.testing.assert_array_equal(out["p"][0], [1, 2])
+    assert out["p"][0].dtype == np.int32 and float(out["p"][1]) == pytest.approx(X.sum())
+    # a decorator with the dict in f's place, and two calls in one program get functions of their own names
+    g = xla_metadata_call2({"k": "v"})(knp.cos)
+    hlo = kiln.jit(lambda x: g(x) + g(x * 2)).lower(X).as_text("hlo")
+    assert [c.split(".")[0] for c, _ in _calls(hlo)] == ["xla_metadata_call", "xla_metadata_call_0"]
+    assert {t for _, t in _calls(hlo)} == {'{k="v"}'}
+
+
+def test_grad_tags_the_forward_and_backward_computations_as_ad_metadata_says():
+    @xla_metadata_call(tag="my_block")
+    def block(x):
+        return knp.sin(x)
+
+    hlo = kiln.jit(kiln.grad(block)).lower(1.0).as_text("hlo")
+    (fwd, fwd_tags), (bwd, bwd_tags) = _calls(hlo)
+    assert fwd_tags == bwd_tags == '{tag="my_block"}'
+    assert "cosine" in _computation(hlo, fwd) and _computation(hlo, bwd) == ["parameter", "parameter", "multiply"]
+    assert float(kiln.jit(kiln.grad(block))(1.0)) == pytest.approx(np.cos(1.0), rel=1e-6)
+    for ad, want in (("same", '{tag="x"}'), ("drop", None), ({"tag": "y", "n": 1}, '{n="1",tag="y"}')):
+        f = xla_metadata_call2(knp.sin, {"tag": "x"}, ad_metadata=ad)
+        hlo = kiln.jit(kiln.grad(f)).lower(1.0).as_text("hlo")
+        assert [t for _, t in _calls(hlo)] == ['{tag="x"}', want], ad
+        assert float(kiln.grad(f)(1.0)) == pytest.approx(np.cos(1.0), rel=1e-6)
+    # jvp: the primal and tangent computations are one call, with the forward metadata whatever ad_metadata says
+    f = xla_metadata_call2(knp.sin, {"tag": "x"}, ad_metadata="drop")
+    hlo = kiln.jit(lambda x, t: kiln.jvp(f, (x,), (t,))).lower(1.0, 1.0).as_text("hlo")
+    (callee, tags), = _calls(hlo)
+    assert tags == '{tag="x"}' and {"sine", "cosine", "multiply"} <= set(_computation(hlo, callee))
+    y, t = kiln.jvp(f, (np.float32(0.5),), (np.float32(2.0),))
+    assert (float(y), float(t)) == pytest.approx((np.sin(0.5), 2 * np.cos(0.5)), rel=1e-6)
+
+
+def test_vmap_and_control_flow_keep_the_call():
+    block = xla_metadata_call(tag="b")(lambda x: knp.sin(x) * 2.0)
+    hlo = kiln.jit(kiln.vmap(block)).lower(np.ones((4, 3), np.float32)).as_text("hlo")
+    (callee, tags), = _calls(hlo)
+    assert tags == '{tag="b"}' and "f32[4,3]" in hlo.split(callee)[1].splitlines()[1]  # the batched body
+    np.testing.assert_allclose(kiln.vmap(block)(np.stack([X, 2 * X])), np.sin(np.stack([X, 2 * X])) * 2, rtol=1e-6)
+    scanned = kiln.jit(lambda x: lax.scan(lambda c, _: (block(c), None), x, None, length=3)[0])
+    want = X
+    for _ in range(3):
+        want = np.sin(want) * 2
+    np.testing.assert_allclose(scanned(X), want, rtol=1e-5)
+    assert [t for _, t in _calls(scanned.lower(X).as_text("hlo"))] == ['{tag="b"}']
+
+
+def test_checkify_checks_inside_the_call_and_keeps_it_tagged():
+    from kiln.experimental import checkify
+    block = xla_metadata_call(tag="c")(lambda x: knp.log(x) * 2.0)
+    checked = kiln.jit(checkify.checkify(block, errors=checkify.float_checks))
+    err, out = checked(np.float32(-1.0))
+    assert "nan generated by primitive: log" in err.get() and np.isnan(out)
+    err, out = checked(np.float32(1.0))
+    assert err.get() is None and float(out) == 0.0
+    assert [t for _, t in _calls(checked.lower(np.float32(1.0)).as_text("hlo"))] == ['{tag="c"}']
+
+
+def test_must_fuse_call_tags_the_call_must_fuse():
+    f = must_fuse_call("1")(lambda x: knp.square(x).sum())
+    assert [t for _, t in _calls(kiln.jit(f).lower(X).as_text("hlo"))] == ['{MUST_FUSE="1"}']
+    assert float(kiln.jit(f)(X)) == pytest.approx(float((X.astype(np.float64) ** 2).sum()), rel=1e-6)
+
+
+def test_metadata_call_errors_say_what_to_pass():
+    with pytest.raises(TypeError, match=r"metadata values must be str, bool, int, or float, got list \(\[1\]\) for "
+                                        r"key 'a': pass it as a string"):
+        xla_metadata_call(a=[1])
+    with pytest.raises(TypeError, match=r"ad_metadata must be 'same', 'drop', or a dict of metadata, got 'keep'"):
+        xla_metadata_call2(knp.sin, {"a": 1}, ad_metadata="keep")
+    with pytest.raises(TypeError, match=r"xla_metadata_call2: metadata must be a dict, got \[\('a', 1\)\]"):
+        xla_metadata_call2(knp.sin, [("a", 1)])
+    with pytest.raises(TypeError, match=r"xla_metadata_call2: expected a callable to wrap, got 3"):
+        xla_metadata_call2(3, {"a": 1})
+    with pytest.raises(TypeError, match=r"expected a callable to wrap, got 'tag'; the metadata goes in keyword "
+                                        r"arguments: xla_metadata_call\(tag='x'\)\(f\)"):
+        xla_metadata_call("tag")
+    with pytest.raises(ValueError, match="a metadata key must be a non-empty string, got ''"):
+        xla_metadata_call(**{"": 1})
+    ordered = xla_metadata_call(t=1)(lambda x: kiln.debug.print("{}", x, ordered=True) or x * 2)
+    with pytest.raises(NotImplementedError, match=r"xla_metadata_call of a function with ordered effects .* call "
+                                                  r"the ordered callback outside the tagged function"):
+        kiln.jit(ordered).lower(1.0)
+
+
+def test_each_context_gets_its_program_without_the_cpp_dispatch(run_py):
+    # Regression: without jaxlib's C++ dispatch (jax imported before kiln, or KILN_CPP_DISPATCH=0), a call made
+    # under one set_xla_metadata context left a direct launch that a call under another context then reused: no
+    # retrace, and the program tagged with the first context's metadata.
+    out = run_py("""
+        import kiln, kiln.numpy as knp
+        from kiln.experimental.xla_metadata import set_xla_metadata
+        from kiln.runtime import fastpath
+        assert not fastpath.available()
+        traces = []
+
+        @kiln.jit
+        def f(x):
+            traces.append(1)
+            return knp.sin(x) * 2.0
+
+        x = 1.0  # (a Python scalar: its direct launch was the one reused)
+        f(x)
+        counts = []
+        for value in ("a", "b", "a", None):
+            if value is None:
+                f(x)
+            else:
+                with set_xla_metadata(group=value):
+                    f(x)
+            counts.append(len(traces))
+        f(x)
+        assert counts == [2, 3, 3, 3] and len(traces) == 3, counts
+        with set_xla_metadata(group="b"):  # (the program of that context)
+            assert 'group = "b"' in f.lower(x).as_text()
+        print("ok")
+    """, env={"KILN_CPP_DISPATCH": "0"})
+    assert out.stdout.strip().endswith("ok")

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import subprocess
 import sys
@@ -205,6 +206,31 @@ def test_second_compile_loads_from_disk(cache, cpu0, add_f32_4):
     assert again.num_args == 2
     runtime.compile(MUL_F32_4, cpu0, F32_4)
     assert cc.stats()["misses"] == 2 and len(_entries(cache)) == 2
+
+
+def test_misses_and_hits_are_logged(cache, cpu0, caplog):
+    """JAX's explain_cache_misses explains persistent-cache misses too, and log_compiles logs its hits: each as a
+    warning naming the module and the key; without the flags the same lines are debug messages."""
+    module = kiln.jit(lambda x: x * 17.0).lower(np.float32(1)).as_text()
+    key = _key(module, cpu0)
+    with caplog.at_level(logging.DEBUG, logger="kiln"), kiln.config.override("explain_cache_misses", True):
+        runtime.compile(module, cpu0, [((), np.float32)])
+        runtime.compile(module, cpu0, [((), np.float32)])
+    assert [(r.levelno, r.getMessage()) for r in caplog.records if r.name == "kiln"] == [
+        (logging.WARNING, f"PERSISTENT COMPILATION CACHE MISS for 'jit__lambda_' with key '{key}'"),
+        (logging.DEBUG, f"Persistent compilation cache hit for 'jit__lambda_' with key '{key}'")]
+    caplog.clear()
+    with caplog.at_level(logging.DEBUG, logger="kiln"), kiln.config.override("log_compiles", True):
+        runtime.compile(module, cpu0, [((), np.float32)])
+        runtime.compile(MUL_F32_4, cpu0, F32_4)
+    assert [(r.levelno, r.getMessage().split(" with key ")[0]) for r in caplog.records if r.name == "kiln"] == [
+        (logging.WARNING, "Persistent compilation cache hit for 'jit__lambda_'"),
+        (logging.DEBUG, "PERSISTENT COMPILATION CACHE MISS for 'main'")]
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="kiln"), kiln.config.override("compilation_cache", False), \
+            kiln.config.override("explain_cache_misses", True):
+        runtime.compile(ADD_WITH_LOCS, cpu0, F32_4)
+    assert [r for r in caplog.records if r.name == "kiln"] == []  # the cache is off: nothing is looked up
 
 
 def test_jitted_function_hits_in_a_new_process(cache, run_py):
