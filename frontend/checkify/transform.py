@@ -43,10 +43,10 @@ from ..core.ir import IR, ClosedIR, Literal, Var
 from ..core.primitive import registry
 from ..core.source_info import at as _at
 from ..core.tracing import Tracer, abstractify, materialize, trace_to_ir
-from ..xla_metadata_call import xla_metadata_call_p
 from ..driver.array import Array
 from ..lax.indexing import gather_p
 from ..lax.structural import dynamic_slice_p, dynamic_update_slice_p
+from ..xla_metadata_call import xla_metadata_call_p
 from .errors import (
     DivisionByZeroError,
     Error,
