@@ -55,6 +55,7 @@ from .lax import structural as _st
 from .lax import windowed as _wd
 from .lax.convolution import conv_general_dilated_p as _conv_p
 from .lax.fft import fft_p as _fft_p
+from .xla_metadata_call import xla_metadata_call_p
 
 __all__ = ["jet", "jet_rules", "JetError", "JetInputError"]
 
@@ -850,6 +851,21 @@ def _call_rule(primals, series, *, ir: ClosedIR, name: str, inline: bool = False
 
 
 jet_rules[call_p] = _call_rule
+
+
+def _xla_metadata_call_rule(primals, series, *, ir: ClosedIR, xla_metadata: tuple, ad_metadata: tuple):
+    """As a jit call's: the series computed inside the call, which keeps its metadata."""
+    order = len(series[0])
+    nonzero = [_has_series(s) for s in series]
+    new, out_nonzero = jet_ir(ir, order, nonzero)
+    series = _filled(series, primals, nonzero)
+    outs = xla_metadata_call_p.bind(*new.consts, *primals, *_flat_series(series, nonzero), ir=call_body(new),
+                                    xla_metadata=xla_metadata, ad_metadata=ad_metadata)
+    n = len(ir.out_avals)
+    return outs[:n], _split_series(outs[n:], out_nonzero, order)
+
+
+jet_rules[xla_metadata_call_p] = _xla_metadata_call_rule
 
 
 def _body_rule(primals, series, *, body: ClosedIR, **params):

@@ -418,6 +418,21 @@ def test_checkify_checks_inside_the_call_and_keeps_it_tagged():
     assert [t for _, t in _calls(checked.lower(np.float32(1.0)).as_text("hlo"))] == ['{tag="c"}']
 
 
+def test_jet_computes_the_series_inside_the_call_and_keeps_it_tagged():
+    from kiln.experimental.jet import jet
+    plain = lambda x: knp.sin(x) * x  # noqa: E731
+    block = xla_metadata_call(tag="j")(plain)
+    # (x0, x1, x2) = (2, 1, 0.5): the series of plain's Taylor expansion, written out (jet's derivative convention)
+    x0, x1, x2 = 2.0, 1.0, 0.5
+    d1 = np.cos(x0) * x0 + np.sin(x0)
+    d2 = 2 * np.cos(x0) - np.sin(x0) * x0
+    primal, series = jet(block, (x0,), ((x1, x2),))
+    np.testing.assert_allclose(primal, np.sin(x0) * x0, rtol=1e-6)
+    np.testing.assert_allclose(series, [d1 * x1, d1 * x2 + d2 * x1 ** 2], rtol=1e-5)
+    hlo = kiln.jit(lambda x: jet(block, (x,), ((x1, x2),))).lower(x0).as_text("hlo")
+    assert {t for _, t in _calls(hlo)} == {'{tag="j"}'}
+
+
 def test_must_fuse_call_tags_the_call_must_fuse():
     f = must_fuse_call("1")(lambda x: knp.square(x).sum())
     assert [t for _, t in _calls(kiln.jit(f).lower(X).as_text("hlo"))] == ['{MUST_FUSE="1"}']
