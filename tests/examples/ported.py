@@ -2,6 +2,7 @@
 source with JAX's imports put back (for the tests that compare the two libraries where JAX is installed)."""
 from __future__ import annotations
 
+import collections
 import importlib.util
 import pathlib
 import re
@@ -29,3 +30,16 @@ def load(name: str, lib: str = "kiln") -> types.ModuleType:
     # (dont_inherit: the port's own __future__ imports, not this file's: a dataclass cell needs real annotations)
     exec(compile(source, f"jax_{name}.py", "exec", dont_inherit=True), module.__dict__)
     return module
+
+
+def count_primitives(jaxpr, counts: collections.Counter | None = None) -> collections.Counter:
+    """How many equations of each primitive a jaxpr (kiln's or JAX's) has, nested programs (remat bodies) included."""
+    counts = collections.Counter() if counts is None else counts
+    for eqn in jaxpr.eqns:
+        counts[eqn.primitive.name] += 1
+        for value in eqn.params.values():
+            for sub in value if isinstance(value, (list, tuple)) else [value]:
+                inner = getattr(sub, "jaxpr", sub)
+                if hasattr(inner, "eqns"):
+                    count_primitives(inner, counts)
+    return counts

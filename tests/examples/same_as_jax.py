@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
+import pathlib
 
 import jax
 import numpy as np
@@ -82,3 +84,23 @@ def assert_same_exception(k_exc: BaseException, j_exc: BaseException) -> None:
     for base in jt.__mro__:
         if base.__module__ == "builtins":
             assert isinstance(k_exc, base), (type(k_exc), base)
+
+
+# The environment of a fresh interpreter with 8 CPU devices, per library (the count is fixed when a backend starts).
+EIGHT_CPU_DEVICES = {"jax": {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"},
+                     "kiln": {"KILN_NUM_CPU_DEVICES": "8"}}
+
+
+def run_on_eight_cpu_devices(run_py, directory: pathlib.Path, script: str) -> dict:
+    """``{lib: (arrays, results)}``: ``script`` run under each library in a fresh interpreter with 8 CPU devices,
+    formatted with ``here`` (tests/examples), ``lib``, and the paths it writes: ``npz`` ({name: array}, read back
+    as ``arrays``) and ``out`` (JSON, read back as ``results``)."""
+    here = pathlib.Path(__file__).resolve().parent
+    found = {}
+    for lib, env in EIGHT_CPU_DEVICES.items():
+        npz, out = directory / f"{lib}.npz", directory / f"{lib}.json"
+        run_py(script.format(here=str(here), lib=lib, npz=str(npz), out=str(out)), env=env, timeout=600)
+        with np.load(npz) as f:
+            arrays = dict(f)
+        found[lib] = arrays, json.loads(out.read_text())
+    return found

@@ -12,14 +12,13 @@ test_jep_new_remat_against_jax.py compares the cells with JAX.
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import io
 import re
 
 import numpy as np
 import pytest
-from ported import load
+from ported import count_primitives, load
 
 import kiln
 import kiln.numpy as jnp
@@ -48,19 +47,6 @@ def _listing(text):
         m = re.match(r"^(.*?) from \S+?:\d+(?::\d+)? \((\S+)\)$", line)
         rows.append((m[1], m[2]) if m else (line, None))
     return rows
-
-
-def _count(jaxpr, counts=None):
-    """How many equations of each primitive, nested programs (remat bodies) included."""
-    counts = collections.Counter() if counts is None else counts
-    for eqn in jaxpr.eqns:
-        counts[eqn.primitive.name] += 1
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (list, tuple)) else [value]:
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    _count(inner, counts)
-    return counts
 
 
 def _fd_grad(fun, x, h=1e-6):
@@ -132,13 +118,13 @@ def test_checkpoint_dots_recomputes_sin_and_cos(nb):
     them, are not saved from the forward pass and are instead recomputed during the backward pass"."""
     params, x, ct = _params(), RNG.normal(size=4).astype(np.float32), RNG.normal(size=3).astype(np.float32)
     y, pullback = kiln.vjp(nb.predict, params, x)
-    back = _count(kiln.make_jaxpr(pullback)(ct).jaxpr)
+    back = count_primitives(kiln.make_jaxpr(pullback)(ct).jaxpr)
     assert (back["sin"], back["cos"], back["dot_general"]) == (2, 2, 6)
-    forward = _count(kiln.make_jaxpr(lambda p, v: kiln.vjp(nb.predict, p, v)[0])(params, x).jaxpr)
+    forward = count_primitives(kiln.make_jaxpr(lambda p, v: kiln.vjp(nb.predict, p, v)[0])(params, x).jaxpr)
     assert (forward["sin"], forward["cos"], forward["dot_general"]) == (2, 0, 3)
     plain = nb.predict.__wrapped__  # the function without checkpoint: its backward pass only multiplies and dots
     y_plain, pullback_plain = kiln.vjp(plain, params, x)
-    back = _count(kiln.make_jaxpr(pullback_plain)(ct).jaxpr)
+    back = count_primitives(kiln.make_jaxpr(pullback_plain)(ct).jaxpr)
     assert (back["sin"], back["cos"], back["dot_general"]) == (0, 0, 6)
     # the numbers are the same as without checkpoint, and NumPy's
     want_y, (want_dWs, want_dx) = _np_predict(params, x, ct)
@@ -167,9 +153,9 @@ def test_constant_is_recomputed_not_saved(nb):
     assert _listing(_printed(nb.print_saved_residuals, plain, np.float32(3.0))) == [
         (f"f32[{N}] output of sin", "some_function")]
     loss = lambda x: jnp.sum(nb.f(x))  # noqa: E731
-    counts = _count(kiln.make_jaxpr(kiln.grad(loss))(3.0).jaxpr)
+    counts = count_primitives(kiln.make_jaxpr(kiln.grad(loss))(3.0).jaxpr)
     assert (counts["iota"], counts["sin"]) == (2, 2)  # made and used forward, made again backward
-    assert _count(kiln.make_jaxpr(kiln.grad(lambda x: jnp.sum(plain(x))))(3.0).jaxpr)["sin"] == 1
+    assert count_primitives(kiln.make_jaxpr(kiln.grad(lambda x: jnp.sum(plain(x))))(3.0).jaxpr)["sin"] == 1
     grad = kiln.grad(loss)(3.0)
     assert grad.dtype == np.float32 and grad.shape == ()
     np.testing.assert_allclose(grad, _sum_sin(N), rtol=1e-4, atol=1e-4)
@@ -205,5 +191,5 @@ def test_static_argnums_with_ensure_compile_time_eval(nb):
         np.testing.assert_allclose(nb.scaled(np.float32(1.5), n), 1.5 * scale)
         np.testing.assert_allclose(kiln.grad(nb.scaled)(1.5, n), scale)
     # the sum was computed while tracing: no iota, no reduction in the program, the constant 6 folded in
-    counts = _count(kiln.make_jaxpr(lambda x: nb.scaled(x, 4))(1.5).jaxpr)
+    counts = count_primitives(kiln.make_jaxpr(lambda x: nb.scaled(x, 4))(1.5).jaxpr)
     assert counts["iota"] == counts["reduce_sum"] == 0 and counts["mul"] == 1

@@ -10,14 +10,13 @@ messages say what replaces the option).
 """
 from __future__ import annotations
 
-import collections
 import re
 
 import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
-from ported import load  # noqa: E402
+from ported import count_primitives, load  # noqa: E402
 from same_as_jax import assert_same, assert_same_exception, quiet  # noqa: E402
 
 import kiln  # noqa: E402
@@ -34,20 +33,8 @@ def _located(text):
     return re.sub(r"from \S+?\.py:", "from FILE:", text)
 
 
-def _count(jaxpr, counts=None):
-    counts = collections.Counter() if counts is None else counts
-    for eqn in jaxpr.eqns:
-        counts[eqn.primitive.name] += 1
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (list, tuple)) else [value]:
-                inner = getattr(sub, "jaxpr", sub)
-                if hasattr(inner, "eqns"):
-                    _count(inner, counts)
-    return counts
-
-
 def _work(jaxpr, prims=("sin", "cos", "dot_general", "iota", "reduce_sum")):
-    c = _count(jaxpr)
+    c = count_primitives(jaxpr)
     return tuple(c[p] for p in prims)
 
 

@@ -17,15 +17,11 @@ of the right ones): not compared (check_vma=True only).
 """
 from __future__ import annotations
 
-import json
-import pathlib
-
 import numpy as np
 import pytest
 
 pytest.importorskip("jax")
-
-HERE = pathlib.Path(__file__).resolve().parent
+from same_as_jax import run_on_eight_cpu_devices  # noqa: E402
 
 # Runs the page under `lib`: the arrays to the .npz at `npz`, {"types", "errors", "collectives"} to the json at `out`.
 SCRIPT = """
@@ -151,16 +147,7 @@ DIFFERENT_COLLECTIVES = {
 
 @pytest.fixture(scope="module")
 def both(tmp_path_factory, run_py):
-    d = tmp_path_factory.mktemp("jep_shmap_transpose")
-    results = {}
-    for lib, env in (("jax", {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}),
-                     ("kiln", {"KILN_NUM_CPU_DEVICES": "8"})):
-        npz, out = d / f"{lib}.npz", d / f"{lib}.json"
-        run_py(SCRIPT.format(here=str(HERE), lib=lib, npz=str(npz), out=str(out)), env=env, timeout=600)
-        with np.load(npz) as f:
-            arrays = dict(f)
-        results[lib] = arrays, json.loads(out.read_text())
-    return results
+    return run_on_eight_cpu_devices(run_py, tmp_path_factory.mktemp("jep_shmap_transpose"), SCRIPT)
 
 
 def test_same_blocks_ran(both):

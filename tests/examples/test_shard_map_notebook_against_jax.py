@@ -13,23 +13,19 @@ lack: then the JAX side skips the drawing).
 """
 from __future__ import annotations
 
-import json
-import pathlib
-
 import numpy as np
 import pytest
 
 pytest.importorskip("jax")
+from same_as_jax import run_on_eight_cpu_devices  # noqa: E402
 
-HERE = pathlib.Path(__file__).resolve().parent
-
-# Runs the cells under `lib` and writes {name: array} to the .npz at argv[2], the printed "True"/"False"s to argv[3].
+# Runs the cells under `lib`: {name: array} to the .npz at `npz`, the printed "True"/"False"s to the json at `out`.
 SCRIPT = """
 import contextlib, io, json, sys
 import numpy as np
 sys.path.insert(0, {here!r})
 from ported import load
-lib, npz, txt = {lib!r}, {npz!r}, {txt!r}
+lib, npz, txt = {lib!r}, {npz!r}, {out!r}
 m = load("shard_map_notebook", lib)
 jax = __import__(lib)
 try:
@@ -77,16 +73,7 @@ open(txt, "w").write(json.dumps(prints))
 
 @pytest.fixture(scope="module")
 def both(tmp_path_factory, run_py):
-    d = tmp_path_factory.mktemp("shard_map_notebook")
-    results = {}
-    for lib, env in (("jax", {"XLA_FLAGS": "--xla_force_host_platform_device_count=8", "JAX_PLATFORMS": "cpu"}),
-                     ("kiln", {"KILN_NUM_CPU_DEVICES": "8"})):
-        npz, txt = d / f"{lib}.npz", d / f"{lib}.json"
-        run_py(SCRIPT.format(here=str(HERE), lib=lib, npz=str(npz), txt=str(txt)), env=env, timeout=600)
-        with np.load(npz) as f:
-            arrays = dict(f)
-        results[lib] = arrays, json.loads(txt.read_text())
-    return results
+    return run_on_eight_cpu_devices(run_py, tmp_path_factory.mktemp("shard_map_notebook"), SCRIPT)
 
 
 def test_same_arrays(both):
