@@ -3,7 +3,9 @@ source with JAX's imports put back (for the tests that compare the two libraries
 from __future__ import annotations
 
 import collections
+import contextlib
 import importlib.util
+import io
 import pathlib
 import re
 import types
@@ -32,14 +34,28 @@ def load(name: str, lib: str = "kiln") -> types.ModuleType:
     return module
 
 
-def count_primitives(jaxpr, counts: collections.Counter | None = None) -> collections.Counter:
-    """How many equations of each primitive a jaxpr (kiln's or JAX's) has, nested programs (remat bodies) included."""
+def count_primitives(jaxpr, counts: collections.Counter | None = None, names: dict | None = None
+                     ) -> collections.Counter:
+    """How many equations of each primitive a jaxpr (kiln's or JAX's) has, nested programs (remat bodies) included;
+    with ``names`` ({primitive: label}), only those primitives, counted under their labels."""
     counts = collections.Counter() if counts is None else counts
     for eqn in jaxpr.eqns:
-        counts[eqn.primitive.name] += 1
+        name = eqn.primitive.name
+        if names is None or name in names:
+            counts[name if names is None else names[name]] += 1
         for value in eqn.params.values():
             for sub in value if isinstance(value, (list, tuple)) else [value]:
-                inner = getattr(sub, "jaxpr", sub)
+                inner = getattr(sub, "jaxpr", getattr(sub, "ir", sub))
                 if hasattr(inner, "eqns"):
-                    count_primitives(inner, counts)
+                    count_primitives(inner, counts, names)
     return counts
+
+
+def run_quietly(module: types.ModuleType, **kwargs) -> dict:
+    """What a port's ``run(**kwargs)`` returns (a dict of its cells' results), with everything they printed under
+    ``"stdout"``."""
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        res = module.run(**kwargs)
+    res["stdout"] = buf.getvalue()
+    return res

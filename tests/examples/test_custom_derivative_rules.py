@@ -14,14 +14,12 @@ test_custom_derivative_rules_against_jax.py compares the same cells with JAX num
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import re
 import sys
 
 import numpy as np
 import pytest
-from ported import load
+from ported import load, run_quietly
 
 import kiln
 import kiln.numpy as jnp
@@ -129,11 +127,7 @@ def nb():
 @pytest.fixture(scope="module")
 def out(nb):
     """What every cell returns (``run``), and everything they printed under "stdout"."""
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        res = nb.run(num=NUM)
-    res["stdout"] = buf.getvalue()
-    return res
+    return run_quietly(nb, num=NUM)
 
 
 def _f64(x):

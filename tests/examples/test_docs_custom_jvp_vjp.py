@@ -13,13 +13,11 @@ session's ``p x`` and ``p g``, is checked.
 """
 from __future__ import annotations
 
-import contextlib
-import io
 import sys
 
 import numpy as np
 import pytest
-from ported import load
+from ported import load, run_quietly
 
 import kiln
 import kiln.numpy as jnp
@@ -35,11 +33,7 @@ def nb():
 @pytest.fixture(scope="module")
 def out(nb):
     """What every cell returns (``run``), and everything they printed under "stdout"."""
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        res = nb.run(num=NUM)
-    res["stdout"] = buf.getvalue()
-    return res
+    return run_quietly(nb, num=NUM)
 
 
 def _close(got, want, rtol=2e-7, atol=0.0):

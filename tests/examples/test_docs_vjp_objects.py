@@ -12,13 +12,10 @@ page (prefix forms of saveable_args, their errors, ``replace``).
 """
 from __future__ import annotations
 
-import contextlib
-import io
-
 import numpy as np
 import pytest
 from kiln.frontend.ad.vjp_object import VJP, NotSaveable
-from ported import load
+from ported import load, run_quietly
 
 import kiln
 
@@ -34,11 +31,7 @@ def nb():
 @pytest.fixture(scope="module")
 def out(nb):
     """What every cell returns (``run``), and everything they printed under "stdout"."""
-    buf = io.StringIO()
-    with contextlib.redirect_stdout(buf):
-        res = nb.run()
-    res["stdout"] = buf.getvalue()
-    return res
+    return run_quietly(nb)
 
 
 def _layer(W, x):

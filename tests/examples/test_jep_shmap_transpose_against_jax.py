@@ -25,11 +25,11 @@ from same_as_jax import run_on_eight_cpu_devices  # noqa: E402
 
 # Runs the page under `lib`: the arrays to the .npz at `npz`, {"types", "errors", "collectives"} to the json at `out`.
 SCRIPT = """
-import collections, json, sys
+import json, sys
 from functools import partial
 import numpy as np
 sys.path.insert(0, {here!r})
-from ported import load
+from ported import count_primitives, load
 lib, npz, out = {lib!r}, {npz!r}, {out!r}
 m = load("jep_shmap_transpose", lib)
 jax = __import__(lib)
@@ -43,17 +43,8 @@ COMM = {{"psum": "psum", "psum_invariant": "psum", "psum_scatter": "psum_scatter
         "ppermute": "ppermute"}}
 arrays, errors, collectives = {{}}, {{}}, {{}}
 
-def count(jaxpr, c=None):
-    c = collections.Counter() if c is None else c
-    for e in jaxpr.eqns:
-        if e.primitive.name in COMM:
-            c[COMM[e.primitive.name]] += 1
-        for v in e.params.values():
-            for sub in v if isinstance(v, (list, tuple)) else [v]:
-                inner = getattr(sub, "jaxpr", getattr(sub, "ir", sub))
-                if hasattr(inner, "eqns"):
-                    count(inner, c)
-    return dict(c)
+def count(jaxpr):
+    return dict(count_primitives(jaxpr, names=COMM))
 
 def T(f, *primals):
     return lambda ct: jax.linear_transpose(f, *primals)(ct)[0]
