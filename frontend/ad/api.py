@@ -46,6 +46,7 @@ from .jvp import jvp_ir, non_differentiable
 from .partial_eval import partial_eval
 from .tangents import Zero, float0, instantiate, tangent_aval
 from .transpose import UndefinedPrimal, backward_pass
+from .varying_transpose import backward_pass_typed, typing_in_body
 from .vjp_object import VJP, DidntWant, DontWant, GradRef, GradValue, saveable_flags
 
 
@@ -329,6 +330,7 @@ def _forward(fname: str, fun: Callable, primals: tuple, has_aux: bool):
     info = _VjpInfo(lin, nonzero, out_nonzero, in_tree, main_tree, n_main,
                     [abstractify(p) for p in flat_p], [abstractify(p) for p in out_primals[:n_main]], sources,
                     _fun_name(fun))
+    info.typing = typing_in_body(flat_p, residuals, lin.consts, lin.ir, nonzero)
     return tree_util.tree_unflatten(main_tree, out_primals[:n_main]), info, residuals, aux
 
 
@@ -343,6 +345,8 @@ class _VjpInfo:
         self.in_avals, self.out_avals = in_avals, out_avals
         self.sources, self.fun_name = sources, fun_name
         self.ref_inputs: frozenset[int] = frozenset()  # the flat inputs that were refs (their gradients go to refs)
+        # In a shard_map body that checks varying axes: the types its backward pass takes (ad/varying_transpose.py)
+        self.typing: dict | None = None
 
 
 def _external_aval(t, aval: ShapedArray):
@@ -366,7 +370,11 @@ def _apply_vjp(info: _VjpInfo, residuals: list, ct, wants: tuple = ()):
     args = list(residuals) + [UndefinedPrimal(a) for a in lin.ir.in_avals[len(residuals):]]
     wanted = [False] * len(residuals) + [not isinstance(w, DontWant)
                                          for w, nz in zip(flat_wants, info.nonzero) if nz]
-    cts = backward_pass(lin.ir, lin.consts, args, lin_out_cts, wanted)[len(residuals):]
+    if info.typing is None:
+        cts = backward_pass(lin.ir, lin.consts, args, lin_out_cts, wanted)
+    else:
+        cts = backward_pass_typed(lin.ir, lin.consts, args, lin_out_cts, wanted=wanted, **info.typing)
+    cts = cts[len(residuals):]
     it = iter(cts)
     full = [next(it) if nz else Zero(tangent_aval(a)) for a, nz in zip(info.in_avals, info.nonzero)]
     return tree_util.tree_unflatten(info.in_tree, [_deliver(c, a, w, i)
@@ -788,7 +796,11 @@ def linear_transpose(fun: Callable, *primals, reduce_axes=()) -> Callable:
                 raise TypeError(f"kiln.linear_transpose({name}): cotangent {ca.str_short()} does not match the "
                                 f"output {a.str_short()}")
         args = [UndefinedPrimal(a) for a in closed.ir.in_avals]
-        cts = backward_pass(closed.ir, closed.consts, args, list(flat_ct))
+        typing = typing_in_body(flat_p, [], closed.consts, closed.ir, [True] * len(flat_p))
+        if typing is None:
+            cts = backward_pass(closed.ir, closed.consts, args, list(flat_ct))
+        else:
+            cts = backward_pass_typed(closed.ir, closed.consts, args, list(flat_ct), **typing)
         outs = [instantiate(Zero(a)) if c is None or isinstance(c, Zero) else c
                 for c, a in zip(cts, in_avals)]
         # The cotangents take the primals' dtypes; as in JAX, one stays weak where its primal is weak (a Python

@@ -7,6 +7,7 @@ zero cotangents). Only linear primitives need a rule.
 """
 from __future__ import annotations
 
+import contextvars
 import weakref
 from typing import Any, Callable, Sequence
 
@@ -21,6 +22,14 @@ from .jvp import DifferentiationError
 from .tangents import Zero, add_tangents, instantiate
 
 transpose_rules: dict[Primitive, Callable] = {}
+
+# Whether the backward pass running now is typed (ad/varying_transpose.py): the collectives' rules read it.
+_typed = contextvars.ContextVar("kiln_typed_transposition", default=False)
+
+
+def typed_transposition() -> bool:
+    """Whether the innermost backward pass running is typed with varying axes (JAX's check_vma transposes)."""
+    return _typed.get()
 
 
 class UndefinedPrimal:
@@ -51,14 +60,24 @@ def not_linear(what: str) -> TypeError:
 
 
 def backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: Sequence[Any],
-                  wanted: Sequence[bool] | None = None) -> list[Any]:
+                  wanted: Sequence[bool] | None = None, typed: bool = False) -> list[Any]:
     """Cotangents of the linear inputs of ``ir``.
 
     ``args`` holds a value for each non-linear invar and an :class:`UndefinedPrimal` for each
     linear one; ``cts_out`` one cotangent (or Zero/None) per output. ``wanted`` (one flag per invar)
     names the linear inputs whose cotangents are asked for: equations that reach none of them are not
-    transposed (``VJP.with_refs``' ``DontWant``), and the other inputs' cotangents are zeros.
+    transposed (``VJP.with_refs``' ``DontWant``), and the other inputs' cotangents are zeros. ``typed``: the IR's
+    varying axes are explicit (ad/varying_transpose.py), and the collectives transpose as typed.
     """
+    token = _typed.set(typed)
+    try:
+        return _backward_pass(ir, consts, args, cts_out, wanted)
+    finally:
+        _typed.reset(token)
+
+
+def _backward_pass(ir: IR, consts: Sequence[Any], args: Sequence[Any], cts_out: Sequence[Any],
+                   wanted: Sequence[bool] | None) -> list[Any]:
     linear: set[Var] = {v for v, a in zip(ir.invars, args) if is_undefined(a)}
     env: dict[Var, Any] = dict(zip(ir.constvars, consts))
     env.update((v, a) for v, a in zip(ir.invars, args) if not is_undefined(a))

@@ -10,13 +10,13 @@ passes that argument to ``f`` unchanged, as a static value). An output's spec no
 that the output is the same on every device along it; ``check_vma`` (on by default, as JAX's) proves it by
 following which mesh axes each value varies over, and refuses what it cannot prove.
 
-Derivatives and batching transform the body. Transposition works with per-device *partial* cotangents: an
+Derivatives and batching transform the body. With ``check_vma`` the transposition is typed as JAX's
+(``ad/varying_transpose.py``, JEP 17111): a value the same along a mesh axis is one value with one cotangent, summed
+over the devices where it meets varying values, and ``psum`` transposes to ``pvary``; residuals are stacked only
+along the axes they vary along, so that they keep their types. Without it, per-device *partial* cotangents: an
 output that is the same along a mesh axis contributes its cotangent once (device 0 of that axis), and an input
 that is the same along a mesh axis gets the sum of its partial cotangents (a ``psum``); ``psum``'s transpose is
-then ``psum``. At the shard_map's boundary the results equal JAX's varying-axes typing without tracking types in
-the avals; the programs do not (JEP 17111: JAX's transposes of psum/all_gather feeding unmapped outputs communicate
-nothing, kiln's keep a psum / psum_scatter), nor do transposes taken inside a body (``grad`` of a ``psum`` within
-it gives per-device partial cotangents, JAX's typed rules give pbroadcast's). README, "Differences from JAX".
+then ``psum``. README, "Differences from JAX".
 """
 from __future__ import annotations
 
@@ -36,7 +36,7 @@ from ..core.tracing import abstractify, eval_ir, trace_origin, trace_to_ir
 from ..core.varying import VaryingInput, varying_axes
 from ..driver.array import Array
 from ..driver.sharding import Mesh, NamedSharding, PartitionSpec, get_mesh, spec_axes_problem
-from ..lax.collectives import axis_index_p, psum_p
+from ..lax.collectives import psum_p
 from .common import fun_name, trace_callable
 
 __all__ = ["shard_map", "shard_map_p", "ShardMapError"]
@@ -225,7 +225,7 @@ def _apply(f: Callable, mesh: Mesh, args: tuple, in_specs: Any, out_specs: Any, 
 
     flat_in = tree_util.tree_structure(tuple(range(len(dynamic))))
     # Each block says which mesh axes it varies along (kiln.typeof shows them inside the body).
-    hints = [VaryingInput(frozenset(a for axes in spec for a in axes), mesh.axis_names) for spec in specs]
+    hints = [VaryingInput(frozenset(a for axes in spec for a in axes), mesh.axis_names, check) for spec in specs]
     closed, out_tree = axis_env.run_with_axes(tuple(mesh.shape_tuple), trace_callable, lambda *b: body(*b), flat_in,
                                               block_avals, fun_name(f), hints)
     n_out = len(closed.out_avals)
@@ -290,9 +290,14 @@ def _shard_map_jvp(primals, tangents, *, body, mesh, mesh_axes, in_specs, out_sp
     return outs[:n], touts
 
 
-def _residual_spec(aval: ShapedArray, mesh_axes: tuple) -> SpecDims:
-    # A residual is whatever each device computed: stacked along a new leading dimension split over every axis.
-    return (_all_axes(mesh_axes),) + ((),) * aval.ndim
+def _residual_spec(aval: ShapedArray, mesh_axes: tuple, varying: frozenset | None = None) -> SpecDims:
+    """A residual is whatever each device computed: stacked along a new leading dimension split over every axis
+    (over the axes it varies along, where they are known: one that is the same on every device is one value, as
+    the typed transposition needs)."""
+    axes = _all_axes(mesh_axes)
+    if varying is not None:
+        axes = tuple(a for a in axes if a in varying)
+    return (axes,) + ((),) * aval.ndim
 
 
 def _shard_map_partial_eval(eqn, unknown_inputs: list[bool]):
@@ -319,7 +324,12 @@ def _shard_map_partial_eval(eqn, unknown_inputs: list[bool]):
         raise ShardMapError(f"kiln.shard_map({p['name']}): internal error: a split body captured constants")
 
     out_unknown = split.out_unknown
-    res_specs = tuple(_residual_spec(a, p["mesh_axes"]) for a in res_avals)
+    if p["check_vma"]:
+        known_vma = [_mentioned(s) for s, u in zip(p["in_specs"], unknown_inputs) if not u]
+        res_vma = varying_axes(split.known, known_vma, frozenset(_all_axes(p["mesh_axes"])))[n_known_out:]
+    else:
+        res_vma = [None] * len(res_avals)
+    res_specs = tuple(_residual_spec(a, p["mesh_axes"], v) for a, v in zip(res_avals, res_vma))
     sizes = dict(p["mesh_axes"])
     res_vars = [Var(a.update(shape=_global_shape(a.shape, s, sizes))) for a, s in zip(stacked, res_specs)]
     ins_k = [a for a, u in zip(eqn.inputs, unknown_inputs) if not u]
@@ -343,36 +353,40 @@ def _sum_along(x, axes: tuple[str, ...]):
     return psum_p.bind(x, axis_name=axes) if axes else x
 
 
-def _first_along(x, axes: tuple[str, ...]):
-    """``x`` on the devices at index 0 along ``axes``, zeros elsewhere (``x`` itself for no axes)."""
-    if not axes:
-        return x
-    aval = abstractify(x)
-    first = None
-    for a in axes:
-        idx = axis_index_p.bind(axis_name=a)
-        at0 = lax.eq(idx, lax.full_like(idx, 0))
-        first = at0 if first is None else lax.bitwise_and(first, at0)
-    return lax.select(lax.broadcast_in_dim(first, aval.shape, ()), x, lax.full_like(x, 0))
+def _mentioned(spec: SpecDims) -> frozenset:
+    return frozenset(a for axes in spec for a in axes)
 
 
 def _shard_map_transpose(cts, *args, body, mesh, mesh_axes, in_specs, out_specs, check_vma, name):
     from ..ad.tangents import instantiate
-    from ..ad.transpose import is_undefined, transpose_closed
+    from ..ad.transpose import UndefinedPrimal, is_undefined, transpose_closed
+    from ..ad.varying_transpose import backward_pass_typed, first_along
     linear = [is_undefined(a) for a in args]
-    t = transpose_closed(body, linear)
     nonlin = [a for a in args if not is_undefined(a)]
     lin_specs = [s for s, lin in zip(in_specs, linear) if lin]
+    n = len(nonlin)
 
-    def fun(*xs):
-        n = len(nonlin)
-        cts_in = [_first_along(c, _unmentioned(s, mesh_axes)) for c, s in zip(xs[n:], out_specs)]
+    def untyped(*xs):
+        # Per-device partial cotangents: an output the same along an axis enters once, on its first device; an
+        # input the same along an axis gets its devices' partial cotangents summed.
+        t = transpose_closed(body, linear)
+        cts_in = [first_along(c, _unmentioned(s, mesh_axes)) for c, s in zip(xs[n:], out_specs)]
         outs = eval_ir(t.ir, t.consts, list(xs[:n]) + cts_in)
         return [_sum_along(o, _unmentioned(s, mesh_axes)) for o, s in zip(outs, lin_specs)]
 
+    def typed(*xs):
+        # check_vma: JAX's types (ad/varying_transpose.py); the cotangents of invariant inputs come out summed.
+        it = iter(xs[:n])
+        full = [UndefinedPrimal(a) if lin else next(it) for a, lin in zip(body.in_avals, linear)]
+        outs = backward_pass_typed(body.ir, body.consts, full, list(xs[n:]),
+                                   in_vma=[_mentioned(s) for s in in_specs],
+                                   const_vma=[frozenset()] * len(body.consts),
+                                   out_vma=[_mentioned(s) for s in out_specs], mesh_names=_all_axes(mesh_axes))
+        return [instantiate(o) for o, lin in zip(outs, linear) if lin]
+
     nonlin_specs = [s for s, lin in zip(in_specs, linear) if not lin]
     in_avals = [a for a, lin in zip(body.in_avals, linear) if not lin] + list(body.out_avals)
-    new, _ = trace_to_ir(fun, in_avals, name=f"transpose({name})")
+    new, _ = trace_to_ir(typed if check_vma else untyped, in_avals, name=f"transpose({name})")
     outs = iter(bind_shard_map(new, [*nonlin, *[instantiate(c) for c in cts]], mesh,
                                [*nonlin_specs, *out_specs], lin_specs, check_vma, f"transpose({name})"))
     return [next(outs) if lin else None for lin in linear]
@@ -382,11 +396,12 @@ def _shard_map_batch(ctx, args, dims, *, body, mesh, mesh_axes, in_specs, out_sp
     from ..batching.core import batch_closed, move_dim
     moved = [a if d is None else move_dim(a, d, 0, ctx.size) for a, d in zip(args, dims)]
     in_dims = [None if d is None else 0 for d in dims]
-    new, _ = batch_closed(body, in_dims, ctx, out_dims_wanted=[0] * len(out_specs))
+    # An output that does not depend on the batch stays unbatched (jacfwd of a gradient needs its primal so).
+    new, out_dims = batch_closed(body, in_dims, ctx, out_dims_wanted=[None] * len(out_specs))
     new_in = [s if d is None else ((),) + s for s, d in zip(in_specs, dims)]
-    new_out = [((),) + s for s in out_specs]
+    new_out = [s if d is None else ((),) + s for s, d in zip(out_specs, out_dims)]
     outs = bind_shard_map(new, moved, mesh, new_in, new_out, check_vma, f"vmap({name})")
-    return outs, [0] * len(outs)
+    return outs, list(out_dims)
 
 
 def _register_rules() -> None:

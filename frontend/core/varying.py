@@ -17,13 +17,15 @@ from .tracing import Tracer
 
 
 class VaryingInput:
-    """The hint a ``shard_map`` gives each input of its body trace: the mesh axes it varies along, and the
-    mesh's axis names in order."""
-    __slots__ = ("axes", "mesh_axes")
+    """The hint a ``shard_map`` gives each input of its body trace: the mesh axes it varies along, the mesh's
+    axis names in order, and whether the shard_map checks them (``check_vma``: then transposes in the body are
+    typed, ad/varying_transpose.py)."""
+    __slots__ = ("axes", "mesh_axes", "typed")
 
-    def __init__(self, axes: frozenset, mesh_axes: tuple[str, ...]) -> None:
+    def __init__(self, axes: frozenset, mesh_axes: tuple[str, ...], typed: bool = False) -> None:
         self.axes = frozenset(axes)
         self.mesh_axes = tuple(mesh_axes)
+        self.typed = bool(typed)
 
 
 # The primitives that make their results vary along some axes, and the parameter naming them.
@@ -58,33 +60,42 @@ def _sub_irs(params: dict):
                 yield inner
 
 
-def varying_axes(ir: IR, in_vma: Sequence[frozenset], mesh_names: frozenset) -> list[frozenset]:
+def has_sub_programs(eqn) -> bool:
+    """Whether ``eqn`` runs sub-programs (a call, a loop, a branch, a custom rule...)."""
+    return bool(eqn.prim.inline_param) or any(True for _ in _sub_irs(eqn.params))
+
+
+def varying_axes(ir: IR, in_vma: Sequence[frozenset], mesh_names: frozenset,
+                 const_vma: Sequence[frozenset] | None = None) -> list[frozenset]:
     """For each output of ``ir``, the mesh axes along which it may differ between devices, given those of the
-    inputs (constvars: none). Conservative inside loops and branches: what varies in goes out varying."""
-    env: dict = {v: frozenset() for v in ir.constvars}
+    inputs (and of the constvars: none unless given). Conservative inside loops and branches: what varies in goes
+    out varying."""
+    env: dict = dict(zip(ir.constvars, const_vma)) if const_vma is not None else {v: frozenset() for v in ir.constvars}
     env.update(zip(ir.invars, in_vma))
 
     def read(a):
         return frozenset() if isinstance(a, Literal) else env[a]
 
     for eqn in ir.eqns:
-        ins = frozenset().union(*[read(a) for a in eqn.inputs])
-        name = eqn.prim.name
-        if _removes(eqn):
-            outs = [ins - _names(eqn.params["axis_name"])]
-        elif name in _INTRODUCES:
-            outs = [ins | (_names(eqn.params[_INTRODUCES[name]]) & mesh_names)] * len(eqn.outputs)
-        elif eqn.prim.inline_param:
-            sub = eqn.params[eqn.prim.inline_param]
-            sub_ir = getattr(sub, "ir", sub)
-            outs = varying_axes(sub_ir, [read(a) for a in eqn.inputs], mesh_names)
-        elif name in _STRUCTURED:
-            outs = _STRUCTURED[name](eqn.params, [read(a) for a in eqn.inputs], mesh_names)
-        else:
-            extra = frozenset().union(*[_introduced_inside(s, mesh_names) for s in _sub_irs(eqn.params)])
-            outs = [ins | extra] * len(eqn.outputs)
-        env.update(zip(eqn.outputs, outs))
+        env.update(zip(eqn.outputs, eqn_varying_axes(eqn, [read(a) for a in eqn.inputs], mesh_names)))
     return [read(a) for a in ir.outvars]
+
+
+def eqn_varying_axes(eqn, in_vma: Sequence[frozenset], mesh_names: frozenset) -> list[frozenset]:
+    """For each output of ``eqn``, the mesh axes it may differ along, given those of its inputs."""
+    ins = frozenset().union(*in_vma)
+    name = eqn.prim.name
+    if _removes(eqn):
+        return [ins - _names(eqn.params["axis_name"])]
+    if name in _INTRODUCES:
+        return [ins | (_names(eqn.params[_INTRODUCES[name]]) & mesh_names)] * len(eqn.outputs)
+    if eqn.prim.inline_param:
+        sub = eqn.params[eqn.prim.inline_param]
+        return varying_axes(getattr(sub, "ir", sub), in_vma, mesh_names)
+    if name in _STRUCTURED:
+        return _STRUCTURED[name](eqn.params, list(in_vma), mesh_names)
+    extra = frozenset().union(*[_introduced_inside(s, mesh_names) for s in _sub_irs(eqn.params)])
+    return [ins | extra] * len(eqn.outputs)
 
 
 def _cond_vma(params: dict, ins: list, names: frozenset) -> list[frozenset]:
@@ -133,11 +144,23 @@ def varying_in_trace(x: Any) -> tuple[frozenset, tuple[str, ...]] | None:
     names; None for any other value."""
     if not isinstance(x, Tracer):
         return None
-    b = x.builder
+    found = varying_of_values([x])
+    return None if found is None else (found[0][0], found[1])
+
+
+def varying_of_values(xs: Sequence[Any]) -> tuple[list[frozenset], tuple[str, ...], bool] | None:
+    """For values of one ``shard_map`` body trace (tracers of it, or constants: the same on every device): the
+    mesh axes each varies along so far, the mesh's axis names, and whether the shard_map checks them, from one
+    pass over the trace. None where a tracer is not of a body's trace, or where they are of different traces."""
+    builders = {id(x.builder): x.builder for x in xs if isinstance(x, Tracer)}
+    if len(builders) != 1:
+        return None
+    (b,) = builders.values()
     hints = [b.input_hints.get(v) for v in b.invars]
     if not hints or not all(isinstance(h, VaryingInput) for h in hints):
         return None
     mesh_axes = hints[0].mesh_axes
-    sofar = IR(list(b.constvars), list(b.invars), list(b.eqns), [x.ir_var])
-    (axes,) = varying_axes(sofar, [h.axes for h in hints], frozenset(mesh_axes))
-    return axes, mesh_axes
+    traced = [x for x in xs if isinstance(x, Tracer)]
+    sofar = IR(list(b.constvars), list(b.invars), list(b.eqns), [x.ir_var for x in traced])
+    it = iter(varying_axes(sofar, [h.axes for h in hints], frozenset(mesh_axes)))
+    return [next(it) if isinstance(x, Tracer) else frozenset() for x in xs], mesh_axes, hints[0].typed

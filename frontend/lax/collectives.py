@@ -406,7 +406,7 @@ _PCAST_TO = ("varying", "reduced", "unreduced")
 
 # pvary: the identity, which marks its result as varying along ``axes`` (JAX's invariant-to-varying cast). kiln
 # keeps varying axes out of the types: core/varying.py reads the mark (kiln.typeof, shard_map's check_vma).
-# Its transpose is the identity too: kiln's shard_map sums an invariant input's cotangent over the devices.
+# Its transpose is psum in a typed backward pass, the identity in an untyped one (ad/varying_transpose.py).
 pvary_p = Primitive("pvary", lambda x, *, axes: x)
 
 

@@ -8,10 +8,9 @@ proposal) and off (the page's "currently we get"), and saves the values, the tra
 table's rows, the classes of the errors and how many communicating collectives each transpose the page discusses
 runs. The NumPy oracles are in tests/multidevice/test_jep_shmap_transpose.py.
 
-Where they differ, strict xfails state JAX's behaviour: kiln transposes a shard_map with per-device partial
-cotangents (README; frontend/control/shard_map.py), so the transposes of Examples 1, 3 and 4 and the loss's gradient
-keep collectives that JAX's varying-axes types remove (the page's point), and the transposes taken inside a body
-(psum's, pbroadcast's, all_gather_invariant's) give other per-device values. JAX 0.10.2's transpose of
+With check_vma on, kiln's transposition is typed as JAX's (frontend/ad/varying_transpose.py): the transposes
+communicate as JAX's (the page's "Efficiency achieved!") and the transposes taken inside a body (psum's,
+pbroadcast's, all_gather_invariant's) have JAX's values. JAX 0.10.2's transpose of
 all_gather(..., to='invarying') with check_vma=False divides by the axis size without summing (its numbers are 1/8
 of the right ones): not compared (check_vma=True only).
 """
@@ -117,23 +116,8 @@ np.savez(npz, **arrays)
 open(out, "w").write(json.dumps(dict(types=types, errors=errors, collectives=collectives)))
 """
 
-IN_BODY = ("kiln transposes collectives inside a body with per-device partial cotangents (psum to psum, "
-           "pcast(to='varying') to the identity, all_gather(to='invarying') to psum_scatter); JAX 0.10.2 types them: ")
-DIFFERENT_VALUES = {
-    "transpose/psum": IN_BODY + "psum's transpose is pbroadcast, each device keeps its cotangent (kiln: 8 times it)",
-    "transpose/pbroadcast": IN_BODY + "pbroadcast's transpose is psum (kiln: each device's own cotangent)",
-    "transpose/all_gather_invariant": IN_BODY + "all_gather_invariant's is pscatter, a slice (kiln: 8 times it)",
-}
-NOT_EFFICIENT = ("kiln transposes shard_map with per-device partial cotangents, so its transposes keep collectives "
-                 "that JAX 0.10.2's varying-axes types remove (the page's 'Efficiency achieved!'): ")
-DIFFERENT_COLLECTIVES = {
-    "grad(loss)": "the loss's gradient: JAX's has 2 psums, kiln's 3",
-    "vma/t(f1)": "Example 1's transpose: JAX's has no psum, kiln's 1",
-    "vma/t(t(f1))": "t(t(f1)): JAX's is f1 (1 psum), kiln's has 2",
-    "vma/t(cursed_identity)": "the cursed identity's transpose: JAX's has no psum, kiln's 1",
-    "vma/t(t(cursed_identity))": "its second transpose: JAX's has no psum, kiln's 2",
-    "vma/t(f4)": "all_gather_invariant's transpose: JAX's pscatter communicates nothing, kiln's is a psum_scatter",
-}
+# The transposes taken inside a body (the table's Transpose column), which only a typed transposition gets right.
+INSIDE_A_BODY = ["transpose/psum", "transpose/pbroadcast", "transpose/all_gather_invariant"]
 
 
 @pytest.fixture(scope="module")
@@ -153,14 +137,11 @@ def test_same_blocks_ran(both):
 def test_same_values(both):
     (k, _), (j, _) = both["kiln"], both["jax"]
     for name in sorted(j):
-        if name in DIFFERENT_VALUES:
-            continue
         assert k[name].shape == j[name].shape and k[name].dtype == j[name].dtype, name
         np.testing.assert_allclose(k[name], j[name], rtol=2e-5, atol=2e-6, err_msg=name)
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=why))
-                                  for n, why in DIFFERENT_VALUES.items()])
+@pytest.mark.parametrize("name", INSIDE_A_BODY)
 def test_same_transposes_inside_a_body(both, name):
     (k, _), (j, _) = both["kiln"], both["jax"]
     np.testing.assert_allclose(k[name], j[name], rtol=2e-5, atol=2e-6)
@@ -178,9 +159,7 @@ NAMES = ["grad(loss)"] + [f"{w}/{n}" for w in ("vma", "novma") for n in (
     "t(f4_better)")] + ["typed/t(t_f1)"]
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NOT_EFFICIENT +
-                                                                          DIFFERENT_COLLECTIVES[n]))
-                                  if n in DIFFERENT_COLLECTIVES else n for n in NAMES])
+@pytest.mark.parametrize("name", NAMES)
 def test_same_collectives_in_the_transposes(both, name):
     (_, kj), (_, jj) = both["kiln"], both["jax"]
     assert kj["collectives"][name] == jj["collectives"][name]

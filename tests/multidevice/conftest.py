@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import os
+import sys
 
 import pytest
 
 NEEDED = 8
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)  # ported_pages.py, the helper beside the tests
 
 
 def pytest_collection_modifyitems(config, items):

@@ -6,16 +6,13 @@ gathers written out), and so are their transposes (``linear_transpose``, which i
 the page's "currently we get" and "using device variance types" transposes give the numbers of the transposes kiln
 computes, with ``check_vma`` on (JAX's default, the page's proposal) and off (the page's "currently"). The table of
 device variance types is checked against kiln.typeof (``f32[3]{V:(i,j)}`` ...), and its Transpose column against
-NumPy. What kiln does not do: the page's point, efficient transposition. kiln transposes with per-device partial
-cotangents (frontend/control/shard_map.py): an unmapped output's cotangent enters on the first device of the axis
-and psum transposes to psum, so the transposes of Examples 1, 3 and 4 keep a collective that JAX's do not, and a
-transpose taken inside a body (psum's, pbroadcast's, all_gather_invariant's) gives per-device partial values where
-JAX's gives the typed ones. Those checks are strict xfails stating JAX's behaviour. Compared with JAX in
+NumPy. With check_vma on, kiln's transposition is typed as JAX's (frontend/ad/varying_transpose.py): the
+transposes communicate only where the page says they need to, and transposes taken inside a body (psum's,
+pbroadcast's, all_gather_invariant's) have the typed values. Compared with JAX in
 tests/examples/test_jep_shmap_transpose_against_jax.py.
 """
 from __future__ import annotations
 
-import collections
 import contextlib
 import importlib.util
 import pathlib
@@ -23,6 +20,7 @@ from functools import partial
 
 import numpy as np
 import pytest
+from ported_pages import collectives as _collectives
 
 import kiln
 from kiln.sharding import Mesh
@@ -30,13 +28,6 @@ from kiln.sharding import Mesh
 PORT = pathlib.Path(__file__).resolve().parents[1] / "examples" / "jax_ported" / "jep_shmap_transpose.py"
 N = 8  # devices along 'i'
 RNG = np.random.default_rng(17111)
-NOT_EFFICIENT = ("kiln transposes shard_map with per-device partial cotangents (an unmapped output's cotangent on "
-                 "the first device, psum's transpose psum, an unmapped input's cotangent summed), which gives JAX's "
-                 "numbers at the shard_map boundary but keeps collectives that JAX 0.10.2's varying-axes types "
-                 "remove: ")
-IN_BODY = ("kiln's psum transposes to psum, pcast(to='varying') to the identity and all_gather(to='invarying') to "
-           "psum_scatter (per-device partial cotangents, summed at the shard_map boundary); JAX 0.10.2 types the "
-           "cotangents: ")
 
 
 @pytest.fixture(scope="module")
@@ -68,24 +59,6 @@ def _T(f, *primals):
     return lambda ct: kiln.linear_transpose(f, *primals)(ct)[0]
 
 
-COMM = {"psum": "psum", "psum_scatter": "psum_scatter", "all_gather": "all_gather", "all_to_all": "all_to_all",
-        "ppermute": "ppermute"}
-
-
-def _collectives(jaxpr, counts=None):
-    """How many communicating collectives a program runs (nested bodies included)."""
-    counts = collections.Counter() if counts is None else counts
-    for eqn in jaxpr.eqns:
-        if eqn.primitive.name in COMM:
-            counts[COMM[eqn.primitive.name]] += 1
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (list, tuple)) else [value]:
-                inner = getattr(sub, "jaxpr", getattr(sub, "ir", sub))
-                if hasattr(inner, "eqns"):
-                    _collectives(inner, counts)
-    return dict(counts)
-
-
 def _close(got, want, rtol=2e-6, atol=2e-6):
     got = np.asarray(got)
     assert got.shape == np.shape(want) and got.dtype == np.float32, (got.shape, got.dtype)
@@ -110,12 +83,10 @@ def test_loss_example(nb):
     _close(dt, np.full((16, 2), -1 / 16))
 
 
-@pytest.mark.xfail(strict=True, reason=NOT_EFFICIENT + "JAX's grad of the loss has one psum (the parameters' "
-                                                       "gradient) besides the forward one; kiln's has three")
 def test_loss_gradient_communicates_once_backward(nb):
     loss = nb.loss_cell()
     params, batch = _f32(4, 2), (_f32(16, 4), _f32(16, 2))
-    assert _collectives(kiln.make_jaxpr(kiln.grad(loss))(params, batch).jaxpr) == {"psum": 2}
+    assert _collectives(kiln.make_jaxpr(kiln.grad(loss))(params, batch)) == {"psum": 2}
 
 
 # ------------------------------------------------ the examples' values -----------------------------------------------
@@ -221,7 +192,7 @@ def _programs(nb, shmap):
     else:
         *_, f4 = nb.full_solution_cells(shmap)  # all_gather_invariant: all_gather's result cannot be P()
     out["t(f4)"] = kiln.make_jaxpr(_T(f4, X8))(_f32(8, 1))
-    return {k: _collectives(v.jaxpr) for k, v in out.items()}
+    return {k: _collectives(v) for k, v in out.items()}
 
 
 # What JAX 0.10.2 runs: with check_vma=False the page's "currently we get" (Examples 1 and 3 communicate, and the
@@ -231,11 +202,6 @@ CURRENT = {"t(f1)": {"psum": 1}, "t(t(f1))": {"psum": 2}, "t(f2, 0)": {"psum": 1
            "t(f4)": {"psum_scatter": 1}}
 TYPED = {"t(f1)": {}, "t(t(f1))": {"psum": 1}, "t(f2, 0)": {"psum": 1}, "t(cursed_identity)": {},
          "t(t(cursed_identity))": {}, "t(f5, 0)": {"psum_scatter": 1}, "t(f4_better)": {}, "t(f4)": {}}
-WHY = {"t(f1)": "Example 1's transpose is a no-op pbroadcast in JAX, a psum in kiln",
-       "t(t(f1))": "JAX's t(t(f1)) is f1 (one psum), kiln's has two",
-       "t(cursed_identity)": "JAX transposes the cursed identity to the identity, kiln to a psum",
-       "t(t(cursed_identity))": "JAX's second transpose is the identity too, kiln's has two psums",
-       "t(f4)": "all_gather_invariant transposes to pscatter (a slice) in JAX, to psum_scatter in kiln"}
 
 
 @pytest.fixture(scope="module")
@@ -249,8 +215,7 @@ def test_transposes_without_check_vma_communicate_as_the_page_says(programs, nam
     assert programs["no_check_vma"][name] == CURRENT[name]
 
 
-@pytest.mark.parametrize("name", [pytest.param(n, marks=pytest.mark.xfail(strict=True, reason=NOT_EFFICIENT + WHY[n]))
-                                  if n in WHY else n for n in TYPED])
+@pytest.mark.parametrize("name", list(TYPED))
 def test_transposes_with_check_vma_communicate_only_where_needed(programs, name):
     assert programs["check_vma"][name] == TYPED[name]
 
@@ -317,8 +282,7 @@ ROWS = [("psum", _want_psum, "psum's transpose is pbroadcast (JAX: each device k
          "all_gather_invariant's transpose is pscatter (JAX: a slice; kiln: psum_scatter, 8x it)")]
 
 
-@pytest.mark.parametrize("row", [pytest.param(i, id=name, marks=pytest.mark.xfail(strict=True, reason=IN_BODY + why))
-                                 if why else pytest.param(i, id=name) for i, (name, _, why) in enumerate(ROWS)])
+@pytest.mark.parametrize("row", [pytest.param(i, id=name) for i, (name, _, _) in enumerate(ROWS)])
 def test_transpose_column_of_the_table(table_transposes, row):
     outs, arrays = table_transposes
     _close(outs[row], ROWS[row][1](*arrays), rtol=1e-5)

@@ -20,6 +20,7 @@ import re
 
 import numpy as np
 import pytest
+from ported_pages import block_bounds, device_ids
 
 import kiln
 from kiln.sharding import AxisType, NamedSharding
@@ -103,33 +104,11 @@ def page():
 
 # ------------------------------------------------ oracles ------------------------------------------------
 
-def _ids(mesh):
-    return np.vectorize(lambda d: d.id, otypes=[int])(mesh.devices)
-
-
 def _check_mesh(mesh, names, shape):
     """make_mesh's grid on CPU: kiln.devices() in order, laid out row-major (JAX's create_device_mesh does the
     same for CPUs)."""
     assert mesh.axis_names == names and mesh.devices.shape == shape
-    np.testing.assert_array_equal(_ids(mesh), np.array([d.id for d in kiln.devices()]).reshape(shape))
-
-
-def _block(shape, mesh, spec, device_id):
-    """The (start, stop) per dimension of the block that `device_id` holds under `spec`, worked out from the
-    mesh's device grid: dimension i splits into as many blocks as the product of its mesh axes' sizes, numbered
-    row-major over those axes by the device's coordinates."""
-    coords = dict(zip(mesh.axis_names, np.argwhere(_ids(mesh) == device_id)[0]))
-    sizes = dict(zip(mesh.axis_names, mesh.devices.shape))
-    entries = tuple(spec) + (None,) * (len(shape) - len(spec))
-    out = []
-    for dim, entry in zip(shape, entries):
-        axes = () if entry is None else (entry,) if isinstance(entry, str) else tuple(entry)
-        k, n = 0, 1
-        for a in axes:
-            k, n = k * sizes[a] + coords[a], n * sizes[a]
-        assert dim % n == 0
-        out.append((k * dim // n, (k + 1) * dim // n))
-    return tuple(out)
+    np.testing.assert_array_equal(device_ids(mesh), np.array([d.id for d in kiln.devices()]).reshape(shape))
 
 
 def _check_layout(arr, host, mesh, spec):
@@ -137,9 +116,9 @@ def _check_layout(arr, host, mesh, spec):
     host = np.asarray(host)
     assert arr.shape == host.shape
     shards = arr.addressable_shards
-    assert sorted(s.device.id for s in shards) == sorted(_ids(mesh).flat)
+    assert sorted(s.device.id for s in shards) == sorted(device_ids(mesh).flat)
     for s in shards:
-        want = _block(host.shape, mesh, spec, s.device.id)
+        want = block_bounds(host.shape, mesh, spec, s.device.id)
         got = tuple(sl.indices(d)[:2] for sl, d in zip(s.index, host.shape))
         assert got == want, (s.device, got, want)
         np.testing.assert_array_equal(np.asarray(s.data), host[tuple(slice(a, b) for a, b in want)])
@@ -148,8 +127,8 @@ def _check_layout(arr, host, mesh, spec):
 def _grid(shape, mesh, spec):
     """The rows of device-id sets that visualize_array_sharding draws for a 2-D array."""
     blocks = {}
-    for i in _ids(mesh).flat:
-        (r, _), (c, _) = _block(shape, mesh, spec, i)
+    for i in device_ids(mesh).flat:
+        (r, _), (c, _) = block_bounds(shape, mesh, spec, i)
         blocks.setdefault(r, {}).setdefault(c, set()).add(int(i))
     return [[blocks[r][c] for c in sorted(blocks[r])] for r in sorted(blocks)]
 
@@ -179,7 +158,7 @@ def _shards_text(arr, host, mesh, spec):
     host = np.asarray(host)
     parts = []
     for s in arr.addressable_shards:
-        block = host[tuple(slice(a, b) for a, b in _block(host.shape, mesh, spec, s.device.id))]
+        block = host[tuple(slice(a, b) for a, b in block_bounds(host.shape, mesh, spec, s.device.id))]
         parts.append(f"{s.device}\n{block}\n\n")
     return "".join(parts)
 
@@ -241,7 +220,7 @@ def test_abstract_mesh_inside_jit(page):
     np.testing.assert_array_equal(np.asarray(z), 2 * X)
     # the (4, 2) mesh's devices seen as one axis 'A' of 8, in the same order; rows split over 'A'
     assert z.sharding.mesh.axis_names == ("A",)
-    np.testing.assert_array_equal(_ids(z.sharding.mesh), _ids(mesh).reshape(8))
+    np.testing.assert_array_equal(device_ids(z.sharding.mesh), device_ids(mesh).reshape(8))
     assert z.sharding.is_equivalent_to(NamedSharding(z.sharding.mesh, P("A", None)), 2)
     _check_layout(z, 2 * X, z.sharding.mesh, P("A", None))
     assert c["abstract"].printed == _type_text(np.float32, (8, 4)) + "\n" and z_type.shape == (8, 4)
@@ -300,7 +279,7 @@ def test_unreduced_over_an_axis(page):
     # the logical value is the sum of the shards along Y: each device holds its X row block, zero outside its Y
     # column block
     for s in y.addressable_shards:
-        rows, cols = _block((8, 4), mesh, P("X", "Y"), s.device.id)
+        rows, cols = block_bounds((8, 4), mesh, P("X", "Y"), s.device.id)
         want = np.zeros((2, 4))
         want[:, slice(*cols)] = X[slice(*rows), slice(*cols)]
         np.testing.assert_array_equal(np.asarray(s.data), want)

@@ -9,13 +9,12 @@ fixtures); the network is the notebook's with 16 features instead of 784/128 (di
 layers instead of 6 (2 inner layers, one per pipeline stage), to keep the file's compiles to a few seconds."""
 from __future__ import annotations
 
-import contextlib
 import importlib.util
-import io
 import pathlib
 
 import numpy as np
 import pytest
+from ported_pages import run_printing
 
 import kiln
 from kiln.sharding import NamedSharding
@@ -38,17 +37,6 @@ def nb():
     return _load()
 
 
-def _run(fn, *args, **kwargs):
-    """(what fn returns, what it printed); the mesh the notebook sets in context is unset afterwards."""
-    buf = io.StringIO()
-    try:
-        with contextlib.redirect_stdout(buf):
-            out = fn(*args, **kwargs)
-    finally:
-        kiln.set_mesh(None)
-    return out, buf.getvalue()
-
-
 def _np(x):
     return np.asarray(x)
 
@@ -56,7 +44,7 @@ def _np(x):
 # ------------------------------------------------ basics ------------------------------------------------
 
 def test_toy_matmul_and_its_layout(nb):
-    out, printed = _run(nb.toy_matmul)
+    out, printed = run_printing(nb.toy_matmul)
     a, b = np.arange(8 * 16.).reshape(8, 16), np.arange(16 * 4.).reshape(16, 4)
     np.testing.assert_allclose(_np(out["c"]), a @ b, rtol=1e-6)
     np.testing.assert_allclose(_np(out["c_ref"]), a @ b, rtol=1e-6)
@@ -70,17 +58,17 @@ def test_toy_matmul_and_its_layout(nb):
 
 
 def test_rank_reducing_and_rank_preserving_maps(nb):
-    (ans, expected), printed = _run(nb.check_vmap_cell)
+    (ans, expected), printed = run_printing(nb.check_vmap_cell)
     xs = np.arange(12).reshape(4, 3)
     np.testing.assert_array_equal(_np(ans), np.einsum("ij,ij->i", xs, xs))
-    (ans, expected), printed2 = _run(nb.check_shmap_cell)
+    (ans, expected), printed2 = run_printing(nb.check_shmap_cell)
     y = np.arange(32).reshape(8, 4)
     np.testing.assert_array_equal(_np(ans), np.concatenate([blk.T @ blk for blk in np.split(y, 4)]))
     assert printed.strip() == "True" and printed2.strip() == "True"
 
 
 def test_in_specs_split_and_tile(nb):
-    out, printed = _run(nb.in_specs_cells)
+    out, printed = run_printing(nb.in_specs_cells)
     x = np.arange(144).reshape(12, 12)
     assert out["shapes"] == [(3, 12), (3, 6)] and printed.split() == ["(3,", "12)", "(3,", "6)"]
     # f1: each of the 2 devices along j returns the whole row block; out_specs P('i', 'j') concatenates both.
@@ -89,14 +77,14 @@ def test_in_specs_split_and_tile(nb):
 
 
 def test_out_specs_untile(nb):
-    zs, printed = _run(nb.out_specs_untile_cells)
+    zs, printed = run_printing(nb.out_specs_untile_cells)
     x = np.array([[3.]])
     for z, reps in zip(zs, [(4, 2), (4, 1), (1, 1)]):
         np.testing.assert_array_equal(_np(z), np.tile(x, reps))
 
 
 def test_psum_along_the_axes_out_specs_leave_out(nb):
-    out, printed = _run(nb.psum_out_specs_cells)
+    out, printed = run_printing(nb.psum_out_specs_cells)
     x = np.arange(144).reshape(12, 12)
     blocks = x.reshape(4, 3, 2, 6)  # (i, rows, j, cols)
     np.testing.assert_array_equal(_np(out["y3"]), blocks.sum(2).reshape(12, 6))
@@ -108,7 +96,7 @@ def test_psum_along_the_axes_out_specs_leave_out(nb):
 # ------------------------------------------------ check_vma ------------------------------------------------
 
 def test_vma_cells(nb):
-    out, printed = _run(nb.vma_cells)
+    out, printed = run_printing(nb.vma_cells)
     x = np.arange(6.)
     np.testing.assert_array_equal(_np(out["double_varying"]), 2 * x)
     np.testing.assert_array_equal(_np(out["double_invariant"]), 2 * x)
@@ -129,7 +117,7 @@ def test_vma_cells(nb):
 
 
 def test_scan_with_a_varying_and_an_unvarying_carry(nb):
-    out, printed = _run(nb.scan_vma_cells)
+    out, printed = run_printing(nb.scan_vma_cells)
     x, y = np.arange(6.), np.arange(3.)
     # README "Differences from JAX": kiln checks VMA types at the outputs, not through scan carries, so the
     # unfixed cell computes (two swaps give the carries back) where JAX raises; with pcast both agree.
@@ -169,7 +157,7 @@ def _all_to_all_ref(blocks):  # tiled, split_axis = concat_axis = 0
 
 
 def test_psum_cells(nb):
-    out, printed = _run(nb.psum_cells)
+    out, printed = run_printing(nb.psum_cells)
     np.testing.assert_array_equal(_np(out["f1"]), _psum_ref(np.split(X16, 4))[0])
     x = np.arange(16).reshape(4, 4)
     b = [np.split(r, 2, axis=1) for r in np.split(x, 2)]  # b[i][j]: device (i, j)'s block
@@ -179,7 +167,7 @@ def test_psum_cells(nb):
 
 
 def test_gather_scatter_permute_and_all_to_all_cells(nb):
-    out, printed = _run(nb.gather_scatter_permute_cells)
+    out, printed = run_printing(nb.gather_scatter_permute_cells)
     x4 = np.array([3, 9, 5, 2])
     np.testing.assert_array_equal(_np(out["f4"]), np.concatenate([np.concatenate(np.split(x4, 4))] * 4))
     np.testing.assert_array_equal(_np(out["f5"]), np.concatenate([np.stack(np.split(x4, 4))] * 4))
@@ -194,7 +182,7 @@ def test_gather_scatter_permute_and_all_to_all_cells(nb):
 
 
 def test_collective_matmuls(nb):
-    out, printed = _run(nb.matmul_cells)
+    out, printed = run_printing(nb.matmul_cells)
     want = _np(out["lhs"]).astype(np.float64) @ _np(out["rhs"]).astype(np.float64)
     for name in ("allgather", "allgather_overlapped", "allgather_overlapped_bidi", "psumscatter",
                  "psumscatter_overlapped", "psumscatter_overlapped_bidi"):
@@ -228,7 +216,7 @@ def _forward_backward(params, batch):
 
 @pytest.fixture(scope="module")
 def net(nb):
-    (params, batch), _ = _run(nb.init_cell, SIZES, BATCH)
+    (params, batch), _ = run_printing(nb.init_cell, SIZES, BATCH)
     host = ([(_np(w), _np(b)) for w, b in params], (_np(batch[0]), _np(batch[1])))
     return params, batch, host
 
@@ -259,7 +247,7 @@ def test_numpy_backprop_oracle_matches_finite_differences(net):
 
 def test_data_parallel(nb, net):
     params, batch, host = net
-    (out, _, _), printed = _run(nb.data_parallel_cells, params, batch)
+    (out, _, _), printed = run_printing(nb.data_parallel_cells, params, batch)
     loss, grads = _forward_backward(*host)
     np.testing.assert_allclose(float(out["loss"]), loss, rtol=1e-5)
     np.testing.assert_allclose(float(out["loss_dp"]), loss, rtol=1e-5)
@@ -269,7 +257,7 @@ def test_data_parallel(nb, net):
 
 def test_fully_sharded_data_parallel(nb, net):
     params, batch, host = net
-    (out, params_s, _), printed = _run(nb.fsdp_cells, params, batch)
+    (out, params_s, _), printed = run_printing(nb.fsdp_cells, params, batch)
     loss, grads = _forward_backward(*host)
     np.testing.assert_allclose(float(out["loss_fsdp"]), loss, rtol=1e-5)
     _close_grads(out["grad"], grads)  # the gradient of the fragments: the whole gradient, laid out in 4 blocks
@@ -278,7 +266,7 @@ def test_fully_sharded_data_parallel(nb, net):
 
 def test_tensor_parallel(nb, net):
     params, batch, host = net
-    (loss_tp, params_s, batch_s), _ = _run(nb.tp_cells, params, batch)
+    (loss_tp, params_s, batch_s), _ = run_printing(nb.tp_cells, params, batch)
     loss, grads = _forward_backward(*host)
     mesh = params_s[0][0].sharding.mesh
     try:
@@ -291,7 +279,7 @@ def test_tensor_parallel(nb, net):
 
 def test_fsdp_and_tensor_parallel(nb, net):
     params, batch, host = net
-    (out, _, _), printed = _run(nb.fsdp_tp_cells, params, batch)
+    (out, _, _), printed = run_printing(nb.fsdp_tp_cells, params, batch)
     loss, grads = _forward_backward(*host)
     np.testing.assert_allclose(float(out["loss_fsdp_tp"]), loss, rtol=1e-5)
     _close_grads(out["grad"], grads)
@@ -300,7 +288,7 @@ def test_fsdp_and_tensor_parallel(nb, net):
 
 def test_spmd_pipeline(nb, net):
     params, batch, host = net
-    out, printed = _run(nb.pipeline_cells, params, batch, BATCH)
+    out, printed = run_printing(nb.pipeline_cells, params, batch, BATCH)
     loss, grads = _forward_backward(*host)
     assert printed.startswith("2 stages, 1 layer(s) per stage, 2 pipelined layers total\n"
                               "8 examples per microbatch, 4 microbatches total\n")
