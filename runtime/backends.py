@@ -232,7 +232,8 @@ def set_num_cpu_devices(n: int | None) -> None:
     if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 1):
         raise BackendError(f"num_cpu_devices={n!r} is not a positive integer; set it to the number of CPU devices "
                            "wanted")
-    if started() and n != _configured_cpu_devices and n != _num_cpu_devices():  # (the count it has: no change)
+    # (the count the backend has, set or back to the default, is no change)
+    if started() and (n if n is not None else _env_cpu_devices()) != _num_cpu_devices():
         raise BackendError("num_cpu_devices can be set only before the backends start (before the first array, "
                            "computation or kiln.devices() call); set it at the top of the program, or set the "
                            "KILN_NUM_CPU_DEVICES environment variable")
@@ -243,10 +244,13 @@ _FORCE_COUNT = re.compile(r"--xla_force_host_platform_device_count=(\S+)")
 
 
 def _num_cpu_devices() -> int:
-    """kiln.config's num_cpu_devices, else KILN_NUM_CPU_DEVICES, else XLA_FLAGS'
-    ``--xla_force_host_platform_device_count`` (which JAX honours too), else 1."""
-    if _configured_cpu_devices is not None:
-        return _configured_cpu_devices
+    """kiln.config's num_cpu_devices, else the environment's count."""
+    return _configured_cpu_devices if _configured_cpu_devices is not None else _env_cpu_devices()
+
+
+def _env_cpu_devices() -> int:
+    """KILN_NUM_CPU_DEVICES, else XLA_FLAGS' ``--xla_force_host_platform_device_count`` (which JAX honours too),
+    else 1."""
     name, value = "KILN_NUM_CPU_DEVICES", os.environ.get("KILN_NUM_CPU_DEVICES")
     if value is None:
         forced = _FORCE_COUNT.findall(os.environ.get("XLA_FLAGS", ""))

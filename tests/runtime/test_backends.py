@@ -188,8 +188,15 @@ def test_platform_name_before_num_cpu_devices(run_py):
         print(kiln.device_count())
         kiln.config.update("jax_num_cpu_devices", 3)  # what the backend has (from XLA_FLAGS): fine
         print(kiln.config.num_cpu_devices)
+        kiln.config.update("jax_num_cpu_devices", -1)  # back to the default (from XLA_FLAGS: 3 again): fine
+        print(kiln.config.num_cpu_devices)
+        kiln.config.update("jax_num_cpu_devices", 3)
+        try:
+            kiln.config.update("jax_num_cpu_devices", 2)
+        except ValueError as e:
+            print(type(e).__name__)
     """, env={"XLA_FLAGS": "--xla_force_host_platform_device_count=3"})
-    assert proc.stdout.split() == ["3", "3"]
+    assert proc.stdout.split() == ["3", "3", "-1", "ConfigError"]
 
 
 def test_kiln_platforms_subprocess(run_py):
