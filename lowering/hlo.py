@@ -26,7 +26,7 @@ from jaxlib.mlir import ir
 from jaxlib.mlir.dialects import stablehlo as hlo
 from kiln.frontend.core import dtypes
 
-from .types import ranked_type, scalar_type, tensor_type
+from .types import element_type, ranked_type, scalar_type, tensor_type
 
 # == Raw values and attributes =================================================================
 
@@ -452,10 +452,20 @@ def precision_config(precision: str | Sequence[Any]) -> ir.ArrayAttr:
     return ir.ArrayAttr.get([hlo.PrecisionAttr.get(p) for p in precision_names(precision)])
 
 
+def dot_algorithm(lhs, rhs, acc, lhs_components: int, rhs_components: int, operations: int,
+                  imprecise: bool) -> ir.Attribute:
+    """StableHLO's ``algorithm`` attribute of a dot_general (the types as dtypes, or ``"tf32"``)."""
+    def elem(t):
+        return ir.FloatTF32Type.get() if isinstance(t, str) and t == "tf32" else element_type(t)
+    return hlo.DotAlgorithm.get(elem(lhs), elem(rhs), elem(acc), lhs_components, rhs_components, operations,
+                                imprecise)
+
+
 def dot(x: V, y: V, contract: tuple[Sequence[int], Sequence[int]], batch: tuple[Sequence[int], Sequence[int]],
-        *, precision: str | Sequence[Any] | None = "HIGHEST", dtype=None) -> V:
+        *, precision: str | Sequence[Any] | None = "HIGHEST", dtype=None, algorithm: tuple | None = None) -> V:
     """``stablehlo.dot_general`` (at ``precision``, see :func:`precision_config`; None: no attribute), result
-    dims batch, x free, y free, of ``dtype`` (default: ``x``'s)."""
+    dims batch, x free, y free, of ``dtype`` (default: ``x``'s); ``algorithm``: the arguments of
+    :func:`dot_algorithm`, for its attribute."""
     (xc, yc), (xb, yb) = contract, batch
     dtype = x.dtype if dtype is None else np.dtype(dtype)
     dn = hlo.DotDimensionNumbers.get(lhs_batching_dimensions=list(xb), rhs_batching_dimensions=list(yb),
@@ -465,6 +475,8 @@ def dot(x: V, y: V, contract: tuple[Sequence[int], Sequence[int]], batch: tuple[
     attributes = {"dot_dimension_numbers": dn}
     if precision is not None:
         attributes["precision_config"] = precision_config(precision)
+    if algorithm is not None:
+        attributes["algorithm"] = dot_algorithm(*algorithm)
     return V(op("stablehlo.dot_general", [x.v, y.v], ranked_type(shape, dtype), **attributes), shape, dtype)
 
 

@@ -136,8 +136,8 @@ class Config:
         # (part of the trace key: kiln.random reads it when tracing).
         "default_prng_impl": ("threefry2x32", str, True),
         # precision= of dot products and convolutions that pass None (kiln.lax.canonicalize_precision reads it at
-        # trace time; a dot algorithm's name is accepted and, as precision= itself, not emitted).
-        "default_matmul_precision": (None, str, True),
+        # trace time; a dot algorithm's name applies to dot products, as precision= itself).
+        "default_matmul_precision": (os.environ.get("KILN_DEFAULT_MATMUL_PRECISION") or None, str, True),
         # What kiln.numpy's elementwise functions do when they broadcast arrays of different ranks (scalars
         # aside): "allow", "warn" or "raise", as JAX's (part of the trace key: a program traced under "allow"
         # must not serve a call under "raise").
@@ -248,6 +248,9 @@ class Config:
         object.__setattr__(self, "_hooks", {})  # flag -> callable(value) of a floor above, run on every change
         for name, (default, _, _) in self._FLAGS.items():
             self._set(name, default)
+        if self.default_matmul_precision not in self._CHOICES["default_matmul_precision"]:  # (from the environment)
+            raise ConfigError(f"KILN_DEFAULT_MATMUL_PRECISION={self.default_matmul_precision!r}: expected one of "
+                              f"{', '.join(repr(c) for c in self._CHOICES['default_matmul_precision'][1:])}")
         if _unset_sponge(self.dump_ir_to):
             warnings.warn("kiln: KILN_DUMP_IR_TO is 'sponge' (Bazel's TEST_UNDECLARED_OUTPUTS_DIR), which is not "
                           "set: modules are not dumped", stacklevel=2)
@@ -531,6 +534,7 @@ _JAX_ENVIRONMENT = {
     "JAX_CHECK_TRACER_LEAKS": "KILN_CHECK_TRACER_LEAKS", "JAX_COMPILATION_CACHE_DIR": "KILN_CACHE_DIR",
     "JAX_NUM_CPU_DEVICES": "KILN_NUM_CPU_DEVICES", "JAX_DUMP_IR_TO": "KILN_DUMP_IR_TO",
     "JAX_DUMP_IR_MODES": "KILN_DUMP_IR_MODES", "JAX_INCLUDE_DEBUG_INFO_IN_DUMPS": "KILN_INCLUDE_DEBUG_INFO_IN_DUMPS",
+    "JAX_DEFAULT_MATMUL_PRECISION": "KILN_DEFAULT_MATMUL_PRECISION",
 }
 
 

@@ -90,6 +90,11 @@ class TypePromotionError(KilnError, ValueError):
     (``kiln.dtypes.TypePromotionError``; a ``ValueError``, as JAX's)."""
 
 
+class DotAlgorithmError(KilnError, ValueError):
+    """A dot algorithm (``precision=`` of a dot product) the platform or the operands' dtypes do not allow (a
+    ``ValueError``, as JAX's)."""
+
+
 class IRTypeError(KilnError, TypeError):
     """An ill-typed kiln IR (``kiln.errors.JaxprTypeError``)."""
 

@@ -421,10 +421,12 @@ def dot_general(x, y, dimension_numbers, precision=None, preferred_element_type=
 
     The result's dimensions are batch, then lhs free, then rhs free (as XLA). ``precision`` (None, a
     :class:`Precision`, its name, or a pair: one per operand) is StableHLO's ``precision_config``, as in
-    JAX; None takes ``kiln.default_matmul_precision`` (XLA's default when unset). Dot algorithms are
-    accepted and ignored (XLA's default algorithm).
+    JAX; None takes ``kiln.default_matmul_precision`` (XLA's default when unset). A dot algorithm
+    (:class:`DotAlgorithmPreset`, its name, or a :class:`DotAlgorithm`) is StableHLO's ``algorithm``, the operands
+    converted to its storage types, as in JAX; the platform must support it (XLA's CPU backend: see
+    ``DotAlgorithmPreset.on_cpu``), else lowering raises ``ValueError``.
     """
-    precision = canonicalize_precision("lax.dot_general", precision)
+    precision = canonicalize_precision("lax.dot_general", precision, keep_algorithm=True)
     (xc, yc), (xb, yb) = dimension_numbers
     dn = ((tuple(int(a) for a in xc), tuple(int(a) for a in yc)),
           (tuple(int(a) for a in xb), tuple(int(a) for a in yb)))

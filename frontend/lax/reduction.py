@@ -50,7 +50,7 @@ argmin_p = Primitive("argmin", _arg_rule("argmin"))
 
 
 def _dot_general_rule(x: ShapedArray, y: ShapedArray, *, dimension_numbers, precision, preferred_element_type):
-    del precision  # (None or a pair of lax.Precision): how XLA computes, not what
+    del precision  # (None, a pair of lax.Precision or a dot algorithm): how XLA computes, not what
     (xc, yc), (xb, yb) = dimension_numbers
     if len(xc) != len(yc) or len(xb) != len(yb):
         raise ShapeError(f"kiln.lax.dot_general: contracting {xc}/{yc} and batch {xb}/{yb} dimensions "

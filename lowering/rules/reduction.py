@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 from kiln.frontend.core import dtypes
+from kiln.frontend.core.errors import DotAlgorithmError
 
 from ..hlo import (
     const,
@@ -64,12 +65,30 @@ register("argmax")(_make_arg_reduce("GT"))
 register("argmin")(_make_arg_reduce("LT"))
 
 
+def _dot_with_algorithm(ctx, eqn, x, y, algorithm, out_dtype):
+    """As JAX's lowering: the operands converted to the algorithm's storage types, the product in its accumulation
+    type with StableHLO's ``algorithm`` attribute, converted to the result type. XLA's CPU backend ignores the
+    attribute: the algorithms whose numbers it would not give are refused, as JAX refuses them."""
+    if ctx.platform == "cpu" and not algorithm.on_cpu:
+        raise DotAlgorithmError(
+            f"The precision '{algorithm}' is not supported by dot_general on CPU: kiln.lax.dot_general (and "
+            "kiln.numpy's dot, matmul, einsum...) with this dot algorithm needs a GPU or TPU. On CPU use one of "
+            "DEFAULT, F16_F16_F16, F32_F32_F32, F64_F64_F64, BF16_BF16_F32, BF16_BF16_F32_X3, BF16_BF16_F32_X6, "
+            "or a kiln.lax.Precision ('highest', ...).")
+    (lhs, rhs, acc), attribute = algorithm.plan(x.dtype, y.dtype, out_dtype)
+    out = dot(convert(x, lhs), convert(y, rhs), *eqn.params["dimension_numbers"], precision="DEFAULT", dtype=acc,
+              algorithm=attribute)
+    return convert(out, out_dtype).v
+
+
 @register("dot_general")
 def _dot_general(ctx, eqn, x, y):
     x, y = wrap_inputs(eqn, [x, y])
+    out_dtype = eqn.outputs[0].aval.dtype
+    if hasattr(eqn.params["precision"], "plan"):  # a dot algorithm (kiln.lax.DotAlgorithm or DotAlgorithmPreset)
+        return _dot_with_algorithm(ctx, eqn, x, y, eqn.params["precision"], out_dtype)
     # JAX writes [DEFAULT, DEFAULT] when the precision is None: the same modules, the same numbers.
     precision = eqn.params["precision"] or "DEFAULT"
-    out_dtype = eqn.outputs[0].aval.dtype
     if (ctx.platform == "cpu" and ctx.native_bf16 and x.dtype == y.dtype == out_dtype == dtypes.bfloat16
             and precision_names(precision) == ("DEFAULT", "DEFAULT")):
         # XLA's CPU backend computes a bf16 x bf16 -> bf16 dot by converting both operands to f32 and multiplying

@@ -182,3 +182,25 @@ def test_jax_environment_variables_kiln_does_not_read_are_named():
                          env={**env, "JAX_ENABLE_X64": "1"}, capture_output=True, text=True, timeout=120)
     assert out.returncode == 0 and out.stdout.strip() == "float32"
     assert "UserWarning: kiln reads its own environment variables" in out.stderr and "KILN_ENABLE_X64" in out.stderr
+
+
+def test_default_matmul_precision_from_the_environment():
+    # JAX's JAX_DEFAULT_MATMUL_PRECISION=highest: kiln's variable is KILN_DEFAULT_MATMUL_PRECISION (JAX's is named)
+    import os
+    import subprocess
+
+    from kiln.frontend.core.config import jax_environment_message
+    assert "JAX_DEFAULT_MATMUL_PRECISION='highest' (kiln's variable: KILN_DEFAULT_MATMUL_PRECISION)" in \
+        jax_environment_message({"JAX_DEFAULT_MATMUL_PRECISION": "highest"})
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("JAX_", "KILN_DEFAULT_MATMUL"))}
+    script = ("import kiln, numpy as np; print(kiln.config.default_matmul_precision); "
+              "print(kiln.jit(lambda a: a @ a).lower(np.ones((2, 2), np.float32)).as_text())")
+    out = subprocess.run([sys.executable, "-c", script], env={**env, "KILN_DEFAULT_MATMUL_PRECISION": "highest"},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.startswith("highest\n") and "precision = [HIGHEST, HIGHEST]" in out.stdout
+    out = subprocess.run([sys.executable, "-c", "import kiln"], env={**env, "KILN_DEFAULT_MATMUL_PRECISION": "fast"},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode != 0
+    assert ("ConfigError: KILN_DEFAULT_MATMUL_PRECISION='fast': expected one of 'default', 'high', 'highest'"
+            in out.stderr), out.stderr

@@ -380,8 +380,8 @@ def test_small_helpers():
     x = _f32(3)
     _close(lax.exp(x, accuracy=lax.Tolerance(atol=1e-3)), np.exp(x))
     _close(lax.exp2(x, accuracy=lax.AccuracyMode.HIGHEST), np.exp2(x))
-    for p in ("BF16_BF16_F32", lax.DotAlgorithmPreset.F32_F32_F32, lax.DotAlgorithm(np.float32, np.float32,
-                                                                                      np.float32)):
+    # (dot algorithms XLA's CPU backend computes; tests/lax/test_precision_emitted.py has the others)
+    for p in ("BF16_BF16_F32", lax.DotAlgorithmPreset.F32_F32_F32, "BF16_BF16_F32_X3"):
         _close(lax.dot(x, x, precision=p), x @ x)
         _close(jnp.dot(x, x, precision=p), x @ x)
 

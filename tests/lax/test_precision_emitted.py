@@ -1,6 +1,8 @@
 """``precision=`` reaches the compiled program: every entry point's StableHLO carries JAX's ``precision = [...]``
-(``[DEFAULT, DEFAULT]`` for None, as JAX writes), derivatives and ``vmap`` keep it, and the
-``default_matmul_precision`` flag decides it where a call gives None (and is part of jit's cache key)."""
+(``[DEFAULT, DEFAULT]`` for None, as JAX writes) or a dot algorithm's ``algorithm = <...>`` (the operands cast to
+its types, as JAX's lowering does; the algorithms XLA's CPU backend lacks refused there, as JAX refuses them),
+derivatives and ``vmap`` keep it, and the ``default_matmul_precision`` flag decides it where a call gives None (and
+is part of jit's cache key)."""
 from __future__ import annotations
 
 import re
@@ -8,8 +10,10 @@ import warnings
 
 import numpy as np
 import pytest
+from kiln.frontend.lax.precision import swap_precision
 
 import kiln
+import kiln.export
 import kiln.numpy as knp
 import kiln.scipy.signal
 from kiln import lax
@@ -104,9 +108,88 @@ def test_jaxpr_shows_the_precision_as_jax():
     assert "precision" not in str(kiln.make_jaxpr(lambda a, b: a @ b)(A, B))  # None is not shown, as JAX
 
 
-def test_dot_algorithms_are_not_emitted():
-    for algorithm in (lax.DotAlgorithmPreset.F32_F32_F32, "BF16_BF16_F32"):
-        assert _emitted(lambda a, b: lax.dot(a, b, precision=algorithm), A, B) == [DEFAULT]
+def _algorithms(fn, *args) -> list[tuple[str, str, str, str]]:
+    """(lhs, rhs, accumulation type, primitive operations) of the ``algorithm`` of every dot_general of
+    ``kiln.jit(fn)``'s module, in order (those without one left out)."""
+    text = kiln.jit(fn).lower(*args).as_text()
+    return re.findall(r"algorithm = <lhs_precision_type = (\w+), rhs_precision_type = (\w+), accumulation_type = "
+                      r"(\w+), lhs_component_count = 1, rhs_component_count = 1, num_primitive_operations = (\d+), "
+                      r"allow_imprecise_accumulation = false>", text)
+
+
+@pytest.mark.parametrize("algorithm,expected", [
+    (lax.DotAlgorithmPreset.F32_F32_F32, ("f32", "f32", "f32", "1")), ("BF16_BF16_F32", ("bf16", "bf16", "f32", "1")),
+    ("BF16_BF16_F32_X6", ("bf16", "bf16", "f32", "6")), ("F64_F64_F64", ("f64", "f64", "f64", "1")),
+], ids=str)
+@pytest.mark.parametrize("name", list(DOT_ENTRY_POINTS))
+def test_dot_algorithms_are_emitted_as_jax(name, algorithm, expected):
+    # StableHLO's algorithm attribute, with JAX's precision_config beside it ([DEFAULT, DEFAULT])
+    make, args = DOT_ENTRY_POINTS[name]
+    assert set(_emitted(make(algorithm), *args)) == {DEFAULT}
+    assert set(_algorithms(make(algorithm), *args)) == {expected}
+
+
+def test_dot_algorithm_casts_and_results_as_jax():
+    # The operands go to the algorithm's storage types (float32 stays float32 under BF16_BF16_F32, as JAX keeps it),
+    # the product comes in its accumulation type and is converted to the result's dtype.
+    text = kiln.jit(lambda a, b: knp.dot(a, b, precision="F16_F16_F16")).lower(A, B).as_text()
+    assert "stablehlo.convert %arg0 : (tensor<3x4xf32>) -> tensor<3x4xf16>" in text
+    assert re.search(r"-> tensor<3x5xf16>\n.*stablehlo.convert %\d+ : \(tensor<3x5xf16>\) -> tensor<3x5xf32>", text)
+    assert "convert" not in kiln.jit(lambda a, b: knp.dot(a, b, precision="BF16_BF16_F32")).lower(A, B).as_text()
+    exact = A.astype(np.float64) @ B.astype(np.float64)
+    # F64_F64_F64: float64 products of the float32 operands, rounded once to float32
+    np.testing.assert_array_max_ulp(np.asarray(knp.dot(A, B, precision="F64_F64_F64")), exact.astype(np.float32), 0)
+    # F16_F16_F16: float16 operands and arithmetic, so float16's error (float32's result is 1000 times closer)
+    a16, b16 = A.astype(np.float16).astype(np.float64), B.astype(np.float16).astype(np.float64)
+    got = np.asarray(knp.dot(A, B, precision="F16_F16_F16"), np.float64)
+    assert got.dtype == np.float64 and np.abs(got - a16 @ b16).max() < 4 * 2.0 ** -10 * np.abs(exact).max()
+    assert np.abs(got - exact).max() > 100 * np.abs(np.asarray(knp.dot(A, B), np.float64) - exact).max()
+    # a float16 product keeps its dtype; preferred_element_type keeps the accumulator's
+    a16, b16 = A.astype(np.float16), B.astype(np.float16)
+    assert knp.dot(a16, b16, precision="F16_F16_F16").dtype == np.float16
+    assert knp.dot(a16, b16, precision="F16_F16_F16", preferred_element_type=np.float32).dtype == np.float32
+
+
+def test_dot_algorithm_in_the_jaxpr_and_derivatives_as_jax():
+    def loss(a, b):
+        return (knp.dot(a, b, precision="BF16_BF16_F32") ** 2).sum()
+    assert "precision=BF16_BF16_F32" in str(kiln.make_jaxpr(loss)(A, B))
+    jaxpr = str(kiln.make_jaxpr(kiln.grad(loss, argnums=(0, 1)))(A, B))
+    assert jaxpr.count("precision=BF16_BF16_F32") == 3  # the forward dot and both transposes: unchanged
+    assert _algorithms(kiln.grad(loss, argnums=(0, 1)), A, B) == [("bf16", "bf16", "f32", "1")] * 3
+    assert _algorithms(kiln.vmap(lambda a, b: knp.dot(a, b, precision="BF16_BF16_F32"), (0, None)),
+                       np.stack([A, A]), B) == [("bf16", "bf16", "f32", "1")]
+    # a DotAlgorithm names each operand's type: the transpose that swaps the operands swaps them
+    alg = lax.DotAlgorithm(np.float16, np.float32, np.float32)
+    assert swap_precision(alg) == lax.DotAlgorithm(np.float32, np.float16, np.float32)
+    assert swap_precision(lax.DotAlgorithmPreset.TF32_TF32_F32) is lax.DotAlgorithmPreset.TF32_TF32_F32
+
+
+@pytest.mark.parametrize("algorithm", ["TF32_TF32_F32", "F16_F16_F32", "BF16_BF16_F32_X9", "ANY_F8_ANY_F8_F32",
+                                       lax.DotAlgorithm(np.float32, np.float32, np.float32)], ids=str)
+def test_dot_algorithms_the_cpu_lacks_are_refused(algorithm):
+    if kiln.devices()[0].platform != "cpu":
+        pytest.skip("the CPU backend's check")
+    # JAX's ValueError and message, with what to do instead
+    for call in (lambda: knp.dot(A, B, precision=algorithm),
+                 lambda: kiln.jit(lambda a, b: lax.dot(a, b, precision=algorithm)).lower(A, B)):
+        with pytest.raises(ValueError, match=re.escape(f"The precision '{algorithm}' is not supported by dot_general "
+                                                       "on CPU")) as e:
+            call()
+        assert "F32_F32_F32" in str(e.value) and "kiln.lax.Precision" in str(e.value)
+    np.testing.assert_allclose(np.asarray(knp.dot(A, B)), A @ B, rtol=1e-5, atol=1e-5)  # nothing left behind
+
+
+def test_float8_algorithm_needs_float8_operands():
+    # (lowered for CUDA, which has the float8 algorithms): JAX's message, and what to do
+    f = kiln.jit(lambda a, b: knp.dot(a, b, precision="ANY_F8_ANY_F8_F32"))
+    with pytest.raises(ValueError, match=r"The dot algorithm 'ANY_F8_ANY_F8_F32' requires both inputs to have float8 "
+                                         r"dtypes. Got float32 and float32 instead: cast both operands to a float8"):
+        kiln.export.export(f, platforms=("cuda",))(A, B)
+    f8 = np.dtype(kiln.numpy.float8_e4m3fn)
+    text = kiln.export.export(f, platforms=("cuda",))(A.astype(f8), B.astype(f8)).mlir_module()
+    assert re.search(r"algorithm = <lhs_precision_type = f8E4M3FN, rhs_precision_type = f8E4M3FN, accumulation_type = "
+                     r"f32.*-> tensor<3x5xf8E4M3FN>", text), text
 
 
 # -- derivatives and vmap ---------------------------------------------------------------------------------------
@@ -192,8 +275,9 @@ def test_default_matmul_precision_context_manager_changes_the_program_and_retrac
         assert len(traces) == 2  # retraced: the flag is part of the cache key
         assert _emitted(lambda a, b: knp.matmul(a, b, precision="high"), A, B) == [("HIGH", "HIGH")]  # explicit wins
         assert set(_emitted(lambda x, k: lax.conv(x, k, (1, 1), "SAME"), IMG, KER)) == {HIGHEST}
-        # an explicit dot algorithm is ignored, not replaced by the flag
+        # an explicit dot algorithm is kept, not replaced by the flag
         assert _emitted(lambda a, b: lax.dot(a, b, precision="F32_F32_F32"), A, B) == [DEFAULT]
+        assert _algorithms(lambda a, b: lax.dot(a, b, precision="F32_F32_F32"), A, B) == [("f32", "f32", "f32", "1")]
     with kiln.default_matmul_precision("bfloat16"):
         assert _emitted(g, A, B) == [DEFAULT]
     jf(A, B)
@@ -215,8 +299,10 @@ def test_default_matmul_precision_config_flag():
     try:
         assert kiln.config.default_matmul_precision == "highest"
         assert _emitted(lambda a, b: knp.dot(a, b), A, B) == [HIGHEST]
-        kiln.config.update("jax_default_matmul_precision", "ANY_F8_ANY_F8_F32")  # an algorithm: not emitted
+        kiln.config.update("jax_default_matmul_precision", "BF16_BF16_F32_X3")  # an algorithm's name
         assert _emitted(lambda a, b: knp.dot(a, b), A, B) == [DEFAULT]
+        assert _algorithms(lambda a, b: knp.dot(a, b), A, B) == [("bf16", "bf16", "f32", "3")]
+        assert set(_emitted(lambda x, k: lax.conv(x, k, (1, 1), "SAME"), IMG, KER)) == {DEFAULT}  # as JAX's convs
     finally:
         kiln.config.update("jax_default_matmul_precision", None)
     assert _emitted(lambda a, b: knp.dot(a, b), A, B) == [DEFAULT]
