@@ -10,6 +10,8 @@ import pathlib
 import re
 import types
 
+import numpy as np
+
 PORTED = pathlib.Path(__file__).resolve().parent / "jax_ported"
 # The ports change only imports: these patterns put JAX's back.
 TO_JAX = [(r"^import kiln as jax$", "import jax"), (r"^import kiln\.", "import jax."), (r"^from kiln\.", "from jax."),
@@ -49,6 +51,18 @@ def count_primitives(jaxpr, counts: collections.Counter | None = None, names: di
                 if hasattr(inner, "eqns"):
                     count_primitives(inner, counts, names)
     return counts
+
+
+def fd_jacobian(fun, x, h: float = 1e-6) -> np.ndarray:
+    """Central differences of a NumPy float64 function, entry by entry of x: shape fun(x).shape + x.shape (the
+    oracle of the ported pages' derivatives)."""
+    x = np.asarray(x, np.float64)
+    cols = []
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        cols.append((np.asarray(fun(x + e)) - np.asarray(fun(x - e))) / (2 * h))
+    return np.moveaxis(np.array(cols), 0, -1).reshape(np.shape(cols[0]) + x.shape)
 
 
 def run_quietly(module: types.ModuleType, **kwargs) -> dict:

@@ -20,7 +20,7 @@ import io
 import numpy as np
 import pytest
 import threefry_oracle
-from ported import load
+from ported import fd_jacobian, load
 
 import kiln
 import kiln.numpy as jnp
@@ -45,17 +45,6 @@ def out(nb):
 
 def _f64(x):
     return np.asarray(x, np.float64)
-
-
-def _np_fd_jac(fun, x, h=1e-6):
-    """Central differences of a NumPy float64 function, entry by entry of x: shape fun(x).shape + x.shape."""
-    x = _f64(x)
-    cols = []
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        cols.append((np.asarray(fun(x + e)) - np.asarray(fun(x - e))) / (2 * h))
-    return np.moveaxis(np.array(cols), 0, -1).reshape(np.shape(cols[0]) + x.shape)
 
 
 # ------------------------------------------------ NumPy oracles ------------------------------------------------
@@ -119,24 +108,24 @@ def test_numpy_oracles_agree_with_finite_differences(nb, out):
     # the closed forms are themselves checked once, in float64, before they judge kiln
     rng = np.random.default_rng(0)
     th, s0, r, s1 = rng.normal(size=3), rng.normal(size=3), rng.normal(), rng.normal(size=3)
-    np.testing.assert_allclose(_np_fd_jac(lambda t: _np_naive_td_loss(t, s0, r, s1), th),
+    np.testing.assert_allclose(fd_jacobian(lambda t: _np_naive_td_loss(t, s0, r, s1), th),
                                _np_naive_td_grad(th, s0, r, s1), rtol=1e-7, atol=1e-9)
     # the TD(0) update is the gradient of the pseudo-loss with the target held fixed
     target = r + th @ s1
-    np.testing.assert_allclose(_np_fd_jac(lambda t: -0.5 * (target - t @ s0) ** 2, th), _np_td_update(th, s0, r, s1),
+    np.testing.assert_allclose(fd_jacobian(lambda t: -0.5 * (target - t @ s0) ** 2, th), _np_td_update(th, s0, r, s1),
                                rtol=1e-7, atol=1e-9)
     W, b = _f64(out["W"]), _f64(out["b"])
     J, Jb = _np_jac(nb, W, b)
-    np.testing.assert_allclose(_np_fd_jac(lambda w: _probs(nb, w, b), W), J, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(_np_fd_jac(lambda c: _probs(nb, W, c), b), Jb, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(_np_fd_jac(lambda w: _np_jac(nb, w, b)[0], W, h=1e-5), _np_hess(nb, W, b), rtol=1e-6,
+    np.testing.assert_allclose(fd_jacobian(lambda w: _probs(nb, w, b), W), J, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(fd_jacobian(lambda c: _probs(nb, W, c), b), Jb, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(fd_jacobian(lambda w: _np_jac(nb, w, b)[0], W, h=1e-5), _np_hess(nb, W, b), rtol=1e-6,
                                atol=1e-9)
     X = np.linspace(-2, 2, 12).reshape(3, 4)
     V = np.cos(np.arange(12.0)).reshape(3, 4)
-    fd = _np_fd_jac(lambda x: 2 * np.tanh(x) * (1 - np.tanh(x) ** 2), X)  # the Jacobian of grad sum(tanh^2)
+    fd = fd_jacobian(lambda x: 2 * np.tanh(x) * (1 - np.tanh(x) ** 2), X)  # the Jacobian of grad sum(tanh^2)
     np.testing.assert_allclose(np.tensordot(fd, V, 2), _np_hvp_tanh2(X, V), rtol=1e-7, atol=1e-9)
     x = np.array([0.3, -1.2, 0.7])
-    fd = _np_fd_jac(lambda y: _np_fd_jac(lambda z: _cubic(np, z), y, h=1e-5), x, h=1e-4)
+    fd = fd_jacobian(lambda y: fd_jacobian(lambda z: _cubic(np, z), y, h=1e-5), x, h=1e-4)
     np.testing.assert_allclose(fd, _np_cubic_hessian(x), rtol=1e-5, atol=1e-6)
 
 

@@ -17,7 +17,7 @@ import io
 
 import numpy as np
 import pytest
-from ported import load
+from ported import fd_jacobian, load
 
 import kiln
 import kiln.numpy as jnp
@@ -82,31 +82,20 @@ def _np_hess(nb, W, b):
     return (p * (1 - p) * (1 - 2 * p))[:, None, None] * X[:, :, None] * X[:, None, :]
 
 
-def _np_fd_jac(fun, x, h=1e-6):
-    """Central differences of a NumPy float64 function, entry by entry of x: shape fun(x).shape + x.shape."""
-    x = _f64(x)
-    cols = []
-    for i in np.ndindex(x.shape):
-        e = np.zeros_like(x)
-        e[i] = h
-        cols.append((np.asarray(fun(x + e)) - np.asarray(fun(x - e))) / (2 * h))
-    return np.moveaxis(np.array(cols), 0, -1).reshape(np.shape(cols[0]) + x.shape)
-
-
 def test_numpy_oracles_agree_with_finite_differences(nb, out):
     # the closed forms are themselves checked once, in float64, before they judge kiln
     W, b = _f64(out["W"]), _f64(out["b"])
     gW, gb = _np_grads(nb, W, b)
-    np.testing.assert_allclose(_np_fd_jac(lambda w: _np_loss(nb, w, b), W), gW, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(_np_fd_jac(lambda c: _np_loss(nb, W, c), b), gb, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(fd_jacobian(lambda w: _np_loss(nb, w, b), W), gW, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(fd_jacobian(lambda c: _np_loss(nb, W, c), b), gb, rtol=1e-7, atol=1e-9)
     J, Jb = _np_jac(nb, W, b)
-    np.testing.assert_allclose(_np_fd_jac(lambda w: _probs(nb, w, b), W), J, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(_np_fd_jac(lambda c: _probs(nb, W, c), b), Jb, rtol=1e-7, atol=1e-9)
-    np.testing.assert_allclose(_np_fd_jac(lambda w: _np_jac(nb, w, b)[0], W, h=1e-5), _np_hess(nb, W, b), rtol=1e-6,
+    np.testing.assert_allclose(fd_jacobian(lambda w: _probs(nb, w, b), W), J, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(fd_jacobian(lambda c: _probs(nb, W, c), b), Jb, rtol=1e-7, atol=1e-9)
+    np.testing.assert_allclose(fd_jacobian(lambda w: _np_jac(nb, w, b)[0], W, h=1e-5), _np_hess(nb, W, b), rtol=1e-6,
                                atol=1e-9)
     X = np.linspace(-2, 2, 12).reshape(3, 4)
     V = np.cos(np.arange(12.0)).reshape(3, 4)
-    fd = _np_fd_jac(lambda x: 2 * np.tanh(x) * (1 - np.tanh(x) ** 2), X)  # the Jacobian of grad sum(tanh^2)
+    fd = fd_jacobian(lambda x: 2 * np.tanh(x) * (1 - np.tanh(x) ** 2), X)  # the Jacobian of grad sum(tanh^2)
     np.testing.assert_allclose(np.tensordot(fd, V, 2), _np_hvp_tanh2(X, V), rtol=1e-7, atol=1e-9)
 
 
