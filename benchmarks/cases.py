@@ -555,6 +555,13 @@ def bench_data_parallel_mlp(fw: Framework, quick: bool) -> float | None:
     return multidevice.run(fw.name, "dp_mlp", quick)
 
 
+def bench_shard_map_mlp(fw: Framework, quick: bool) -> float | None:
+    """The same data-parallel step with the loss written as a shard_map (pmean of the devices' losses) and
+    value_and_grad taken of it: the transposition of a shard_map (multidevice.py)."""
+    import multidevice
+    return multidevice.run(fw.name, "sm_mlp", quick)
+
+
 def bench_shard_map_psum_loop(fw: Framework, quick: bool) -> float | None:
     """A jitted shard_map on 8 CPU devices looping over 100 psums of a 1024-float block per device, in a fresh
     process that holds both frameworks (multidevice.py)."""
@@ -825,6 +832,7 @@ CASES: list[Case] = [
     Case("compile cache lookup on a miss (key of the MLP step + probe)", "us", _first_call("lookup_miss")),
     Case("data-parallel MLP step, 8 CPU devices (batch 1024 split, sync every 8 steps)", "ms",
          bench_data_parallel_mlp),
+    Case("shard_map data-parallel MLP step: grad of a shard_map loss, 8 CPU devices", "ms", bench_shard_map_mlp),
     Case("shard_map: 100 psums in a fori_loop, 8 CPU devices", "ms", bench_shard_map_psum_loop),
     Case("debug.print in a jitted fori_loop, 100 steps", "ms", bench_debug_print_loop),
     Case(f"jit SELU f32[{SELU_SIZE:,}] (seed 004)", "us", _jit_on_stream(lambda fw: _selu(fw.np), SELU_SIZE), gpu=True),

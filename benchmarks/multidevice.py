@@ -68,7 +68,12 @@ def _data_parallel_mlp_step(fw, top, quick: bool) -> tuple[Plan, int]:
     params = top.device_put(params, replicated)
     x, labels = top.device_put(x, split), top.device_put(labels, split)
     step = top.jit(_mlp_train_step(fw), out_shardings=(replicated, replicated))
+    return _synced_steps(top, step, params, x, labels, quick)
 
+
+def _synced_steps(top, step, params, x, labels, quick: bool) -> tuple[Plan, int]:
+    """A plan whose call runs SYNC_EVERY training steps ``(loss, params) = step(params, x, labels)``, then waits
+    for the loss."""
     def steps():
         nonlocal params
         for _ in range(SYNC_EVERY):
@@ -77,6 +82,30 @@ def _data_parallel_mlp_step(fw, top, quick: bool) -> tuple[Plan, int]:
         return params
     number, repeat = (1, 3) if quick else (4, 15)
     return Plan(steps, top.block_until_ready, number, repeat, warmup=1), SYNC_EVERY
+
+
+def _shard_map_mlp_step(fw, top, quick: bool) -> tuple[Plan, int]:
+    """The MLP train step with the loss a shard_map over 8 devices (each device's mean loss on its 128 rows, pmean
+    over the mesh axis 'data'), value_and_grad of it and the SGD update in one jit: the transpose of a shard_map
+    whose parameters are replicated (one psum per parameter backward, JEP 17111). One call of the plan is
+    SYNC_EVERY steps."""
+    from cases import LEARNING_RATE, _mlp_loss, mlp_host_data
+
+    P = top.sharding.PartitionSpec
+    mesh = top.make_mesh((N_DEVICES,), ("data",))
+    replicated, split = top.sharding.NamedSharding(mesh, P()), top.sharding.NamedSharding(mesh, P("data"))
+    per_device = _mlp_loss(top.numpy)
+    loss = top.shard_map(lambda p, x, y: top.lax.pmean(per_device(p, x, y), "data"), mesh=mesh,
+                         in_specs=(P(), P("data"), P("data")), out_specs=P())
+
+    def train_step(params, x, labels):
+        value, grads = top.value_and_grad(loss)(params, x, labels)
+        return value, top.tree_util.tree_map(lambda p, g: p - LEARNING_RATE * g, params, grads)
+    step = top.jit(train_step, out_shardings=(replicated, replicated))
+    params, x, labels = mlp_host_data(DP_BATCH)
+    params = top.device_put(params, replicated)
+    x, labels = top.device_put(x, split), top.device_put(labels, split)
+    return _synced_steps(top, step, params, x, labels, quick)
 
 
 PSUM_STEPS = 100
@@ -97,7 +126,7 @@ def _shard_map_psum_loop(fw, top, quick: bool) -> tuple[Plan, int]:
     return Plan(lambda: f(x), top.block_until_ready, number, repeat, warmup=1), 1
 
 
-CASES = {"dp_mlp": _data_parallel_mlp_step, "psum_loop": _shard_map_psum_loop}
+CASES = {"dp_mlp": _data_parallel_mlp_step, "sm_mlp": _shard_map_mlp_step, "psum_loop": _shard_map_psum_loop}
 
 
 def _frameworks() -> list:
