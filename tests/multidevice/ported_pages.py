@@ -1,5 +1,5 @@
 """What this folder's tests of JAX's ported pages share: how many collectives a program runs, a cell's printed
-text, and which block of an array each device holds (the oracle of layouts)."""
+text, which block of an array each device holds (the oracle of layouts), and the pages' MLP in NumPy."""
 from __future__ import annotations
 
 import contextlib
@@ -59,3 +59,23 @@ def block_bounds(shape, mesh, spec, device_id) -> tuple:
         assert dim % n == 0
         out.append((k * dim // n, (k + 1) * dim // n))
     return tuple(out)
+
+
+def mlp_forward_backward(params, batch) -> tuple:
+    """float64 NumPy: the shard_map pages' MLP loss (mean over the batch of the squared error summed over the
+    outputs) and its gradient by hand (backprop through dot + bias + relu, no relu after the last layer)."""
+    x, y = (np.asarray(v, np.float64) for v in batch)
+    params = [(np.asarray(w, np.float64), np.asarray(b, np.float64)) for w, b in params]
+    acts, pre = [x], []
+    for i, (w, b) in enumerate(params):
+        pre.append(acts[-1] @ w + b)
+        acts.append(np.maximum(pre[-1], 0) if i < len(params) - 1 else pre[-1])
+    loss = np.mean(np.sum((acts[-1] - y) ** 2, axis=-1))
+    g = 2 * (acts[-1] - y) / x.shape[0]
+    grads = [None] * len(params)
+    for i in range(len(params) - 1, -1, -1):
+        if i < len(params) - 1:
+            g = g * (pre[i] > 0)
+        grads[i] = (acts[i].T @ g, g.sum(0))
+        g = g @ params[i][0].T
+    return loss, grads

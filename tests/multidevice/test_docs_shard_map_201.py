@@ -25,7 +25,7 @@ import re
 
 import numpy as np
 import pytest
-from ported_pages import block_bounds, count_primitives, device_ids, run_printing
+from ported_pages import block_bounds, count_primitives, device_ids, mlp_forward_backward, run_printing
 from ported_pages import collectives as count_collectives
 
 import kiln
@@ -520,32 +520,13 @@ def test_collective_matmul_programs(matmuls):
 
 # ------------------------------------------------ neural networks ------------------------------------------------
 
-def _forward_backward(params, batch):
-    """float64 NumPy: the page's loss (mean over the batch of the squared error summed over the outputs) and its
-    gradient by hand (backprop through dot + bias + relu, no relu after the last layer)."""
-    x, y = (np.asarray(v, np.float64) for v in batch)
-    params = [(np.asarray(w, np.float64), np.asarray(b, np.float64)) for w, b in params]
-    acts, pre = [x], []
-    for i, (w, b) in enumerate(params):
-        pre.append(acts[-1] @ w + b)
-        acts.append(np.maximum(pre[-1], 0) if i < len(params) - 1 else pre[-1])
-    loss = np.mean(np.sum((acts[-1] - y) ** 2, axis=-1))
-    g = 2 * (acts[-1] - y) / x.shape[0]
-    grads = [None] * len(params)
-    for i in range(len(params) - 1, -1, -1):
-        if i < len(params) - 1:
-            g = g * (pre[i] > 0)
-        grads[i] = (acts[i].T @ g, g.sum(0))
-        g = g @ params[i][0].T
-    return loss, grads
-
 
 @pytest.fixture(scope="module")
 def net(nb):
     (params, batch), printed = run_printing(nb.init_cell, SIZES, BATCH)
     assert printed == ""
     host = ([(_np(w), _np(b)) for w, b in params], (_np(batch[0]), _np(batch[1])))
-    return params, batch, host, _forward_backward(*host)
+    return params, batch, host, mlp_forward_backward(*host)
 
 
 def test_init_shapes_and_the_numpy_oracle(net):
@@ -565,7 +546,7 @@ def test_init_shapes_and_the_numpy_oracle(net):
             for sign in (1, -1):
                 p = [[v.copy() for v in wb] for wb in params]
                 p[layer][which][idx] += sign * eps
-                moved.append(_forward_backward(p, batch)[0])
+                moved.append(mlp_forward_backward(p, batch)[0])
             np.testing.assert_allclose(grads[layer][which][idx], (moved[0] - moved[1]) / (2 * eps), rtol=1e-6,
                                        atol=1e-9)
 

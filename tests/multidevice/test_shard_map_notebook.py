@@ -14,7 +14,7 @@ import pathlib
 
 import numpy as np
 import pytest
-from ported_pages import run_printing
+from ported_pages import mlp_forward_backward, run_printing
 
 import kiln
 from kiln.sharding import NamedSharding
@@ -193,26 +193,6 @@ def test_collective_matmuls(nb):
 
 # ------------------------------------------------ neural networks ------------------------------------------------
 
-def _forward_backward(params, batch):
-    """float64 NumPy: the notebook's loss and its gradient by hand (backprop through dot + bias + relu)."""
-    x, y = (np.asarray(v, np.float64) for v in batch)
-    params = [(np.asarray(w, np.float64), np.asarray(b, np.float64)) for w, b in params]
-    acts, pre = [x], []
-    for i, (w, b) in enumerate(params):
-        z = acts[-1] @ w + b
-        pre.append(z)
-        acts.append(np.maximum(z, 0) if i < len(params) - 1 else z)
-    out = acts[-1]
-    loss = np.mean(np.sum((out - y) ** 2, axis=-1))
-    g = 2 * (out - y) / x.shape[0]
-    grads = [None] * len(params)
-    for i in range(len(params) - 1, -1, -1):
-        if i < len(params) - 1:
-            g = g * (pre[i] > 0)
-        grads[i] = (acts[i].T @ g, g.sum(0))
-        g = g @ params[i][0].T
-    return loss, grads
-
 
 @pytest.fixture(scope="module")
 def net(nb):
@@ -230,7 +210,7 @@ def _close_grads(got, want, tol=2e-4):
 def test_numpy_backprop_oracle_matches_finite_differences(net):
     _, _, (params, batch) = net
     params = [(w.astype(np.float64), b.astype(np.float64)) for w, b in params]
-    _, grads = _forward_backward(params, batch)
+    _, grads = mlp_forward_backward(params, batch)
     rng = np.random.default_rng(0)
     eps = 1e-6
     for layer in (0, 2, 3):
@@ -241,14 +221,14 @@ def test_numpy_backprop_oracle_matches_finite_differences(net):
             minus = [[v.copy() for v in wb] for wb in params]
             plus[layer][which][idx] += eps
             minus[layer][which][idx] -= eps
-            fd = (_forward_backward(plus, batch)[0] - _forward_backward(minus, batch)[0]) / (2 * eps)
+            fd = (mlp_forward_backward(plus, batch)[0] - mlp_forward_backward(minus, batch)[0]) / (2 * eps)
             np.testing.assert_allclose(grads[layer][which][idx], fd, rtol=1e-6, atol=1e-9)
 
 
 def test_data_parallel(nb, net):
     params, batch, host = net
     (out, _, _), printed = run_printing(nb.data_parallel_cells, params, batch)
-    loss, grads = _forward_backward(*host)
+    loss, grads = mlp_forward_backward(*host)
     np.testing.assert_allclose(float(out["loss"]), loss, rtol=1e-5)
     np.testing.assert_allclose(float(out["loss_dp"]), loss, rtol=1e-5)
     _close_grads(out["grad"], grads)
@@ -258,7 +238,7 @@ def test_data_parallel(nb, net):
 def test_fully_sharded_data_parallel(nb, net):
     params, batch, host = net
     (out, params_s, _), printed = run_printing(nb.fsdp_cells, params, batch)
-    loss, grads = _forward_backward(*host)
+    loss, grads = mlp_forward_backward(*host)
     np.testing.assert_allclose(float(out["loss_fsdp"]), loss, rtol=1e-5)
     _close_grads(out["grad"], grads)  # the gradient of the fragments: the whole gradient, laid out in 4 blocks
     assert params_s[0][0].sharding.spec == P("batch") and printed.split()[-1] == "True"
@@ -267,7 +247,7 @@ def test_fully_sharded_data_parallel(nb, net):
 def test_tensor_parallel(nb, net):
     params, batch, host = net
     (loss_tp, params_s, batch_s), _ = run_printing(nb.tp_cells, params, batch)
-    loss, grads = _forward_backward(*host)
+    loss, grads = mlp_forward_backward(*host)
     mesh = params_s[0][0].sharding.mesh
     try:
         kiln.set_mesh(mesh)  # as the notebook leaves it in context
@@ -280,7 +260,7 @@ def test_tensor_parallel(nb, net):
 def test_fsdp_and_tensor_parallel(nb, net):
     params, batch, host = net
     (out, _, _), printed = run_printing(nb.fsdp_tp_cells, params, batch)
-    loss, grads = _forward_backward(*host)
+    loss, grads = mlp_forward_backward(*host)
     np.testing.assert_allclose(float(out["loss_fsdp_tp"]), loss, rtol=1e-5)
     _close_grads(out["grad"], grads)
     assert printed.split()[-1] == "True"
@@ -289,7 +269,7 @@ def test_fsdp_and_tensor_parallel(nb, net):
 def test_spmd_pipeline(nb, net):
     params, batch, host = net
     out, printed = run_printing(nb.pipeline_cells, params, batch, BATCH)
-    loss, grads = _forward_backward(*host)
+    loss, grads = mlp_forward_backward(*host)
     assert printed.startswith("2 stages, 1 layer(s) per stage, 2 pipelined layers total\n"
                               "8 examples per microbatch, 4 microbatches total\n")
     np.testing.assert_allclose(float(out["loss_pp"]), loss, rtol=1e-5)
