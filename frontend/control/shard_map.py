@@ -117,12 +117,12 @@ def _broadcast_prefix(specs: Any, tree: Any, n_leaves: int, what: str, where: st
 def _check_replication(closed: ClosedIR, in_specs: Sequence[SpecDims], out_specs: Sequence[SpecDims],
                        given: Sequence[PartitionSpec], mesh: Mesh, out_paths: Sequence[str], where: str) -> None:
     names = frozenset(mesh.axis_names)
-    in_vma = [frozenset(a for axes in spec for a in axes) for spec in in_specs]
+    in_vma = [_mentioned(spec) for spec in in_specs]
     body = call_body(closed)
     vma = varying_axes(body.ir, [frozenset()] * len(closed.consts) + in_vma, names)
     problems = []
     for path, spec, spec_text, v in zip(out_paths, out_specs, given, vma):
-        mentioned = frozenset(a for axes in spec for a in axes)
+        mentioned = _mentioned(spec)
         extra = v - mentioned
         if extra:
             problems.append(f"  {path}: out_specs entry {spec_text} promises the value is the same along mesh "
@@ -225,7 +225,7 @@ def _apply(f: Callable, mesh: Mesh, args: tuple, in_specs: Any, out_specs: Any, 
 
     flat_in = tree_util.tree_structure(tuple(range(len(dynamic))))
     # Each block says which mesh axes it varies along (kiln.typeof shows them inside the body).
-    hints = [VaryingInput(frozenset(a for axes in spec for a in axes), mesh.axis_names, check) for spec in specs]
+    hints = [VaryingInput(_mentioned(spec), mesh.axis_names, check) for spec in specs]
     closed, out_tree = axis_env.run_with_axes(tuple(mesh.shape_tuple), trace_callable, lambda *b: body(*b), flat_in,
                                               block_avals, fun_name(f), hints)
     n_out = len(closed.out_avals)
