@@ -178,7 +178,7 @@ def vmap(fun: Callable, in_axes: Any = 0, out_axes: Any = 0, axis_size: int | No
         # tracer, carrying a derivative that must not become a Python constant) does not.
         closed, _ = axis_env.run_with_axis(axis_name, size, lambda: trace_to_ir(
             flat_fun, per_example, name=name, keeps_calls=True, kind="vmap", batch=(size, mapped_dims),
-            known_constants=True))
+            known_constants=True, outer_values=[flat[i] for i in mapped]))
         ctx = BatchContext(size, axis_name)
         outs, out_dims = batch_eval(closed.ir, closed.consts, [flat[i] for i in mapped], mapped_dims, ctx)
         out_tree, out_example, out_hidden = out_tree_box[0]

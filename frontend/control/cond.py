@@ -19,6 +19,7 @@ from ..core.config import config
 from ..core.ir import IR, ClosedIR, Eqn, Var
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify, current_builder
+from ..core.varying import nested_hints
 from .common import ControlFlowError, avals_str, fun_name, same_types, trace_callable
 
 
@@ -62,10 +63,12 @@ def _trace_branches(funs: Sequence[Callable], operands: tuple, what: str, labels
     leaves, in_tree = tree_util.tree_flatten(operands)
     avals = [abstractify(x) for x in leaves]
     traced: list = [None] * len(funs)
+    hints = nested_hints(leaves)  # inside a shard_map body: the mesh axes the operands vary along
     with consumption.alternatives() as branch:  # each branch may consume the same PRNG key
         for i in trace_order if trace_order is not None else range(len(funs)):
             with branch():
-                traced[i] = trace_callable(funs[i], in_tree, avals, fun_name(funs[i]), ref_writes=ref_writes)
+                traced[i] = trace_callable(funs[i], in_tree, avals, fun_name(funs[i]), input_hints=hints,
+                                           ref_writes=ref_writes)
     tree0, avals0 = traced[0][1], traced[0][0].out_avals
     first = f"{labels[0]} ({fun_name(funs[0])})"
     for i, (closed, tree) in enumerate(traced[1:], 1):

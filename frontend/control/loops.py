@@ -20,6 +20,7 @@ from ..core.errors import KilnError
 from ..core.ir import IR, ClosedIR, Var
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify, trace_to_ir
+from ..core.varying import VaryingInput, nested_hints, values_vma, varying_axes, widened_carry
 from .common import (
     ControlFlowError,
     avals_str,
@@ -58,7 +59,8 @@ def while_loop(cond_fun: Callable, body_fun: Callable, init_val: Any, *, max_ste
     avals = [abstractify(x) for x in leaves]
     written: list = []
     with consumption.loop_body():  # a PRNG key they close over would be consumed on every iteration
-        cond_closed, body_closed, avals = _trace_loop(cond_fun, body_fun, tree, avals, name, written)
+        cond_closed, body_closed, avals = _trace_loop(cond_fun, body_fun, tree, avals, name, written,
+                                                      nested_hints(leaves))
     if written:  # the body writes refs created outside it: they become part of the carry
         return _while_threading_refs(cond_fun, body_fun, list(dict.fromkeys(written)), init_val, max_steps)
     leaves = [cast_to(x, a) for x, a in zip(leaves, avals)]
@@ -105,21 +107,29 @@ def _while_threading_refs(cond_fun: Callable, body_fun: Callable, written: list,
     return val
 
 
-def _trace_loop(cond_fun, body_fun, tree, avals, name, ref_writes=None):
+def _trace_loop(cond_fun, body_fun, tree, avals, name, ref_writes=None, hints=None):
+    """Trace cond_fun and body_fun, again with promoted types where the body changes a weakly typed carry's (as
+    JAX), and, inside a ``shard_map`` body (``hints``: the mesh axes each carry varies along), with wider varying
+    axes where an iteration adds some: a varying predicate makes every carry vary along its axes."""
     while True:  # a promoted carry type only moves up the (finite) promotion lattice
         cond_closed, cond_tree = trace_callable(cond_fun, tree_util.tree_structure((tree.unflatten(
-            [0] * tree.num_leaves),)), avals, fun_name(cond_fun))
+            [0] * tree.num_leaves),)), avals, fun_name(cond_fun), input_hints=hints)
         out = cond_closed.out_avals
         if len(out) != 1 or out[0].shape != () or out[0].dtype != np.bool_:
             got = avals_str(out)
             raise ControlFlowError(f"kiln.lax.while_loop: cond_fun ({fun_name(cond_fun)}) must return a boolean "
                                    f"scalar, got {got}")
         body_closed, body_tree = trace_callable(body_fun, tree_util.tree_structure((tree.unflatten(
-            [0] * tree.num_leaves),)), avals, name, check_out=lambda out: consumption.check_carry(
+            [0] * tree.num_leaves),)), avals, name, input_hints=hints, check_out=lambda out: consumption.check_carry(
                 f"kiln.lax.while_loop({name})", out), ref_writes=ref_writes)
         if body_tree != tree:
             raise ControlFlowError(f"kiln.lax.while_loop: body_fun must return a value with the structure of "
                                    f"init_val {tree}, got {body_tree}")
+        if hints:
+            wider = _wider_loop_hints(cond_closed, body_closed, hints)
+            if wider is not None:  # (the varying axes only grow, and there are finitely many)
+                hints = wider
+                continue
         outs = body_closed.out_avals
         promoted = promote_carry(avals, outs)  # a weakly typed carry takes the body's type, as JAX
         if promoted == avals and all(same_types(a, b) for a, b in zip(avals, outs)):
@@ -129,6 +139,19 @@ def _trace_loop(cond_fun, body_fun, tree, avals, name, ref_writes=None):
                                    f"{avals_str(avals)}, after {avals_str(outs)}. body_fun must return values of "
                                    "the same shapes and dtypes (convert with .astype)")
         avals = promoted
+
+
+def _wider_loop_hints(cond_closed, body_closed, hints: list) -> list | None:
+    """The carries' hints to trace a while loop again with, where an iteration makes one vary along more axes (the
+    body's outputs, and where the predicate varies, every carry along its axes); None when they agree."""
+    n = len(hints)
+    (pred,) = varying_axes(cond_closed.ir, [h.axes for h in hints], frozenset(hints[0].mesh_axes),
+                           values_vma(cond_closed.consts))
+    widened = [h if pred <= h.axes else VaryingInput(h.axes | pred, h.mesh_axes, h.typed) for h in hints]
+    wider = widened_carry(body_closed, widened, range(n), range(n))
+    if wider is not None:
+        return wider
+    return widened if any(a is not b for a, b in zip(widened, hints)) else None
 
 
 def _static_int(x) -> int | None:

@@ -17,6 +17,7 @@ from ..core.ir import IR, ClosedIR, Eqn, Literal, Var
 from ..core.passes import has_effects
 from ..core.primitive import Primitive
 from ..core.tracing import abstractify, trace_to_ir
+from ..core.varying import nested_hints, widened_carry
 from .common import (
     ControlFlowError,
     avals_str,
@@ -79,7 +80,8 @@ def scan(f: Callable, init: Any, xs: Any = None, length: int | None = None, reve
     carry_avals = [abstractify(c) for c in init_leaves]
     written: list = []
     with consumption.loop_body():  # a PRNG key it closes over would be consumed on every iteration
-        closed, out_tree, carry_avals = _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name, written)
+        closed, out_tree, carry_avals = _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name, written,
+                                                    nested_hints(init_leaves + xs_leaves))
     if written:  # the body writes refs created outside it: they become carries
         return _scan_threading_refs(f, list(dict.fromkeys(written)), init, xs, length, reverse, unroll)
     consts = closed.consts
@@ -112,16 +114,24 @@ def _scan_threading_refs(f: Callable, written: list, init: Any, xs: Any, length:
     return carry, ys
 
 
-def _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name, ref_writes=None):
+def _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name, ref_writes=None, hints=None):
     """Trace the body; if it changes a weakly typed carry's type (``0`` becoming float32, or a weak
-    float32 becoming strong), trace again with the promoted type, as JAX."""
+    float32 becoming strong), trace again with the promoted type, as JAX. Inside a ``shard_map`` body,
+    ``hints`` give the carries and xs the mesh axes they vary along; a carry that an iteration makes vary
+    along more is traced again with them (JAX asks for a ``pvary`` instead)."""
     in_tree = tree_util.tree_structure((init_tree.unflatten([0] * init_tree.num_leaves),
                                         xs_tree.unflatten([0] * xs_tree.num_leaves)))
+    nc = len(carry_avals)
     while True:  # at most a few rounds: a promoted type only moves up the (finite) promotion lattice
         closed, out_tree = trace_callable(lambda c, x: _pair(f(c, x), name), in_tree, carry_avals + x_avals, name,
+                                          input_hints=hints,
                                           check_out=lambda out: consumption.check_carry(f"kiln.lax.scan({name})",
                                                                                         out[0]),
                                           ref_writes=ref_writes)
+        wider = widened_carry(closed, hints, range(nc), range(nc)) if hints else None
+        if wider is not None:  # (the varying axes only grow, and there are finitely many)
+            hints = wider
+            continue
         children = out_tree.children()
         if children[0] != init_tree:
             raise ControlFlowError(f"kiln.lax.scan({name}): the body must return a carry with the structure of init "

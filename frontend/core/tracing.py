@@ -201,6 +201,19 @@ _BATCHED_BOOL_FIX = ("Under vmap, Python control flow (if/while/and/or) cannot b
                      "both branches of a cond and selects).")
 
 
+class VaryingInput:
+    """The hint a ``shard_map`` gives each input of its body trace: the mesh axes it varies along, the mesh's
+    axis names in order, and whether the shard_map checks them (``check_vma``: then transposes in the body are
+    typed, ad/varying_transpose.py). Traces opened inside a body (loop and branch bodies, jit, vmap, grad...)
+    give their inputs the same hints, from the values of the body they stand for (core/varying.py)."""
+    __slots__ = ("axes", "mesh_axes", "typed")
+
+    def __init__(self, axes: frozenset, mesh_axes: tuple[str, ...], typed: bool = False) -> None:
+        self.axes = frozenset(axes)
+        self.mesh_axes = tuple(mesh_axes)
+        self.typed = bool(typed)
+
+
 class Builder:
     """Records the IR of one function being traced."""
 
@@ -250,6 +263,9 @@ class Builder:
         # The value each mutable array reference has at this point of the trace, for the refs this trace wrote
         # or holds (see refs.py); in the order of their first write.
         self.ref_values: dict[Any, Any] = {}
+        # A shard_map body's trace, or one opened inside a body, whose inputs all carry VaryingInput hints: the
+        # mesh's axis names and whether the shard_map checks varying axes. None elsewhere.
+        self.varying: tuple[tuple[str, ...], bool] | None = None
 
     # -- building ---------------------------------------------------------------------------
     def new_arg(self, aval: ShapedArray, name: str = "", value: Any = None, hint: Any = None) -> Tracer:
@@ -594,7 +610,7 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
                 batch: tuple[int, Sequence[int]] | None = None,
                 known_constants: bool = False,
                 derivative_depths: Sequence[int] | None = None, ref_writes: list | None = None,
-                ref_constants: bool = False) -> tuple[ClosedIR, Any]:
+                ref_constants: bool = False, outer_values: Sequence[Any] | None = None) -> tuple[ClosedIR, Any]:
     """Trace ``fun(*tracers)`` into a ClosedIR; returns it and the raw Python output (flat list).
 
     ``fun`` takes one tracer per aval and returns a flat list of outputs. ``input_hints``: per input, what
@@ -609,7 +625,13 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
     it: ``ref_writes``, a list, collects those refs (the caller traces again, threading them); otherwise such a
     write raises. ``ref_constants``: refs read from outside every trace stay constants of the IR (jit reads them at
     each call); otherwise their values in the trace around this one (or outside any trace) are.
+    ``outer_values`` (default ``known_values``): per input, the value of the enclosing trace it stands for; inside a
+    ``shard_map`` body they give the inputs the mesh axes those values vary along (when ``input_hints`` is None).
     """
+    if input_hints is None:
+        outer = known_values if outer_values is None else outer_values
+        if outer is not None:
+            input_hints = _varying_hints(outer)
     builder = Builder(name or getattr(fun, "__name__", "a function"), known_inputs=known_values is not None,
                       tangent_flows=tangent_flows, keeps_calls=keeps_calls, kind=kind,
                       known_constants=known_constants)
@@ -617,6 +639,8 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
     values = list(known_values) if known_values is not None else [None] * len(in_avals)
     hints = list(input_hints) if input_hints is not None else [None] * len(in_avals)
     tracers = [builder.new_arg(a, n, v, h) for a, n, v, h in zip(in_avals, names, values, hints)]
+    if hints and all(isinstance(h, VaryingInput) for h in hints):
+        builder.varying = (hints[0].mesh_axes, hints[0].typed)
     if batch is not None:
         builder.batch = (batch[0], {t.ir_var: d for t, d in zip(tracers, batch[1])})
     if derivative_depths is not None:
@@ -654,6 +678,16 @@ def trace_to_ir(fun: Callable, in_avals: Sequence[ShapedArray], *, name: str = "
     if config.check_tracer_leaks:
         leaks.check(builder, builder.fun_name, (tracers, outs))
     return closed, outs
+
+
+def _varying_hints(outer: Sequence[Any]) -> list[VaryingInput] | None:
+    """Inside a ``shard_map`` body: hints for the inputs of a trace opened there, from the values they stand for
+    (None where one is unknown, and outside bodies)."""
+    parent = current_builder()
+    if parent is None or parent.varying is None or any(v is None for v in outer):
+        return None
+    from .varying import nested_hints  # (core/varying.py imports this module)
+    return nested_hints(outer)
 
 
 def trace_origin(x: Any) -> Any:

@@ -13,19 +13,9 @@ from __future__ import annotations
 from typing import Any, Callable, Sequence
 
 from .ir import IR, Literal
-from .tracing import Tracer
+from .tracing import Tracer, VaryingInput, current_builder
 
-
-class VaryingInput:
-    """The hint a ``shard_map`` gives each input of its body trace: the mesh axes it varies along, the mesh's
-    axis names in order, and whether the shard_map checks them (``check_vma``: then transposes in the body are
-    typed, ad/varying_transpose.py)."""
-    __slots__ = ("axes", "mesh_axes", "typed")
-
-    def __init__(self, axes: frozenset, mesh_axes: tuple[str, ...], typed: bool = False) -> None:
-        self.axes = frozenset(axes)
-        self.mesh_axes = tuple(mesh_axes)
-        self.typed = bool(typed)
+__all__ = ["VaryingInput"]  # (defined with the traces that carry it)
 
 
 # The primitives that make their results vary along some axes, and the parameter naming them.
@@ -135,32 +125,70 @@ def _while_vma(params: dict, ins: list, names: frozenset) -> list[frozenset]:
     return _carry_fixed_point(step, list(init))
 
 
+def _remat_vma(params: dict, ins: list, names: frozenset) -> list[frozenset]:
+    return varying_axes(params["body"].ir, ins, names)  # a call, kept as one (not inlined by kiln's passes)
+
+
 # Structured primitives whose outputs' varying axes follow their bodies (others: see varying_axes).
-_STRUCTURED: dict[str, Callable] = {"cond": _cond_vma, "scan": _scan_vma, "while": _while_vma}
+_STRUCTURED: dict[str, Callable] = {"cond": _cond_vma, "scan": _scan_vma, "while": _while_vma, "remat": _remat_vma}
 
 
-def varying_in_trace(x: Any) -> tuple[frozenset, tuple[str, ...]] | None:
-    """For a traced value of a ``shard_map`` body: the mesh axes it varies along so far, and the mesh's axis
-    names; None for any other value."""
-    if not isinstance(x, Tracer):
+def values_vma(xs: Sequence[Any]) -> list[frozenset]:
+    """For each value, the mesh axes it varies along so far: a tracer of a ``shard_map`` body's trace (or of a
+    trace opened inside one) from one pass over its trace; everything else (constants, values of traces outside
+    every body) is the same on every device."""
+    out = [frozenset()] * len(xs)
+    groups: dict[int, tuple[Any, list[int]]] = {}
+    for i, x in enumerate(xs):
+        if isinstance(x, Tracer) and x.builder.varying is not None:
+            groups.setdefault(id(x.builder), (x.builder, []))[1].append(i)
+    for b, where in groups.values():
+        in_vma = [b.input_hints[v].axes for v in b.invars]
+        const_vma = values_vma(b.const_values)  # what it closes over: values of the traces around it
+        sofar = IR(list(b.constvars), list(b.invars), list(b.eqns), [xs[i].ir_var for i in where])
+        for i, vma in zip(where, varying_axes(sofar, in_vma, frozenset(b.varying[0]), const_vma)):
+            out[i] = vma
+    return out
+
+
+def nested_hints(outer: Sequence[Any]) -> list[VaryingInput] | None:
+    """For a trace opened inside a ``shard_map`` body (a loop's or branch's body, a jit's, vmap's or grad's
+    function): one hint per input, the mesh axes of the value of the enclosing trace it stands for. None outside
+    bodies."""
+    parent = current_builder()
+    if parent is None or parent.varying is None:
         return None
-    found = varying_of_values([x])
-    return None if found is None else (found[0][0], found[1])
+    mesh_axes, typed = parent.varying
+    return [VaryingInput(v, mesh_axes, typed) for v in values_vma(outer)]
+
+
+def widened_carry(closed: Any, hints: Sequence[VaryingInput], carry_in: Sequence[int],
+                  carry_out: Sequence[int]) -> list[VaryingInput] | None:
+    """A loop body traced with ``hints``: where a carry (input ``carry_in[k]``, output ``carry_out[k]``) comes out
+    varying along more axes than it went in, the hints to trace it again with (a carry varies along what it starts
+    with and what any iteration adds); None when they agree."""
+    mesh_axes, typed = hints[0].mesh_axes, hints[0].typed
+    out = varying_axes(closed.ir, [h.axes for h in hints], frozenset(mesh_axes), values_vma(closed.consts))
+    new = list(hints)
+    for i, o in zip(carry_in, carry_out):
+        if not out[o] <= hints[i].axes:
+            new[i] = VaryingInput(hints[i].axes | out[o], mesh_axes, typed)
+    return None if all(a is b for a, b in zip(new, hints)) else new
 
 
 def varying_of_values(xs: Sequence[Any]) -> tuple[list[frozenset], tuple[str, ...], bool] | None:
-    """For values of one ``shard_map`` body trace (tracers of it, or constants: the same on every device): the
-    mesh axes each varies along so far, the mesh's axis names, and whether the shard_map checks them, from one
-    pass over the trace. None where a tracer is not of a body's trace, or where they are of different traces."""
-    builders = {id(x.builder): x.builder for x in xs if isinstance(x, Tracer)}
-    if len(builders) != 1:
+    """For values seen inside a ``shard_map`` body (or a trace opened inside one), where the trace being recorded
+    now is one: the mesh axes each varies along so far, the mesh's axis names, and whether the shard_map checks
+    them. None elsewhere."""
+    b = current_builder()
+    if b is None or b.varying is None:
         return None
-    (b,) = builders.values()
-    hints = [b.input_hints.get(v) for v in b.invars]
-    if not hints or not all(isinstance(h, VaryingInput) for h in hints):
+    return values_vma(xs), b.varying[0], b.varying[1]
+
+
+def varying_in_trace(x: Any) -> tuple[frozenset, tuple[str, ...]] | None:
+    """For a traced value of a ``shard_map`` body (or of a trace opened inside one): the mesh axes it varies along
+    so far, and the mesh's axis names; None for any other value."""
+    if not isinstance(x, Tracer) or x.builder.varying is None:
         return None
-    mesh_axes = hints[0].mesh_axes
-    traced = [x for x in xs if isinstance(x, Tracer)]
-    sofar = IR(list(b.constvars), list(b.invars), list(b.eqns), [x.ir_var for x in traced])
-    it = iter(varying_axes(sofar, [h.axes for h in hints], frozenset(mesh_axes)))
-    return [next(it) if isinstance(x, Tracer) else frozenset() for x in xs], mesh_axes, hints[0].typed
+    return values_vma([x])[0], x.builder.varying[0]

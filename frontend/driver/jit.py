@@ -31,6 +31,7 @@ from ..core.config import config, dispatch_epoch, no_execution_error, no_tracing
 from ..core.errors import KilnError
 from ..core.ir import INLINE_CONSTANT_SIZE, IR, ClosedIR
 from ..core.tracing import Tracer, a_type, abstractify, active_traces, calls_kept, current_builder, eval_ir, trace_to_ir
+from ..core.varying import nested_hints
 from . import dispatch, nan_check, retrace, spmd, stale, trace_mutations
 from .array import Array, held_on
 from .direct_call import DirectCall, LaunchFailed, direct_call, pytree_call, with_options
@@ -602,7 +603,10 @@ class JittedFunction:
         except dispatch.DeviceMismatchError:
             names = self._leaf_names(dyn_args, dyn_kwargs, static)
             raise dispatch.device_mismatch(leaves, names, f"{self._where}") from None
-        key = (treedef, avals, static, config.trace_key(), device, ref_args)
+        # Inside a shard_map body, the mesh axes each argument varies along (the derivatives taken inside follow them)
+        vma = nested_hints(leaves)
+        key = (treedef, avals, static, config.trace_key(), device, ref_args,
+               None if vma is None else (tuple(h.axes for h in vma), vma[0].mesh_axes, vma[0].typed))
         entry = self._signatures.get(key)
         if entry is None:
             if config.no_tracing:
@@ -613,18 +617,19 @@ class JittedFunction:
                     retrace.explain_miss(self.__name__, self._last_key, key)
                 elif not self._signatures.entries:
                     retrace.explain_first_trace(self.fun, self.__name__)
-            entry = self._trace_once(key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed, ref_args)
+            entry = self._trace_once(key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed, ref_args,
+                                     vma)
         self._last_key = key
         return entry
 
     def _trace_once(self, key, avals, treedef, dyn_args, dyn_kwargs, static, device, committed,
-                    ref_args: tuple[int, ...] = ()) -> _Entry:
+                    ref_args: tuple[int, ...] = (), vma: list | None = None) -> _Entry:
         """Trace a new signature; threads that meet it at the same time wait for one trace."""
         sigs = self._signatures
 
         def trace() -> _Entry:
             start = time.perf_counter()
-            entry = self._trace(avals, treedef, dyn_args, dyn_kwargs, static, device, committed, ref_args)
+            entry = self._trace(avals, treedef, dyn_args, dyn_kwargs, static, device, committed, ref_args, vma)
             sigs.put(key, entry)
             if config.stale_value_warnings:
                 sigs.baked = stale.captured_values(self.fun, self._watched_for_side_effects(static))
@@ -700,7 +705,7 @@ class JittedFunction:
         return JitError(f"{self._where}: invalid argument")
 
     def _trace(self, avals, treedef, dyn_args, dyn_kwargs, static, device, committed,
-               ref_args: tuple[int, ...] = ()) -> _Entry:
+               ref_args: tuple[int, ...] = (), vma: list | None = None) -> _Entry:
         out_tree_box, consumed_box, ref_outs_box = [], [], []
 
         def flat_fun(*tracers):
@@ -732,7 +737,8 @@ class JittedFunction:
             return out_leaves + finals
 
         names = self._leaf_names(dyn_args, dyn_kwargs, static)
-        hints = device.in_shardings if isinstance(device, spmd.MeshPlacement) else None  # for shard_map's in_specs
+        # for shard_map's in_specs; inside a shard_map body, the varying mesh axes
+        hints = device.in_shardings if isinstance(device, spmd.MeshPlacement) else vma
         closed, _ = trace_to_ir(flat_fun, avals, name=self.__name__, arg_names=names, input_hints=hints,
                                 ref_constants=True)
         donated = self._donated_leaves(dyn_args, dyn_kwargs, static, len(avals))

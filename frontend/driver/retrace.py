@@ -21,7 +21,7 @@ logger = logging.getLogger("kiln")
 # The parts of a jit cache key, in order: (treedef, avals, static arguments, config flags (and the XLA metadata in
 # effect: config.trace_key), device).
 KEY_PARTS = ("argument structure", "argument shapes/dtypes", "static arguments", "config flags (or XLA metadata)",
-             "device")
+             "device", "Ref arguments", "varying mesh axes of the arguments (in a shard_map body)")
 
 def unwrap_function(fun: Any) -> Any:
     """The plain function inside partials and bound methods."""

@@ -103,6 +103,136 @@ def test_grad_inside_a_body_through_a_scan_and_a_cond(mesh):
     np.testing.assert_allclose(np.asarray(g), np.sum(per_example, 0), rtol=1e-4, atol=1e-5)
 
 
+# -- derivatives taken inside a loop, branch, jit, vmap or checkpoint within a body -----------------------------------
+# The traces opened inside a body know the mesh axes their inputs vary along (core/varying.py nested_hints), so the
+# derivatives taken there are typed too: a replicated parameter's gradient is the sum over the devices, as JAX's.
+
+def _tanh_loss(w, x):
+    return knp.sum(knp.tanh(x @ w))
+
+
+def _tanh_loss_grad(w, x):
+    """NumPy: the gradient of _tanh_loss, summed over the rows of ``x``."""
+    x64 = x.astype(np.float64)
+    return ((1 - np.tanh(x64 @ w) ** 2)[:, None] * x64).sum(0)
+
+
+NESTED = {  # name: (the body (w, x block of 2 rows) -> the gradient, how many times it counts every row)
+    "scan over microbatches": (lambda w, x: lax.scan(
+        lambda acc, mb: (acc + kiln.grad(_tanh_loss)(w, mb[None]), None), knp.zeros_like(w), x)[0], 1),
+    "jit": (lambda w, x: kiln.jit(kiln.grad(_tanh_loss))(w, x), 1),
+    "cond": (lambda w, x: lax.cond(True, lambda w, x: kiln.grad(_tanh_loss)(w, x), lambda w, x: w, w, x), 1),
+    "switch": (lambda w, x: lax.switch(1, [lambda w, x: w, lambda w, x: kiln.grad(_tanh_loss)(w, x)], w, x), 1),
+    "fori_loop": (lambda w, x: lax.fori_loop(0, 2, lambda i, a: a + kiln.grad(_tanh_loss)(w, x),
+                                             knp.zeros_like(w)), 2),
+    "while_loop": (lambda w, x: lax.while_loop(lambda c: c[0] < 3, lambda c: (c[0] + 1, c[1] + kiln.grad(_tanh_loss)(
+        w, x)), (0, knp.zeros_like(w)))[1], 3),
+    "vmap": (lambda w, x: kiln.vmap(kiln.grad(_tanh_loss), in_axes=(None, 0))(w, x[:, None]).sum(0), 1),
+    "checkpoint": (lambda w, x: kiln.checkpoint(kiln.grad(_tanh_loss))(w, x), 1),
+    "jit of a scan": (lambda w, x: kiln.jit(lambda w, x: lax.scan(
+        lambda acc, mb: (acc + kiln.grad(_tanh_loss)(w, mb[None]), None), knp.zeros_like(w), x)[0])(w, x), 1),
+}
+
+
+@pytest.mark.parametrize("name", list(NESTED))
+def test_grad_inside_a_nested_trace_of_a_body_sums_over_the_devices(mesh, name):
+    body, times = NESTED[name]
+    w, x = _f32(3), _f32(8, 3)
+    # out_specs P(): check_vma accepts it only where the gradient is known to be the same on every device
+    g = kiln.jit(kiln.shard_map(body, mesh=mesh, in_specs=(P(), P("data")), out_specs=P()))(w, x)
+    np.testing.assert_allclose(np.asarray(g), times * _tanh_loss_grad(w, x), rtol=2e-5, atol=1e-5)
+
+
+def test_without_check_vma_a_grad_inside_a_scan_is_the_devices_own(mesh):
+    w, x = _f32(3), _f32(8, 3)
+    body, _ = NESTED["scan over microbatches"]
+    g = kiln.shard_map(lambda w, x: body(w, x)[None], mesh=mesh, in_specs=(P(), P("data")), out_specs=P("data"),
+                       check_vma=False)(w, x)
+    want = [_tanh_loss_grad(w, x[2 * d:2 * d + 2]) for d in range(4)]
+    np.testing.assert_allclose(np.asarray(g), np.stack(want), rtol=2e-5, atol=1e-5)
+
+
+def test_a_jitted_grad_called_outside_and_inside_bodies(mesh):
+    """The jit's signatures are keyed by the varying axes too: its trace inside a body is not reused outside, nor
+    in a body that does not check them."""
+    w, x = _f32(3), _f32(8, 3)
+    gfn = kiln.jit(kiln.grad(_tanh_loss))
+    np.testing.assert_allclose(np.asarray(gfn(w, x[:2])), _tanh_loss_grad(w, x[:2]), rtol=2e-5, atol=1e-5)
+    typed = kiln.shard_map(gfn, mesh=mesh, in_specs=(P(), P("data")), out_specs=P())(w, x)
+    own = kiln.shard_map(lambda w, x: gfn(w, x)[None], mesh=mesh, in_specs=(P(), P("data")), out_specs=P("data"),
+                         check_vma=False)(w, x)
+    np.testing.assert_allclose(np.asarray(typed), _tanh_loss_grad(w, x), rtol=2e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(own), np.stack([_tanh_loss_grad(w, x[2 * d:2 * d + 2]) for d in range(4)]),
+                               rtol=2e-5, atol=1e-5)
+    np.testing.assert_allclose(np.asarray(gfn(w, x[:2])), _tanh_loss_grad(w, x[:2]), rtol=2e-5, atol=1e-5)
+
+
+@pytest.mark.parametrize("loop", ["scan", "while_loop"])
+def test_a_carry_that_an_iteration_makes_varying(mesh, loop):
+    """The carry starts the same on every device and adds a device's row each step: the body is traced again with
+    it varying, so the gradient taken with it is summed over the devices (JAX asks for a pcast on the init)."""
+    w, x = _f32(3), _f32(8, 3)
+
+    def step(c, g, row):  # the gradient reads the carry as it came in: the same on every device on the first step only
+        return c + row, g + kiln.grad(lambda w: knp.sum(knp.tanh(c * w)))(w)
+
+    def body(w, x):
+        if loop == "scan":
+            (_, g), _ = lax.scan(lambda cg, row: (step(*cg, row), None), (knp.zeros(3), knp.zeros(3)), x)
+            return g
+        return lax.while_loop(lambda s: s[0] < 2, lambda s: (s[0] + 1, *step(s[1], s[2], x[s[0]])),
+                              (0, knp.zeros(3), knp.zeros(3)))[2]
+    g = kiln.shard_map(body, mesh=mesh, in_specs=(P(), P("data")), out_specs=P())(w, x)
+    want = np.zeros(3)
+    for d in range(4):
+        c = np.zeros(3)
+        for row in x[2 * d:2 * d + 2].astype(np.float64):
+            want += (1 - np.tanh(c * w) ** 2) * c
+            c = c + row
+    np.testing.assert_allclose(np.asarray(g), want, rtol=2e-5, atol=1e-5)
+
+
+def test_second_derivative_inside_a_body(mesh):
+    """grad of a grad taken in the body: the inner gradient is already summed over the devices; the outer one sums
+    the devices' second derivatives once (not once per device)."""
+    w, x = _f32(3), _f32(8, 3)
+
+    def body(w, x):
+        return kiln.grad(lambda w: knp.sum(kiln.grad(_tanh_loss)(w, x)))(w)
+    g = kiln.shard_map(body, mesh=mesh, in_specs=(P(), P("data")), out_specs=P())(w, x)
+    x64 = x.astype(np.float64)
+    t = np.tanh(x64 @ w)
+    want = ((-2 * t * (1 - t ** 2) * x64.sum(1))[:, None] * x64).sum(0)
+    np.testing.assert_allclose(np.asarray(g), want, rtol=2e-5, atol=1e-5)
+
+
+def test_typeof_inside_a_loop_body_within_a_shard_map(mesh):
+    seen = {}
+
+    def body(w, x):
+        def step(c, row):
+            seen.update(c=kiln.typeof(c), row=kiln.typeof(row), w=kiln.typeof(w), cw=kiln.typeof(c * row))
+            return c, None
+        return lax.scan(step, w, x)[0]
+    kiln.shard_map(body, mesh=mesh, in_specs=(P(), P("data")), out_specs=P())(_f32(3), _f32(8, 3))
+    assert str(seen["c"]) == str(seen["w"]) == "float32[3]"
+    assert str(seen["row"]) == str(seen["cw"]) == "float32[3]{V:data}"
+
+
+def test_a_while_loop_whose_predicate_varies(mesh):
+    """Devices run different numbers of iterations: every carry varies along the predicate's axes inside the body."""
+    seen = {}
+
+    def body(x):
+        def step(c):
+            seen.update(i=kiln.typeof(c[0]), v=kiln.typeof(c[1]))
+            return c[0] + 1, c[1] * 2.0
+        return lax.while_loop(lambda c: c[0] <= lax.axis_index("data"), step, (knp.int32(0), knp.ones(())))[1][None]
+    out = kiln.shard_map(body, mesh=mesh, in_specs=P("data"), out_specs=P("data"))(_f32(8))
+    np.testing.assert_array_equal(np.asarray(out), [2.0, 4.0, 8.0, 16.0])  # device d runs d + 1 iterations
+    assert str(seen["i"]) == "int32[]{V:data}" and str(seen["v"]) == "float32[]{V:data}"
+
+
 # -- the gradient of a whole shard_map ------------------------------------------------------------------------------
 
 def _data_parallel_loss(mesh):
