@@ -53,8 +53,10 @@ def pmap(fun: Callable | None = None, axis_name: Any = None, *, in_axes: Any = 0
                         f"{axis_name!r}")
     axis = axis_name if axis_name is not None else _ANONYMOUS
     static = _as_tuple(static_broadcasted_argnums)
-    if isinstance(in_axes, list):
-        in_axes = tuple(in_axes)
+    if isinstance(in_axes, list):  # (vmap takes a list as the tuple, as JAX's does; JAX's pmap refuses one)
+        raise PmapError(f"kiln.pmap({name}): in_axes={in_axes!r} is a list, but pmap's in_axes must be an int, None "
+                        f"or a tuple with one entry per positional argument (a pytree prefix of the arguments' "
+                        f"tuple, as in JAX); write in_axes={tuple(in_axes)!r}")
     donate = _as_tuple(donate_argnums)
     # ``pmap(f)(x)`` written inline in a loop builds a new pmap every step: the same options on the same function
     # reuse one jitted program (as JAX's pmap cache does), instead of tracing and compiling it again.
@@ -73,7 +75,7 @@ def pmap(fun: Callable | None = None, axis_name: Any = None, *, in_axes: Any = 0
 # fun -> {options: the jitted program}; entries go with their function.
 _built: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 caches.register(_built.clear)
-_ANONYMOUS = "_pmap"  # the axis of a pmap without axis_name (nothing can name it)
+_ANONYMOUS = "_internal_pmap_axis_name"  # a pmap without axis_name: JAX's name, seen in the results' sharding
 
 
 def _build(fun: Callable, name: str, axis: str, in_axes: Any, out_axes: Any, static: tuple, devices: Any,

@@ -102,6 +102,23 @@ def test_errors():
         kiln.pmap(lambda v: lax.psum(v, "k"), axis_name="i")(np.ones(8))
 
 
+def test_in_axes_list_is_refused_as_in_jax():
+    # JAX's pmap refuses a list (not a prefix of the arguments' tuple; vmap alone takes one as the tuple): kiln
+    # converted it before, so the shard_map design doc's `pmap(f, in_axes=[0])(xs)` ran in kiln and not in JAX
+    with pytest.raises(ValueError, match=r"kiln\.pmap\(<lambda>\): in_axes=\[0\] is a list, but .* a tuple with one "
+                                         r"entry per positional argument .*; write in_axes=\(0,\)"):
+        kiln.pmap(lambda v: v * 2, in_axes=[0])
+    np.testing.assert_array_equal(np.asarray(kiln.pmap(lambda v: v * 2, in_axes=(0,))(np.arange(8.0))),
+                                  2 * np.arange(8.0))
+    np.testing.assert_array_equal(np.asarray(kiln.vmap(lambda v: v * 2, in_axes=[0])(np.arange(3.0))),
+                                  2 * np.arange(3.0))
+
+
+def test_results_of_a_pmap_without_axis_name_are_laid_out_along_jax_axis_name():
+    out = kiln.pmap(lambda v: v * 2)(np.arange(8.0))
+    assert out.sharding.spec == kiln.P("_internal_pmap_axis_name")  # JAX's spec for it (before: P('_pmap'))
+
+
 def test_pmap_built_inline_in_a_loop_traces_once():
     traced = []
 
