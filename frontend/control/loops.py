@@ -144,11 +144,10 @@ def _trace_loop(cond_fun, body_fun, tree, avals, name, ref_writes=None, hints=No
 def _wider_loop_hints(cond_closed, body_closed, hints: list) -> list | None:
     """The carries' hints to trace a while loop again with, where an iteration makes one vary along more axes (the
     body's outputs, and where the predicate varies, every carry along its axes); None when they agree."""
-    n = len(hints)
     (pred,) = varying_axes(cond_closed.ir, [h.axes for h in hints], frozenset(hints[0].mesh_axes),
                            values_vma(cond_closed.consts))
     widened = [h if pred <= h.axes else VaryingInput(h.axes | pred, h.mesh_axes, h.typed) for h in hints]
-    wider = widened_carry(body_closed, widened, range(n), range(n))
+    wider = widened_carry(body_closed, widened, len(hints))
     if wider is not None:
         return wider
     return widened if any(a is not b for a, b in zip(widened, hints)) else None

@@ -128,7 +128,7 @@ def _trace_body(f, init_tree, xs_tree, carry_avals, x_avals, name, ref_writes=No
                                           check_out=lambda out: consumption.check_carry(f"kiln.lax.scan({name})",
                                                                                         out[0]),
                                           ref_writes=ref_writes)
-        wider = widened_carry(closed, hints, range(nc), range(nc)) if hints else None
+        wider = widened_carry(closed, hints, nc) if hints else None
         if wider is not None:  # (the varying axes only grow, and there are finitely many)
             hints = wider
             continue

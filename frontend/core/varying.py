@@ -162,18 +162,14 @@ def nested_hints(outer: Sequence[Any]) -> list[VaryingInput] | None:
     return [VaryingInput(v, mesh_axes, typed) for v in values_vma(outer)]
 
 
-def widened_carry(closed: Any, hints: Sequence[VaryingInput], carry_in: Sequence[int],
-                  carry_out: Sequence[int]) -> list[VaryingInput] | None:
-    """A loop body traced with ``hints``: where a carry (input ``carry_in[k]``, output ``carry_out[k]``) comes out
-    varying along more axes than it went in, the hints to trace it again with (a carry varies along what it starts
-    with and what any iteration adds); None when they agree."""
+def widened_carry(closed: Any, hints: Sequence[VaryingInput], n_carry: int) -> list[VaryingInput] | None:
+    """A loop body traced with ``hints``, whose first ``n_carry`` inputs and outputs are the carry: where a carry
+    comes out varying along more axes than it went in, the hints to trace it again with (a carry varies along what
+    it starts with and what any iteration adds); None when they agree."""
     mesh_axes, typed = hints[0].mesh_axes, hints[0].typed
     out = varying_axes(closed.ir, [h.axes for h in hints], frozenset(mesh_axes), values_vma(closed.consts))
-    new = list(hints)
-    for i, o in zip(carry_in, carry_out):
-        if not out[o] <= hints[i].axes:
-            new[i] = VaryingInput(hints[i].axes | out[o], mesh_axes, typed)
-    return None if all(a is b for a, b in zip(new, hints)) else new
+    new = [h if o <= h.axes else VaryingInput(h.axes | o, mesh_axes, typed) for h, o in zip(hints[:n_carry], out)]
+    return None if all(a is b for a, b in zip(new, hints)) else new + list(hints[n_carry:])
 
 
 def varying_of_values(xs: Sequence[Any]) -> tuple[list[frozenset], tuple[str, ...], bool] | None:
