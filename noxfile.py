@@ -51,6 +51,14 @@ def _install_kiln(session: nox.Session, extras: str = "") -> None:
                 silent=True)
 
 
+def _install_jax(session: nox.Session, *others: str) -> None:
+    """Install the jax release matching the jaxlib kiln was installed with, and ``others``. ``run_install``: the
+    version is read under ``--install-only`` too, where ``session.run`` runs nothing."""
+    jaxlib_version = session.run_install(
+        "python", "-c", "from jaxlib import version; print(version.__version__)", silent=True).strip()
+    session.install(f"jax=={jaxlib_version}", *others)
+
+
 def _xdist_args(posargs: list[str]) -> list[str]:
     """pytest-xdist's options for the tests session: one worker per CPU (``-n auto``), or
     ``KILN_TEST_WORKERS`` workers (``0``: serial, in the session's own process). Arguments given after ``--``
@@ -101,11 +109,9 @@ def examples(session: nox.Session) -> None:
 def bench(session: nox.Session) -> None:
     """Benchmark kiln against JAX; jax is installed at the version of the jaxlib kiln runs on."""
     _install_kiln(session)
-    jaxlib_version = session.run(
-        "python", "-c", "from jaxlib import version; print(version.__version__)", silent=True).strip()
-    # kiln itself never imports jax; only the benchmarks do, to compare against it.
-    session.install(f"jax=={jaxlib_version}")
-    session.install(f"optax=={OPTAX_VERSION}")  # the JAX side of the training rows (stax + adam, the GCN epoch)
+    # kiln itself never imports jax; only the benchmarks do, to compare against it. optax: the JAX side of the
+    # training rows (stax + adam, the GCN epoch).
+    _install_jax(session, f"optax=={OPTAX_VERSION}")
     session.run("python", "benchmarks/run.py", *session.posargs)
 
 
@@ -114,10 +120,8 @@ def against_jax(session: nox.Session) -> None:
     """The tests that compare kiln with JAX, optax and JAX's export format where those are installed (elsewhere
     they skip). NumPy stays the oracle; these only check that the other implementation agrees."""
     _install_kiln(session, "test")
-    jaxlib_version = session.run(
-        "python", "-c", "from jaxlib import version; print(version.__version__)", silent=True).strip()
     # optax at the release kiln.optim follows (its against-optax tests compare bit for bit)
-    session.install(f"jax=={jaxlib_version}", f"optax=={OPTAX_VERSION}", "flatbuffers")
+    _install_jax(session, f"optax=={OPTAX_VERSION}", "flatbuffers")
     against_optax = sorted(str(p) for p in pathlib.Path("tests/optim").glob("test_against_optax*.py"))
     ported = sorted(str(p) for p in pathlib.Path("tests/examples").glob("test_*against_jax.py"))  # JAX's examples
     session.run("python", "-m", "pytest", *against_optax, "tests/optim/test_optim.py",
