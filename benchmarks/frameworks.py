@@ -6,8 +6,8 @@ A benchmark receives a :class:`Framework` and uses only its attributes: ``np`` (
 ``lax`` (for ``lax.scan``) and ``platform`` (the kind of device: benchmarks size their data by it).
 
 Both frameworks share one jaxlib in the process, and one of its process-wide settings differs between them:
-jaxlib's per-array Python tracebacks, which kiln turns off when it is imported before jax
-(kiln/runtime/tracebacks.py) and jax leaves on. ``enter()`` sets it as the framework has it on its own;
+jaxlib's per-array Python tracebacks, which kiln turns off in a process without jax (kiln/runtime/tracebacks.py;
+an ``import jax`` turns them back on) and jax leaves on. ``enter()`` sets it as the framework has it on its own;
 run.py calls it before each measurement, so that each side is timed as it runs without the other.
 """
 from __future__ import annotations
@@ -62,7 +62,8 @@ def load_kiln(backend: str | None = None) -> Framework:
         put=lambda x: kiln.device_put(x, device) if backend is not None else kiln.device_put(x),
         block=kiln.block_until_ready, tree_map=kiln.tree_util.tree_map,
         value_and_grad=getattr(kiln, "value_and_grad", None), lax=kiln.lax, platform=_kind(device.platform),
-        enter=_tracebacks_as(kiln.runtime.tracebacks.enabled()))
+        # kiln's own setting, not the current one: jax, loaded first (run.py), turned them back on for itself.
+        enter=_tracebacks_as(kiln.runtime.tracebacks.kiln_setting()))
 
 
 def load_jax(backend: str | None = None) -> Framework | None:

@@ -39,10 +39,17 @@ class _GiveBackToJax:
         return None
 
 
+def kiln_setting() -> bool:
+    """Whether jaxlib records tracebacks in a process where kiln runs without jax: only with
+    ``KILN_JAXLIB_TRACEBACKS=1``. (A benchmark that runs both frameworks in one process sets this for kiln's
+    measurements, as jax's default for jax's.)"""
+    return os.environ.get("KILN_JAXLIB_TRACEBACKS", "0") not in ("", "0")
+
+
 def configure() -> None:
     """Turn jaxlib's tracebacks off, unless ``KILN_JAXLIB_TRACEBACKS=1`` or jax is already loaded (once, at
     import)."""
-    if os.environ.get("KILN_JAXLIB_TRACEBACKS", "0") not in ("", "0"):
+    if kiln_setting():
         return
     if jax_loaded():  # jax's process: its arrays keep their tracebacks
         return

@@ -108,3 +108,24 @@ def test_launches_transfers_and_waits_do_not_grow_memory(run_py):
     """
     grown = float(run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "0"}).stdout.split()[-1])
     assert grown < 8, f"400,000 launches, transfers and waits grew the process by {grown} MB"
+
+
+def test_bench_measures_kiln_with_its_own_setting_when_jax_came_second(run_py, tmp_path):
+    """The bench loads jax after kiln (benchmarks/run.py), which turns the tracebacks back on for jax: kiln's
+    measurements must still run with kiln's own setting (off), as its users have it without jax; they ran with
+    jax's. ``kiln_setting`` is that setting, whatever jax did since."""
+    (tmp_path / "jax").mkdir()
+    (tmp_path / "jax" / "__init__.py").write_text("")
+    bench = os.path.join(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))), "benchmarks")
+    path = os.pathsep.join(p for p in (str(tmp_path), bench, os.environ.get("PYTHONPATH", "")) if p)
+    code = """
+        import kiln, jax
+        from frameworks import load_kiln
+        print(kiln.runtime.tracebacks.enabled(), kiln.runtime.tracebacks.kiln_setting())
+        load_kiln("cpu").enter()
+        print(kiln.runtime.tracebacks.enabled())
+    """
+    assert run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "0", "PYTHONPATH": path}).stdout.split() == [
+        "True", "False", "False"]
+    assert run_py(code, env={"KILN_JAXLIB_TRACEBACKS": "1", "PYTHONPATH": path}).stdout.split() == [
+        "True", "True", "True"]
