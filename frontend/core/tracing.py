@@ -119,14 +119,17 @@ class Tracer(ArrayMethods):
         return self.ir_var.aval
 
     # -- conversions to Python values: need a concrete value ------------------------------
+    # bool(), int() and __index__ of a value being differentiated give its value, as in JAX: they are piecewise
+    # constant, so as constants to the derivative they are exact (float() and NumPy conversions are not: they raise).
     def __bool__(self) -> bool:
-        return bool(self.builder.concrete_value(self, TracerBoolConversionError, "bool()"))
+        return bool(self.builder.concrete_value(self, TracerBoolConversionError, "bool()", piecewise_constant=True))
 
     def __int__(self) -> int:
-        return int(self.builder.concrete_value(self, TracerIntegerConversionError, "int()"))
+        return int(self.builder.concrete_value(self, TracerIntegerConversionError, "int()", piecewise_constant=True))
 
     def __index__(self) -> int:
-        value = self.builder.concrete_value(self, TracerIntegerConversionError, "__index__()")
+        value = self.builder.concrete_value(self, TracerIntegerConversionError, "__index__()",
+                                            piecewise_constant=True)
         return int(np.asarray(value).__index__())
 
     def __float__(self) -> float:
@@ -405,13 +408,18 @@ class Builder:
             return
         names = self._inputs_of(tracer.ir_var)
         of = f" {', '.join(names)}" if names else ""
+        # (JAX's .item() gives the value, a constant to its derivative, silently: the derivative is then wrong)
+        jax_does = "JAX silently drops its derivative here" if what == ".item()" else "JAX raises here too"
         raise error(f"kiln: {what} of the traced value {tracer.aval.str_short()} {self.where()}: it depends on the "
                     f"differentiated argument{of}, and as a Python or NumPy value it would be a constant to the "
-                    "derivative (JAX raises here too). Keep the computation in kiln.numpy, or wrap the value in "
+                    f"derivative ({jax_does}). Keep the computation in kiln.numpy, or wrap the value in "
                     "kiln.lax.stop_gradient(...) if it is meant to be a constant.")
 
-    def concrete_value(self, tracer: Tracer, error: type, what: str) -> Any:
-        self.check_no_derivative(tracer, error, what)
+    def concrete_value(self, tracer: Tracer, error: type, what: str, piecewise_constant: bool = False) -> Any:
+        """``tracer``'s value where this trace knows it (eager grad), else ``error``; also ``error`` when it carries a
+        derivative, unless the conversion is ``piecewise_constant`` (its derivative is zero wherever it has one)."""
+        if not piecewise_constant:
+            self.check_no_derivative(tracer, error, what)
         value = self._evaluate(tracer.ir_var)
         if value is not None:
             return value

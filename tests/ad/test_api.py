@@ -136,8 +136,18 @@ def test_values_without_a_derivative_convert_under_eager_grad():
         kiln.grad(lambda v: v * float(v))(2.0)
     with pytest.raises(kiln.TracerArrayConversionError, match="a NumPy conversion of the traced value f32\\[2\\]"):
         kiln.grad(lambda v: knp.sum(v * np.asarray(v * 2.0)))(x)
-    with pytest.raises(kiln.TracerIntegerConversionError, match=r"int\(\) of the traced value"):
-        kiln.grad(lambda v: v * int(v))(2.0)
+    # int(), bool() and indexing with a differentiated value give its value, as in JAX (piecewise constant: a
+    # constant to the derivative is exact there)
+    assert float(kiln.grad(lambda v: v * int(v))(2.5)) == 2.0
+    assert float(kiln.grad(lambda v: v * 2.0 if v else v)(2.0)) == 2.0
+    assert float(kiln.grad(lambda v: v * knp.arange(3.0)[int(v)])(1.5)) == 1.0
+    assert float(kiln.grad(lambda v: v * [1.0, 4.0, 9.0][v.astype(int)])(1.5)) == 4.0
+    with pytest.raises(TypeError):  # a float is no index (as NumPy's float32 and JAX's float tracers)
+        kiln.grad(lambda v: v * [1.0, 4.0, 9.0][v])(1.5)
+    # .item() keeps raising: JAX gives the value there, and the derivative is silently wrong (2.5, not 5.0)
+    with pytest.raises(kiln.ConcretizationTypeError, match=r"\.item\(\) of the traced value f32\[\] .*derivative "
+                                                           r"\(JAX silently drops its derivative here\)"):
+        kiln.grad(lambda v: v * v.item())(2.5)
     with pytest.raises(kiln.TracerArrayConversionError, match="cannot convert a traced array"):
         kiln.jit(lambda v: np.asarray(knp.floor(v).astype(int)))(x)  # under jit nothing has a value
     # A vmap inside the grad: values computed inside it stay traced (no silent constant either).
