@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from . import numpy as knp
 from .core import refs as _core
 from .core.refs import AbstractRef, Ref, RefError
@@ -83,6 +85,7 @@ def addupdate(ref: Ref, idx: Any, x: Any) -> None:
     _check_ref("addupdate", ref)
     idx = ... if idx is None else idx
     value = _core.read(ref)
+    _check_bounds("addupdate", value, idx)
     _check_update("addupdate", _get(value, idx), x)
     _core.write(ref, _typed(value + x if _whole(idx) else value.at[idx].add(x), value), owned=True)
 
@@ -110,8 +113,48 @@ def _own(value: Any, given: Any) -> Any:
     return value
 
 
+def _static_int(index: Any) -> int | None:
+    """``index`` as an int where it is an integer index known before the program runs (a Python or NumPy integer,
+    a concrete 0-d integer Array), else None."""
+    if isinstance(index, (bool, np.bool_)):
+        return None
+    if isinstance(index, (int, np.integer)):
+        return int(index)
+    if type(index) is Array and index.ndim == 0 and np.issubdtype(index.dtype, np.integer):
+        return int(index)
+    return None
+
+
+def _check_bounds(what: str, value: Any, index: Any) -> None:
+    """A static integer index of a Ref must be in bounds (JAX's docs: "an out-of-bounds index raises an error when
+    its value is known in advance", where an Array's read clamps and its write drops). Traced indices, index arrays
+    and slices are left to the indexing (clamped, as an Array's)."""
+    entries = index if type(index) is tuple else (index,)
+    if any(isinstance(e, (bool, np.bool_)) or getattr(e, "dtype", None) == np.bool_ for e in entries):
+        return  # boolean masks: the indexing's own rules and errors
+    shape = abstractify(value).shape
+    consuming = sum(1 for e in entries if e is not None and e is not Ellipsis)
+    if consuming > len(shape):
+        return  # too many indices: the indexing's own error
+    axis = 0
+    for e in entries:
+        if e is Ellipsis:
+            axis += len(shape) - consuming
+            continue
+        if e is None:
+            continue
+        i = _static_int(e)
+        if i is not None and not -shape[axis] <= i < shape[axis]:
+            raise RefError(f"kiln: Ref {what}: index {i} is out of bounds for axis {axis} of size {shape[axis]} "
+                           f"(the Ref has shape {shape}); use an index in {-shape[axis]}..{shape[axis] - 1}. A "
+                           "Ref's integer index known before the program runs must be in bounds, as JAX's docs say "
+                           "(an Array's out-of-bounds read would be clamped and its write dropped)")
+        axis += 1
+
+
 def _read(value: Any, index: Any) -> Any:
     """``ref[index]`` (the ref's ``indexing.get``): a new array, never the ref's own buffer."""
+    _check_bounds("read", value, index)
     return _own(_get(value, index), value)
 
 
@@ -129,6 +172,7 @@ def _check_update(fname: str, current: Any, update: Any) -> None:
 
 def _set(value: Any, index: Any, update: Any) -> Any:
     """The ref's value after ``ref[index] = update``, of the ref's type."""
+    _check_bounds("write", value, index)
     _check_update("set", _get(value, index), update)
     return _own(_typed(update if _whole(index) else value.at[index].set(update), value), update)
 
