@@ -9,7 +9,6 @@ from jaxlib.mlir import ir
 from kiln.frontend.core import passes
 
 from ..hlo import V, build_region, const, dyn_slice, dyn_update, full, reshape, while_values
-from ..module import LoweringError
 from ..registry import register
 from ..types import tensor_type
 
@@ -103,8 +102,7 @@ def _while(ctx, eqn, *args):
     p = eqn.params
     ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
     if passes.has_ordered_effects(p["cond"].ir):
-        raise LoweringError("kiln.lax.while_loop: an ordered callback (ordered=True) in cond_fun is not supported; "
-                            "move it into body_fun or make it unordered")
+        return _while_with_ordered_cond(ctx, eqn, *args)
     threaded = ctx.threads_token(p["body"].ir)
     tok = [ctx.token] if threaded else []
 
@@ -122,3 +120,28 @@ def _while(ctx, eqn, *args):
     if threaded:
         ctx.token, res = res[-1], res[:-1]
     return res[ncc + nbc:]
+
+
+def _while_with_ordered_cond(ctx, eqn, *args):
+    """A while whose cond_fun has ordered effects (an ordered print): a StableHLO while's condition region returns
+    only its predicate, not the token, so cond_fun runs once before the loop and then at the end of each trip of
+    the body, its predicate carried (as JAX lowers it): the effects run in the same order, once per evaluation."""
+    p = eqn.params
+    ncc, nbc = p["cond_nconsts"], p["body_nconsts"]
+    ctx.threads_token(p["cond"].ir)  # (makes the token)
+    cond_consts = list(args[:ncc])
+    first = ctx.emit_body(p["cond"].ir, [*cond_consts, *args[ncc + nbc:]])[0]
+
+    def cond(*state):
+        return [state[-2]]
+
+    def body(*state):
+        ctx.token, state = state[-1], state[:-2]
+        carry = ctx.emit_body(p["body"].ir, list(state[ncc:]))
+        pred = ctx.emit_body(p["cond"].ir, [*state[:ncc], *carry])[0]
+        return [*state[:ncc + nbc], *carry, pred, ctx.token]
+
+    res = while_values([*args, first, ctx.token], cond, body)
+    ctx.token = res[-1]
+    return res[ncc + nbc:-2]
+

@@ -440,12 +440,44 @@ def test_effects_barrier_and_jit_dispatch_still_work():
 
 # -- error paths of the lowering and the runtime ------------------------------------------------------------------
 
-def test_ordered_callback_in_while_cond_is_refused():
+def test_ordered_callback_in_while_cond_runs_at_each_evaluation():
+    """An ordered callback in cond_fun runs before the loop and after each trip of the body, in order with the body's
+    ordered callbacks, its token threaded (JAX's lowering); carries of several values, constants of both functions,
+    eagerly and nested in a scan."""
+    seen = []
+
+    def log(tag):
+        return lambda v: (seen.append((tag, int(v))), v)[1]
+
+    limit, step = knp.int32(3), knp.int32(1)  # (constants of cond_fun and body_fun)
+
     def cond(c):
-        kiln.debug.print(ordered=True)("c={}", c)
-        return c < 3
-    with pytest.raises(kiln.KilnError, match="an ordered callback \\(ordered=True\\) in cond_fun is not supported"):
-        kiln.jit(lambda x: lax.while_loop(cond, lambda c: c + 1, x))(0)
+        kiln.experimental.io_callback(log("cond"), SDS((), np.int32), c[0], ordered=True)
+        return c[0] < limit
+
+    def body(c):
+        kiln.experimental.io_callback(log("body"), SDS((), np.int32), c[0], ordered=True)
+        return c[0] + step, c[1] * 2.0
+
+    def loop(x):
+        return lax.while_loop(cond, body, (knp.int32(0), x))
+
+    i, y = kiln.jit(loop)(1.5)
+    kiln.effects_barrier()
+    assert (int(i), float(y)) == (3, 12.0)
+    order = [("cond", 0), ("body", 0), ("cond", 1), ("body", 1), ("cond", 2), ("body", 2), ("cond", 3)]
+    assert seen == order
+    seen.clear()
+    assert float(loop(knp.float32(1.0))[1]) == 8.0  # eagerly
+    assert seen == order
+    seen.clear()
+    _, ys = kiln.jit(lambda xs: lax.scan(lambda k, x: (k, loop(x)[1]), 0, xs))(knp.array([1.0, 2.0]))
+    kiln.effects_barrier()
+    np.testing.assert_array_equal(np.asarray(ys), [8.0, 16.0])
+    assert seen == order + order
+    text = kiln.jit(loop).lower(1.5).as_text()
+    assert text.count("stablehlo.while") == 1 and "!stablehlo.token" in text
+    # an unordered print in cond_fun needs no token
     kiln.jit(lambda x: lax.while_loop(lambda c: (kiln.debug.print("c={}", c), c < 1)[1], lambda c: c + 1, x))(0)
 
 

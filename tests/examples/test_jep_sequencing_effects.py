@@ -288,12 +288,21 @@ def test_ordered_io_callback_under_vmap_is_refused():
     assert sorted(seen) == [0.0, 1.0, 2.0]  # unordered: each element once
 
 
-def test_ordered_print_in_while_cond_fun_is_a_clear_error():
-    """Documented (README "Debugging", "Callbacks"); JAX 0.10.2 runs it (the against_jax file: a strict xfail)."""
-    with pytest.raises(kiln.KilnError, match=r"ordered callback \(ordered=True\) in cond_fun is not supported; "
-                                             r"move it into body_fun or make it unordered"):
-        kiln.jit(lambda x: lax.while_loop(
-            lambda c: (kiln.debug.print("c={}", c, ordered=True), c < 3)[1], lambda c: c + 1, x))(0)
+def test_ordered_print_in_while_cond_fun(capsys):
+    """Each evaluation of the condition prints, in order with the body's prints (kiln evaluates cond_fun before the
+    loop and at the end of each trip, its predicate carried, as JAX lowers it)."""
+    def cond(c):
+        kiln.debug.print("c={}", c, ordered=True)
+        return c < 3
+
+    def body(c):
+        kiln.debug.print("body {}", c, ordered=True)
+        return c + 1
+
+    f = kiln.jit(lambda x: lax.while_loop(cond, body, x))
+    assert int(within(f, 0)) == 3 and int(within(f, 5)) == 5
+    within(kiln.effects_barrier)
+    assert capsys.readouterr().out.splitlines() == ["c=0", "body 0", "c=1", "body 1", "c=2", "body 2", "c=3", "c=5"]
 
 
 @pytest.mark.parametrize("ordered", [True, False])

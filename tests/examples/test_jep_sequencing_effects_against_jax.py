@@ -9,8 +9,8 @@ unordered effects, the same lines in any order. The NumPy/Python oracles are in 
 Everything that waits on a runtime runs under a time limit (`within`), the two-device blocks in subprocesses with
 one.
 
-The difference (documented, README "Debugging", "Callbacks"): kiln refuses an ordered callback in a `while_loop`'s
-`cond_fun` with a clear error; JAX 0.10.2 runs it (a strict xfail below). Host callbacks get NumPy arrays in kiln
+An ordered callback in a `while_loop`'s `cond_fun` runs each time the condition is evaluated, in both. Host callbacks
+get NumPy arrays in kiln
 (`jax.Array`s in JAX, README "Differences from JAX"): the logged values are compared as NumPy arrays.
 """
 from __future__ import annotations
@@ -266,10 +266,6 @@ def test_ordered_io_callback_under_vmap_is_refused_by_both():
     assert_same_exception(k, j)
 
 
-@pytest.mark.xfail(strict=True, raises=kiln.KilnError,
-                   reason="kiln refuses an ordered callback in a while_loop's cond_fun (LoweringError: 'not "
-                          "supported; move it into body_fun or make it unordered', documented in README "
-                          "'Debugging', 'Callbacks'); JAX 0.10.2 runs it each time the condition is evaluated")
 def test_ordered_print_in_while_cond_fun():
     def run(n):
         lib = LIBS[n]
