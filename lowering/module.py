@@ -311,7 +311,7 @@ def lower(ir_: IR, *, context: ir.Context, donated: Sequence[bool] = (), keep_un
         if platform_index_param:
             in_types = [ir.RankedTensorType.get([], ir.IntegerType.get_signless(32))] + in_types
         with ir.InsertionPoint(module.body):
-            arg_attrs, unmatched = _donation_attrs(params, kept, donated, body)
+            arg_attrs, unmatched = _donation_attrs(params, kept, donated, body, mesh)
             if platform_index_param:
                 arg_attrs = [ir.DictAttr.get({})] + arg_attrs
             if mesh is not None:
@@ -373,19 +373,35 @@ def custom_calls(module: ir.Module) -> list[tuple[str, str]]:
     return found
 
 
-def _donation_attrs(params, kept, donated, body: IR) -> tuple[list[ir.DictAttr], list[int]]:
+def _donation_attrs(params, kept, donated, body: IR, mesh: MeshLayout | None = None
+                    ) -> tuple[list[ir.DictAttr], list[int]]:
     """``tf.aliasing_output`` for a donated input matching an output, else ``jax.buffer_donor``; and the
-    positions (among all inputs) of the donated parameters that matched no output."""
+    positions (among all inputs) of the donated parameters that matched no output. In a partitioned program an
+    input aliases an output only when both are laid out alike; one whose layout the partitioner chooses
+    (``None``) or lays out otherwise gets ``jax.buffer_donor`` (as JAX's): XLA aliases the two once it has
+    partitioned the program if their blocks match, else the output takes a buffer of its own."""
     free_outputs = list(range(len(body.outvars)))
     attrs, unmatched = [], []
     positions = [i for i, k in enumerate(kept) if k]
     donated_kept = [d for d, k in zip(donated, kept) if k]
+    partitioned = mesh is not None and mesh.num_partitions > 1
+
+    def same_layout(position: int, i: int) -> bool:
+        if not partitioned:
+            return True
+        spec = mesh.out_specs[i]
+        memory = mesh.out_memory[i] if mesh.out_memory else None
+        return (spec is not None and spec == mesh.in_specs[position]
+                and memory == (mesh.in_memory[position] if mesh.in_memory else None))
+
     for v, d, position in zip(params, donated_kept, positions):
         entry = {}
         if d:
             match = next((i for i in free_outputs if body.outvars[i].aval.shape == v.aval.shape
                           and body.outvars[i].aval.dtype == v.aval.dtype), None)
-            if match is not None:
+            if match is not None and not same_layout(position, match):
+                entry["jax.buffer_donor"] = ir.BoolAttr.get(True)
+            elif match is not None:
                 free_outputs.remove(match)
                 entry["tf.aliasing_output"] = i32_attr(match)
             else:

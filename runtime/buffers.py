@@ -120,7 +120,7 @@ def buffer_pointer(buf: Buffer) -> int:
     """The device address of ``buf``'s memory (a buffer on one device)."""
     _check_alive(buf, "unsafe_buffer_pointer")
     try:
-        return buf.unsafe_buffer_pointer()
+        return _without_jax_import(buf.unsafe_buffer_pointer)  # (see _slow_to_numpy)
     except (RuntimeError, ValueError) as e:  # e.g. an array over several devices
         raise _runtime_error(e, "unsafe_buffer_pointer") from e
 
@@ -192,7 +192,11 @@ def _slow_to_numpy(buf: Buffer) -> np.ndarray:
         if size == 0:
             return np.zeros(shape, dtype)
         if _stored_bits(dtype) == dtype.itemsize * 8 and buf.on_device_size_in_bytes() == size:
-            raw = ctypes.string_at(buf.unsafe_buffer_pointer(), size)  # copy: the buffer may be freed later
+            # (jaxlib's unsafe_buffer_pointer tries `import jax`: an installed jax, found there, would turn jaxlib's
+            # tracebacks back on mid-call (tracebacks.py) and the pointer of an array made with them off be refused:
+            # "null user context")
+            pointer = _without_jax_import(buf.unsafe_buffer_pointer)
+            raw = ctypes.string_at(pointer, size)  # copy: the buffer may be freed later
             return np.frombuffer(raw, dtype=dtype).reshape(shape)
     return _without_jax_import(buf._single_device_array_to_np_array_did_copy)[0]
 
