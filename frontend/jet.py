@@ -55,6 +55,7 @@ from .lax import structural as _st
 from .lax import windowed as _wd
 from .lax.convolution import conv_general_dilated_p as _conv_p
 from .lax.fft import fft_p as _fft_p
+from .lax.sorting import clamp_p
 from .xla_metadata_call import xla_metadata_call_p
 
 __all__ = ["jet", "jet_rules", "JetError", "JetInputError"]
@@ -744,6 +745,7 @@ def _cumulative(combine: Callable) -> Callable:
 _composite(_wd.cumprod_p, _cumulative(lax.mul))
 _composite(_wd.cummax_p, _cumulative(lax.max))
 _composite(_wd.cummin_p, _cumulative(lax.min))
+_composite(clamp_p, lambda lo, x, hi: lax.min(lax.max(lo, x), hi))  # (as JAX's jet)
 _composite(_wd.cumlogsumexp_p, _cumulative(logaddexp_e))
 
 

@@ -6,6 +6,7 @@ from .. import lax
 from ..core import dtypes
 from ..core.tracing import abstractify
 from ..lax import elementwise as ew
+from ..lax.sorting import clamp_p
 from .jvp import jvp_rules, non_differentiable
 from .tangents import Zero, add_tangents, instantiate
 from .transpose import is_undefined, not_linear, transpose_rules
@@ -172,6 +173,23 @@ def _minmax_jvp(prim, pick_x):
         wy = lax.sub(_full_like(out, 1), wx)
         return out, add_tangents(_mul_t(tx, wx), _mul_t(ty, wy))
     return rule
+
+
+def _clamp_jvp(primals, tangents):
+    """JAX's rule: x's tangent passes strictly inside the bounds, min's where it is above x (and below max), max's
+    where it is below x (so at a bound, or where min > max, the derivative differs from that of min(max(..)))."""
+    (lo, x, hi), (tlo, tx, thi) = primals, tangents
+    out = clamp_p.bind(lo, x, hi)
+    zero = _full_like(out, 0)
+
+    def passed(where, t):
+        return t if isinstance(t, Zero) else lax.select(where(), t, zero)
+    return out, add_tangents(add_tangents(passed(lambda: lax.bitwise_and(lax.gt(lo, x), lax.lt(lo, hi)), tlo),
+                                          passed(lambda: lax.bitwise_and(lax.gt(x, lo), lax.lt(x, hi)), tx)),
+                             passed(lambda: lax.lt(hi, x), thi))
+
+
+jvp_rules[clamp_p] = _clamp_jvp
 
 
 def _atan2_jvp(primals, tangents):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .. import lax
 from ..core.tracing import abstractify
 from ..lax import elementwise as ew
+from ..lax.sorting import clamp_p
 from .core import BatchContext, batch_rules, common_dim, move_dim, operand_ndim, scalar_aware
 
 
@@ -46,7 +47,8 @@ def register_elementwise(prim):
     scalar_aware.add(prim)
 
 
-for _p in [*ew.unary_prims.values(), *ew.binary_prims.values(), ew.round_p, ew.convert_p, ew.stop_gradient_p]:
+for _p in [*ew.unary_prims.values(), *ew.binary_prims.values(), ew.round_p, ew.convert_p, ew.stop_gradient_p,
+           clamp_p]:
     register_elementwise(_p)
 
 

@@ -173,7 +173,7 @@ def switch(index, branches: Sequence[Callable], *operands):
     idx = lax.convert_element_type(index, _index_dtype())
     lo = lax.literal(0, _index_dtype())
     hi = lax.literal(len(branches) - 1, _index_dtype())
-    idx = lax.max(lax.min(idx, hi), lo)  # clamped, as JAX
+    idx = lax.clamp(lo, idx, hi)  # as JAX
     return tree_util.tree_unflatten(out_tree, _bind_branches(idx, leaves, closeds, weak))
 
 

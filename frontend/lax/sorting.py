@@ -134,21 +134,31 @@ def top_k(operand: Any, k: int) -> tuple[Any, Any]:
     return values, indices
 
 
+def _clamp_rule(lo: ShapedArray, x: ShapedArray, hi: ShapedArray) -> ShapedArray:
+    for name, b in (("min", lo), ("max", hi)):
+        if b.dtype != x.dtype:
+            raise TypeError(f"kiln.lax.clamp: {name} has dtype {b.dtype.name} but x has {x.dtype.name} (kiln.lax does "
+                            "not promote)")
+        if b.shape != x.shape:
+            raise ShapeError(f"kiln.lax.clamp: {name} must be a scalar or have x's shape {x.shape}, got shape "
+                             f"{b.shape}")
+    return ShapedArray(x.shape, x.dtype, lo.weak_type and x.weak_type and hi.weak_type)
+
+
+# One primitive, as JAX's (StableHLO's clamp): its derivative at the bounds is JAX's (a tangent passes only strictly
+# inside them), not that of the min and max it computes.
+clamp_p = Primitive("clamp", _clamp_rule)
+
+
 def clamp(min: Any, x: Any, max: Any) -> Any:  # noqa: A002 - JAX's names
     """``x`` clipped to ``[min, max]`` elementwise; ``min``/``max`` may be scalars (as in JAX)."""
     x_aval = abstractify(x)
     bounds = []
-    for name, b in (("min", min), ("max", max)):
+    for b in (min, max):
         if api._is_py_scalar(b):
             b = api.literal(b, x_aval.dtype, x_aval.weak_type)
         b_aval = abstractify(b)
-        if b_aval.dtype != x_aval.dtype:
-            raise TypeError(f"kiln.lax.clamp: {name} has dtype {b_aval.dtype.name} but x has "
-                            f"{x_aval.dtype.name} (kiln.lax does not promote)")
-        if b_aval.shape != x_aval.shape:
-            if b_aval.shape != ():
-                raise ShapeError(f"kiln.lax.clamp: {name} must be a scalar or have x's shape {x_aval.shape}, "
-                                 f"got shape {b_aval.shape}")
+        if b_aval.shape == () and x_aval.shape != () and b_aval.dtype == x_aval.dtype:
             b = api.broadcast_in_dim(b, x_aval.shape, ())
         bounds.append(b)
-    return api.min(api.max(bounds[0], x), bounds[1])
+    return clamp_p.bind(bounds[0], x, bounds[1])

@@ -266,6 +266,7 @@ from kiln.frontend.lax.primitive_names import sub_p as sub_p
 from kiln.frontend.lax.primitive_names import tan_p as tan_p
 from kiln.frontend.lax.primitive_names import tanh_p as tanh_p
 from kiln.frontend.lax.primitive_names import xor_p as xor_p
+from kiln.frontend.lax.sorting import clamp_p as clamp_p
 from kiln.frontend.lax.windowed import cumlogsumexp_p as cumlogsumexp_p
 from kiln.frontend.lax.windowed import cummax_p as cummax_p
 from kiln.frontend.lax.windowed import cummin_p as cummin_p
@@ -324,3 +325,5 @@ __all__ += ["abs_p", "acos_p", "acosh_p", "add_p", "and_p", "asin_p", "asinh_p",
     "sqrt_p", "square_p", "stop_gradient_p", "sub_p", "tan_p", "tanh_p", "xor_p"]
 # The cumulative reductions' primitives (jax.lax.cumsum_p, ...)
 __all__ += ["cumlogsumexp_p", "cummax_p", "cummin_p", "cumprod_p", "cumsum_p"]
+# clamp's primitive (jax.lax.clamp_p)
+__all__ += ["clamp_p"]

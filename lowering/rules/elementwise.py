@@ -22,6 +22,7 @@ _SAME_NAME = {
 
 for _kiln, _hlo in _SAME_NAME.items():
     register(_kiln)(op_rule(f"stablehlo.{_hlo}"))
+register("clamp")(op_rule("stablehlo.clamp"))  # (operands min, x, max, as StableHLO's)
 
 
 def _sin_cos_complex(x: V, cosine: bool) -> V:

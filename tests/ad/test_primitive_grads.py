@@ -145,6 +145,8 @@ CASES: dict[str, list[Case]] = {
     "pow": [c(lax.pow, a(3, lo=0.5, hi=2), a(3))],
     "max": [c(lax.max, a(3), a(3))],
     "min": [c(lax.min, a(3), a(3))],
+    # (x below, inside and above its bounds, none at one: finite differences cannot see a kink)
+    "clamp": [c(lax.clamp, np.array([-1.0, -0.5, 0.2]), np.array([-1.5, 0.1, 1.4]), np.array([0.5, 0.6, 0.9]))],
     "atan2": [c(lax.atan2, a(3), a(3, lo=0.5, hi=1))],
     "select": [c(lambda x, y: lax.select(np.array([True, False, True]), x, y), a(3), a(3))],
     "convert_element_type": [c(lambda x: lax.convert_element_type(x, np.complex128), a(3)),

@@ -129,6 +129,9 @@ _binary["mulhi"] = (sp.mulhi_p, "iu")
 for _i, (_name, (_p, _kinds)) in enumerate(sorted(_binary.items())):
     case(_name, lambda x, y, _p=_p: _p.bind(x, y), _binary_gen(_name, _kinds), _rot(BINARY_VARIANTS, _i))
 
+case("clamp", lax.clamp, lambda r: [f32(r, 2, 3, lo=-2, hi=0), f32(r, 2, 3), f32(r, 2, 3, lo=0, hi=2)],
+     [((0, 0, 0), 0), ((None, 1, -1), 1), ((1, None, None), -1), ((None, None, 0), 0)])
+case("clamp", lambda x: lax.clamp(-0.5, x, 0.5), lambda r: [f32(r, 2, 3)], [((0,), 1)], id="clamp-scalar-bounds")
 case("round", lambda x: lax.round(x, lax.RoundingMethod.TO_NEAREST_EVEN),
      lambda r: [f32(r, 3, 4, lo=-3, hi=3)], [((1,), 0), ((-1,), 1)])
 case("convert_element_type", lambda x: lax.convert_element_type(x, np.int32), lambda r: [f32(r, 3, 4, lo=-9, hi=9)],

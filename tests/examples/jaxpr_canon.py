@@ -15,8 +15,6 @@ request, one difference at a time that a test checks on its own:
   binary primitives take it as it is). Applied to both libraries' jaxprs alike.
 - ``weak_only_converts``: a ``convert_element_type`` to its operand's own dtype that changes only the weak type is
   taken out (kiln makes a branch's result as weakly typed as the cond's, JAX 0.10.2 leaves the branch as it is).
-- ``clamps``: JAX's ``clamp lo x hi`` is written as kiln's ``min x hi`` then ``max _ lo`` (kiln has no clamp
-  primitive).
 """
 from __future__ import annotations
 
@@ -64,10 +62,9 @@ def _plain(value: Any) -> Any:
 
 
 class _Writer:
-    def __init__(self, scalar_broadcasts: bool, weak_only_converts: bool, clamps: bool) -> None:
+    def __init__(self, scalar_broadcasts: bool, weak_only_converts: bool) -> None:
         self.scalar_broadcasts = scalar_broadcasts
         self.weak_only_converts = weak_only_converts
-        self.clamps = clamps
         self.dropped: dict[str, set[str]] = {}
 
     def write(self, jaxpr: Any, indent: str = "") -> str:
@@ -109,13 +106,6 @@ class _Writer:
                     and np.dtype(eqn.params["new_dtype"]) == np.dtype(ins[0].aval.dtype)):
                 alias[id(outs[0])] = ins[0]
                 continue
-            if self.clamps and name == "clamp":  # clamp lo x hi -> t = min x hi; max t lo
-                lo, x, hi = map(atom, ins)
-                tmp = f"v{len(names)}"
-                names[-len(names) - 1] = tmp  # (a key no variable's id can be)
-                lines.append(f"{indent}  {tmp}:{_type(outs[0].aval)} = min[] {x} {hi}")
-                lines.append(f"{indent}  {bind(outs[0])} = max[] {tmp} {lo}")
-                continue
             renames = PARAM_NAMES.get(name, {})
             params = {renames.get(k, k): v for k, v in eqn.params.items()}
             for k in sorted(params):
@@ -136,12 +126,12 @@ class _Writer:
         return "\n".join(lines)
 
 
-def canonical(closed: Any, *, scalar_broadcasts: bool = False, weak_only_converts: bool = False,
-              clamps: bool = False) -> tuple[str, dict[str, set[str]]]:
+def canonical(closed: Any, *, scalar_broadcasts: bool = False, weak_only_converts: bool = False
+              ) -> tuple[str, dict[str, set[str]]]:
     """(the jaxpr written out as above, {primitive: the parameters left out}): those in ABSENT_IN_KILN and those
     whose value is None (JAX's defaults that kiln's primitives do not take: `mul`'s `out_dtype`, `sin`'s
     `accuracy`); the tests check which were left out."""
-    writer = _Writer(scalar_broadcasts, weak_only_converts, clamps)
+    writer = _Writer(scalar_broadcasts, weak_only_converts)
     text = writer.write(_jaxpr(closed))
     consts = getattr(closed, "consts", [])
     text += "\nconsts: " + "; ".join(f"{_type(np.asarray(c))} {np.asarray(c).tolist()!r}" for c in consts)

@@ -15,9 +15,6 @@ Differences, tested as such:
   operation in func1/func3/func4, func8's false branch, func10's body and func12. The jaxprs are compared with these
   broadcasts taken out on both sides; that kiln's has them is a strict xfail (the page: "The scalar literal 3.0 is
   kept inline"; other ports note the same: test_thinking_in_jax_against_jax.py, test_docs_basics_against_jax.py).
-- `lax.switch` clamps its index with `min` then `max` in kiln, with one `clamp` equation in JAX (kiln has no clamp
-  primitive: `lax.clamp` is the same max/min composition). Compared with JAX's clamp written as min/max; strict
-  xfail for the primitive.
 - reduce_sum: JAX prints `out_sharding=None`, kiln has no such parameter (kiln's types carry no sharding; noted in
   tests/frontend/test_tracing.py).
 - func8: kiln's true branch converts `xtrue[0]` (strong f32[1]) to the cond's weakly typed f32[1]
@@ -44,7 +41,7 @@ CELLS = {  # cell: (function, the page's arguments, the normalizations its compa
     "func1": ("func1", (np.zeros(8, F32), np.ones(8, F32)), {"scalar_broadcasts"}),
     "func3": ("func3", (np.zeros(8, F32), np.ones(8, F32)), {"scalar_broadcasts"}),
     "func4": ("func4", ((np.zeros(8, F32), np.ones(8, F32)),), {"scalar_broadcasts"}),
-    "one_of_three": ("one_of_three", (1, 5.), {"clamps"}),
+    "one_of_three": ("one_of_three", (1, 5.), set()),
     "func7": ("func7", (5.,), set()),
     "func8": ("func8", (5., (np.zeros(1, F32), 2.)), {"scalar_broadcasts", "weak_only_converts"}),
     "func10": ("func10", (np.ones(16), 5), {"scalar_broadcasts"}),
@@ -106,8 +103,6 @@ def test_scalar_literal_is_an_operand(both):
     assert canonical(kc)[0] == canonical(jc)[0]
 
 
-@pytest.mark.xfail(strict=True, reason="kiln has no clamp primitive: lax.switch clamps its index with min then max "
-                   "(and lax.clamp is the same composition); JAX 0.10.2's jaxpr has one `clamp 0:i32[] c 2:i32[]`")
 def test_switch_index_is_clamped_by_clamp(both):
     kc, jc = _jaxprs(both, "one_of_three")
     assert [e.primitive.name for e in kc.jaxpr.eqns] == [e.primitive.name for e in jc.jaxpr.eqns]

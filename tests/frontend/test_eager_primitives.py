@@ -235,6 +235,9 @@ CASES: dict[str, list[Case]] = {
     "min": [Case(lax.min, (SPECIAL, f32(1, 1, 1, 1, 1, 1, 1)), np.minimum, label="NaN propagates"),
             Case(lax.min, (u32(1, 2**32 - 1), u32(2**31, 3)), np.minimum, label="unsigned order")],
     "atan2": [Case(lax.atan2, (f32(1, -1, 1, -1, 0, 0), f32(1, 1, -1, -1, 1, -1)), np.arctan2, rtol=FL)],
+    "clamp": [Case(lambda x: lax.clamp(-1.0, x, 2.0), (SPECIAL,), lambda x: np.clip(x, np.float32(-1), np.float32(2)),
+                   label="NaN propagates"),
+              Case(lax.clamp, (i32(0, 0, 5), i32(-3, 4, 9), i32(2, 2, 7)), lambda lo, x, hi: np.clip(x, lo, hi))],
     # -- unary ------------------------------------------------------------------------------
     "neg": [Case(lax.neg, (SPECIAL,), np.negative),
             Case(lax.neg, (i32(3, -3, 0, -2**31),), np.negative, label="int (INT_MIN wraps)")],

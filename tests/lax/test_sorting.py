@@ -128,6 +128,28 @@ def test_clamp():
                                                         np.int32(2))), [1, 1, 2, 2])
 
 
+def test_clamp_is_one_primitive_with_jaxs_derivative_at_the_bounds():
+    """x's tangent passes strictly inside [min, max], min's where min > x (and min < max), max's where max < x: at a
+    bound no operand gets it (min and max would split it in halves), nor where min > max for max."""
+    grad3 = kiln.grad(lambda lo, x, hi: lax.clamp(lo, x, hi), argnums=(0, 1, 2))
+    for (lo, x, hi), want in [((0.0, 0.5, 1.0), (0, 1, 0)), ((0.0, 0.0, 1.0), (0, 0, 0)), ((0.0, 1.0, 1.0), (0, 0, 0)),
+                              ((0.0, -2.0, 1.0), (1, 0, 0)), ((0.0, 3.0, 1.0), (0, 0, 1)), ((2.0, 1.5, 1.0), (0, 0, 1)),
+                              ((2.0, 0.5, 1.0), (0, 0, 0))]:
+        got = [float(g) for g in grad3(np.float32(lo), np.float32(x), np.float32(hi))]
+        assert got == list(want), (lo, x, hi, got)
+    x = knp.asarray(np.array([-1.0, 0.0, 0.5, 1.0, 2.0], np.float32))
+    _, t = kiln.jvp(lambda x: lax.clamp(0.0, x, 1.0), (x,), (knp.ones(5),))
+    np.testing.assert_array_equal(np.asarray(t), [0, 0, 1, 0, 0])
+    jaxpr = kiln.make_jaxpr(lambda x: lax.clamp(0.0, x, 1.0))(np.float32(0.5))
+    assert [e.primitive.name for e in jaxpr.eqns] == ["clamp"] and jaxpr.eqns[0].primitive is lax.clamp_p
+    assert kiln.jit(lambda x: lax.clamp(0.0, x, 1.0)).lower(x).as_text().count("stablehlo.clamp") == 1
+    # vmap: a batched bound, an unbatched x; the index of switch is clamped by it
+    np.testing.assert_array_equal(np.asarray(kiln.vmap(lambda lo: lax.clamp(lo, x, 1.0))(knp.arange(2.0))),
+                                  [[0, 0, 0.5, 1, 1], [1, 1, 1, 1, 1]])
+    assert "clamp" in [e.primitive.name for e in kiln.make_jaxpr(
+        lambda i: lax.switch(i, [lambda: 1.0, lambda: 2.0]))(1).eqns]
+
+
 def test_lowers_to_stablehlo_sort():
     text = kiln.jit(lambda x: lax.sort(x)).lower(F).as_text()
     assert "stablehlo.sort" in text and "is_stable = true" in text
