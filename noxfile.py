@@ -52,10 +52,11 @@ def _install_kiln(session: nox.Session, extras: str = "") -> None:
 
 
 def _install_jax(session: nox.Session, *others: str) -> None:
-    """Install the jax release matching the jaxlib kiln was installed with, and ``others``. ``run_install``: the
-    version is read under ``--install-only`` too, where ``session.run`` runs nothing."""
-    jaxlib_version = session.run_install(
-        "python", "-c", "from jaxlib import version; print(version.__version__)", silent=True).strip()
+    """Install the jax release matching the jaxlib kiln was installed with, and ``others``. The version is read by
+    ``run_install`` under ``--install-only`` (where ``session.run`` runs nothing) and by ``session.run`` under
+    ``--no-install``/``-R`` (where ``run_install`` runs nothing)."""
+    read = ("python", "-c", "from jaxlib import version; print(version.__version__)")
+    jaxlib_version = (session.run_install(*read, silent=True) or session.run(*read, silent=True)).strip()
     session.install(f"jax=={jaxlib_version}", *others)
 
 

@@ -8,6 +8,7 @@ import importlib.util
 import io
 import pathlib
 import re
+import threading
 import types
 
 import numpy as np
@@ -73,3 +74,22 @@ def run_quietly(module: types.ModuleType, **kwargs) -> dict:
         res = module.run(**kwargs)
     res["stdout"] = buf.getvalue()
     return res
+
+
+def within(fn, *args, seconds: float = 60):
+    """What fn(*args) returns (or raises), run on a daemon thread: an AssertionError if it takes over ``seconds`` (a
+    hang fails the test instead of the run)."""
+    box = {}
+
+    def target():
+        try:
+            box["value"] = fn(*args)
+        except BaseException as e:  # noqa: BLE001 (re-raised below, on the test's thread)
+            box["error"] = e
+    t = threading.Thread(target=target, daemon=True)
+    t.start()
+    t.join(seconds)
+    assert not t.is_alive(), f"{getattr(fn, '__name__', fn)} did not finish in {seconds} s (a hang?)"
+    if "error" in box:
+        raise box["error"]
+    return box.get("value")

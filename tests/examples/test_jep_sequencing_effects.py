@@ -17,37 +17,17 @@ import threading
 
 import numpy as np
 import pytest
-from ported import load
+from ported import load, within
 
 import kiln
 import kiln.numpy as jnp
 from kiln import lax
 from kiln.experimental import io_callback
 
-LIMIT_S = 60  # a hang fails the test instead of the run
-
 
 @pytest.fixture(scope="module")
 def m():
     return load("jep_sequencing_effects")
-
-
-def within(fn, *args, seconds: float = LIMIT_S):
-    """What fn(*args) returns (or raises), run on a daemon thread: an AssertionError if it takes over ``seconds``."""
-    box = {}
-
-    def target():
-        try:
-            box["value"] = fn(*args)
-        except BaseException as e:  # noqa: BLE001 (re-raised below, on the test's thread)
-            box["error"] = e
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"{getattr(fn, '__name__', fn)} did not finish in {seconds} s (a hang?)"
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 def printed(capsys) -> list[str]:

@@ -26,37 +26,18 @@ import pytest
 pytest.importorskip("jax")
 import jax  # noqa: E402
 import jax.experimental  # noqa: E402
-from ported import load  # noqa: E402
+from ported import load, within  # noqa: E402
 from same_as_jax import assert_same, assert_same_exception, outcome, quiet  # noqa: E402
 
 import kiln  # noqa: E402
 import kiln.experimental  # noqa: E402
 
-LIMIT_S = 60
 LIBS = {"kiln": kiln, "jax": jax}
 
 
 @pytest.fixture(scope="module")
 def ports():
     return {"kiln": load("jep_sequencing_effects"), "jax": load("jep_sequencing_effects", "jax")}
-
-
-def within(fn, *args, seconds: float = LIMIT_S):
-    """What fn(*args) returns (or raises), run on a daemon thread: an AssertionError if it takes over ``seconds``."""
-    box = {}
-
-    def target():
-        try:
-            box["value"] = fn(*args)
-        except BaseException as e:  # noqa: BLE001 (re-raised below, on the test's thread)
-            box["error"] = e
-    t = threading.Thread(target=target, daemon=True)
-    t.start()
-    t.join(seconds)
-    assert not t.is_alive(), f"{getattr(fn, '__name__', fn)} did not finish in {seconds} s (a hang?)"
-    if "error" in box:
-        raise box["error"]
-    return box.get("value")
 
 
 def both(fn):
