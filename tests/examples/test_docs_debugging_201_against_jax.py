@@ -96,6 +96,9 @@ def _frames(text):
 
 def test_debug_nans_blocks(both, flags_back):
     k, j = both
+    # JAX 0.10.2 returned the NaN without raising after another page (docs_custom_jvp_vjp's run) had run in the same
+    # process (its cached eager programs): JAX's side starts from empty caches, as the page runs in a fresh process.
+    jax.clear_caches()
     (kf, kout), (jf, jout) = quiet(k.debug_nans_block), quiet(j.debug_nans_block)
     assert _frames(kout) == _frames(jout) and len(_frames(kout)) == 2
     klast, jlast = kout.rstrip("\n").splitlines()[-1], jout.split("\n--------------------")[0].splitlines()[-1]
