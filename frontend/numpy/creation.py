@@ -155,7 +155,9 @@ def _array(object: Any, dtype: Any, ndmin: int) -> Any:  # noqa: A002
                 _check_huge_ints("array", object)
             raise TypeError(f"kiln.numpy.array: cannot make an array from {type(object).__name__} "
                             f"({object!r:.60}) (NumPy made dtype {host.dtype})")
-        weak = dtype is None and isinstance(object, (int, float, complex)) and not isinstance(object, bool)
+        # (NumPy scalars are strongly typed, as in JAX: np.float64 and np.complex128 subclass float and complex)
+        weak = (dtype is None and isinstance(object, (int, float, complex))
+                and not isinstance(object, (bool, np.generic)))
         try:
             target_dtype = dtypes.dtype_of_value(object)[0] if weak else dtypes.canonicalize_dtype(host.dtype)
         except IntegerOverflowError as e:  # name the function

@@ -439,3 +439,17 @@ def test_like_functions_take_a_shape_dtype_struct():
     assert kiln.jit(lambda: knp.empty_like(spec))().shape == (2, 3)
     with pytest.raises(TypeError, match="zeros_like: argument 0 of type object .* is not an array or a scalar"):
         knp.zeros_like(object())
+
+
+@pytest.mark.parametrize("x64", [False, True])
+def test_numpy_float64_and_complex128_scalars_are_strongly_typed(x64):
+    # np.float64 and np.complex128 subclass Python's float and complex: they were taken for Python scalars and made
+    # weakly typed arrays (JAX: strong, as every NumPy scalar).
+    with kiln.config.override("enable_x64", x64):
+        for value, bits in ((np.float64(1.5), "float"), (np.complex128(1j), "complex")):
+            for make in (knp.asarray, knp.array):
+                out = make(value)
+                want = {"float": np.float64 if x64 else np.float32, "complex": np.complex128 if x64 else np.complex64}
+                assert (out.dtype, out.weak_type) == (np.dtype(want[bits]), False), (make, value)
+                assert out == value
+        assert knp.asarray(1.5).weak_type and knp.asarray(1j).weak_type  # Python's own stay weak
