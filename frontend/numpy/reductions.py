@@ -124,7 +124,7 @@ def _reduce(fname: str, kind: str, a, axis, dtype, keepdims: bool, where, initia
         if oa.dtype == np.bool_:
             combine = lax.bitwise_or if kind in ("max", "sum") else lax.bitwise_and
         out = combine(out, init)
-    out = convert(out, out_aval.dtype, out_aval.weak_type)
+    out = convert(out, out_aval.dtype, False)  # a reduction's result is strongly typed, a weak operand's too (as JAX)
     if keepdims:
         out = _keepdims(out, axes, aval.shape)
     return out
@@ -183,7 +183,7 @@ def _logical(fname: str, a, axis, keepdims, where, identity: bool):
     axes = sorted_axes(fname, axis, aval.ndim)
     if where is not None:
         a = _select_fill(_where_mask(fname, where, aval.shape), a, identity)
-    out = (lax.reduce_and if identity else lax.reduce_or)(a, axes)
+    out = convert((lax.reduce_and if identity else lax.reduce_or)(a, axes), np.dtype(np.bool_), False)  # strong
     return _keepdims(out, axes, aval.shape) if keepdims else out
 
 

@@ -343,7 +343,7 @@ def _cumulative(fname: str, lax_fn, a: Any, axis: Any, dtype: Any, nan_identity:
         a = lax.convert_element_type(a, target)
     if target == np.bool_:
         raise TypeError(f"kiln.numpy.{fname}: cannot accumulate in dtype bool; pass an integer or float dtype=")
-    out = lax_fn(a, axis=axis)
+    out = convert(lax_fn(a, axis=axis), abstractify(a).dtype, False)  # strongly typed, as JAX's
     if include_initial:
         out_aval = abstractify(out)
         config = [(0, 0, 0)] * out_aval.ndim

@@ -300,3 +300,19 @@ def test_var_and_std_of_complex_data_are_real(fname):
             np.testing.assert_allclose(np.asarray(got), want, rtol=1e-5)
     with pytest.raises(NotImplementedError, match=r"nanvar of complex arrays is not supported yet .*where=~isnan"):
         knp.nanvar(x)
+
+
+@pytest.mark.parametrize("name", ["sum", "prod", "max", "min", "any", "all", "cumsum", "cumprod", "nansum", "nanmax",
+                                  "ptp", "cumulative_sum"])
+def test_reductions_of_weakly_typed_values_are_strongly_typed(name):
+    # As JAX's: a reduction's result is strongly typed, of a Python scalar or a weakly typed array too (kiln kept the
+    # weak type: jnp.sum(x * 1.0) then promoted with a float16 array to float16, where JAX gives float32).
+    fn = getattr(knp, name)
+    for x in (5.0, 3, knp.asarray([2.0, 1.0]) * 1.0):
+        if name == "cumulative_sum" and np.ndim(x) == 0:
+            continue
+        out = fn(x)
+        assert out.weak_type is False, (name, x)
+        assert kiln.jit(fn)(x).weak_type is False, (name, x)
+    if name not in ("any", "all"):  # (a bool result takes float16's dtype, strong or not)
+        assert (fn(knp.asarray([2.0, 1.0]) * 1.0) * knp.ones(2, knp.float16)).dtype == np.float32
