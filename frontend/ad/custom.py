@@ -570,6 +570,10 @@ def _run_fwd(owner, nondiff: list, in_tree, primals: Sequence, name: str, pertur
         raise CustomDerivativeError(f"kiln.custom_vjp fwd of {name} must return a pair (output, residuals), "
                                     f"got {type(res).__name__}")
     out, residuals = res
+    if any(isinstance(leaf, refs.Ref) for leaf in tree_util.tree_leaves(residuals)):
+        # (the ref arguments that fwd may share with bwd are taken out by _call_with_refs before this)
+        raise refs.RefError(f"kiln.custom_vjp fwd of {name} returned a Ref among its residuals that is not one of its "
+                            "arguments; as in JAX, only ref arguments may be shared with bwd")
     if symbolic:
         for what, tree in (("output", out), ("residuals", residuals)):
             i = find_primal_wrapper(tree)

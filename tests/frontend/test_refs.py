@@ -298,6 +298,34 @@ def test_custom_vjp_shares_ref_arguments_with_bwd():
         kiln.grad(lambda x: bad(grads_ref, x))(1.0)
 
 
+def test_custom_vjp_fwd_may_return_only_its_ref_arguments():
+    """A ref that fwd returns among its residuals must be one of its arguments (JAX's rule, a ValueError there).
+    kiln raised a TypeError ("not a valid array") where the call has no ref argument."""
+    @kiln.custom_vjp
+    def ident(x):
+        return x
+
+    fresh = {}
+
+    def ident_fwd(x):
+        fresh["ref"] = kiln.new_ref(0.0)
+        return x, fresh["ref"]
+    ident.defvjp(ident_fwd, lambda r, g: (g,))
+    for derivative in (kiln.grad(ident), kiln.jit(kiln.grad(ident)), lambda x: kiln.vjp(ident, x)):
+        with pytest.raises(RefError, match="returned a Ref among its residuals that is not one of its "
+                           "arguments") as info:
+            derivative(1.0)
+        assert isinstance(info.value, ValueError)
+    np.testing.assert_allclose(ident(2.0), 2.0)  # without differentiation fwd does not run
+
+    @kiln.custom_vjp
+    def with_ref(r, x):
+        return x
+    with_ref.defvjp(lambda r, x: (x, kiln.new_ref(0.0)), lambda r, g: (None, g))
+    with pytest.raises(RefError, match="not one of its arguments"):
+        kiln.grad(lambda x: with_ref(kiln.new_ref(1.0), x))(1.0)
+
+
 def test_checkpoint_and_iteration():
     r = kiln.new_ref(jnp.zeros(3))
     out = kiln.jit(kiln.checkpoint(lambda x: (r.__setitem__(..., x * 2), x)[1]))(jnp.ones(3))
