@@ -93,3 +93,29 @@ def within(fn, *args, seconds: float = 60):
     if "error" in box:
         raise box["error"]
     return box.get("value")
+
+
+def equations(jaxpr):
+    """The equations of ``jaxpr`` (kiln's or JAX's) and of the programs nested in them, depth first."""
+    for eqn in jaxpr.eqns:
+        yield eqn
+        for value in eqn.params.values():
+            inner = getattr(value, "jaxpr", value)
+            inner = getattr(inner, "ir", inner)
+            if hasattr(inner, "eqns"):
+                yield from equations(inner)
+
+
+def scan_body(scan_eqn):
+    """A scan equation's body program (JAX's ``jaxpr`` parameter, kiln's ``body``)."""
+    body = scan_eqn.params.get("jaxpr", scan_eqn.params.get("body"))
+    body = getattr(body, "jaxpr", body)
+    return getattr(body, "ir", body)
+
+
+def equations_building(jaxpr, shape):
+    """The primitive names of the equations (not calls or loops) in ``jaxpr`` that build a value of ``shape``."""
+    def nested(e):
+        return any(hasattr(getattr(v, "jaxpr", v), "eqns") or hasattr(v, "ir") for v in e.params.values())
+    return [e.primitive.name for e in equations(jaxpr) if not nested(e)
+            and any(tuple(getattr(o, "aval", o).shape) == shape for o in e.outvars)]

@@ -22,7 +22,7 @@ import re
 
 import numpy as np
 import pytest
-from ported import load
+from ported import equations, equations_building, load, scan_body
 
 import kiln
 import kiln.numpy as jnp
@@ -255,32 +255,6 @@ def test_make_jaxpr_of_a_vjp_application(page):
     np.testing.assert_array_equal(new, [0, 0, 0, 3, 0, 1, 0, 0, 0, 0])
 
 
-def _eqns(jaxpr):
-    """The equations of ``jaxpr`` and of the programs nested in them."""
-    for eqn in jaxpr.eqns:
-        yield eqn
-        for value in eqn.params.values():
-            inner = getattr(value, "jaxpr", value)
-            inner = getattr(inner, "ir", inner)
-            if hasattr(inner, "eqns"):
-                yield from _eqns(inner)
-
-
-def _body(scan_eqn):
-    """A scan equation's body program (JAX's ``jaxpr`` parameter, kiln's ``body``)."""
-    body = scan_eqn.params.get("jaxpr", scan_eqn.params.get("body"))
-    body = getattr(body, "jaxpr", body)
-    return getattr(body, "ir", body)
-
-
-def _builds(jaxpr, shape):
-    """The names of the equations (no calls or loops) that build a value of ``shape``."""
-    def nested(e):
-        return any(hasattr(getattr(v, "jaxpr", v), "eqns") or hasattr(v, "ir") for v in e.params.values())
-    return [e.primitive.name for e in _eqns(jaxpr) if not nested(e)
-            and any(tuple(getattr(o, "aval", o).shape) == shape for o in e.outvars)]
-
-
 @pytest.mark.xfail(strict=True, reason="kiln's transposition returns each input's cotangent as a value: the "
                    "transpose of take's dynamic_slice builds a dense zero array with the one element set "
                    "(broadcast_in_dim, dynamic_update_slice), which with_refs then adds to the gradient ref; the "
@@ -288,7 +262,7 @@ def _builds(jaxpr, shape):
 def test_the_backward_pass_updates_the_gradient_ref_sparsely(page):
     """The page: "an in-place add-update of one element of the gradient ref, with no dense one-hot array"."""
     _, take_vjp_jaxpr, _ = _take_jaxpr(page)
-    assert _builds(take_vjp_jaxpr().jaxpr, (10,)) == []
+    assert equations_building(take_vjp_jaxpr().jaxpr, (10,)) == []
 
 
 # ---------------------------------------------- `DontWant`: skipping unneeded gradients ---------------------------
@@ -306,7 +280,7 @@ def test_dont_want_saves_a_dot(page):
     W, x = jnp.ones((4, 4)), jnp.ones(4)
     (f_vjp, both, only_W), out = _run(page.dont_want_dots_block, W, x)
     assert out.split() == ["2", "1"]  # "one dot for each gradient", "the dot for x_bar is skipped"
-    counts = [sum(e.primitive.name == "dot_general" for e in _eqns(j.jaxpr)) for j in (both, only_W)]
+    counts = [sum(e.primitive.name == "dot_general" for e in equations(j.jaxpr)) for j in (both, only_W)]
     assert counts == [2, 1]
     # the values, at other inputs and cotangent
     rng = np.random.default_rng(1)
@@ -375,7 +349,7 @@ def test_no_per_microbatch_gradient_is_materialized(page):
     """The page: "the ref-based version never materializes per-microbatch gradients as separate arrays"."""
     closed = kiln.make_jaxpr(page.process_batch)(jnp.ones((3, 4, 4)), jnp.ones((35, 4)))
     (outer,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"]
-    assert _builds(_body(outer), (3, 4, 4)) == []
+    assert equations_building(scan_body(outer), (3, 4, 4)) == []
 
 
 # ---------------------------------------------- `foreach`, a new way to write `scan` ------------------------------

@@ -19,7 +19,7 @@ import numpy as np
 import pytest
 
 jax = pytest.importorskip("jax")
-from ported import load  # noqa: E402
+from ported import equations_building, load, scan_body  # noqa: E402
 from same_as_jax import assert_same, assert_same_exception, outcome, quiet  # noqa: E402
 
 import kiln  # noqa: E402
@@ -150,31 +150,6 @@ def test_take_and_sparse_accumulation(both):
     _same_ref(kref, jref, 0.0)
 
 
-def _eqns(jaxpr):
-    for eqn in jaxpr.eqns:
-        yield eqn
-        for value in eqn.params.values():
-            inner = getattr(value, "jaxpr", value)
-            inner = getattr(inner, "ir", inner)
-            if hasattr(inner, "eqns"):
-                yield from _eqns(inner)
-
-
-def _body(scan_eqn):
-    """A scan equation's body program (JAX's ``jaxpr`` parameter, kiln's ``body``)."""
-    body = scan_eqn.params.get("jaxpr", scan_eqn.params.get("body"))
-    body = getattr(body, "jaxpr", body)
-    return getattr(body, "ir", body)
-
-
-def _builds(jaxpr, shape):
-    """The names of the equations (no calls or loops) that build a value of ``shape``."""
-    def nested(e):
-        return any(hasattr(getattr(v, "jaxpr", v), "eqns") or hasattr(v, "ir") for v in e.params.values())
-    return [e.primitive.name for e in _eqns(jaxpr) if not nested(e)
-            and any(tuple(getattr(o, "aval", o).shape) == shape for o in e.outvars)]
-
-
 def _take_jaxpr(mod, lib):
     x = lib.numpy.arange(10.0)
     grad_ref = quiet(mod.sparse_accumulate_block, x)[0]
@@ -183,7 +158,7 @@ def _take_jaxpr(mod, lib):
 
 def test_jaxs_take_backward_pass_is_sparse(both):
     _, j = both
-    assert _builds(_take_jaxpr(j, jax), (10,)) == []  # JAX: b[c:c+1] += j only
+    assert equations_building(_take_jaxpr(j, jax), (10,)) == []  # JAX: b[c:c+1] += j only
 
 
 @pytest.mark.xfail(strict=True, reason="kiln's backward pass returns take's cotangent as a dense one-hot array "
@@ -191,7 +166,7 @@ def test_jaxs_take_backward_pass_is_sparse(both):
                    "accumulates into the ref in place (see test_docs_refs_301.py)")
 def test_take_backward_pass_is_as_sparse_as_jaxs(both):
     k, _ = both
-    assert _builds(_take_jaxpr(k, kiln), (10,)) == []
+    assert equations_building(_take_jaxpr(k, kiln), (10,)) == []
 
 
 def test_dont_want(both):
@@ -223,7 +198,7 @@ def test_microbatches(both):
 def _outer_scan_builds(mod, lib):
     closed = lib.make_jaxpr(mod.process_batch)(lib.numpy.ones((3, 4, 4)), lib.numpy.ones((35, 4)))
     (outer,) = [e for e in closed.jaxpr.eqns if e.primitive.name == "scan"]
-    return _builds(_body(outer), (3, 4, 4))
+    return equations_building(scan_body(outer), (3, 4, 4))
 
 
 def test_jaxs_microbatch_loop_materializes_no_gradient(both):
