@@ -519,11 +519,9 @@ def _call_with_refs(owner: custom_vjp, args: tuple, kwargs: dict) -> Any:
     def fwd(*others, **kw):
         out, res = owner.fwd(*full(others), **kw)
         leaves, places["tree"] = tree_util.tree_flatten(res)
-        places["refs"] = {j: leaf for j, leaf in enumerate(leaves) if isinstance(leaf, refs.Ref)}
-        for ref in places["refs"].values():
-            if not any(ref is r for r in taken):
-                raise refs.RefError(f"kiln.custom_vjp fwd of {name} returned a Ref among its residuals that is not "
-                                    "one of its arguments; as in JAX, only ref arguments may be shared with bwd")
+        # The ref arguments among the residuals go to bwd as they are; any other ref stays a residual, which
+        # _run_fwd refuses (as JAX: only ref arguments may be shared with bwd).
+        places["refs"] = {j: leaf for j, leaf in enumerate(leaves) if any(leaf is r for r in taken)}
         return out, [leaf for j, leaf in enumerate(leaves) if j not in places["refs"]]
 
     def bwd(res, ct):
@@ -571,7 +569,7 @@ def _run_fwd(owner, nondiff: list, in_tree, primals: Sequence, name: str, pertur
                                     f"got {type(res).__name__}")
     out, residuals = res
     if any(isinstance(leaf, refs.Ref) for leaf in tree_util.tree_leaves(residuals)):
-        # (the ref arguments that fwd may share with bwd are taken out by _call_with_refs before this)
+        # (the ref arguments that fwd may share with bwd were taken out by _call_with_refs)
         raise refs.RefError(f"kiln.custom_vjp fwd of {name} returned a Ref among its residuals that is not one of its "
                             "arguments; as in JAX, only ref arguments may be shared with bwd")
     if symbolic:
