@@ -42,15 +42,10 @@ def count_primitives(jaxpr, counts: collections.Counter | None = None, names: di
     """How many equations of each primitive a jaxpr (kiln's or JAX's) has, nested programs (remat bodies) included;
     with ``names`` ({primitive: label}), only those primitives, counted under their labels."""
     counts = collections.Counter() if counts is None else counts
-    for eqn in jaxpr.eqns:
+    for eqn in equations(jaxpr):
         name = eqn.primitive.name
         if names is None or name in names:
             counts[name if names is None else names[name]] += 1
-        for value in eqn.params.values():
-            for sub in value if isinstance(value, (list, tuple)) else [value]:
-                inner = getattr(sub, "jaxpr", getattr(sub, "ir", sub))
-                if hasattr(inner, "eqns"):
-                    count_primitives(inner, counts, names)
     return counts
 
 
@@ -100,10 +95,11 @@ def equations(jaxpr):
     for eqn in jaxpr.eqns:
         yield eqn
         for value in eqn.params.values():
-            inner = getattr(value, "jaxpr", value)
-            inner = getattr(inner, "ir", inner)
-            if hasattr(inner, "eqns"):
-                yield from equations(inner)
+            for sub in value if isinstance(value, (list, tuple)) else [value]:  # (a cond's branches)
+                inner = getattr(sub, "jaxpr", sub)
+                inner = getattr(inner, "ir", inner)
+                if hasattr(inner, "eqns"):
+                    yield from equations(inner)
 
 
 def scan_body(scan_eqn):
