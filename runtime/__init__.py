@@ -45,6 +45,7 @@ from .buffers import (  # noqa: E402
     buffer_device,
     buffer_memory_kind,
     buffer_pointer,
+    copy,
     copy_to,
     copy_to_host_async,
     delete,
@@ -107,8 +108,8 @@ if not any(getattr(cb, "__name__", "") == "_kiln_collect_garbage" for cb in gc.c
 
 __all__ = [
     "available_backends", "Aval", "Backend", "BackendError", "block_until_ready", "Buffer", "buffer_device",
-    "buffer_pointer", "compile",
-    "compile_spmd", "CompileError", "copy_to", "cpu_has_native_bf16", "copy_to_host_async", "custom_call_targets",
+    "buffer_pointer", "compile", "compile_spmd", "CompileError", "copy", "copy_to", "cpu_has_native_bf16",
+    "copy_to_host_async", "custom_call_targets",
     "default_backend", "delete",
     "DeletedBufferError", "Device", "DeviceError", "devices", "devices_of", "distributed", "dlpack",
     "drop_stale_scopes", "ensure_lapack_registered", "Executable", "ExecutableCache", "ExecutionError", "get_backend",

@@ -235,6 +235,18 @@ def buffer_memory_kind(buf: Buffer) -> str:
     return buf._sharding._memory_kind  # (jaxlib's C++ shardings all keep it: a shard's SingleDeviceSharding too)
 
 
+def copy(buf: Buffer) -> Buffer:
+    """A copy of ``buf`` in buffers of its own, where it is (its devices, memory and layout): device to device."""
+    _check_alive(buf, "copy")
+    sharding = buf._sharding
+    try:
+        (out,) = xc.batched_copy_array_to_devices_with_sharding(
+            [buf], [sharding._internal_device_list], [sharding], [ALWAYS_COPY])
+    except JaxRuntimeError as e:
+        raise _runtime_error(e, "copy") from e
+    return out
+
+
 def copy_to(buf: Buffer, device: Device, memory_kind: str | None = None) -> Buffer:
     """A copy of ``buf`` on ``device``, in its memory ``memory_kind`` (None: the default memory); ``buf`` itself
     when it is already there."""

@@ -230,14 +230,34 @@ def _is_placement(d: Any) -> bool:
     return d is None or isinstance(d, (runtime.Device, Sharding, PartitionSpec, str, Format, Space))
 
 
-def device_put(x: Any, device: Any = None) -> Any:
+# The sharding constraint of a traced value, ``(tracer, NamedSharding) -> tracer``: registered by
+# frontend/lax/sharding.py, a floor above this one, which owns the primitive.
+traced_layout: list[Callable[[Any, NamedSharding], Any]] = []
+
+
+def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = False,
+               may_alias: bool | None = None) -> Any:
     """Copy ``x`` (an array, NumPy array, scalar or pytree of them) to ``device``: a device, or a
     ``kiln.sharding`` Sharding that lays each array out over several devices (``NamedSharding``), or (as JAX)
     a pytree of those that is a prefix of ``x``'s structure, one placement per subtree.
 
-    With a device or sharding the result is *committed*: computations on it run there. Without
-    one, arrays go to the default device uncommitted.
+    With a device or sharding the result is *committed*: computations on it run there. Without one, host
+    values go to the default device uncommitted, and a kiln array stays as it is (as JAX's).
+
+    As JAX's: ``src`` (where ``x`` is; kiln reads that from ``x``) is accepted; ``donate=True`` lets the result
+    reuse the input's buffers, best effort (kiln never does: the input stays valid, as JAX's on the CPU); with
+    ``may_alias=False`` the result never shares the input's buffers. ``donate`` and ``may_alias`` are bools.
     """
+    for name, flag in (("donate", donate), ("may_alias", may_alias)):
+        if not (isinstance(flag, bool) or (flag is None and name == "may_alias")):
+            raise TypeError(f"kiln.device_put: {name} must be a bool{' or None' if name == 'may_alias' else ''}, "
+                            f"got {flag!r:.60} (kiln takes one flag for the whole of x)")
+    if donate and may_alias:
+        raise ValueError("may_alias and donate cannot be True at the same time. (kiln.device_put: pass one)")
+    if may_alias is False:  # the same placement, then buffers of its own for any array that would be shared
+        put = device_put(x, device)
+        return tree_util.tree_map(lambda old, new: _copied(new) if new is old and type(new) is Array else new,
+                                  x, put)
     if isinstance(device, Format):  # a layout (kiln's: the default) with a sharding
         for leaf in tree_util.tree_leaves(x):
             resolve_format(device, leaf.ndim if hasattr(leaf, "ndim") else np.ndim(leaf), "kiln.device_put")
@@ -257,13 +277,25 @@ def device_put(x: Any, device: Any = None) -> Any:
     target = _resolve_device(device)
 
     def put_leaf(leaf):
+        if target is None and type(leaf) is Array and not leaf.is_deleted():
+            return leaf  # no target: an array keeps its placement and commitment (JAX: returned as it is)
         if isinstance(leaf, Tracer):
-            return leaf  # inside a trace placement is decided by the enclosing computation
+            # Inside a trace a layout over a mesh is a sharding constraint, as JAX's device_put under jit (a mesh
+            # of other devices than the program's is then refused where jit places the program); a device or
+            # another memory is decided by the enclosing computation.
+            if isinstance(target, NamedSharding) and target._memory is None and traced_layout:
+                return traced_layout[0](leaf, target)
+            return leaf
         if isinstance(target, Sharding):
             return _put_sharded(leaf, target)
         return dispatch.put(leaf, target, committed=target is not None)
     with runtime.transfer_guard.explicit_put():  # what the transfer guards let through
         return tree_util.tree_map(put_leaf, x)
+
+
+def _copied(x: Array) -> Array:
+    """``x`` where it is, in buffers of its own (a device-to-device copy)."""
+    return Array(runtime.copy(x._buf), x.aval, x._device, x._committed, x._sharding)
 
 
 def _put_in_space(x: Any, space: Space) -> Any:

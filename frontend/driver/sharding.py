@@ -272,9 +272,13 @@ class Mesh(_AxisTypeQueries):
     def __hash__(self) -> int:
         return self._hash
 
-    def __repr__(self) -> str:
+    def __str__(self) -> str:
         axes = ", ".join(f"'{n}': {s}" for n, s in self.shape_tuple)
         return f"Mesh({axes}, axis_types={self.axis_types})"
+
+    def __repr__(self) -> str:
+        # JAX's: the sizes and names as the constructor takes them (print, and a NamedSharding's repr, use str)
+        return f"Mesh(axis_sizes={self.axis_sizes}, axis_names={self.axis_names!r}, axis_types={self.axis_types})"
 
     @property
     def abstract_mesh(self) -> AbstractMesh:
@@ -722,7 +726,7 @@ class NamedSharding(Sharding):
         return hash((self.mesh, self.spec, self._memory))
 
     def __repr__(self) -> str:
-        return f"NamedSharding(mesh={self.mesh!r}, spec={self.spec!r}, memory_kind={self.memory_kind})"
+        return f"NamedSharding(mesh={self.mesh}, spec={self.spec!r}, memory_kind={self.memory_kind})"
 
 
 class Shard:

@@ -49,6 +49,12 @@ def _mesh_of(sharding: Sharding) -> Mesh:
     raise TypeError(f"kiln.jit: shardings must be kiln.sharding.NamedSharding here, got {sharding!r}")
 
 
+def mesh_text(mesh: Mesh) -> str:
+    """A mesh as error messages name it: its axes and its devices (meshes of the same axes over other devices, or
+    over the same devices in another order, print alike otherwise)."""
+    return f"{mesh} of devices {mesh.device_ids.ravel().tolist()}"
+
+
 def placement_for(leaves: Sequence[Any], leaf_names: Callable[[], Sequence[str]], in_shardings: Sequence[Any] | None,
                   out_shardings: Any, where: str) -> MeshPlacement | None:
     """The mesh placement of a call with ``leaves``, or None when it runs on one device. Inputs laid out
@@ -78,9 +84,10 @@ def placement_for(leaves: Sequence[Any], leaf_names: Callable[[], Sequence[str]]
             names = leaf_names()  # only for the message: naming the arguments costs a pytree walk
             what = f"argument {names[i]}" if i is not None else "out_shardings"
             first = f"argument {names[meshes[0][0]]}" if meshes[0][0] is not None else "out_shardings"
-            raise MeshMismatchError(f"{where}: {first} is laid out over {mesh} but {what} over {m}; every input and "
-                                    "output of one computation must use the same mesh. Move the values with "
-                                    "kiln.device_put(x, NamedSharding(mesh, spec)) onto one mesh.")
+            raise MeshMismatchError(f"{where}: {first} is laid out over {mesh_text(mesh)} but {what} over "
+                                    f"{mesh_text(m)}; every input and output of one computation must use the same "
+                                    "mesh. Move the values with kiln.device_put(x, NamedSharding(mesh, spec)) onto "
+                                    "one mesh.")
     for k, leaf in enumerate(leaves):
         if type(leaf) is Array and leaf._committed and leaf._device is not None and leaf._device not in \
                 mesh.devices.flat:

@@ -11,6 +11,7 @@ from ..core import tree_util
 from ..core.avals import ShapedArray
 from ..core.primitive import Primitive
 from ..core.tracing import Tracer, abstractify, current_builder
+from ..driver import placement
 from ..driver.sharding import NamedSharding, PartitionSpec, flatten_shardings, resolve_spec, shardings_per_leaf
 
 __all__ = ["reshard", "with_sharding_constraint"]
@@ -31,6 +32,9 @@ def constrain(x: Any, sharding: NamedSharding) -> Any:
     spec_dims = tuple(sharding.spec.axis_names_of(d) for d in range(ndim))
     mesh_axes = tuple(sharding.mesh.shape_tuple)
     return sharding_constraint_p.bind(x, sharding=sharding, spec_dims=spec_dims, mesh_axes=mesh_axes)
+
+
+placement.traced_layout.append(constrain)  # kiln.device_put of a traced value to a NamedSharding
 
 
 def _lay_out(x: Any, shardings: Any, where: str) -> Any:

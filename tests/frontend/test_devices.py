@@ -128,6 +128,38 @@ def test_single_device_placement():
     assert kiln.device_put(x) is x
 
 
+def test_device_put_without_a_target_keeps_an_arrays_placement():
+    """As JAX's: an array is returned as it is, committed or not (before, kiln moved a committed array to the
+    default device and uncommitted it); host values go to the default device uncommitted."""
+    dev = kiln.devices()[0]
+    c = kiln.device_put(np.arange(3.0), dev)
+    assert kiln.device_put(c) is c and c.committed
+    tree = kiln.device_put({"c": c, "h": np.ones(2)})
+    assert tree["c"] is c and not tree["h"].committed and tree["h"].device == dev
+
+
+def test_device_put_donate_may_alias_and_src_as_jax():
+    """JAX's keyword arguments (docs/new_docs/201/placement.md mentions donate=True): donation is best effort and kiln
+    never reuses the buffer (the input stays valid, as JAX's on the CPU); may_alias=False gives buffers of their own;
+    donate and may_alias together are JAX's ValueError."""
+    dev = kiln.devices()[0]
+    c = kiln.device_put(np.arange(3.0), dev)
+    d = kiln.device_put(c, dev, donate=True, src=dev)
+    assert not c.is_deleted() and d.committed
+    np.testing.assert_array_equal(np.asarray(d), np.arange(3.0))
+    assert kiln.device_put(c, dev, may_alias=True) is c
+    fresh = kiln.device_put(c, dev, may_alias=False)
+    assert fresh is not c and fresh.committed and fresh.device == dev and fresh.dtype == c.dtype
+    c.delete()  # the copy keeps its value
+    np.testing.assert_array_equal(np.asarray(fresh), np.arange(3.0))
+    w = kiln.device_put(2.0, may_alias=False)  # a weak scalar stays weak
+    assert w.weak_type and float(w) == 2.0
+    with pytest.raises(ValueError, match="may_alias and donate cannot be True at the same time"):
+        kiln.device_put(fresh, donate=True, may_alias=True)
+    with pytest.raises(TypeError, match="kiln.device_put: donate must be a bool, got"):
+        kiln.device_put(fresh, donate=[True])
+
+
 def test_default_backend_setting_selects_devices():
     kiln.config.update("default_backend", "cpu")
     assert kiln.default_backend() == "cpu"

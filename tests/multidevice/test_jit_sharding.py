@@ -184,6 +184,52 @@ def test_constraint_errors(mesh, call, error, message):
         call(mesh)
 
 
+def test_device_put_inside_jit_is_a_sharding_constraint(mesh):
+    """As JAX's (docs/new_docs/201/placement.md: under jit "you can change an array's layout on the mesh"): a traced
+    value put to a NamedSharding (or a PartitionSpec with a mesh in context) is laid out so; before, kiln ignored the
+    sharding inside a trace."""
+    xs = np.arange(8.0, dtype=np.float32)
+    x = _put(xs, mesh, "data")
+    y = kiln.jit(lambda v: kiln.device_put(v * 2, NamedSharding(mesh, P())))(x)
+    assert y.sharding == NamedSharding(mesh, P()) and y.is_fully_replicated
+    np.testing.assert_array_equal(np.asarray(y), xs * 2)
+    with kiln.set_mesh(mesh):
+        z = kiln.jit(lambda v: kiln.device_put(v, P("model")))(y)
+    assert z.sharding.spec is P("model")
+    np.testing.assert_array_equal(np.asarray(z), xs * 2)
+    # a device (or no placement) inside a trace still leaves the value where the program puts it
+    w = kiln.jit(lambda v: kiln.device_put(v, kiln.devices()[3]) + 1)(x)
+    assert w.sharding.mesh == mesh
+    np.testing.assert_array_equal(np.asarray(w), xs + 1)
+
+
+def test_jit_refuses_a_mesh_of_the_same_axes_over_other_devices():
+    """docs/new_docs/201/placement.md: a device_put to another mesh inside jit is an error (JAX: "Received
+    incompatible devices for jitted computation"). Meshes of the same axes over other devices lower alike, so
+    before, kiln ran the program over the arguments' mesh and dropped the move."""
+    full = kiln.make_mesh((8,), ("x",))
+    mesh_a = kiln.make_mesh((4,), ("x",), devices=full.devices[:4])
+    mesh_b = kiln.make_mesh((4,), ("x",), devices=full.devices[4:])
+    xa = _put(np.arange(8.0), mesh_a, "x")
+    for move in (lambda v: kiln.device_put(v, NamedSharding(mesh_b, P("x"))),
+                 lambda v: kiln.lax.with_sharding_constraint(v, NamedSharding(mesh_b, P("x")))):
+        with pytest.raises(ValueError, match=r"inputs are laid out over Mesh\('x': 4, .*\) of devices \[0, 1, 2, 3\], "
+                                             r"but .* names Mesh\('x': 4, .*\) of devices \[4, 5, 6, 7\]; a compiled "
+                                             r"computation runs over one mesh .* outside jit"):
+            kiln.jit(move)(xa)
+
+
+def test_mesh_mismatch_names_the_meshes_devices():
+    """Two meshes of the same axes print alike: the error names their devices (placement.md's `a + b` of scalars
+    committed to one-device meshes)."""
+    devices = kiln.devices()
+    m0, m1 = (kiln.make_mesh((1,), ("x",), devices=devices[i:i + 1]) for i in (0, 1))
+    a, b = kiln.device_put(1.0, NamedSharding(m0, P())), kiln.device_put(2.0, NamedSharding(m1, P()))
+    with pytest.raises(ValueError, match=r"argument x is laid out over Mesh\('x': 1, .*\) of devices \[0\] but "
+                                         r"argument y over Mesh\('x': 1, .*\) of devices \[1\]; every input"):
+        a + b
+
+
 def test_out_shardings_per_element_of_the_returned_tuple(mesh):
     """A tuple of out_shardings gives one sharding per element of the returned tuple (a dict of parameters and a
     loss here: five arrays), as JAX's pytree prefix; before, kiln zipped it with the arrays and built a module XLA

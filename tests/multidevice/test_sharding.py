@@ -28,7 +28,10 @@ def test_make_mesh_and_mesh():
     assert [d.id for d in mesh.devices.flat] == [d.id for d in kiln.devices()]
     assert mesh.devices.shape == (4, 2) and mesh.device_ids.tolist() == [[0, 1], [2, 3], [4, 5], [6, 7]]
     assert mesh == Mesh(np.array(kiln.devices()).reshape(4, 2), ("data", "model"))
-    assert repr(mesh) == "Mesh('data': 4, 'model': 2, axis_types=(Auto, Auto))"
+    assert str(mesh) == "Mesh('data': 4, 'model': 2, axis_types=(Auto, Auto))"
+    # JAX's repr (docs/new_docs/201/placement.md displays a mesh): sizes and names as the constructor takes them
+    assert repr(mesh) == "Mesh(axis_sizes=(4, 2), axis_names=('data', 'model'), axis_types=(Auto, Auto))"
+    assert repr(NamedSharding(mesh, P("data"))).startswith("NamedSharding(mesh=Mesh('data': 4, 'model': 2, ")
     with mesh as m:
         assert m is mesh and kiln.sharding.get_mesh() is mesh
     assert kiln.sharding.get_mesh() is None

@@ -385,3 +385,16 @@ def test_axis_type_queries_memory_kind_and_local_mesh(mesh):
         s.with_memory_kind("hbm")
     single = kiln.sharding.SingleDeviceSharding(kiln.devices()[0])
     assert single.has_addressable_devices and single.with_memory_kind("device") is single
+
+
+def test_device_put_may_alias_false_copies_a_sharded_array_where_it_is(mesh):
+    """may_alias=False: buffers of the array's own on every device, laid out as before; the copy outlives the input."""
+    value = np.arange(16.0, dtype=np.float32).reshape(8, 2)
+    sharding = NamedSharding(mesh, PartitionSpec("data", "model"))
+    x = kiln.device_put(value, sharding)
+    y = kiln.device_put(x, sharding, may_alias=False)
+    assert y is not x and y.sharding == x.sharding and y.committed
+    pointers = {s.device: s.data.unsafe_buffer_pointer() for s in x.addressable_shards}
+    assert all(s.data.unsafe_buffer_pointer() != pointers[s.device] for s in y.addressable_shards)
+    x.delete()
+    np.testing.assert_array_equal(np.asarray(y), value)
