@@ -271,6 +271,9 @@ class JittedFunction:
             raise JitError(f"{self._where}: argument {sorted(both)} cannot be both static and donated")
         self.keep_unused = keep_unused
         self.in_shardings, self.out_shardings = _check_shardings(self.__name__, in_shardings, out_shardings)
+        if device is None and backend is None:
+            self.in_shardings, self.out_shardings, device = _one_device_shardings(
+                self.__name__, self.in_shardings, self.out_shardings)
         self._in_prefix = _ShardingPrefix.of(self.in_shardings)
         self._out_prefix = _ShardingPrefix.of(self.out_shardings)
         # Resolved lazily so that jit(f, backend="gpu") can be created before backends load.
@@ -750,6 +753,16 @@ class JittedFunction:
             if mesh is not None and self._follows_program_mesh(device, mesh):
                 device, committed = spmd.MeshPlacement(mesh, spmd.program_in_shardings(closed.ir, mesh),
                                                        self._out_leaves()), True
+            elif mesh is not None and mesh.shape_tuple == device.mesh.shape_tuple and \
+                    set(mesh.devices.flat) != set(device.devices):
+                # The same axes over other devices, which the lowering (it compares axes) cannot tell apart. As
+                # JAX: one compiled computation runs on one set of devices; moving data to another mesh is the
+                # runtime's job, between computations.
+                raise spmd.MeshMismatchError(
+                    f"{self._where}: its inputs are laid out over {spmd.mesh_text(device.mesh)}, but inside it a "
+                    f"device_put, reshard, sharding constraint or shard_map names {spmd.mesh_text(mesh)}; a "
+                    "compiled computation runs over one mesh and cannot move values to another. Call "
+                    "kiln.device_put(x, NamedSharding(other_mesh, spec)) outside jit, between computations.")
         if isinstance(device, spmd.MeshPlacement) and device.out_shardings is not None:
             device = dataclasses.replace(device, out_shardings=self._out_shardings_per_leaf(device.out_shardings,
                                                                                           out_tree))
@@ -1152,11 +1165,20 @@ class Compiled(_Stage):
             if treedef != self.in_tree:
                 shown = f"arguments {treedef} where it takes {self.in_tree}"
             raise JitError(f"kiln: {jitted.__name__} was compiled for arguments "
-                           f"({', '.join(a.str_short() for a in want)}){static} but called with {shown}; call it "
+                           f"({', '.join(a.str_short() for a in want)}){static} but called with {shown}"
+                           f"{self._mismatches(args, kwargs, got, want) if treedef == self.in_tree else ''}; call it "
                            "with arguments of those shapes and dtypes, or lower and compile again for these")
         if entry.ref_outs:  # it writes refs it closes over: their final values go back into them
             return jitted._run_with_refs(entry, leaves, ())
         return jitted._execute(entry, leaves)
+
+    def _mismatches(self, args: tuple, kwargs: dict, got: list | None, want: list) -> str:
+        """Each argument whose shape or dtype differs, by name (as JAX's "Argument 'x' compiled with ...")."""
+        if got is None:
+            return ""
+        names = self.jitted._leaf_names(args, kwargs, tuple((i, None) for i in self.jitted.static_argnums))
+        return "".join(f"; argument {name} was compiled for {w.str_short()} and called with {a.str_short()}"
+                       for name, a, w in zip(names, got, want) if (a.shape, a.dtype) != (w.shape, w.dtype))
 
     def as_text(self) -> str:
         """The optimised HLO XLA compiled (as JAX's; ``Lowered.as_text()`` is the StableHLO)."""
@@ -1359,12 +1381,30 @@ def _check_shardings(name: str, in_shardings: Any, out_shardings: Any) -> tuple[
             leaves = [resolve_format(leaf, None, f"kiln.jit({name}): {what}") for leaf in leaves]
             value = tree_util.tree_unflatten(treedef, leaves)
         for leaf in leaves:
-            if not (leaf is None or isinstance(leaf, (spmd.NamedSharding, spmd.PartitionSpec))):
+            if not (leaf is None or isinstance(leaf, (spmd.NamedSharding, spmd.PartitionSpec,
+                                                      SingleDeviceSharding))):
                 raise JitError(f"kiln.jit({name}): {what} must be a kiln.sharding.NamedSharding, a PartitionSpec "
-                               f"(with a mesh in context), None, or a pytree of them; got {leaf!r:.80}"
-                               + (f" in {value!r:.80}" if leaf is not value else ""))
+                               "(with a mesh in context), a SingleDeviceSharding, None, or a pytree of them; got "
+                               f"{leaf!r:.80}" + (f" in {value!r:.80}" if leaf is not value else ""))
         return value
     return check(in_shardings, "in_shardings"), check(out_shardings, "out_shardings")
+
+
+def _one_device_shardings(name: str, in_shardings: Any, out_shardings: Any) -> tuple[Any, Any, Any]:
+    """``(in_shardings, out_shardings, device)``: where the shardings given are SingleDeviceShardings of one
+    device (JAX's, e.g. the formats of another compiled function's inputs), the function runs on that device, as
+    ``jit(device=...)`` (its arguments go there, its results are committed there), with no shardings left."""
+    leaves = flatten_shardings(in_shardings)[0] + flatten_shardings(out_shardings)[0]
+    singles = [leaf for leaf in leaves if isinstance(leaf, SingleDeviceSharding)]
+    if not singles:
+        return in_shardings, out_shardings, None
+    if len({s._device for s in singles}) > 1 or any(s._memory is not None for s in singles) or \
+            any(isinstance(leaf, (spmd.NamedSharding, spmd.PartitionSpec)) for leaf in leaves):
+        raise JitError(f"kiln.jit({name}): kiln takes SingleDeviceShardings in in_shardings/out_shardings only when "
+                       "every sharding given is a SingleDeviceSharding of one device in its default memory (the "
+                       f"function then runs on that device); got {[v for v in leaves if v is not None]!r:.160}. "
+                       "Use NamedShardings over one mesh instead")
+    return None, None, singles[0]._device
 
 
 @dataclass(frozen=True)

@@ -571,3 +571,28 @@ def test_small_closed_over_arrays_are_constants_of_the_program_as_in_jax():
         a, b = f(x, y)
         np.testing.assert_allclose(a, x @ np.arange(6, dtype=np.float32).reshape(2, 3) * np.float32(0.99))
         np.testing.assert_array_equal(b, y + 1)
+
+
+def test_single_device_shardings_run_the_function_on_that_device():
+    """JAX takes SingleDeviceShardings in in_shardings/out_shardings, e.g. the formats another compiled function
+    reports (docs/new_docs/201/sharding.md: `jit(init_fn, out_shardings=apply_exe.input_formats[0])`); kiln then
+    runs the function on that device, its results committed there. Before, kiln refused them."""
+    from kiln.experimental.layout import Format, Layout
+    from kiln.sharding import NamedSharding, SingleDeviceSharding
+    dev = kiln.devices()[0]
+    s = SingleDeviceSharding(dev)
+    f = kiln.jit(lambda a, b: (a * 2, b + 1), in_shardings=(s, None), out_shardings=s)
+    x = np.arange(6.0, dtype=np.float32).reshape(2, 3)
+    a, b = f(x, x)
+    np.testing.assert_array_equal(np.asarray(a), x * 2)
+    np.testing.assert_array_equal(np.asarray(b), x + 1)
+    assert a.committed and b.committed and a.sharding == s
+    compiled = f.lower(x, x).compile()
+    assert compiled.input_shardings == ((s, s), {}) and compiled.output_shardings == (s, s)
+    fmt = (Format(Layout((0, 1), ()), s),) * 2
+    g = kiln.jit(lambda a, b: (a, b), out_shardings=fmt).lower(x, x).compile()
+    assert g.output_formats == fmt
+    mesh = kiln.make_mesh((1,), ("i",))
+    with pytest.raises(TypeError, match="SingleDeviceShardings in in_shardings/out_shardings only when every "
+                                        "sharding given is"):
+        kiln.jit(lambda a: a, in_shardings=s, out_shardings=NamedSharding(mesh, kiln.P()))

@@ -251,3 +251,19 @@ def test_clear_caches_retraces_everything():
     np.testing.assert_array_equal(knp.ones(2) * 2, [2.0, 2.0])  # eager caches rebuilt on demand
     g = kiln.grad(lambda x: jf(x).sum())
     np.testing.assert_array_equal(g(knp.ones(2)), [1.0, 1.0])
+
+
+def test_a_compiled_function_names_each_argument_of_another_shape_or_dtype():
+    """Compiled.__call__ with a leaf of another shape or dtype: the message lists both signatures and names each
+    differing argument by its path (as JAX's "Argument 'x' compiled with ... and called with ..."), the static
+    argument left out of the count."""
+    f = kiln.jit(lambda x, n, y: x * n + y["a"].sum(), static_argnums=1)
+    compiled = f.lower(np.ones(3, np.float32), 2, {"a": np.ones(2, np.float32)}).compile()
+    with pytest.raises(TypeError) as info:
+        compiled(np.ones(3, np.float32), {"a": np.ones(4, np.int32)})
+    msg = str(info.value)
+    assert "compiled for arguments (f32[3], f32[2]) (without the static arguments) but called with (f32[3], i32[4])" \
+        in msg
+    assert "argument y['a'] was compiled for f32[2] and called with i32[4]" in msg and "argument x " not in msg
+    assert "lower and compile again" in msg
+    np.testing.assert_allclose(compiled(np.ones(3, np.float32), {"a": np.ones(2, np.float32)}), [4.0, 4.0, 4.0])
