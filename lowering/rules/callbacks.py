@@ -17,6 +17,13 @@ from ..module import LoweringError
 from ..registry import register
 from ..types import tensor_type
 
+
+class OrderedCallbackError(LoweringError, ValueError):
+    """An ordered callback inside ``shard_map`` (or ``pmap``, which runs its function in one): program order
+    cannot be kept across devices. A ``ValueError``, as JAX's ("ordered effects are not supported for more than 1
+    device")."""
+
+
 _TARGETS = {"cpu": "xla_ffi_python_cpu_callback", "cuda": "xla_ffi_python_gpu_callback",
             "rocm": "xla_ffi_python_gpu_callback", "gpu": "xla_ffi_python_gpu_callback"}
 
@@ -36,8 +43,9 @@ def _callback(ctx, eqn, *args):
     token_type = ir.Type.parse("!stablehlo.token")
     if ordered:
         if ctx.manual_axes is not None:
-            raise LoweringError(f"kiln: the ordered callback {name} inside shard_map is not supported; use "
-                                "ordered=False there")
+            raise OrderedCallbackError(f"kiln: the ordered callback {name} inside shard_map is not supported; use "
+                                       "ordered=False there (pmap runs its function in a shard_map: the same "
+                                       "holds there; ordering across devices cannot be guaranteed)")
         callback = callback.with_token()
         operands = [ctx.current_token()] + operands
         result_types = [token_type] + result_types

@@ -65,3 +65,20 @@ def test_ordered_callback_inside_shard_map_is_refused():
     with pytest.raises(kiln.KilnError, match="the ordered callback debug.print\\('\\{\\}'\\) inside shard_map is not "
                                              "supported; use ordered=False there"):
         g(_sharded(mesh))
+
+
+def test_ordered_print_under_pmap_is_a_value_error():
+    """"using ordered=True will raise an error under jax.pmap" (docs/debugging/print_breakpoint.md): a ValueError,
+    JAX's class ("ordered effects are not supported for more than 1 device"), under pmap as under shard_map; it was
+    a bare KilnError (LoweringError), which an ``except ValueError`` written for JAX missed."""
+    import pytest
+
+    def f(x):
+        kiln.debug.print("x: {}", x, ordered=True)
+        return x
+    mesh = kiln.make_mesh((8,), ("x",))
+    for run in (lambda: kiln.pmap(f)(knp.arange(8.0)),
+                lambda: kiln.jit(kiln.shard_map(f, mesh=mesh, in_specs=P("x"), out_specs=P("x")))(_sharded(mesh))):
+        with pytest.raises(ValueError, match=r"the ordered callback debug.print\('x: \{\}'\) inside shard_map is "
+                                             r"not supported; use ordered=False there \(pmap runs its function"):
+            run()
