@@ -204,7 +204,8 @@ def check_user_dtype(dtype: Any, where: str | None = None) -> np.dtype:
         if where is None:
             raise
         raise e.named(where) from None
-    if (not config.enable_x64 and out != dtype and dtype not in (float, int, complex)
+    # (`is`, not `in`: np.dtype("float64") == float, and an explicit np.dtype("float64") warns as in JAX)
+    if (not config.enable_x64 and out != dtype and not any(dtype is t for t in (float, int, complex))
             and np.dtype(dtype) in _WIDE_TYPES):
         warnings.warn(f"Explicitly requested dtype {np.dtype(dtype)} is not available, and will be truncated to "
                       f"dtype {out}. To enable more dtypes, set kiln.config.update('jax_enable_x64', True) or the "

@@ -128,6 +128,8 @@ _COPY = None
 
 def _array(object: Any, dtype: Any, ndmin: int) -> Any:  # noqa: A002
     ndmin = static_int("array", "ndmin", ndmin)
+    if dtype is not None:  # a 64-bit dtype= without x64 warns that it is truncated, as JAX's array and asarray
+        dtype = dtypes.check_user_dtype(dtype)
     if is_array(object):
         out = object if dtype is None else astype(object, dtype)
     elif isinstance(object, (list, tuple)) and _contains_traced(object):
@@ -213,6 +215,7 @@ def copy(a: Any, order=None) -> Any:
 def astype(x, dtype, /, *, copy: bool = False, device=None) -> Any:
     """``x`` converted to ``dtype`` (a strong type)."""
     try:
+        dtype = dtypes.check_user_dtype(dtype)  # (warns of a 64-bit dtype without x64, as JAX's astype)
         return lax.convert_element_type(x if is_array(x) else asarray(x), dtype)
     except dtypes.DtypeArgumentError as e:
         raise e.named("kiln.numpy.astype") from None

@@ -429,6 +429,30 @@ def test_the_truncation_warning_comes_at_every_call(call):
             assert call().dtype.itemsize == 8
 
 
+@pytest.mark.parametrize("call", [
+    lambda: knp.array([1.0, 2.0], dtype=np.float64), lambda: knp.asarray(np.arange(2), dtype="int64"),
+    lambda: knp.array([[knp.ones(2)], [knp.ones(2)]], dtype="float64"), lambda: knp.ones(2).astype(np.float64),
+    lambda: knp.astype(knp.ones(2), "complex128"), lambda: knp.float64(1.0),
+    lambda: knp.zeros(2, dtype=np.dtype("float64")), lambda: knp.ones(2, dtype=np.dtype("int64"))],
+    ids=["array", "asarray", "array-of-arrays", "Array.astype", "astype", "scalar-type", "zeros-np.dtype",
+         "ones-np.dtype"])
+def test_array_asarray_astype_and_np_dtypes_warn_of_a_truncated_64_bit_dtype(call):
+    # As JAX's: the functions that convert (not only those that create) warn of an explicit 64-bit dtype with x64
+    # off, once, at the user's line; and a NumPy dtype object asks for what it names (np.dtype("float64") == float
+    # is True in NumPy, which made it pass for Python's float and not warn).
+    with pytest.warns(UserWarning, match="Explicitly requested dtype (float|int|complex)(64|128) is not available") \
+            as record:
+        out = call()
+    assert len(record) == 1 and record[0].filename == __file__
+    assert out.dtype.itemsize == (8 if out.dtype.kind == "c" else 4)
+    import warnings
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert knp.ones(2, dtype=int).astype(float).dtype == np.float32  # Python's types: the defaults, silently
+        with kiln.config.override("enable_x64", True):
+            assert call().dtype.itemsize in (8, 16)
+
+
 def test_like_functions_take_a_shape_dtype_struct():
     # as jax.numpy's: anything with a shape and a dtype (optax's microbatching accumulators start so)
     spec = kiln.ShapeDtypeStruct((2, 3), np.int32)

@@ -22,7 +22,8 @@ def test_constants_are_numpys():
 
 def test_dtype_aliases():
     assert np.dtype(knp.float_) == np.float64 and np.dtype(knp.complex_) == np.complex128
-    assert knp.float_(1.5).dtype == np.float32  # 64-bit types are 32-bit without x64, as every dtype
+    with pytest.warns(UserWarning, match="Explicitly requested dtype float64"):  # (as JAX's)
+        assert knp.float_(1.5).dtype == np.float32  # 64-bit types are 32-bit without x64, as every dtype
     with kiln.config.override("enable_x64", True):
         assert knp.complex_(1).dtype == np.complex128
     assert knp.object_ is np.object_ and knp.character is np.character and knp.flexible is np.flexible
