@@ -42,8 +42,11 @@ def watched_objects(fun: Any, static_values: tuple = ()) -> list[Any]:
 
 
 def _plain_object(obj: Any) -> bool:
+    # (kiln's own objects are left out: a jitted function passed as a static argument keeps its cache bookkeeping
+    # in attributes, which a call inside the trace rebinds)
     return (isinstance(getattr(obj, "__dict__", None), dict)
-            and not isinstance(obj, (type, types.ModuleType, types.FunctionType, types.MethodType)))
+            and not isinstance(obj, (type, types.ModuleType, types.FunctionType, types.MethodType))
+            and not type(obj).__module__.startswith("kiln."))
 
 
 def snapshot(objects: list[Any]) -> list[tuple[Any, dict]]:

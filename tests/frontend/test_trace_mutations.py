@@ -193,3 +193,19 @@ def test_a_later_change_of_a_rebound_attribute_still_warns_as_stale():
         assert int(count()) == 1  # the baked value, as JAX
     (w,) = _stale_only(record)
     assert "attribute 'n' of the Counter object is now 5, but it was 1" in str(w.message)
+
+
+def test_a_jitted_function_passed_as_a_static_argument_is_not_watched():
+    """A kiln.jit function as a static argument, called inside the trace, updates its own cache bookkeeping: that is
+    kiln's, not the user's state, and gives no warning (it did: "rebound the attribute '_last_key' of an object of
+    type JittedFunction"). A user's object beside it still is watched."""
+    inner = kiln.jit(lambda x: x * 2.0)
+    counter = Counter()
+
+    def outer(f, c, x):
+        c.count()
+        return f(x) + 1.0
+
+    out, record = _calls(kiln.jit(outer, static_argnums=(0, 1)), (inner, counter, 1.0))
+    assert float(out[0]) == 3.0
+    assert [str(w.message).split(" of an object of type ")[1].split(" ")[0] for w in record] == ["Counter"]
