@@ -248,10 +248,12 @@ def device_put(x: Any, device: Any = None, *, src: Any = None, donate: bool = Fa
     reuse the input's buffers, best effort (kiln never does: the input stays valid, as JAX's on the CPU); with
     ``may_alias=False`` the result never shares the input's buffers. ``donate`` and ``may_alias`` are bools.
     """
-    for name, flag in (("donate", donate), ("may_alias", may_alias)):
-        if not (isinstance(flag, bool) or (flag is None and name == "may_alias")):
-            raise TypeError(f"kiln.device_put: {name} must be a bool{' or None' if name == 'may_alias' else ''}, "
-                            f"got {flag!r:.60} (kiln takes one flag for the whole of x)")
+    if not isinstance(donate, bool):
+        raise TypeError(f"kiln.device_put: donate must be a bool, got {donate!r:.60} (kiln takes one flag for the "
+                        "whole of x)")
+    if not (may_alias is None or isinstance(may_alias, bool)):
+        raise TypeError(f"kiln.device_put: may_alias must be a bool or None, got {may_alias!r:.60} (kiln takes one "
+                        "flag for the whole of x)")
     if donate and may_alias:
         raise ValueError("may_alias and donate cannot be True at the same time. (kiln.device_put: pass one)")
     if may_alias is False:  # the same placement, then buffers of its own for any array that would be shared
